@@ -1,0 +1,197 @@
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Problem is one finding of Fsck.
+type Problem struct {
+	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, dangling-action, bad-action
+	Name   Digest `json:"name"`
+	Detail string `json:"detail"`
+	Fixed  string `json:"fixed,omitempty"` // what was done about it
+}
+
+// FsckReport summarises a check.
+type FsckReport struct {
+	Objects  int       `json:"objects"`
+	Actions  int       `json:"actions"`
+	Blobs    int       `json:"blobs"`
+	Temp     int       `json:"temp_removed"`
+	Problems []Problem `json:"problems"`
+}
+
+// Fsck verifies every object (decoding its rows and rehashing them),
+// every blob, and every action entry (it must parse and its output must
+// exist). With repair, corrupt objects and blobs move to quarantine/ and
+// action entries whose output is gone are removed, so the next run
+// recomputes them; nothing valid is touched. Repair holds the store lock
+// exclusively, waiting for running runs to finish.
+func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
+	if repair {
+		unlock, err := s.LockExclusive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		defer s.Sync()
+	}
+	rep := &FsckReport{}
+	if repair {
+		rep.Temp = s.CleanTemp()
+	}
+	objs, err := s.list("cas", ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	bad := map[Digest]bool{}
+	for _, d := range objs {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.Objects++
+		data, err := os.ReadFile(s.ObjectPath(d))
+		if err == nil {
+			_, err = decode(data, d)
+		}
+		if err != nil {
+			p := Problem{Kind: "corrupt-object", Name: d, Detail: err.Error()}
+			if repair {
+				if qerr := s.Quarantine(d); qerr == nil {
+					p.Fixed = "moved to quarantine/"
+				}
+			}
+			bad[d] = true
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	blobs, err := s.list("blobs", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range blobs {
+		rep.Blobs++
+		if err := s.VerifyBlob(d); err != nil {
+			p := Problem{Kind: "corrupt-blob", Name: d, Detail: err.Error()}
+			if repair && os.Rename(s.BlobPath(d), filepath.Join(s.root, "quarantine", string(d)+".blob")) == nil {
+				p.Fixed = "moved to quarantine/"
+			}
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	acts, err := s.Actions()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range acts {
+		rep.Actions++
+		a, err := s.GetAction(k)
+		if err != nil || a.Key != k {
+			detail := "key does not match file name"
+			if err != nil {
+				detail = err.Error()
+			}
+			p := Problem{Kind: "bad-action", Name: k, Detail: detail}
+			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
+				p.Fixed = "removed"
+			}
+			rep.Problems = append(rep.Problems, p)
+			continue
+		}
+		if _, err := os.Stat(s.ObjectPath(a.Output.Digest)); errors.Is(err, fs.ErrNotExist) || bad[a.Output.Digest] {
+			p := Problem{Kind: "dangling-action", Name: k, Detail: fmt.Sprintf("%s: output %s is missing or corrupt", a.Node, a.Output.Digest)}
+			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
+				p.Fixed = "removed; the next run recomputes it"
+			}
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	return rep, nil
+}
+
+// GCReport summarises a collection.
+type GCReport struct {
+	ActionsKept, ActionsRemoved int
+	ObjectsKept, ObjectsRemoved int
+	BlobsKept, BlobsRemoved     int
+	BytesFreed                  int64
+}
+
+// GC deletes every action not in keep, then every object and blob that no
+// kept action references, plus failure records and lock files. It holds the
+// store lock exclusively, so no run is using what it deletes. With dryRun it
+// only counts.
+func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCReport, error) {
+	unlock, err := s.LockExclusive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rep := &GCReport{}
+	objects, blobs := map[Digest]bool{}, map[Digest]bool{}
+	acts, err := s.Actions()
+	if err != nil {
+		return nil, err
+	}
+	remove := func(p string) {
+		if st, err := os.Stat(p); err == nil {
+			rep.BytesFreed += st.Size()
+		}
+		if !dryRun {
+			os.Remove(p)
+		}
+	}
+	for _, k := range acts {
+		a, err := s.GetAction(k)
+		if err == nil && keep[k] {
+			rep.ActionsKept++
+			objects[a.Output.Digest] = true
+			for _, b := range a.Blobs {
+				blobs[b] = true
+			}
+			continue
+		}
+		rep.ActionsRemoved++
+		remove(s.path("ac", k, ".json"))
+	}
+	objs, err := s.list("cas", ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range objs {
+		if objects[d] {
+			rep.ObjectsKept++
+			continue
+		}
+		rep.ObjectsRemoved++
+		remove(s.ObjectPath(d))
+	}
+	bl, err := s.list("blobs", "")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range bl {
+		if blobs[d] {
+			rep.BlobsKept++
+			continue
+		}
+		rep.BlobsRemoved++
+		remove(s.BlobPath(d))
+	}
+	if !dryRun {
+		for _, dir := range []string{"fail", "locks"} {
+			entries, _ := filepath.Glob(filepath.Join(s.root, dir, "??", "*"))
+			for _, e := range entries {
+				os.Remove(e)
+			}
+		}
+		s.CleanTemp()
+		s.Sync()
+	}
+	return rep, nil
+}

@@ -1,0 +1,69 @@
+package artifacts
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Locks are flock(2) locks on files under locks/. The kernel drops them when
+// the holding process exits, however it exits, so a kill -9 never leaves a
+// store that needs a manual unlock.
+
+// Unlock releases a lock.
+type Unlock func()
+
+func flock(path string, how int, ctx context.Context) (Unlock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	wait := time.Millisecond
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// LockKey takes the exclusive lock of one action key, waiting while another
+// goroutine or process holds it. The holder computes the action; a waiter,
+// once it gets the lock, finds the action cached and reuses it.
+func (s *Store) LockKey(ctx context.Context, key Digest) (Unlock, error) {
+	return flock(s.path("locks", key, ".lock"), syscall.LOCK_EX, ctx)
+}
+
+// LockShared is held by every run for its whole duration; gc and fsck
+// --repair take LockExclusive, so they never delete what a run is using.
+func (s *Store) LockShared(ctx context.Context) (Unlock, error) {
+	return flock(filepath.Join(s.root, "locks", "store.lock"), syscall.LOCK_SH, ctx)
+}
+
+// LockExclusive waits until no run holds the store.
+func (s *Store) LockExclusive(ctx context.Context) (Unlock, error) {
+	return flock(filepath.Join(s.root, "locks", "store.lock"), syscall.LOCK_EX, ctx)
+}

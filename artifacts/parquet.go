@@ -1,0 +1,292 @@
+package artifacts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Parquet layout constants. They are part of what makes the same rows give
+// the same bytes; changing one changes file checksums (never content
+// digests), so they only change with FormatVersion.
+const (
+	createdBy      = "lacuna"
+	rowGroupRows   = 1 << 16
+	pageBufferSize = 64 << 10
+	// SchemaVersionKey etc. are the key-value metadata lacuna writes.
+	MetaNode          = "lacuna.node"
+	MetaType          = "lacuna.type"
+	MetaActionKey     = "lacuna.action_key"
+	MetaSchemaVersion = "lacuna.schema_version"
+)
+
+var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+
+// ErrCorrupt reports an object whose bytes or rows do not match its name.
+var ErrCorrupt = errors.New("corrupt object")
+
+// Writer writes one artifact: rows go to a temporary Parquet file while
+// their content digest is computed; Commit renames the file to cas/ under
+// that digest. The file carries no timestamps or host names, so the same
+// rows and metadata always give the same bytes.
+//
+// A Writer is not safe for concurrent use.
+type Writer struct {
+	s      *Store
+	f      *os.File
+	sum    *xxhash.Digest
+	w      *parquet.Writer
+	schema *parquet.Schema
+	hash   *ContentHasher
+	buf    []parquet.Row
+	done   bool
+}
+
+type hashingWriter struct {
+	w   io.Writer
+	sum *xxhash.Digest
+	n   int64
+}
+
+func (h *hashingWriter) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	h.sum.Write(p[:n])
+	h.n += int64(n)
+	return n, err
+}
+
+// NewWriter starts an artifact with the given schema. meta becomes the
+// file's key-value metadata (node address, type, action key, schema version).
+func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writer, error) {
+	f, err := s.tempFile()
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{s: s, f: f, sum: xxhash.New(), schema: schema, hash: NewContentHasher(schema)}
+	opts := []parquet.WriterOption{
+		schema,
+		parquet.CreatedBy(createdBy, "", ""),
+		parquet.Compression(zstdCodec),
+		parquet.MaxRowsPerRowGroup(rowGroupRows),
+		parquet.PageBufferSize(pageBufferSize),
+	}
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		opts = append(opts, parquet.KeyValueMetadata(k, meta[k]))
+	}
+	w.w = parquet.NewWriter(&hashingWriter{w: f, sum: w.sum}, opts...)
+	return w, nil
+}
+
+// Schema is the artifact's schema.
+func (w *Writer) Schema() *parquet.Schema { return w.schema }
+
+// WriteRows appends rows, which must follow the writer's schema.
+func (w *Writer) WriteRows(rows []parquet.Row) error {
+	for _, r := range rows {
+		w.hash.Add(r)
+	}
+	_, err := w.w.WriteRows(rows)
+	return err
+}
+
+// Write appends one Go value (a struct matching the schema, or a
+// map[string]any for a schema built from parquet.Group).
+func (w *Writer) Write(v any) error {
+	w.buf = append(w.buf[:0], w.schema.Deconstruct(nil, v))
+	return w.WriteRows(w.buf)
+}
+
+// Rows is the number of rows written so far.
+func (w *Writer) Rows() int64 { return w.hash.Rows() }
+
+// Abort discards the artifact.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// Commit finishes the file and moves it into cas/. If an object with the
+// same digest is already there and verifies, it is kept and this file is
+// dropped; a corrupt one is quarantined and replaced.
+func (w *Writer) Commit() (Object, error) {
+	if w.done {
+		return Object{}, errors.New("writer already closed")
+	}
+	if err := w.w.Close(); err != nil {
+		w.Abort()
+		return Object{}, err
+	}
+	st, err := w.f.Stat()
+	if err != nil {
+		w.Abort()
+		return Object{}, err
+	}
+	obj := Object{Digest: w.hash.Digest(), FileSum: digestOf(w.sum.Sum64()), Size: st.Size(), Rows: w.hash.Rows()}
+	dst := w.s.ObjectPath(obj.Digest)
+	if existing, err := w.s.statObject(obj.Digest); err == nil {
+		w.Abort()
+		return existing, nil
+	}
+	w.done = true
+	if err := w.s.finishTemp(w.f, dst); err != nil {
+		return Object{}, err
+	}
+	return obj, nil
+}
+
+// ObjectPath is where the object with digest d lives.
+func (s *Store) ObjectPath(d Digest) string { return s.path("cas", d, ".parquet") }
+
+// statObject verifies an existing object and describes it; a corrupt one is
+// quarantined and reported as missing.
+func (s *Store) statObject(d Digest) (Object, error) {
+	data, err := os.ReadFile(s.ObjectPath(d))
+	if err != nil {
+		return Object{}, err
+	}
+	r, err := decode(data, d)
+	if err != nil {
+		s.Quarantine(d)
+		return Object{}, fs.ErrNotExist
+	}
+	return Object{Digest: d, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows))}, nil
+}
+
+// Quarantine moves a corrupt object out of cas/ so that it is recomputed.
+func (s *Store) Quarantine(d Digest) error {
+	s.cache.drop(d)
+	dst := filepath.Join(s.root, "quarantine", string(d)+".parquet")
+	if err := os.Rename(s.ObjectPath(d), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Reader is a verified, decoded artifact. Its rows are shared with the
+// store's cache: callers must not modify them.
+type Reader struct {
+	Object Object
+	schema *parquet.Schema
+	meta   map[string]string
+	rows   []parquet.Row
+}
+
+// Schema is the artifact's Parquet schema.
+func (r *Reader) Schema() *parquet.Schema { return r.schema }
+
+// Meta returns the file's key-value metadata.
+func (r *Reader) Meta() map[string]string { return r.meta }
+
+// Rows returns every row.
+func (r *Reader) Rows() []parquet.Row { return r.rows }
+
+// NumRows is the row count.
+func (r *Reader) NumRows() int { return len(r.rows) }
+
+// Open reads and verifies an object: its rows are decoded and hashed and
+// must give its digest. A mismatch returns ErrCorrupt and quarantines the
+// file, so that the next run recomputes it. (The file checksum is not what
+// decides: the same rows may be stored with other metadata bytes.)
+func (s *Store) Open(obj Object) (*Reader, error) {
+	if r := s.cache.get(obj.Digest); r != nil {
+		return r, nil
+	}
+	data, err := os.ReadFile(s.ObjectPath(obj.Digest))
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", obj.Digest, err)
+	}
+	r, err := decode(data, obj.Digest)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			s.Quarantine(obj.Digest)
+		}
+		return nil, err
+	}
+	r.Object = Object{Digest: obj.Digest, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows))}
+	s.cache.put(r, int64(len(data))*4)
+	return r, nil
+}
+
+// decode parses a Parquet file and checks its rows against digest want.
+func decode(data []byte, want Digest) (rd *Reader, err error) {
+	defer func() {
+		// parquet-go can panic on some malformed files; a damaged object is
+		// corruption to report, not a crash.
+		if p := recover(); p != nil {
+			rd, err = nil, fmt.Errorf("object %s: %v: %w", want, p, ErrCorrupt)
+		}
+	}()
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %v: %w", want, err, ErrCorrupt)
+	}
+	schema := f.Schema()
+	rd = &Reader{schema: schema, meta: map[string]string{}}
+	for _, kv := range f.Metadata().KeyValueMetadata {
+		rd.meta[kv.Key] = kv.Value
+	}
+	rows := make([]parquet.Row, 0, f.NumRows())
+	pr := parquet.NewReader(f, schema)
+	defer pr.Close()
+	buf := make([]parquet.Row, 64)
+	for {
+		n, err := pr.ReadRows(buf)
+		for _, row := range buf[:n] {
+			rows = append(rows, row.Clone())
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("object %s: %v: %w", want, err, ErrCorrupt)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	h := NewContentHasher(schema)
+	for _, row := range rows {
+		h.Add(row)
+	}
+	if want != "" && h.Digest() != want {
+		return nil, fmt.Errorf("object %s: rows hash to %s: %w", want, h.Digest(), ErrCorrupt)
+	}
+	rd.rows = rows
+	return rd, nil
+}
+
+// ReadAll decodes every row of r into T, a struct whose parquet tags match
+// the artifact's schema (the row type the producing node declared).
+func ReadAll[T any](r *Reader) ([]T, error) {
+	out := make([]T, len(r.rows))
+	for i, row := range r.rows {
+		if err := r.schema.Reconstruct(&out[i], row); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// SchemaOf is the Parquet schema of row type T.
+func SchemaOf[T any]() *parquet.Schema {
+	var zero T
+	return parquet.SchemaOf(zero)
+}

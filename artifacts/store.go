@@ -1,0 +1,227 @@
+// Package artifacts is lacuna's content-addressed store: Parquet objects
+// named by the digest of their rows, an action cache mapping action keys to
+// those objects, blobs, per-key locks and the tools that check and prune it
+// (fsck, gc). The on-disk format is described in STORE.md.
+//
+// A Store is safe for concurrent use by many goroutines and by many processes
+// sharing one directory: every file is written to a temporary name and renamed
+// into place, and work on one action key is serialised by a lock file that the
+// kernel releases when its holder dies.
+package artifacts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
+)
+
+// FormatVersion is written to the store's VERSION file; a store written by a
+// newer, incompatible lacuna is refused rather than misread.
+const FormatVersion = "1"
+
+// Store is a store directory. The zero value is not usable; call Open.
+type Store struct {
+	root      string
+	syncEach  bool
+	dirty     atomic.Bool
+	cache     *rowCache
+	tmpPrefix string
+	tmpSeq    atomic.Uint64
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithSyncEach makes every write fsync its file before the rename. By
+// default writes are flushed once per run by Sync (group commit): a crash
+// of the process loses nothing, and a power loss can leave objects that
+// fail verification and are recomputed (see STORE.md).
+func WithSyncEach(on bool) Option { return func(s *Store) { s.syncEach = on } }
+
+// WithCacheBytes bounds the in-process cache of decoded artifacts (default
+// 256 MiB; 0 disables it).
+func WithCacheBytes(n int64) Option { return func(s *Store) { s.cache = newRowCache(n) } }
+
+var layoutDirs = []string{"ac", "cas", "blobs", "calls", "runs", "locks", "fail", "names", "tmp", "quarantine"}
+
+// Open opens the store at root, creating its layout when it does not exist.
+func Open(root string, opts ...Option) (*Store, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{root: abs, cache: newRowCache(256 << 20)}
+	if v := os.Getenv("LACUNA_FSYNC"); v == "always" || v == "1" {
+		s.syncEach = true
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	vf := filepath.Join(abs, "VERSION")
+	if b, err := os.ReadFile(vf); err == nil {
+		if v := strings.TrimSpace(string(b)); v != FormatVersion {
+			return nil, fmt.Errorf("store %s has format version %q; this lacuna reads version %s", abs, v, FormatVersion)
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		for _, d := range layoutDirs {
+			if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
+				return nil, fmt.Errorf("create store: %w", err)
+			}
+		}
+		if err := s.writeFileAtomic(vf, []byte(FormatVersion+"\n")); err != nil {
+			return nil, fmt.Errorf("create store: %w", err)
+		}
+	} else {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.tmpPrefix = strconv.Itoa(os.Getpid()) + "-"
+	return s, nil
+}
+
+// Root is the store's absolute path.
+func (s *Store) Root() string { return s.root }
+
+// path joins a layout directory, a two-digit shard and a name.
+func (s *Store) path(dir string, d Digest, ext string) string {
+	shard := "xx"
+	if len(d) >= 2 {
+		shard = string(d[:2])
+	}
+	return filepath.Join(s.root, dir, shard, string(d)+ext)
+}
+
+// tempFile creates a file under tmp/ whose name starts with the pid, so
+// that CleanTemp can tell the leftovers of dead processes from live work.
+func (s *Store) tempFile() (*os.File, error) {
+	name := s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(xxhash.Sum64String(s.root+strconv.Itoa(os.Getpid())), 36)
+	return os.OpenFile(filepath.Join(s.root, "tmp", name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename,
+// so readers see either the old content or all of the new.
+func (s *Store) writeFileAtomic(path string, data []byte) error {
+	f, err := s.tempFile()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // store being created: tmp/ not there yet
+			f, err = os.CreateTemp(filepath.Dir(path), ".tmp-*")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	return s.finishTemp(f, path)
+}
+
+// finishTemp syncs (when configured), closes and renames a temp file.
+func (s *Store) finishTemp(f *os.File, path string) error {
+	if s.syncEach {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			os.Remove(f.Name())
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			os.Remove(f.Name())
+			return err
+		}
+		if err := os.Rename(f.Name(), path); err != nil {
+			os.Remove(f.Name())
+			return err
+		}
+	}
+	s.dirty.Store(true)
+	return nil
+}
+
+// Sync makes everything written so far durable (one syncfs for the whole
+// store instead of an fsync per file). The run loop calls it at the end of
+// every run, including interrupted ones.
+func (s *Store) Sync() error {
+	if !s.dirty.Swap(false) {
+		return nil
+	}
+	f, err := os.Open(s.root)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return syncfs(f)
+}
+
+func syncfs(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
+
+// writeJSON writes v as indented JSON atomically.
+func (s *Store) writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return s.writeFileAtomic(path, append(b, '\n'))
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// CleanTemp removes temporary files left by processes that no longer run
+// (a kill -9 mid-write leaves one). Files of live processes are kept.
+func (s *Store) CleanTemp() (removed int) {
+	entries, _ := os.ReadDir(filepath.Join(s.root, "tmp"))
+	for _, e := range entries {
+		pid, _, ok := strings.Cut(e.Name(), "-")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(pid)
+		if err == nil && n != os.Getpid() && processAlive(n) {
+			continue
+		}
+		if n == os.Getpid() {
+			continue
+		}
+		if os.Remove(filepath.Join(s.root, "tmp", e.Name())) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/artifacts/arrowipc"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
+)
+
+func cmdExport(ctx context.Context, args []string) error {
+	var pf pipelineFlags
+	fs := newFlags("export", "PIPELINE --to DIR")
+	pf.register(fs)
+	to := fs.String("to", "", "directory to write (required)")
+	format := fs.String("format", "parquet", "parquet or arrow (Arrow IPC files)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	path, err := onePipeline(pos, "export")
+	if err != nil {
+		return err
+	}
+	if *to == "" {
+		return fmt.Errorf("--to DIR is required")
+	}
+	if *format != "parquet" && *format != "arrow" {
+		return fmt.Errorf("--format %q: want parquet or arrow", *format)
+	}
+	l, err := pf.load(path)
+	if err != nil {
+		return err
+	}
+	entries, err := l.executor().Plan(ctx, l.graph, nil)
+	if err != nil {
+		return err
+	}
+	ext := ".parquet"
+	if *format == "arrow" {
+		ext = ".arrow"
+	}
+	type exported struct {
+		Node   string `json:"node"`
+		File   string `json:"file"`
+		Digest string `json:"digest"`
+		Rows   int64  `json:"rows"`
+	}
+	var files []exported
+	var missing []string
+	types := map[string]bool{}
+	for _, e := range entries {
+		if e.Status != engine.PlanCached {
+			missing = append(missing, e.Node)
+			continue
+		}
+		inst, _ := l.graph.Lookup(e.Node)
+		name := inst.Decl.Name
+		if k := nodes.InstanceKey(e.Node); k != "" {
+			name += "__" + k
+		}
+		rel := filepath.Join(inst.Decl.TypeName, name+ext)
+		dst := filepath.Join(*to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		a, err := l.store.GetAction(e.Key)
+		if err != nil {
+			return err
+		}
+		if *format == "arrow" {
+			err = exportArrow(l, a.Output, dst)
+		} else {
+			err = copyVerified(l, a.Output, dst)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Node, err)
+		}
+		types[inst.Decl.TypeName] = true
+		files = append(files, exported{e.Node, rel, string(e.Digest), e.Rows})
+	}
+	if *format == "parquet" {
+		if err := writeViews(*to, types); err != nil {
+			return err
+		}
+	}
+	if pf.json {
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"dir": *to, "files": files, "not_computed": missing})
+	} else {
+		fmt.Printf("exported %d artifacts to %s", len(files), *to)
+		if *format == "parquet" {
+			fmt.Printf(" (DuckDB: cd %s && duckdb -init views.sql)", *to)
+		}
+		fmt.Println()
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%d node(s) have no artifact for their current inputs (run the pipeline first): %s", len(missing), strings.Join(missing[:min(5, len(missing))], ", "))
+	}
+	return nil
+}
+
+// copyVerified copies an object after checking it, so an export never
+// hands out a corrupt file.
+func copyVerified(l *loaded, obj artifacts.Object, dst string) error {
+	if _, err := l.store.Open(obj); err != nil {
+		return err
+	}
+	src, err := os.Open(l.store.ObjectPath(obj.Digest))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := dst + ".tmp"
+	out, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, src); err != nil {
+		out.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+func exportArrow(l *loaded, obj artifacts.Object, dst string) error {
+	r, err := l.store.Open(obj)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := arrowipc.Write(f, r); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// writeViews writes views.sql: one DuckDB view per node type over all of
+// that type's files, with the file name as a column to tell nodes apart.
+func writeViews(dir string, types map[string]bool) error {
+	var names []string
+	for t := range types {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("-- DuckDB views over this export: cd into this directory, then `duckdb -init views.sql`.\n")
+	for _, t := range names {
+		fmt.Fprintf(&b, "CREATE OR REPLACE VIEW %q AS SELECT * FROM read_parquet('%s/*.parquet', union_by_name = true, filename = true);\n", t, t)
+	}
+	return os.WriteFile(filepath.Join(dir, "views.sql"), []byte(b.String()), 0o644)
+}

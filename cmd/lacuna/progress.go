@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+)
+
+// progress shows a run to its user.
+type progress interface {
+	event(engine.Event)
+	close()
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+// jsonProgress prints every event as one JSON line; the last is the summary.
+type jsonProgress struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func newJSONProgress(w io.Writer) *jsonProgress {
+	bw := bufio.NewWriter(w)
+	return &jsonProgress{w: bw, enc: json.NewEncoder(bw)}
+}
+
+func (p *jsonProgress) event(e engine.Event) {
+	p.enc.Encode(e)
+	if e.Event != engine.EventCached {
+		p.w.Flush()
+	}
+}
+func (p *jsonProgress) close() { p.w.Flush() }
+
+// counts tracks a run for the human displays.
+type counts struct {
+	total, executed, cached, failed, skipped int
+	rows                                     int64
+	start                                    time.Time
+	running                                  map[string]time.Time
+	lastProgress                             map[string]engine.Event
+}
+
+func (c *counts) update(e engine.Event) {
+	switch e.Event {
+	case engine.EventStart:
+		c.total, c.start = int(e.Total), time.Now()
+		c.running, c.lastProgress = map[string]time.Time{}, map[string]engine.Event{}
+	case engine.EventRunning:
+		c.running[e.Node] = time.Now()
+	case engine.EventDone:
+		c.executed++
+		c.rows += e.Rows
+		delete(c.running, e.Node)
+		delete(c.lastProgress, e.Node)
+	case engine.EventCached:
+		c.cached++
+	case engine.EventFailed:
+		c.failed++
+		delete(c.running, e.Node)
+	case engine.EventSkipped:
+		c.skipped++
+	case engine.EventProgress:
+		c.lastProgress[e.Node] = e
+	}
+}
+
+func (c *counts) finished() int { return c.executed + c.cached + c.failed + c.skipped }
+
+func (c *counts) summary(s *engine.Summary) string {
+	return fmt.Sprintf("%d executed, %d cached, %d failed, %d skipped", s.Executed, s.Cached, s.Failed, s.Skipped) +
+		notRun(s) + fmt.Sprintf("; %s rows written in %s", commas(s.Rows), fmtDuration(time.Duration(s.Seconds*float64(time.Second))))
+}
+
+func notRun(s *engine.Summary) string {
+	if s.NotRun > 0 {
+		return fmt.Sprintf(", %d not run", s.NotRun)
+	}
+	return ""
+}
+
+// plainProgress prints a line per executed, failed or skipped node, for
+// logs and pipes.
+type plainProgress struct {
+	w io.Writer
+	c counts
+}
+
+func newPlainProgress(w io.Writer) *plainProgress { return &plainProgress{w: w} }
+
+func (p *plainProgress) event(e engine.Event) {
+	p.c.update(e)
+	n := p.c.finished()
+	switch e.Event {
+	case engine.EventStart:
+		fmt.Fprintf(p.w, "running %d nodes\n", e.Total)
+	case engine.EventDone:
+		fmt.Fprintf(p.w, "[%d/%d] done     %s  %s rows  %.2fs\n", n, p.c.total, e.Node, commas(e.Rows), e.Seconds)
+	case engine.EventFailed:
+		fmt.Fprintf(p.w, "[%d/%d] FAILED   %s\n%s\n", n, p.c.total, e.Node, indent(e.Error))
+	case engine.EventSkipped:
+		fmt.Fprintf(p.w, "[%d/%d] skipped  %s (input %s failed)\n", n, p.c.total, e.Node, e.Cause)
+	case engine.EventSummary:
+		fmt.Fprintln(p.w, p.c.summary(e.Summary))
+	}
+}
+func (p *plainProgress) close() {}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+// ttyProgress redraws one status line, printing finished work above it.
+type ttyProgress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	c    counts
+	stop chan struct{}
+	done chan struct{}
+	line int
+}
+
+func newTTYProgress(w io.Writer) *ttyProgress {
+	p := &ttyProgress{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.redraw()
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *ttyProgress) event(e engine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.c.update(e)
+	switch e.Event {
+	case engine.EventDone:
+		if e.Seconds >= 1 || p.c.total <= 50 {
+			p.above(fmt.Sprintf("done     %s  %s rows  %s", e.Node, commas(e.Rows), fmtDuration(time.Duration(e.Seconds*float64(time.Second)))))
+		}
+	case engine.EventFailed:
+		p.above(fmt.Sprintf("\x1b[31mFAILED\x1b[0m   %s\n%s", e.Node, indent(e.Error)))
+	case engine.EventSkipped:
+		p.above(fmt.Sprintf("skipped  %s (input %s failed)", e.Node, e.Cause))
+	case engine.EventSummary:
+		p.clear()
+		fmt.Fprintln(p.w, p.c.summary(e.Summary))
+	}
+}
+
+func (p *ttyProgress) clear() { fmt.Fprint(p.w, "\r\x1b[2K") }
+
+func (p *ttyProgress) above(s string) {
+	p.clear()
+	fmt.Fprintln(p.w, s)
+	p.redraw()
+}
+
+func (p *ttyProgress) redraw() {
+	if p.c.total == 0 {
+		return
+	}
+	n := p.c.finished()
+	elapsed := time.Since(p.c.start)
+	eta := "?"
+	if n > 0 && n < p.c.total {
+		eta = fmtDuration(time.Duration(float64(elapsed) / float64(n) * float64(p.c.total-n)))
+	} else if n == p.c.total {
+		eta = "0s"
+	}
+	var run []string
+	for node := range p.c.running {
+		s := strings.TrimPrefix(node, "node.")
+		if pe, ok := p.c.lastProgress[node]; ok && pe.Total > 0 {
+			s += fmt.Sprintf(" %d%%", pe.Done*100/pe.Total)
+		}
+		run = append(run, s)
+	}
+	sort.Strings(run)
+	if len(run) > 3 {
+		run = append(run[:3], fmt.Sprintf("+%d", len(run)-3))
+	}
+	line := fmt.Sprintf("[%d/%d] %d run · %d cached · %d failed · %s rows · %s elapsed · ETA %s", n, p.c.total, p.c.executed, p.c.cached, p.c.failed, commas(p.c.rows), fmtDuration(elapsed), eta)
+	if len(run) > 0 {
+		line += " · " + strings.Join(run, ", ")
+	}
+	p.clear()
+	fmt.Fprint(p.w, line)
+}
+
+func (p *ttyProgress) close() {
+	close(p.stop)
+	<-p.done
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + commas(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// runLog appends every event of a run to runs/<time>-<pid>.jsonl.
+type runLog struct {
+	f   *os.File
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func openRunLog(st *artifacts.Store) (*runLog, error) {
+	name := fmt.Sprintf("%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), os.Getpid())
+	f, err := os.Create(filepath.Join(st.Root(), "runs", name))
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriter(f)
+	return &runLog{f: f, w: w, enc: json.NewEncoder(w)}, nil
+}
+
+func (l *runLog) write(e engine.Event) {
+	l.enc.Encode(e)
+	if e.Event == engine.EventFailed || e.Event == engine.EventSummary {
+		l.w.Flush()
+	}
+}
+
+func (l *runLog) Close() error {
+	l.w.Flush()
+	return l.f.Close()
+}
+
+// table prints aligned columns.
+type table struct{ rows [][]string }
+
+func newTable(header ...string) *table { return &table{rows: [][]string{header}} }
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) print(w io.Writer) {
+	widths := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i < len(widths)-1 && len(c) > widths[i] {
+				widths[i] = len(c)
+			}
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i == len(r)-1 {
+				bw.WriteString(c)
+			} else {
+				fmt.Fprintf(bw, "%-*s  ", widths[i], c)
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	bw.Flush()
+}

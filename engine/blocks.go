@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// A blockSchema describes a configuration block kind (model, library,
+// runner). Nodes receive the evaluated block as an object with every
+// attribute present (null when not set), so node configs can declare them
+// as typed structs or cty values.
+type blockSchema struct {
+	Doc   string
+	Attrs []blockAttr
+}
+
+type blockAttr struct {
+	Name     string
+	Type     cty.Type
+	Required bool
+	OneOf    []string // allowed string values
+	Doc      string
+}
+
+var blockSchemas = map[string]*blockSchema{
+	"model": {
+		Doc: "A language model: its identity (id, revision) is part of the key of every node that uses it.",
+		Attrs: []blockAttr{
+			{Name: "id", Type: cty.String, Required: true, Doc: "model id, e.g. Qwen/Qwen2.5-Coder-7B-Instruct"},
+			{Name: "revision", Type: cty.String, Doc: "model revision (commit) pinned for reproducibility"},
+			{Name: "cutoff", Type: cty.String, Doc: "training-data cutoff date, YYYY-MM-DD"},
+			{Name: "endpoint", Type: cty.String, Doc: "OpenAI-compatible base URL"},
+			{Name: "api_key_env", Type: cty.String, Doc: "environment variable holding the API key"},
+			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a runner that serves the model (e.g. runner.vllm)"},
+			{Name: "concurrency", Type: cty.Number, Doc: "maximum concurrent requests"},
+			{Name: "params", Type: cty.Map(cty.String), Doc: "extra model parameters"},
+		},
+	},
+	"library": {
+		Doc: "A software library whose API surface is studied.",
+		Attrs: []blockAttr{
+			{Name: "ecosystem", Type: cty.String, Required: true, OneOf: []string{"go", "python", "npm"}},
+			{Name: "name", Type: cty.String, Required: true, Doc: "module path or package name"},
+			{Name: "domain", Type: cty.String, Doc: "a label for grouping results"},
+			{Name: "version", Type: cty.String, Doc: "pin a version instead of resolving one"},
+			{Name: "follow_major", Type: cty.Bool, Doc: "follow /vN major-version module paths"},
+		},
+	},
+	"runner": {
+		Doc: "Where and how much work runs: nodes with `runner = runner.X` share its concurrency limit.",
+		Attrs: []blockAttr{
+			{Name: "kind", Type: cty.String, OneOf: []string{"local", "container", "slurm"}},
+			{Name: "concurrency", Type: cty.Number, Doc: "how many nodes may run on it at once"},
+			{Name: "image", Type: cty.String},
+			{Name: "gpus", Type: cty.Number},
+			{Name: "partition", Type: cty.String},
+			{Name: "account", Type: cty.String},
+			{Name: "time", Type: cty.String},
+			{Name: "env", Type: cty.Map(cty.String)},
+			{Name: "args", Type: cty.List(cty.String)},
+		},
+	},
+}
+
+func (s *blockSchema) bodySchema() *hcl.BodySchema {
+	bs := &hcl.BodySchema{}
+	for _, a := range s.Attrs {
+		bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: a.Name, Required: a.Required})
+	}
+	return bs
+}
+
+func (s *blockSchema) objectType() cty.Type {
+	m := map[string]cty.Type{}
+	for _, a := range s.Attrs {
+		m[a.Name] = a.Type
+	}
+	return cty.Object(m)
+}
+
+// evalBlock evaluates a configuration block to its object value.
+func (e *evaluator) evalBlock(b *Block) (cty.Value, hcl.Diagnostics) {
+	schema := blockSchemas[b.Kind]
+	vals := map[string]cty.Value{}
+	var diags hcl.Diagnostics
+	for _, a := range schema.Attrs {
+		attr, ok := b.Attrs[a.Name]
+		if !ok {
+			if a.Type == cty.DynamicPseudoType {
+				vals[a.Name] = cty.NullVal(cty.DynamicPseudoType)
+			} else {
+				vals[a.Name] = cty.NullVal(a.Type)
+			}
+			continue
+		}
+		v, d := e.evalExpr(attr.Expr, nil)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		if a.Type != cty.DynamicPseudoType {
+			cv, err := convertTo(v, a.Type)
+			if err != nil {
+				diags = append(diags, typeMismatch(attr, a.Type, v, err))
+				continue
+			}
+			v = cv
+		}
+		if len(a.OneOf) > 0 && v.IsKnown() && !v.IsNull() {
+			ok := false
+			for _, o := range a.OneOf {
+				ok = ok || v.AsString() == o
+			}
+			if !ok {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid value for " + a.Name,
+					Detail:   fmt.Sprintf("%q is not one of %s.", v.AsString(), strings.Join(a.OneOf, ", ")),
+					Subject:  attr.Expr.Range().Ptr(),
+				})
+				continue
+			}
+		}
+		vals[a.Name] = v
+	}
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	return cty.ObjectVal(vals), diags
+}

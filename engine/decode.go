@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// A configField is one `hcl:"..."` field of a node type's config struct.
+type configField struct {
+	Name     string
+	Index    int
+	Optional bool
+	Roots    []string // extra variables of a nodes.Expr field
+	Type     reflect.Type
+}
+
+var (
+	refGoType   = reflect.TypeOf(nodes.Ref{})
+	refsGoType  = reflect.TypeOf([]nodes.Ref{})
+	exprGoType  = reflect.TypeOf(nodes.Expr{})
+	ctyGoType   = reflect.TypeOf(cty.Value{})
+	schemaCache = map[string][]configField{}
+)
+
+// configFields reads a node type's config struct tags.
+func configFields(t nodes.Type) ([]configField, error) {
+	if f, ok := schemaCache[t.Name()]; ok {
+		return f, nil
+	}
+	cfg := t.NewConfig()
+	rt := reflect.TypeOf(cfg)
+	if rt == nil || rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("node type %s: NewConfig must return a pointer to a struct, not %v", t.Name(), rt)
+	}
+	rt = rt.Elem()
+	var out []configField
+	for i := 0; i < rt.NumField(); i++ {
+		sf := rt.Field(i)
+		tag, ok := sf.Tag.Lookup("hcl")
+		if !ok {
+			continue
+		}
+		name, opt, _ := strings.Cut(tag, ",")
+		if metaArgs[name] {
+			return nil, fmt.Errorf("node type %s: %q is a meta-argument", t.Name(), name)
+		}
+		f := configField{Name: name, Index: i, Optional: opt == "optional", Type: sf.Type}
+		if r := sf.Tag.Get("roots"); r != "" {
+			f.Roots = strings.Split(r, ",")
+		}
+		out = append(out, f)
+	}
+	schemaCache[t.Name()] = out
+	return out, nil
+}
+
+func configSchema(t nodes.Type) (*hcl.BodySchema, error) {
+	fields, err := configFields(t)
+	if err != nil {
+		return nil, err
+	}
+	s := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "for_each"}, {Name: "runner"}}}
+	for _, f := range fields {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: f.Name, Required: !f.Optional})
+	}
+	return s, nil
+}
+
+func exprRoots(t nodes.Type) map[string][]string {
+	fields, _ := configFields(t)
+	m := map[string][]string{}
+	for _, f := range fields {
+		m[f.Name] = f.Roots
+	}
+	return m
+}
+
+// newInstance decodes one instance's config and resolves its inputs.
+func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner string) (*Instance, hcl.Diagnostics) {
+	fields, _ := configFields(n.Type)
+	cfg := n.Type.NewConfig()
+	rv := reflect.ValueOf(cfg).Elem()
+	inputs := map[string]bool{}
+	var diags hcl.Diagnostics
+	for _, f := range fields {
+		attr, ok := n.Attrs[f.Name]
+		if !ok {
+			continue
+		}
+		fv := rv.Field(f.Index)
+		if f.Type == exprGoType {
+			ctx, d := e.ctxFor(exprTraversals(attr.Expr, f.Roots), each)
+			diags = append(diags, d...)
+			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ctx, Text: exprText(e.cfg, attr.Expr)}))
+			continue
+		}
+		v, d := e.evalExpr(attr.Expr, each)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		if err := assign(fv, v, inputs); err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Incorrect attribute value type",
+				Detail:   fmt.Sprintf("Inappropriate value for attribute %q: %s.", f.Name, err),
+				Subject:  attr.Expr.Range().Ptr(),
+			})
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if v, ok := n.Type.(nodes.Validator); ok {
+		if err := v.Validate(cfg); err != nil {
+			diags = append(diags, configErrors(n, err)...)
+			return nil, diags
+		}
+	}
+	inst := &Instance{Addr: addr, Decl: n, Config: cfg, Runner: runner}
+	if each != nil {
+		inst.EachKey = each.key
+	}
+	for _, a := range keys(inputs) {
+		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
+	}
+	return inst, diags
+}
+
+func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
+
+// exprTraversals are an Expr field's references minus its run-time roots.
+func exprTraversals(expr hcl.Expression, roots []string) []hcl.Traversal {
+	var out []hcl.Traversal
+outer:
+	for _, tr := range expr.Variables() {
+		for _, r := range roots {
+			if tr.RootName() == r {
+				continue outer
+			}
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var diags hcl.Diagnostics
+	for _, err := range errs {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid node configuration", Detail: err.Error(), Subject: n.DeclRange.Ptr()}
+		var ce *nodes.ConfigError
+		if errors.As(err, &ce) {
+			d.Summary, d.Detail = ce.Summary, ce.Detail
+			if a, ok := n.Attrs[ce.Attr]; ok {
+				d.Subject = a.Expr.Range().Ptr()
+			}
+		}
+		diags = append(diags, d)
+	}
+	return diags
+}
+
+// assign stores a cty value in a config field, converting as gocty does,
+// with artifact references becoming nodes.Ref. A []Ref field takes any
+// nesting of lists, sets, tuples, maps and objects of references, so that
+// node.x.y (a for_each map), values(node.x.y), node.x.y[*] and
+// [for k, v in node.x.y : v] all work.
+func assign(fv reflect.Value, v cty.Value, inputs map[string]bool) error {
+	if !v.IsWhollyKnown() {
+		return errors.New("the value is not known before the run")
+	}
+	switch fv.Type() {
+	case ctyGoType:
+		fv.Set(reflect.ValueOf(v))
+		if containsRef(v) {
+			return errors.New("artifact references are not allowed here")
+		}
+		return nil
+	case refGoType:
+		if v.Type() != refType {
+			if refs := flattenRefs(v); len(refs) > 1 {
+				return fmt.Errorf("one artifact required, got %d (%s); pick one instance, e.g. node.TYPE.NAME[\"key\"]", len(refs), describeRefs(refs))
+			}
+			return fmt.Errorf("an artifact reference (node.TYPE.NAME) required, got %s", typeName(v))
+		}
+		if v.IsNull() {
+			return errors.New("an artifact reference required, got null")
+		}
+		addr := v.EncapsulatedValue().(*artifactRef).addr
+		inputs[addr] = true
+		fv.Set(reflect.ValueOf(nodes.Ref{Node: addr}))
+		return nil
+	case refsGoType:
+		var refs []nodes.Ref
+		var bad error
+		walkValue(v, func(el cty.Value) {
+			if el.Type() == refType && !el.IsNull() {
+				addr := el.EncapsulatedValue().(*artifactRef).addr
+				inputs[addr] = true
+				refs = append(refs, nodes.Ref{Node: addr})
+			} else if bad == nil {
+				bad = fmt.Errorf("a list of artifact references required, found %s", typeName(el))
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+		fv.Set(reflect.ValueOf(refs))
+		return nil
+	}
+	if containsRef(v) {
+		return errors.New("artifact references are only allowed in input attributes")
+	}
+	if v.IsNull() {
+		return nil
+	}
+	if fv.Kind() == reflect.Pointer {
+		p := reflect.New(fv.Type().Elem())
+		if err := assign(p.Elem(), v, inputs); err != nil {
+			return err
+		}
+		fv.Set(p)
+		return nil
+	}
+	ty, err := gocty.ImpliedType(fv.Addr().Interface())
+	if err != nil {
+		return err
+	}
+	cv, err := convertTo(v, ty)
+	if err != nil {
+		return fmt.Errorf("%s required: %s", ty.FriendlyName(), err)
+	}
+	if err := gocty.FromCtyValue(cv, fv.Addr().Interface()); err != nil {
+		return fmt.Errorf("%s", convertMessage(err))
+	}
+	return nil
+}
+
+// walkValue calls fn for every non-collection leaf of v.
+func walkValue(v cty.Value, fn func(cty.Value)) {
+	ty := v.Type()
+	if !v.IsNull() && (ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType()) {
+		for it := v.ElementIterator(); it.Next(); {
+			_, el := it.Element()
+			walkValue(el, fn)
+		}
+		return
+	}
+	fn(v)
+}
+
+func flattenRefs(v cty.Value) []string {
+	var out []string
+	walkValue(v, func(el cty.Value) {
+		if el.Type() == refType && !el.IsNull() {
+			out = append(out, el.EncapsulatedValue().(*artifactRef).addr)
+		}
+	})
+	sort.Strings(out)
+	return out
+}
+
+func describeRefs(refs []string) string {
+	if len(refs) > 3 {
+		return strings.Join(refs[:3], ", ") + ", ..."
+	}
+	return strings.Join(refs, ", ")
+}
+
+func containsRef(v cty.Value) bool {
+	found := false
+	walkValue(v, func(el cty.Value) { found = found || el.Type() == refType })
+	return found
+}
+
+func reflectElem(cfg any) reflect.Value { return reflect.ValueOf(cfg).Elem() }

@@ -1,0 +1,435 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Expand evaluates a loaded pipeline: variables (defaults, --var-file,
+// --var), locals and configuration blocks in dependency order, then every
+// node block, expanding for_each into instances and decoding each
+// instance's config. One bad declaration yields its own diagnostics; what
+// depends on it is skipped silently rather than reported again.
+func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
+	e := &evaluator{
+		cfg:      cfg,
+		funcs:    functions(cfg.Dir),
+		vars:     map[string]cty.Value{},
+		locals:   map[string]cty.Value{},
+		blocks:   map[string]cty.Value{},
+		nodeVals: map[string]cty.Value{},
+
+		instances: map[string]*Instance{},
+	}
+	diags := e.setVariables(opts)
+
+	// Dependencies of every vertex, from its expressions' references.
+	var ids []string
+	deps := map[string][]string{}
+	for _, name := range keys(cfg.Variables) {
+		ids = append(ids, "var."+name)
+	}
+	for _, name := range keys(cfg.Locals) {
+		id := "local." + name
+		ids = append(ids, id)
+		d, dd := cfg.references(cfg.Locals[name].Expr, refCheck{context: "A local value"})
+		deps[id], diags = d, append(diags, dd...)
+	}
+	for _, id := range cfg.order {
+		ids = append(ids, id)
+		if b, ok := cfg.Blocks[id]; ok {
+			for _, a := range sortedAttrs(b.Attrs) {
+				d, dd := cfg.references(a.Expr, refCheck{context: "A " + b.Kind + " block"})
+				deps[id], diags = append(deps[id], d...), append(diags, dd...)
+			}
+			continue
+		}
+		n := cfg.Nodes[id]
+		if n.ForEach != nil {
+			d, dd := cfg.references(n.ForEach, refCheck{context: "for_each"})
+			deps[id], diags = append(deps[id], d...), append(diags, dd...)
+		}
+		if n.Runner != nil {
+			dd := checkRunnerRef(cfg, n.Runner)
+			diags = append(diags, dd...)
+		}
+		roots := exprRoots(n.Type)
+		for _, a := range sortedAttrs(n.Attrs) {
+			d, dd := cfg.references(a.Expr, refCheck{allowEach: n.ForEach != nil, allowNodes: true, extraRoots: roots[a.Name], context: "This attribute"})
+			deps[id], diags = append(deps[id], d...), append(diags, dd...)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	sorted, cycle := order(ids, deps)
+	if cycle != nil {
+		rng := vertexRange(cfg, cycle[0])
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cycle in pipeline",
+			Detail:   "These blocks refer to each other in a loop: " + strings.Join(cycle, " → ") + ".",
+			Subject:  &rng,
+		})
+		return nil, diags
+	}
+
+	g := &Graph{Config: cfg, Runners: map[string]int{}, byAddr: map[string]*Instance{}}
+	failed := map[string]bool{}
+	for _, id := range sorted {
+		skip := false
+		for _, d := range deps[id] {
+			skip = skip || failed[d]
+		}
+		if skip {
+			failed[id] = true
+			continue
+		}
+		var d hcl.Diagnostics
+		switch {
+		case strings.HasPrefix(id, "var."):
+			d = e.validateVariable(cfg.Variables[id[4:]])
+		case strings.HasPrefix(id, "local."):
+			var v cty.Value
+			v, d = e.evalExpr(cfg.Locals[id[6:]].Expr, nil)
+			e.locals[id[6:]] = v
+		case strings.HasPrefix(id, "node."):
+			d = e.expandNode(g, cfg.Nodes[id])
+		default:
+			var v cty.Value
+			v, d = e.evalBlock(cfg.Blocks[id])
+			e.blocks[id] = v
+		}
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			failed[id] = true
+		}
+	}
+	for id, b := range cfg.Blocks {
+		if b.Kind != "runner" || failed[id] {
+			continue
+		}
+		limit := 0
+		if v := e.blocks[id].GetAttr("concurrency"); !v.IsNull() {
+			f, _ := v.AsBigFloat().Int64()
+			limit = int(f)
+		}
+		g.Runners[b.Name] = limit
+	}
+	for i, inst := range g.Instances {
+		inst.index = i
+		for _, in := range inst.Inputs {
+			in.dependants = append(in.dependants, inst)
+		}
+	}
+	if diags.HasErrors() {
+		return g, diags
+	}
+	return g, diags
+}
+
+func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
+	out := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
+	return out
+}
+
+func checkRunnerRef(cfg *Config, expr hcl.Expression) hcl.Diagnostics {
+	name, ok := runnerName(expr)
+	if !ok {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid runner", Detail: "runner must be a reference to a runner block: runner = runner.NAME.", Subject: expr.Range().Ptr()}}
+	}
+	if _, ok := cfg.Blocks["runner."+name]; !ok {
+		var names []string
+		for _, b := range cfg.Blocks {
+			if b.Kind == "runner" {
+				names = append(names, b.Name)
+			}
+		}
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Reference to undeclared runner", Detail: fmt.Sprintf("No runner %q is declared.%s", name, didYouMean(name, names)), Subject: expr.Range().Ptr()}}
+	}
+	return nil
+}
+
+func runnerName(expr hcl.Expression) (string, bool) {
+	tr, d := hcl.AbsTraversalForExpr(expr)
+	if d.HasErrors() || len(tr) != 2 || tr.RootName() != "runner" {
+		return "", false
+	}
+	return attrStep(tr, 1)
+}
+
+// setVariables assigns every variable its value: --var beats --var-file
+// beats default. A variable without a value is an error.
+func (e *evaluator) setVariables(opts Options) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	given := map[string]cty.Value{}
+	givenAt := map[string]*hcl.Range{}
+	for _, path := range opts.VarFiles {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()})
+			continue
+		}
+		p := hclparse.NewParser()
+		var f *hcl.File
+		var d hcl.Diagnostics
+		if strings.HasSuffix(path, ".json") {
+			f, d = p.ParseJSON(src, path)
+		} else {
+			f, d = p.ParseHCL(src, path)
+		}
+		for name, file := range p.Files() {
+			e.cfg.Files[name] = file
+		}
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		attrs, d := f.Body.JustAttributes()
+		diags = append(diags, d...)
+		for _, a := range attrs {
+			v, d := a.Expr.Value(nil)
+			diags = append(diags, d...)
+			if _, ok := e.cfg.Variables[a.Name]; !ok {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("The pipeline declares no variable %q.%s", a.Name, didYouMean(a.Name, keys(e.cfg.Variables))), Subject: a.NameRange.Ptr()})
+				continue
+			}
+			given[a.Name], givenAt[a.Name] = v, a.Expr.Range().Ptr()
+		}
+	}
+	for _, name := range keys(opts.Vars) {
+		raw := opts.Vars[name]
+		v, ok := e.cfg.Variables[name]
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("--var %s: the pipeline declares no variable %q.%s", name, name, didYouMean(name, keys(e.cfg.Variables)))})
+			continue
+		}
+		if v.Type == cty.String {
+			given[name] = cty.StringVal(raw)
+			continue
+		}
+		expr, d := hclsyntax.ParseExpression([]byte(raw), "--var "+name, hcl.InitialPos)
+		if d.HasErrors() {
+			if v.Type == cty.DynamicPseudoType {
+				given[name] = cty.StringVal(raw)
+				continue
+			}
+			diags = append(diags, d...)
+			continue
+		}
+		val, d := expr.Value(nil)
+		if d.HasErrors() {
+			if v.Type == cty.DynamicPseudoType { // a bare word: a string
+				given[name] = cty.StringVal(raw)
+				continue
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for --var " + name, Detail: fmt.Sprintf("%q is not a %s literal.", raw, typeexpr.TypeString(v.Type))})
+			continue
+		}
+		given[name] = val
+	}
+	for _, name := range keys(e.cfg.Variables) {
+		v := e.cfg.Variables[name]
+		val, ok := given[name]
+		if !ok {
+			if v.Default == cty.NilVal {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No value for required variable", Detail: fmt.Sprintf("Variable %q has no default; set it with --var %s=VALUE or in a --var-file.", name, name), Subject: v.DeclRange.Ptr()})
+				continue
+			}
+			e.vars[name] = v.Default
+			continue
+		}
+		cv, err := convertTo(val, v.Type)
+		if err != nil {
+			subject := givenAt[name]
+			if subject == nil {
+				subject = v.DeclRange.Ptr()
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable " + name, Detail: fmt.Sprintf("The value does not match the variable's type %s: %s.", typeexpr.TypeString(v.Type), err), Subject: subject})
+			continue
+		}
+		e.vars[name] = cv
+	}
+	return diags
+}
+
+func (e *evaluator) validateVariable(v *Variable) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if _, ok := e.vars[v.Name]; !ok {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Variable has no value", Subject: v.DeclRange.Ptr()}}
+	}
+	for _, val := range v.Validations {
+		for _, tr := range val.Condition.Variables() {
+			if name, ok := attrStep(tr, 1); tr.RootName() != "var" || !ok || name != v.Name {
+				rng := tr.SourceRange()
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid reference in variable validation", Detail: fmt.Sprintf("A validation condition may only refer to var.%s.", v.Name), Subject: &rng})
+			}
+		}
+		if diags.HasErrors() {
+			continue
+		}
+		ok, d := e.evalExpr(val.Condition, nil)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		if ok.Type() != cty.Bool || ok.IsNull() {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid validation condition", Detail: "The condition must be true or false.", Subject: val.Condition.Range().Ptr()})
+			continue
+		}
+		if ok.True() {
+			continue
+		}
+		msg := "The value is not valid."
+		if m, d := e.evalExpr(val.ErrorMessage, nil); !d.HasErrors() && m.Type() == cty.String && !m.IsNull() {
+			msg = m.AsString()
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable " + v.Name, Detail: msg, Subject: val.Condition.Range().Ptr()})
+	}
+	return diags
+}
+
+// expandNode creates the instances of a node block.
+func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
+	runner := ""
+	if n.Runner != nil {
+		runner, _ = runnerName(n.Runner)
+	}
+	if n.ForEach == nil {
+		inst, d := e.newInstance(n, n.Addr(), nil, runner)
+		if inst != nil {
+			g.add(inst)
+			e.instances[inst.Addr] = inst
+			e.nodeVals[n.Addr()] = refVal(inst.Addr)
+		}
+		return d
+	}
+	fe, diags := e.evalExpr(n.ForEach, nil)
+	if diags.HasErrors() {
+		return diags
+	}
+	each, d := eachOf(fe, n.ForEach.Range())
+	if d.HasErrors() {
+		return append(diags, d...)
+	}
+	vals := map[string]cty.Value{}
+	for _, ev := range each {
+		ev := ev
+		addr := n.Addr() + "[" + strconv.Quote(ev.key) + "]"
+		inst, d := e.newInstance(n, addr, &ev, runner)
+		diags = append(diags, d...)
+		if inst != nil {
+			g.add(inst)
+			e.instances[inst.Addr] = inst
+			vals[ev.key] = refVal(addr)
+		}
+		if d.HasErrors() {
+			// Every instance shares the block's expressions: one
+			// instance's errors are the block's errors.
+			return diags
+		}
+	}
+	if len(vals) == 0 {
+		e.nodeVals[n.Addr()] = cty.MapValEmpty(refType)
+	} else {
+		e.nodeVals[n.Addr()] = cty.MapVal(vals)
+	}
+	return diags
+}
+
+func (g *Graph) add(i *Instance) {
+	g.Instances = append(g.Instances, i)
+	g.byAddr[i.Addr] = i
+}
+
+// eachOf turns a for_each value into keyed elements. Maps and objects key
+// by their keys; lists and sets by their elements (composite elements, as
+// from setproduct, by their leaves joined with ",").
+func eachOf(v cty.Value, rng hcl.Range) ([]eachVals, hcl.Diagnostics) {
+	bad := func(detail string) ([]eachVals, hcl.Diagnostics) {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid for_each argument", Detail: detail, Subject: &rng}}
+	}
+	if v.IsNull() {
+		return bad("for_each must not be null.")
+	}
+	if !v.IsWhollyKnown() {
+		return bad("for_each must be known before the pipeline runs.")
+	}
+	ty := v.Type()
+	var out []eachVals
+	switch {
+	case ty.IsMapType() || ty.IsObjectType():
+		for it := v.ElementIterator(); it.Next(); {
+			k, val := it.Element()
+			out = append(out, eachVals{key: k.AsString(), value: val})
+		}
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		seen := map[string]bool{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, val := it.Element()
+			k, err := eachKey(val)
+			if err != "" {
+				return bad(err)
+			}
+			if seen[k] {
+				return bad(fmt.Sprintf("for_each produces the key %q twice; instance keys must be unique (use toset() or a map).", k))
+			}
+			seen[k] = true
+			out = append(out, eachVals{key: k, value: val})
+		}
+	default:
+		return bad(fmt.Sprintf("for_each needs a map, a set or a list; got %s.", ty.FriendlyName()))
+	}
+	return out, nil
+}
+
+func eachKey(v cty.Value) (string, string) {
+	if v.IsNull() {
+		return "", "for_each elements must not be null."
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		return v.AsString(), ""
+	case ty == cty.Number:
+		return v.AsBigFloat().Text('f', -1), ""
+	case ty == cty.Bool:
+		return strconv.FormatBool(v.True()), ""
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
+		var parts []string
+		if ty.IsObjectType() || ty.IsMapType() {
+			m := v.AsValueMap()
+			for _, k := range keys(m) {
+				p, err := eachKey(m[k])
+				if err != "" {
+					return "", err
+				}
+				parts = append(parts, p)
+			}
+		} else {
+			for it := v.ElementIterator(); it.Next(); {
+				_, el := it.Element()
+				p, err := eachKey(el)
+				if err != "" {
+					return "", err
+				}
+				parts = append(parts, p)
+			}
+		}
+		return strings.Join(parts, ","), ""
+	}
+	return "", fmt.Sprintf("cannot make an instance key from %s.", ty.FriendlyName())
+}

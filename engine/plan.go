@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+)
+
+// PlanEntry says what a run would do with one instance, and why.
+type PlanEntry struct {
+	Node   string           `json:"node"`
+	Type   string           `json:"type"`
+	Status string           `json:"status"` // cached, run, blocked, error
+	Reason string           `json:"reason,omitempty"`
+	Key    artifacts.Digest `json:"key,omitempty"`
+	Digest artifacts.Digest `json:"digest,omitempty"`
+	Rows   int64            `json:"rows,omitempty"`
+}
+
+// Plan statuses.
+const (
+	PlanCached  = "cached"
+	PlanRun     = "run"
+	PlanBlocked = "blocked" // an input cannot be computed (it has an error)
+	PlanError   = "error"   // the key itself cannot be computed (e.g. missing file)
+)
+
+// Plan computes what Run would do without running anything. An instance
+// whose inputs are all cached has a known key, so it is either cached or
+// runs for a reason found by comparing with the key it had last time
+// (config, input, identity or logic version changed). An instance
+// downstream of one that will run waits for that input.
+func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]PlanEntry, error) {
+	insts, err := g.Select(targets)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]PlanEntry, len(insts))
+	at := make(map[*Instance]int, len(insts))
+	outputs := make(map[string]artifacts.Object, len(insts))
+	for n, i := range insts {
+		at[i] = n
+		e := PlanEntry{Node: i.Addr, Type: i.Decl.TypeName}
+		var runs, blocked []string
+		for _, in := range i.Inputs {
+			switch entries[at[in]].Status {
+			case PlanRun:
+				runs = append(runs, in.Addr)
+			case PlanBlocked, PlanError:
+				blocked = append(blocked, in.Addr)
+			}
+		}
+		switch {
+		case len(blocked) > 0:
+			e.Status, e.Reason = PlanBlocked, "input "+listAddrs(blocked)+" cannot run"
+		case len(runs) > 0:
+			e.Status, e.Reason = PlanRun, "input "+listAddrs(runs)+" will run"
+		default:
+			inputs := make(map[string]artifacts.Object, len(i.Inputs))
+			for _, in := range i.Inputs {
+				inputs[in.Addr] = outputs[in.Addr]
+			}
+			key, cfg, identity, err := x.keyOf(ctx, i, inputs)
+			switch {
+			case err != nil:
+				e.Status, e.Reason = PlanError, err.Error()
+			default:
+				e.Key = key
+				if a, ok := x.cached(key); ok && !x.Force {
+					e.Status, e.Digest, e.Rows = PlanCached, a.Output.Digest, a.Output.Rows
+					outputs[i.Addr] = a.Output
+				} else {
+					e.Status, e.Reason = PlanRun, x.why(i, cfg, identity)
+				}
+			}
+		}
+		entries[n] = e
+	}
+	return entries, nil
+}
+
+func listAddrs(a []string) string {
+	if len(a) > 2 {
+		return fmt.Sprintf("%s and %d more", strings.Join(a[:2], ", "), len(a)-2)
+	}
+	return strings.Join(a, ", ")
+}
+
+// why explains a cache miss against the instance's previous key.
+func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) string {
+	if x.Force {
+		return "forced"
+	}
+	last, ok := x.Store.LastKey(x.Pipeline, i.Addr)
+	if !ok {
+		return "new"
+	}
+	prev, err := x.Store.GetAction(last)
+	if err != nil {
+		if _, ferr := x.Store.GetFailure(last); ferr == nil {
+			return "failed last time"
+		}
+		return "new"
+	}
+	var reasons []string
+	if prev.Version != i.Type().Version() {
+		reasons = append(reasons, fmt.Sprintf("logic version changed (%s → %s)", prev.Version, i.Type().Version()))
+	}
+	var now, before map[string]json.RawMessage
+	json.Unmarshal(cfg, &now)
+	json.Unmarshal(prev.Config, &before)
+	var changedCfg, changedIn []string
+	for _, k := range unionKeys(now, before) {
+		if bytes.Equal(now[k], before[k]) {
+			continue
+		}
+		if bytes.Contains(now[k], []byte(`"artifact"`)) || bytes.Contains(before[k], []byte(`"artifact"`)) {
+			changedIn = append(changedIn, k)
+		} else {
+			changedCfg = append(changedCfg, k)
+		}
+	}
+	if len(changedIn) > 0 {
+		reasons = append(reasons, "input "+strings.Join(changedIn, ", ")+" changed")
+	}
+	if len(changedCfg) > 0 {
+		reasons = append(reasons, "config changed: "+strings.Join(changedCfg, ", "))
+	}
+	for _, k := range unionKeys(identity, prev.Identity) {
+		if identity[k] != prev.Identity[k] {
+			reasons = append(reasons, k+" changed")
+		}
+	}
+	if len(reasons) == 0 {
+		if _, err := x.Store.GetAction(last); err == nil {
+			return "output missing from store"
+		}
+		return "changed"
+	}
+	return strings.Join(reasons, "; ")
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

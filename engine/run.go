@@ -1,0 +1,500 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/parquet-go/parquet-go"
+)
+
+// Version is the lacuna version recorded in provenance.
+var Version = "0.1.0-dev"
+
+// Executor runs instance graphs against a store.
+//
+// Guarantees: an instance runs only after all its inputs succeeded; at most
+// Jobs instances run at once, and at most a runner's concurrency of those
+// that name it. A failed instance is recorded (store fail/ entry, run log)
+// but never cached; its dependants are skipped and reported once, as
+// skipped, never as failures of their own. Work on one action key is
+// serialised across processes by the store's key lock, so two runs of one
+// pipeline compute each node once and the second reuses the first's result.
+// Cancelling ctx stops dispatching, cancels running nodes and returns after
+// they have stopped; a later run resumes from what was committed.
+type Executor struct {
+	Store *artifacts.Store
+	// Jobs is the number of instances run in parallel (default: CPUs).
+	Jobs int
+	// KeepGoing continues with independent work after a failure.
+	KeepGoing bool
+	// Force ignores cached results for every selected instance.
+	Force bool
+	// Recompute ignores cached results for these addresses only (verify).
+	Recompute map[string]bool
+	// NoCommit runs without recording results in the action cache.
+	NoCommit bool
+	// Pipeline identifies the pipeline for plan explanations (its path).
+	Pipeline string
+	// Events receives progress; calls are serialised.
+	Events func(Event)
+}
+
+// Event is one thing that happened in a run, as printed by `run --json`.
+type Event struct {
+	Event   string           `json:"event"`
+	Time    time.Time        `json:"time"`
+	Node    string           `json:"node,omitempty"`
+	Type    string           `json:"type,omitempty"`
+	Key     artifacts.Digest `json:"key,omitempty"`
+	Digest  artifacts.Digest `json:"digest,omitempty"`
+	Rows    int64            `json:"rows,omitempty"`
+	Done    int64            `json:"done,omitempty"`
+	Total   int64            `json:"total,omitempty"`
+	Seconds float64          `json:"seconds,omitempty"`
+	Error   string           `json:"error,omitempty"`
+	Cause   string           `json:"cause,omitempty"`
+	Message string           `json:"message,omitempty"`
+	*Summary
+}
+
+// Event names.
+const (
+	EventStart    = "start"     // Total = instances selected
+	EventRunning  = "running"   // an instance started executing
+	EventDone     = "done"      // executed and committed
+	EventCached   = "cached"    // reused from the action cache
+	EventFailed   = "failed"    // Error says why
+	EventSkipped  = "skipped"   // Cause names the failed input
+	EventProgress = "progress"  // Done/Total from inside a node
+	EventSummary  = "summary"   // the last event
+)
+
+// Summary counts what a run did.
+type Summary struct {
+	Executed int     `json:"executed"`
+	Cached   int     `json:"cached"`
+	Failed   int     `json:"failed"`
+	Skipped  int     `json:"skipped"`
+	NotRun   int     `json:"not_run"`
+	Rows     int64   `json:"rows"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// Result is the outcome of one instance.
+type Result struct {
+	Inst   *Instance
+	State  string // done, cached, failed, skipped, not_run
+	Key    artifacts.Digest
+	Output artifacts.Object
+	Err    error
+}
+
+// Run executes the selected instances (all when targets is empty) and what
+// they need. The error is non-nil when any instance failed or the run was
+// interrupted; results describe every selected instance.
+func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*Instance]*Result, *Summary, error) {
+	start := time.Now()
+	insts, err := g.Select(targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err := x.Store.LockShared(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lock store: %w", err)
+	}
+	defer unlock()
+	x.Store.CleanTemp()
+	defer x.Store.Sync()
+
+	jobs := x.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	var emitMu sync.Mutex
+	emit := func(e Event) {
+		if x.Events == nil {
+			return
+		}
+		e.Time = time.Now()
+		emitMu.Lock()
+		x.Events(e)
+		emitMu.Unlock()
+	}
+	emit(Event{Event: EventStart, Total: int64(len(insts))})
+
+	selected := make(map[*Instance]bool, len(insts))
+	for _, i := range insts {
+		selected[i] = true
+	}
+	results := make(map[*Instance]*Result, len(insts))
+	waiting := make(map[*Instance]int, len(insts))
+	var ready []*Instance
+	for _, i := range insts {
+		results[i] = &Result{Inst: i, State: "not_run"}
+		waiting[i] = len(i.Inputs)
+		if waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+
+	type finished struct {
+		inst *Instance
+		res  Result
+	}
+	doneCh := make(chan finished)
+	running := 0
+	perRunner := map[string]int{}
+	sum := &Summary{}
+	stopped := false
+	pending := len(insts)
+
+	runnerFree := func(i *Instance) bool {
+		limit := g.Runners[i.Runner]
+		return i.Runner == "" || limit <= 0 || perRunner[i.Runner] < limit
+	}
+	var skip func(i *Instance, cause string)
+	skip = func(i *Instance, cause string) {
+		for _, d := range i.dependants {
+			if !selected[d] || results[d].State != "not_run" {
+				continue
+			}
+			results[d].State = "skipped"
+			sum.Skipped++
+			pending--
+			emit(Event{Event: EventSkipped, Node: d.Addr, Type: d.Decl.TypeName, Cause: cause})
+			skip(d, cause)
+		}
+	}
+
+	for pending > 0 {
+		if !stopped && ctx.Err() != nil {
+			stopped = true
+		}
+		if !stopped {
+			for k := 0; k < len(ready) && running < jobs; {
+				i := ready[k]
+				if !runnerFree(i) {
+					k++
+					continue
+				}
+				ready = append(ready[:k], ready[k+1:]...)
+				running++
+				perRunner[i.Runner]++
+				inputs := make(map[string]artifacts.Object, len(i.Inputs))
+				for _, in := range i.Inputs {
+					inputs[in.Addr] = results[in].Output
+				}
+				go func(i *Instance) {
+					res := x.runOne(ctx, i, inputs, emit)
+					doneCh <- finished{i, res}
+				}(i)
+			}
+		}
+		if running == 0 {
+			// Nothing runs and nothing can start: the rest never will.
+			break
+		}
+		var f finished
+		select {
+		case f = <-doneCh:
+		case <-ctx.Done():
+			stopped = true
+			f = <-doneCh
+		}
+		running--
+		perRunner[f.inst.Runner]--
+		pending--
+		r := results[f.inst]
+		*r = f.res
+		r.Inst = f.inst
+		switch r.State {
+		case "done":
+			sum.Executed++
+			sum.Rows += r.Output.Rows
+		case "cached":
+			sum.Cached++
+		default:
+			sum.Failed++
+			skip(f.inst, f.inst.Addr)
+			if !x.KeepGoing {
+				stopped = true
+			}
+			continue
+		}
+		for _, d := range f.inst.dependants {
+			if !selected[d] {
+				continue
+			}
+			waiting[d]--
+			if waiting[d] == 0 && results[d].State == "not_run" {
+				ready = append(ready, d)
+			}
+		}
+	}
+	for _, r := range results {
+		if r.State == "not_run" {
+			sum.NotRun++
+		}
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	emit(Event{Event: EventSummary, Summary: sum})
+	if err := x.Store.Sync(); err != nil {
+		return results, sum, fmt.Errorf("sync store: %w", err)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return results, sum, fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts))
+	case sum.Failed > 0:
+		return results, sum, fmt.Errorf("%d node(s) failed", sum.Failed)
+	}
+	return results, sum, nil
+}
+
+// keyOf computes an instance's key once its inputs' digests are known.
+func (x *Executor) keyOf(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (artifacts.Digest, []byte, map[string]string, error) {
+	cfg, err := canonicalConfig(i, func(addr string) artifacts.Digest { return inputs[addr].Digest })
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var identity map[string]string
+	if id, ok := i.Type().(nodes.Identifier); ok {
+		identity, err = id.Identity(ctx, i.Config, i.Decl.Dir())
+		if err != nil {
+			return "", nil, nil, err
+		}
+	}
+	return actionKey(i, cfg, identity), cfg, identity, nil
+}
+
+// cached returns the action of key when its output is still in the store.
+func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
+	a, err := x.Store.GetAction(key)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := os.Stat(x.Store.ObjectPath(a.Output.Digest)); err != nil {
+		return nil, false
+	}
+	return a, true
+}
+
+func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object, emit func(Event)) Result {
+	fail := func(key artifacts.Digest, err error) Result {
+		emit(Event{Event: EventFailed, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: err.Error()})
+		return Result{State: "failed", Key: key, Err: err}
+	}
+	key, cfg, identity, err := x.keyOf(ctx, i, inputs)
+	if err != nil {
+		return fail("", err)
+	}
+	force := x.Force || x.Recompute[i.Addr]
+	if !force {
+		if a, ok := x.cached(key); ok {
+			emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: a.Output.Digest, Rows: a.Output.Rows})
+			return Result{State: "cached", Key: key, Output: a.Output}
+		}
+	}
+	unlock, err := x.Store.LockKey(ctx, key)
+	if err != nil {
+		return fail(key, err)
+	}
+	defer unlock()
+	if !force {
+		// Another process may have computed it while we waited.
+		if a, ok := x.cached(key); ok {
+			emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: a.Output.Digest, Rows: a.Output.Rows})
+			return Result{State: "cached", Key: key, Output: a.Output}
+		}
+	}
+	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
+	started := time.Now()
+	env := &runEnv{x: x, inst: i, key: key, inputs: inputs, emit: emit}
+	err = env.call(ctx)
+	secs := time.Since(started).Seconds()
+	if err == nil && env.out == nil {
+		err = errors.New("node produced no output")
+	}
+	var obj artifacts.Object
+	if err == nil {
+		obj, err = env.out.Commit()
+	}
+	if err != nil {
+		if env.out != nil {
+			env.out.Abort()
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", ctx.Err())
+		}
+		x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		return fail(key, err)
+	}
+	if !x.NoCommit || !force {
+		a := &artifacts.Action{
+			Key: key, Output: obj, Node: i.Addr, Type: i.Decl.TypeName, Version: i.Type().Version(),
+			Config: cfg, Identity: identity, Blobs: env.blobs,
+			Started: started.UTC(), Seconds: secs, Host: hostname(), Tool: "lacuna " + Version, Logs: env.logs.String(),
+		}
+		for _, in := range i.Inputs {
+			a.Inputs = append(a.Inputs, artifacts.Input{Name: inputName(i, in.Addr), Node: in.Addr, Digest: inputs[in.Addr].Digest})
+		}
+		if err := x.Store.PutAction(a); err != nil {
+			return fail(key, err)
+		}
+		x.Store.SetLastKey(x.Pipeline, i.Addr, key)
+	}
+	emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: obj.Digest, Rows: obj.Rows, Seconds: secs})
+	return Result{State: "done", Key: key, Output: obj}
+}
+
+// inputName is the config attribute through which an input arrives.
+func inputName(i *Instance, addr string) string {
+	fields, _ := configFields(i.Type())
+	rv := reflectElem(i.Config)
+	for _, f := range fields {
+		switch v := rv.Field(f.Index).Interface().(type) {
+		case nodes.Ref:
+			if v.Node == addr {
+				return f.Name
+			}
+		case []nodes.Ref:
+			for _, r := range v {
+				if r.Node == addr {
+					return f.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+var (
+	hostOnce sync.Once
+	host     string
+)
+
+func hostname() string {
+	hostOnce.Do(func() { host, _ = os.Hostname() })
+	return host
+}
+
+// runEnv implements nodes.Run for one execution.
+type runEnv struct {
+	x        *Executor
+	inst     *Instance
+	key      artifacts.Digest
+	inputs   map[string]artifacts.Object
+	emit     func(Event)
+	out      *artifacts.Writer
+	logs     boundedBuffer
+	blobs    []artifacts.Digest
+	lastProg time.Time
+}
+
+func (r *runEnv) call(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.Logf("panic: %v\n%s", p, truncate(string(debug.Stack()), 8000))
+			err = fmt.Errorf("node panicked: %v (stack trace in its log: lacuna show)", p)
+		}
+	}()
+	return r.inst.Type().Run(ctx, r)
+}
+
+func (r *runEnv) Config() any  { return r.inst.Config }
+func (r *runEnv) Node() string { return r.inst.Addr }
+func (r *runEnv) Dir() string  { return r.inst.Decl.Dir() }
+
+func (r *runEnv) Input(ref nodes.Ref) (*artifacts.Reader, error) {
+	obj, ok := r.inputs[ref.Node]
+	if !ok {
+		return nil, fmt.Errorf("%s is not an input of %s", ref.Node, r.inst.Addr)
+	}
+	rd, err := r.x.Store.Open(obj)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ref.Node, err)
+	}
+	return rd, nil
+}
+
+func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
+	if r.out != nil {
+		return nil, errors.New("Output called twice")
+	}
+	w, err := r.x.Store.NewWriter(schema, map[string]string{
+		artifacts.MetaNode:          r.inst.Addr,
+		artifacts.MetaType:          r.inst.Decl.TypeName,
+		artifacts.MetaActionKey:     string(r.key),
+		artifacts.MetaSchemaVersion: r.inst.Type().Version(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.out = w
+	return w, nil
+}
+
+func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
+	d, err := r.x.Store.PutBlob(rd)
+	if err == nil {
+		r.blobs = append(r.blobs, d)
+	}
+	return d, err
+}
+
+func (r *runEnv) Logf(format string, args ...any) {
+	fmt.Fprintf(&r.logs, format, args...)
+	if n := r.logs.Len(); n > 0 && r.logs.Bytes()[n-1] != '\n' {
+		r.logs.WriteByte('\n')
+	}
+}
+
+func (r *runEnv) Progress(done, total int64) {
+	if now := time.Now(); now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total) {
+		r.lastProg = now
+		r.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: done, Total: total})
+	}
+}
+
+// boundedBuffer keeps the first 64 KiB of a node's log.
+type boundedBuffer struct{ bytes.Buffer }
+
+const maxLog = 64 << 10
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := maxLog - b.Len(); room < len(p) {
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+			b.Buffer.WriteString("\n[log truncated]\n")
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// sortedAddrs is used by plan and tests for stable output.
+func sortedAddrs(m map[*Instance]*Result) []*Result {
+	out := make([]*Result, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Inst.index < out[b].Inst.index })
+	return out
+}

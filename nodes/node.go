@@ -1,0 +1,188 @@
+// Package nodes defines what a node type is. Each node family lives in a
+// sub-package (generic, discovery, bundle, ...) and registers its types in
+// init; the engine finds them here by name. Nodes never talk to each other
+// except through the artifacts the engine hands them.
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/parquet-go/parquet-go"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Type is a node type: what `node "TYPE" "NAME" { ... }` instantiates.
+//
+// NewConfig returns a pointer to a zero config struct. Its fields carry
+// `hcl:"name"` or `hcl:"name,optional"` tags and may be: strings, bools,
+// numbers, pointers to those (nil when omitted), slices and maps of them,
+// cty.Value, Ref or []Ref (input artifacts: these are the graph's edges)
+// and Expr (an expression evaluated at run time, such as a row predicate).
+// The decoded struct, with input refs replaced by their content digests,
+// is part of the action key.
+//
+// Version names the type's logic. Bump it whenever Run would compute
+// different rows from the same config and inputs: it is in every key, so
+// the bump recomputes exactly the nodes of this type and what depends on
+// them.
+//
+// Run reads its inputs and writes exactly one output artifact through r.
+// It must be deterministic given its config and inputs; anything else it
+// depends on must be declared through Identifier.
+type Type interface {
+	Name() string
+	Version() string
+	NewConfig() any
+	Run(ctx context.Context, r Run) error
+}
+
+// Identifier is implemented by node types whose output depends on
+// something outside the pipeline: a file's content, an image digest, a
+// library version, a model revision. Identity is computed before the key;
+// its entries are part of the key and of the provenance record.
+type Identifier interface {
+	Identity(ctx context.Context, cfg any, dir string) (map[string]string, error)
+}
+
+// Validator checks a decoded config beyond types. Return ConfigErrors so
+// that the user sees the attribute at fault.
+type Validator interface {
+	Validate(cfg any) error
+}
+
+// Documented types describe themselves for `lacuna types`.
+type Documented interface {
+	Doc() string
+}
+
+// Typed types declare their output row type, a Go struct whose parquet
+// tags are the artifact's schema.
+type Typed interface {
+	Row() any
+}
+
+// ConfigError is a config problem at one attribute.
+type ConfigError struct {
+	Attr    string // the attribute at fault ("" for the whole block)
+	Summary string
+	Detail  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Detail == "" {
+		return e.Summary
+	}
+	return e.Summary + ": " + e.Detail
+}
+
+// Errorf builds a ConfigError for attribute attr.
+func Errorf(attr, summary, format string, args ...any) *ConfigError {
+	return &ConfigError{Attr: attr, Summary: summary, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Ref is a reference to another node's output artifact, as written in HCL
+// (`input = node.import.tools`). Node is the producing instance's address.
+type Ref struct {
+	Node string
+}
+
+func (r Ref) String() string { return r.Node }
+
+// Expr is an expression kept unevaluated until Run, with the values of
+// everything it referenced at load time (variables, locals, each). Tag the
+// field `roots:"row"` to name the extra variables Run will supply.
+type Expr struct {
+	Expr hcl.Expression
+	Ctx  *hcl.EvalContext
+	// Text is the expression's tokens without spaces or comments; with the
+	// captured values it is what the action key sees.
+	Text string
+}
+
+// Eval evaluates the expression with extra top-level variables (row, ...).
+func (e Expr) Eval(extra map[string]cty.Value) (cty.Value, hcl.Diagnostics) {
+	ctx := e.Ctx.NewChild()
+	ctx.Variables = extra
+	return e.Expr.Value(ctx)
+}
+
+// Run is a node's view of its execution: its config, its inputs and its
+// single output. Implementations are provided by the engine.
+type Run interface {
+	// Config is the decoded config struct (what NewConfig returned).
+	Config() any
+	// Node is the instance's address, e.g. node.sample.tiers["easy"].
+	Node() string
+	// Dir is the directory of the pipeline file, for relative paths.
+	Dir() string
+	// Input opens an input artifact, verified.
+	Input(ref Ref) (*artifacts.Reader, error)
+	// Output creates the node's output artifact with the given schema.
+	// Call it once; the engine commits it when Run returns nil.
+	Output(schema *parquet.Schema) (*artifacts.Writer, error)
+	// PutBlob stores a large non-tabular output; rows refer to its digest.
+	PutBlob(r io.Reader) (artifacts.Digest, error)
+	// Logf appends to the node's log, kept with its provenance.
+	Logf(format string, args ...any)
+	// Progress reports work done; total may be 0 when unknown.
+	Progress(done, total int64)
+}
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Type{}
+)
+
+// Register makes a node type available to pipelines. It panics on a
+// duplicate name: that is a programming error, found at init.
+func Register(t Type) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[t.Name()]; dup {
+		panic("nodes: duplicate node type " + t.Name())
+	}
+	registry[t.Name()] = t
+}
+
+// Lookup returns the registered type with that name.
+func Lookup(name string) (Type, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	t, ok := registry[name]
+	return t, ok
+}
+
+// Names lists the registered type names, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// InstanceKey renders the each.key part of an address for file names:
+// node.sample.s["a b"] → "a_b".
+func InstanceKey(addr string) string {
+	i := strings.Index(addr, "[")
+	if i < 0 {
+		return ""
+	}
+	k := strings.Trim(addr[i+1:len(addr)-1], `"`)
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, k)
+}
