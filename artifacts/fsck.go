@@ -59,6 +59,9 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		if err == nil {
 			_, err = decode(data, d)
 		}
+		if err == nil {
+			err = s.checkSum(d, data)
+		}
 		if err != nil {
 			p := Problem{Kind: "corrupt-object", Name: d, Detail: err.Error()}
 			if repair {
@@ -170,6 +173,14 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 		}
 		rep.ObjectsRemoved++
 		remove(s.ObjectPath(d))
+		remove(s.sumPath(d))
+	}
+	// Checksums whose object is gone (a crash between the two renames).
+	sums, _ := s.list("cas", ".sum")
+	for _, d := range sums {
+		if !objects[d] {
+			remove(s.sumPath(d))
+		}
 	}
 	bl, err := s.list("blobs", "")
 	if err != nil {

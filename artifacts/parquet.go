@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
@@ -146,6 +147,12 @@ func (w *Writer) Commit() (Object, error) {
 		return existing, nil
 	}
 	w.done = true
+	// The checksum goes in first: an object in cas/ always has one.
+	if err := w.s.writeFileAtomic(w.s.sumPath(obj.Digest), []byte(sumLine(obj))); err != nil {
+		w.f.Close()
+		os.Remove(w.f.Name())
+		return Object{}, err
+	}
 	if err := w.s.finishTemp(w.f, dst); err != nil {
 		return Object{}, err
 	}
@@ -155,6 +162,24 @@ func (w *Writer) Commit() (Object, error) {
 // ObjectPath is where the object with digest d lives.
 func (s *Store) ObjectPath(d Digest) string { return s.path("cas", d, ".parquet") }
 
+// sumPath is the object's checksum file: "xxh64 FILESUM SIZE\n".
+func (s *Store) sumPath(d Digest) string { return s.path("cas", d, ".sum") }
+
+func sumLine(o Object) string { return fmt.Sprintf("xxh64 %s %d\n", o.FileSum, o.Size) }
+
+// checkSum compares an object's bytes with its checksum file.
+func (s *Store) checkSum(d Digest, data []byte) error {
+	want, err := os.ReadFile(s.sumPath(d))
+	if err != nil {
+		return fmt.Errorf("object %s: no checksum file: %w", d, ErrCorrupt)
+	}
+	got := sumLine(Object{FileSum: SumBytes(data), Size: int64(len(data))})
+	if string(want) != got {
+		return fmt.Errorf("object %s: file checksum mismatch (%q, file has %q): %w", d, strings.TrimSpace(string(want)), strings.TrimSpace(got), ErrCorrupt)
+	}
+	return nil
+}
+
 // statObject verifies an existing object and describes it; a corrupt one is
 // quarantined and reported as missing.
 func (s *Store) statObject(d Digest) (Object, error) {
@@ -163,6 +188,9 @@ func (s *Store) statObject(d Digest) (Object, error) {
 		return Object{}, err
 	}
 	r, err := decode(data, d)
+	if err == nil {
+		err = s.checkSum(d, data)
+	}
 	if err != nil {
 		s.Quarantine(d)
 		return Object{}, fs.ErrNotExist
@@ -171,12 +199,14 @@ func (s *Store) statObject(d Digest) (Object, error) {
 }
 
 // Quarantine moves a corrupt object out of cas/ so that it is recomputed.
+// The object goes first: an object in cas/ always has its checksum.
 func (s *Store) Quarantine(d Digest) error {
 	s.cache.drop(d)
 	dst := filepath.Join(s.root, "quarantine", string(d)+".parquet")
 	if err := os.Rename(s.ObjectPath(d), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	os.Rename(s.sumPath(d), filepath.Join(s.root, "quarantine", string(d)+".sum"))
 	return nil
 }
 
@@ -201,10 +231,10 @@ func (r *Reader) Rows() []parquet.Row { return r.rows }
 // NumRows is the row count.
 func (r *Reader) NumRows() int { return len(r.rows) }
 
-// Open reads and verifies an object: its rows are decoded and hashed and
-// must give its digest. A mismatch returns ErrCorrupt and quarantines the
-// file, so that the next run recomputes it. (The file checksum is not what
-// decides: the same rows may be stored with other metadata bytes.)
+// Open reads and verifies an object: its bytes must match its checksum
+// file, and its rows, decoded and hashed, must give its digest. A mismatch
+// returns ErrCorrupt and quarantines the file, so that the next run
+// recomputes it.
 func (s *Store) Open(obj Object) (*Reader, error) {
 	if r := s.cache.get(obj.Digest); r != nil {
 		return r, nil
@@ -214,6 +244,9 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 		return nil, fmt.Errorf("object %s: %w", obj.Digest, err)
 	}
 	r, err := decode(data, obj.Digest)
+	if err == nil {
+		err = s.checkSum(obj.Digest, data)
+	}
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			s.Quarantine(obj.Digest)
@@ -276,9 +309,14 @@ func decode(data []byte, want Digest) (rd *Reader, err error) {
 // ReadAll decodes every row of r into T, a struct whose parquet tags match
 // the artifact's schema (the row type the producing node declared).
 func ReadAll[T any](r *Reader) ([]T, error) {
+	schema := SchemaOf[T]()
+	if SchemaFingerprint(schema) != SchemaFingerprint(r.schema) {
+		var zero T
+		return nil, fmt.Errorf("artifact %s does not have the schema of %T:\n%s\nversus\n%s", r.Object.Digest, zero, r.schema, schema)
+	}
 	out := make([]T, len(r.rows))
 	for i, row := range r.rows {
-		if err := r.schema.Reconstruct(&out[i], row); err != nil {
+		if err := schema.Reconstruct(&out[i], row); err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
 	}

@@ -36,8 +36,10 @@ type Store struct {
 	dirty     atomic.Bool
 	cache     *rowCache
 	tmpPrefix string
-	tmpSeq    atomic.Uint64
 }
+
+// tmpSeq numbers temporary files across every Store of the process.
+var tmpSeq atomic.Uint64
 
 // Option configures Open.
 type Option func(*Store)
@@ -103,7 +105,7 @@ func (s *Store) path(dir string, d Digest, ext string) string {
 // tempFile creates a file under tmp/ whose name starts with the pid, so
 // that CleanTemp can tell the leftovers of dead processes from live work.
 func (s *Store) tempFile() (*os.File, error) {
-	name := s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(xxhash.Sum64String(s.root+strconv.Itoa(os.Getpid())), 36)
+	name := s.tmpPrefix + strconv.FormatUint(tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(xxhash.Sum64String(s.root), 36)
 	return os.OpenFile(filepath.Join(s.root, "tmp", name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 

@@ -116,7 +116,7 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 	json.Unmarshal(prev.Config, &before)
 	var changedCfg, changedIn []string
 	for _, k := range unionKeys(now, before) {
-		if bytes.Equal(now[k], before[k]) {
+		if bytes.Equal(compact(now[k]), compact(before[k])) {
 			continue
 		}
 		if bytes.Contains(now[k], []byte(`"artifact"`)) || bytes.Contains(before[k], []byte(`"artifact"`)) {
@@ -143,6 +143,14 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 		return "changed"
 	}
 	return strings.Join(reasons, "; ")
+}
+
+func compact(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
 }
 
 func unionKeys[V any](a, b map[string]V) []string {

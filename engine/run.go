@@ -70,14 +70,14 @@ type Event struct {
 
 // Event names.
 const (
-	EventStart    = "start"     // Total = instances selected
-	EventRunning  = "running"   // an instance started executing
-	EventDone     = "done"      // executed and committed
-	EventCached   = "cached"    // reused from the action cache
-	EventFailed   = "failed"    // Error says why
-	EventSkipped  = "skipped"   // Cause names the failed input
-	EventProgress = "progress"  // Done/Total from inside a node
-	EventSummary  = "summary"   // the last event
+	EventStart    = "start"    // Total = instances selected
+	EventRunning  = "running"  // an instance started executing
+	EventDone     = "done"     // executed and committed
+	EventCached   = "cached"   // reused from the action cache
+	EventFailed   = "failed"   // Error says why
+	EventSkipped  = "skipped"  // Cause names the failed input
+	EventProgress = "progress" // Done/Total from inside a node
+	EventSummary  = "summary"  // the last event
 )
 
 // Summary counts what a run did.
@@ -337,6 +337,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		x.Store.SetLastKey(x.Pipeline, i.Addr, key)
 		return fail(key, err)
 	}
 	if !x.NoCommit || !force {

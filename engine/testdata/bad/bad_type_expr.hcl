@@ -1,0 +1,5 @@
+# expect: 3:13 Invalid type specification
+variable "n" {
+  type    = strng
+  default = 1
+}

@@ -1,0 +1,4 @@
+# expect: 2:19 Missing required argument | "input"
+node "sample" "b" {
+  n = 3
+}
