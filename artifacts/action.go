@@ -1,23 +1,29 @@
 package artifacts
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
 
 // Object locates a stored Parquet artifact. Digest names its rows; FileSum
-// checks its bytes.
+// checks its bytes as written by Writer, the action key in the file's
+// metadata.
 type Object struct {
 	Digest  Digest `json:"digest"`
 	FileSum Digest `json:"file_sum,omitempty"`
 	Size    int64  `json:"size"`
 	Rows    int64  `json:"rows"`
+	Writer  Digest `json:"writer,omitempty"`
 }
 
 // Input is one input artifact of an action, as recorded in provenance.
@@ -74,11 +80,7 @@ func (s *Store) GetAction(key Digest) (*Action, error) {
 // PutAction records a finished action. Its output object must already be
 // in cas/: the index is written after the data it points at.
 func (s *Store) PutAction(a *Action) error {
-	if err := s.writeJSON(s.path("ac", a.Key, ".json"), a); err != nil {
-		return err
-	}
-	os.Remove(s.path("fail", a.Key, ".json"))
-	return nil
+	return s.writeJSON(s.path("ac", a.Key, ".json"), a)
 }
 
 // PutFailure records a failed action for `lacuna show`.
@@ -95,34 +97,94 @@ func (s *Store) GetFailure(key Digest) (*Failure, error) {
 	return &f, nil
 }
 
-// Name records which action key a node address last resolved to, in one
-// pipeline. Plans use it to say why a node will run (config changed, input
-// changed, ...); nothing depends on it for correctness.
-type Name struct {
-	Pipeline string `json:"pipeline"`
-	Node     string `json:"node"`
-	Key      Digest `json:"key"`
+// A Snapshot records, for one pipeline, what each node address resolved
+// to at its last run: the action key and output. A run that computes the
+// same key for an address takes the output from the snapshot without
+// touching the action cache, which makes a no-op run of ten thousand nodes
+// one file read. The snapshot is trusted only while the store's generation
+// is the one it was written at: every deletion (gc, fsck repair,
+// quarantine) bumps the generation. Plans also use the recorded keys to say
+// why a node will run.
+type Snapshot struct {
+	Pipeline   string                  `json:"pipeline"`
+	Generation uint64                  `json:"generation"`
+	Nodes      map[string]SnapshotNode `json:"nodes"`
 }
 
-func nameDigest(pipeline, node string) Digest {
-	return digestOf(xxhash.Sum64String(pipeline + "\x00" + node))
+// SnapshotNode is one address in a Snapshot.
+type SnapshotNode struct {
+	Key    Digest `json:"key"`
+	Output Object `json:"output"`
+	Failed bool   `json:"failed,omitempty"`
 }
 
-// LastKey returns the key the node had at its last successful run.
-func (s *Store) LastKey(pipeline, node string) (Digest, bool) {
-	var n Name
-	if err := readJSON(s.path("names", nameDigest(pipeline, node), ".json"), &n); err != nil {
-		return "", false
+func (s *Store) snapshotPath(pipeline string) string {
+	return filepath.Join(s.root, "names", string(digestOf(xxhash.Sum64String(pipeline)))+".json")
+}
+
+// LoadSnapshot returns the pipeline's snapshot, and whether its outputs can
+// be trusted (no deletion since it was written).
+func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
+	var snap Snapshot
+	if err := readJSON(s.snapshotPath(pipeline), &snap); err != nil || snap.Pipeline != pipeline {
+		return &Snapshot{Pipeline: pipeline, Nodes: map[string]SnapshotNode{}}, false
 	}
-	return n.Key, n.Node == node
+	if snap.Nodes == nil {
+		snap.Nodes = map[string]SnapshotNode{}
+	}
+	return &snap, snap.Generation == s.Generation()
 }
 
-// SetLastKey records key as the node's current key.
-func (s *Store) SetLastKey(pipeline, node string, key Digest) error {
-	if k, ok := s.LastKey(pipeline, node); ok && k == key {
+// SaveSnapshot merges updates into the pipeline's snapshot, written at
+// generation gen (the generation the run started at), under a lock so that
+// concurrent runs do not lose each other's updates.
+func (s *Store) SaveSnapshot(pipeline string, gen uint64, updates map[string]SnapshotNode) error {
+	if len(updates) == 0 {
 		return nil
 	}
-	return s.writeJSON(s.path("names", nameDigest(pipeline, node), ".json"), Name{pipeline, node, key})
+	unlock, err := flock(s.snapshotPath(pipeline)+".lock", syscall.LOCK_EX, context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	snap, valid := s.LoadSnapshot(pipeline)
+	if !valid {
+		// Entries written before a deletion may point at nothing: keep
+		// only the keys (for plan explanations), not the outputs.
+		for k, n := range snap.Nodes {
+			snap.Nodes[k] = SnapshotNode{Key: n.Key, Failed: n.Failed}
+		}
+	}
+	changed := snap.Generation != gen
+	for node, n := range updates {
+		if snap.Nodes[node] != n {
+			snap.Nodes[node], changed = n, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	snap.Generation = gen
+	return s.writeJSON(s.snapshotPath(pipeline), snap)
+}
+
+// Generation counts deletions from the store.
+func (s *Store) Generation() uint64 {
+	b, err := os.ReadFile(filepath.Join(s.root, "generation"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+func (s *Store) bumpGeneration() error {
+	unlock, err := flock(filepath.Join(s.root, "locks", "generation"), syscall.LOCK_EX, context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.writeFileAtomic(filepath.Join(s.root, "generation"), []byte(strconv.FormatUint(s.Generation()+1, 10)+"\n"))
 }
 
 // Actions lists every action key in the cache.

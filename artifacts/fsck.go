@@ -45,6 +45,16 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	if repair {
 		rep.Temp = s.CleanTemp()
 	}
+	acts, err := s.Actions()
+	if err != nil {
+		return nil, err
+	}
+	recorded := map[Digest][]Object{} // what actions recorded of each object
+	for _, k := range acts {
+		if a, err := s.GetAction(k); err == nil {
+			recorded[a.Output.Digest] = append(recorded[a.Output.Digest], a.Output)
+		}
+	}
 	objs, err := s.list("cas", ".parquet")
 	if err != nil {
 		return nil, err
@@ -56,11 +66,14 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		}
 		rep.Objects++
 		data, err := os.ReadFile(s.ObjectPath(d))
+		var r *Reader
 		if err == nil {
-			_, err = decode(data, d)
+			r, err = decode(data, d)
 		}
-		if err == nil {
-			err = s.checkSum(d, data)
+		for _, o := range recorded[d] {
+			if err == nil {
+				err = checkSum(o, data, r)
+			}
 		}
 		if err != nil {
 			p := Problem{Kind: "corrupt-object", Name: d, Detail: err.Error()}
@@ -87,10 +100,6 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 			rep.Problems = append(rep.Problems, p)
 		}
 	}
-	acts, err := s.Actions()
-	if err != nil {
-		return nil, err
-	}
 	for _, k := range acts {
 		rep.Actions++
 		a, err := s.GetAction(k)
@@ -110,6 +119,7 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 			p := Problem{Kind: "dangling-action", Name: k, Detail: fmt.Sprintf("%s: output %s is missing or corrupt", a.Node, a.Output.Digest)}
 			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
 				p.Fixed = "removed; the next run recomputes it"
+				s.bumpGeneration()
 			}
 			rep.Problems = append(rep.Problems, p)
 		}
@@ -173,14 +183,6 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 		}
 		rep.ObjectsRemoved++
 		remove(s.ObjectPath(d))
-		remove(s.sumPath(d))
-	}
-	// Checksums whose object is gone (a crash between the two renames).
-	sums, _ := s.list("cas", ".sum")
-	for _, d := range sums {
-		if !objects[d] {
-			remove(s.sumPath(d))
-		}
 	}
 	bl, err := s.list("blobs", "")
 	if err != nil {
@@ -202,6 +204,9 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 			}
 		}
 		s.CleanTemp()
+		if rep.ActionsRemoved+rep.ObjectsRemoved+rep.BlobsRemoved > 0 {
+			s.bumpGeneration()
+		}
 		s.Sync()
 	}
 	return rep, nil

@@ -2,10 +2,14 @@ package artifacts
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 )
 
 // Locks are flock(2) locks on files under locks/. The kernel drops them when
@@ -25,6 +29,10 @@ func flock(path string, how int, ctx context.Context) (Unlock, error) {
 			return nil, err
 		}
 	}
+	return lockFile(f, how, ctx)
+}
+
+func lockFile(f *os.File, how int, ctx context.Context) (Unlock, error) {
 	wait := time.Millisecond
 	for {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
@@ -53,8 +61,43 @@ func flock(path string, how int, ctx context.Context) (Unlock, error) {
 // LockKey takes the exclusive lock of one action key, waiting while another
 // goroutine or process holds it. The holder computes the action; a waiter,
 // once it gets the lock, finds the action cached and reuses it.
+//
+// Key locks are open-file-description byte-range locks on one file,
+// locks/keys, at an offset derived from the key: no file is created per
+// key (creating files is the dominant cost of a small node on ext4), and
+// like flock they vanish with the process that held them. Each call opens
+// its own description, so goroutines of one process exclude each other too.
 func (s *Store) LockKey(ctx context.Context, key Digest) (Unlock, error) {
-	return flock(s.path("locks", key, ".lock"), syscall.LOCK_EX, ctx)
+	f, err := os.OpenFile(filepath.Join(s.root, "locks", "keys"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: int64(xxhash.Sum64String(string(key)) >> 2), Len: 1}
+	wait := time.Millisecond
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		if err == nil {
+			return func() {
+				un := lk
+				un.Type = unix.F_UNLCK
+				unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &un)
+				f.Close()
+			}, nil
+		}
+		if err != unix.EAGAIN && err != unix.EACCES && err != unix.EINTR {
+			f.Close()
+			return nil, fmt.Errorf("lock key %s: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+	}
 }
 
 // LockShared is held by every run for its whole duration; gc and fsck

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/parquet-go/parquet-go"
@@ -49,6 +49,7 @@ type Writer struct {
 	schema *parquet.Schema
 	hash   *ContentHasher
 	buf    []parquet.Row
+	meta   map[string]string
 	done   bool
 }
 
@@ -72,7 +73,7 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{s: s, f: f, sum: xxhash.New(), schema: schema, hash: NewContentHasher(schema)}
+	w := &Writer{s: s, f: f, sum: xxhash.New(), schema: schema, hash: NewContentHasher(schema), meta: meta}
 	opts := []parquet.WriterOption{
 		schema,
 		parquet.CreatedBy(createdBy, "", ""),
@@ -140,19 +141,13 @@ func (w *Writer) Commit() (Object, error) {
 		w.Abort()
 		return Object{}, err
 	}
-	obj := Object{Digest: w.hash.Digest(), FileSum: digestOf(w.sum.Sum64()), Size: st.Size(), Rows: w.hash.Rows()}
+	obj := Object{Digest: w.hash.Digest(), FileSum: digestOf(w.sum.Sum64()), Size: st.Size(), Rows: w.hash.Rows(), Writer: Digest(w.meta[MetaActionKey])}
 	dst := w.s.ObjectPath(obj.Digest)
 	if existing, err := w.s.statObject(obj.Digest); err == nil {
 		w.Abort()
 		return existing, nil
 	}
 	w.done = true
-	// The checksum goes in first: an object in cas/ always has one.
-	if err := w.s.writeFileAtomic(w.s.sumPath(obj.Digest), []byte(sumLine(obj))); err != nil {
-		w.f.Close()
-		os.Remove(w.f.Name())
-		return Object{}, err
-	}
 	if err := w.s.finishTemp(w.f, dst); err != nil {
 		return Object{}, err
 	}
@@ -162,22 +157,19 @@ func (w *Writer) Commit() (Object, error) {
 // ObjectPath is where the object with digest d lives.
 func (s *Store) ObjectPath(d Digest) string { return s.path("cas", d, ".parquet") }
 
-// sumPath is the object's checksum file: "xxh64 FILESUM SIZE\n".
-func (s *Store) sumPath(d Digest) string { return s.path("cas", d, ".sum") }
-
-func sumLine(o Object) string { return fmt.Sprintf("xxh64 %s %d\n", o.FileSum, o.Size) }
-
-// checkSum compares an object's bytes with its checksum file.
-func (s *Store) checkSum(d Digest, data []byte) error {
-	want, err := os.ReadFile(s.sumPath(d))
-	if err != nil {
-		return fmt.Errorf("object %s: no checksum file: %w", d, ErrCorrupt)
+// checkSum compares an object's bytes with the checksum an action
+// recorded. The writer is deterministic, so the same producing action
+// always writes the same bytes: a mismatch is corruption, unless the file
+// now holds the same rows as written by another action (the object was
+// removed, then recomputed by a different node), which its metadata shows.
+func checkSum(obj Object, data []byte, r *Reader) error {
+	if obj.FileSum == "" || SumBytes(data) == obj.FileSum {
+		return nil
 	}
-	got := sumLine(Object{FileSum: SumBytes(data), Size: int64(len(data))})
-	if string(want) != got {
-		return fmt.Errorf("object %s: file checksum mismatch (%q, file has %q): %w", d, strings.TrimSpace(string(want)), strings.TrimSpace(got), ErrCorrupt)
+	if obj.Writer != "" && Digest(r.meta[MetaActionKey]) != obj.Writer {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("object %s: file checksum %s, recorded %s: %w", obj.Digest, SumBytes(data), obj.FileSum, ErrCorrupt)
 }
 
 // statObject verifies an existing object and describes it; a corrupt one is
@@ -188,26 +180,21 @@ func (s *Store) statObject(d Digest) (Object, error) {
 		return Object{}, err
 	}
 	r, err := decode(data, d)
-	if err == nil {
-		err = s.checkSum(d, data)
-	}
 	if err != nil {
 		s.Quarantine(d)
 		return Object{}, fs.ErrNotExist
 	}
-	return Object{Digest: d, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows))}, nil
+	return Object{Digest: d, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows)), Writer: Digest(r.meta[MetaActionKey])}, nil
 }
 
 // Quarantine moves a corrupt object out of cas/ so that it is recomputed.
-// The object goes first: an object in cas/ always has its checksum.
 func (s *Store) Quarantine(d Digest) error {
 	s.cache.drop(d)
 	dst := filepath.Join(s.root, "quarantine", string(d)+".parquet")
 	if err := os.Rename(s.ObjectPath(d), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	os.Rename(s.sumPath(d), filepath.Join(s.root, "quarantine", string(d)+".sum"))
-	return nil
+	return s.bumpGeneration()
 }
 
 // Reader is a verified, decoded artifact. Its rows are shared with the
@@ -231,8 +218,9 @@ func (r *Reader) Rows() []parquet.Row { return r.rows }
 // NumRows is the row count.
 func (r *Reader) NumRows() int { return len(r.rows) }
 
-// Open reads and verifies an object: its bytes must match its checksum
-// file, and its rows, decoded and hashed, must give its digest. A mismatch
+// Open reads and verifies an object: its rows, decoded and hashed, must
+// give its digest, and its bytes must match the checksum obj carries (from
+// the action that recorded it; see checkSum). A mismatch
 // returns ErrCorrupt and quarantines the file, so that the next run
 // recomputes it.
 func (s *Store) Open(obj Object) (*Reader, error) {
@@ -245,7 +233,7 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 	}
 	r, err := decode(data, obj.Digest)
 	if err == nil {
-		err = s.checkSum(obj.Digest, data)
+		err = checkSum(obj, data, r)
 	}
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
@@ -253,7 +241,7 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 		}
 		return nil, err
 	}
-	r.Object = Object{Digest: obj.Digest, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows))}
+	r.Object = Object{Digest: obj.Digest, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows)), Writer: Digest(r.meta[MetaActionKey])}
 	s.cache.put(r, int64(len(data))*4)
 	return r, nil
 }
@@ -267,11 +255,11 @@ func decode(data []byte, want Digest) (rd *Reader, err error) {
 			rd, err = nil, fmt.Errorf("object %s: %v: %w", want, p, ErrCorrupt)
 		}
 	}()
-	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %v: %w", want, err, ErrCorrupt)
 	}
-	schema := f.Schema()
+	schema := internSchema(f.Schema())
 	rd = &Reader{schema: schema, meta: map[string]string{}}
 	for _, kv := range f.Metadata().KeyValueMetadata {
 		rd.meta[kv.Key] = kv.Value
@@ -304,6 +292,15 @@ func decode(data []byte, want Digest) (rd *Reader, err error) {
 	}
 	rd.rows = rows
 	return rd, nil
+}
+
+// schemas interns decoded schemas by fingerprint: a fan-in of ten
+// thousand artifacts of one schema then holds one Schema, not ten thousand.
+var schemas sync.Map // fingerprint → *parquet.Schema
+
+func internSchema(s *parquet.Schema) *parquet.Schema {
+	v, _ := schemas.LoadOrStore(SchemaFingerprint(s), s)
+	return v.(*parquet.Schema)
 }
 
 // ReadAll decodes every row of r into T, a struct whose parquet tags match

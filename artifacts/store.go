@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -36,6 +37,7 @@ type Store struct {
 	dirty     atomic.Bool
 	cache     *rowCache
 	tmpPrefix string
+	dirs      sync.Map // shard directories known to exist
 }
 
 // tmpSeq numbers temporary files across every Store of the process.
@@ -51,7 +53,7 @@ type Option func(*Store)
 func WithSyncEach(on bool) Option { return func(s *Store) { s.syncEach = on } }
 
 // WithCacheBytes bounds the in-process cache of decoded artifacts (default
-// 256 MiB; 0 disables it).
+// 64 MiB; 0 disables it).
 func WithCacheBytes(n int64) Option { return func(s *Store) { s.cache = newRowCache(n) } }
 
 var layoutDirs = []string{"ac", "cas", "blobs", "calls", "runs", "locks", "fail", "names", "tmp", "quarantine"}
@@ -62,7 +64,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{root: abs, cache: newRowCache(256 << 20)}
+	s := &Store{root: abs, cache: newRowCache(64 << 20)}
 	if v := os.Getenv("LACUNA_FSYNC"); v == "always" || v == "1" {
 		s.syncEach = true
 	}
@@ -80,6 +82,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 				return nil, fmt.Errorf("create store: %w", err)
 			}
 		}
+
 		if err := s.writeFileAtomic(vf, []byte(FormatVersion+"\n")); err != nil {
 			return nil, fmt.Errorf("create store: %w", err)
 		}
@@ -100,6 +103,20 @@ func (s *Store) path(dir string, d Digest, ext string) string {
 		shard = string(d[:2])
 	}
 	return filepath.Join(s.root, dir, shard, string(d)+ext)
+}
+
+// ensureDir creates a shard directory once per process, so that writes do
+// not pay for a failed open or rename and a mkdir.
+func (s *Store) ensureDir(path string) error {
+	dir := filepath.Dir(path)
+	if _, ok := s.dirs.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	s.dirs.Store(dir, true)
+	return nil
 }
 
 // tempFile creates a file under tmp/ whose name starts with the pid, so
@@ -142,19 +159,13 @@ func (s *Store) finishTemp(f *os.File, path string) error {
 		os.Remove(f.Name())
 		return err
 	}
+	if err := s.ensureDir(path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			os.Remove(f.Name())
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			os.Remove(f.Name())
-			return err
-		}
-		if err := os.Rename(f.Name(), path); err != nil {
-			os.Remove(f.Name())
-			return err
-		}
+		os.Remove(f.Name())
+		return err
 	}
 	s.dirty.Store(true)
 	return nil
@@ -179,7 +190,7 @@ func syncfs(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
 
 // writeJSON writes v as indented JSON atomically.
 func (s *Store) writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -365,7 +365,7 @@ func eachOf(v cty.Value, rng hcl.Range) ([]eachVals, hcl.Diagnostics) {
 	if v.IsNull() {
 		return bad("for_each must not be null.")
 	}
-	if !v.IsWhollyKnown() {
+	if !v.IsKnown() {
 		return bad("for_each must be known before the pipeline runs.")
 	}
 	ty := v.Type()
@@ -397,6 +397,9 @@ func eachOf(v cty.Value, rng hcl.Range) ([]eachVals, hcl.Diagnostics) {
 }
 
 func eachKey(v cty.Value) (string, string) {
+	if !v.IsKnown() {
+		return "", "for_each must be known before the pipeline runs."
+	}
 	if v.IsNull() {
 		return "", "for_each elements must not be null."
 	}

@@ -33,7 +33,7 @@ func functions(dir string) map[string]function.Function {
 		"concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc,
 		"element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc, "index": stdlib.IndexFunc,
 		"keys": stdlib.KeysFunc, "length": stdlib.LengthFunc, "lookup": stdlib.LookupFunc,
-		"merge": stdlib.MergeFunc, "range": stdlib.RangeFunc, "reverse": stdlib.ReverseListFunc,
+		"merge": stdlib.MergeFunc, "range": rangeFunc, "reverse": stdlib.ReverseListFunc,
 		"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc,
 		"setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "values": stdlib.ValuesFunc,
@@ -51,6 +51,48 @@ func functions(dir string) map[string]function.Function {
 		"fileexists":  fileExistsFunc(dir),
 	}
 }
+
+// maxRange bounds range(): large enough for sweeps of a million instances,
+// small enough that a typo cannot exhaust memory.
+const maxRange = 1_000_000
+
+// rangeFunc is Terraform's range(end), range(start, end), range(start, end,
+// step), without cty's limit of 1,024 values.
+var rangeFunc = function.New(&function.Spec{
+	VarParam: &function.Parameter{Name: "params", Type: cty.Number},
+	Type:     function.StaticReturnType(cty.List(cty.Number)),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		var start, end, step float64 = 0, 0, 1
+		nums := make([]float64, len(args))
+		for i, a := range args {
+			nums[i], _ = a.AsBigFloat().Float64()
+		}
+		switch len(nums) {
+		case 1:
+			end = nums[0]
+		case 2:
+			start, end = nums[0], nums[1]
+		case 3:
+			start, end, step = nums[0], nums[1], nums[2]
+		default:
+			return cty.NilVal, fmt.Errorf("range takes one to three numbers, got %d", len(nums))
+		}
+		if step == 0 {
+			return cty.NilVal, fmt.Errorf("range step must not be zero")
+		}
+		if (end-start)/step > maxRange {
+			return cty.NilVal, fmt.Errorf("range would produce more than %d values", maxRange)
+		}
+		var out []cty.Value
+		for v := start; (step > 0 && v < end) || (step < 0 && v > end); v += step {
+			out = append(out, cty.NumberFloatVal(v))
+		}
+		if len(out) == 0 {
+			return cty.ListValEmpty(cty.Number), nil
+		}
+		return cty.ListVal(out), nil
+	},
+})
 
 // stringPredicate wraps a Go string test as a function of two strings.
 func stringPredicate(f func(s, sub string) bool) function.Function {

@@ -40,6 +40,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 	if err != nil {
 		return nil, err
 	}
+	x.snap, x.snapValid = x.Store.LoadSnapshot(x.Pipeline)
 	entries := make([]PlanEntry, len(insts))
 	at := make(map[*Instance]int, len(insts))
 	outputs := make(map[string]artifacts.Object, len(insts))
@@ -71,9 +72,15 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				e.Status, e.Reason = PlanError, err.Error()
 			default:
 				e.Key = key
-				if a, ok := x.cached(key); ok && !x.Force {
-					e.Status, e.Digest, e.Rows = PlanCached, a.Output.Digest, a.Output.Rows
-					outputs[i.Addr] = a.Output
+				out, ok := x.fromSnapshot(i.Addr, key)
+				if !ok {
+					if a, hit := x.cached(key); hit {
+						out, ok = a.Output, true
+					}
+				}
+				if ok && !x.Force {
+					e.Status, e.Digest, e.Rows = PlanCached, out.Digest, out.Rows
+					outputs[i.Addr] = out
 				} else {
 					e.Status, e.Reason = PlanRun, x.why(i, cfg, identity)
 				}
@@ -96,13 +103,14 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 	if x.Force {
 		return "forced"
 	}
-	last, ok := x.Store.LastKey(x.Pipeline, i.Addr)
+	n, ok := x.snap.Nodes[i.Addr]
 	if !ok {
 		return "new"
 	}
+	last := n.Key
 	prev, err := x.Store.GetAction(last)
 	if err != nil {
-		if _, ferr := x.Store.GetFailure(last); ferr == nil {
+		if _, ferr := x.Store.GetFailure(last); ferr == nil || n.Failed {
 			return "failed last time"
 		}
 		return "new"

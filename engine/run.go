@@ -48,6 +48,40 @@ type Executor struct {
 	Pipeline string
 	// Events receives progress; calls are serialised.
 	Events func(Event)
+
+	snap      *artifacts.Snapshot // the pipeline's last results
+	snapValid bool                // no deletion since snap was written
+	updMu     sync.Mutex
+	updates   map[string]artifacts.SnapshotNode // saved at the end of Run
+}
+
+func (x *Executor) record(addr string, n artifacts.SnapshotNode) {
+	x.updMu.Lock()
+	x.updates[addr] = n
+	x.updMu.Unlock()
+}
+
+// snapshotChanged reports whether the run learned anything the snapshot
+// does not already say.
+func (x *Executor) snapshotChanged() bool {
+	for addr, n := range x.updates {
+		if x.snap.Nodes[addr] != n {
+			return true
+		}
+	}
+	return false
+}
+
+// fromSnapshot is the output the pipeline's snapshot holds for addr at key.
+func (x *Executor) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Object, bool) {
+	if !x.snapValid {
+		return artifacts.Object{}, false
+	}
+	n, ok := x.snap.Nodes[addr]
+	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
+		return artifacts.Object{}, false
+	}
+	return n.Output, true
 }
 
 // Event is one thing that happened in a run, as printed by `run --json`.
@@ -116,6 +150,15 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	defer unlock()
 	x.Store.CleanTemp()
 	defer x.Store.Sync()
+	gen := x.Store.Generation()
+	x.snap, x.snapValid = x.Store.LoadSnapshot(x.Pipeline)
+	x.updates = map[string]artifacts.SnapshotNode{}
+	defer func() {
+		if x.snapValid && gen == x.snap.Generation && !x.snapshotChanged() {
+			return
+		}
+		x.Store.SaveSnapshot(x.Pipeline, gen, x.updates)
+	}()
 
 	jobs := x.Jobs
 	if jobs <= 0 {
@@ -299,10 +342,17 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		return fail("", err)
 	}
 	force := x.Force || x.Recompute[i.Addr]
+	hit := func(out artifacts.Object) Result {
+		emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: out.Digest, Rows: out.Rows})
+		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: out})
+		return Result{State: "cached", Key: key, Output: out}
+	}
 	if !force {
+		if out, ok := x.fromSnapshot(i.Addr, key); ok {
+			return hit(out)
+		}
 		if a, ok := x.cached(key); ok {
-			emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: a.Output.Digest, Rows: a.Output.Rows})
-			return Result{State: "cached", Key: key, Output: a.Output}
+			return hit(a.Output)
 		}
 	}
 	unlock, err := x.Store.LockKey(ctx, key)
@@ -313,8 +363,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 	if !force {
 		// Another process may have computed it while we waited.
 		if a, ok := x.cached(key); ok {
-			emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: a.Output.Digest, Rows: a.Output.Rows})
-			return Result{State: "cached", Key: key, Output: a.Output}
+			return hit(a.Output)
 		}
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
@@ -337,7 +386,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
-		x.Store.SetLastKey(x.Pipeline, i.Addr, key)
+		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
 		return fail(key, err)
 	}
 	if !x.NoCommit || !force {
@@ -346,37 +395,38 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 			Config: cfg, Identity: identity, Blobs: env.blobs,
 			Started: started.UTC(), Seconds: secs, Host: hostname(), Tool: "lacuna " + Version, Logs: env.logs.String(),
 		}
+		names := inputNames(i)
 		for _, in := range i.Inputs {
-			a.Inputs = append(a.Inputs, artifacts.Input{Name: inputName(i, in.Addr), Node: in.Addr, Digest: inputs[in.Addr].Digest})
+			a.Inputs = append(a.Inputs, artifacts.Input{Name: names[in.Addr], Node: in.Addr, Digest: inputs[in.Addr].Digest})
 		}
 		if err := x.Store.PutAction(a); err != nil {
 			return fail(key, err)
 		}
-		x.Store.SetLastKey(x.Pipeline, i.Addr, key)
+		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: obj})
 	}
 	emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: obj.Digest, Rows: obj.Rows, Seconds: secs})
 	return Result{State: "done", Key: key, Output: obj}
 }
 
-// inputName is the config attribute through which an input arrives.
-func inputName(i *Instance, addr string) string {
+// inputNames maps each input address to the config attribute it arrives
+// through.
+func inputNames(i *Instance) map[string]string {
 	fields, _ := configFields(i.Type())
 	rv := reflectElem(i.Config)
+	names := map[string]string{}
 	for _, f := range fields {
 		switch v := rv.Field(f.Index).Interface().(type) {
 		case nodes.Ref:
-			if v.Node == addr {
-				return f.Name
-			}
+			names[v.Node] = f.Name
 		case []nodes.Ref:
 			for _, r := range v {
-				if r.Node == addr {
-					return f.Name
+				if _, ok := names[r.Node]; !ok {
+					names[r.Node] = f.Name
 				}
 			}
 		}
 	}
-	return ""
+	return names
 }
 
 var (

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -74,10 +76,24 @@ func main() {
 		<-ch
 		os.Exit(130)
 	}()
+	if path := os.Getenv("LACUNA_CPUPROFILE"); path != "" {
+		// For benchmarking lacuna itself: go tool pprof lacuna PATH.
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	name := os.Args[1]
 	for _, c := range commands {
 		if c.name == name {
 			err := c.run(ctx, os.Args[2:])
+			pprof.StopCPUProfile()
+			if path := os.Getenv("LACUNA_MEMPROFILE"); path != "" {
+				if f, ferr := os.Create(path); ferr == nil {
+					pprof.Lookup("allocs").WriteTo(f, 0)
+					f.Close()
+				}
+			}
 			var ee exitError
 			switch {
 			case err == nil:
@@ -182,6 +198,14 @@ func (p *pipelineFlags) load(path string) (*loaded, error) {
 			return nil, fmt.Errorf("--var %q: want NAME=VALUE", v)
 		}
 		vars[k] = val
+	}
+	if os.Getenv("GOGC") == "" {
+		// Loading a large pipeline makes much short-lived garbage and
+		// little live heap: collecting less often while loading halves
+		// the time of a no-op run of 10,000 nodes. Runs collect as usual,
+		// keeping peak memory down while nodes decode Parquet.
+		old := debug.SetGCPercent(400)
+		defer debug.SetGCPercent(old)
 	}
 	cfg, diags := engine.Load(path)
 	if diags.HasErrors() {

@@ -3,7 +3,10 @@ package generic
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -38,21 +41,17 @@ func (concatType) Validate(cfg any) error {
 
 func (concatType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*concatConfig)
-	readers := make([]*artifacts.Reader, len(c.Inputs))
+	readers, err := readAll(ctx, r, c.Inputs)
+	if err != nil {
+		return err
+	}
 	var total int64
-	for i, ref := range c.Inputs {
-		in, err := r.Input(ref)
-		if err != nil {
-			return err
+	first := artifacts.SchemaFingerprint(readers[0].Schema())
+	for i, in := range readers {
+		if i > 0 && artifacts.SchemaFingerprint(in.Schema()) != first {
+			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", c.Inputs[i].Node, c.Inputs[0].Node, in.Schema(), readers[0].Schema())
 		}
-		if i > 0 && artifacts.SchemaFingerprint(in.Schema()) != artifacts.SchemaFingerprint(readers[0].Schema()) {
-			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", ref.Node, c.Inputs[0].Node, in.Schema(), readers[0].Schema())
-		}
-		readers[i] = in
 		total += int64(in.NumRows())
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 	}
 	schema := readers[0].Schema()
 	if c.SourceColumn == "" {
@@ -90,6 +89,38 @@ func (concatType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	return nil
+}
+
+// readAll opens inputs on every core: a fan-in of thousands of small
+// artifacts is bound by per-file decoding, not by disk.
+func readAll(ctx context.Context, r nodes.Run, refs []nodes.Ref) ([]*artifacts.Reader, error) {
+	readers := make([]*artifacts.Reader, len(refs))
+	errs := make([]error, len(refs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(refs) || ctx.Err() != nil {
+					return
+				}
+				readers[i], errs[i] = r.Input(refs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return readers, nil
 }
 
 // withStringColumn returns schema plus a required string column, and a
