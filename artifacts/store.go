@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +23,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,7 +64,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{root: abs, cache: newRowCache(64 << 20)}
+	s := &Store{root: abs, cache: newRowCache(64 << 20), tmpPrefix: strconv.Itoa(os.Getpid()) + "-"}
 	if v := os.Getenv("LACUNA_FSYNC"); v == "always" || v == "1" {
 		s.syncEach = true
 	}
@@ -89,7 +89,6 @@ func Open(root string, opts ...Option) (*Store, error) {
 	} else {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s.tmpPrefix = strconv.Itoa(os.Getpid()) + "-"
 	return s, nil
 }
 
@@ -122,7 +121,7 @@ func (s *Store) ensureDir(path string) error {
 // tempFile creates a file under tmp/ whose name starts with the pid, so
 // that CleanTemp can tell the leftovers of dead processes from live work.
 func (s *Store) tempFile() (*os.File, error) {
-	name := s.tmpPrefix + strconv.FormatUint(tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(xxhash.Sum64String(s.root), 36)
+	name := s.tmpPrefix + strconv.FormatUint(tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(rand.Uint64(), 36)
 	return os.OpenFile(filepath.Join(s.root, "tmp", name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
