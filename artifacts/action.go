@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,20 +121,84 @@ type SnapshotNode struct {
 }
 
 func (s *Store) snapshotPath(pipeline string) string {
-	return filepath.Join(s.root, "names", string(digestOf(xxhash.Sum64String(pipeline)))+".json")
+	return filepath.Join(s.root, "names", string(digestOf(xxhash.Sum64String(pipeline)))+".tsv")
+}
+
+// The snapshot file is one header line, "lacuna-snapshot-v1 TAB quoted
+// pipeline TAB generation", then one line per node: quoted address, key,
+// digest, file sum, size, rows, writer, failed (0 or 1), tab-separated. A
+// line format, because a no-op run of ten thousand nodes reads it first.
+const snapshotHeader = "lacuna-snapshot-v1"
+
+func encodeSnapshot(snap *Snapshot) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\t%s\t%d\n", snapshotHeader, strconv.Quote(snap.Pipeline), snap.Generation)
+	nodes := make([]string, 0, len(snap.Nodes))
+	for n := range snap.Nodes {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		e := snap.Nodes[n]
+		failed := 0
+		if e.Failed {
+			failed = 1
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", strconv.Quote(n), e.Key, e.Output.Digest, e.Output.FileSum, e.Output.Size, e.Output.Rows, e.Output.Writer, failed)
+	}
+	return []byte(b.String())
+}
+
+func decodeSnapshot(data []byte) (*Snapshot, error) {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	head := strings.Split(lines[0], "\t")
+	if len(head) != 3 || head[0] != snapshotHeader {
+		return nil, errors.New("not a snapshot")
+	}
+	pipeline, err := strconv.Unquote(head[1])
+	if err != nil {
+		return nil, err
+	}
+	gen, err := strconv.ParseUint(head[2], 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{Pipeline: pipeline, Generation: gen, Nodes: make(map[string]SnapshotNode, len(lines))}
+	for _, line := range lines[1:] {
+		f := strings.Split(line, "\t")
+		if len(f) != 8 {
+			return nil, fmt.Errorf("bad snapshot line %q", line)
+		}
+		node, err := strconv.Unquote(f[0])
+		if err != nil {
+			return nil, err
+		}
+		size, err1 := strconv.ParseInt(f[4], 10, 64)
+		rows, err2 := strconv.ParseInt(f[5], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad snapshot line %q", line)
+		}
+		snap.Nodes[node] = SnapshotNode{
+			Key:    Digest(f[1]),
+			Output: Object{Digest: Digest(f[2]), FileSum: Digest(f[3]), Size: size, Rows: rows, Writer: Digest(f[6])},
+			Failed: f[7] == "1",
+		}
+	}
+	return snap, nil
 }
 
 // LoadSnapshot returns the pipeline's snapshot, and whether its outputs can
 // be trusted (no deletion since it was written).
 func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
-	var snap Snapshot
-	if err := readJSON(s.snapshotPath(pipeline), &snap); err != nil || snap.Pipeline != pipeline {
+	data, err := os.ReadFile(s.snapshotPath(pipeline))
+	var snap *Snapshot
+	if err == nil {
+		snap, err = decodeSnapshot(data)
+	}
+	if err != nil || snap.Pipeline != pipeline {
 		return &Snapshot{Pipeline: pipeline, Nodes: map[string]SnapshotNode{}}, false
 	}
-	if snap.Nodes == nil {
-		snap.Nodes = map[string]SnapshotNode{}
-	}
-	return &snap, snap.Generation == s.Generation()
+	return snap, snap.Generation == s.Generation()
 }
 
 // SaveSnapshot merges updates into the pipeline's snapshot, written at
@@ -165,7 +231,7 @@ func (s *Store) SaveSnapshot(pipeline string, gen uint64, updates map[string]Sna
 		return nil
 	}
 	snap.Generation = gen
-	return s.writeJSON(s.snapshotPath(pipeline), snap)
+	return s.writeFileAtomic(s.snapshotPath(pipeline), encodeSnapshot(snap))
 }
 
 // Generation counts deletions from the store.

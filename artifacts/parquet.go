@@ -112,6 +112,10 @@ func (w *Writer) Write(v any) error {
 	return w.WriteRows(w.buf)
 }
 
+// SetMeta adds a key-value pair to the file's metadata (before Commit).
+// Metadata is not part of the content digest.
+func (w *Writer) SetMeta(key, value string) { w.w.SetKeyValueMetadata(key, value) }
+
 // Rows is the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.hash.Rows() }
 

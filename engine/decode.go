@@ -84,12 +84,18 @@ func exprRoots(t nodes.Type) map[string][]string {
 }
 
 // newInstance decodes one instance's config and resolves its inputs.
-func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner string) (*Instance, hcl.Diagnostics) {
+// base is the block's evaluation context (see expandNode).
+func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner string, base *hcl.EvalContext) (*Instance, hcl.Diagnostics) {
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
 	inputs := map[string]bool{}
 	var diags hcl.Diagnostics
+	ctx := base
+	if each != nil {
+		ctx = base.NewChild()
+		ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(each.key), "value": each.value})}
+	}
 	for _, f := range fields {
 		attr, ok := n.Attrs[f.Name]
 		if !ok {
@@ -97,12 +103,12 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 		}
 		fv := rv.Field(f.Index)
 		if f.Type == exprGoType {
-			ctx, d := e.ctxFor(exprTraversals(attr.Expr, f.Roots), each)
+			ectx, d := e.ctxFor(exprTraversals(attr.Expr, f.Roots), each)
 			diags = append(diags, d...)
-			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ctx, Text: exprText(e.cfg, attr.Expr)}))
+			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ectx, Text: exprText(e.cfg, attr.Expr)}))
 			continue
 		}
-		v, d := e.evalExpr(attr.Expr, each)
+		v, d := attr.Expr.Value(ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

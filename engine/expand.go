@@ -308,8 +308,18 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if n.Runner != nil {
 		runner, _ = runnerName(n.Runner)
 	}
+	// One context for the whole block: every instance shares what its
+	// expressions reference except each, which a child context adds.
+	var trs []hcl.Traversal
+	for name, a := range n.Attrs {
+		trs = append(trs, exprTraversals(a.Expr, exprRoots(n.Type)[name])...)
+	}
+	base, diags := e.ctxFor(trs, nil)
+	if diags.HasErrors() {
+		return diags
+	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Addr(), nil, runner)
+		inst, d := e.newInstance(n, n.Addr(), nil, runner, base)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
@@ -317,7 +327,8 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		}
 		return d
 	}
-	fe, diags := e.evalExpr(n.ForEach, nil)
+	fe, d := e.evalExpr(n.ForEach, nil)
+	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -329,7 +340,7 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	for _, ev := range each {
 		ev := ev
 		addr := n.Addr() + "[" + strconv.Quote(ev.key) + "]"
-		inst, d := e.newInstance(n, addr, &ev, runner)
+		inst, d := e.newInstance(n, addr, &ev, runner, base)
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)

@@ -3,8 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
+	"strconv"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -27,15 +30,102 @@ func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) 
 		return nil, err
 	}
 	rv := reflect.ValueOf(inst.Config).Elem()
-	m := make(map[string]any, len(fields))
-	for _, f := range fields {
-		v, err := jsonValue(rv.Field(f.Index), digest)
-		if err != nil {
+	buf := make([]byte, 0, 256)
+	buf = append(buf, '{')
+	for n, f := range sortedFields(inst.Type().Name(), fields) {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, f.Name)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendJSON(buf, rv.Field(f.Index), digest); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", inst.Addr, f.Name, err)
 		}
-		m[f.Name] = v
 	}
-	return json.Marshal(m)
+	return append(buf, '}'), nil
+}
+
+var sortedFieldsCache sync.Map // type name → []configField sorted by name
+
+func sortedFields(typeName string, fields []configField) []configField {
+	if v, ok := sortedFieldsCache.Load(typeName); ok {
+		return v.([]configField)
+	}
+	out := append([]configField(nil), fields...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sortedFieldsCache.Store(typeName, out)
+	return out
+}
+
+// appendJSON encodes the common field types directly (keys are computed
+// for every instance on every run) and the rest through jsonValue.
+func appendJSON(buf []byte, v reflect.Value, digest func(string) artifacts.Digest) ([]byte, error) {
+	switch v.Type() {
+	case refGoType:
+		r := v.Interface().(nodes.Ref)
+		if r.Node == "" {
+			return append(buf, "null"...), nil
+		}
+		return append(append(append(buf, `{"artifact":"`...), digest(r.Node)...), `"}`...), nil
+	case refsGoType:
+		buf = append(buf, '[')
+		for i, r := range v.Interface().([]nodes.Ref) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(append(append(buf, `{"artifact":"`...), digest(r.Node)...), `"}`...)
+		}
+		return append(buf, ']'), nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return appendJSONString(buf, v.String()), nil
+	case reflect.Bool:
+		return strconv.AppendBool(buf, v.Bool()), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(buf, v.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.AppendUint(buf, v.Uint(), 10), nil
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%v is not a number JSON can hold", f)
+		}
+		return strconv.AppendFloat(buf, f, 'g', -1, 64), nil
+	case reflect.Pointer:
+		if v.IsNil() {
+			return append(buf, "null"...), nil
+		}
+		return appendJSON(buf, v.Elem(), digest)
+	}
+	x, err := jsonValue(v, digest)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, b...), nil
+}
+
+// appendJSONString writes s as a JSON string, escaping only what JSON
+// requires.
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c < 0x20:
+			buf = append(buf, fmt.Sprintf("\\u%04x", c)...)
+		default:
+			buf = append(buf, c)
+		}
+	}
+	return append(buf, '"')
 }
 
 func jsonValue(v reflect.Value, digest func(string) artifacts.Digest) (any, error) {

@@ -495,6 +495,20 @@ func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
 	return w, nil
 }
 
+func (r *runEnv) InputDigest(ref nodes.Ref) artifacts.Digest { return r.inputs[ref.Node].Digest }
+
+func (r *runEnv) Previous() (*artifacts.Reader, bool) {
+	n, ok := r.x.snap.Nodes[r.inst.Addr]
+	if !ok || n.Output.Digest == "" {
+		return nil, false
+	}
+	rd, err := r.x.Store.Open(n.Output)
+	if err != nil {
+		return nil, false
+	}
+	return rd, true
+}
+
 func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
 	d, err := r.x.Store.PutBlob(rd)
 	if err == nil {

@@ -124,9 +124,15 @@ type Run interface {
 	Dir() string
 	// Input opens an input artifact, verified.
 	Input(ref Ref) (*artifacts.Reader, error)
+	// InputDigest is an input's content digest, known without reading it.
+	InputDigest(ref Ref) artifacts.Digest
 	// Output creates the node's output artifact with the given schema.
 	// Call it once; the engine commits it when Run returns nil.
 	Output(schema *parquet.Schema) (*artifacts.Writer, error)
+	// Previous opens this node's output from its last successful run, if
+	// the store still has it: a node may reuse parts of it, as long as
+	// what it reuses is verified against the current inputs' digests.
+	Previous() (*artifacts.Reader, bool)
 	// PutBlob stores a large non-tabular output; rows refer to its digest.
 	PutBlob(r io.Reader) (artifacts.Digest, error)
 	// Logf appends to the node's log, kept with its provenance.

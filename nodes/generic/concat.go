@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,56 +40,146 @@ func (concatType) Validate(cfg any) error {
 	return nil
 }
 
+// metaInputs records, in a concat's output, each input's digest and row
+// count in order, so that the next run can reuse the rows of inputs that
+// did not change instead of decoding them again.
+const metaInputs = "lacuna.concat.inputs"
+
 func (concatType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*concatConfig)
-	readers, err := readAll(ctx, r, c.Inputs)
+	reuse := reusableSlices(r, c)
+	var toRead []nodes.Ref
+	for _, ref := range c.Inputs {
+		if _, ok := reuse[ref.Node]; !ok {
+			toRead = append(toRead, ref)
+		}
+	}
+	readers, err := readAll(ctx, r, toRead)
 	if err != nil {
 		return err
 	}
-	var total int64
-	first := artifacts.SchemaFingerprint(readers[0].Schema())
+	rows := map[string][]parquet.Row{}
+	var schema *parquet.Schema
+	var from string // the input that fixed the schema, for messages
+	for node, sl := range reuse {
+		rows[node], schema, from = sl.rows, sl.schema, node
+	}
 	for i, in := range readers {
-		if i > 0 && artifacts.SchemaFingerprint(in.Schema()) != first {
-			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", c.Inputs[i].Node, c.Inputs[0].Node, in.Schema(), readers[0].Schema())
+		if schema == nil {
+			schema, from = in.Schema(), toRead[i].Node
 		}
-		total += int64(in.NumRows())
+		if artifacts.SchemaFingerprint(in.Schema()) != artifacts.SchemaFingerprint(schema) {
+			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", toRead[i].Node, from, in.Schema(), schema)
+		}
+		rows[toRead[i].Node] = in.Rows()
 	}
-	schema := readers[0].Schema()
-	if c.SourceColumn == "" {
-		w, err := r.Output(schema)
-		if err != nil {
-			return err
-		}
-		var done int64
-		for _, in := range readers {
-			if err := w.WriteRows(in.Rows()); err != nil {
-				return err
+	if len(reuse) > 0 {
+		r.Logf("reused the rows of %d unchanged inputs from the previous output; read %d", len(reuse), len(readers))
+	}
+	outSchema := schema
+	add := func(row parquet.Row, _ string) parquet.Row { return row }
+	if c.SourceColumn != "" {
+		for _, f := range schema.Fields() {
+			if f.Name() == c.SourceColumn {
+				return nodes.Errorf("source_column", "Column exists", "the inputs already have a column %q.", c.SourceColumn)
 			}
-			done += int64(in.NumRows())
-			r.Progress(done, total)
 		}
-		return nil
+		outSchema, add = withStringColumn(schema, c.SourceColumn)
 	}
-	for _, f := range schema.Fields() {
-		if f.Name() == c.SourceColumn {
-			return nodes.Errorf("source_column", "Column exists", "the inputs already have a column %q.", c.SourceColumn)
-		}
-	}
-	outSchema, add := withStringColumn(schema, c.SourceColumn)
 	w, err := r.Output(outSchema)
 	if err != nil {
 		return err
 	}
-	for i, in := range readers {
-		rows := make([]parquet.Row, in.NumRows())
-		for j, row := range in.Rows() {
-			rows[j] = add(row, c.Inputs[i].Node)
+	var record strings.Builder
+	var total, done int64
+	for _, rs := range rows {
+		total += int64(len(rs))
+	}
+	digests := inputDigests(r, c)
+	for i, ref := range c.Inputs {
+		in := rows[ref.Node]
+		if c.SourceColumn != "" {
+			out := make([]parquet.Row, len(in))
+			for j, row := range in {
+				out[j] = add(row, ref.Node)
+			}
+			in = out
 		}
-		if err := w.WriteRows(rows); err != nil {
+		if err := w.WriteRows(in); err != nil {
 			return err
 		}
+		if i > 0 {
+			record.WriteByte(',')
+		}
+		fmt.Fprintf(&record, "%s:%d", digests[i], len(rows[ref.Node]))
+		done += int64(len(in))
+		r.Progress(done, total)
+	}
+	if c.SourceColumn == "" {
+		w.SetMeta(metaInputs, record.String())
 	}
 	return nil
+}
+
+// inputDigests are the content digests of the inputs, in order.
+func inputDigests(r nodes.Run, c *concatConfig) []artifacts.Digest {
+	out := make([]artifacts.Digest, len(c.Inputs))
+	for i, ref := range c.Inputs {
+		out[i] = r.InputDigest(ref)
+	}
+	return out
+}
+
+type slice struct {
+	schema *parquet.Schema
+	rows   []parquet.Row
+}
+
+// reusableSlices finds, in the previous output, the rows of every input
+// whose digest is unchanged. A slice is used only if its rows, hashed with
+// the output's schema, give the input's digest: the rows are then exactly
+// the input's rows, without decoding the input.
+func reusableSlices(r nodes.Run, c *concatConfig) map[string]slice {
+	if c.SourceColumn != "" {
+		return nil
+	}
+	prev, ok := r.Previous()
+	if !ok {
+		return nil
+	}
+	type span struct{ start, n int }
+	spans := map[artifacts.Digest]span{}
+	at := 0
+	for _, item := range strings.Split(prev.Meta()[metaInputs], ",") {
+		d, n, ok := strings.Cut(item, ":")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || at+count > prev.NumRows() {
+			return nil
+		}
+		if _, seen := spans[artifacts.Digest(d)]; !seen {
+			spans[artifacts.Digest(d)] = span{at, count}
+		}
+		at += count
+	}
+	if at != prev.NumRows() {
+		return nil
+	}
+	out := map[string]slice{}
+	for i, d := range inputDigests(r, c) {
+		sp, ok := spans[d]
+		if !ok {
+			continue
+		}
+		rows := prev.Rows()[sp.start : sp.start+sp.n]
+		h := artifacts.NewContentHasher(prev.Schema())
+		for _, row := range rows {
+			h.Add(row)
+		}
+		if h.Digest() == d {
+			out[c.Inputs[i].Node] = slice{prev.Schema(), rows}
+		}
+	}
+	return out
 }
 
 // readAll opens inputs on every core: a fan-in of thousands of small

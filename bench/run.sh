@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The engine benchmark (issue: "Engine core", item 11). For N = 1,000 and
+# 10,000 sample nodes over one import with a fan-in concat, it measures
+# lacuna's plan, full run, no-op re-run and re-run after editing one node, in
+# two spellings of the same DAG (N node blocks; one block with for_each), and
+# Snakemake on the same DAG shape (one wildcard rule) as the peer, in the same
+# run. Results: bench/out/results.tsv and bench/out/results.md.
+#
+#   bash bench/run.sh                 # N = 1000 10000
+#   bash bench/run.sh 1000            # one size
+#   SKIP_SNAKEMAKE=1 bash bench/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+OUT=bench/out
+mkdir -p "$OUT"
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000)
+
+go build -o "$OUT/lacuna" ./cmd/lacuna
+go build -o "$OUT/gen" ./bench/gen
+LACUNA="$(pwd)/$OUT/lacuna"
+GEN="$(pwd)/$OUT/gen"
+
+if [ -z "${SKIP_SNAKEMAKE:-}" ] && ! command -v snakemake >/dev/null; then
+  echo "installing snakemake (Debian package) for the peer measurements" >&2
+  apt-get install -y -qq snakemake >/dev/null || { echo "cannot install snakemake; set SKIP_SNAKEMAKE=1" >&2; exit 1; }
+fi
+if [ -z "${SKIP_SNAKEMAKE:-}" ]; then snakemake --version > "$OUT/snakemake.version"; fi
+
+TSV="$OUT/results.tsv"
+printf "tool\tstyle\tn\tphase\tseconds\tpeak_rss_kb\n" > "$TSV"
+
+# measure TOOL STYLE N PHASE CMD...: wall seconds and peak RSS of one command.
+measure() {
+  local tool=$1 style=$2 n=$3 phase=$4; shift 4
+  local tf; tf=$(mktemp)
+  /usr/bin/time -f "%e %M" -o "$tf" "$@" >/dev/null 2>"$OUT/last.err" || { cat "$OUT/last.err" >&2; rm -f "$tf"; return 1; }
+  read -r secs rss < "$tf"; rm -f "$tf"
+  printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$tool" "$style" "$n" "$phase" "$secs" "$rss" >> "$TSV"
+  printf "  %-10s %-9s n=%-6s %-12s %6ss  %6s MB\n" "$tool" "$style" "$n" "$phase" "$secs" "$((rss / 1024))" >&2
+}
+
+for n in "${sizes[@]}"; do
+  for style in blocks for_each; do
+    d="$OUT/dag-$n-$style"
+    rm -rf "$d"; "$GEN" -n "$n" -style "$style" -out "$d"
+    (
+      cd "$d"
+      measure lacuna "$style" "$n" plan "$LACUNA" plan pipeline.hcl
+      measure lacuna "$style" "$n" full "$LACUNA" run pipeline.hcl -j 2
+      for i in 1 2 3; do measure lacuna "$style" "$n" noop "$LACUNA" run pipeline.hcl -j 2; done
+      measure lacuna "$style" "$n" plan_cached "$LACUNA" plan pipeline.hcl
+      "$GEN" -edit -style "$style" -out .
+      measure lacuna "$style" "$n" incremental "$LACUNA" run pipeline.hcl -j 2
+    )
+  done
+  if [ -z "${SKIP_SNAKEMAKE:-}" ]; then
+    d="$OUT/dag-$n-blocks"
+    (
+      cd "$d"
+      rm -rf out .snakemake
+      measure snakemake rule "$n" plan snakemake --scheduler greedy -j2 -n -q
+      measure snakemake rule "$n" full snakemake --scheduler greedy -j2 -q
+      for i in 1 2 3; do measure snakemake rule "$n" noop snakemake --scheduler greedy -j2 -q; done
+      rm -f out/s/0.jsonl   # Snakemake's edit of one node: its output is gone
+      measure snakemake rule "$n" incremental snakemake --scheduler greedy -j2 -q
+    )
+  fi
+done
+
+# Median of repeated phases, then ratios against Snakemake.
+python3 - "$TSV" > "$OUT/results.md" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+agg = {}
+for r in rows:
+    k = (r["tool"], r["style"], int(r["n"]), r["phase"])
+    agg.setdefault(k, []).append((float(r["seconds"]), int(r["peak_rss_kb"])))
+def get(tool, style, n, phase):
+    v = agg.get((tool, style, n, phase))
+    return (statistics.median(s for s, _ in v), max(m for _, m in v)) if v else None
+print("| n | phase | lacuna blocks (s) | lacuna for_each (s) | snakemake (s) | snakemake / lacuna for_each | peak RSS lacuna (MB) |")
+print("|---|---|---|---|---|---|---|")
+for n in sorted({k[2] for k in agg}):
+    for phase in ["plan", "full", "noop", "plan_cached", "incremental"]:
+        b, f, s = get("lacuna", "blocks", n, phase), get("lacuna", "for_each", n, phase), get("snakemake", "rule", n, phase)
+        if not (b or f):
+            continue
+        ratio = f"{s[0] / f[0]:.1f}x" if s and f and f[0] > 0 else "-"
+        rss = max(x[1] for x in (b, f) if x) // 1024
+        print(f"| {n} | {phase} | {b[0] if b else '-'} | {f[0] if f else '-'} | {s[0] if s else '-'} | {ratio} | {rss} |")
+PY
+cat "$OUT/results.md"
