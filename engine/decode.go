@@ -20,6 +20,7 @@ type configField struct {
 	Optional bool
 	Roots    []string // extra variables of a nodes.Expr field
 	Type     reflect.Type
+	cty      cty.Type // the cty type values convert to (for plain Go fields)
 }
 
 var (
@@ -53,6 +54,13 @@ func configFields(t nodes.Type) ([]configField, error) {
 			return nil, fmt.Errorf("node type %s: %q is a meta-argument", t.Name(), name)
 		}
 		f := configField{Name: name, Index: i, Optional: opt == "optional", Type: sf.Type}
+		base := sf.Type
+		if base.Kind() == reflect.Pointer {
+			base = base.Elem()
+		}
+		if ty, err := gocty.ImpliedType(reflect.New(base).Interface()); err == nil {
+			f.cty = ty
+		}
 		if r := sf.Tag.Get("roots"); r != "" {
 			f.Roots = strings.Split(r, ",")
 		}
@@ -113,7 +121,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 		if d.HasErrors() {
 			continue
 		}
-		if err := assign(fv, v, inputs); err != nil {
+		if err := assign(fv, v, inputs, f.cty); err != nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Incorrect attribute value type",
@@ -185,7 +193,7 @@ func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
 // nesting of lists, sets, tuples, maps and objects of references, so that
 // node.x.y (a for_each map), values(node.x.y), node.x.y[*] and
 // [for k, v in node.x.y : v] all work.
-func assign(fv reflect.Value, v cty.Value, inputs map[string]bool) error {
+func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) error {
 	if !v.IsWhollyKnown() {
 		return errors.New("the value is not known before the run")
 	}
@@ -236,15 +244,17 @@ func assign(fv reflect.Value, v cty.Value, inputs map[string]bool) error {
 	}
 	if fv.Kind() == reflect.Pointer {
 		p := reflect.New(fv.Type().Elem())
-		if err := assign(p.Elem(), v, inputs); err != nil {
+		if err := assign(p.Elem(), v, inputs, ty); err != nil {
 			return err
 		}
 		fv.Set(p)
 		return nil
 	}
-	ty, err := gocty.ImpliedType(fv.Addr().Interface())
-	if err != nil {
-		return err
+	if ty == cty.NilType {
+		var err error
+		if ty, err = gocty.ImpliedType(fv.Addr().Interface()); err != nil {
+			return err
+		}
 	}
 	cv, err := convertTo(v, ty)
 	if err != nil {

@@ -258,7 +258,12 @@ func openRunLog(st *artifacts.Store) (*runLog, error) {
 	return &runLog{f: f, w: w, enc: json.NewEncoder(w)}, nil
 }
 
+// write records an event. Cache hits are only counted (in the summary):
+// a no-op run of ten thousand nodes should not write ten thousand lines.
 func (l *runLog) write(e engine.Event) {
+	if e.Event == engine.EventCached {
+		return
+	}
 	l.enc.Encode(e)
 	if e.Event == engine.EventFailed || e.Event == engine.EventSummary {
 		l.w.Flush()
