@@ -33,23 +33,32 @@ func flock(path string, how int, ctx context.Context) (Unlock, error) {
 }
 
 func lockFile(f *os.File, how int, ctx context.Context) (Unlock, error) {
+	err := retry(ctx, func() (bool, error) {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		return err == syscall.EWOULDBLOCK || err == syscall.EINTR, err
+	})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// retry calls try until it succeeds or fails for good (busy = false),
+// backing off from 1 ms to 100 ms, and gives up when ctx is done.
+func retry(ctx context.Context, try func() (busy bool, err error)) error {
 	wait := time.Millisecond
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
-			f.Close()
-			return nil, err
+		busy, err := try()
+		if err == nil || !busy {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(wait):
 		}
 		if wait < 100*time.Millisecond {
@@ -73,31 +82,20 @@ func (s *Store) LockKey(ctx context.Context, key Digest) (Unlock, error) {
 		return nil, err
 	}
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: int64(xxhash.Sum64String(string(key)) >> 2), Len: 1}
-	wait := time.Millisecond
-	for {
+	err = retry(ctx, func() (bool, error) {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-		if err == nil {
-			return func() {
-				un := lk
-				un.Type = unix.F_UNLCK
-				unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &un)
-				f.Close()
-			}, nil
-		}
-		if err != unix.EAGAIN && err != unix.EACCES && err != unix.EINTR {
-			f.Close()
-			return nil, fmt.Errorf("lock key %s: %w", key, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		if wait < 100*time.Millisecond {
-			wait *= 2
-		}
+		return err == unix.EAGAIN || err == unix.EACCES || err == unix.EINTR, err
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock key %s: %w", key, err)
 	}
+	return func() {
+		un := lk
+		un.Type = unix.F_UNLCK
+		unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &un)
+		f.Close()
+	}, nil
 }
 
 // LockShared is held by every run for its whole duration; gc and fsck

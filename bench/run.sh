@@ -12,15 +12,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
-OUT=bench/out
+OUT="$(pwd)/bench/out"
 mkdir -p "$OUT"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000)
 
 go build -o "$OUT/lacuna" ./cmd/lacuna
 go build -o "$OUT/gen" ./bench/gen
-LACUNA="$(pwd)/$OUT/lacuna"
-GEN="$(pwd)/$OUT/gen"
+LACUNA="$OUT/lacuna"
+GEN="$OUT/gen"
 
 if [ -z "${SKIP_SNAKEMAKE:-}" ] && ! command -v snakemake >/dev/null; then
   echo "installing snakemake (Debian package) for the peer measurements" >&2

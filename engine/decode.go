@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -143,7 +145,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 	if each != nil {
 		inst.EachKey = each.key
 	}
-	for _, a := range keys(inputs) {
+	for _, a := range slices.Sorted(maps.Keys(inputs)) {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
 	return inst, diags

@@ -2,8 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,7 +128,7 @@ func (c *Config) reference(tr hcl.Traversal, rc refCheck) (string, hcl.Diagnosti
 			return bad("Invalid reference", "A reference to a variable is written var.NAME.")
 		}
 		if _, ok := c.Variables[name]; !ok {
-			return bad("Reference to undeclared input variable", fmt.Sprintf("No variable %q is declared.%s", name, didYouMean(name, keys(c.Variables))))
+			return bad("Reference to undeclared input variable", fmt.Sprintf("No variable %q is declared.%s", name, didYouMean(name, slices.Sorted(maps.Keys(c.Variables)))))
 		}
 		return "var." + name, nil
 	case "local":
@@ -136,7 +137,7 @@ func (c *Config) reference(tr hcl.Traversal, rc refCheck) (string, hcl.Diagnosti
 			return bad("Invalid reference", "A reference to a local value is written local.NAME.")
 		}
 		if _, ok := c.Locals[name]; !ok {
-			return bad("Reference to undeclared local value", fmt.Sprintf("No local value %q is declared.%s", name, didYouMean(name, keys(c.Locals))))
+			return bad("Reference to undeclared local value", fmt.Sprintf("No local value %q is declared.%s", name, didYouMean(name, slices.Sorted(maps.Keys(c.Locals)))))
 		}
 		return "local." + name, nil
 	case "model", "library", "runner":
@@ -195,15 +196,6 @@ func didYouMean(given string, candidates []string) string {
 		return fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return ""
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // evalExpr evaluates an expression with a context holding exactly what it

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,10 +37,10 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	// Dependencies of every vertex, from its expressions' references.
 	var ids []string
 	deps := map[string][]string{}
-	for _, name := range keys(cfg.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Variables)) {
 		ids = append(ids, "var."+name)
 	}
-	for _, name := range keys(cfg.Locals) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Locals)) {
 		id := "local." + name
 		ids = append(ids, id)
 		d, dd := cfg.references(cfg.Locals[name].Expr, refCheck{context: "A local value"})
@@ -204,17 +206,17 @@ func (e *evaluator) setVariables(opts Options) hcl.Diagnostics {
 			v, d := a.Expr.Value(nil)
 			diags = append(diags, d...)
 			if _, ok := e.cfg.Variables[a.Name]; !ok {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("The pipeline declares no variable %q.%s", a.Name, didYouMean(a.Name, keys(e.cfg.Variables))), Subject: a.NameRange.Ptr()})
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("The pipeline declares no variable %q.%s", a.Name, didYouMean(a.Name, slices.Sorted(maps.Keys(e.cfg.Variables)))), Subject: a.NameRange.Ptr()})
 				continue
 			}
 			given[a.Name], givenAt[a.Name] = v, a.Expr.Range().Ptr()
 		}
 	}
-	for _, name := range keys(opts.Vars) {
+	for _, name := range slices.Sorted(maps.Keys(opts.Vars)) {
 		raw := opts.Vars[name]
 		v, ok := e.cfg.Variables[name]
 		if !ok {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("--var %s: the pipeline declares no variable %q.%s", name, name, didYouMean(name, keys(e.cfg.Variables)))})
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Value for undeclared variable", Detail: fmt.Sprintf("--var %s: the pipeline declares no variable %q.%s", name, name, didYouMean(name, slices.Sorted(maps.Keys(e.cfg.Variables))))})
 			continue
 		}
 		if v.Type == cty.String {
@@ -241,7 +243,7 @@ func (e *evaluator) setVariables(opts Options) hcl.Diagnostics {
 		}
 		given[name] = val
 	}
-	for _, name := range keys(e.cfg.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(e.cfg.Variables)) {
 		v := e.cfg.Variables[name]
 		val, ok := given[name]
 		if !ok {
@@ -426,7 +428,7 @@ func eachKey(v cty.Value) (string, string) {
 		var parts []string
 		if ty.IsObjectType() || ty.IsMapType() {
 			m := v.AsValueMap()
-			for _, k := range keys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				p, err := eachKey(m[k])
 				if err != "" {
 					return "", err

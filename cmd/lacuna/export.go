@@ -118,20 +118,10 @@ func copyVerified(l *loaded, obj artifacts.Object, dst string) error {
 		return err
 	}
 	defer src.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
+	return writeAtomically(dst, func(f *os.File) error {
+		_, err := io.Copy(f, src)
 		return err
-	}
-	if _, err := io.Copy(out, src); err != nil {
-		out.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	})
 }
 
 func exportArrow(l *loaded, obj artifacts.Object, dst string) error {
@@ -139,17 +129,24 @@ func exportArrow(l *loaded, obj artifacts.Object, dst string) error {
 	if err != nil {
 		return err
 	}
+	return writeAtomically(dst, func(f *os.File) error { return arrowipc.Write(f, r) })
+}
+
+// writeAtomically writes dst through a temporary file, so that an
+// interrupted export leaves no half-written file under a real name.
+func writeAtomically(dst string, write func(*os.File) error) error {
 	tmp := dst + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if err := arrowipc.Write(f, r); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
 	}
 	if err := f.Close(); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, dst)

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -141,7 +143,7 @@ func printShow(m map[string]any) {
 		for _, in := range a.Inputs {
 			kv("input", fmt.Sprintf("%s ← %s (%s)", in.Name, in.Node, in.Digest))
 		}
-		for _, k := range sortedKeys(a.Identity) {
+		for _, k := range slices.Sorted(maps.Keys(a.Identity)) {
 			kv("identity", k+" = "+a.Identity[k])
 		}
 		kv("config", string(a.Config))

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -247,13 +246,4 @@ func isPipelinePath(s string) bool {
 	}
 	st, err := os.Stat(s)
 	return err == nil && st.IsDir()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

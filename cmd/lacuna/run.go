@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/engine"
@@ -43,7 +45,7 @@ func cmdValidate(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(map[string]any{"valid": true, "nodes": len(l.graph.Config.Nodes), "instances": len(l.graph.Instances), "types": types})
 	}
 	var parts []string
-	for _, t := range sortedKeys(types) {
+	for _, t := range slices.Sorted(maps.Keys(types)) {
 		parts = append(parts, fmt.Sprintf("%d %s", types[t], t))
 	}
 	fmt.Printf("%s is valid: %d nodes, %d instances (%s)\n", path, len(l.graph.Config.Nodes), len(l.graph.Instances), strings.Join(parts, ", "))

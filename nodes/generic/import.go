@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +57,7 @@ func (importType) Validate(cfg any) error {
 	if c.Format == "" && formatOf(c.Path) == "" {
 		errs = append(errs, nodes.Errorf("path", "Cannot tell the file format", "%q has no .jsonl, .json, .ndjson, .csv or .parquet extension; set format.", c.Path))
 	}
-	for _, k := range sortedKeys(c.Columns) {
+	for _, k := range slices.Sorted(maps.Keys(c.Columns)) {
 		if !columnKinds[c.Columns[k]] {
 			errs = append(errs, nodes.Errorf("columns", "Unknown column type", "column %q has type %q; use string, int64, double, bool or json.", k, c.Columns[k]))
 		}
@@ -121,7 +123,7 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	var cols []column
 	if len(c.Columns) > 0 {
-		for _, name := range sortedKeys(c.Columns) {
+		for _, name := range slices.Sorted(maps.Keys(c.Columns)) {
 			cols = append(cols, column{name: name, kind: c.Columns[name]})
 		}
 	} else {
@@ -374,13 +376,4 @@ func (c column) convert(v any) (any, error) {
 		return json.Marshal(v)
 	}
 	return nil, fmt.Errorf("value %v does not fit a %s column", v, c.kind)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
