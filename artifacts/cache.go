@@ -7,13 +7,16 @@ import (
 
 // rowCache keeps recently read artifacts decoded, bounded by an estimate of
 // their memory. A pipeline where a thousand nodes sample one import reads
-// and verifies that import once.
+// and verifies that import twice, not a thousand times. An artifact is
+// admitted on its second read: a fan-in of ten thousand artifacts, each read
+// once, would otherwise fill the cache with rows nobody reads again.
 type rowCache struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
 	order *list.List // front = most recent; values are *cacheEntry
 	items map[Digest]*list.Element
+	seen  map[Digest]bool // read once, not admitted yet
 }
 
 type cacheEntry struct {
@@ -22,7 +25,7 @@ type cacheEntry struct {
 }
 
 func newRowCache(limit int64) *rowCache {
-	return &rowCache{limit: limit, order: list.New(), items: map[Digest]*list.Element{}}
+	return &rowCache{limit: limit, order: list.New(), items: map[Digest]*list.Element{}, seen: map[Digest]bool{}}
 }
 
 func (c *rowCache) get(d Digest) *Reader {
@@ -44,6 +47,14 @@ func (c *rowCache) put(r *Reader, cost int64) {
 	if _, ok := c.items[r.Object.Digest]; ok {
 		return
 	}
+	if !c.seen[r.Object.Digest] {
+		if len(c.seen) >= 1<<16 {
+			clear(c.seen)
+		}
+		c.seen[r.Object.Digest] = true
+		return
+	}
+	delete(c.seen, r.Object.Digest)
 	c.items[r.Object.Digest] = c.order.PushFront(&cacheEntry{r, cost})
 	c.used += cost
 	for c.used > c.limit {

@@ -527,3 +527,26 @@ node "rows" "y" {
 		t.Errorf("same rows, digests %v", ds)
 	}
 }
+
+func TestPlanMarksErrorsAndWhatTheyBlock(t *testing.T) {
+	h := newHarness(t)
+	os.WriteFile(filepath.Join(h.dir, "ok.jsonl"), []byte(`{"x": 1}`+"\n"), 0o644)
+	src := `
+node "import" "missing" { path = "missing.jsonl" }
+node "sample" "downstream" {
+  input = node.import.missing
+  n     = 1
+}
+node "import" "fine" { path = "ok.jsonl" }
+`
+	plan := h.plan(src)
+	if p := plan["node.import.missing"]; p.Status != PlanError || !strings.Contains(p.Reason, "missing.jsonl") {
+		t.Errorf("missing import: %+v", p)
+	}
+	if p := plan["node.sample.downstream"]; p.Status != PlanBlocked || !strings.Contains(p.Reason, "node.import.missing cannot run") {
+		t.Errorf("downstream: %+v", p)
+	}
+	if p := plan["node.import.fine"]; p.Status != PlanRun || p.Reason != "new" {
+		t.Errorf("independent node: %+v", p)
+	}
+}

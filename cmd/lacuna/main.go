@@ -82,6 +82,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	governMemory(ctx)
 	name := os.Args[1]
 	for _, c := range commands {
 		if c.name == name {

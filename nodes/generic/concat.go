@@ -48,77 +48,118 @@ const metaInputs = "lacuna.concat.inputs"
 func (concatType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*concatConfig)
 	reuse := reusableSlices(r, c)
-	var toRead []nodes.Ref
-	for _, ref := range c.Inputs {
-		if _, ok := reuse[ref.Node]; !ok {
-			toRead = append(toRead, ref)
-		}
-	}
-	readers, err := readAll(ctx, r, toRead)
-	if err != nil {
-		return err
-	}
-	rows := map[string][]parquet.Row{}
-	var schema *parquet.Schema
-	var from string // the input that fixed the schema, for messages
-	for node, sl := range reuse {
-		rows[node], schema, from = sl.rows, sl.schema, node
-	}
-	for i, in := range readers {
-		if schema == nil {
-			schema, from = in.Schema(), toRead[i].Node
-		}
-		if artifacts.SchemaFingerprint(in.Schema()) != artifacts.SchemaFingerprint(schema) {
-			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", toRead[i].Node, from, in.Schema(), schema)
-		}
-		rows[toRead[i].Node] = in.Rows()
-	}
 	if len(reuse) > 0 {
-		r.Logf("reused the rows of %d unchanged inputs from the previous output; read %d", len(reuse), len(readers))
+		r.Logf("reused the rows of %d unchanged inputs from the previous output; read %d", len(reuse), len(c.Inputs)-len(reuse))
 	}
-	outSchema := schema
+	next, stop := inOrder(ctx, r, c.Inputs, reuse)
+	defer stop()
+	var schema *parquet.Schema
+	var w *artifacts.Writer
 	add := func(row parquet.Row, _ string) parquet.Row { return row }
-	if c.SourceColumn != "" {
-		for _, f := range schema.Fields() {
-			if f.Name() == c.SourceColumn {
-				return nodes.Errorf("source_column", "Column exists", "the inputs already have a column %q.", c.SourceColumn)
-			}
-		}
-		outSchema, add = withStringColumn(schema, c.SourceColumn)
-	}
-	w, err := r.Output(outSchema)
-	if err != nil {
-		return err
-	}
 	var record strings.Builder
-	var total, done int64
-	for _, rs := range rows {
-		total += int64(len(rs))
-	}
 	digests := inputDigests(r, c)
 	for i, ref := range c.Inputs {
-		in := rows[ref.Node]
-		if c.SourceColumn != "" {
-			out := make([]parquet.Row, len(in))
-			for j, row := range in {
-				out[j] = add(row, ref.Node)
-			}
-			in = out
+		in, err := next()
+		if err != nil {
+			return err
 		}
-		if err := w.WriteRows(in); err != nil {
+		if schema == nil {
+			schema = in.schema
+			outSchema := schema
+			if c.SourceColumn != "" {
+				for _, f := range schema.Fields() {
+					if f.Name() == c.SourceColumn {
+						return nodes.Errorf("source_column", "Column exists", "the inputs already have a column %q.", c.SourceColumn)
+					}
+				}
+				outSchema, add = withStringColumn(schema, c.SourceColumn)
+			}
+			if w, err = r.Output(outSchema); err != nil {
+				return err
+			}
+		}
+		if artifacts.SchemaFingerprint(in.schema) != artifacts.SchemaFingerprint(schema) {
+			return fmt.Errorf("%s has a different schema from %s:\n%s\nversus\n%s", ref.Node, c.Inputs[0].Node, in.schema, schema)
+		}
+		rows := in.rows
+		if c.SourceColumn != "" {
+			rows = make([]parquet.Row, len(in.rows))
+			for j, row := range in.rows {
+				rows[j] = add(row, ref.Node)
+			}
+		}
+		if err := w.WriteRows(rows); err != nil {
 			return err
 		}
 		if i > 0 {
 			record.WriteByte(',')
 		}
-		fmt.Fprintf(&record, "%s:%d", digests[i], len(rows[ref.Node]))
-		done += int64(len(in))
-		r.Progress(done, total)
+		fmt.Fprintf(&record, "%s:%d", digests[i], len(in.rows))
+		r.Progress(int64(i+1), int64(len(c.Inputs)))
 	}
 	if c.SourceColumn == "" {
 		w.SetMeta(metaInputs, record.String())
 	}
 	return nil
+}
+
+// inOrder returns the inputs' rows one by one, in order, reading ahead on
+// every core within a bounded window: a fan-in of thousands of small
+// artifacts is bound by per-file decoding, and holding all of them at once
+// would cost memory for nothing. Reused slices are returned without reading.
+func inOrder(ctx context.Context, r nodes.Run, refs []nodes.Ref, reuse map[string]slice) (next func() (slice, error), stop func()) {
+	type result struct {
+		s   slice
+		err error
+	}
+	const window = 64
+	results := make([]chan result, len(refs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, window)
+	var taken atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done) }) }
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		go func() {
+			for {
+				select {
+				case slots <- struct{}{}:
+				case <-done:
+					return
+				}
+				i := int(taken.Add(1)) - 1
+				if i >= len(refs) {
+					return
+				}
+				if sl, ok := reuse[refs[i].Node]; ok {
+					results[i] <- result{s: sl}
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					results[i] <- result{err: err}
+					continue
+				}
+				in, err := r.Input(refs[i])
+				if err != nil {
+					results[i] <- result{err: err}
+					continue
+				}
+				results[i] <- result{s: slice{in.Schema(), in.Rows()}}
+			}
+		}()
+	}
+	i := 0
+	next = func() (slice, error) {
+		res := <-results[i]
+		results[i] = nil
+		i++
+		<-slots
+		return res.s, res.err
+	}
+	return next, stop
 }
 
 // inputDigests are the content digests of the inputs, in order.
@@ -180,38 +221,6 @@ func reusableSlices(r nodes.Run, c *concatConfig) map[string]slice {
 		}
 	}
 	return out
-}
-
-// readAll opens inputs on every core: a fan-in of thousands of small
-// artifacts is bound by per-file decoding, not by disk.
-func readAll(ctx context.Context, r nodes.Run, refs []nodes.Ref) ([]*artifacts.Reader, error) {
-	readers := make([]*artifacts.Reader, len(refs))
-	errs := make([]error, len(refs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(refs) || ctx.Err() != nil {
-					return
-				}
-				readers[i], errs[i] = r.Input(refs[i])
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return readers, nil
 }
 
 // withStringColumn returns schema plus a required string column, and a
