@@ -130,8 +130,8 @@ type ttyProgress struct {
 	w    io.Writer
 	c    counts
 	stop chan struct{}
-	done chan struct{}
-	line int
+	done     chan struct{}
+	finished bool // the summary is printed: no more status lines
 }
 
 func newTTYProgress(w io.Writer) *ttyProgress {
@@ -170,6 +170,7 @@ func (p *ttyProgress) event(e engine.Event) {
 	case engine.EventSummary:
 		p.clear()
 		fmt.Fprintln(p.w, p.c.summary(e.Summary))
+		p.finished = true
 	}
 }
 
@@ -182,7 +183,7 @@ func (p *ttyProgress) above(s string) {
 }
 
 func (p *ttyProgress) redraw() {
-	if p.c.total == 0 {
+	if p.c.total == 0 || p.finished {
 		return
 	}
 	n := p.c.finished()
@@ -205,7 +206,7 @@ func (p *ttyProgress) redraw() {
 	if len(run) > 3 {
 		run = append(run[:3], fmt.Sprintf("+%d", len(run)-3))
 	}
-	line := fmt.Sprintf("[%d/%d] %d run · %d cached · %d failed · %s rows · %s elapsed · ETA %s", n, p.c.total, p.c.executed, p.c.cached, p.c.failed, commas(p.c.rows), fmtDuration(elapsed), eta)
+	line := fmt.Sprintf("[%d/%d] %d executed · %d cached · %d failed · %s rows · %s elapsed · ETA %s", n, p.c.total, p.c.executed, p.c.cached, p.c.failed, commas(p.c.rows), fmtDuration(elapsed), eta)
 	if len(run) > 0 {
 		line += " · " + strings.Join(run, ", ")
 	}
