@@ -126,10 +126,10 @@ func indent(s string) string {
 
 // ttyProgress redraws one status line, printing finished work above it.
 type ttyProgress struct {
-	mu   sync.Mutex
-	w    io.Writer
-	c    counts
-	stop chan struct{}
+	mu       sync.Mutex
+	w        io.Writer
+	c        counts
+	stop     chan struct{}
 	done     chan struct{}
 	finished bool // the summary is printed: no more status lines
 }
