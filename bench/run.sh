@@ -80,15 +80,15 @@ for r in rows:
 def get(tool, style, n, phase):
     v = agg.get((tool, style, n, phase))
     return (statistics.median(s for s, _ in v), max(m for _, m in v)) if v else None
-print("| n | phase | lacuna blocks (s) | lacuna for_each (s) | snakemake (s) | snakemake / lacuna for_each | peak RSS lacuna (MB) |")
-print("|---|---|---|---|---|---|---|")
+print("| n | phase | lacuna blocks (s) | lacuna for_each (s) | snakemake (s) | snakemake / lacuna for_each | snakemake / lacuna blocks | peak RSS MB: blocks / for_each / snakemake |")
+print("|---|---|---|---|---|---|---|---|")
 for n in sorted({k[2] for k in agg}):
     for phase in ["plan", "full", "noop", "plan_cached", "incremental"]:
         b, f, s = get("lacuna", "blocks", n, phase), get("lacuna", "for_each", n, phase), get("snakemake", "rule", n, phase)
         if not (b or f):
             continue
-        ratio = f"{s[0] / f[0]:.1f}x" if s and f and f[0] > 0 else "-"
-        rss = max(x[1] for x in (b, f) if x) // 1024
-        print(f"| {n} | {phase} | {b[0] if b else '-'} | {f[0] if f else '-'} | {s[0] if s else '-'} | {ratio} | {rss} |")
+        ratio = lambda x: f"{s[0] / x[0]:.1f}x" if s and x and x[0] > 0 else "-"
+        rss = " / ".join(str(x[1] // 1024) if x else "-" for x in (b, f, s))
+        print(f"| {n} | {phase} | {b[0] if b else '-'} | {f[0] if f else '-'} | {s[0] if s else '-'} | {ratio(f)} | {ratio(b)} | {rss} |")
 PY
 cat "$OUT/results.md"
