@@ -334,3 +334,32 @@ func TestInterruptStopsCleanly(t *testing.T) {
 		t.Errorf("fsck after SIGINT: %s", f.stdout)
 	}
 }
+
+// TestExportOpensInDuckDB opens an export with real DuckDB (the npm
+// package, which carries its binary). Opt-in: it needs the npm registry.
+func TestExportOpensInDuckDB(t *testing.T) {
+	if os.Getenv("LACUNA_TEST_DUCKDB") == "" {
+		t.Skip("set LACUNA_TEST_DUCKDB=1 to install @duckdb/node-api with npm and check views.sql")
+	}
+	mods := t.TempDir()
+	install := exec.Command("npm", "install", "--prefix", mods, "@duckdb/node-api@1.5.6-r.1")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install: %v\n%s", err, out)
+	}
+	dir := benchDAG(t, 4)
+	lacuna(t, dir, "run", "pipeline.hcl")
+	out := filepath.Join(dir, "export")
+	lacuna(t, dir, "export", "pipeline.hcl", "--to", out)
+	// ES modules resolve packages from the script's folder.
+	src, _ := os.ReadFile("testdata/duckdb_views.mjs")
+	script := filepath.Join(mods, "duckdb_views.mjs")
+	os.WriteFile(script, src, 0o644)
+	b, err := exec.Command("node", script, out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb: %v\n%s", err, b)
+	}
+	want := `{"n":"20"}` + "\n" + `{"n":"20"}` + "\n" + `{"t":"BIGINT"}` + "\n"
+	if string(b) != want {
+		t.Errorf("duckdb said:\n%s\nwant:\n%s", b, want)
+	}
+}
