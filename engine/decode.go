@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -26,17 +27,17 @@ type configField struct {
 }
 
 var (
-	refGoType   = reflect.TypeOf(nodes.Ref{})
-	refsGoType  = reflect.TypeOf([]nodes.Ref{})
-	exprGoType  = reflect.TypeOf(nodes.Expr{})
-	ctyGoType   = reflect.TypeOf(cty.Value{})
-	schemaCache = map[string][]configField{}
+	refGoType  = reflect.TypeOf(nodes.Ref{})
+	refsGoType = reflect.TypeOf([]nodes.Ref{})
+	exprGoType = reflect.TypeOf(nodes.Expr{})
+	ctyGoType  = reflect.TypeOf(cty.Value{})
+	fieldCache sync.Map // node type name → []configField
 )
 
 // configFields reads a node type's config struct tags.
 func configFields(t nodes.Type) ([]configField, error) {
-	if f, ok := schemaCache[t.Name()]; ok {
-		return f, nil
+	if f, ok := fieldCache.Load(t.Name()); ok {
+		return f.([]configField), nil
 	}
 	cfg := t.NewConfig()
 	rt := reflect.TypeOf(cfg)
@@ -68,7 +69,7 @@ func configFields(t nodes.Type) ([]configField, error) {
 		}
 		out = append(out, f)
 	}
-	schemaCache[t.Name()] = out
+	fieldCache.Store(t.Name(), out)
 	return out, nil
 }
 

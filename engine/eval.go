@@ -315,9 +315,6 @@ func typeName(v cty.Value) string {
 	if v.Type() == refType {
 		return "an artifact reference"
 	}
-	if v.Type().IsCapsuleType() {
-		return v.Type().FriendlyName()
-	}
 	return v.Type().FriendlyName()
 }
 

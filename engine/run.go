@@ -42,7 +42,9 @@ type Executor struct {
 	Force bool
 	// Recompute ignores cached results for these addresses only (verify).
 	Recompute map[string]bool
-	// NoCommit runs without recording results in the action cache.
+	// NoCommit records nothing (action cache, snapshot) for the instances
+	// it recomputes because of Force or Recompute: verify compares
+	// without changing what later runs use.
 	NoCommit bool
 	// Pipeline identifies the pipeline for plan explanations (its path).
 	Pipeline string
@@ -386,7 +388,9 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
 		x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
-		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
+		if !x.NoCommit || !force {
+			x.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
+		}
 		return fail(key, err)
 	}
 	if !x.NoCommit || !force {
