@@ -137,6 +137,7 @@ func Load(paths ...string) (*Config, hcl.Diagnostics) {
 		return nil, diags
 	}
 	parser := hclparse.NewParser()
+	parsed := map[string]*hcl.File{}
 	var bodies []*hcl.File
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -144,8 +145,18 @@ func Load(paths ...string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline", Detail: err.Error()})
 			continue
 		}
+		if chunks, ok := parseChunked(src, f); ok {
+			for _, b := range chunks {
+				bodies = append(bodies, &hcl.File{Body: b, Bytes: src})
+			}
+			parsed[f] = &hcl.File{Body: chunks[0], Bytes: src}
+			continue
+		}
 		file, d := parser.ParseHCL(src, f)
 		diags = append(diags, d...)
+		if file != nil {
+			parsed[f] = file
+		}
 		if file != nil && !d.HasErrors() {
 			bodies = append(bodies, file)
 		}
@@ -165,12 +176,19 @@ func Load(paths ...string) (*Config, hcl.Diagnostics) {
 	if err == nil {
 		dir = abs
 	}
-	cfg, d := decodeFiles(dir, parser.Files(), bodies)
+	cfg, d := decodeFiles(dir, parsed, bodies)
 	return cfg, append(diags, d...)
 }
 
 // LoadSource parses one pipeline from memory (tests, fuzzing, stdin).
 func LoadSource(filename string, src []byte, dir string) (*Config, hcl.Diagnostics) {
+	if chunks, ok := parseChunked(src, filename); ok {
+		var bodies []*hcl.File
+		for _, b := range chunks {
+			bodies = append(bodies, &hcl.File{Body: b, Bytes: src})
+		}
+		return decodeFiles(dir, map[string]*hcl.File{filename: {Body: chunks[0], Bytes: src}}, bodies)
+	}
 	parser := hclparse.NewParser()
 	file, diags := parser.ParseHCL(src, filename)
 	if diags.HasErrors() {
@@ -206,7 +224,22 @@ func decodeFiles(dir string, files map[string]*hcl.File, bodies []*hcl.File) (*C
 			}
 		}
 	}
+	sortDiags(diags)
 	return cfg, diags
+}
+
+// sortDiags orders diagnostics as they appear in the sources.
+func sortDiags(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
 }
 
 func duplicate(kind, addr string, first, again hcl.Range) *hcl.Diagnostic {

@@ -222,7 +222,8 @@ func TestLoadDirectoryReadsEveryFile(t *testing.T) {
 }
 
 // FuzzLoad feeds arbitrary bytes through both loading phases: whatever the
-// input, the result is a graph or diagnostics, never a panic.
+// input, the result is a graph or diagnostics, never a panic, and parsing
+// in chunks gives the same result as parsing the whole file.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob("testdata/bad/*.hcl")
 	for _, p := range files {
@@ -235,6 +236,10 @@ func FuzzLoad(f *testing.F) {
 		g, diags := loadAndExpand("fuzz.hcl", src, Options{})
 		if g == nil && !diags.HasErrors() {
 			t.Fatal("no graph and no error")
+		}
+		// Parsing in chunks must not change anything.
+		if whole, chunked := shape(t, "fuzz.hcl", src), withChunks(t, "fuzz.hcl", src); whole != chunked {
+			t.Fatalf("chunked parse differs\nwhole:\n%s\nchunked:\n%s", whole, chunked)
 		}
 	})
 }
