@@ -96,5 +96,3 @@ func TestChunkedParseMatchesWholeFileParse(t *testing.T) {
 		}
 	}
 }
-
-
