@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"sync"
 	"time"
 
@@ -558,12 +557,3 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// sortedAddrs is used by plan and tests for stable output.
-func sortedAddrs(m map[*Instance]*Result) []*Result {
-	out := make([]*Result, 0, len(m))
-	for _, r := range m {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Inst.index < out[b].Inst.index })
-	return out
-}

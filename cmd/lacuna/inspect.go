@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -146,7 +147,12 @@ func printShow(m map[string]any) {
 		for _, k := range slices.Sorted(maps.Keys(a.Identity)) {
 			kv("identity", k+" = "+a.Identity[k])
 		}
-		kv("config", string(a.Config))
+		var cfg bytes.Buffer
+		if json.Compact(&cfg, a.Config) != nil {
+			cfg.Reset()
+			cfg.Write(a.Config)
+		}
+		kv("config", cfg.String())
 		if a.Logs != "" {
 			fmt.Println("  logs")
 			fmt.Println(indent(a.Logs))
