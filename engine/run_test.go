@@ -550,3 +550,20 @@ node "import" "fine" { path = "ok.jsonl" }
 		t.Errorf("independent node: %+v", p)
 	}
 }
+
+func TestTargetRunsOnlyWhatItNeeds(t *testing.T) {
+	h := newHarness(t)
+	g := h.graph(chain)
+	log := &runLog{}
+	x := &Executor{Store: h.store, Jobs: 2, Events: log.add}
+	if _, _, err := x.Run(context.Background(), g, []string{"node.rows.b"}); err != nil {
+		t.Fatal(err)
+	}
+	states := log.states()
+	if len(states) != 2 || states["node.rows.a"] != EventDone || states["node.rows.b"] != EventDone {
+		t.Errorf("--target node.rows.b ran %v", states)
+	}
+	if _, _, err := x.Run(context.Background(), g, []string{"node.rows.bb"}); err == nil || !strings.Contains(err.Error(), `Did you mean "node.rows.b"?`) {
+		t.Errorf("unknown target: %v", err)
+	}
+}

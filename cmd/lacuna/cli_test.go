@@ -363,3 +363,26 @@ func TestExportOpensInDuckDB(t *testing.T) {
 		t.Errorf("duckdb said:\n%s\nwant:\n%s", b, want)
 	}
 }
+
+func TestGraphAndFmt(t *testing.T) {
+	dir := benchDAG(t, 2)
+	dot := lacuna(t, dir, "graph", "pipeline.hcl").stdout
+	if !strings.Contains(dot, `"node.import.data" -> "node.sample.s1";`) || !strings.Contains(dot, `"node.sample.s1" -> "node.concat.all";`) {
+		t.Errorf("dot:\n%s", dot)
+	}
+	if m := lacuna(t, dir, "graph", "pipeline.hcl", "--format", "mermaid").stdout; !strings.HasPrefix(m, "flowchart LR") || strings.Count(m, "-->") != 4 {
+		t.Errorf("mermaid:\n%s", m)
+	}
+	p := filepath.Join(dir, "messy.hcl")
+	os.WriteFile(p, []byte("node \"import\" \"a\" {\npath=\"x.jsonl\"\n}\n"), 0o644)
+	if r := lacuna(t, dir, "fmt", "--check", "messy.hcl"); r.code != 1 {
+		t.Errorf("fmt --check on an unformatted file: %d", r.code)
+	}
+	lacuna(t, dir, "fmt", "messy.hcl")
+	if b, _ := os.ReadFile(p); !strings.Contains(string(b), "  path = \"x.jsonl\"") {
+		t.Errorf("fmt wrote:\n%s", b)
+	}
+	if r := lacuna(t, dir, "fmt", "--check", "messy.hcl"); r.code != 0 {
+		t.Errorf("fmt --check after fmt: %d", r.code)
+	}
+}
