@@ -556,4 +556,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
