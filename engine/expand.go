@@ -133,9 +133,6 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			in.dependants = append(in.dependants, inst)
 		}
 	}
-	if diags.HasErrors() {
-		return g, diags
-	}
 	return g, diags
 }
 
