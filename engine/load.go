@@ -401,3 +401,17 @@ func (c *Config) addNode(b *hcl.Block) hcl.Diagnostics {
 
 // Dir is the pipeline directory the node's relative paths resolve against.
 func (n *NodeDecl) Dir() string { return n.dir }
+
+// ReleaseSyntax drops the syntax trees of node blocks once the pipeline has
+// been expanded: instances carry decoded configs, and a generated pipeline
+// of ten thousand blocks otherwise keeps tens of megabytes of syntax alive
+// for the whole run. Sources stay, for diagnostics. Expand cannot be called
+// again afterwards.
+func (c *Config) ReleaseSyntax() {
+	for _, n := range c.Nodes {
+		n.Attrs, n.Body, n.ForEach, n.Runner = nil, nil, nil, nil
+	}
+	for name, f := range c.Files {
+		c.Files[name] = &hcl.File{Bytes: f.Bytes}
+	}
+}

@@ -218,6 +218,7 @@ func (p *pipelineFlags) load(path string) (*loaded, error) {
 	if diags.HasErrors() {
 		return nil, exitError(1)
 	}
+	cfg.ReleaseSyntax()
 	st, err := openStore(p.store, cfg.Dir)
 	if err != nil {
 		return nil, err
