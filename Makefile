@@ -2,7 +2,7 @@
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin/lacuna
 
-.PHONY: build quickstart test vet fmt-check bench fuzz clean
+.PHONY: build deps quickstart test vet fmt-check bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
@@ -15,7 +15,16 @@ quickstart: build
 	$(BIN) plan pipelines/examples/toolsense_data.hcl
 	$(BIN) cat pipelines/examples/toolsense_data.hcl node.sample.dev --limit 5
 
-test: vet fmt-check
+# bubblewrap isolates untrusted generated code (runners/sandbox). Installed
+# here when missing and we are root; otherwise the sandbox warns and its
+# isolation tests skip, saying why.
+deps:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "WARNING: bubblewrap is not installed (apt-get install bubblewrap): sandbox isolation tests will skip"; fi; }
+
+test: deps vet fmt-check
 	$(GO) test -count=1 ./...
 
 vet:
