@@ -1,0 +1,176 @@
+package golang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
+)
+
+// Source is what resolution needs from a proxy.
+type Source interface {
+	List(ctx context.Context, mod string) ([]string, error)
+	Info(ctx context.Context, mod, version string) (Info, error)
+	Mod(ctx context.Context, mod, version string) ([]byte, error)
+}
+
+// ResolveOptions choose which versions count.
+type ResolveOptions struct {
+	// New is "latest" (the newest release after the cutoff, the default)
+	// or "first_after" (the first release after the cutoff).
+	New string
+	// Prerelease keeps pre-release versions (v1.2.0-rc.1).
+	Prerelease bool
+	// Retracted keeps versions the module retracted.
+	Retracted bool
+}
+
+// Resolution is the pair of versions a model is compared on: Old, the
+// newest release at or before the cutoff, and New, a release after it.
+type Resolution struct {
+	Module   string
+	Cutoff   time.Time
+	Old, New Info
+	// Why explains the choice in a sentence, for the output row.
+	Why string
+	// Requests counts .info fetches (resolution searches over times).
+	Requests int
+}
+
+// ErrUntagged is returned for modules without tagged versions.
+var ErrUntagged = errors.New("no tagged versions")
+
+// Resolve picks Old and New for a module against a cutoff. Release times
+// are assumed to rise with semantic version (true of almost every module),
+// so the boundary is found by binary search over .info times, a handful of
+// requests instead of one per version; the versions just around the
+// boundary are then checked directly, which catches a late backport there.
+func Resolve(ctx context.Context, src Source, mod string, cutoff time.Time, opts ResolveOptions) (*Resolution, error) {
+	all, err := src.List(ctx, mod)
+	if err != nil {
+		return nil, err
+	}
+	var vs []string
+	dropped := map[string]int{}
+	for _, v := range all {
+		switch {
+		case !semver.IsValid(v):
+			dropped["invalid"]++
+		case semver.Prerelease(v) != "" && !opts.Prerelease:
+			dropped["pre-release"]++
+		default:
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		if len(all) == 0 {
+			return nil, fmt.Errorf("%s: %w: the proxy lists no versions (an untagged module has only pseudo-versions, which cannot be dated against a cutoff)", mod, ErrUntagged)
+		}
+		return nil, fmt.Errorf("%s: %w: all %d listed versions are pre-releases or invalid (set prerelease = true to use pre-releases)", mod, ErrUntagged, len(all))
+	}
+	semver.Sort(vs)
+	if !opts.Retracted {
+		// Retractions are declared in the newest version's go.mod.
+		if gm, err := src.Mod(ctx, mod, vs[len(vs)-1]); err == nil {
+			if f, err := modfile.ParseLax("go.mod", gm, nil); err == nil && len(f.Retract) > 0 {
+				var kept []string
+				for _, v := range vs {
+					retracted := false
+					for _, r := range f.Retract {
+						if semver.Compare(v, r.Low) >= 0 && semver.Compare(v, r.High) <= 0 {
+							retracted = true
+						}
+					}
+					if retracted {
+						dropped["retracted"]++
+					} else {
+						kept = append(kept, v)
+					}
+				}
+				vs = kept
+			}
+		}
+	}
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("%s: every version is retracted (set retracted = true to use them)", mod)
+	}
+	res := &Resolution{Module: mod, Cutoff: cutoff}
+	infos := map[int]Info{}
+	info := func(i int) (Info, error) {
+		if in, ok := infos[i]; ok {
+			return in, nil
+		}
+		in, err := src.Info(ctx, mod, vs[i])
+		if err != nil {
+			return Info{}, err
+		}
+		res.Requests++
+		infos[i] = in
+		return in, nil
+	}
+	var searchErr error
+	// First index whose time is after the cutoff.
+	after := sort.Search(len(vs), func(i int) bool {
+		in, err := info(i)
+		if err != nil {
+			searchErr = err
+			return true
+		}
+		return in.Time.After(cutoff)
+	})
+	if searchErr != nil {
+		return nil, searchErr
+	}
+	// Check the neighbours of the boundary for releases out of order.
+	for i := max(0, after-3); i < min(len(vs), after+3); i++ {
+		in, err := info(i)
+		if err != nil {
+			return nil, err
+		}
+		if (i < after) == in.Time.After(cutoff) {
+			return nil, fmt.Errorf("%s: release times are not in version order near the cutoff (%s at %s); pin versions explicitly", mod, vs[i], in.Time.Format(time.RFC3339))
+		}
+	}
+	if after == 0 {
+		first, _ := info(0)
+		return nil, fmt.Errorf("%s: no release at or before the cutoff %s (the first, %s, is from %s)", mod, cutoff.Format("2006-01-02"), vs[0], first.Time.Format("2006-01-02"))
+	}
+	if after == len(vs) {
+		last, _ := info(len(vs) - 1)
+		return nil, fmt.Errorf("%s: no release after the cutoff %s (the newest, %s, is from %s): nothing is novel", mod, cutoff.Format("2006-01-02"), vs[len(vs)-1], last.Time.Format("2006-01-02"))
+	}
+	res.Old, _ = info(after - 1)
+	newIdx := len(vs) - 1
+	if opts.New == "first_after" {
+		newIdx = after
+	}
+	res.New, err = info(newIdx)
+	if err != nil {
+		return nil, err
+	}
+	mode := "the newest release"
+	if opts.New == "first_after" {
+		mode = "the first release after the cutoff"
+	}
+	res.Why = fmt.Sprintf("%d versions listed, %d considered (%s dropped); %s is the newest at or before %s, %s is %s",
+		len(all), len(vs), describe(dropped), res.Old.Version, cutoff.Format("2006-01-02"), res.New.Version, mode)
+	return res, nil
+}
+
+func describe(dropped map[string]int) string {
+	if len(dropped) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range []string{"pre-release", "retracted", "invalid"} {
+		if n := dropped[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
