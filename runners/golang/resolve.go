@@ -157,8 +157,10 @@ func Resolve(ctx context.Context, src Source, mod string, cutoff time.Time, opts
 	if opts.New == "first_after" {
 		mode = "the first release after the cutoff"
 	}
-	res.Why = fmt.Sprintf("%d versions listed, %d considered (%s dropped); %s is the newest at or before %s, %s is %s",
-		len(all), len(vs), describe(dropped), res.Old.Version, cutoff.Format("2006-01-02"), res.New.Version, mode)
+	// Why names no date: models with different cutoffs that pick the same
+	// versions must produce the same rows.
+	res.Why = fmt.Sprintf("%d versions listed, %d considered (%s dropped); %s is the newest at or before the cutoff, %s is %s",
+		len(all), len(vs), describe(dropped), res.Old.Version, res.New.Version, mode)
 	return res, nil
 }
 

@@ -6,33 +6,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/mod/module"
+	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
 )
 
-// fixture writes a file:// module proxy holding mod with the given
-// versions (version → release date) and the newest go.mod.
 func fixture(t *testing.T, root, mod string, versions map[string]string, gomod string) {
 	t.Helper()
-	esc, err := module.EscapePath(mod)
-	if err != nil {
+	if err := proxytest.Write(root, mod, versions, gomod); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, esc, "@v")
-	os.MkdirAll(dir, 0o755)
-	var list []string
-	for v, date := range versions {
-		list = append(list, v)
-		ev, _ := module.EscapeVersion(v)
-		os.WriteFile(filepath.Join(dir, ev+".info"), []byte(fmt.Sprintf(`{"Version":%q,"Time":"%sT12:00:00Z"}`, v, date)), 0o644)
-		os.WriteFile(filepath.Join(dir, ev+".mod"), []byte(gomod), 0o644)
-	}
-	os.WriteFile(filepath.Join(dir, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o644)
 }
 
 func day(s string) time.Time { t, _ := time.Parse("2006-01-02", s); return t }

@@ -1,0 +1,145 @@
+// Package discovery holds NovelAPIBench stage 1 and 2 node types: which
+// library versions a model can and cannot know (version_resolve), and what
+// changed between them.
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func init() { nodes.Register(versionResolve{}) }
+
+// versionResolveConfig:
+//
+//	node "version_resolve" "lo" { library = library.lo  cutoff = model.qwen.cutoff }
+type versionResolveConfig struct {
+	Library cty.Value `hcl:"library"`
+	// Cutoff is the model's training cutoff, YYYY-MM-DD; releases during
+	// that day count as known.
+	Cutoff string `hcl:"cutoff"`
+	// New is "latest" (default) or "first_after".
+	New        string `hcl:"new,optional"`
+	Prerelease bool   `hcl:"prerelease,optional"`
+	Retracted  bool   `hcl:"retracted,optional"`
+}
+
+// VersionRow is version_resolve's output: one row per library. It holds no
+// cutoff on purpose: two models whose cutoffs pick the same versions then
+// produce the same artifact, and nothing below version_resolve recomputes.
+// The cutoff is in the action's provenance (lacuna show).
+type VersionRow struct {
+	Library   string    `parquet:"library"`
+	Ecosystem string    `parquet:"ecosystem"`
+	VOld      string    `parquet:"v_old"`
+	VOldTime  time.Time `parquet:"v_old_time,timestamp(millisecond)"`
+	VNew      string    `parquet:"v_new"`
+	VNewTime  time.Time `parquet:"v_new_time,timestamp(millisecond)"`
+	Why       string    `parquet:"why"`
+}
+
+type versionResolve struct{}
+
+func (versionResolve) Name() string    { return "version_resolve" }
+func (versionResolve) Version() string { return "1" }
+func (versionResolve) NewConfig() any  { return &versionResolveConfig{} }
+func (versionResolve) Row() any        { return VersionRow{} }
+func (versionResolve) Doc() string {
+	return "Picks v_old (newest release at or before the cutoff) and v_new (newest, or first, release after it) " +
+		"through the Go module proxy (GOPROXY); pre-releases and retracted versions are skipped unless asked."
+}
+
+type library struct{ name, ecosystem string }
+
+func libraryOf(v cty.Value) (library, error) {
+	if v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute("name") || !v.Type().HasAttribute("ecosystem") {
+		return library{}, nodes.Errorf("library", "Not a library", "library must refer to a library block: library = library.NAME.")
+	}
+	name, eco := v.GetAttr("name"), v.GetAttr("ecosystem")
+	if name.IsNull() || eco.IsNull() || name.Type() != cty.String || eco.Type() != cty.String {
+		return library{}, nodes.Errorf("library", "Incomplete library", "the library needs a name and an ecosystem.")
+	}
+	return library{name.AsString(), eco.AsString()}, nil
+}
+
+func cutoffOf(s string) (time.Time, error) {
+	d, err := time.Parse("2006-01-02", s)
+	if err != nil {
+		return time.Time{}, nodes.Errorf("cutoff", "Invalid cutoff", "%q is not a date like 2024-06-01.", s)
+	}
+	return d.Add(24*time.Hour - time.Nanosecond), nil
+}
+
+func (versionResolve) Validate(cfg any) error {
+	c := cfg.(*versionResolveConfig)
+	lib, err := libraryOf(c.Library)
+	if err != nil {
+		return err
+	}
+	if lib.ecosystem != "go" {
+		return nodes.Errorf("library", "Ecosystem not supported yet", "version_resolve handles ecosystem \"go\"; %q arrives in a later release.", lib.ecosystem)
+	}
+	if c.New != "" && c.New != "latest" && c.New != "first_after" {
+		return nodes.Errorf("new", "Invalid choice of v_new", "new must be \"latest\" or \"first_after\", not %q.", c.New)
+	}
+	_, err = cutoffOf(c.Cutoff)
+	return err
+}
+
+// Identity is the proxy's version list: a release published after the last
+// run changes the key (v_new may move), an unchanged list keeps it cached.
+func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[string]string, error) {
+	c := cfg.(*versionResolveConfig)
+	lib, err := libraryOf(c.Library)
+	if err != nil {
+		return nil, err
+	}
+	p, err := golang.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	vs, err := p.List(ctx, lib.name)
+	if err != nil {
+		return nil, fmt.Errorf("list versions of %s: %w", lib.name, err)
+	}
+	return map[string]string{"versions": fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(vs, "\n")))}, nil
+}
+
+func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*versionResolveConfig)
+	lib, err := libraryOf(c.Library)
+	if err != nil {
+		return err
+	}
+	cutoff, err := cutoffOf(c.Cutoff)
+	if err != nil {
+		return err
+	}
+	p, err := golang.FromEnv()
+	if err != nil {
+		return err
+	}
+	res, err := golang.Resolve(ctx, p, lib.name, cutoff, golang.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted})
+	if err != nil {
+		return err
+	}
+	r.Logf("%s at cutoff %s: %s (%d .info requests)", lib.name, c.Cutoff, res.Why, res.Requests)
+	w, err := r.Output(artifacts.SchemaOf[VersionRow]())
+	if err != nil {
+		return err
+	}
+	return w.Write(VersionRow{
+		Library: lib.name, Ecosystem: lib.ecosystem,
+		VOld: res.Old.Version, VOldTime: res.Old.Time.UTC(),
+		VNew: res.New.Version, VNewTime: res.New.Time.UTC(),
+		Why: res.Why,
+	})
+}

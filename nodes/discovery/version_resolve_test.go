@@ -1,0 +1,136 @@
+package discovery_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+
+	_ "github.com/lacuna-dev/lacuna/nodes/generic"
+)
+
+const pipeline = `
+model "m" {
+  id     = "example/model"
+  cutoff = "CUTOFF"
+}
+library "lib" {
+  ecosystem = "go"
+  name      = "example.com/lib"
+}
+node "version_resolve" "lib" {
+  library = library.lib
+  cutoff  = model.m.cutoff
+}
+node "filter" "downstream" {
+  input = node.version_resolve.lib
+  where = true
+}
+`
+
+func run(t *testing.T, dir string, st *artifacts.Store, cutoff string) map[string]*engine.Result {
+	t.Helper()
+	src := strings.Replace(pipeline, "CUTOFF", cutoff, 1)
+	cfg, diags := engine.LoadSource(filepath.Join(dir, "p.hcl"), []byte(src), dir)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	g, diags := engine.Expand(cfg, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	x := &engine.Executor{Store: st, Jobs: 1, Pipeline: filepath.Join(dir, "p.hcl")}
+	res, _, err := x.Run(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*engine.Result{}
+	for i, r := range res {
+		out[i.Addr] = r
+	}
+	return out
+}
+
+func TestVersionResolveThroughAFileProxy(t *testing.T) {
+	proxy, dir := t.TempDir(), t.TempDir()
+	if err := proxytest.Write(proxy, "example.com/lib", map[string]string{
+		"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01",
+	}, "module example.com/lib\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOPROXY", "file://"+proxy)
+	st, _ := artifacts.Open(filepath.Join(dir, ".lacuna"))
+
+	res := run(t, dir, st, "2024-06-01")
+	rd, err := st.Open(res["node.version_resolve.lib"].Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := artifacts.ReadAll[discovery.VersionRow](rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].VOld != "v1.1.0" || rows[0].VNew != "v1.2.0" || rows[0].VOldTime.Format("2006-01-02") != "2024-03-01" || rows[0].Why == "" {
+		t.Errorf("row %+v", rows)
+	}
+	// Another model whose cutoff picks the same versions: version_resolve
+	// re-runs, everything below it is reused.
+	res = run(t, dir, st, "2024-07-15")
+	if res["node.version_resolve.lib"].State != "done" || res["node.filter.downstream"].State != "cached" {
+		t.Errorf("same effective versions: resolve %s, downstream %s", res["node.version_resolve.lib"].State, res["node.filter.downstream"].State)
+	}
+	// A new upstream release changes the version list, so the key.
+	proxytest.Write(proxy, "example.com/lib", map[string]string{
+		"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01", "v1.3.0": "2024-11-01",
+	}, "module example.com/lib\n")
+	res = run(t, dir, st, "2024-07-15")
+	if res["node.filter.downstream"].State != "done" {
+		t.Error("a new release did not re-resolve")
+	}
+}
+
+func TestVersionResolveRejectsBadConfig(t *testing.T) {
+	cases := map[string]string{
+		`cutoff = "June 2024"`: "Invalid cutoff",
+		`new = "oldest"`:       "Invalid choice of v_new",
+	}
+	for attr, want := range cases {
+		src := `
+library "lib" {
+  ecosystem = "python"
+  name      = "requests"
+}
+library "go" {
+  ecosystem = "go"
+  name      = "example.com/lib"
+}
+node "version_resolve" "py" {
+  library = library.lib
+  cutoff  = "2024-06-01"
+}
+node "version_resolve" "bad" {
+  library = library.go
+  cutoff  = "2024-06-01"
+  ` + attr + `
+}
+`
+		src = strings.Replace(src, "  cutoff  = \"2024-06-01\"\n  cutoff", "  cutoff", 1)
+		cfg, diags := engine.LoadSource("p.hcl", []byte(src), t.TempDir())
+		if !diags.HasErrors() {
+			_, diags = engine.Expand(cfg, engine.Options{})
+		}
+		var all []string
+		for _, d := range diags {
+			all = append(all, d.Summary)
+		}
+		text := strings.Join(all, "; ")
+		if !strings.Contains(text, want) || !strings.Contains(text, "Ecosystem not supported yet") {
+			t.Errorf("%s: %s", attr, text)
+		}
+	}
+}

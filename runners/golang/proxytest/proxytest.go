@@ -1,0 +1,43 @@
+// Package proxytest writes module proxies on disk for tests, to be served
+// as GOPROXY=file://DIR (or over HTTP with http.FileServer).
+package proxytest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/mod/module"
+)
+
+// Write adds module mod to the proxy at root: each version's .info with the
+// given release date (YYYY-MM-DD, at noon UTC) and .mod, and the list.
+func Write(root, mod string, versions map[string]string, gomod string) error {
+	esc, err := module.EscapePath(mod)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, esc, "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var list []string
+	for v, date := range versions {
+		list = append(list, v)
+		ev, err := module.EscapeVersion(v)
+		if err != nil {
+			return err
+		}
+		info := fmt.Sprintf(`{"Version":%q,"Time":"%sT12:00:00Z"}`, v, date)
+		if err := os.WriteFile(filepath.Join(dir, ev+".info"), []byte(info), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, ev+".mod"), []byte(gomod), 0o644); err != nil {
+			return err
+		}
+	}
+	sort.Strings(list)
+	return os.WriteFile(filepath.Join(dir, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o644)
+}
