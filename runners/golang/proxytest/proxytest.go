@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/module"
+	modzip "golang.org/x/mod/zip"
 )
 
 // Write adds module mod to the proxy at root: each version's .info with the
@@ -40,4 +41,41 @@ func Write(root, mod string, versions map[string]string, gomod string) error {
 	}
 	sort.Strings(list)
 	return os.WriteFile(filepath.Join(dir, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o644)
+}
+
+// WriteZip adds the zip of mod@version to the proxy at root, built from
+// files (name → content; go.mod included), and returns the zip's path.
+func WriteZip(root, mod, version string, files map[string]string) (string, error) {
+	src, err := os.MkdirTemp("", "proxytest-src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	for name, content := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	esc, err := module.EscapePath(mod)
+	if err != nil {
+		return "", err
+	}
+	ev, err := module.EscapeVersion(version)
+	if err != nil {
+		return "", err
+	}
+	zp := filepath.Join(root, esc, "@v", ev+".zip")
+	if err := os.MkdirAll(filepath.Dir(zp), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.Create(zp)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return zp, modzip.CreateFromDir(f, module.Version{Path: mod, Version: version}, src)
 }
