@@ -415,3 +415,14 @@ func (c *Config) ReleaseSyntax() {
 		c.Files[name] = &hcl.File{Bytes: f.Bytes}
 	}
 }
+
+// ExpandSource loads one pipeline from memory and expands it: the two
+// phases a caller without files wants together (tests, tools, stdin).
+func ExpandSource(filename string, src []byte, dir string, opts Options) (*Graph, hcl.Diagnostics) {
+	cfg, diags := LoadSource(filename, src, dir)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	g, d := Expand(cfg, opts)
+	return g, append(diags, d...)
+}

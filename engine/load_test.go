@@ -14,12 +14,7 @@ import (
 
 // loadAndExpand runs both phases, as every command does.
 func loadAndExpand(name string, src []byte, opts Options) (*Graph, hcl.Diagnostics) {
-	cfg, diags := LoadSource(name, src, "testdata")
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	g, d := Expand(cfg, opts)
-	return g, append(diags, d...)
+	return ExpandSource(name, src, "testdata", opts)
 }
 
 // Each file in testdata/bad starts with a line

@@ -128,11 +128,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) graph(src string) *Graph {
 	h.t.Helper()
-	cfg, diags := LoadSource(filepath.Join(h.dir, "p.hcl"), []byte(src), h.dir)
-	if diags.HasErrors() {
-		h.t.Fatal(diagText(diags))
-	}
-	g, diags := Expand(cfg, Options{})
+	g, diags := ExpandSource(filepath.Join(h.dir, "p.hcl"), []byte(src), h.dir, Options{})
 	if diags.HasErrors() {
 		h.t.Fatal(diagText(diags))
 	}

@@ -36,11 +36,7 @@ node "filter" "downstream" {
 func run(t *testing.T, dir string, st *artifacts.Store, cutoff string) map[string]*engine.Result {
 	t.Helper()
 	src := strings.Replace(pipeline, "CUTOFF", cutoff, 1)
-	cfg, diags := engine.LoadSource(filepath.Join(dir, "p.hcl"), []byte(src), dir)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	g, diags := engine.Expand(cfg, engine.Options{})
+	g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -43,11 +43,7 @@ func (o outcome) rows(t *testing.T, addr string) []map[string]any {
 
 func run(t *testing.T, dir, src string) outcome {
 	t.Helper()
-	cfg, diags := engine.LoadSource(filepath.Join(dir, "p.hcl"), []byte(src), dir)
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	g, diags := engine.Expand(cfg, engine.Options{})
+	g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
