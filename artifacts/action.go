@@ -52,6 +52,8 @@ type Action struct {
 	Host     string            `json:"host"`
 	Tool     string            `json:"tool"`
 	Logs     string            `json:"logs,omitempty"`
+	// Note is the node's one-line result summary ("428 novel, 212 kept").
+	Note string `json:"note,omitempty"`
 }
 
 // Failure records why an action failed. It never marks the key as done:
@@ -118,6 +120,7 @@ type SnapshotNode struct {
 	Key    Digest `json:"key"`
 	Output Object `json:"output"`
 	Failed bool   `json:"failed,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
 
 func (s *Store) snapshotPath(pipeline string) string {
@@ -126,7 +129,8 @@ func (s *Store) snapshotPath(pipeline string) string {
 
 // The snapshot file is one header line, "lacuna-snapshot-v1 TAB quoted
 // pipeline TAB generation", then one line per node: quoted address, key,
-// digest, file sum, size, rows, writer, failed (0 or 1), tab-separated. A
+// digest, file sum, size, rows, writer, failed (0 or 1), quoted note,
+// tab-separated (files written before notes existed have no note). A
 // line format, because a no-op run of ten thousand nodes reads it first.
 const snapshotHeader = "lacuna-snapshot-v1"
 
@@ -144,7 +148,7 @@ func encodeSnapshot(snap *Snapshot) []byte {
 		if e.Failed {
 			failed = 1
 		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\n", strconv.Quote(n), e.Key, e.Output.Digest, e.Output.FileSum, e.Output.Size, e.Output.Rows, e.Output.Writer, failed)
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", strconv.Quote(n), e.Key, e.Output.Digest, e.Output.FileSum, e.Output.Size, e.Output.Rows, e.Output.Writer, failed, strconv.Quote(e.Note))
 	}
 	return []byte(b.String())
 }
@@ -166,8 +170,14 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 	snap := &Snapshot{Pipeline: pipeline, Generation: gen, Nodes: make(map[string]SnapshotNode, len(lines))}
 	for _, line := range lines[1:] {
 		f := strings.Split(line, "\t")
-		if len(f) != 8 {
+		if len(f) != 8 && len(f) != 9 {
 			return nil, fmt.Errorf("bad snapshot line %q", line)
+		}
+		note := ""
+		if len(f) == 9 {
+			if note, err = strconv.Unquote(f[8]); err != nil {
+				return nil, err
+			}
 		}
 		node, err := strconv.Unquote(f[0])
 		if err != nil {
@@ -182,6 +192,7 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 			Key:    Digest(f[1]),
 			Output: Object{Digest: Digest(f[2]), FileSum: Digest(f[3]), Size: size, Rows: rows, Writer: Digest(f[6])},
 			Failed: f[7] == "1",
+			Note:   note,
 		}
 	}
 	return snap, nil

@@ -95,6 +95,21 @@ func Open(root string, opts ...Option) (*Store, error) {
 // Root is the store's absolute path.
 func (s *Store) Root() string { return s.root }
 
+// CacheDir returns root/cache/name, created if missing: caches shared by
+// every run whose content is checked on use (verified module downloads,
+// the Go build cache). They are not artifacts; gc leaves them and deleting
+// them costs only time.
+func (s *Store) CacheDir(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("bad cache name %q", name)
+	}
+	d := filepath.Join(s.root, "cache", name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	return d, nil
+}
+
 // path joins a layout directory, a two-digit shard and a name.
 func (s *Store) path(dir string, d Digest, ext string) string {
 	shard := "xx"

@@ -72,7 +72,8 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				e.Status, e.Reason = PlanError, err.Error()
 			default:
 				e.Key = key
-				out, ok := x.fromSnapshot(i.Addr, key)
+				n, ok := x.fromSnapshot(i.Addr, key)
+				out := n.Output
 				if !ok {
 					if a, hit := x.cached(key); hit {
 						out, ok = a.Output, true

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,15 +75,15 @@ func (x *Executor) snapshotChanged() bool {
 }
 
 // fromSnapshot is the output the pipeline's snapshot holds for addr at key.
-func (x *Executor) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Object, bool) {
+func (x *Executor) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !x.snapValid {
-		return artifacts.Object{}, false
+		return artifacts.SnapshotNode{}, false
 	}
 	n, ok := x.snap.Nodes[addr]
 	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
-		return artifacts.Object{}, false
+		return artifacts.SnapshotNode{}, false
 	}
-	return n.Output, true
+	return n, true
 }
 
 // Event is one thing that happened in a run, as printed by `run --json`.
@@ -343,17 +344,17 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		return fail("", err)
 	}
 	force := x.Force || x.Recompute[i.Addr]
-	hit := func(out artifacts.Object) Result {
-		emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: out.Digest, Rows: out.Rows})
-		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: out})
+	hit := func(out artifacts.Object, note string) Result {
+		emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: out.Digest, Rows: out.Rows, Message: note})
+		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: out, Note: note})
 		return Result{State: "cached", Key: key, Output: out}
 	}
 	if !force {
-		if out, ok := x.fromSnapshot(i.Addr, key); ok {
-			return hit(out)
+		if n, ok := x.fromSnapshot(i.Addr, key); ok {
+			return hit(n.Output, n.Note)
 		}
 		if a, ok := x.cached(key); ok {
-			return hit(a.Output)
+			return hit(a.Output, a.Note)
 		}
 	}
 	unlock, err := x.Store.LockKey(ctx, key)
@@ -364,7 +365,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 	if !force {
 		// Another process may have computed it while we waited.
 		if a, ok := x.cached(key); ok {
-			return hit(a.Output)
+			return hit(a.Output, a.Note)
 		}
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
@@ -397,6 +398,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 			Key: key, Output: obj, Node: i.Addr, Type: i.Decl.TypeName, Version: i.Type().Version(),
 			Config: cfg, Identity: identity, Blobs: env.blobs,
 			Started: started.UTC(), Seconds: secs, Host: hostname(), Tool: "lacuna " + Version, Logs: env.logs.String(),
+			Note: env.note,
 		}
 		names := inputNames(i)
 		for _, in := range i.Inputs {
@@ -405,9 +407,9 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		if err := x.Store.PutAction(a); err != nil {
 			return fail(key, err)
 		}
-		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: obj})
+		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: obj, Note: env.note})
 	}
-	emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: obj.Digest, Rows: obj.Rows, Seconds: secs})
+	emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: obj.Digest, Rows: obj.Rows, Seconds: secs, Message: env.note})
 	return Result{State: "done", Key: key, Output: obj}
 }
 
@@ -453,6 +455,7 @@ type runEnv struct {
 	logs     boundedBuffer
 	blobs    []artifacts.Digest
 	lastProg time.Time
+	note     string
 }
 
 func (r *runEnv) call(ctx context.Context) (err error) {
@@ -526,6 +529,12 @@ func (r *runEnv) Logf(format string, args ...any) {
 		r.logs.WriteByte('\n')
 	}
 }
+
+func (r *runEnv) Note(format string, args ...any) {
+	r.note = strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+}
+
+func (r *runEnv) CacheDir(name string) (string, error) { return r.x.Store.CacheDir(name) }
 
 func (r *runEnv) Progress(done, total int64) {
 	if now := time.Now(); now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total) {

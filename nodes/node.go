@@ -139,6 +139,14 @@ type Run interface {
 	Logf(format string, args ...any)
 	// Progress reports work done; total may be 0 when unknown.
 	Progress(done, total int64)
+	// Note sets the node's one-line result summary ("669 APIs, 428 novel,
+	// 212 kept"): lacuna run prints it, also when the result is cached.
+	Note(format string, args ...any)
+	// CacheDir is a directory under the store shared by every run, for
+	// caches whose content is checked on use (verified module downloads,
+	// the Go build cache). It is not an artifact: deleting it costs only
+	// time.
+	CacheDir(name string) (string, error)
 }
 
 var (

@@ -153,6 +153,9 @@ func printShow(m map[string]any) {
 			cfg.Write(a.Config)
 		}
 		kv("config", cfg.String())
+		if a.Note != "" {
+			kv("result", a.Note)
+		}
 		if a.Logs != "" {
 			fmt.Println("  logs")
 			fmt.Println(indent(a.Logs))

@@ -109,7 +109,11 @@ func (p *plainProgress) event(e engine.Event) {
 	case engine.EventStart:
 		fmt.Fprintf(p.w, "running %d nodes\n", e.Total)
 	case engine.EventDone:
-		fmt.Fprintf(p.w, "[%d/%d] done     %s  %s rows  %.2fs\n", n, p.c.total, e.Node, commas(e.Rows), e.Seconds)
+		fmt.Fprintf(p.w, "[%d/%d] done     %s  %s rows  %.2fs%s\n", n, p.c.total, e.Node, commas(e.Rows), e.Seconds, noteOf(e))
+	case engine.EventCached:
+		if e.Message != "" {
+			fmt.Fprintf(p.w, "[%d/%d] cached   %s  %s rows%s\n", n, p.c.total, e.Node, commas(e.Rows), noteOf(e))
+		}
 	case engine.EventFailed:
 		fmt.Fprintf(p.w, "[%d/%d] FAILED   %s\n%s\n", n, p.c.total, e.Node, indent(e.Error))
 	case engine.EventSkipped:
@@ -119,6 +123,14 @@ func (p *plainProgress) event(e engine.Event) {
 	}
 }
 func (p *plainProgress) close() {}
+
+// noteOf renders a node's result note after its row count.
+func noteOf(e engine.Event) string {
+	if e.Message == "" {
+		return ""
+	}
+	return "  · " + e.Message
+}
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
@@ -161,7 +173,11 @@ func (p *ttyProgress) event(e engine.Event) {
 	switch e.Event {
 	case engine.EventDone:
 		if e.Seconds >= 1 || p.c.total <= 50 {
-			p.above(fmt.Sprintf("done     %s  %s rows  %s", e.Node, commas(e.Rows), fmtDuration(time.Duration(e.Seconds*float64(time.Second)))))
+			p.above(fmt.Sprintf("done     %s  %s rows  %s%s", e.Node, commas(e.Rows), fmtDuration(time.Duration(e.Seconds*float64(time.Second))), noteOf(e)))
+		}
+	case engine.EventCached:
+		if e.Message != "" && p.c.total <= 50 {
+			p.above(fmt.Sprintf("cached   %s  %s rows%s", e.Node, commas(e.Rows), noteOf(e)))
 		}
 	case engine.EventFailed:
 		p.above(fmt.Sprintf("\x1b[31mFAILED\x1b[0m   %s\n%s", e.Node, indent(e.Error)))
