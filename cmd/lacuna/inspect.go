@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -186,7 +187,7 @@ func cmdCat(ctx context.Context, args []string) error {
 	var pf pipelineFlags
 	fs := newFlags("cat", "[PIPELINE] ADDR|DIGEST")
 	pf.register(fs)
-	format := fs.String("format", "table", "table, csv or jsonl")
+	format := fs.String("format", "table", "table, record (one field a line, values in full), csv or jsonl")
 	limit := fs.Int("limit", -1, "print at most this many rows (default: 20 for table, all otherwise)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -273,10 +274,58 @@ func catRows(w io.Writer, r *artifacts.Reader, format string, limit int) error {
 		if r.NumRows() > len(rows) {
 			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(r.NumRows())))
 		}
+	case "record":
+		for i, rec := range records {
+			fmt.Fprintf(w, "── row %d ──\n", i+1)
+			for _, c := range cols {
+				writeField(w, "", c, rec[c])
+			}
+		}
+		if r.NumRows() > len(rows) {
+			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(r.NumRows())))
+		}
 	default:
-		return errors.New("--format: want table, csv or jsonl")
+		return errors.New("--format: want table, record, csv or jsonl")
 	}
 	return nil
+}
+
+// writeField prints one value of a record: scalars on the line, text of
+// several lines indented below it, lists and groups field by field, so
+// that code and prose inside a row read as written.
+func writeField(w io.Writer, indent, name string, v any) {
+	switch v := v.(type) {
+	case string:
+		if strings.Contains(v, "\n") {
+			fmt.Fprintf(w, "%s%s: |\n", indent, name)
+			for _, line := range strings.Split(strings.TrimRight(v, "\n"), "\n") {
+				fmt.Fprintf(w, "%s    %s\n", indent, line)
+			}
+			return
+		}
+		fmt.Fprintf(w, "%s%s: %s\n", indent, name, v)
+	case []any:
+		if len(v) == 0 {
+			fmt.Fprintf(w, "%s%s: []\n", indent, name)
+			return
+		}
+		fmt.Fprintf(w, "%s%s:\n", indent, name)
+		for i, e := range v {
+			writeField(w, indent+"  ", fmt.Sprintf("[%d]", i), e)
+		}
+	case map[string]any:
+		fmt.Fprintf(w, "%s%s:\n", indent, name)
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			writeField(w, indent+"  ", k, v[k])
+		}
+	default:
+		fmt.Fprintf(w, "%s%s: %s\n", indent, name, cell(v))
+	}
 }
 
 func cell(v any) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 
+	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 )

@@ -41,6 +41,9 @@ type API struct {
 	NoBody     bool   // declared without a Go body (assembly, linkname)
 	Generated  bool   // in a file marked "Code generated ... DO NOT EDIT."
 	Alias      string // for type aliases: what it aliases, as written
+	// AliasOf is the identity an alias names (import path + "." + name),
+	// when it names a declared type; "" otherwise.
+	AliasOf string
 }
 
 // Surface lists the exported API of the module extracted at dir, for the
@@ -126,6 +129,10 @@ func packageAPIs(root, dir, pkgPath, rel string) ([]API, error) {
 			return nil, fmt.Errorf("surface: %w", err)
 		}
 		generated := ast.IsGenerated(f)
+		imports := map[string]string{}
+		for _, im := range f.Imports {
+			imports[importName(im)] = strings.Trim(im.Path.Value, `"`)
+		}
 		relFile := filepath.ToSlash(filepath.Join(rel, name))
 		add := func(a API, doc *ast.CommentGroup, pos token.Pos) {
 			a.Package = pkgPath
@@ -178,6 +185,7 @@ func packageAPIs(root, dir, pkgPath, rel string) ([]API, error) {
 					}
 					if ts.Assign.IsValid() {
 						a.Alias = render(fset, ts.Type)
+						a.AliasOf = aliasTarget(ts.Type, pkgPath, imports)
 					}
 					doc := ts.Doc
 					if doc == nil && len(d.Specs) == 1 {
@@ -190,6 +198,34 @@ func packageAPIs(root, dir, pkgPath, rel string) ([]API, error) {
 		}
 	}
 	return out, nil
+}
+
+// aliasTarget resolves what an alias names: T, T[int], pkg.T, pkg.T[int].
+func aliasTarget(e ast.Expr, pkgPath string, imports map[string]string) string {
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		return aliasTarget(t.X, pkgPath, imports)
+	case *ast.IndexListExpr:
+		return aliasTarget(t.X, pkgPath, imports)
+	case *ast.Ident:
+		if token.IsExported(t.Name) || !isPredeclared(t.Name) {
+			return pkgPath + "." + t.Name
+		}
+	case *ast.SelectorExpr:
+		if x, ok := t.X.(*ast.Ident); ok && imports[x.Name] != "" {
+			return imports[x.Name] + "." + t.Sel.Name
+		}
+	}
+	return ""
+}
+
+func isPredeclared(name string) bool {
+	switch name {
+	case "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64",
+		"int", "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16", "uint32", "uint64", "uintptr":
+		return true
+	}
+	return false
 }
 
 // receiverName is the type name of a receiver: T, *T, T[K], *T[K, V].

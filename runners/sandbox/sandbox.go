@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -121,26 +123,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, errors.New("sandbox: no work directory")
 	}
 	lim := spec.Limits.withDefaults()
-	args := []string{s.prlimit,
-		"--as=" + strconv.FormatInt(lim.Memory, 10),
-		"--cpu=" + strconv.FormatInt(int64((lim.CPU+time.Second-1)/time.Second), 10),
-		"--fsize=" + strconv.FormatInt(lim.FileSize, 10),
-		"--nproc=" + strconv.Itoa(lim.Procs),
-		"--core=0", "--"}
-	args = append(args, spec.Argv...)
-	if s.bwrap != "" {
-		args = append([]string{s.bwrap,
-			"--ro-bind", "/", "/",
-			"--dev", "/dev",
-			"--proc", "/proc",
-			"--tmpfs", "/tmp",
-			"--bind", spec.Dir, "/work",
-			"--chdir", "/work",
-			"--unshare-all", // network, pid, ipc, uts, cgroup, user
-			"--die-with-parent",
-			"--new-session",
-		}, args...)
-	}
+	args := s.argv(spec.Dir, lim, spec.Argv)
 	runCtx, cancel := context.WithTimeout(ctx, lim.Wall)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, args[0], args[1:]...)
@@ -200,6 +183,90 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		res.ExitCode, res.Signal = -1, "killed (wall clock)"
 	}
 	return res, nil
+}
+
+// argv wraps a command in prlimit and, where present, bubblewrap with dir
+// as /work.
+func (s *Sandbox) argv(dir string, lim Limits, command []string) []string {
+	args := []string{s.prlimit,
+		"--as=" + strconv.FormatInt(lim.Memory, 10),
+		"--cpu=" + strconv.FormatInt(int64((lim.CPU+time.Second-1)/time.Second), 10),
+		"--fsize=" + strconv.FormatInt(lim.FileSize, 10),
+		"--nproc=" + strconv.Itoa(lim.Procs),
+		"--core=0", "--"}
+	args = append(args, command...)
+	if s.bwrap == "" {
+		return args
+	}
+	return append([]string{s.bwrap,
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--bind", dir, "/work",
+		"--chdir", "/work",
+		"--unshare-all", // network, pid, ipc, uts, cgroup, user
+		"--die-with-parent",
+		"--new-session",
+	}, args...)
+}
+
+// ExecWrapper writes an executable script into dir that runs its
+// arguments ("PROGRAM ARGS...") in this sandbox: it copies PROGRAM into a
+// fresh private work directory and runs it there with lim, as the
+// unprivileged uid when lacuna runs as root. It is what `go test -exec`
+// takes: the go command compiles outside, the test binaries run inside.
+// The wall clock is the caller's: kill the go command's process group and
+// the sandbox dies with it (bubblewrap's --die-with-parent).
+func (s *Sandbox) ExecWrapper(dir string, lim Limits) (string, error) {
+	lim = lim.withDefaults()
+	base := os.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	inner := s.argv(`"$w"`, lim, []string{"/usr/bin/env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "LANG=C.UTF-8", "/work/prog"})
+	if s.bwrap == "" {
+		inner[len(inner)-1] = `"$w/prog"`
+		for i, a := range inner {
+			if a == "HOME=/work" {
+				inner[i] = `HOME="$w"`
+			}
+		}
+	}
+	if os.Geteuid() == 0 {
+		inner = append([]string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups"}, inner...)
+	}
+	var b bytes.Buffer
+	b.WriteString("#!/bin/sh\n# Written by lacuna: runs PROGRAM ARGS... in the sandbox (" + s.Isolation() + ").\n")
+	fmt.Fprintf(&b, "w=$(mktemp -d %s/lacuna-exec-XXXXXXXX) || exit 125\n", base)
+	b.WriteString("trap 'rm -rf \"$w\"' EXIT\n")
+	b.WriteString("cp \"$1\" \"$w/prog\" || exit 125\nshift\nchmod 0777 \"$w\"; chmod 0755 \"$w/prog\"\n")
+	if s.bwrap == "" {
+		b.WriteString("cd \"$w\" || exit 125\n")
+	}
+	for i, a := range inner {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if strings.HasPrefix(a, `"$w`) || strings.HasPrefix(a, `HOME="$w`) {
+			b.WriteString(a)
+		} else {
+			b.WriteString(shellQuote(a))
+		}
+	}
+	b.WriteString(` "$@"` + "\n")
+	p := filepath.Join(dir, "lacuna-sandbox-exec")
+	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.:,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // capped keeps the first limit bytes and counts the rest away, so that a

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,5 +179,53 @@ func TestLargeFileWriteIsLimited(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "big")); err != nil || st.Size() > 1<<20 {
 		t.Errorf("file of %v bytes written past a 1 MiB limit (%v): %+v", st.Size(), err, r)
+	}
+}
+
+func TestExecWrapperRunsProgramsInsideTheSandbox(t *testing.T) {
+	s, dir := setup(t)
+	needIsolation(t, s)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	outside := t.TempDir()
+	wrapper, err := s.ExecWrapper(dir, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "prog.sh")
+	script := fmt.Sprintf(`#!/bin/sh
+echo "args:$*"
+echo "pwd:$(pwd)"
+echo "uid:$(id -u)"
+echo x > %s/escaped && echo "wrote outside"
+echo x > local && echo "wrote local"
+(exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo "connected"
+exit 7
+`, outside, ln.Addr().(*net.TCPAddr).Port)
+	os.WriteFile(prog, []byte(strings.Replace(script, "#!/bin/sh", "#!/bin/bash", 1)), 0o755)
+	out, err := exec.Command(wrapper, prog, "-test.v", "a b").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("exit: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{"args:-test.v a b", "pwd:/work", "wrote local"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"wrote outside", "connected"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("sandbox let the program do %q:\n%s", bad, got)
+		}
+	}
+	if os.Geteuid() == 0 && !strings.Contains(got, "uid:65534") {
+		t.Errorf("not run as nobody:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); err == nil {
+		t.Error("file written outside the sandbox")
 	}
 }

@@ -1,0 +1,335 @@
+// Package bundle holds the NovelAPIBench stage 2 node: the knowledge bundle
+// of every novel API (S, E, M_prose, M_code), the material every later
+// stage (tasks, RAG cells, SFT data, judges) draws from.
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+func init() { nodes.Register(bundle{}) }
+
+// config:
+//
+//	node "bundle" "lo" { apis = node.surface_diff.lo }
+type config struct {
+	APIs nodes.Ref `hcl:"apis"`
+	// MaxCodeBytes bounds M_code, helpers included (default 8000).
+	MaxCodeBytes *int `hcl:"max_code_bytes,optional"`
+	// RequireCode and RequireExample are the paper's rule: an API
+	// without M_code or without a valid example is dropped (both default
+	// true).
+	RequireCode    *bool `hcl:"require_code,optional"`
+	RequireExample *bool `hcl:"require_example,optional"`
+	// ExampleTimeout bounds one example test binary (default "60s").
+	ExampleTimeout string `hcl:"example_timeout,optional"`
+}
+
+func (c *config) maxCode() int {
+	if c.MaxCodeBytes == nil {
+		return 8000
+	}
+	return *c.MaxCodeBytes
+}
+
+func orTrue(b *bool) bool { return b == nil || *b }
+
+func (c *config) timeout() time.Duration {
+	d, err := time.ParseDuration(c.ExampleTimeout)
+	if err != nil || d <= 0 {
+		return 60 * time.Second
+	}
+	return d
+}
+
+// Param is a parameter or result in S.
+type Param struct {
+	Name     string `parquet:"name"`
+	Type     string `parquet:"type"`
+	Variadic bool   `parquet:"variadic"`
+	Doc      string `parquet:"doc"` // what the doc comment says of it ("" when nothing)
+}
+
+// Example is one E entry: a standalone program and what validating it in
+// the sandbox found.
+type Example struct {
+	Name      string `parquet:"name"`
+	File      string `parquet:"file"`
+	Code      string `parquet:"code"`   // the standalone program ("" when it could not be made standalone)
+	Output    string `parquet:"output"` // the expected output
+	Unordered bool   `parquet:"unordered"`
+	Status    string `parquet:"status"` // passed, failed, no_output, compile_error, runtime_error, timeout, not_standalone
+	Valid     bool   `parquet:"valid"`  // ran in the sandbox and printed Output
+	Got       string `parquet:"got"`    // the output, when it differs
+	Error     string `parquet:"error"`
+}
+
+// Row is one knowledge bundle.
+type Row struct {
+	Library    string `parquet:"library"`
+	Version    string `parquet:"version"`
+	APIID      string `parquet:"api_id"`
+	ImportPath string `parquet:"import_path"`
+	Qualified  string `parquet:"qualified_name"` // lo.Map, lo.Set.Add
+	Kind       string `parquet:"kind"`
+	Family     string `parquet:"family"`
+	FamilyRep  bool   `parquet:"family_rep"`
+	// S
+	Signature  string  `parquet:"s_signature"`
+	TypeParams string  `parquet:"s_type_params"`
+	Params     []Param `parquet:"s_params,list"`
+	Results    []Param `parquet:"s_results,list"`
+	// E
+	Examples      []Example `parquet:"e_examples,list"`
+	ValidExamples int32     `parquet:"e_valid"`
+	// M_prose: tier "doc" is the doc comment itself; the LLM tiers
+	// (paper-grounded, source-grounded) write other tiers.
+	MProse     string `parquet:"m_prose"`
+	MProseTier string `parquet:"m_prose_tier"`
+	// M_code
+	MCode          string   `parquet:"m_code"`
+	MCodeHelpers   []string `parquet:"m_code_helpers,list"`
+	MCodeOmitted   []string `parquet:"m_code_omitted,list"`
+	MCodeTruncated bool     `parquet:"m_code_truncated"`
+	License        string   `parquet:"m_code_license"` // SPDX id of the module's licence
+	LicenseFile    string   `parquet:"m_code_license_file"`
+	Copyleft       bool     `parquet:"copyleft"`
+}
+
+type bundle struct{}
+
+func (bundle) Name() string    { return "bundle" }
+func (bundle) Version() string { return "1" }
+func (bundle) NewConfig() any  { return &config{} }
+func (bundle) Row() any        { return Row{} }
+func (bundle) Doc() string {
+	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
+		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence."
+}
+
+func (bundle) Validate(cfg any) error {
+	c := cfg.(*config)
+	if c.maxCode() < 200 {
+		return nodes.Errorf("max_code_bytes", "Bound too small", "max_code_bytes must be at least 200.")
+	}
+	if c.ExampleTimeout != "" {
+		if d, err := time.ParseDuration(c.ExampleTimeout); err != nil || d <= 0 {
+			return nodes.Errorf("example_timeout", "Invalid duration", "%q is not a duration like \"60s\".", c.ExampleTimeout)
+		}
+	}
+	return nil
+}
+
+func (bundle) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*config)
+	in, err := r.Input(c.APIs)
+	if err != nil {
+		return err
+	}
+	apis, err := artifacts.ReadAll[discovery.APIRow](in)
+	if err != nil {
+		return err
+	}
+	type modKey struct{ lib, version, hash string }
+	groups := map[modKey][]discovery.APIRow{}
+	var order []modKey
+	for _, a := range apis {
+		if !a.Keep {
+			continue
+		}
+		k := modKey{a.Library, a.VNew, a.VNewHash}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], a)
+	}
+	fetcher, tc, err := discovery.GoCache(r)
+	if err != nil {
+		return err
+	}
+	var out []Row
+	var notes []string
+	for _, k := range order {
+		mod, err := fetcher.Download(ctx, k.lib, k.version)
+		if err != nil {
+			return err
+		}
+		if k.hash != "" && mod.Hash != k.hash {
+			return fmt.Errorf("%s@%s: checksum %s differs from the %s surface_diff saw", k.lib, k.version, mod.Hash, k.hash)
+		}
+		rows, stats, err := buildModule(ctx, r, c, tc, mod, groups[k])
+		if err != nil {
+			return err
+		}
+		out = append(out, rows...)
+		notes = append(notes, stats)
+	}
+	r.Note("%s", strings.Join(notes, "; "))
+	w, err := r.Output(artifacts.SchemaOf[Row]())
+	if err != nil {
+		return err
+	}
+	for _, row := range out {
+		if err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildModule builds the bundles of one module version's kept APIs.
+func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain, mod *golang.Module, apis []discovery.APIRow) ([]Row, string, error) {
+	lic := golang.DetectLicense(mod.Dir)
+	pkgs := map[string]*golang.Package{}
+	loadPkg := func(importPath string) (*golang.Package, error) {
+		if p, ok := pkgs[importPath]; ok {
+			return p, nil
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(importPath, mod.Path), "/")
+		p, err := golang.LoadPackage(filepath.Join(mod.Dir, filepath.FromSlash(rel)), importPath)
+		pkgs[importPath] = p
+		return p, err
+	}
+	// E: the module's examples for the kept APIs, validated together.
+	all, err := golang.Examples(mod.Dir)
+	if err != nil {
+		return nil, "", err
+	}
+	wanted := map[string]bool{}
+	for _, a := range apis {
+		wanted[a.ID] = true
+	}
+	var exs []golang.Example
+	for _, e := range all {
+		if wanted[e.ID] {
+			exs = append(exs, e)
+		}
+	}
+	results, err := validate(ctx, r, c, tc, mod, exs)
+	if err != nil {
+		return nil, "", err
+	}
+	byAPI := map[string][]Example{}
+	statuses := map[string]int{}
+	for i, e := range exs {
+		res := results[i]
+		statuses[res.Status]++
+		byAPI[e.ID] = append(byAPI[e.ID], Example{
+			Name: e.Name, File: e.File, Code: e.Program, Output: e.Output, Unordered: e.Unordered,
+			Status: res.Status, Valid: res.Status == golang.ExamplePassed, Got: res.Got, Error: res.Error,
+		})
+	}
+	var rows []Row
+	noCode, noExample, withValid := 0, 0, 0
+	for _, a := range apis {
+		p, err := loadPkg(a.Package)
+		if err != nil {
+			return nil, "", err
+		}
+		name := a.Name
+		if a.Receiver != "" {
+			name = a.Receiver + "." + a.Name
+		}
+		row := Row{
+			Library: a.Library, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
+			Kind: a.Kind, Family: a.Family, FamilyRep: a.FamilyRep,
+			Signature: a.Signature, TypeParams: a.TypeParams,
+			Params: []Param{}, Results: []Param{}, Examples: byAPI[a.ID], MCodeHelpers: []string{}, MCodeOmitted: []string{},
+			MProse: a.Doc, MProseTier: "doc",
+			License: lic.SPDX, LicenseFile: lic.File, Copyleft: lic.Copyleft,
+		}
+		if row.Examples == nil {
+			row.Examples = []Example{}
+		}
+		if params, results, ok := p.Signature(name); ok {
+			row.Params, row.Results = toParams(params), toParams(results)
+		}
+		if code, err := p.Code(name, c.maxCode()); err == nil {
+			row.MCode, row.MCodeTruncated = code.Source, code.Truncated
+			row.MCodeHelpers = append(row.MCodeHelpers, code.Helpers...)
+			row.MCodeOmitted = append(row.MCodeOmitted, code.Omitted...)
+		}
+		for _, e := range row.Examples {
+			if e.Valid {
+				row.ValidExamples++
+			}
+		}
+		if row.ValidExamples > 0 {
+			withValid++
+		}
+		switch {
+		case row.MCode == "" && orTrue(c.RequireCode):
+			noCode++
+			r.Logf("drop %s: no M_code", a.ID)
+		case row.ValidExamples == 0 && orTrue(c.RequireExample):
+			noExample++
+		default:
+			rows = append(rows, row)
+		}
+	}
+	keys := make([]string, 0, len(statuses))
+	for k := range statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var st []string
+	for _, k := range keys {
+		st = append(st, fmt.Sprintf("%s %d", k, statuses[k]))
+	}
+	r.Logf("%s@%s (%s, licence %s): %d kept APIs, %d examples for them (%s); %d APIs with a validated example; dropped %d without M_code, %d without a valid example; %d bundles",
+		mod.Path, mod.Version, mod.Verified, lic.SPDX, len(apis), len(exs), strings.Join(st, ", "), withValid, noCode, noExample, len(rows))
+	short := mod.Path[strings.LastIndex(mod.Path, "/")+1:]
+	return rows, fmt.Sprintf("%s %s: %d kept, %d with validated examples, %d bundles", short, mod.Version, len(apis), withValid, len(rows)), nil
+}
+
+// validate runs the examples in the sandbox, batched into one go test.
+func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain, mod *golang.Module, exs []golang.Example) ([]golang.ExampleResult, error) {
+	if len(exs) == 0 {
+		return nil, nil
+	}
+	sb, err := sandbox.New(warnFile(r))
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(filepath.Join(tc.Cache, "tmp"), "bundle-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	wrapper, err := sb.ExecWrapper(work, sandbox.Limits{Wall: c.timeout()})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := tc.RunExamples(ctx, mod, exs, golang.ValidateOptions{Exec: wrapper, WorkDir: work, TestOptions: golang.TestOptions{Timeout: c.timeout()}})
+	if err != nil {
+		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
+	}
+	r.Logf("validated %d examples of %s@%s in %.1fs (isolation: %s)", len(exs), mod.Path, mod.Version, time.Since(start).Seconds(), sb.Isolation())
+	return res, nil
+}
+
+// warnFile is where the sandbox's missing-bubblewrap warning goes: the
+// terminal, where the user sees it.
+func warnFile(nodes.Run) *os.File { return os.Stderr }
+
+func toParams(ps []golang.Param) []Param {
+	out := make([]Param, len(ps))
+	for i, p := range ps {
+		out[i] = Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc}
+	}
+	return out
+}

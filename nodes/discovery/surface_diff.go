@@ -1,0 +1,246 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/golang"
+)
+
+func init() { nodes.Register(surfaceDiff{}) }
+
+// surfaceDiffConfig:
+//
+//	node "surface_diff" "lo" { versions = node.version_resolve.lo }
+type surfaceDiffConfig struct {
+	Versions nodes.Ref `hcl:"versions"`
+	// MinDocWords: a doc comment of fewer words is "thin" (default 5).
+	MinDocWords *int `hcl:"min_doc_words,optional"`
+}
+
+func (c *surfaceDiffConfig) minDocWords() int {
+	if c.MinDocWords == nil {
+		return 5
+	}
+	return *c.MinDocWords
+}
+
+// APIRow is one exported API of v_new, with whether it is novel and why it
+// would be filtered out. Keep is true when it is novel and no filter
+// applies; Reasons lists every reason it is not kept.
+type APIRow struct {
+	Library     string `parquet:"library"`
+	VOld        string `parquet:"v_old"`
+	VNew        string `parquet:"v_new"`
+	VNewHash    string `parquet:"v_new_hash"` // h1: checksum of the v_new module zip
+	ID          string `parquet:"api_id"`
+	Package     string `parquet:"package"`
+	Receiver    string `parquet:"receiver"`
+	Name        string `parquet:"name"`
+	Kind        string `parquet:"kind"`
+	Signature   string `parquet:"signature"`
+	TypeParams  string `parquet:"type_params"`
+	Doc         string `parquet:"doc"`
+	File        string `parquet:"file"`
+	Line        int32  `parquet:"line"`
+	AliasOf     string `parquet:"alias_of"`
+	Novel       bool   `parquet:"novel"`
+	SameAs      string `parquet:"same_as"`
+	How         string `parquet:"how"`
+	Internal    bool   `parquet:"internal"`
+	Deprecated  bool   `parquet:"deprecated"`
+	NoBody      bool   `parquet:"no_body"`
+	ThinDoc     bool   `parquet:"thin_doc"`
+	Generated   bool   `parquet:"generated"`
+	Alias       bool   `parquet:"alias"`
+	Family      string `parquet:"family"`
+	FamilyNovel int32  `parquet:"family_novel"`
+	FamilyKnown bool   `parquet:"family_known"`
+	FamilyRep   bool   `parquet:"family_rep"` // the kept member later stages keep when deduplicating
+	Keep        bool   `parquet:"keep"`
+	Reasons     string `parquet:"reasons"`
+}
+
+type surfaceDiff struct{}
+
+func (surfaceDiff) Name() string    { return "surface_diff" }
+func (surfaceDiff) Version() string { return "1" }
+func (surfaceDiff) NewConfig() any  { return &surfaceDiffConfig{} }
+func (surfaceDiff) Row() any        { return APIRow{} }
+func (surfaceDiff) Doc() string {
+	return "Downloads v_old and v_new (checksums verified against the checksum database), diffs their exported API " +
+		"on identity (moves and aliases reconciled) and emits every v_new API with novel, filter columns, reasons and a family."
+}
+
+func (surfaceDiff) Validate(cfg any) error {
+	c := cfg.(*surfaceDiffConfig)
+	if c.minDocWords() < 0 {
+		return nodes.Errorf("min_doc_words", "Invalid threshold", "min_doc_words must be 0 or more.")
+	}
+	return nil
+}
+
+// GoCache is the store cache directory of Go downloads and builds:
+// src/ holds verified module trees, the rest is the Toolchain's.
+func GoCache(r nodes.Run) (fetcher *golang.Fetcher, tc *golang.Toolchain, err error) {
+	dir, err := r.CacheDir("go")
+	if err != nil {
+		return nil, nil, err
+	}
+	fetcher, err = golang.NewFetcher(filepath.Join(dir, "src"))
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err = golang.NewToolchain(dir)
+	return fetcher, tc, err
+}
+
+func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*surfaceDiffConfig)
+	in, err := r.Input(c.Versions)
+	if err != nil {
+		return err
+	}
+	versions, err := artifacts.ReadAll[VersionRow](in)
+	if err != nil {
+		return err
+	}
+	fetcher, _, err := GoCache(r)
+	if err != nil {
+		return err
+	}
+	var rows []APIRow
+	var notes []string
+	for i, v := range versions {
+		if v.Ecosystem != "go" {
+			return fmt.Errorf("%s: ecosystem %q is not supported yet", v.Library, v.Ecosystem)
+		}
+		old, err := fetcher.Download(ctx, v.Library, v.VOld)
+		if err != nil {
+			return err
+		}
+		cur, err := fetcher.Download(ctx, v.Library, v.VNew)
+		if err != nil {
+			return err
+		}
+		so, err := golang.Surface(old.Dir)
+		if err != nil {
+			return fmt.Errorf("%s@%s: %w", v.Library, v.VOld, err)
+		}
+		sn, err := golang.Surface(cur.Dir)
+		if err != nil {
+			return fmt.Errorf("%s@%s: %w", v.Library, v.VNew, err)
+		}
+		changes := golang.Diff(so, sn)
+		lib := make([]APIRow, len(changes))
+		for j, ch := range changes {
+			lib[j] = apiRow(v, cur.Hash, ch, c.minDocWords())
+		}
+		reps := golang.FamilyRepresentatives(changes, func(j int) bool { return lib[j].Keep })
+		novel, kept := 0, 0
+		for j := range lib {
+			lib[j].FamilyRep = reps[j]
+			if lib[j].Novel {
+				novel++
+			}
+			if lib[j].Keep {
+				kept++
+			}
+		}
+		r.Logf("%s %s → %s: %d APIs in %s (%s), %d in %s (%s); %d novel, %d kept, %d families kept",
+			v.Library, v.VOld, v.VNew, len(so), v.VOld, old.Verified, len(sn), v.VNew, cur.Verified, novel, kept, len(reps))
+		logDrops(r, lib)
+		notes = append(notes, fmt.Sprintf("%s %s→%s: %d APIs, %d novel, %d kept", short(v.Library), v.VOld, v.VNew, len(sn), novel, kept))
+		rows = append(rows, lib...)
+		r.Progress(int64(i+1), int64(len(versions)))
+	}
+	r.Note("%s", strings.Join(notes, "; "))
+	w, err := r.Output(artifacts.SchemaOf[APIRow]())
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func apiRow(v VersionRow, hash string, ch golang.Change, minWords int) APIRow {
+	a := ch.API
+	row := APIRow{
+		Library: v.Library, VOld: v.VOld, VNew: v.VNew, VNewHash: hash,
+		ID: a.ID, Package: a.Package, Receiver: a.Receiver, Name: a.Name, Kind: a.Kind,
+		Signature: a.Signature, TypeParams: a.TypeParams, Doc: a.Doc, File: a.File, Line: int32(a.Line),
+		AliasOf: a.AliasOf, Novel: ch.Novel, SameAs: ch.SameAs, How: ch.How,
+		Internal: a.Internal, Deprecated: a.Deprecated, NoBody: a.NoBody, Generated: a.Generated,
+		ThinDoc: len(strings.Fields(a.Doc)) < minWords, Alias: a.Alias != "",
+		Family: ch.Family, FamilyNovel: int32(ch.FamilyNovel), FamilyKnown: ch.FamilyKnown,
+	}
+	var why []string
+	if !row.Novel {
+		why = append(why, "not novel: "+ch.How)
+	}
+	if row.Internal {
+		why = append(why, "internal, testdata, example or cmd package")
+	}
+	if row.Deprecated {
+		why = append(why, "deprecated")
+	}
+	if row.NoBody {
+		why = append(why, "no Go body")
+	}
+	if row.Generated {
+		why = append(why, "generated code")
+	}
+	if row.Alias {
+		why = append(why, "alias of "+a.Alias)
+	}
+	if row.ThinDoc {
+		why = append(why, fmt.Sprintf("thin doc (%d words < %d)", len(strings.Fields(a.Doc)), minWords))
+	}
+	row.Reasons = strings.Join(why, "; ")
+	row.Keep = len(why) == 0
+	return row
+}
+
+// logDrops logs how many novel APIs each filter removed.
+func logDrops(r nodes.Run, rows []APIRow) {
+	counts := map[string]int{}
+	for _, row := range rows {
+		if !row.Novel {
+			continue
+		}
+		for _, why := range strings.Split(row.Reasons, "; ") {
+			if why == "" {
+				continue
+			}
+			if i := strings.Index(why, " ("); i > 0 {
+				why = why[:i]
+			}
+			if strings.HasPrefix(why, "alias of ") {
+				why = "alias"
+			}
+			counts[why]++
+		}
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.Logf("  novel but filtered: %-45s %d", k, counts[k])
+	}
+}
+
+// short is a module path's last element, for notes: github.com/samber/lo → lo.
+func short(mod string) string {
+	return mod[strings.LastIndex(mod, "/")+1:]
+}

@@ -1,0 +1,413 @@
+package golang
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Example statuses after validation.
+const (
+	ExamplePassed        = "passed"         // ran and printed its // Output:
+	ExampleFailed        = "failed"         // ran and printed something else
+	ExampleNoOutput      = "no_output"      // compiles; no // Output: to check it against
+	ExampleCompileError  = "compile_error"  // the standalone program does not compile
+	ExampleRuntimeError  = "runtime_error"  // panicked or crashed
+	ExampleTimeout       = "timeout"        // ran out of time
+	ExampleNotStandalone = "not_standalone" // could not be extracted from its package
+)
+
+// ExampleResult is what validating one example found.
+type ExampleResult struct {
+	Status  string
+	Got     string // what it printed, when that is not the expected output
+	Error   string // compiler or runtime message, bounded
+	Seconds float64
+}
+
+// ValidateOptions configure RunExamples.
+type ValidateOptions struct {
+	Exec    string // the sandbox wrapper for go test -exec
+	WorkDir string // where the generated module is written (removed after)
+	TestOptions
+}
+
+// RunExamples validates standalone examples of module mod (its verified
+// tree): each becomes an Example test in a generated module that requires
+// mod through a replace directive. One `go test -json` compiles them all
+// outside the sandbox and runs the test binaries inside it (opts.Exec);
+// the go command compares the output by its own rules (// Output:,
+// // Unordered output:). An example that does not compile is set aside
+// and the rest of its package rebuilt, so one bad example costs only
+// itself.
+func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example, opts ValidateOptions) ([]ExampleResult, error) {
+	res := make([]ExampleResult, len(exs))
+	work, err := os.MkdirTemp(opts.WorkDir, "examples-")
+	if err != nil {
+		return nil, err
+	}
+	if os.Getenv("LACUNA_KEEP_WORK") == "" {
+		defer os.RemoveAll(work)
+	}
+	goVersion, err := t.goVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gomod := fmt.Sprintf("module lacuna.example/check\n\ngo %s\n\nrequire %s %s\n\nreplace %s => %s\n", goVersion, mod.Path, mod.Version, mod.Path, mod.Dir)
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return nil, err
+	}
+	// Lay the examples out: one package per documented package, a file
+	// per example, shared helpers once; an example whose helper clashes
+	// with another's gets a package of its own.
+	var pkgs []*examplePkg
+	byPkg := map[string]*examplePkg{}
+	for i, ex := range exs {
+		if ex.Program == "" {
+			res[i] = ExampleResult{Status: ExampleNotStandalone, Error: ex.Why}
+			continue
+		}
+		prog, err := splitProgram(ex)
+		if err != nil {
+			res[i] = ExampleResult{Status: ExampleCompileError, Error: err.Error()}
+			continue
+		}
+		p := byPkg[ex.Package]
+		if p == nil || p.clashes(prog) {
+			p = &examplePkg{dir: "p" + strconv.Itoa(len(pkgs)), helpers: map[string]string{}}
+			pkgs = append(pkgs, p)
+			if byPkg[ex.Package] == nil {
+				byPkg[ex.Package] = p
+			}
+		}
+		src := prog.file(path.Base(p.dir), ex, p.helpers)
+		if err := os.MkdirAll(filepath.Join(work, p.dir), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(work, p.dir, exampleFile(i)), []byte(src), 0o644); err != nil {
+			return nil, err
+		}
+		p.members = append(p.members, i)
+	}
+	pending := map[string]*examplePkg{}
+	for _, p := range pkgs {
+		pending["lacuna.example/check/"+p.dir] = p
+	}
+	fileRE := regexp.MustCompile(`ex(\d+)_test\.go:\d+(:\d+)?: (.*)`)
+	for round := 0; round < 6 && len(pending) > 0; round++ {
+		var pkgArgs []string
+		for ip := range pending {
+			pkgArgs = append(pkgArgs, "./"+strings.TrimPrefix(ip, "lacuna.example/check/"))
+		}
+		sort.Strings(pkgArgs)
+		topts := opts.TestOptions
+		topts.Exec, topts.Packages = opts.Exec, pkgArgs
+		run, err := t.Test(ctx, work, topts)
+		if err != nil {
+			return nil, err
+		}
+		if run.TimedOut {
+			for _, p := range pending {
+				for _, i := range p.members {
+					if res[i].Status == "" {
+						res[i] = ExampleResult{Status: ExampleTimeout, Error: "the go test run ran out of time"}
+					}
+				}
+			}
+			break
+		}
+		next := map[string]*examplePkg{}
+		for ip, p := range pending {
+			if msg, failed := run.BuildErrors[ip]; failed {
+				bad := map[int][]string{}
+				for _, m := range fileRE.FindAllStringSubmatch(msg, -1) {
+					k, _ := strconv.Atoi(m[1])
+					bad[k] = append(bad[k], m[3])
+				}
+				if len(bad) == 0 { // not an example's fault: the whole package
+					for _, i := range p.members {
+						res[i] = ExampleResult{Status: ExampleCompileError, Error: bound(msg, 4000)}
+					}
+					continue
+				}
+				var keep []int
+				for _, i := range p.members {
+					if lines, ok := bad[i]; ok {
+						res[i] = ExampleResult{Status: ExampleCompileError, Error: bound(strings.Join(lines, "\n"), 4000)}
+						os.Remove(filepath.Join(work, p.dir, exampleFile(i)))
+						continue
+					}
+					keep = append(keep, i)
+				}
+				p.members = keep
+				if len(keep) > 0 {
+					// A removed file may have held a helper the others use:
+					// rewrite the survivors with their helpers.
+					if err := rewritePackage(work, p.dir, exs, keep); err != nil {
+						return nil, err
+					}
+					next[ip] = p
+				}
+				continue
+			}
+			byName := map[string]TestResult{}
+			for _, tr := range run.Tests {
+				if tr.Package == ip {
+					byName[tr.Test] = tr
+				}
+			}
+			pkgFail := run.Failed[ip]
+			for _, i := range p.members {
+				tr, ran := byName[exs[i].Name]
+				switch {
+				case ran && tr.Passed:
+					res[i] = ExampleResult{Status: ExamplePassed, Seconds: tr.Seconds}
+				case ran:
+					res[i] = classifyFailure(tr.Output, tr.Seconds)
+				case !exs[i].HasOutput:
+					res[i] = ExampleResult{Status: ExampleNoOutput}
+				case strings.Contains(pkgFail, "test timed out"):
+					res[i] = ExampleResult{Status: ExampleTimeout, Error: bound(pkgFail, 4000)}
+				default:
+					res[i] = ExampleResult{Status: ExampleRuntimeError, Error: bound(pkgFail, 4000)}
+				}
+			}
+		}
+		pending = next
+	}
+	for _, p := range pending {
+		for _, i := range p.members {
+			if res[i].Status == "" {
+				res[i] = ExampleResult{Status: ExampleCompileError, Error: "still failing to build after several rounds"}
+			}
+		}
+	}
+	return res, nil
+}
+
+// examplePkg is one generated package of example tests.
+type examplePkg struct {
+	dir     string
+	members []int             // indices of the examples in it
+	helpers map[string]string // helper declarations written: name → source
+}
+
+// clashes reports whether a program declares a helper under a name this
+// package already has with other source.
+func (p *examplePkg) clashes(prog *program) bool {
+	for _, h := range prog.helpers {
+		if src, ok := p.helpers[h.name]; ok && src != h.src {
+			return true
+		}
+	}
+	return false
+}
+
+// exampleFile names example i's file. Not ex_N: ex_386_test.go would be a
+// GOARCH build constraint.
+func exampleFile(i int) string { return fmt.Sprintf("ex%d_test.go", i) }
+
+// rewritePackage writes the files of the surviving examples again, so that
+// helpers deduplicated into a removed file are declared once more.
+func rewritePackage(work, dir string, exs []Example, members []int) error {
+	helpers := map[string]string{}
+	for _, i := range members {
+		prog, err := splitProgram(exs[i])
+		if err != nil {
+			return err
+		}
+		src := prog.file(dir, exs[i], helpers)
+		if err := os.WriteFile(filepath.Join(work, dir, exampleFile(i)), []byte(src), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classifyFailure reads a failed example's output: "got:/want:" is a
+// wrong output; a panic or anything else is a runtime error.
+func classifyFailure(out string, secs float64) ExampleResult {
+	if i := strings.Index(out, "got:\n"); i >= 0 {
+		got := out[i+len("got:\n"):]
+		if j := strings.Index(got, "\nwant:\n"); j >= 0 {
+			got = got[:j]
+		}
+		return ExampleResult{Status: ExampleFailed, Got: bound(got, 4000), Seconds: secs}
+	}
+	if strings.Contains(out, "test timed out") {
+		return ExampleResult{Status: ExampleTimeout, Error: bound(out, 4000), Seconds: secs}
+	}
+	return ExampleResult{Status: ExampleRuntimeError, Error: bound(out, 4000), Seconds: secs}
+}
+
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n[truncated]"
+}
+
+// program is a standalone example split into what a test file needs.
+type program struct {
+	imports []*ast.ImportSpec
+	helpers []named // top-level declarations other than main, in order
+	body    string  // the statements of main
+	fset    *token.FileSet
+	ast     *ast.File
+}
+
+type named struct {
+	name, src string
+	uses      map[string]bool // import names it refers to
+}
+
+func splitProgram(ex Example) (*program, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "example.go", ex.Program, parser.ParseComments)
+	if err != nil {
+		return nil, fmt.Errorf("standalone program does not parse: %w", err)
+	}
+	p := &program{imports: f.Imports, fset: fset, ast: f}
+	for _, d := range f.Decls {
+		if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.IMPORT {
+			continue
+		}
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "main" {
+			start, end := fset.Position(fd.Body.Lbrace).Offset+1, fset.Position(fd.Body.Rbrace).Offset
+			p.body = strings.TrimRight(ex.Program[start:end], " \t\n")
+			continue
+		}
+		var b bytes.Buffer
+		(&printer.Config{Mode: printer.UseSpaces | printer.TabIndent, Tabwidth: 8}).Fprint(&b, fset, &printer.CommentedNode{Node: d, Comments: commentsWithin(f, d)})
+		p.helpers = append(p.helpers, named{name: declName(d), src: b.String(), uses: selectorRoots(d)})
+	}
+	return p, nil
+}
+
+func declName(d ast.Decl) string {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv != nil && len(d.Recv.List) == 1 {
+			r, _ := receiverName(d.Recv.List[0].Type)
+			return r + "." + d.Name.Name
+		}
+		return d.Name.Name
+	case *ast.GenDecl:
+		var names []string
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				names = append(names, s.Name.Name)
+			case *ast.ValueSpec:
+				for _, n := range s.Names {
+					names = append(names, n.Name)
+				}
+			}
+		}
+		return strings.Join(names, ",")
+	}
+	return ""
+}
+
+// selectorRoots are the identifiers used as X in X.Sel: the import names a
+// declaration may need.
+func selectorRoots(n ast.Node) map[string]bool {
+	out := map[string]bool{}
+	ast.Inspect(n, func(n ast.Node) bool {
+		if s, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := s.X.(*ast.Ident); ok {
+				out[id.Name] = true
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// file renders the program as an Example test file of package pkgName,
+// leaving out helpers already declared (helpers maps name → source).
+func (prog *program) file(pkgName string, ex Example, helpers map[string]string) string {
+	var decls []named
+	uses := map[string]bool{}
+	for _, h := range prog.helpers {
+		if _, done := helpers[h.name]; done {
+			continue
+		}
+		helpers[h.name] = h.src
+		decls = append(decls, h)
+		for k := range h.uses {
+			uses[k] = true
+		}
+	}
+	// Imports the body uses: parse it as a function to find them.
+	if bf, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc f() {\n"+prog.body+"\n}\n", 0); err == nil {
+		for k := range selectorRoots(bf) {
+			uses[k] = true
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "package %s\n\n", pkgName)
+	for _, im := range prog.imports {
+		name := importName(im)
+		if name == "_" || name == "." || uses[name] {
+			fmt.Fprintf(&b, "import %s %s\n", name, im.Path.Value)
+		}
+	}
+	for _, d := range decls {
+		b.WriteString("\n")
+		b.WriteString(d.src)
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nfunc %s() {%s\n", ex.Name, prog.body)
+	if ex.HasOutput {
+		if ex.Unordered {
+			b.WriteString("\n\t// Unordered output:\n")
+		} else {
+			b.WriteString("\n\t// Output:\n")
+		}
+		for _, line := range strings.Split(strings.TrimRight(ex.Output, "\n"), "\n") {
+			if line == "" && ex.Output == "" {
+				break
+			}
+			b.WriteString("\t// " + line + "\n")
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+var goVersionOnce sync.Map
+
+// goVersion is the go command's language version, "1.26".
+func (t *Toolchain) goVersion(ctx context.Context) (string, error) {
+	if v, ok := goVersionOnce.Load(t.Go); ok {
+		return v.(string), nil
+	}
+	cmd := exec.CommandContext(ctx, t.Go, "env", "GOVERSION")
+	cmd.Env = t.Env()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "go")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return "", fmt.Errorf("go env GOVERSION: unexpected %q", out)
+	}
+	v = parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
+	goVersionOnce.Store(t.Go, v)
+	return v, nil
+}
