@@ -185,7 +185,7 @@ func packageExamples(pdir, rel, pkgPath string, bp *build.Package) ([]Example, e
 				e.Why = "uses identifiers declared outside its file"
 			default:
 				var b bytes.Buffer
-				if err := format.Node(&b, token.NewFileSet(), ex.Play); err != nil {
+				if err := format.Node(&b, fset, ex.Play); err != nil {
 					e.Why = "cannot print: " + err.Error()
 					break
 				}

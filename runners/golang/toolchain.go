@@ -23,6 +23,9 @@ import (
 type Toolchain struct {
 	Go    string // the go binary
 	Cache string
+	// BuildCache is GOCACHE: Cache/build, or $LACUNA_GOCACHE when set (to
+	// share one build cache between stores, as CI and tests do).
+	BuildCache string
 }
 
 // NewToolchain finds the go command (PATH, then $GOROOT/bin, then
@@ -40,7 +43,10 @@ func NewToolchain(cache string) (*Toolchain, error) {
 	if err != nil {
 		return nil, errors.New("the go command is needed to build and run Go code: install Go (https://go.dev/dl) or put it on PATH")
 	}
-	t := &Toolchain{Go: goBin, Cache: cache}
+	t := &Toolchain{Go: goBin, Cache: cache, BuildCache: filepath.Join(cache, "build")}
+	if v := os.Getenv("LACUNA_GOCACHE"); v != "" {
+		t.BuildCache = v
+	}
 	for _, d := range []string{"mod", "build", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(cache, d), 0o755); err != nil {
 			return nil, err
@@ -70,7 +76,7 @@ func (t *Toolchain) Env() []string {
 	}
 	return append(env,
 		"GOMODCACHE="+filepath.Join(t.Cache, "mod"),
-		"GOCACHE="+filepath.Join(t.Cache, "build"),
+		"GOCACHE="+t.BuildCache,
 		"GOTMPDIR="+filepath.Join(t.Cache, "tmp"),
 		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod"),
 		"GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")

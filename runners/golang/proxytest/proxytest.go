@@ -79,3 +79,34 @@ func WriteZip(root, mod, version string, files map[string]string) (string, error
 	defer f.Close()
 	return zp, modzip.CreateFromDir(f, module.Version{Path: mod, Version: version}, src)
 }
+
+// WriteTrees adds module mod to the proxy at root from source trees on
+// disk: trees/VERSION/ holds each version's files (go.mod included), and
+// dates maps each version to its release date (YYYY-MM-DD).
+func WriteTrees(root, mod, trees string, dates map[string]string) error {
+	gomod := ""
+	for v := range dates {
+		files := map[string]string{}
+		dir := filepath.Join(trees, v)
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			files[filepath.ToSlash(rel)] = string(b)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := WriteZip(root, mod, v, files); err != nil {
+			return err
+		}
+		gomod = files["go.mod"]
+	}
+	return Write(root, mod, dates, gomod)
+}

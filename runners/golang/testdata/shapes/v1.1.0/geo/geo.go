@@ -1,0 +1,2 @@
+// Package geo measures distances.
+package geo
