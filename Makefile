@@ -7,13 +7,14 @@ BIN := bin/lacuna
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
 
-# Runs the ToolSense data pipeline on the released data in ../shared/data,
-# twice: the second run is all cache hits.
-quickstart: build
-	$(BIN) validate pipelines/examples/toolsense_data.hcl
-	$(BIN) run pipelines/examples/toolsense_data.hcl
-	$(BIN) plan pipelines/examples/toolsense_data.hcl
-	$(BIN) cat pipelines/examples/toolsense_data.hcl node.sample.dev --limit 5
+# NovelAPIBench stages 1-2 on four real Go modules (pipelines/quickstart.hcl,
+# through the Go module proxy), twice: the second run is all cache hits.
+# Then one knowledge bundle in full.
+quickstart: deps build
+	$(BIN) validate pipelines/quickstart.hcl
+	$(BIN) run pipelines/quickstart.hcl
+	$(BIN) run pipelines/quickstart.hcl
+	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
 
 # bubblewrap isolates untrusted generated code (runners/sandbox). Installed
 # here when missing and we are root; otherwise the sandbox warns and its
@@ -42,4 +43,4 @@ fuzz:
 	$(GO) test ./engine -run '^$$' -fuzz FuzzLoad -fuzztime 60s
 
 clean:
-	rm -rf bin pipelines/examples/.lacuna bench/out
+	rm -rf bin pipelines/.lacuna pipelines/examples/.lacuna bench/out

@@ -132,6 +132,7 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	r.Logf("%s at cutoff %s: %s (%d .info requests)", lib.name, c.Cutoff, res.Why, res.Requests)
+	r.Note("%s %s (%s) → %s (%s)", short(lib.name), res.Old.Version, res.Old.Time.UTC().Format("2006-01-02"), res.New.Version, res.New.Time.UTC().Format("2006-01-02"))
 	w, err := r.Output(artifacts.SchemaOf[VersionRow]())
 	if err != nil {
 		return err

@@ -1,0 +1,215 @@
+package bundle_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+)
+
+const pipeline = `
+model "m" {
+  id     = "example/model"
+  cutoff = "2024-06-01"
+}
+library "shapes" {
+  ecosystem = "go"
+  name      = "example.com/shapes"
+}
+node "version_resolve" "shapes" {
+  library = library.shapes
+  cutoff  = model.m.cutoff
+}
+node "surface_diff" "shapes" {
+  versions = node.version_resolve.shapes
+}
+node "bundle" "shapes" {
+  apis = node.surface_diff.shapes
+  EXTRA
+}
+`
+
+// offlineProxy serves the shapes fixture (two versions) as a file://
+// GOPROXY, with no checksum database: nothing leaves the machine.
+func offlineProxy(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	proxy := t.TempDir()
+	if err := proxytest.WriteTrees(proxy, "example.com/shapes", "../../runners/golang/testdata/shapes",
+		map[string]string{"v1.0.0": "2024-01-10", "v1.1.0": "2024-09-01"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOPROXY", "file://"+proxy)
+	t.Setenv("GOSUMDB", "off")
+	t.Setenv("GOFLAGS", "")
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		t.Setenv("LACUNA_GOCACHE", strings.TrimSpace(string(out))) // do not rebuild the standard library
+	}
+}
+
+func runPipeline(t *testing.T, dir, extra string) (*artifacts.Store, map[string]*engine.Result, []engine.Event) {
+	t.Helper()
+	src := strings.Replace(pipeline, "EXTRA", extra, 1)
+	g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []engine.Event
+	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: filepath.Join(dir, "p.hcl"), Events: func(e engine.Event) { events = append(events, e) }}
+	res, _, err := x.Run(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*engine.Result{}
+	for i, r := range res {
+		out[i.Addr] = r
+	}
+	return st, out, events
+}
+
+func read[T any](t *testing.T, st *artifacts.Store, r *engine.Result) []T {
+	t.Helper()
+	rd, err := st.Open(r.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := artifacts.ReadAll[T](rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
+	offlineProxy(t)
+	dir := t.TempDir()
+	st, res, events := runPipeline(t, dir, "")
+
+	apis := read[discovery.APIRow](t, st, res["node.surface_diff.shapes"])
+	byID := map[string]discovery.APIRow{}
+	for _, a := range apis {
+		byID[strings.TrimPrefix(a.ID, "example.com/shapes")] = a
+	}
+	for id, want := range map[string]struct {
+		keep   bool
+		reason string
+	}{
+		".Scale":             {true, ""},
+		".Stack.Pop":         {true, ""},
+		".Area":              {false, "not novel: in the old version"},
+		".Coord":             {false, "not novel: alias of an API of the old version"},
+		"/metric.Rect":       {false, "not novel: moved"},
+		"/metric.Manhattan":  {false, "not novel: moved"},
+		".OldArea":           {false, "deprecated"},
+		".Tiny":              {false, "thin doc (3 words < 5)"},
+		"/internal/calc.Add": {false, "internal"},
+	} {
+		a, ok := byID[id]
+		if !ok {
+			t.Errorf("%s missing from surface_diff", id)
+			continue
+		}
+		if a.Keep != want.keep || !strings.Contains(a.Reasons, want.reason) {
+			t.Errorf("%s: keep=%v reasons %q, want keep=%v with %q", id, a.Keep, a.Reasons, want.keep, want.reason)
+		}
+	}
+	if a := byID[".Scale"]; a.VOld != "v1.0.0" || a.VNew != "v1.1.0" || !strings.HasPrefix(a.VNewHash, "h1:") {
+		t.Errorf("versions %s → %s (%s)", a.VOld, a.VNew, a.VNewHash)
+	}
+
+	bundles := read[bundle.Row](t, st, res["node.bundle.shapes"])
+	got := map[string]bundle.Row{}
+	for _, b := range bundles {
+		got[b.Qualified] = b
+	}
+	// Kept APIs with M_code and a validated example; Stack.Pop's example
+	// prints something else than it claims, ScaleErr's needs an unexported
+	// name, Number and Stack have no example.
+	if len(got) != 4 || got["shapes.Scale"].APIID == "" || got["shapes.Clamp"].APIID == "" || got["shapes.Stack.Push"].APIID == "" || got["shapes.Stack.Len"].APIID == "" {
+		t.Fatalf("bundles %v, want Scale, Clamp, Stack.Push, Stack.Len", keys(got))
+	}
+	s := got["shapes.Scale"]
+	if len(s.Params) != 2 || s.Params[0].Name != "xs" || s.TypeParams != "[T Number]" || len(s.Results) != 1 {
+		t.Errorf("S of Scale: %+v %q %+v", s.Params, s.TypeParams, s.Results)
+	}
+	if len(s.Examples) != 1 || !s.Examples[0].Valid || s.Examples[0].Output != "[2 4 6]\n" || !strings.Contains(s.Examples[0].Code, "package main") {
+		t.Errorf("E of Scale: %+v", s.Examples)
+	}
+	if !strings.Contains(s.MCode, "func mulAll") || strings.Contains(s.MCode, "Scale multiplies") || len(s.MCodeHelpers) != 1 {
+		t.Errorf("M_code of Scale:\n%s", s.MCode)
+	}
+	if s.MProse == "" || s.MProseTier != "doc" || s.License != "MIT" || s.Copyleft {
+		t.Errorf("M_prose %q (%s), licence %s copyleft %v", s.MProse, s.MProseTier, s.License, s.Copyleft)
+	}
+	if c := got["shapes.Clamp"]; !strings.Contains(c.Examples[0].Code, "func describe") {
+		t.Errorf("Clamp's example lost its helper:\n%s", c.Examples[0].Code)
+	}
+	notes := map[string]string{}
+	for _, e := range events {
+		if e.Event == engine.EventDone {
+			notes[e.Node] = e.Message
+		}
+	}
+	if n := notes["node.surface_diff.shapes"]; !strings.Contains(n, "v1.0.0→v1.1.0") || !strings.Contains(n, "9 kept") {
+		t.Errorf("surface_diff note %q", n)
+	}
+	if n := notes["node.bundle.shapes"]; !strings.Contains(n, "9 kept, 4 with validated examples, 4 bundles") {
+		t.Errorf("bundle note %q", n)
+	}
+
+	// A second run computes nothing and still reports.
+	_, res2, events2 := runPipeline(t, dir, "")
+	for addr, r := range res2 {
+		if r.State != "cached" {
+			t.Errorf("second run: %s %s", addr, r.State)
+		}
+	}
+	for _, e := range events2 {
+		if e.Node == "node.bundle.shapes" && e.Event == engine.EventCached && e.Message != notes["node.bundle.shapes"] {
+			t.Errorf("cached note %q", e.Message)
+		}
+	}
+}
+
+func TestBundleKeepsAPIsWithoutExamplesWhenAsked(t *testing.T) {
+	offlineProxy(t)
+	st, res, _ := runPipeline(t, t.TempDir(), "require_example = false")
+	got := map[string]bundle.Row{}
+	for _, b := range read[bundle.Row](t, st, res["node.bundle.shapes"]) {
+		got[b.Qualified] = b
+	}
+	if len(got) != 9 {
+		t.Errorf("%d bundles %v, want the 9 kept APIs", len(got), keys(got))
+	}
+	pop := got["shapes.Stack.Pop"]
+	if len(pop.Examples) != 1 || pop.Examples[0].Status != "failed" || strings.TrimSpace(pop.Examples[0].Got) != "7 true" || pop.ValidExamples != 0 {
+		t.Errorf("Stack.Pop example: %+v", pop.Examples)
+	}
+	if !strings.Contains(pop.MCode, "func (s *Stack[T]) top()") {
+		t.Errorf("Stack.Pop M_code lacks its helper:\n%s", pop.MCode)
+	}
+	if e := got["shapes.ScaleErr"].Examples; len(e) != 1 || e[0].Status != "not_standalone" {
+		t.Errorf("ScaleErr example: %+v", e)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
