@@ -58,8 +58,9 @@ func NewToolchain(cache string) (*Toolchain, error) {
 // Env is the environment of every go command: the user's (GOPROXY,
 // GOSUMDB, GONOSUMDB, GOPRIVATE and GOFLAGS are respected) with the caches
 // redirected, -mod=mod so that generated modules get their go.sum entries
-// (checked against the checksum database as usual), no workspace, the
-// local toolchain only and no cgo.
+// (checked against the checksum database as usual), -modcacherw so that
+// deleting the store needs no chmod, no workspace, the local toolchain
+// only and no cgo.
 func (t *Toolchain) Env() []string {
 	var env []string
 	flags := ""
@@ -78,7 +79,7 @@ func (t *Toolchain) Env() []string {
 		"GOMODCACHE="+filepath.Join(t.Cache, "mod"),
 		"GOCACHE="+t.BuildCache,
 		"GOTMPDIR="+filepath.Join(t.Cache, "tmp"),
-		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod"),
+		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod -modcacherw"),
 		"GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
 }
 
