@@ -80,6 +80,7 @@ type Example struct {
 // Row is one knowledge bundle.
 type Row struct {
 	Library    string `parquet:"library"`
+	Module     string `parquet:"module"` // the module of Version (a successor major version's path with follow_major)
 	Version    string `parquet:"version"`
 	APIID      string `parquet:"api_id"`
 	ImportPath string `parquet:"import_path"`
@@ -150,7 +151,11 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 		if !a.Keep {
 			continue
 		}
-		k := modKey{a.Library, a.VNew, a.VNewHash}
+		mod := a.Module
+		if mod == "" {
+			mod = a.Library
+		}
+		k := modKey{mod, a.VNew, a.VNewHash}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -244,7 +249,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolcha
 			name = a.Receiver + "." + a.Name
 		}
 		row := Row{
-			Library: a.Library, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
+			Library: a.Library, Module: mod.Path, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
 			Kind: a.Kind, Family: a.Family, FamilyRep: a.FamilyRep,
 			Signature: a.Signature, TypeParams: a.TypeParams,
 			Params: []Param{}, Results: []Param{}, Examples: byAPI[a.ID], MCodeHelpers: []string{}, MCodeOmitted: []string{},

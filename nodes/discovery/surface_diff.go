@@ -35,6 +35,7 @@ func (c *surfaceDiffConfig) minDocWords() int {
 // applies; Reasons lists every reason it is not kept.
 type APIRow struct {
 	Library     string `parquet:"library"`
+	Module      string `parquet:"module"` // the module of v_new: the library, or its successor major version
 	VOld        string `parquet:"v_old"`
 	VNew        string `parquet:"v_new"`
 	VNewHash    string `parquet:"v_new_hash"` // h1: checksum of the v_new module zip
@@ -69,7 +70,7 @@ type APIRow struct {
 type surfaceDiff struct{}
 
 func (surfaceDiff) Name() string    { return "surface_diff" }
-func (surfaceDiff) Version() string { return "1" }
+func (surfaceDiff) Version() string { return "2" }
 func (surfaceDiff) NewConfig() any  { return &surfaceDiffConfig{} }
 func (surfaceDiff) Row() any        { return APIRow{} }
 func (surfaceDiff) Doc() string {
@@ -124,7 +125,11 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 		if err != nil {
 			return err
 		}
-		cur, err := fetcher.Download(ctx, v.Library, v.VNew)
+		newMod := v.VNewModule
+		if newMod == "" {
+			newMod = v.Library
+		}
+		cur, err := fetcher.Download(ctx, newMod, v.VNew)
 		if err != nil {
 			return err
 		}
@@ -136,10 +141,10 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 		if err != nil {
 			return fmt.Errorf("%s@%s: %w", v.Library, v.VNew, err)
 		}
-		changes := golang.Diff(so, sn)
+		changes := golang.DiffModules(so, sn, v.Library, newMod)
 		lib := make([]APIRow, len(changes))
 		for j, ch := range changes {
-			lib[j] = apiRow(v, cur.Hash, ch, c.minDocWords())
+			lib[j] = apiRow(v, newMod, cur.Hash, ch, c.minDocWords())
 		}
 		reps := golang.FamilyRepresentatives(changes, func(j int) bool { return lib[j].Keep })
 		novel, kept := 0, 0
@@ -152,8 +157,8 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 				kept++
 			}
 		}
-		r.Logf("%s %s → %s: %d APIs in %s (%s), %d in %s (%s); %d novel, %d kept, %d families kept",
-			v.Library, v.VOld, v.VNew, len(so), v.VOld, old.Verified, len(sn), v.VNew, cur.Verified, novel, kept, len(reps))
+		r.Logf("%s %s → %s %s: %d APIs in %s (%s), %d in %s (%s); %d novel, %d kept, %d families kept",
+			v.Library, v.VOld, newMod, v.VNew, len(so), v.VOld, old.Verified, len(sn), v.VNew, cur.Verified, novel, kept, len(reps))
 		logDrops(r, lib)
 		notes = append(notes, fmt.Sprintf("%s %s→%s: %d APIs, %d novel, %d kept", short(v.Library), v.VOld, v.VNew, len(sn), novel, kept))
 		rows = append(rows, lib...)
@@ -172,10 +177,10 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	return nil
 }
 
-func apiRow(v VersionRow, hash string, ch golang.Change, minWords int) APIRow {
+func apiRow(v VersionRow, module, hash string, ch golang.Change, minWords int) APIRow {
 	a := ch.API
 	row := APIRow{
-		Library: v.Library, VOld: v.VOld, VNew: v.VNew, VNewHash: hash,
+		Library: v.Library, Module: module, VOld: v.VOld, VNew: v.VNew, VNewHash: hash,
 		ID: a.ID, Package: a.Package, Receiver: a.Receiver, Name: a.Name, Kind: a.Kind,
 		Signature: a.Signature, TypeParams: a.TypeParams, Doc: a.Doc, File: a.File, Line: int32(a.Line),
 		AliasOf: a.AliasOf, Novel: ch.Novel, SameAs: ch.SameAs, How: ch.How,

@@ -5,6 +5,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type versionResolveConfig struct {
 	New        string `hcl:"new,optional"`
 	Prerelease bool   `hcl:"prerelease,optional"`
 	Retracted  bool   `hcl:"retracted,optional"`
+	// FollowMajor lets v_new come from the successor major version, a
+	// module of its own in Go (example.com/m/v2).
+	FollowMajor bool `hcl:"follow_major,optional"`
 }
 
 // VersionRow is version_resolve's output: one row per library. It holds no
@@ -43,13 +47,16 @@ type VersionRow struct {
 	VOldTime  time.Time `parquet:"v_old_time,timestamp(millisecond)"`
 	VNew      string    `parquet:"v_new"`
 	VNewTime  time.Time `parquet:"v_new_time,timestamp(millisecond)"`
-	Why       string    `parquet:"why"`
+	// VNewModule is the module v_new belongs to: the library, or its
+	// successor major version (library/v2) with follow_major.
+	VNewModule string `parquet:"v_new_module"`
+	Why        string `parquet:"why"`
 }
 
 type versionResolve struct{}
 
 func (versionResolve) Name() string    { return "version_resolve" }
-func (versionResolve) Version() string { return "1" }
+func (versionResolve) Version() string { return "2" }
 func (versionResolve) NewConfig() any  { return &versionResolveConfig{} }
 func (versionResolve) Row() any        { return VersionRow{} }
 func (versionResolve) Doc() string {
@@ -110,7 +117,23 @@ func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[stri
 	if err != nil {
 		return nil, fmt.Errorf("list versions of %s: %w", lib.name, err)
 	}
-	return map[string]string{"versions": fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(vs, "\n")))}, nil
+	id := map[string]string{"versions": fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(vs, "\n")))}
+	if c.FollowMajor {
+		// The successors' lists too: a v2 release moves v_new.
+		var all []string
+		for next := golang.NextMajor(lib.name); next != ""; next = golang.NextMajor(next) {
+			svs, err := p.List(ctx, next)
+			if errors.Is(err, golang.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("list versions of %s: %w", next, err)
+			}
+			all = append(all, next+"@"+strings.Join(svs, ","))
+		}
+		id["successors"] = fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(all, "\n")))
+	}
+	return id, nil
 }
 
 func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
@@ -127,12 +150,16 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	res, err := golang.Resolve(ctx, p, lib.name, cutoff, golang.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted})
+	res, err := golang.Resolve(ctx, p, lib.name, cutoff, golang.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted, FollowMajor: c.FollowMajor})
 	if err != nil {
 		return err
 	}
 	r.Logf("%s at cutoff %s: %s (%d .info requests)", lib.name, c.Cutoff, res.Why, res.Requests)
-	r.Note("%s %s (%s) → %s (%s)", short(lib.name), res.Old.Version, res.Old.Time.UTC().Format("2006-01-02"), res.New.Version, res.New.Time.UTC().Format("2006-01-02"))
+	newName := res.New.Version
+	if res.NewModule != lib.name {
+		newName = res.NewModule + "@" + newName
+	}
+	r.Note("%s %s (%s) → %s (%s)", short(lib.name), res.Old.Version, res.Old.Time.UTC().Format("2006-01-02"), newName, res.New.Time.UTC().Format("2006-01-02"))
 	w, err := r.Output(artifacts.SchemaOf[VersionRow]())
 	if err != nil {
 		return err
@@ -140,7 +167,7 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	return w.Write(VersionRow{
 		Library: lib.name, Ecosystem: lib.ecosystem,
 		VOld: res.Old.Version, VOldTime: res.Old.Time.UTC(),
-		VNew: res.New.Version, VNewTime: res.New.Time.UTC(),
+		VNew: res.New.Version, VNewTime: res.New.Time.UTC(), VNewModule: res.NewModule,
 		Why: res.Why,
 	})
 }

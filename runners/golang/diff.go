@@ -85,6 +85,31 @@ func Diff(old, new []API) []Change {
 	return out
 }
 
+// DiffModules is Diff across a major-version change, where v_new is
+// another module (example.com/m/v2): identities are compared with the new
+// module path read as the old one, and reported with their real paths.
+func DiffModules(old, new []API, oldMod, newMod string) []Change {
+	if oldMod == newMod {
+		return Diff(old, new)
+	}
+	rename := func(id string) string {
+		if id == newMod || strings.HasPrefix(id, newMod+"/") || strings.HasPrefix(id, newMod+".") {
+			return oldMod + id[len(newMod):]
+		}
+		return id
+	}
+	mapped := make([]API, len(new))
+	for i, a := range new {
+		a.ID, a.Package, a.AliasOf = rename(a.ID), rename(a.Package), rename(a.AliasOf)
+		mapped[i] = a
+	}
+	out := Diff(old, mapped)
+	for i := range out {
+		out[i].API = new[i]
+	}
+	return out
+}
+
 // resolve follows alias chains (types, and methods through their
 // receiver's alias).
 func resolve(id string, alias map[string]string) (string, bool) {

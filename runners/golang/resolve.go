@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
 
@@ -28,6 +29,12 @@ type ResolveOptions struct {
 	Prerelease bool
 	// Retracted keeps versions the module retracted.
 	Retracted bool
+	// FollowMajor lets New come from a successor major version, which Go
+	// publishes as another module (example.com/m/v2, /v3, ...): the newest
+	// release of the highest successor that has one ("latest"), or the
+	// first release after the cutoff of the first successor with one
+	// ("first_after", when the module itself has none).
+	FollowMajor bool
 }
 
 // Resolution is the pair of versions a model is compared on: Old, the
@@ -36,6 +43,9 @@ type Resolution struct {
 	Module   string
 	Cutoff   time.Time
 	Old, New Info
+	// NewModule is the module New belongs to: Module, or a successor major
+	// version's path when FollowMajor found one.
+	NewModule string
 	// Why explains the choice in a sentence, for the output row.
 	Why string
 	// Requests counts .info fetches (resolution searches over times).
@@ -140,11 +150,25 @@ func Resolve(ctx context.Context, src Source, mod string, cutoff time.Time, opts
 		first, _ := info(0)
 		return nil, fmt.Errorf("%s: no release at or before the cutoff %s (the first, %s, is from %s)", mod, cutoff.Format("2006-01-02"), vs[0], first.Time.Format("2006-01-02"))
 	}
+	res.Old, _ = info(after - 1)
+	res.NewModule = mod
+	if opts.FollowMajor && (opts.New != "first_after" || after == len(vs)) {
+		succ, in, n, err := successorRelease(ctx, src, mod, cutoff, opts)
+		res.Requests += n
+		if err != nil {
+			return nil, err
+		}
+		if succ != "" {
+			res.NewModule, res.New = succ, in
+			res.Why = fmt.Sprintf("%d versions listed, %d considered (%s dropped); %s is the newest at or before the cutoff; %s %s is the %s release of the successor major version",
+				len(all), len(vs), describe(dropped), res.Old.Version, succ, in.Version, map[bool]string{true: "first", false: "newest"}[opts.New == "first_after"])
+			return res, nil
+		}
+	}
 	if after == len(vs) {
 		last, _ := info(len(vs) - 1)
 		return nil, fmt.Errorf("%s: no release after the cutoff %s (the newest, %s, is from %s): nothing is novel", mod, cutoff.Format("2006-01-02"), vs[len(vs)-1], last.Time.Format("2006-01-02"))
 	}
-	res.Old, _ = info(after - 1)
 	newIdx := len(vs) - 1
 	if opts.New == "first_after" {
 		newIdx = after
@@ -162,6 +186,75 @@ func Resolve(ctx context.Context, src Source, mod string, cutoff time.Time, opts
 	res.Why = fmt.Sprintf("%d versions listed, %d considered (%s dropped); %s is the newest at or before the cutoff, %s is %s",
 		len(all), len(vs), describe(dropped), res.Old.Version, res.New.Version, mode)
 	return res, nil
+}
+
+// successorRelease looks at mod's successor major versions (mod/v2, /v3,
+// ... until the proxy has none) and returns the release New should be:
+// with "latest", the newest release of the highest successor with a
+// release after the cutoff; with "first_after", the first release after
+// the cutoff of the first such successor. "" when there is none.
+func successorRelease(ctx context.Context, src Source, mod string, cutoff time.Time, opts ResolveOptions) (string, Info, int, error) {
+	requests := 0
+	var best string
+	var bestInfo Info
+	for next := NextMajor(mod); next != ""; next = NextMajor(next) {
+		list, err := src.List(ctx, next)
+		requests++
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return "", Info{}, requests, err
+		}
+		var vs []string
+		for _, v := range list {
+			if semver.IsValid(v) && (opts.Prerelease || semver.Prerelease(v) == "") {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			break
+		}
+		semver.Sort(vs)
+		pick := len(vs) - 1
+		if opts.New == "first_after" {
+			pick = sort.Search(len(vs), func(i int) bool {
+				in, err := src.Info(ctx, next, vs[i])
+				requests++
+				return err != nil || in.Time.After(cutoff)
+			})
+			if pick == len(vs) {
+				continue
+			}
+		}
+		in, err := src.Info(ctx, next, vs[pick])
+		requests++
+		if err != nil {
+			return "", Info{}, requests, err
+		}
+		if !in.Time.After(cutoff) {
+			continue
+		}
+		best, bestInfo = next, in
+		if opts.New == "first_after" {
+			break
+		}
+	}
+	return best, bestInfo, requests, nil
+}
+
+// NextMajor is the module path of the next major version: m → m/v2,
+// m/v2 → m/v3. gopkg.in paths (m.v1) are not followed.
+func NextMajor(mod string) string {
+	prefix, major, ok := module.SplitPathVersion(mod)
+	if !ok || strings.HasPrefix(major, ".") {
+		return ""
+	}
+	n := 1
+	if major != "" {
+		fmt.Sscanf(major, "/v%d", &n)
+	}
+	return fmt.Sprintf("%s/v%d", prefix, n+1)
 }
 
 func describe(dropped map[string]int) string {

@@ -131,3 +131,55 @@ func TestHTTPProxyRetriesServerErrors(t *testing.T) {
 		t.Errorf("absent module: %v", err)
 	}
 }
+
+func TestResolveFollowsMajorVersionsAndKeepsIncompatible(t *testing.T) {
+	root := t.TempDir()
+	fixture(t, root, "example.com/lib", map[string]string{
+		"v1.0.0": "2023-01-10", "v1.1.0": "2024-01-05", "v3.0.0+incompatible": "2024-02-01",
+	}, "module example.com/lib\n")
+	fixture(t, root, "example.com/lib/v2", map[string]string{"v2.0.0": "2024-09-01", "v2.1.0": "2025-01-10"}, "module example.com/lib/v2\n")
+	fixture(t, root, "example.com/lib/v3", map[string]string{"v3.0.0-beta.1": "2025-03-01"}, "module example.com/lib/v3\n")
+	p, err := ParseGOPROXY("file://" + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// +incompatible versions are releases of the module itself.
+	r, err := Resolve(ctx, p, "example.com/lib", day("2024-01-20"), ResolveOptions{})
+	if err != nil || r.Old.Version != "v1.1.0" || r.New.Version != "v3.0.0+incompatible" || r.NewModule != "example.com/lib" {
+		t.Fatalf("incompatible: %+v %v", r, err)
+	}
+	if _, err := Resolve(ctx, p, "example.com/lib", day("2024-06-01"), ResolveOptions{}); err == nil || !strings.Contains(err.Error(), "nothing is novel") {
+		t.Errorf("without follow_major the v2 module is another module: %v", err)
+	}
+	for _, c := range []struct {
+		opts    ResolveOptions
+		mod, nv string
+	}{
+		{ResolveOptions{FollowMajor: true}, "example.com/lib/v2", "v2.1.0"}, // v3 has only a pre-release
+		{ResolveOptions{FollowMajor: true, New: "first_after"}, "example.com/lib/v2", "v2.0.0"},
+		{ResolveOptions{FollowMajor: true, Prerelease: true}, "example.com/lib/v3", "v3.0.0-beta.1"},
+	} {
+		r, err := Resolve(ctx, p, "example.com/lib", day("2024-06-01"), c.opts)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.opts, err)
+		}
+		if r.Old.Version != "v3.0.0+incompatible" || r.NewModule != c.mod || r.New.Version != c.nv {
+			t.Errorf("%+v: %s → %s@%s, want %s@%s (%s)", c.opts, r.Old.Version, r.NewModule, r.New.Version, c.mod, c.nv, r.Why)
+		}
+	}
+	for in, want := range map[string]string{"example.com/lib": "example.com/lib/v2", "example.com/lib/v2": "example.com/lib/v3", "gopkg.in/yaml.v3": ""} {
+		if got := NextMajor(in); got != want {
+			t.Errorf("NextMajor(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDiffAcrossAMajorVersion(t *testing.T) {
+	old := []API{{ID: "m.F", Package: "m", Name: "F", Kind: "func"}}
+	cur := []API{{ID: "m/v2.F", Package: "m/v2", Name: "F", Kind: "func"}, {ID: "m/v2/sub.G", Package: "m/v2/sub", Name: "G", Kind: "func"}}
+	cs := DiffModules(old, cur, "m", "m/v2")
+	if cs[0].Novel || cs[0].ID != "m/v2.F" || !cs[1].Novel || cs[1].ID != "m/v2/sub.G" {
+		t.Errorf("%+v", cs)
+	}
+}
