@@ -305,7 +305,7 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 	if len(exs) == 0 {
 		return nil, nil
 	}
-	sb, err := sandbox.New(warnFile(r))
+	sb, err := sandbox.New(os.Stderr) // the missing-bubblewrap warning goes to the terminal
 	if err != nil {
 		return nil, err
 	}
@@ -326,10 +326,6 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 	r.Logf("validated %d examples of %s@%s in %.1fs (isolation: %s)", len(exs), mod.Path, mod.Version, time.Since(start).Seconds(), sb.Isolation())
 	return res, nil
 }
-
-// warnFile is where the sandbox's missing-bubblewrap warning goes: the
-// terminal, where the user sees it.
-func warnFile(nodes.Run) *os.File { return os.Stderr }
 
 func toParams(ps []golang.Param) []Param {
 	out := make([]Param, len(ps))
