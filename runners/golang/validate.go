@@ -8,13 +8,7 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"os"
 	"os/exec"
-	"path"
-	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -55,26 +49,8 @@ type ValidateOptions struct {
 // itself.
 func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example, opts ValidateOptions) ([]ExampleResult, error) {
 	res := make([]ExampleResult, len(exs))
-	work, err := os.MkdirTemp(opts.WorkDir, "examples-")
-	if err != nil {
-		return nil, err
-	}
-	if os.Getenv("LACUNA_KEEP_WORK") == "" {
-		defer os.RemoveAll(work)
-	}
-	goVersion, err := t.goVersion(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gomod := fmt.Sprintf("module lacuna.example/check\n\ngo %s\n\nrequire %s %s\n\nreplace %s => %s\n", goVersion, mod.Path, mod.Version, mod.Path, mod.Dir)
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return nil, err
-	}
-	// Lay the examples out: one package per documented package, a file
-	// per example, shared helpers once; an example whose helper clashes
-	// with another's gets a package of its own.
-	var pkgs []*examplePkg
-	byPkg := map[string]*examplePkg{}
+	var units []Unit
+	var which []int // unit → example
 	for i, ex := range exs {
 		if ex.Program == "" {
 			res[i] = ExampleResult{Status: ExampleNotStandalone, Error: ex.Why}
@@ -85,156 +61,53 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example,
 			res[i] = ExampleResult{Status: ExampleCompileError, Error: err.Error()}
 			continue
 		}
-		p := byPkg[ex.Package]
-		if p == nil || p.clashes(prog) {
-			p = &examplePkg{dir: "p" + strconv.Itoa(len(pkgs)), helpers: map[string]string{}}
-			pkgs = append(pkgs, p)
-			if byPkg[ex.Package] == nil {
-				byPkg[ex.Package] = p
-			}
-		}
-		src := prog.file(path.Base(p.dir), ex, p.helpers)
-		if err := os.MkdirAll(filepath.Join(work, p.dir), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(work, p.dir, exampleFile(i)), []byte(src), 0o644); err != nil {
-			return nil, err
-		}
-		p.members = append(p.members, i)
+		u, ex := len(units), ex
+		units = append(units, Unit{
+			Group:   ex.Package,
+			Source:  func(pkg string, declared map[string]string) string { return prog.file(pkg, UnitName(ex.Name, u), ex, declared) },
+			Clashes: prog.clashes,
+		})
+		which = append(which, i)
 	}
-	pending := map[string]*examplePkg{}
-	for _, p := range pkgs {
-		pending["lacuna.example/check/"+p.dir] = p
+	if len(units) == 0 {
+		return res, nil
 	}
-	fileRE := regexp.MustCompile(`ex(\d+)_test\.go:\d+(:\d+)?: (.*)`)
-	for round := 0; round < 6 && len(pending) > 0; round++ {
-		var pkgArgs []string
-		for ip := range pending {
-			pkgArgs = append(pkgArgs, "./"+strings.TrimPrefix(ip, "lacuna.example/check/"))
-		}
-		sort.Strings(pkgArgs)
-		topts := opts.TestOptions
-		topts.Exec, topts.Packages = opts.Exec, pkgArgs
-		run, err := t.Test(ctx, work, topts)
-		if err != nil {
-			return nil, err
-		}
-		if run.TimedOut {
-			for _, p := range pending {
-				for _, i := range p.members {
-					if res[i].Status == "" {
-						res[i] = ExampleResult{Status: ExampleTimeout, Error: "the go test run ran out of time"}
-					}
-				}
-			}
-			break
-		}
-		next := map[string]*examplePkg{}
-		for ip, p := range pending {
-			if msg, failed := run.BuildErrors[ip]; failed {
-				bad := map[int][]string{}
-				for _, m := range fileRE.FindAllStringSubmatch(msg, -1) {
-					k, _ := strconv.Atoi(m[1])
-					bad[k] = append(bad[k], m[3])
-				}
-				if len(bad) == 0 { // not an example's fault: the whole package
-					for _, i := range p.members {
-						res[i] = ExampleResult{Status: ExampleCompileError, Error: bound(msg, 4000)}
-					}
-					continue
-				}
-				var keep []int
-				for _, i := range p.members {
-					if lines, ok := bad[i]; ok {
-						res[i] = ExampleResult{Status: ExampleCompileError, Error: bound(strings.Join(lines, "\n"), 4000)}
-						os.Remove(filepath.Join(work, p.dir, exampleFile(i)))
-						continue
-					}
-					keep = append(keep, i)
-				}
-				p.members = keep
-				if len(keep) > 0 {
-					// A removed file may have held a helper the others use:
-					// rewrite the survivors with their helpers.
-					if err := rewritePackage(work, p.dir, exs, keep); err != nil {
-						return nil, err
-					}
-					next[ip] = p
-				}
-				continue
-			}
-			byName := map[string]TestResult{}
-			for _, tr := range run.Tests {
-				if tr.Package == ip {
-					byName[tr.Test] = tr
-				}
-			}
-			pkgFail := run.Failed[ip]
-			for _, i := range p.members {
-				tr, ran := byName[exs[i].Name]
-				switch {
-				case ran && tr.Passed:
-					res[i] = ExampleResult{Status: ExamplePassed, Seconds: tr.Seconds}
-				case ran:
-					res[i] = classifyFailure(tr.Output, tr.Seconds)
-				case !exs[i].HasOutput:
-					res[i] = ExampleResult{Status: ExampleNoOutput}
-				case strings.Contains(pkgFail, "test timed out"):
-					res[i] = ExampleResult{Status: ExampleTimeout, Error: bound(pkgFail, 4000)}
-				default:
-					res[i] = ExampleResult{Status: ExampleRuntimeError, Error: bound(pkgFail, 4000)}
-				}
-			}
-		}
-		pending = next
+	got, err := t.RunBatch(ctx, mod, units, BatchOptions{Exec: opts.Exec, WorkDir: opts.WorkDir, TestOptions: opts.TestOptions})
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range pending {
-		for _, i := range p.members {
-			if res[i].Status == "" {
-				res[i] = ExampleResult{Status: ExampleCompileError, Error: "still failing to build after several rounds"}
-			}
+	for u, r := range got {
+		i := which[u]
+		tr, ran := r.Tests[UnitName(exs[i].Name, u)]
+		switch {
+		case r.CompileError != "":
+			res[i] = ExampleResult{Status: ExampleCompileError, Error: r.CompileError}
+		case r.TimedOut:
+			res[i] = ExampleResult{Status: ExampleTimeout, Error: "the go test run ran out of time"}
+		case ran && tr.Passed:
+			res[i] = ExampleResult{Status: ExamplePassed, Seconds: tr.Seconds}
+		case ran:
+			res[i] = classifyFailure(tr.Output, tr.Seconds)
+		case !exs[i].HasOutput:
+			res[i] = ExampleResult{Status: ExampleNoOutput}
+		case strings.Contains(r.PackageFailure, "test timed out"):
+			res[i] = ExampleResult{Status: ExampleTimeout, Error: bound(r.PackageFailure, 4000)}
+		default:
+			res[i] = ExampleResult{Status: ExampleRuntimeError, Error: bound(r.PackageFailure, 4000)}
 		}
 	}
 	return res, nil
 }
 
-// examplePkg is one generated package of example tests.
-type examplePkg struct {
-	dir     string
-	members []int             // indices of the examples in it
-	helpers map[string]string // helper declarations written: name → source
-}
-
-// clashes reports whether a program declares a helper under a name this
+// clashes reports whether the program declares a helper under a name the
 // package already has with other source.
-func (p *examplePkg) clashes(prog *program) bool {
+func (prog *program) clashes(declared map[string]string) bool {
 	for _, h := range prog.helpers {
-		if src, ok := p.helpers[h.name]; ok && src != h.src {
+		if src, ok := declared[h.name]; ok && src != h.src {
 			return true
 		}
 	}
 	return false
-}
-
-// exampleFile names example i's file. Not ex_N: ex_386_test.go would be a
-// GOARCH build constraint.
-func exampleFile(i int) string { return fmt.Sprintf("ex%d_test.go", i) }
-
-// rewritePackage writes the files of the surviving examples again, so that
-// helpers deduplicated into a removed file are declared once more.
-func rewritePackage(work, dir string, exs []Example, members []int) error {
-	helpers := map[string]string{}
-	for _, i := range members {
-		prog, err := splitProgram(exs[i])
-		if err != nil {
-			return err
-		}
-		src := prog.file(dir, exs[i], helpers)
-		if err := os.WriteFile(filepath.Join(work, dir, exampleFile(i)), []byte(src), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // classifyFailure reads a failed example's output: "got:/want:" is a
@@ -337,9 +210,9 @@ func selectorRoots(n ast.Node) map[string]bool {
 	return out
 }
 
-// file renders the program as an Example test file of package pkgName,
+// file renders the program as Example function fn of package pkgName,
 // leaving out helpers already declared (helpers maps name → source).
-func (prog *program) file(pkgName string, ex Example, helpers map[string]string) string {
+func (prog *program) file(pkgName, fn string, ex Example, helpers map[string]string) string {
 	var decls []named
 	uses := map[string]bool{}
 	for _, h := range prog.helpers {
@@ -371,7 +244,7 @@ func (prog *program) file(pkgName string, ex Example, helpers map[string]string)
 		b.WriteString(d.src)
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nfunc %s() {%s\n", ex.Name, prog.body)
+	fmt.Fprintf(&b, "\nfunc %s() {%s\n", fn, prog.body)
 	if ex.HasOutput {
 		if ex.Unordered {
 			b.WriteString("\n\t// Unordered output:\n")
