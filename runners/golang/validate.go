@@ -63,8 +63,10 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example,
 		}
 		u, ex := len(units), ex
 		units = append(units, Unit{
-			Group:   ex.Package,
-			Source:  func(pkg string, declared map[string]string) string { return prog.file(pkg, UnitName(ex.Name, u), ex, declared) },
+			Group: ex.Package,
+			Source: func(pkg string, declared map[string]string) string {
+				return prog.file(pkg, UnitName(ex.Name, u), ex, declared)
+			},
 			Clashes: prog.clashes,
 		})
 		which = append(which, i)
