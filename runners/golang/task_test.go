@@ -1,0 +1,136 @@
+package golang
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func fixtureExample(t *testing.T, name string) Example {
+	t.Helper()
+	exs, err := Examples(fixtureNew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exs {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no %s", name)
+	return Example{}
+}
+
+func TestTasksFromExampleGradeTheScaffolding(t *testing.T) {
+	push := Target{ID: "example.com/shapes.Stack.Push", Package: "example.com/shapes", Receiver: "Stack", Name: "Push"}
+	tasks, skipped, err := TasksFromExample(fixtureExample(t, "ExampleStack_Push"), push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 2 || tasks[0].Difficulty != Easy || tasks[1].Difficulty != Medium || skipped[Hard] == "" {
+		t.Fatalf("tasks %+v skipped %v", tasks, skipped)
+	}
+	if tasks[0].Mask != `s.Push("a")` || !strings.Contains(tasks[0].Before, "var s shapes.Stack[string]") {
+		t.Errorf("easy: before %q mask %q", tasks[0].Before, tasks[0].Mask)
+	}
+	if !strings.HasPrefix(tasks[1].Mask, "var s shapes.Stack[string]") || !reflect.DeepEqual(tasks[1].Probes, []string{"s"}) {
+		t.Errorf("medium: mask %q probes %v", tasks[1].Mask, tasks[1].Probes)
+	}
+	if !strings.Contains(tasks[0].Context(), "<MASK>") || strings.Contains(tasks[0].Context(), `s.Push("a")`) {
+		t.Errorf("context:\n%s", tasks[0].Context())
+	}
+	d, ok := Describe(tasks[0], push, "Push puts the value v on top of the stack.")
+	if !ok || strings.Contains(d, "Push") || !strings.Contains(d, "puts the value v on top of the stack") {
+		t.Errorf("description %q ok=%v", d, ok)
+	}
+	if _, ok := Describe(Task{Difficulty: Easy, Output: "Push done\n"}, push, ""); ok {
+		t.Error("a description whose expected output names the API must be refused")
+	}
+}
+
+// TestHarnessObservesThenAsserts runs the execute-then-assert cycle on
+// the fixture: observe the reference, then check it and calibration
+// solutions that must fail, each under the spy.
+func TestHarnessObservesThenAsserts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	abs, _ := filepath.Abs(fixtureNew)
+	apis, err := Surface(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []API
+	for _, a := range apis {
+		if a.ID == "example.com/shapes.Scale" {
+			targets = append(targets, a)
+		}
+	}
+	work := t.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	// A scenario with a probe: the variable the span sets.
+	task := Task{
+		Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
+		Before: "\n\txs := []int{1, 2, 3}", Keep: []string{"xs"}, Mask: "\tys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"},
+	}
+	tc, err := NewToolchain(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.BuildCache = sharedBuildCache(t)
+	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
+	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
+	access := spy.Access[tg.ID]
+
+	obsRes, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := ReadObservation(obsRes[0].Tests[UnitName("Test", 0)].Output)
+	if !ok || ref.Output != "[2 4 6]\n" || ref.Direct != 1 || ref.Probes["ys"].Type != "[]int" || ref.Probes["ys"].Len != 3 {
+		t.Fatalf("observation %+v (%+v)", ref, obsRes[0])
+	}
+	solutions := []struct {
+		code   string
+		layers []string // failing layers; nil: passes
+		build  bool     // fails to compile
+	}{
+		{task.Mask, nil, false},
+		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}, false},            // perturbed argument
+		{"\tys := []int{2, 4, 6}", []string{"spy"}, false},                         // right values, target never called
+		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}, false},              // a sibling that calls it indirectly
+		{"\tvar ys []string", []string{"spy", "structural", "comparative"}, false}, // zero value of the wrong type
+		{"\tys := shapes.Scale(xs, 2", nil, true},                                  // syntax break
+	}
+	var units []Unit
+	for i, s := range solutions {
+		units = append(units, Harness(task, s.code, i, access, tg.Package, ref))
+	}
+	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range solutions {
+		r := res[i]
+		if s.build {
+			if r.CompileError == "" {
+				t.Errorf("%q: compile error %q", s.code, r.CompileError)
+			}
+			continue
+		}
+		tr, ran := r.Tests[UnitName("Test", i)]
+		if !ran {
+			t.Errorf("%q: did not run: %+v", s.code, r)
+			continue
+		}
+		if got := FailedLayers(tr.Output); tr.Passed != (s.layers == nil) || !reflect.DeepEqual(got, s.layers) {
+			t.Errorf("%q: passed=%v layers %v, want %v\n%s", s.code, tr.Passed, got, s.layers, tr.Output)
+		}
+	}
+}
