@@ -134,3 +134,86 @@ func TestHarnessObservesThenAsserts(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationMutantsFailAndTheJudgeClassifiesThem: every mutant of a
+// real task fails its harness, and the judge's fast path puts each in its
+// class.
+func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	abs, _ := filepath.Abs(fixtureNew)
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleScale"), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks[0]
+	apis, _ := Surface(abs)
+	var targets []API
+	for _, a := range apis {
+		if a.ID == tg.ID {
+			targets = append(targets, a)
+		}
+	}
+	work := t.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := NewToolchain(t.TempDir())
+	tc.BuildCache = sharedBuildCache(t)
+	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
+	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
+	access := spy.Access[tg.ID]
+	obs, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := ReadObservation(obs[0].Tests[UnitName("Test", 0)].Output)
+	if !ok {
+		t.Fatalf("no observation: %+v", obs[0])
+	}
+	p, _ := LoadPackage(abs, "example.com/shapes")
+	sib := p.Siblings("Scale")
+	if len(sib) == 0 || sib[0] != "ScaleErr" {
+		t.Fatalf("siblings of Scale: %v", sib)
+	}
+	mutants := Mutants(task, tg, sib[0], ref)
+	want := map[string]string{
+		MutantNull: ClassNeedsLLM, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
+		MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
+	}
+	if len(mutants) != len(want) {
+		t.Fatalf("mutants %+v", mutants)
+	}
+	var units []Unit
+	for i, m := range mutants {
+		mt := task
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		units = append(units, Harness(mt, m.Code, i, access, tg.Package, ref))
+	}
+	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range mutants {
+		tr, ran := res[i].Tests[UnitName("Test", i)]
+		if ran && tr.Passed {
+			t.Errorf("%s mutant passed the harness:\n%s", m.Kind, m.Code)
+		}
+		mt := task
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		s := Sample{Program: mt.Program(m.Code), CompileError: res[i].CompileError, Ran: ran}
+		if o, ok := ReadObservation(tr.Output); ok {
+			s.Direct = o.Direct
+		}
+		if class, rule := Judge(s, tg, "shapes"); class != want[m.Kind] {
+			t.Errorf("%s mutant judged %s (%s), want %s; compile error %q", m.Kind, class, rule, want[m.Kind], res[i].CompileError)
+		}
+	}
+}
