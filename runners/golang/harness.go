@@ -17,6 +17,7 @@ type Observation struct {
 	Direct   int64            `json:"direct"`
 	Indirect int64            `json:"indirect"`
 	Panic    string           `json:"panic,omitempty"`
+	TimedOut bool             `json:"timed_out,omitempty"`
 }
 
 // Probe describes a value: type, length (-1 when it has none), nil-ness
@@ -70,7 +71,7 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
 				declared["lacunaRun"] = harnessRuntime
-				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\n")
+				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunatime \"time\"\n")
 				b.WriteString(harnessRuntime)
 			}
 			b.WriteString(body)
@@ -146,6 +147,7 @@ type lacunaObservation struct {
 	Direct   int64                       ` + "`json:\"direct\"`" + `
 	Indirect int64                       ` + "`json:\"indirect\"`" + `
 	Panic    string                      ` + "`json:\"panic,omitempty\"`" + `
+	TimedOut bool                        ` + "`json:\"timed_out,omitempty\"`" + `
 }
 
 func lacunaDescribe(v any) lacunaProbeValue {
@@ -166,6 +168,8 @@ func lacunaDescribe(v any) lacunaProbeValue {
 	return p
 }
 
+const lacunaScenarioTimeout = 10 * lacunatime.Second
+
 // lacunaRun runs a scenario with stdout captured and the spy read before
 // and after.
 func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64)) (obs lacunaObservation) {
@@ -183,14 +187,25 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64)) (obs
 		done <- string(b)
 	}()
 	d0, i0 := spy()
-	func() {
+	probes := map[string]lacunaProbeValue{}
+	finished := make(chan string, 1)
+	go func() {
+		panicked := ""
 		defer func() {
 			if p := recover(); p != nil {
-				obs.Panic = lacunafmt.Sprint(p)
+				panicked = lacunafmt.Sprint(p)
 			}
+			finished <- panicked
 		}()
-		scenario(func(name string, v any) { obs.Probes[name] = lacunaDescribe(v) })
+		scenario(func(name string, v any) { probes[name] = lacunaDescribe(v) })
 	}()
+	// A scenario that never ends loses its own test, not the batch's.
+	select {
+	case obs.Panic = <-finished:
+		obs.Probes = probes
+	case <-lacunatime.After(lacunaScenarioTimeout):
+		obs.TimedOut = true
+	}
 	d1, i1 := spy()
 	obs.Direct, obs.Indirect = d1-d0, i1-i0
 	w.Close()
@@ -213,6 +228,9 @@ func lacunaCheck(t interface {
 	if err := lacunajson.Unmarshal([]byte(expect), &want); err != nil {
 		t.Errorf("LACUNA_FAIL harness: %v", err)
 		return
+	}
+	if obs.TimedOut {
+		t.Errorf("LACUNA_FAIL runtime: timed out after %s", lacunaScenarioTimeout)
 	}
 	if obs.Panic != "" {
 		t.Errorf("LACUNA_FAIL runtime: panic: %s", obs.Panic)

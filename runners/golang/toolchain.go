@@ -129,7 +129,9 @@ func (t *Toolchain) Test(ctx context.Context, dir string, opts TestOptions) (*Te
 	if opts.Output <= 0 {
 		opts.Output = 16 << 10
 	}
-	args := []string{"test", "-json", "-vet=off", "-count=1", "-timeout", opts.Timeout.String()}
+	// -gcflags=-e: every compile error of a package, not the first ten, so
+	// that one round sets aside every unit that does not compile.
+	args := []string{"test", "-json", "-vet=off", "-count=1", "-gcflags=-e", "-timeout", opts.Timeout.String()}
 	if opts.Exec != "" {
 		args = append(args, "-exec", opts.Exec)
 	}
