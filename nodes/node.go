@@ -200,3 +200,43 @@ func InstanceKey(addr string) string {
 		return '_'
 	}, k)
 }
+
+// CheckFunc is a named check the filter node applies instead of a row
+// predicate (node "filter" "c1" { input = ...  check = "c1" }): a test
+// that needs more than one row at a time, such as running harnesses. It
+// reads input (and samples, when the filter was given some: precomputed
+// runs it may reuse) and writes the filter's output through r.
+type CheckFunc func(ctx context.Context, r Run, input, samples Ref) error
+
+var checks = map[string]CheckFunc{}
+
+// RegisterCheck makes a check available to filter nodes; the package that
+// knows the rows registers it in init.
+func RegisterCheck(name string, fn CheckFunc) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := checks[name]; dup {
+		panic("nodes: duplicate check " + name)
+	}
+	checks[name] = fn
+}
+
+// LookupCheck returns a registered check.
+func LookupCheck(name string) (CheckFunc, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	fn, ok := checks[name]
+	return fn, ok
+}
+
+// CheckNames lists the registered checks.
+func CheckNames() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []string
+	for n := range checks {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

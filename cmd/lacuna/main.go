@@ -22,6 +22,7 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
+	_ "github.com/lacuna-dev/lacuna/nodes/tasks"
 )
 
 type command struct {

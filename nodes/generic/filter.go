@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/parquet-go/parquet-go"
@@ -18,7 +19,12 @@ type filterConfig struct {
 	Input nodes.Ref `hcl:"input"`
 	// Where is evaluated for every row, with the row's columns as row.*
 	// (JSON columns as nested values); rows where it is true are kept.
-	Where nodes.Expr `hcl:"where" roots:"row"`
+	Where nodes.Expr `hcl:"where,optional" roots:"row"`
+	// Check names a registered check instead (c1: the tasks' references
+	// pass their harnesses and calibration solutions fail them).
+	Check string `hcl:"check,optional"`
+	// Samples are precomputed runs a check may reuse.
+	Samples nodes.Ref `hcl:"samples,optional"`
 }
 
 type filterType struct{}
@@ -27,11 +33,32 @@ func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
 func (filterType) NewConfig() any  { return &filterConfig{} }
 func (filterType) Doc() string {
-	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true."
+	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true; or applies a named check (check = \"c1\")."
+}
+
+func (filterType) Validate(cfg any) error {
+	c := cfg.(*filterConfig)
+	switch {
+	case c.Check == "" && c.Where.Expr == nil:
+		return nodes.Errorf("", "Nothing to filter on", "set where = <expression over row.*> or check = \"c1\".")
+	case c.Check != "" && c.Where.Expr != nil:
+		return nodes.Errorf("check", "Both where and check", "a filter takes where or check, not both.")
+	case c.Check != "":
+		if _, ok := nodes.LookupCheck(c.Check); !ok {
+			return nodes.Errorf("check", "Unknown check", "%q is not a check; known: %s.", c.Check, strings.Join(nodes.CheckNames(), ", "))
+		}
+	case c.Samples.Node != "":
+		return nodes.Errorf("samples", "Samples without a check", "samples are for checks (check = \"c1\").")
+	}
+	return nil
 }
 
 func (filterType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*filterConfig)
+	if c.Check != "" {
+		fn, _ := nodes.LookupCheck(c.Check)
+		return fn(ctx, r, c.Input, c.Samples)
+	}
 	in, err := r.Input(c.Input)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package golang
 import (
 	"context"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -79,7 +81,18 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *Module, units []Unit, opt
 	write := func(p *pkg, i int) error {
 		return os.WriteFile(filepath.Join(work, p.dir, unitFile(i)), []byte(units[i].Source(p.dir, p.declared)), 0o644)
 	}
+	// A unit that does not parse is set aside before the build: the go
+	// command reports one parse error per package and round.
+	fset := token.NewFileSet()
 	for i, u := range units {
+		if _, err := parser.ParseFile(fset, unitFile(i), u.Source("p", map[string]string{}), parser.SkipObjectResolution); err != nil {
+			res[i].CompileError = bound(err.Error(), 4000)
+		}
+	}
+	for i, u := range units {
+		if res[i].CompileError != "" {
+			continue
+		}
 		p := byGroup[u.Group]
 		if p == nil || (u.Clashes != nil && u.Clashes(p.declared)) {
 			p = &pkg{dir: "p" + strconv.Itoa(len(pkgs)), declared: map[string]string{}}
@@ -142,11 +155,16 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *Module, units []Unit, opt
 				continue
 			}
 			bad := map[int][]string{}
-			for _, m := range fileRE.FindAllStringSubmatch(msg, -1) {
-				k, _ := strconv.Atoi(m[1])
-				bad[k] = append(bad[k], m[3])
+			mine := map[int]bool{}
+			for _, i := range p.members {
+				mine[i] = true
 			}
-			if len(bad) == 0 { // nothing names a unit: the package fails whole
+			for _, m := range fileRE.FindAllStringSubmatch(msg, -1) {
+				if k, _ := strconv.Atoi(m[1]); mine[k] {
+					bad[k] = append(bad[k], m[3])
+				}
+			}
+			if len(bad) == 0 { // nothing names a unit of it: the package fails whole
 				for _, i := range p.members {
 					res[i].CompileError = bound(msg, 4000)
 				}

@@ -1,6 +1,7 @@
 package golang
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"regexp"
@@ -20,6 +21,7 @@ const (
 // Sample is one solution's run, as the judge sees it.
 type Sample struct {
 	Program      string // the whole program with the solution in place
+	Solution     string // the solver's code alone: whose calls are judged
 	Passed       bool
 	CompileError string
 	Ran          bool  // the harness ran (it compiled)
@@ -64,10 +66,15 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 		if m := noSuchMember.FindStringSubmatch(e); m != nil {
 			return ClassWrongAPISelection, "calls method " + m[1] + ", which does not exist"
 		}
+		if !callsTarget(s.Solution, tg) {
+			if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
+				return ClassWrongAPISelection, "calls " + strings.Join(other, ", ") + " instead of " + tg.Name + " (does not compile)"
+			}
+		}
 		return ClassNeedsLLM, "does not compile; cause unclear"
 	}
 	if s.Ran && s.Direct == 0 {
-		if other := otherPackageCalls(s.Program, pkgName, tg.Name); len(other) > 0 {
+		if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
 			return ClassWrongAPISelection, "never calls " + tg.Name + "; calls " + strings.Join(other, ", ") + " instead"
 		}
 		return ClassNeedsLLM, "never calls the target"
@@ -75,22 +82,47 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 	return ClassNeedsLLM, "calls the target; the result is wrong"
 }
 
-// otherPackageCalls lists pkg.X and .X calls in a program that are not the
-// target: siblings a solver picked instead.
-func otherPackageCalls(program, pkgName, target string) []string {
-	f, err := parser.ParseFile(token.NewFileSet(), "", program, 0)
+// otherPackageCalls lists the calls a solver made instead of the target:
+// pkg.X for a function; for a method, also v.X on a value (any exported
+// method call on something that is not an imported package; syntax alone
+// cannot tell whose method it is).
+func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
 	if err != nil {
 		return nil
+	}
+	imported := map[string]bool{pkgName: true}
+	if pf, err := parser.ParseFile(token.NewFileSet(), "", program, parser.ImportsOnly); err == nil {
+		for _, im := range pf.Imports {
+			imported[importName(im)] = true
+		}
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range calledSelectors(f) {
-		if c.pkg == pkgName && c.name != target && !seen[c.name] {
-			seen[c.name] = true
-			out = append(out, pkgName+"."+c.name)
+		if c.name == tg.Name || seen[c.pkg+"."+c.name] {
+			continue
+		}
+		if c.pkg == pkgName || (tg.Receiver != "" && !imported[c.pkg] && ast.IsExported(c.name)) {
+			seen[c.pkg+"."+c.name] = true
+			out = append(out, strings.TrimPrefix(c.pkg+"."+c.name, "."))
 		}
 	}
 	return out
+}
+
+// callsTarget reports whether the solution's code calls the target's name.
+func callsTarget(solution string, tg Target) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+	if err != nil {
+		return false
+	}
+	for _, c := range calledSelectors(f) {
+		if c.name == tg.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func firstLine(s string) string {

@@ -211,7 +211,8 @@ func commonPrefix(a, b string) int {
 
 type selCall struct{ pkg, name string }
 
-// calledSelectors lists the X.Name(...) calls of a file.
+// calledSelectors lists the X.Name(...) calls of a file; pkg is X when X
+// is an identifier, "" otherwise.
 func calledSelectors(f *ast.File) []selCall {
 	var out []selCall
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -227,9 +228,11 @@ func calledSelectors(f *ast.File) []selCall {
 			fun = x.X
 		}
 		if sel, ok := fun.(*ast.SelectorExpr); ok {
+			x := "" // a method call on an expression: x().M()
 			if id, ok := sel.X.(*ast.Ident); ok {
-				out = append(out, selCall{id.Name, sel.Sel.Name})
+				x = id.Name
 			}
+			out = append(out, selCall{x, sel.Sel.Name})
 		}
 		return true
 	})

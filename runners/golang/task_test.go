@@ -208,7 +208,7 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 		if m.Imports != nil {
 			mt.Imports = m.Imports
 		}
-		s := Sample{Program: mt.Program(m.Code), CompileError: res[i].CompileError, Ran: ran}
+		s := Sample{Program: mt.Program(m.Code), Solution: m.Code, CompileError: res[i].CompileError, Ran: ran}
 		if o, ok := ReadObservation(tr.Output); ok {
 			s.Direct = o.Direct
 		}

@@ -1,0 +1,132 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+)
+
+func init() { nodes.RegisterCheck("c1", checkC1) }
+
+// C1Row is a task with what C1 and the harness audit found. Keep is true
+// when the reference passes its own harness and every calibration
+// solution fails it; Reason explains every drop.
+type C1Row struct {
+	Row
+	C1Passed  bool   `parquet:"c1_passed"` // the reference passes its harness
+	C1Error   string `parquet:"c1_error"`
+	AuditRun  int32  `parquet:"audit_run"`    // calibration solutions run
+	AuditKill int32  `parquet:"audit_killed"` // ... that the harness rejected
+	// Discrimination is AuditKill / AuditRun: 1 for a harness that
+	// rejects every calibration solution.
+	Discrimination float64  `parquet:"discrimination"`
+	Survivors      []string `parquet:"audit_survivors,list"` // calibration kinds that passed: the harness's blind spots
+	Keep           bool     `parquet:"keep"`
+	Reason         string   `parquet:"reason"`
+}
+
+// checkC1 runs (or reuses, from samples) the reference and the calibration
+// solutions of every task and keeps the tasks whose harness accepts the
+// one and rejects the others. Dropped tasks stay in the output with
+// Keep = false and the reason: a filter with where = row.keep after it
+// keeps the rest.
+func checkC1(ctx context.Context, r nodes.Run, input, samples nodes.Ref) error {
+	tasks, err := readTasks(r, input)
+	if err != nil {
+		return err
+	}
+	var runs []SampleRow
+	if samples.Node != "" {
+		in, err := r.Input(samples)
+		if err != nil {
+			return err
+		}
+		if runs, err = artifacts.ReadAll[SampleRow](in); err != nil {
+			return fmt.Errorf("samples: %w (samples must come from a solve node with calibration = true)", err)
+		}
+	} else {
+		sols, err := calibration(ctx, r, tasks)
+		if err != nil {
+			return err
+		}
+		if runs, err = runAll(ctx, r, tasks, sols); err != nil {
+			return err
+		}
+	}
+	byTask := map[string][]SampleRow{}
+	for _, s := range runs {
+		byTask[s.TaskID] = append(byTask[s.TaskID], s)
+	}
+	out := make([]C1Row, len(tasks))
+	drops := map[string]int{}
+	survived := map[string]int{}
+	kept := 0
+	for i, t := range tasks {
+		row := C1Row{Row: t, Survivors: []string{}}
+		var ref *SampleRow
+		for j, s := range byTask[t.TaskID] {
+			if s.Kind == "reference" {
+				ref = &byTask[t.TaskID][j]
+				continue
+			}
+			row.AuditRun++
+			if s.Passed {
+				row.Survivors = append(row.Survivors, s.Kind)
+				survived[s.Kind]++
+			} else {
+				row.AuditKill++
+			}
+		}
+		if row.AuditRun > 0 {
+			row.Discrimination = float64(row.AuditKill) / float64(row.AuditRun)
+		}
+		switch {
+		case t.Expect == "":
+			row.Reason = "no harness: " + t.ObserveError
+		case ref == nil:
+			row.Reason = "the reference was not run"
+		case !ref.Passed:
+			row.C1Error = firstNonEmpty(strings.Join(ref.FailedLayers, ", "), ref.CompileError, ref.RuntimeError)
+			row.Reason = "C1: the reference fails its own harness (" + row.C1Error + ")"
+		case len(row.Survivors) > 0:
+			row.C1Passed = true
+			row.Reason = "audit: the harness accepts " + strings.Join(row.Survivors, ", ")
+		default:
+			row.C1Passed, row.Keep = true, true
+		}
+		if row.Keep {
+			kept++
+		} else {
+			key := row.Reason
+			if i := strings.IndexAny(key, "(:"); i > 0 {
+				key = key[:i]
+			}
+			drops[strings.TrimSpace(key)]++
+		}
+		out[i] = row
+	}
+	for _, k := range sortedKeys(drops) {
+		r.Logf("dropped %d: %s", drops[k], k)
+	}
+	var surv []string
+	for _, k := range sortedKeys(survived) {
+		surv = append(surv, fmt.Sprintf("%s %d", k, survived[k]))
+	}
+	if len(surv) > 0 {
+		r.Logf("calibration solutions that passed a harness: %s", strings.Join(surv, ", "))
+	}
+	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
+	return writeRows(r, out)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,192 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/runners/golang"
+)
+
+func init() { nodes.Register(solveType{}) }
+
+// solveConfig:
+//
+//	node "solve" "calibration" { tasks = node.tasks.lo  calibration = true }
+//	node "solve" "qwen"        { tasks = node.tasks.lo  solutions = node.import.qwen }
+type solveConfig struct {
+	Tasks nodes.Ref `hcl:"tasks"`
+	// Solutions are rows with task_id and solution (the code that fills
+	// the task's span), and optionally sample_id.
+	Solutions nodes.Ref `hcl:"solutions,optional"`
+	// Calibration runs the built-in solutions instead: the reference and
+	// the mutants a harness must reject (null, sibling API, wrong
+	// import, perturbed argument, syntax break).
+	Calibration bool `hcl:"calibration,optional"`
+}
+
+type solveType struct{}
+
+func (solveType) Name() string    { return "solve" }
+func (solveType) Version() string { return "1" }
+func (solveType) NewConfig() any  { return &solveConfig{} }
+func (solveType) Row() any        { return SampleRow{} }
+func (solveType) Doc() string {
+	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
+		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample."
+}
+
+func (solveType) Validate(cfg any) error {
+	c := cfg.(*solveConfig)
+	if (c.Solutions.Node == "") == !c.Calibration {
+		return nodes.Errorf("solutions", "Solutions or calibration", "set exactly one of solutions = node.X.Y and calibration = true.")
+	}
+	return nil
+}
+
+func (solveType) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*solveConfig)
+	tasks, err := readTasks(r, c.Tasks)
+	if err != nil {
+		return err
+	}
+	var sols []Solution
+	if c.Calibration {
+		sols, err = calibration(ctx, r, tasks)
+	} else {
+		sols, err = readSolutions(r, c.Solutions, tasks)
+	}
+	if err != nil {
+		return err
+	}
+	rows, err := runAll(ctx, r, tasks, sols)
+	if err != nil {
+		return err
+	}
+	passed := 0
+	for _, s := range rows {
+		if s.Passed {
+			passed++
+		}
+	}
+	r.Note("%d samples over %d tasks, %d passed", len(rows), len(tasks), passed)
+	return writeRows(r, rows)
+}
+
+func writeRows[T any](r nodes.Run, rows []T) error {
+	w, err := r.Output(artifacts.SchemaOf[T]())
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readTasks(r nodes.Run, ref nodes.Ref) ([]Row, error) {
+	in, err := r.Input(ref)
+	if err != nil {
+		return nil, err
+	}
+	return artifacts.ReadAll[Row](in)
+}
+
+// readSolutions reads any table with task_id and solution columns.
+func readSolutions(r nodes.Run, ref nodes.Ref, tasks []Row) ([]Solution, error) {
+	in, err := r.Input(ref)
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	for i, t := range tasks {
+		index[t.TaskID] = i
+	}
+	var out []Solution
+	n := map[string]int{}
+	for i, row := range in.Rows() {
+		var v any
+		if err := in.Schema().Reconstruct(&v, row); err != nil {
+			return nil, err
+		}
+		m, _ := v.(map[string]any)
+		id, _ := m["task_id"].(string)
+		code, ok := m["solution"].(string)
+		if id == "" || !ok {
+			return nil, fmt.Errorf("solutions row %d: needs string columns task_id and solution", i)
+		}
+		t, ok := index[id]
+		if !ok {
+			return nil, fmt.Errorf("solutions row %d: no task %s", i, id)
+		}
+		sid, _ := m["sample_id"].(string)
+		if sid == "" {
+			sid = fmt.Sprintf("s%d", n[id])
+		}
+		n[id]++
+		out = append(out, Solution{Task: t, SampleID: sid, Kind: "model", Code: code})
+	}
+	return out, nil
+}
+
+// calibration builds, for every observed task, the reference and the
+// mutants its harness must reject.
+func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, error) {
+	specs, expects, err := decodeTasks(tasks)
+	if err != nil {
+		return nil, err
+	}
+	fetcher, _, err := discovery.GoCache(r)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string]*golang.Package{}
+	var out []Solution
+	for i, t := range tasks {
+		if expects[i] == nil {
+			continue
+		}
+		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].Mask})
+		p, ok := pkgs[t.ImportPath]
+		if !ok {
+			mod, err := fetcher.Download(ctx, t.Module, t.Version)
+			if err != nil {
+				return nil, err
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(t.ImportPath, t.Module), "/")
+			p, err = golang.LoadPackage(mod.Dir+"/"+rel, t.ImportPath)
+			if err != nil {
+				return nil, err
+			}
+			pkgs[t.ImportPath] = p
+		}
+		tg := target(t)
+		name := tg.Name
+		if tg.Receiver != "" {
+			name = tg.Receiver + "." + tg.Name
+		}
+		sibling := ""
+		if s := p.Siblings(name); len(s) > 0 {
+			sibling = s[0]
+		}
+		for _, m := range golang.Mutants(specs[i], tg, sibling, expects[i]) {
+			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code, Imports: m.Imports})
+		}
+	}
+	return out, nil
+}
+
+// target is a task's API as the Go runners name it.
+func target(t Row) golang.Target {
+	parts := strings.Split(t.Qualified, ".")
+	tg := golang.Target{ID: t.APIID, Package: t.ImportPath, Name: parts[len(parts)-1]}
+	if len(parts) == 3 {
+		tg.Receiver = parts[1]
+	}
+	return tg
+}

@@ -1,0 +1,246 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/runners/golang"
+)
+
+func init() { nodes.Register(tasksType{}) }
+
+// config:
+//
+//	node "tasks" "lo" { bundles = node.bundle.lo }
+type config struct {
+	Bundles nodes.Ref `hcl:"bundles"`
+	// Generator is "examples" (deterministic, from each bundle's
+	// validated examples and signature). "llm", the paper's one call
+	// producing three graded tasks, arrives with the LLM issue.
+	Generator string `hcl:"generator,optional"`
+}
+
+// Row is one task: the paper's tuple (description, context, mask,
+// reference, harness) with what is needed to run solutions through it.
+type Row struct {
+	TaskID     string `parquet:"task_id"`
+	Library    string `parquet:"library"`
+	Module     string `parquet:"module"`
+	Version    string `parquet:"version"`
+	APIID      string `parquet:"api_id"`
+	ImportPath string `parquet:"import_path"`
+	Qualified  string `parquet:"qualified_name"`
+	PkgName    string `parquet:"pkg_name"` // the name the program imports the target's package by
+	Family     string `parquet:"family"`
+	FamilyRep  bool   `parquet:"family_rep"`
+	Difficulty string `parquet:"difficulty"` // easy, medium, hard
+	// Description never names the target (checked: a level whose
+	// description would is not emitted).
+	Description string `parquet:"description"`
+	Context     string `parquet:"context"`   // the program with the span marked <MASK>
+	Mask        string `parquet:"mask"`      // the span the solver writes, as the reference has it
+	Reference   string `parquet:"reference"` // the whole reference program
+	Harness     string `parquet:"harness"`   // the test file, reference solution in place
+	Generator   string `parquet:"generator"`
+	Example     string `parquet:"example"` // the Example function it was cut from
+	// Missing names the levels this API has no task for, and why.
+	Missing string `parquet:"missing"`
+	// Spec and Expect are the task and the reference's observation as
+	// JSON: what the harness is rebuilt from for every solution.
+	Spec   string `parquet:"spec"`
+	Expect string `parquet:"expect"`
+	// ObserveError says why the reference could not be observed (it then
+	// has no Expect, and C1 drops the task).
+	ObserveError string `parquet:"observe_error"`
+}
+
+type tasksType struct{}
+
+func (tasksType) Name() string    { return "tasks" }
+func (tasksType) Version() string { return "1" }
+func (tasksType) NewConfig() any  { return &config{} }
+func (tasksType) Row() any        { return Row{} }
+func (tasksType) Doc() string {
+	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
+		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
+}
+
+func (tasksType) Validate(cfg any) error {
+	c := cfg.(*config)
+	switch c.Generator {
+	case "", "examples":
+		return nil
+	case "llm":
+		return nodes.Errorf("generator", "Generator not available yet", "generator \"llm\" (one LLM call per bundle, the paper's) arrives with the LLM issue; use \"examples\".")
+	}
+	return nodes.Errorf("generator", "Unknown generator", "generator must be \"examples\", not %q.", c.Generator)
+}
+
+func (tasksType) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*config)
+	in, err := r.Input(c.Bundles)
+	if err != nil {
+		return err
+	}
+	bundles, err := artifacts.ReadAll[bundle.Row](in)
+	if err != nil {
+		return err
+	}
+	var rows []Row
+	var specs []golang.Task
+	levels := map[string]int{}
+	noTask := map[string]int{}
+	for _, b := range bundles {
+		made, why := cut(b)
+		if len(made) == 0 {
+			noTask[why]++
+			continue
+		}
+		for _, m := range made {
+			levels[m.row.Difficulty]++
+			rows = append(rows, m.row)
+			specs = append(specs, m.spec)
+		}
+	}
+	for _, k := range sortedKeys(noTask) {
+		r.Logf("no task for %d APIs: %s", noTask[k], k)
+	}
+	// Execute: observe every reference under the spy.
+	sols := make([]Solution, len(rows))
+	for i := range rows {
+		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].Mask}
+	}
+	obs, err := runAll(ctx, r, rows, sols)
+	if err != nil {
+		return err
+	}
+	observed := 0
+	for i, s := range obs {
+		switch {
+		case s.CompileError != "":
+			rows[i].ObserveError = "reference does not compile: " + s.CompileError
+		case s.TimedOut:
+			rows[i].ObserveError = "reference timed out"
+		case s.RuntimeError != "":
+			rows[i].ObserveError = "reference failed: " + s.RuntimeError
+		case s.Observation == "":
+			rows[i].ObserveError = "the harness printed no observation"
+		case s.SpyDirect == 0:
+			rows[i].ObserveError = "the reference never calls the target directly"
+		default:
+			rows[i].Expect = s.Observation
+			observed++
+		}
+		var exp golang.Observation
+		if json.Unmarshal([]byte(rows[i].Expect), &exp) == nil && s.spyAccess != "" {
+			rows[i].Harness = golang.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, &exp).Source("harness", map[string]string{})
+		}
+	}
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[golang.Easy], levels[golang.Medium], levels[golang.Hard], observed)
+	w, err := r.Output(artifacts.SchemaOf[Row]())
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type made struct {
+	row  Row
+	spec golang.Task
+}
+
+// cut makes the tasks of one bundle from its first valid example that
+// supports each level; why says why there are none.
+func cut(b bundle.Row) ([]made, string) {
+	if b.Kind == "type" {
+		return nil, "a type: no call to build a task around (the llm generator will)"
+	}
+	tg := golang.Target{ID: b.APIID, Package: b.ImportPath, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
+	if b.Kind == "method" {
+		parts := strings.Split(b.Qualified, ".")
+		tg.Receiver = parts[len(parts)-2]
+	}
+	got := map[string]made{}
+	missing := map[string]string{}
+	for _, e := range b.Examples {
+		if !e.Valid {
+			continue
+		}
+		ex := golang.Example{Name: e.Name, Program: e.Code, Output: e.Output, HasOutput: true, Unordered: e.Unordered}
+		tasks, skipped, err := golang.TasksFromExample(ex, tg)
+		if err != nil {
+			missing["easy"] = err.Error()
+			continue
+		}
+		for level, why := range skipped {
+			if _, done := got[level]; !done {
+				missing[level] = why
+			}
+		}
+		for _, t := range tasks {
+			if _, done := got[t.Difficulty]; done {
+				continue
+			}
+			desc, ok := golang.Describe(t, tg, b.MProse)
+			if !ok {
+				missing[t.Difficulty] = "its description would name the target"
+				continue
+			}
+			delete(missing, t.Difficulty)
+			spec, _ := json.Marshal(t)
+			got[t.Difficulty] = made{spec: t, row: Row{
+				TaskID:  fmt.Sprintf("%016x", xxhash.Sum64String(b.APIID+"\x00"+t.Difficulty+"\x00examples\x00"+e.Name)),
+				Library: b.Library, Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
+				Qualified: b.Qualified, PkgName: pkgNameIn(t, b.ImportPath), Family: b.Family, FamilyRep: b.FamilyRep,
+				Difficulty: t.Difficulty, Description: desc, Context: t.Context(), Mask: t.Mask, Reference: t.Program(t.Mask),
+				Generator: "examples", Example: e.Name, Spec: string(spec),
+			}}
+		}
+	}
+	if len(got) == 0 {
+		why := "no valid example supports a task"
+		for _, w := range missing {
+			why = w
+			break
+		}
+		return nil, why
+	}
+	var miss []string
+	for _, level := range []string{golang.Easy, golang.Medium, golang.Hard} {
+		if w, ok := missing[level]; ok {
+			if _, have := got[level]; !have {
+				miss = append(miss, level+": "+w)
+			}
+		}
+	}
+	var out []made
+	for _, level := range []string{golang.Easy, golang.Medium, golang.Hard} {
+		if m, ok := got[level]; ok {
+			m.row.Missing = strings.Join(miss, "; ")
+			out = append(out, m)
+		}
+	}
+	return out, ""
+}
+
+// pkgNameIn is the name the task's program imports a package by.
+func pkgNameIn(t golang.Task, importPath string) string {
+	for _, im := range t.Imports {
+		name, path, _ := strings.Cut(im, " ")
+		if strings.Trim(path, `"`) == importPath {
+			return name
+		}
+	}
+	return ""
+}
