@@ -1,6 +1,9 @@
-# NovelAPIBench stages 1–2 on four real Go modules: which APIs appeared after
-# the model's training cutoff, and what a model would need to know about each
-# (the knowledge bundle: S, E, M_prose, M_code).
+# NovelAPIBench on four real Go modules, model-free stages: which APIs
+# appeared after the model's training cutoff (stage 1), what a model would
+# need to know about each (stage 2: the knowledge bundle S, E, M_prose,
+# M_code), graded coding tasks with spy-wrapped harnesses, C1 with a harness
+# audit, and the failure taxonomy's deterministic judge on the calibration
+# solutions (stages 3-4).
 #
 #   lacuna run pipelines/quickstart.hcl
 #   lacuna cat pipelines/quickstart.hcl 'node.bundle.lib["lo"]' --limit 3
@@ -62,4 +65,38 @@ node "surface_diff" "lib" {
 node "bundle" "lib" {
   for_each = local.libraries
   apis     = node.surface_diff.lib[each.key]
+}
+
+# Stage 3: easy / medium / hard tasks cut from each bundle's validated
+# examples; each reference is observed in the sandbox under the target-API
+# spy, which gives its harness the expectations it asserts.
+node "tasks" "lib" {
+  for_each = local.libraries
+  bundles  = node.bundle.lib[each.key]
+}
+
+# The reference and the calibration solutions a harness must reject (the
+# mask left empty, a sibling API, a wrong import path, a perturbed argument,
+# a syntax break), batched into go test runs.
+node "solve" "calibration" {
+  for_each    = local.libraries
+  tasks       = node.tasks.lib[each.key]
+  calibration = true
+}
+
+# C1: the reference passes its harness; the audit: every calibration
+# solution fails it. Dropped tasks stay, with keep = false and the reason.
+node "filter" "c1" {
+  for_each = local.libraries
+  input    = node.tasks.lib[each.key]
+  check    = "c1"
+  samples  = node.solve.calibration[each.key]
+}
+
+# The taxonomy's deterministic fast path on the calibration solutions: each
+# mutant must land in its class (the confusion table is in the log).
+node "judge" "calibration" {
+  for_each = local.libraries
+  tasks    = node.tasks.lib[each.key]
+  samples  = node.solve.calibration[each.key]
 }

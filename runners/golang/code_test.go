@@ -153,7 +153,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 
 // sharedBuildCache is the user's own GOCACHE: tests then do not rebuild
 // the standard library in a fresh cache.
-func sharedBuildCache(t *testing.T) string {
+func sharedBuildCache(t testing.TB) string {
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
 		return t.TempDir()

@@ -71,7 +71,11 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
 				declared["lacunaRun"] = harnessRuntime
-				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunatime \"time\"\n")
+				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\n")
+				// Types the scenario declares print as PKG.T: name them
+				// main.T, as in the standalone program, whatever package
+				// the batch put this harness in.
+				fmt.Fprintf(&b, "\nconst lacunaSelf = %q\n", pkg+".")
 				b.WriteString(harnessRuntime)
 			}
 			b.WriteString(body)
@@ -151,7 +155,8 @@ type lacunaObservation struct {
 }
 
 func lacunaDescribe(v any) lacunaProbeValue {
-	p := lacunaProbeValue{Type: lacunafmt.Sprintf("%T", v), Len: -1, Value: lacunafmt.Sprintf("%#v", v)}
+	self := func(s string) string { return lacunastrings.ReplaceAll(s, lacunaSelf, "main.") }
+	p := lacunaProbeValue{Type: self(lacunafmt.Sprintf("%T", v)), Len: -1, Value: self(lacunafmt.Sprintf("%#v", v))}
 	if v == nil {
 		p.Nil = true
 		return p

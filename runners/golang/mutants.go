@@ -36,7 +36,9 @@ func Mutants(t Task, tg Target, sibling string, expect *Observation) []Mutant {
 	var out []Mutant
 	null := ""
 	for _, p := range t.Probes {
-		if pr, ok := expect.Probes[p]; ok {
+		// A zero value where the type can be written (%T of an
+		// instantiated generic names packages by path; nil has no type).
+		if pr, ok := expect.Probes[p]; ok && writableType(pr.Type) {
 			null += fmt.Sprintf("\tvar %s %s\n", p, pr.Type)
 		}
 	}
@@ -67,6 +69,14 @@ func Mutants(t Task, tg Target, sibling string, expect *Observation) []Mutant {
 		out = append(out, Mutant{Kind: MutantSyntax, Code: t.Mask[:i] + t.Mask[i+1:]})
 	}
 	return out
+}
+
+func writableType(t string) bool {
+	if strings.ContainsAny(t, "<>/") {
+		return false
+	}
+	_, err := parser.ParseExpr(t)
+	return err == nil
 }
 
 func replaceFirst(re *regexp.Regexp, s, repl string) string {

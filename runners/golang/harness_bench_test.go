@@ -1,0 +1,77 @@
+package golang
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+// benchHarnesses prepares n harness units (the fixture's Scale task, the
+// reference solution) under the spy.
+func benchHarnesses(b *testing.B, n int) (*Toolchain, *Module, []Unit, BatchOptions) {
+	abs, _ := filepath.Abs(fixtureNew)
+	exs, err := Examples(abs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ex Example
+	for _, e := range exs {
+		if e.Name == "ExampleScale" {
+			ex = e
+		}
+	}
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	tasks, _, err := TasksFromExample(ex, tg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apis, _ := Surface(abs)
+	var targets []API
+	for _, a := range apis {
+		if a.ID == tg.ID {
+			targets = append(targets, a)
+		}
+	}
+	work := b.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc, _ := NewToolchain(b.TempDir())
+	tc.BuildCache = sharedBuildCache(b)
+	units := make([]Unit, n)
+	for i := range units {
+		units[i] = Harness(tasks[0], tasks[0].Mask, i, spy.Access[tg.ID], tg.Package, nil)
+	}
+	return tc, &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
+		units, BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
+}
+
+// BenchmarkHarnessesBatched runs 24 harnesses in one go test (how solve
+// runs them); compare with BenchmarkHarnessesOneGoTestEach:
+//
+//	go test ./runners/golang -run '^$' -bench Harnesses -benchtime 3x
+func BenchmarkHarnessesBatched(b *testing.B) {
+	tc, mod, units, opts := benchHarnesses(b, 24)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tc.RunBatch(context.Background(), mod, units, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*len(units)), "s/harness")
+}
+
+// BenchmarkHarnessesOneGoTestEach is the peer: one go test per harness.
+func BenchmarkHarnessesOneGoTestEach(b *testing.B) {
+	tc, mod, units, opts := benchHarnesses(b, 24)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, u := range units {
+			if _, err := tc.RunBatch(context.Background(), mod, []Unit{u}, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*len(units)), "s/harness")
+}
