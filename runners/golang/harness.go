@@ -16,8 +16,11 @@ type Observation struct {
 	Probes   map[string]Probe `json:"probes"`
 	Direct   int64            `json:"direct"`
 	Indirect int64            `json:"indirect"`
-	Panic    string           `json:"panic,omitempty"`
-	TimedOut bool             `json:"timed_out,omitempty"`
+	// Callbacks counts calls the target made into the functions it was
+	// given (the behavioural layer).
+	Callbacks int64  `json:"callbacks"`
+	Panic     string `json:"panic,omitempty"`
+	TimedOut  bool   `json:"timed_out,omitempty"`
 }
 
 // Probe describes a value: type, length (-1 when it has none), nil-ness
@@ -34,8 +37,9 @@ type Probe struct {
 // it) run under the target-API spy. With expect nil it only observes (the
 // execute step, run on the reference); with expect set it asserts in three
 // layers against it (structural: types, lengths, nil-ness; comparative:
-// values and output; spy: the target is called directly) and prints which
-// layers failed.
+// values and output; behavioural: how often the target calls back into the
+// functions it is given; all under the spy: the target must be called
+// directly) and prints which layers failed.
 func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect *Observation) Unit {
 	name := UnitName("Test", i)
 	scenario := UnitName("lacunaScenario", i)
@@ -79,8 +83,9 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 				b.WriteString(harnessRuntime)
 			}
 			b.WriteString(body)
-			fmt.Fprintf(&b, "\nfunc %s(t *lacunatesting.T) {\n\tlacunaCheck(t, lacunaRun(%s, func() (int64, int64) { return %s.Direct.Load(), %s.Indirect.Load() }), %q)\n}\n",
-				name, scenario, "lacunaspied."+strings.SplitN(spyAccess, ".", 2)[1], "lacunaspied."+strings.SplitN(spyAccess, ".", 2)[1], want)
+			counter := "lacunaspied." + strings.SplitN(spyAccess, ".", 2)[1]
+			fmt.Fprintf(&b, "\nfunc %s(t *lacunatesting.T) {\n\tlacunaCheck(t, lacunaRun(%s, func() (int64, int64, int64) { return %s.Direct.Load(), %s.Indirect.Load(), %s.Callbacks.Load() }), %q)\n}\n",
+				name, scenario, counter, counter, counter, want)
 			return b.String()
 		},
 		Clashes: func(declared map[string]string) bool {
@@ -150,6 +155,7 @@ type lacunaObservation struct {
 	Probes   map[string]lacunaProbeValue ` + "`json:\"probes\"`" + `
 	Direct   int64                       ` + "`json:\"direct\"`" + `
 	Indirect int64                       ` + "`json:\"indirect\"`" + `
+	Callbacks int64                      ` + "`json:\"callbacks\"`" + `
 	Panic    string                      ` + "`json:\"panic,omitempty\"`" + `
 	TimedOut bool                        ` + "`json:\"timed_out,omitempty\"`" + `
 }
@@ -177,7 +183,7 @@ const lacunaScenarioTimeout = 10 * lacunatime.Second
 
 // lacunaRun runs a scenario with stdout captured and the spy read before
 // and after.
-func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64)) (obs lacunaObservation) {
+func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64)) (obs lacunaObservation) {
 	obs.Probes = map[string]lacunaProbeValue{}
 	r, w, err := lacunaos.Pipe()
 	if err != nil {
@@ -191,7 +197,7 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64)) (obs
 		lacunaio.Copy(lacunaio.Discard, r)
 		done <- string(b)
 	}()
-	d0, i0 := spy()
+	d0, i0, c0 := spy()
 	probes := map[string]lacunaProbeValue{}
 	finished := make(chan string, 1)
 	go func() {
@@ -211,8 +217,8 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64)) (obs
 	case <-lacunatime.After(lacunaScenarioTimeout):
 		obs.TimedOut = true
 	}
-	d1, i1 := spy()
-	obs.Direct, obs.Indirect = d1-d0, i1-i0
+	d1, i1, c1 := spy()
+	obs.Direct, obs.Indirect, obs.Callbacks = d1-d0, i1-i0, c1-c0
 	w.Close()
 	lacunaos.Stdout = old
 	obs.Output = <-done
@@ -254,6 +260,9 @@ func lacunaCheck(t interface {
 			t.Errorf("LACUNA_FAIL comparative: %s = %s, want %s", name, g.Value, w.Value)
 		}
 	}
+	if obs.Callbacks != want.Callbacks {
+		t.Errorf("LACUNA_FAIL behavioural: the target called the functions it was given %d times, want %d", obs.Callbacks, want.Callbacks)
+	}
 	if obs.Output != want.Output {
 		t.Errorf("LACUNA_FAIL comparative: printed %q, want %q", obs.Output, want.Output)
 	}
@@ -285,7 +294,7 @@ func ReadObservation(out string) (*Observation, bool) {
 }
 
 // FailedLayers lists the layers a harness reported failing, in order:
-// runtime, spy, structural, comparative, harness.
+// runtime, spy, structural, behavioural, comparative, harness.
 func FailedLayers(out string) []string {
 	seen := map[string]bool{}
 	var layers []string

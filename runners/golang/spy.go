@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Spy instruments target APIs of a module tree for harness builds, the
@@ -80,7 +81,8 @@ func NewSpy(modDir, modPath string, targets []API, dir string) (*Spy, error) {
 			s.Slots[a.ID] = slot
 			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
 			// Same line: positions in panics and compiler messages stay put.
-			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, fmt.Sprintf("lacunaSpyHit(%d);", slot)})
+			text := fmt.Sprintf("lacunaSpyHit(%d);", slot) + callbackWrappers(src, fset, fd, slot)
+			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, text})
 		}
 		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
 		out := append([]byte(nil), src...)
@@ -103,6 +105,57 @@ func NewSpy(modDir, modPath string, targets []API, dir string) (*Spy, error) {
 	b, _ := json.MarshalIndent(map[string]any{"Replace": replace}, "", "  ")
 	s.Overlay = filepath.Join(dir, "overlay.json")
 	return s, os.WriteFile(s.Overlay, b, 0o644)
+}
+
+// callbackWrappers wraps every parameter of function type (written as a
+// func literal type) so that calls into it are counted: the behavioural
+// layer compares them with the reference's. All on the line of the body's
+// brace, so positions do not move.
+func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int) string {
+	text := func(n ast.Node) string {
+		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
+	}
+	var b strings.Builder
+	k := 0
+	for _, field := range fd.Type.Params.List {
+		ft, ok := field.Type.(*ast.FuncType)
+		if !ok {
+			continue
+		}
+		for _, name := range field.Names {
+			if name.Name == "_" {
+				continue
+			}
+			var params, args []string
+			variadic := false
+			for _, p := range ft.Params.List {
+				n := max(1, len(p.Names))
+				for j := 0; j < n; j++ {
+					a := fmt.Sprintf("lacunaA%d", len(args))
+					typ := text(p.Type)
+					if e, ok := p.Type.(*ast.Ellipsis); ok {
+						typ, variadic = "..."+text(e.Elt), true
+					}
+					params = append(params, a+" "+typ)
+					args = append(args, a)
+				}
+			}
+			call := "lacunaOrig" + fmt.Sprint(k) + "(" + strings.Join(args, ", ")
+			if variadic {
+				call += "..."
+			}
+			call += ")"
+			results := ""
+			if ft.Results != nil {
+				results = " " + text(ft.Results)
+				call = "return " + call
+			}
+			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1); %[6]s } };",
+				name.Name, k, strings.Join(params, ", "), results, slot, call)
+			k++
+		}
+	}
+	return b.String()
 }
 
 // funcAt finds the declaration of a function or method API.
@@ -136,7 +189,7 @@ import (
 )
 
 // LacunaSpyCounter counts calls into one spied API.
-type LacunaSpyCounter struct{ Direct, Indirect atomic.Int64 }
+type LacunaSpyCounter struct{ Direct, Indirect, Callbacks atomic.Int64 }
 
 // LacunaSpy holds this package's counters, one per spied API.
 var LacunaSpy [%d]LacunaSpyCounter

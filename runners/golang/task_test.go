@@ -217,3 +217,59 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestBehaviouralLayerCountsCallbacks: a solution that prints the right
+// thing and calls the target, but never lets it call the function it was
+// meant to apply, fails the behavioural layer alone.
+func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	abs, _ := filepath.Abs(fixtureNew)
+	tg := Target{ID: "example.com/shapes.Apply", Package: "example.com/shapes", Name: "Apply"}
+	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleApply"), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks[0]
+	apis, _ := Surface(abs)
+	var targets []API
+	for _, a := range apis {
+		if a.ID == tg.ID {
+			targets = append(targets, a)
+		}
+	}
+	work := t.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, _ := NewToolchain(t.TempDir())
+	tc.BuildCache = sharedBuildCache(t)
+	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
+	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
+	access := spy.Access[tg.ID]
+	obs, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := ReadObservation(obs[0].Tests[UnitName("Test", 0)].Output)
+	if !ok || ref.Callbacks != 3 {
+		t.Fatalf("reference observation %+v", ref)
+	}
+	sols := []string{task.Mask, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"}
+	var units []Unit
+	for i, s := range sols {
+		units = append(units, Harness(task, s, i, access, tg.Package, ref))
+	}
+	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := res[0].Tests[UnitName("Test", 0)]; !tr.Passed {
+		t.Errorf("reference fails: %s", tr.Output)
+	}
+	if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
+		t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
+	}
+}

@@ -36,3 +36,9 @@ func ExampleStack_Len() {
 	fmt.Println(s.Len())
 	// Output: 3
 }
+
+func ExampleApply() {
+	double := func(x int) int { return 2 * x }
+	fmt.Println(shapes.Apply([]int{1, 2, 3}, double))
+	// Output: [2 4 6]
+}

@@ -68,3 +68,12 @@ func Clamp(v, lo, hi int) int {
 	}
 	return v
 }
+
+// Apply calls f on every element of xs and returns the results in order.
+func Apply(xs []int, f func(int) int) []int {
+	out := make([]int, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
+}
