@@ -31,7 +31,7 @@ type solveConfig struct {
 type solveType struct{}
 
 func (solveType) Name() string    { return "solve" }
-func (solveType) Version() string { return "3" }
+func (solveType) Version() string { return "4" }
 func (solveType) NewConfig() any  { return &solveConfig{} }
 func (solveType) Row() any        { return SampleRow{} }
 func (solveType) Doc() string {

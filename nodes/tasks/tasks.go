@@ -63,7 +63,7 @@ type Row struct {
 type tasksType struct{}
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "3" }
+func (tasksType) Version() string { return "4" }
 func (tasksType) NewConfig() any  { return &config{} }
 func (tasksType) Row() any        { return Row{} }
 func (tasksType) Doc() string {

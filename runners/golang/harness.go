@@ -75,7 +75,7 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
 				declared["lacunaRun"] = harnessRuntime
-				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\n")
+				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\nimport lacunadebug \"runtime/debug\"\n")
 				// Types the scenario declares print as PKG.T: name them
 				// main.T, as in the standalone program, whatever package
 				// the batch put this harness in.
@@ -204,7 +204,11 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 		panicked := ""
 		defer func() {
 			if p := recover(); p != nil {
-				panicked = lacunafmt.Sprint(p)
+				stack := string(lacunadebug.Stack())
+				if len(stack) > 4000 {
+					stack = stack[:4000] + "\n[stack truncated]"
+				}
+				panicked = lacunafmt.Sprint(p) + "\n\n" + stack
 			}
 			finished <- panicked
 		}()

@@ -129,6 +129,9 @@ func TestHarnessObservesThenAsserts(t *testing.T) {
 			t.Errorf("%q: did not run: %+v", s.code, r)
 			continue
 		}
+		if strings.Contains(s.code, "xs[5:]") && !strings.Contains(tr.Output, "slice bounds out of range") {
+			t.Errorf("the panic and its trace are not reported:\n%s", tr.Output)
+		}
 		if got := FailedLayers(tr.Output); tr.Passed != (s.layers == nil) || !reflect.DeepEqual(got, s.layers) {
 			t.Errorf("%q: passed=%v layers %v, want %v\n%s", s.code, tr.Passed, got, s.layers, tr.Output)
 		}
