@@ -25,26 +25,12 @@ func benchHarnesses(b *testing.B, n int) (*Toolchain, *Module, []Unit, BatchOpti
 	if err != nil {
 		b.Fatal(err)
 	}
-	apis, _ := Surface(abs)
-	var targets []API
-	for _, a := range apis {
-		if a.ID == tg.ID {
-			targets = append(targets, a)
-		}
-	}
-	work := b.TempDir()
-	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tc, _ := NewToolchain(b.TempDir())
-	tc.BuildCache = sharedBuildCache(b)
+	f := newSpiedFixture(b, tg.ID)
 	units := make([]Unit, n)
 	for i := range units {
-		units[i] = Harness(tasks[0], tasks[0].Mask, i, spy.Access[tg.ID], tg.Package, nil)
+		units[i] = Harness(tasks[0], tasks[0].Mask, i, f.access, tg.Package, nil)
 	}
-	return tc, &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
-		units, BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
+	return f.tc, f.mod, units, f.opts
 }
 
 // BenchmarkHarnessesBatched runs 24 harnesses in one go test (how solve

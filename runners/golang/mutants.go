@@ -158,15 +158,20 @@ func perturb(mask, name string) (string, bool) {
 	return out[len("package p\nfunc _() {\n") : len(out)-len("\n}\n")], true
 }
 
-func callsName(call *ast.CallExpr, name string) bool {
-	fun := call.Fun
-	switch x := fun.(type) {
+// calledFunc is what a call calls, without explicit instantiation:
+// lo.Map[int, string](...) → lo.Map.
+func calledFunc(call *ast.CallExpr) ast.Expr {
+	switch x := call.Fun.(type) {
 	case *ast.IndexExpr:
-		fun = x.X
+		return x.X
 	case *ast.IndexListExpr:
-		fun = x.X
+		return x.X
 	}
-	switch x := fun.(type) {
+	return call.Fun
+}
+
+func callsName(call *ast.CallExpr, name string) bool {
+	switch x := calledFunc(call).(type) {
 	case *ast.SelectorExpr:
 		return x.Sel.Name == name
 	case *ast.Ident:
@@ -230,14 +235,7 @@ func calledSelectors(f *ast.File) []selCall {
 		if !ok {
 			return true
 		}
-		fun := call.Fun
-		switch x := fun.(type) {
-		case *ast.IndexExpr:
-			fun = x.X
-		case *ast.IndexListExpr:
-			fun = x.X
-		}
-		if sel, ok := fun.(*ast.SelectorExpr); ok {
+		if sel, ok := calledFunc(call).(*ast.SelectorExpr); ok {
 			x := "" // a method call on an expression: x().M()
 			if id, ok := sel.X.(*ast.Ident); ok {
 				x = id.Name

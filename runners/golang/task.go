@@ -116,14 +116,7 @@ func TasksFromExample(ex Example, tg Target) ([]Task, map[string]string, error) 
 			if !ok {
 				return true
 			}
-			fun := call.Fun
-			switch x := fun.(type) {
-			case *ast.IndexExpr:
-				fun = x.X
-			case *ast.IndexListExpr:
-				fun = x.X
-			}
-			sel, ok := fun.(*ast.SelectorExpr)
+			sel, ok := calledFunc(call).(*ast.SelectorExpr)
 			if !ok {
 				return true
 			}

@@ -57,44 +57,16 @@ func TestHarnessObservesThenAsserts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
 	}
-	abs, _ := filepath.Abs(fixtureNew)
-	apis, err := Surface(abs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []API
-	for _, a := range apis {
-		if a.ID == "example.com/shapes.Scale" {
-			targets = append(targets, a)
-		}
-	}
-	work := t.TempDir()
-	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
 	// A scenario with a probe: the variable the span sets.
 	task := Task{
 		Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
 		Before: "\n\txs := []int{1, 2, 3}", Keep: []string{"xs"}, Mask: "\tys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"},
 	}
-	tc, err := NewToolchain(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.BuildCache = sharedBuildCache(t)
-	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
-	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
-	access := spy.Access[tg.ID]
-
-	obsRes, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, ok := ReadObservation(obsRes[0].Tests[UnitName("Test", 0)].Output)
-	if !ok || ref.Output != "[2 4 6]\n" || ref.Direct != 1 || ref.Probes["ys"].Type != "[]int" || ref.Probes["ys"].Len != 3 {
-		t.Fatalf("observation %+v (%+v)", ref, obsRes[0])
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	if ref.Output != "[2 4 6]\n" || ref.Direct != 1 || ref.Probes["ys"].Type != "[]int" || ref.Probes["ys"].Len != 3 {
+		t.Fatalf("observation %+v", ref)
 	}
 	solutions := []struct {
 		code   string
@@ -110,9 +82,9 @@ func TestHarnessObservesThenAsserts(t *testing.T) {
 	}
 	var units []Unit
 	for i, s := range solutions {
-		units = append(units, Harness(task, s.code, i, access, tg.Package, ref))
+		units = append(units, Harness(task, s.code, i, f.access, tg.Package, ref))
 	}
-	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,39 +117,15 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
 	}
-	abs, _ := filepath.Abs(fixtureNew)
 	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
 	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleScale"), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := tasks[0]
-	apis, _ := Surface(abs)
-	var targets []API
-	for _, a := range apis {
-		if a.ID == tg.ID {
-			targets = append(targets, a)
-		}
-	}
-	work := t.TempDir()
-	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, _ := NewToolchain(t.TempDir())
-	tc.BuildCache = sharedBuildCache(t)
-	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
-	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
-	access := spy.Access[tg.ID]
-	obs, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, ok := ReadObservation(obs[0].Tests[UnitName("Test", 0)].Output)
-	if !ok {
-		t.Fatalf("no observation: %+v", obs[0])
-	}
-	p, _ := LoadPackage(abs, "example.com/shapes")
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	p, _ := LoadPackage(f.mod.Dir, "example.com/shapes")
 	sib := p.Siblings("Scale")
 	if len(sib) == 0 || sib[0] != "ScaleErr" {
 		t.Fatalf("siblings of Scale: %v", sib)
@@ -196,9 +144,9 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 		if m.Imports != nil {
 			mt.Imports = m.Imports
 		}
-		units = append(units, Harness(mt, m.Code, i, access, tg.Package, ref))
+		units = append(units, Harness(mt, m.Code, i, f.access, tg.Package, ref))
 	}
-	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,44 +176,23 @@ func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
 	}
-	abs, _ := filepath.Abs(fixtureNew)
 	tg := Target{ID: "example.com/shapes.Apply", Package: "example.com/shapes", Name: "Apply"}
 	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleApply"), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := tasks[0]
-	apis, _ := Surface(abs)
-	var targets []API
-	for _, a := range apis {
-		if a.ID == tg.ID {
-			targets = append(targets, a)
-		}
-	}
-	work := t.TempDir()
-	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, _ := NewToolchain(t.TempDir())
-	tc.BuildCache = sharedBuildCache(t)
-	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs}
-	opts := BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}
-	access := spy.Access[tg.ID]
-	obs, err := tc.RunBatch(context.Background(), mod, []Unit{Harness(task, task.Mask, 0, access, tg.Package, nil)}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, ok := ReadObservation(obs[0].Tests[UnitName("Test", 0)].Output)
-	if !ok || ref.Callbacks != 3 {
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	if ref.Callbacks != 3 {
 		t.Fatalf("reference observation %+v", ref)
 	}
 	sols := []string{task.Mask, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"}
 	var units []Unit
 	for i, s := range sols {
-		units = append(units, Harness(task, s, i, access, tg.Package, ref))
+		units = append(units, Harness(task, s, i, f.access, tg.Package, ref))
 	}
-	res, err := tc.RunBatch(context.Background(), mod, units, opts)
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,4 +202,54 @@ func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
 	if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
 		t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
 	}
+}
+
+// spiedFixture is the shapes fixture with the spy on one API, and what a
+// harness batch against it needs.
+type spiedFixture struct {
+	tc     *Toolchain
+	mod    *Module
+	opts   BatchOptions
+	access string
+}
+
+func newSpiedFixture(tb testing.TB, id string) spiedFixture {
+	tb.Helper()
+	abs, _ := filepath.Abs(fixtureNew)
+	apis, err := Surface(abs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var targets []API
+	for _, a := range apis {
+		if a.ID == id {
+			targets = append(targets, a)
+		}
+	}
+	work := tb.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tc, err := NewToolchain(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tc.BuildCache = sharedBuildCache(tb)
+	return spiedFixture{tc: tc, mod: &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
+		opts: BatchOptions{WorkDir: work, TestOptions: TestOptions{Args: []string{"-overlay", spy.Overlay}}}, access: spy.Access[id]}
+}
+
+// observe runs the reference of a task and returns its observation.
+func (f spiedFixture) observe(t *testing.T, task Task, pkg string) *Observation {
+	t.Helper()
+	obs, err := f.tc.RunBatch(context.Background(), f.mod, []Unit{Harness(task, task.Mask, 0, f.access, pkg, nil)}, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := ReadObservation(obs[0].Tests[UnitName("Test", 0)].Output)
+	if !ok {
+		t.Fatalf("no observation: %+v", obs[0])
+	}
+	return ref
 }
