@@ -138,8 +138,8 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 	// Kept APIs with M_code and a validated example; Stack.Pop's example
 	// prints something else than it claims, ScaleErr's needs an unexported
 	// name, Number and Stack have no example.
-	if len(got) != 5 || got["shapes.Scale"].APIID == "" || got["shapes.Clamp"].APIID == "" || got["shapes.Stack.Push"].APIID == "" || got["shapes.Stack.Len"].APIID == "" || got["shapes.Apply"].APIID == "" {
-		t.Fatalf("bundles %v, want Scale, Clamp, Stack.Push, Stack.Len, Apply", keys(got))
+	if len(got) != 6 || got["shapes.TotalArea"].APIID == "" || got["shapes.Scale"].APIID == "" || got["shapes.Clamp"].APIID == "" || got["shapes.Stack.Push"].APIID == "" || got["shapes.Stack.Len"].APIID == "" || got["shapes.Apply"].APIID == "" {
+		t.Fatalf("bundles %v, want Scale, Clamp, Stack.Push, Stack.Len, Apply, TotalArea", keys(got))
 	}
 	s := got["shapes.Scale"]
 	if len(s.Params) != 2 || s.Params[0].Name != "xs" || s.TypeParams != "[T Number]" || len(s.Results) != 1 {
@@ -163,10 +163,10 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 			notes[e.Node] = e.Message
 		}
 	}
-	if n := notes["node.surface_diff.shapes"]; !strings.Contains(n, "v1.0.0→v1.1.0") || !strings.Contains(n, "10 kept") {
+	if n := notes["node.surface_diff.shapes"]; !strings.Contains(n, "v1.0.0→v1.1.0") || !strings.Contains(n, "12 kept") {
 		t.Errorf("surface_diff note %q", n)
 	}
-	if n := notes["node.bundle.shapes"]; !strings.Contains(n, "10 kept, 5 with validated examples, 5 bundles") {
+	if n := notes["node.bundle.shapes"]; !strings.Contains(n, "12 kept, 6 with validated examples, 6 bundles") {
 		t.Errorf("bundle note %q", n)
 	}
 
@@ -191,8 +191,8 @@ func TestBundleKeepsAPIsWithoutExamplesWhenAsked(t *testing.T) {
 	for _, b := range read[bundle.Row](t, st, res["node.bundle.shapes"]) {
 		got[b.Qualified] = b
 	}
-	if len(got) != 10 {
-		t.Errorf("%d bundles %v, want the 10 kept APIs", len(got), keys(got))
+	if len(got) != 12 {
+		t.Errorf("%d bundles %v, want the 12 kept APIs", len(got), keys(got))
 	}
 	pop := got["shapes.Stack.Pop"]
 	if len(pop.Examples) != 1 || pop.Examples[0].Status != "failed" || strings.TrimSpace(pop.Examples[0].Got) != "7 true" || pop.ValidExamples != 0 {

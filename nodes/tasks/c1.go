@@ -12,8 +12,8 @@ import (
 func init() { nodes.RegisterCheck("c1", checkC1) }
 
 // C1Row is a task with what C1 and the harness audit found. Keep is true
-// when the reference passes its own harness and every calibration
-// solution fails it; Reason explains every drop.
+// when the reference passes its own harness (every run of it) and every
+// calibration solution fails it; Reason explains every drop.
 type C1Row struct {
 	Row
 	C1Passed  bool   `parquet:"c1_passed"` // the reference passes its harness
@@ -66,10 +66,12 @@ func checkC1(ctx context.Context, r nodes.Run, input, samples nodes.Ref) error {
 	kept := 0
 	for i, t := range tasks {
 		row := C1Row{Row: t, Survivors: []string{}}
-		var ref *SampleRow
+		var ref *SampleRow // the first failing reference run, else the last
 		for j, s := range byTask[t.TaskID] {
 			if s.Kind == "reference" {
-				ref = &byTask[t.TaskID][j]
+				if ref == nil || ref.Passed {
+					ref = &byTask[t.TaskID][j]
+				}
 				continue
 			}
 			row.AuditRun++

@@ -150,7 +150,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []golang.Task, e
 			out[i].RuntimeError = "the target cannot be spied on (no Go body)"
 			continue
 		}
-		u := golang.Harness(spec, s.Code, len(units), access, t.ImportPath, expects[s.Task])
+		u := golang.Harness(spec, s.Code, len(units), access, t.ImportPath, e.mod.Path, expects[s.Task])
 		u.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
 		if s.Imports != nil {
 			u.Group = fmt.Sprintf("imports-%d", i) // an import problem fails a whole package: keep it alone

@@ -22,8 +22,8 @@ type solveConfig struct {
 	// Solutions are rows with task_id and solution (the code that fills
 	// the task's span), and optionally sample_id.
 	Solutions nodes.Ref `hcl:"solutions,optional"`
-	// Calibration runs the built-in solutions instead: the reference and
-	// the mutants a harness must reject (null, sibling API, wrong
+	// Calibration runs the built-in solutions instead: the reference
+	// (twice) and the mutants a harness must reject (null, sibling API, wrong
 	// import, perturbed argument, syntax break).
 	Calibration bool `hcl:"calibration,optional"`
 }
@@ -31,7 +31,7 @@ type solveConfig struct {
 type solveType struct{}
 
 func (solveType) Name() string    { return "solve" }
-func (solveType) Version() string { return "4" }
+func (solveType) Version() string { return "5" }
 func (solveType) NewConfig() any  { return &solveConfig{} }
 func (solveType) Row() any        { return SampleRow{} }
 func (solveType) Doc() string {
@@ -151,7 +151,11 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		if expects[i] == nil {
 			continue
 		}
-		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].Mask})
+		// The reference twice: with the observation, three runs that must
+		// agree, so that nondeterministic references (the clock, map
+		// order) fail C1 rather than pass it by chance.
+		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].Mask},
+			Solution{Task: i, SampleID: "reference-2", Kind: "reference", Code: specs[i].Mask})
 		p, ok := pkgs[t.ImportPath]
 		if !ok {
 			mod, err := fetcher.Download(ctx, t.Module, t.Version)

@@ -63,7 +63,7 @@ type Row struct {
 type tasksType struct{}
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "4" }
+func (tasksType) Version() string { return "5" }
 func (tasksType) NewConfig() any  { return &config{} }
 func (tasksType) Row() any        { return Row{} }
 func (tasksType) Doc() string {
@@ -139,7 +139,7 @@ func (tasksType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		var exp golang.Observation
 		if json.Unmarshal([]byte(rows[i].Expect), &exp) == nil && s.spyAccess != "" {
-			rows[i].Harness = golang.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, &exp).Source("harness", map[string]string{})
+			rows[i].Harness = golang.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, rows[i].Module, &exp).Source("harness", map[string]string{})
 		}
 	}
 	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[golang.Easy], levels[golang.Medium], levels[golang.Hard], observed)

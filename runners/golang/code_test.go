@@ -135,7 +135,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	}
 	want := map[string]string{
 		"ExampleScale": ExamplePassed, "ExampleStack_Push": ExamplePassed, "ExampleStack_Len": ExamplePassed,
-		"ExampleClamp": ExamplePassed, "ExampleApply": ExamplePassed, "ExampleStack_Pop": ExampleFailed, "ExampleScaleErr": ExampleNotStandalone,
+		"ExampleClamp": ExamplePassed, "ExampleApply": ExamplePassed, "ExampleTotalArea": ExamplePassed, "ExampleStack_Pop": ExampleFailed, "ExampleScaleErr": ExampleNotStandalone,
 		"ExampleBroken": ExampleCompileError,
 	}
 	for i, e := range exs {

@@ -3,6 +3,7 @@ package golang
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"regexp"
@@ -40,7 +41,11 @@ type Probe struct {
 // values and output; behavioural: how often the target calls back into the
 // functions it is given; all under the spy: the target must be called
 // directly) and prints which layers failed.
-func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect *Observation) Unit {
+//
+// Methods the scenario's helper declarations define are instrumented too:
+// calls into them from modPath's code (the target using a type the caller
+// gave it through an interface) count with the callbacks.
+func Harness(t Task, solution string, i int, spyAccess, spyImport, modPath string, expect *Observation) Unit {
 	name := UnitName("Test", i)
 	scenario := UnitName("lacunaScenario", i)
 	want := ""
@@ -57,7 +62,7 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			if t.Decls != "" {
 				if _, ok := declared["decls:"+t.Decls]; !ok {
 					declared["decls:"+t.Decls] = t.Decls
-					decls = t.Decls
+					decls = instrumentMethods(t.Decls)
 				}
 			}
 			body := fmt.Sprintf("%s\n\nfunc %s(lacunaProbe func(string, any)) {%s\n%s\n", decls, scenario, t.Before, solution)
@@ -75,16 +80,17 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
 				declared["lacunaRun"] = harnessRuntime
-				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\nimport lacunadebug \"runtime/debug\"\n")
+				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\nimport lacunadebug \"runtime/debug\"\nimport lacunaruntime \"runtime\"\nimport lacunaatomic \"sync/atomic\"\n")
 				// Types the scenario declares print as PKG.T: name them
 				// main.T, as in the standalone program, whatever package
 				// the batch put this harness in.
 				fmt.Fprintf(&b, "\nconst lacunaSelf = %q\n", pkg+".")
+				fmt.Fprintf(&b, "\nconst lacunaModule = %q\n", modPath)
 				b.WriteString(harnessRuntime)
 			}
 			b.WriteString(body)
 			counter := "lacunaspied." + strings.SplitN(spyAccess, ".", 2)[1]
-			fmt.Fprintf(&b, "\nfunc %s(t *lacunatesting.T) {\n\tlacunaCheck(t, lacunaRun(%s, func() (int64, int64, int64) { return %s.Direct.Load(), %s.Indirect.Load(), %s.Callbacks.Load() }), %q)\n}\n",
+			fmt.Fprintf(&b, "\nfunc %s(t *lacunatesting.T) {\n\tlacunaCheck(t, lacunaRun(%s, func() (int64, int64, int64) { return %s.Direct.Load(), %s.Indirect.Load(), %s.Callbacks.Load() + lacunaUserCallbacks.Load() }), %q)\n}\n",
 				name, scenario, counter, counter, counter, want)
 			return b.String()
 		},
@@ -102,6 +108,27 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport string, expect
 			return false
 		},
 	}
+}
+
+// instrumentMethods adds a lacunaUserCallback() call at the top of every
+// method the declarations define, on the line of the brace.
+func instrumentMethods(decls string) string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", "package p\n"+decls, parser.SkipObjectResolution)
+	if err != nil {
+		return decls
+	}
+	src := "package p\n" + decls
+	var at []int
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Body != nil {
+			at = append(at, fset.Position(fd.Body.Lbrace).Offset+1)
+		}
+	}
+	for k := len(at) - 1; k >= 0; k-- {
+		src = src[:at[k]] + "lacunaUserCallback();" + src[at[k]:]
+	}
+	return strings.TrimPrefix(src, "package p\n")
 }
 
 // usedImports keeps the imports code refers to (all of them when it does
@@ -180,6 +207,19 @@ func lacunaDescribe(v any) lacunaProbeValue {
 }
 
 const lacunaScenarioTimeout = 10 * lacunatime.Second
+
+// lacunaUserCallbacks counts calls from the library into methods the
+// scenario's own types define (an interface argument's implementation).
+var lacunaUserCallbacks lacunaatomic.Int64
+
+func lacunaUserCallback() {
+	pcs := make([]uintptr, 1)
+	lacunaruntime.Callers(3, pcs)
+	frame, _ := lacunaruntime.CallersFrames(pcs).Next()
+	if fn := frame.Function; lacunastrings.HasPrefix(fn, lacunaModule+".") || lacunastrings.HasPrefix(fn, lacunaModule+"/") {
+		lacunaUserCallbacks.Add(1)
+	}
+}
 
 // lacunaRun runs a scenario with stdout captured and the spy read before
 // and after.

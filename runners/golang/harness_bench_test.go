@@ -28,7 +28,7 @@ func benchHarnesses(b *testing.B, n int) (*Toolchain, *Module, []Unit, BatchOpti
 	f := newSpiedFixture(b, tg.ID)
 	units := make([]Unit, n)
 	for i := range units {
-		units[i] = Harness(tasks[0], tasks[0].Mask, i, f.access, tg.Package, nil)
+		units[i] = Harness(tasks[0], tasks[0].Mask, i, f.access, tg.Package, "example.com/shapes", nil)
 	}
 	return f.tc, f.mod, units, f.opts
 }

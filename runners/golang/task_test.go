@@ -82,7 +82,7 @@ func TestHarnessObservesThenAsserts(t *testing.T) {
 	}
 	var units []Unit
 	for i, s := range solutions {
-		units = append(units, Harness(task, s.code, i, f.access, tg.Package, ref))
+		units = append(units, Harness(task, s.code, i, f.access, tg.Package, "example.com/shapes", ref))
 	}
 	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
@@ -144,7 +144,7 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 		if m.Imports != nil {
 			mt.Imports = m.Imports
 		}
-		units = append(units, Harness(mt, m.Code, i, f.access, tg.Package, ref))
+		units = append(units, Harness(mt, m.Code, i, f.access, tg.Package, "example.com/shapes", ref))
 	}
 	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
@@ -190,7 +190,7 @@ func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
 	sols := []string{task.Mask, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"}
 	var units []Unit
 	for i, s := range sols {
-		units = append(units, Harness(task, s, i, f.access, tg.Package, ref))
+		units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
 	}
 	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
 	if err != nil {
@@ -243,7 +243,7 @@ func newSpiedFixture(tb testing.TB, id string) spiedFixture {
 // observe runs the reference of a task and returns its observation.
 func (f spiedFixture) observe(t *testing.T, task Task, pkg string) *Observation {
 	t.Helper()
-	obs, err := f.tc.RunBatch(context.Background(), f.mod, []Unit{Harness(task, task.Mask, 0, f.access, pkg, nil)}, f.opts)
+	obs, err := f.tc.RunBatch(context.Background(), f.mod, []Unit{Harness(task, task.Mask, 0, f.access, pkg, "example.com/shapes", nil)}, f.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,4 +252,40 @@ func (f spiedFixture) observe(t *testing.T, task Task, pkg string) *Observation 
 		t.Fatalf("no observation: %+v", obs[0])
 	}
 	return ref
+}
+
+// TestBehaviouralLayerCountsCallsIntoInterfaceArguments: the target calls
+// the Area method of the scenario's own type through the Shape interface;
+// a solution that prints the sum without letting it fails the behavioural
+// layer alone.
+func TestBehaviouralLayerCountsCallsIntoInterfaceArguments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	tg := Target{ID: "example.com/shapes.TotalArea", Package: "example.com/shapes", Name: "TotalArea"}
+	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleTotalArea"), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks[0]
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	if ref.Callbacks != 2 {
+		t.Fatalf("reference observation %+v", ref)
+	}
+	sols := []string{task.Mask, "\tshapes.TotalArea()\n\tfmt.Println(square{1}.Area() + square{2}.Area())"}
+	var units []Unit
+	for i, s := range sols {
+		units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
+	}
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := res[0].Tests[UnitName("Test", 0)]; !tr.Passed {
+		t.Errorf("reference fails: %s", tr.Output)
+	}
+	if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
+		t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
+	}
 }

@@ -42,3 +42,12 @@ func ExampleApply() {
 	fmt.Println(shapes.Apply([]int{1, 2, 3}, double))
 	// Output: [2 4 6]
 }
+
+type square struct{ side float64 }
+
+func (s square) Area() float64 { return s.side * s.side }
+
+func ExampleTotalArea() {
+	fmt.Println(shapes.TotalArea(square{1}, square{2}))
+	// Output: 5
+}

@@ -77,3 +77,15 @@ func Apply(xs []int, f func(int) int) []int {
 	}
 	return out
 }
+
+// Shape is anything that has an area.
+type Shape interface{ Area() float64 }
+
+// TotalArea adds up the areas of all the shapes it is given.
+func TotalArea(all ...Shape) float64 {
+	sum := 0.0
+	for _, s := range all {
+		sum += s.Area()
+	}
+	return sum
+}
