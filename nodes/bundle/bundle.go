@@ -319,7 +319,7 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 		return nil, err
 	}
 	start := time.Now()
-	res, err := tc.RunExamples(ctx, mod, exs, golang.ValidateOptions{Exec: wrapper, WorkDir: work, TestOptions: golang.TestOptions{Timeout: c.timeout()}})
+	res, err := tc.RunExamples(ctx, mod, exs, golang.BatchOptions{Exec: wrapper, WorkDir: work, TestOptions: golang.TestOptions{Timeout: c.timeout()}})
 	if err != nil {
 		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -60,7 +59,6 @@ type moduleEnv struct {
 	tc      *golang.Toolchain
 	wrapper string
 	work    string
-	pkgs    map[string]*golang.Package
 }
 
 func (e *moduleEnv) close() {
@@ -97,7 +95,7 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 	if err != nil {
 		return nil, err
 	}
-	env := &moduleEnv{mod: mod, tc: tc, work: work, pkgs: map[string]*golang.Package{}}
+	env := &moduleEnv{mod: mod, tc: tc, work: work}
 	env.spy, err = golang.NewSpy(mod.Dir, mod.Path, targets, work)
 	if err != nil {
 		env.close()
@@ -114,17 +112,6 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 		return nil, err
 	}
 	return env, nil
-}
-
-// pkg loads a package of the module once.
-func (e *moduleEnv) pkg(importPath string) (*golang.Package, error) {
-	if p, ok := e.pkgs[importPath]; ok {
-		return p, nil
-	}
-	rel := strings.TrimPrefix(strings.TrimPrefix(importPath, e.mod.Path), "/")
-	p, err := golang.LoadPackage(filepath.Join(e.mod.Dir, filepath.FromSlash(rel)), importPath)
-	e.pkgs[importPath] = p
-	return p, err
 }
 
 // unitsPerPackage bounds how many harnesses share a test binary: packages

@@ -129,7 +129,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	tc.BuildCache = sharedBuildCache(t)
 	abs, _ := os.Getwd()
 	mod := &Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs + "/" + fixtureNew}
-	res, err := tc.RunExamples(context.Background(), mod, exs, ValidateOptions{Exec: wrapper, WorkDir: work})
+	res, err := tc.RunExamples(context.Background(), mod, exs, BatchOptions{Exec: wrapper, WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,6 @@ type ExampleResult struct {
 	Seconds float64
 }
 
-// ValidateOptions configure RunExamples.
-type ValidateOptions struct {
-	Exec    string // the sandbox wrapper for go test -exec
-	WorkDir string // where the generated module is written (removed after)
-	TestOptions
-}
-
 // RunExamples validates standalone examples of module mod (its verified
 // tree): each becomes an Example test in a generated module that requires
 // mod through a replace directive. One `go test -json` compiles them all
@@ -47,7 +40,7 @@ type ValidateOptions struct {
 // // Unordered output:). An example that does not compile is set aside
 // and the rest of its package rebuilt, so one bad example costs only
 // itself.
-func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example, opts ValidateOptions) ([]ExampleResult, error) {
+func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example, opts BatchOptions) ([]ExampleResult, error) {
 	res := make([]ExampleResult, len(exs))
 	var units []Unit
 	var which []int // unit → example
@@ -74,7 +67,7 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *Module, exs []Example,
 	if len(units) == 0 {
 		return res, nil
 	}
-	got, err := t.RunBatch(ctx, mod, units, BatchOptions{Exec: opts.Exec, WorkDir: opts.WorkDir, TestOptions: opts.TestOptions})
+	got, err := t.RunBatch(ctx, mod, units, opts)
 	if err != nil {
 		return nil, err
 	}
