@@ -70,7 +70,7 @@ type APIRow struct {
 type surfaceDiff struct{}
 
 func (surfaceDiff) Name() string    { return "surface_diff" }
-func (surfaceDiff) Version() string { return "2" }
+func (surfaceDiff) Version() string { return "3" }
 func (surfaceDiff) NewConfig() any  { return &surfaceDiffConfig{} }
 func (surfaceDiff) Row() any        { return APIRow{} }
 func (surfaceDiff) Doc() string {

@@ -9,7 +9,6 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -48,7 +47,8 @@ type API struct {
 
 // Surface lists the exported API of the module extracted at dir, for the
 // default build context (the files `go build` would compile on this
-// platform; _test.go files excluded). Parsing is syntactic: identity needs
+// platform; _test.go files, testdata, vendor and nested modules excluded,
+// as the go command excludes them). Parsing is syntactic: identity needs
 // names, not types, so no dependency has to be downloaded.
 func Surface(dir string) ([]API, error) {
 	gm, err := os.ReadFile(filepath.Join(dir, "go.mod"))
@@ -60,34 +60,14 @@ func Surface(dir string) ([]API, error) {
 		return nil, fmt.Errorf("surface: %s/go.mod has no module line", dir)
 	}
 	var apis []API
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		if rel != "." {
-			base := d.Name()
-			if strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "vendor" {
-				return fs.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-				return fs.SkipDir // a nested module is another module
-			}
-		}
+	err = walkPackages(dir, func(p, rel string) error {
 		pkgPath := modPath
 		if rel != "." {
 			pkgPath = path.Join(modPath, rel)
 		}
 		found, err := packageAPIs(dir, p, pkgPath, rel)
-		if err != nil {
-			return err
-		}
 		apis = append(apis, found...)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
