@@ -1,17 +1,13 @@
 package bundle_test
 
 import (
-	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
-	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 )
 
 const pipeline = `
@@ -36,69 +32,17 @@ node "bundle" "shapes" {
 }
 `
 
-// offlineProxy serves the shapes fixture (two versions) as a file://
-// GOPROXY, with no checksum database: nothing leaves the machine.
-func offlineProxy(t *testing.T) {
+func runPipeline(t *testing.T, dir, extra string) *nodetest.Result {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	proxy := t.TempDir()
-	if err := proxytest.WriteTrees(proxy, "example.com/shapes", "../../runners/golang/testdata/shapes",
-		map[string]string{"v1.0.0": "2024-01-10", "v1.1.0": "2024-09-01"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOPROXY", "file://"+proxy)
-	t.Setenv("GOSUMDB", "off")
-	t.Setenv("GOFLAGS", "")
-	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
-		t.Setenv("LACUNA_GOCACHE", strings.TrimSpace(string(out))) // do not rebuild the standard library
-	}
-}
-
-func runPipeline(t *testing.T, dir, extra string) (*artifacts.Store, map[string]*engine.Result, []engine.Event) {
-	t.Helper()
-	src := strings.Replace(pipeline, "EXTRA", extra, 1)
-	g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events []engine.Event
-	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: filepath.Join(dir, "p.hcl"), Events: func(e engine.Event) { events = append(events, e) }}
-	res, _, err := x.Run(context.Background(), g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*engine.Result{}
-	for i, r := range res {
-		out[i.Addr] = r
-	}
-	return st, out, events
-}
-
-func read[T any](t *testing.T, st *artifacts.Store, r *engine.Result) []T {
-	t.Helper()
-	rd, err := st.Open(r.Output)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := artifacts.ReadAll[T](rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
+	return nodetest.Run(t, dir, strings.Replace(pipeline, "EXTRA", extra, 1))
 }
 
 func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
-	offlineProxy(t)
+	nodetest.OfflineShapes(t)
 	dir := t.TempDir()
-	st, res, events := runPipeline(t, dir, "")
+	run := runPipeline(t, dir, "")
 
-	apis := read[discovery.APIRow](t, st, res["node.surface_diff.shapes"])
+	apis := nodetest.Read[discovery.APIRow](t, run, "node.surface_diff.shapes")
 	byID := map[string]discovery.APIRow{}
 	for _, a := range apis {
 		byID[strings.TrimPrefix(a.ID, "example.com/shapes")] = a
@@ -130,7 +74,7 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 		t.Errorf("versions %s → %s (%s)", a.VOld, a.VNew, a.VNewHash)
 	}
 
-	bundles := read[bundle.Row](t, st, res["node.bundle.shapes"])
+	bundles := nodetest.Read[bundle.Row](t, run, "node.bundle.shapes")
 	got := map[string]bundle.Row{}
 	for _, b := range bundles {
 		got[b.Qualified] = b
@@ -157,12 +101,7 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 	if c := got["shapes.Clamp"]; !strings.Contains(c.Examples[0].Code, "func describe") {
 		t.Errorf("Clamp's example lost its helper:\n%s", c.Examples[0].Code)
 	}
-	notes := map[string]string{}
-	for _, e := range events {
-		if e.Event == engine.EventDone {
-			notes[e.Node] = e.Message
-		}
-	}
+	notes := run.Notes(engine.EventDone)
 	if n := notes["node.surface_diff.shapes"]; !strings.Contains(n, "v1.0.0→v1.1.0") || !strings.Contains(n, "12 kept") {
 		t.Errorf("surface_diff note %q", n)
 	}
@@ -171,24 +110,22 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 	}
 
 	// A second run computes nothing and still reports.
-	_, res2, events2 := runPipeline(t, dir, "")
-	for addr, r := range res2 {
+	again := runPipeline(t, dir, "")
+	for addr, r := range again.Nodes {
 		if r.State != "cached" {
 			t.Errorf("second run: %s %s", addr, r.State)
 		}
 	}
-	for _, e := range events2 {
-		if e.Node == "node.bundle.shapes" && e.Event == engine.EventCached && e.Message != notes["node.bundle.shapes"] {
-			t.Errorf("cached note %q", e.Message)
-		}
+	if n := again.Notes(engine.EventCached)["node.bundle.shapes"]; n != notes["node.bundle.shapes"] {
+		t.Errorf("cached note %q", n)
 	}
 }
 
 func TestBundleKeepsAPIsWithoutExamplesWhenAsked(t *testing.T) {
-	offlineProxy(t)
-	st, res, _ := runPipeline(t, t.TempDir(), "require_example = false")
+	nodetest.OfflineShapes(t)
+	run := runPipeline(t, t.TempDir(), "require_example = false")
 	got := map[string]bundle.Row{}
-	for _, b := range read[bundle.Row](t, st, res["node.bundle.shapes"]) {
+	for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.shapes") {
 		got[b.Qualified] = b
 	}
 	if len(got) != 12 {

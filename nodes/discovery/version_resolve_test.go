@@ -1,14 +1,13 @@
 package discovery_test
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
 
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
@@ -33,23 +32,9 @@ node "filter" "downstream" {
 }
 `
 
-func run(t *testing.T, dir string, st *artifacts.Store, cutoff string) map[string]*engine.Result {
+func run(t *testing.T, dir, cutoff string) map[string]*engine.Result {
 	t.Helper()
-	src := strings.Replace(pipeline, "CUTOFF", cutoff, 1)
-	g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags.Error())
-	}
-	x := &engine.Executor{Store: st, Jobs: 1, Pipeline: filepath.Join(dir, "p.hcl")}
-	res, _, err := x.Run(context.Background(), g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*engine.Result{}
-	for i, r := range res {
-		out[i.Addr] = r
-	}
-	return out
+	return nodetest.Run(t, dir, strings.Replace(pipeline, "CUTOFF", cutoff, 1)).Nodes
 }
 
 func TestVersionResolveThroughAFileProxy(t *testing.T) {
@@ -60,9 +45,9 @@ func TestVersionResolveThroughAFileProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOPROXY", "file://"+proxy)
-	st, _ := artifacts.Open(filepath.Join(dir, ".lacuna"))
 
-	res := run(t, dir, st, "2024-06-01")
+	run1 := nodetest.Run(t, dir, strings.Replace(pipeline, "CUTOFF", "2024-06-01", 1))
+	st, res := run1.Store, run1.Nodes
 	rd, err := st.Open(res["node.version_resolve.lib"].Output)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +61,7 @@ func TestVersionResolveThroughAFileProxy(t *testing.T) {
 	}
 	// Another model whose cutoff picks the same versions: version_resolve
 	// re-runs, everything below it is reused.
-	res = run(t, dir, st, "2024-07-15")
+	res = run(t, dir, "2024-07-15")
 	if res["node.version_resolve.lib"].State != "done" || res["node.filter.downstream"].State != "cached" {
 		t.Errorf("same effective versions: resolve %s, downstream %s", res["node.version_resolve.lib"].State, res["node.filter.downstream"].State)
 	}
@@ -84,7 +69,7 @@ func TestVersionResolveThroughAFileProxy(t *testing.T) {
 	proxytest.Write(proxy, "example.com/lib", map[string]string{
 		"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01", "v1.3.0": "2024-11-01",
 	}, "module example.com/lib\n")
-	res = run(t, dir, st, "2024-07-15")
+	res = run(t, dir, "2024-07-15")
 	if res["node.filter.downstream"].State != "done" {
 		t.Error("a new release did not re-resolve")
 	}

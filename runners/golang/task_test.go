@@ -170,37 +170,48 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 }
 
 // TestBehaviouralLayerCountsCallbacks: a solution that prints the right
-// thing and calls the target, but never lets it call the function it was
-// meant to apply, fails the behavioural layer alone.
+// thing and calls the target, but never lets the target call back into
+// what it was given (a function argument; the scenario's own type through
+// an interface), fails the behavioural layer alone.
 func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
 	}
-	tg := Target{ID: "example.com/shapes.Apply", Package: "example.com/shapes", Name: "Apply"}
-	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleApply"), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := tasks[0]
-	f := newSpiedFixture(t, tg.ID)
-	ref := f.observe(t, task, tg.Package)
-	if ref.Callbacks != 3 {
-		t.Fatalf("reference observation %+v", ref)
-	}
-	sols := []string{task.Mask, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"}
-	var units []Unit
-	for i, s := range sols {
-		units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
-	}
-	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr := res[0].Tests[UnitName("Test", 0)]; !tr.Passed {
-		t.Errorf("reference fails: %s", tr.Output)
-	}
-	if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
-		t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
+	for _, tc := range []struct {
+		name, example string
+		callbacks     int64
+		cheat         string
+	}{
+		{"Apply", "ExampleApply", 3, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"},
+		{"TotalArea", "ExampleTotalArea", 2, "\tshapes.TotalArea()\n\tfmt.Println(square{1}.Area() + square{2}.Area())"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := Target{ID: "example.com/shapes." + tc.name, Package: "example.com/shapes", Name: tc.name}
+			tasks, _, err := TasksFromExample(fixtureExample(t, tc.example), tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := tasks[0]
+			f := newSpiedFixture(t, tg.ID)
+			ref := f.observe(t, task, tg.Package)
+			if ref.Callbacks != tc.callbacks {
+				t.Fatalf("reference observation %+v, want %d callbacks", ref, tc.callbacks)
+			}
+			var units []Unit
+			for i, s := range []string{task.Mask, tc.cheat} {
+				units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
+			}
+			res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr := res[0].Tests[UnitName("Test", 0)]; !tr.Passed {
+				t.Errorf("reference fails: %s", tr.Output)
+			}
+			if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
+				t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
+			}
+		})
 	}
 }
 
@@ -252,40 +263,4 @@ func (f spiedFixture) observe(t *testing.T, task Task, pkg string) *Observation 
 		t.Fatalf("no observation: %+v", obs[0])
 	}
 	return ref
-}
-
-// TestBehaviouralLayerCountsCallsIntoInterfaceArguments: the target calls
-// the Area method of the scenario's own type through the Shape interface;
-// a solution that prints the sum without letting it fails the behavioural
-// layer alone.
-func TestBehaviouralLayerCountsCallsIntoInterfaceArguments(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds Go programs")
-	}
-	tg := Target{ID: "example.com/shapes.TotalArea", Package: "example.com/shapes", Name: "TotalArea"}
-	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleTotalArea"), tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := tasks[0]
-	f := newSpiedFixture(t, tg.ID)
-	ref := f.observe(t, task, tg.Package)
-	if ref.Callbacks != 2 {
-		t.Fatalf("reference observation %+v", ref)
-	}
-	sols := []string{task.Mask, "\tshapes.TotalArea()\n\tfmt.Println(square{1}.Area() + square{2}.Area())"}
-	var units []Unit
-	for i, s := range sols {
-		units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
-	}
-	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr := res[0].Tests[UnitName("Test", 0)]; !tr.Passed {
-		t.Errorf("reference fails: %s", tr.Output)
-	}
-	if got := FailedLayers(res[1].Tests[UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
-		t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[UnitName("Test", 1)].Output)
-	}
 }

@@ -1,0 +1,104 @@
+// Package nodetest runs pipelines in the tests of node types: HCL source
+// through the real engine into a real store, with modules served by an
+// offline file:// proxy. It is for tests only.
+package nodetest
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+)
+
+// Result is what one run of a pipeline did.
+type Result struct {
+	Store  *artifacts.Store
+	Nodes  map[string]*engine.Result // by instance address
+	Events []engine.Event
+}
+
+// Run runs the pipeline src as dir/p.hcl with its store in dir/.lacuna:
+// running again in the same dir reuses what the first run computed.
+func Run(tb testing.TB, dir, src string) *Result {
+	tb.Helper()
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		tb.Fatal(diags.Error())
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &Result{Store: st, Nodes: map[string]*engine.Result{}}
+	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: file, Events: func(e engine.Event) { r.Events = append(r.Events, e) }}
+	res, _, err := x.Run(context.Background(), g, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, out := range res {
+		r.Nodes[i.Addr] = out
+	}
+	return r
+}
+
+// Read returns the rows of a node's output.
+func Read[T any](tb testing.TB, r *Result, addr string) []T {
+	tb.Helper()
+	n, ok := r.Nodes[addr]
+	if !ok {
+		tb.Fatalf("no node %s in the run", addr)
+	}
+	rd, err := r.Store.Open(n.Output)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rows, err := artifacts.ReadAll[T](rd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rows
+}
+
+// Notes maps each node that emitted event (engine.EventDone,
+// engine.EventCached) to its result note.
+func (r *Result) Notes(event string) map[string]string {
+	out := map[string]string{}
+	for _, e := range r.Events {
+		if e.Event == event {
+			out[e.Node] = e.Message
+		}
+	}
+	return out
+}
+
+// OfflineShapes serves the test module example.com/shapes
+// (runners/golang/testdata/shapes: v1.0.0 on 2024-01-10, v1.1.0 on
+// 2024-09-01) as GOPROXY=file://..., without a checksum database, and
+// points the Go build cache at the user's so tests do not rebuild the
+// standard library. It skips the test when there is no go command.
+func OfflineShapes(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		tb.Skip("no go command")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	trees := filepath.Join(filepath.Dir(here), "..", "..", "runners", "golang", "testdata", "shapes")
+	proxy := tb.TempDir()
+	if err := proxytest.WriteTrees(proxy, "example.com/shapes", trees,
+		map[string]string{"v1.0.0": "2024-01-10", "v1.1.0": "2024-09-01"}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Setenv("GOPROXY", "file://"+proxy)
+	tb.Setenv("GOSUMDB", "off")
+	tb.Setenv("GOFLAGS", "")
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		tb.Setenv("LACUNA_GOCACHE", strings.TrimSpace(string(out)))
+	}
+}
