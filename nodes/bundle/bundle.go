@@ -16,7 +16,9 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
 	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
@@ -196,20 +198,20 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 }
 
 // buildModule builds the bundles of one module version's kept APIs.
-func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain, mod *golang.Module, apis []discovery.APIRow) ([]Row, string, error) {
-	lic := golang.DetectLicense(mod.Dir)
-	pkgs := map[string]*golang.Package{}
-	loadPkg := func(importPath string) (*golang.Package, error) {
+func buildModule(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolchain, mod *modfetch.Module, apis []discovery.APIRow) ([]Row, string, error) {
+	lic := goapi.DetectLicense(mod.Dir)
+	pkgs := map[string]*goapi.Package{}
+	loadPkg := func(importPath string) (*goapi.Package, error) {
 		if p, ok := pkgs[importPath]; ok {
 			return p, nil
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(importPath, mod.Path), "/")
-		p, err := golang.LoadPackage(filepath.Join(mod.Dir, filepath.FromSlash(rel)), importPath)
+		p, err := goapi.LoadPackage(filepath.Join(mod.Dir, filepath.FromSlash(rel)), importPath)
 		pkgs[importPath] = p
 		return p, err
 	}
 	// E: the module's examples for the kept APIs, validated together.
-	all, err := golang.Examples(mod.Dir)
+	all, err := goapi.Examples(mod.Dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -217,7 +219,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolcha
 	for _, a := range apis {
 		wanted[a.ID] = true
 	}
-	var exs []golang.Example
+	var exs []goapi.Example
 	for _, e := range all {
 		if wanted[e.ID] {
 			exs = append(exs, e)
@@ -234,7 +236,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolcha
 		statuses[res.Status]++
 		byAPI[e.ID] = append(byAPI[e.ID], Example{
 			Name: e.Name, File: e.File, Code: e.Program, Output: e.Output, Unordered: e.Unordered,
-			Status: res.Status, Valid: res.Status == golang.ExamplePassed, Got: res.Got, Error: res.Error,
+			Status: res.Status, Valid: res.Status == gotool.ExamplePassed, Got: res.Got, Error: res.Error,
 		})
 	}
 	var rows []Row
@@ -301,7 +303,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolcha
 }
 
 // validate runs the examples in the sandbox, batched into one go test.
-func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain, mod *golang.Module, exs []golang.Example) ([]golang.ExampleResult, error) {
+func validate(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolchain, mod *modfetch.Module, exs []goapi.Example) ([]gotool.ExampleResult, error) {
 	if len(exs) == 0 {
 		return nil, nil
 	}
@@ -319,7 +321,7 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 		return nil, err
 	}
 	start := time.Now()
-	res, err := tc.RunExamples(ctx, mod, exs, golang.BatchOptions{Exec: wrapper, WorkDir: work, TestOptions: golang.TestOptions{Timeout: c.timeout()}})
+	res, err := tc.RunExamples(ctx, mod, exs, gotool.BatchOptions{Exec: wrapper, WorkDir: work, TestOptions: gotool.TestOptions{Timeout: c.timeout()}})
 	if err != nil {
 		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
 	}
@@ -327,7 +329,7 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 	return res, nil
 }
 
-func toParams(ps []golang.Param) []Param {
+func toParams(ps []goapi.Param) []Param {
 	out := make([]Param, len(ps))
 	for i, p := range ps {
 		out[i] = Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
 )
 
 func init() { nodes.Register(surfaceDiff{}) }
@@ -88,16 +90,16 @@ func (surfaceDiff) Validate(cfg any) error {
 
 // GoCache is the store cache directory of Go downloads and builds:
 // src/ holds verified module trees, the rest is the Toolchain's.
-func GoCache(r nodes.Run) (fetcher *golang.Fetcher, tc *golang.Toolchain, err error) {
+func GoCache(r nodes.Run) (fetcher *modfetch.Fetcher, tc *gotool.Toolchain, err error) {
 	dir, err := r.CacheDir("go")
 	if err != nil {
 		return nil, nil, err
 	}
-	fetcher, err = golang.NewFetcher(filepath.Join(dir, "src"))
+	fetcher, err = modfetch.NewFetcher(filepath.Join(dir, "src"))
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err = golang.NewToolchain(dir)
+	tc, err = gotool.NewToolchain(dir)
 	return fetcher, tc, err
 }
 
@@ -133,20 +135,20 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 		if err != nil {
 			return err
 		}
-		so, err := golang.Surface(old.Dir)
+		so, err := goapi.Surface(old.Dir)
 		if err != nil {
 			return fmt.Errorf("%s@%s: %w", v.Library, v.VOld, err)
 		}
-		sn, err := golang.Surface(cur.Dir)
+		sn, err := goapi.Surface(cur.Dir)
 		if err != nil {
 			return fmt.Errorf("%s@%s: %w", v.Library, v.VNew, err)
 		}
-		changes := golang.DiffModules(so, sn, v.Library, newMod)
+		changes := goapi.DiffModules(so, sn, v.Library, newMod)
 		lib := make([]APIRow, len(changes))
 		for j, ch := range changes {
 			lib[j] = apiRow(v, newMod, cur.Hash, ch, c.minDocWords())
 		}
-		reps := golang.FamilyRepresentatives(changes, func(j int) bool { return lib[j].Keep })
+		reps := goapi.FamilyRepresentatives(changes, func(j int) bool { return lib[j].Keep })
 		novel, kept := 0, 0
 		for j := range lib {
 			lib[j].FamilyRep = reps[j]
@@ -177,7 +179,7 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	return nil
 }
 
-func apiRow(v VersionRow, module, hash string, ch golang.Change, minWords int) APIRow {
+func apiRow(v VersionRow, module, hash string, ch goapi.Change, minWords int) APIRow {
 	a := ch.API
 	row := APIRow{
 		Library: v.Library, Module: module, VOld: v.VOld, VNew: v.VNew, VNewHash: hash,

@@ -13,7 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -109,7 +109,7 @@ func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	p, err := golang.FromEnv()
+	p, err := modfetch.FromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,9 @@ func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[stri
 	if c.FollowMajor {
 		// The successors' lists too: a v2 release moves v_new.
 		var all []string
-		for next := golang.NextMajor(lib.name); next != ""; next = golang.NextMajor(next) {
+		for next := modfetch.NextMajor(lib.name); next != ""; next = modfetch.NextMajor(next) {
 			svs, err := p.List(ctx, next)
-			if errors.Is(err, golang.ErrNotFound) {
+			if errors.Is(err, modfetch.ErrNotFound) {
 				break
 			}
 			if err != nil {
@@ -146,11 +146,11 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	p, err := golang.FromEnv()
+	p, err := modfetch.FromEnv()
 	if err != nil {
 		return err
 	}
-	res, err := golang.Resolve(ctx, p, lib.name, cutoff, golang.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted, FollowMajor: c.FollowMajor})
+	res, err := modfetch.Resolve(ctx, p, lib.name, cutoff, modfetch.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted, FollowMajor: c.FollowMajor})
 	if err != nil {
 		return err
 	}

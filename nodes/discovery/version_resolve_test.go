@@ -8,7 +8,7 @@ import (
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
-	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
 
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 )

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
+
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 )
 

@@ -7,13 +7,12 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
-	"github.com/lacuna-dev/lacuna/runners/golang/proxytest"
+	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
 )
 
 // Result is what one run of a pipeline did.
@@ -79,7 +78,7 @@ func (r *Result) Notes(event string) map[string]string {
 }
 
 // OfflineShapes serves the test module example.com/shapes
-// (runners/golang/testdata/shapes: v1.0.0 on 2024-01-10, v1.1.0 on
+// (runners/modfetch/proxytest/testdata/shapes: v1.0.0 on 2024-01-10, v1.1.0 on
 // 2024-09-01) as GOPROXY=file://..., without a checksum database, and
 // points the Go build cache at the user's so tests do not rebuild the
 // standard library. It skips the test when there is no go command.
@@ -88,11 +87,8 @@ func OfflineShapes(tb testing.TB) {
 	if _, err := exec.LookPath("go"); err != nil {
 		tb.Skip("no go command")
 	}
-	_, here, _, _ := runtime.Caller(0)
-	trees := filepath.Join(filepath.Dir(here), "..", "..", "runners", "golang", "testdata", "shapes")
 	proxy := tb.TempDir()
-	if err := proxytest.WriteTrees(proxy, "example.com/shapes", trees,
-		map[string]string{"v1.0.0": "2024-01-10", "v1.1.0": "2024-09-01"}); err != nil {
+	if err := proxytest.WriteShapes(proxy); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Setenv("GOPROXY", "file://"+proxy)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
 func init() { nodes.Register(judgeType{}) }
@@ -70,7 +70,7 @@ func (judgeType) Run(ctx context.Context, r nodes.Run) error {
 			return fmt.Errorf("sample %s/%s: no such task", s.TaskID, s.SampleID)
 		}
 		ran := s.CompileError == "" && s.Observation != ""
-		class, rule := golang.Judge(golang.Sample{Program: s.Program, Solution: s.Solution, Passed: s.Passed, CompileError: s.CompileError, Ran: ran, Direct: s.SpyDirect}, target(t), t.PkgName)
+		class, rule := goharness.Judge(goharness.Sample{Program: s.Program, Solution: s.Solution, Passed: s.Passed, CompileError: s.CompileError, Ran: ran, Direct: s.SpyDirect}, target(t), t.PkgName)
 		out = append(out, JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: s.APIID, Passed: s.Passed, Class: class, Rule: rule})
 		if confusion[s.Kind] == nil {
 			confusion[s.Kind] = map[string]int{}

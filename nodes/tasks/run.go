@@ -16,7 +16,10 @@ import (
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
 	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
@@ -54,9 +57,9 @@ type SampleRow struct {
 
 // moduleEnv is what running harnesses against one module version needs.
 type moduleEnv struct {
-	mod     *golang.Module
-	spy     *golang.Spy
-	tc      *golang.Toolchain
+	mod     *modfetch.Module
+	spy     *goharness.Spy
+	tc      *gotool.Toolchain
 	wrapper string
 	work    string
 }
@@ -77,7 +80,7 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 	if err != nil {
 		return nil, err
 	}
-	apis, err := golang.Surface(mod.Dir)
+	apis, err := goapi.Surface(mod.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 	for _, id := range targetIDs {
 		want[id] = true
 	}
-	var targets []golang.API
+	var targets []goapi.API
 	for _, a := range apis {
 		if want[a.ID] && (a.Kind == "func" || a.Kind == "method") && !a.NoBody {
 			targets = append(targets, a)
@@ -96,7 +99,7 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 		return nil, err
 	}
 	env := &moduleEnv{mod: mod, tc: tc, work: work}
-	env.spy, err = golang.NewSpy(mod.Dir, mod.Path, targets, work)
+	env.spy, err = goharness.NewSpy(mod.Dir, mod.Path, targets, work)
 	if err != nil {
 		env.close()
 		return nil, err
@@ -120,9 +123,9 @@ const unitsPerPackage = 150
 
 // run runs solutions through their tasks' harnesses (expect nil: observe
 // only) in one batched go test, and returns one row per solution.
-func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []golang.Task, expects []*golang.Observation, sols []Solution) ([]SampleRow, error) {
+func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task, expects []*goharness.Observation, sols []Solution) ([]SampleRow, error) {
 	out := make([]SampleRow, len(sols))
-	var units []golang.Unit
+	var units []gotool.Unit
 	var which []int
 	for i, s := range sols {
 		t := tasks[s.Task]
@@ -137,7 +140,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []golang.Task, e
 			out[i].RuntimeError = "the target cannot be spied on (no Go body)"
 			continue
 		}
-		u := golang.Harness(spec, s.Code, len(units), access, t.ImportPath, e.mod.Path, expects[s.Task])
+		u := goharness.Harness(spec, s.Code, len(units), access, t.ImportPath, e.mod.Path, expects[s.Task])
 		u.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
 		if s.Imports != nil {
 			u.Group = fmt.Sprintf("imports-%d", i) // an import problem fails a whole package: keep it alone
@@ -148,16 +151,16 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []golang.Task, e
 	if len(units) == 0 {
 		return out, nil
 	}
-	res, err := e.tc.RunBatch(ctx, e.mod, units, golang.BatchOptions{
+	res, err := e.tc.RunBatch(ctx, e.mod, units, gotool.BatchOptions{
 		Exec: e.wrapper, WorkDir: e.work,
-		TestOptions: golang.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}},
+		TestOptions: gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}},
 	})
 	if err != nil {
 		return nil, err
 	}
 	for u, r := range res {
 		row := &out[which[u]]
-		tr, ran := r.Tests[golang.UnitName("Test", u)]
+		tr, ran := r.Tests[gotool.UnitName("Test", u)]
 		switch {
 		case r.CompileError != "":
 			row.CompileError = r.CompileError
@@ -170,8 +173,8 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []golang.Task, e
 			}
 		default:
 			row.Passed, row.Seconds = tr.Passed, tr.Seconds
-			row.FailedLayers = golang.FailedLayers(tr.Output)
-			if o, ok := golang.ReadObservation(tr.Output); ok {
+			row.FailedLayers = goharness.FailedLayers(tr.Output)
+			if o, ok := goharness.ReadObservation(tr.Output); ok {
 				b, _ := json.Marshal(o)
 				row.Observation = string(b)
 				row.SpyDirect, row.SpyIndirect, row.TimedOut = o.Direct, o.Indirect, o.TimedOut
@@ -198,15 +201,15 @@ func bound(s string, n int) string {
 }
 
 // decodeTasks reads the spec and expectation of each task row.
-func decodeTasks(rows []Row) ([]golang.Task, []*golang.Observation, error) {
-	specs := make([]golang.Task, len(rows))
-	expects := make([]*golang.Observation, len(rows))
+func decodeTasks(rows []Row) ([]goharness.Task, []*goharness.Observation, error) {
+	specs := make([]goharness.Task, len(rows))
+	expects := make([]*goharness.Observation, len(rows))
 	for i, t := range rows {
 		if err := json.Unmarshal([]byte(t.Spec), &specs[i]); err != nil {
 			return nil, nil, fmt.Errorf("task %s: spec: %w", t.TaskID, err)
 		}
 		if t.Expect != "" {
-			expects[i] = &golang.Observation{}
+			expects[i] = &goharness.Observation{}
 			if err := json.Unmarshal([]byte(t.Expect), expects[i]); err != nil {
 				return nil, nil, fmt.Errorf("task %s: expect: %w", t.TaskID, err)
 			}

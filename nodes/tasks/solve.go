@@ -8,7 +8,8 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
 
 func init() { nodes.Register(solveType{}) }
@@ -145,7 +146,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 	if err != nil {
 		return nil, err
 	}
-	pkgs := map[string]*golang.Package{}
+	pkgs := map[string]*goapi.Package{}
 	var out []Solution
 	for i, t := range tasks {
 		if expects[i] == nil {
@@ -163,7 +164,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 				return nil, err
 			}
 			rel := strings.TrimPrefix(strings.TrimPrefix(t.ImportPath, t.Module), "/")
-			p, err = golang.LoadPackage(mod.Dir+"/"+rel, t.ImportPath)
+			p, err = goapi.LoadPackage(mod.Dir+"/"+rel, t.ImportPath)
 			if err != nil {
 				return nil, err
 			}
@@ -178,7 +179,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		if s := p.Siblings(name); len(s) > 0 {
 			sibling = s[0]
 		}
-		for _, m := range golang.Mutants(specs[i], tg, sibling, expects[i]) {
+		for _, m := range goharness.Mutants(specs[i], tg, sibling, expects[i]) {
 			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code, Imports: m.Imports})
 		}
 	}
@@ -186,9 +187,9 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 }
 
 // target is a task's API as the Go runners name it.
-func target(t Row) golang.Target {
+func target(t Row) goharness.Target {
 	parts := strings.Split(t.Qualified, ".")
-	tg := golang.Target{ID: t.APIID, Package: t.ImportPath, Name: parts[len(parts)-1]}
+	tg := goharness.Target{ID: t.APIID, Package: t.ImportPath, Name: parts[len(parts)-1]}
 	if len(parts) == 3 {
 		tg.Receiver = parts[1]
 	}

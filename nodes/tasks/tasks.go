@@ -10,7 +10,8 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
-	"github.com/lacuna-dev/lacuna/runners/golang"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
 
 func init() { nodes.Register(tasksType{}) }
@@ -93,7 +94,7 @@ func (tasksType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	var rows []Row
-	var specs []golang.Task
+	var specs []goharness.Task
 	levels := map[string]int{}
 	noTask := map[string]int{}
 	for _, b := range bundles {
@@ -137,12 +138,12 @@ func (tasksType) Run(ctx context.Context, r nodes.Run) error {
 			rows[i].Expect = s.Observation
 			observed++
 		}
-		var exp golang.Observation
+		var exp goharness.Observation
 		if json.Unmarshal([]byte(rows[i].Expect), &exp) == nil && s.spyAccess != "" {
-			rows[i].Harness = golang.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, rows[i].Module, &exp).Source("harness", map[string]string{})
+			rows[i].Harness = goharness.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, rows[i].Module, &exp).Source("harness", map[string]string{})
 		}
 	}
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[golang.Easy], levels[golang.Medium], levels[golang.Hard], observed)
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed)
 	w, err := r.Output(artifacts.SchemaOf[Row]())
 	if err != nil {
 		return err
@@ -157,7 +158,7 @@ func (tasksType) Run(ctx context.Context, r nodes.Run) error {
 
 type made struct {
 	row  Row
-	spec golang.Task
+	spec goharness.Task
 }
 
 // cut makes the tasks of one bundle from its first valid example that
@@ -166,7 +167,7 @@ func cut(b bundle.Row) ([]made, string) {
 	if b.Kind == "type" {
 		return nil, "a type: no call to build a task around (the llm generator will)"
 	}
-	tg := golang.Target{ID: b.APIID, Package: b.ImportPath, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
+	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
 	if b.Kind == "method" {
 		parts := strings.Split(b.Qualified, ".")
 		tg.Receiver = parts[len(parts)-2]
@@ -177,8 +178,8 @@ func cut(b bundle.Row) ([]made, string) {
 		if !e.Valid {
 			continue
 		}
-		ex := golang.Example{Name: e.Name, Program: e.Code, Output: e.Output, HasOutput: true, Unordered: e.Unordered}
-		tasks, skipped, err := golang.TasksFromExample(ex, tg)
+		ex := goapi.Example{Name: e.Name, Program: e.Code, Output: e.Output, HasOutput: true, Unordered: e.Unordered}
+		tasks, skipped, err := goharness.TasksFromExample(ex, tg)
 		if err != nil {
 			missing["easy"] = err.Error()
 			continue
@@ -192,7 +193,7 @@ func cut(b bundle.Row) ([]made, string) {
 			if _, done := got[t.Difficulty]; done {
 				continue
 			}
-			desc, ok := golang.Describe(t, tg, b.MProse)
+			desc, ok := goharness.Describe(t, tg, b.MProse)
 			if !ok {
 				missing[t.Difficulty] = "its description would name the target"
 				continue
@@ -217,7 +218,7 @@ func cut(b bundle.Row) ([]made, string) {
 		return nil, why
 	}
 	var miss []string
-	for _, level := range []string{golang.Easy, golang.Medium, golang.Hard} {
+	for _, level := range []string{goharness.Easy, goharness.Medium, goharness.Hard} {
 		if w, ok := missing[level]; ok {
 			if _, have := got[level]; !have {
 				miss = append(miss, level+": "+w)
@@ -225,7 +226,7 @@ func cut(b bundle.Row) ([]made, string) {
 		}
 	}
 	var out []made
-	for _, level := range []string{golang.Easy, golang.Medium, golang.Hard} {
+	for _, level := range []string{goharness.Easy, goharness.Medium, goharness.Hard} {
 		if m, ok := got[level]; ok {
 			m.row.Missing = strings.Join(miss, "; ")
 			out = append(out, m)
@@ -235,7 +236,7 @@ func cut(b bundle.Row) ([]made, string) {
 }
 
 // pkgNameIn is the name the task's program imports a package by.
-func pkgNameIn(t golang.Task, importPath string) string {
+func pkgNameIn(t goharness.Task, importPath string) string {
 	for _, im := range t.Imports {
 		name, path, _ := strings.Cut(im, " ")
 		if strings.Trim(path, `"`) == importPath {

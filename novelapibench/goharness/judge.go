@@ -1,0 +1,135 @@
+package goharness
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"regexp"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+)
+
+// Failure classes the deterministic fast path of the judge assigns
+// (NovelAPIBench §3.3); everything else waits for the LLM judge.
+const (
+	ClassOK                = "OK"
+	ClassWrongSyntax       = "WrongSyntax"
+	ClassWrongAPISelection = "WrongAPISelection"
+	ClassWrongImport       = "WrongImport"
+	ClassNeedsLLM          = "needs_llm"
+)
+
+// Sample is one solution's run, as the judge sees it.
+type Sample struct {
+	Program      string // the whole program with the solution in place
+	Solution     string // the solver's code alone: whose calls are judged
+	Passed       bool
+	CompileError string
+	Ran          bool  // the harness ran (it compiled)
+	Direct       int64 // direct calls of the target
+}
+
+var (
+	importTrouble = regexp.MustCompile(`could not import|cannot find package|no required module provides package|does not contain package|is not in std|is not in GOROOT`)
+	undefinedSel  = regexp.MustCompile(`undefined: (\w+)\.(\w+)`)
+	undefinedName = regexp.MustCompile(`undefined: (\w+)($|\s|\n)`)
+	noSuchMember  = regexp.MustCompile(`has no field or method (\w+)`)
+)
+
+// Judge classifies a sample by deterministic rules and names the rule that
+// fired. pkgName is the name the program imports the target's package by.
+func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
+	if s.Passed {
+		return ClassOK, "passed the harness"
+	}
+	if _, err := parser.ParseFile(token.NewFileSet(), "solution.go", s.Program, parser.AllErrors); err != nil {
+		return ClassWrongSyntax, "does not parse: " + firstLine(err.Error())
+	}
+	if s.CompileError != "" {
+		e := s.CompileError
+		switch {
+		case importTrouble.MatchString(e):
+			return ClassWrongImport, "an import path does not resolve"
+		}
+		for _, m := range undefinedSel.FindAllStringSubmatch(e, -1) {
+			if m[1] == pkgName && m[2] == tg.Name {
+				return ClassWrongImport, "the imported package has no " + tg.Name + ": wrong import path"
+			}
+			if m[1] == pkgName {
+				return ClassWrongAPISelection, "calls " + m[1] + "." + m[2] + ", which does not exist"
+			}
+		}
+		for _, m := range undefinedName.FindAllStringSubmatch(e, -1) {
+			if m[1] == pkgName {
+				return ClassWrongImport, "uses " + pkgName + " without importing it"
+			}
+		}
+		if m := noSuchMember.FindStringSubmatch(e); m != nil {
+			return ClassWrongAPISelection, "calls method " + m[1] + ", which does not exist"
+		}
+		if !callsTarget(s.Solution, tg) {
+			if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
+				return ClassWrongAPISelection, "calls " + strings.Join(other, ", ") + " instead of " + tg.Name + " (does not compile)"
+			}
+		}
+		return ClassNeedsLLM, "does not compile; cause unclear"
+	}
+	if s.Ran && s.Direct == 0 {
+		if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
+			return ClassWrongAPISelection, "never calls " + tg.Name + "; calls " + strings.Join(other, ", ") + " instead"
+		}
+		return ClassNeedsLLM, "never calls the target"
+	}
+	return ClassNeedsLLM, "calls the target; the result is wrong"
+}
+
+// otherPackageCalls lists the calls a solver made instead of the target:
+// pkg.X for a function; for a method, also v.X on a value (any exported
+// method call on something that is not an imported package; syntax alone
+// cannot tell whose method it is).
+func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+	if err != nil {
+		return nil
+	}
+	imported := map[string]bool{pkgName: true}
+	if pf, err := parser.ParseFile(token.NewFileSet(), "", program, parser.ImportsOnly); err == nil {
+		for _, im := range pf.Imports {
+			imported[goapi.ImportName(im)] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range calledSelectors(f) {
+		if c.name == tg.Name || seen[c.pkg+"."+c.name] {
+			continue
+		}
+		if c.pkg == pkgName || (tg.Receiver != "" && !imported[c.pkg] && ast.IsExported(c.name)) {
+			seen[c.pkg+"."+c.name] = true
+			out = append(out, strings.TrimPrefix(c.pkg+"."+c.name, "."))
+		}
+	}
+	return out
+}
+
+// callsTarget reports whether the solution's code calls the target's name.
+func callsTarget(solution string, tg Target) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+	if err != nil {
+		return false
+	}
+	for _, c := range calledSelectors(f) {
+		if c.name == tg.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

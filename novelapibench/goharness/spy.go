@@ -1,0 +1,212 @@
+package goharness
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+)
+
+// Spy instruments target APIs of a module tree for harness builds, the
+// NovelAPIBench target-API spy: a counting call at the top of each
+// target's body, and per instrumented package a file holding the
+// counters. Nothing in the tree changes: `go test -overlay` swaps the
+// files in at build time. The tree must not be in the module cache (the
+// go command refuses overlays there), which is why modules are used from
+// the store's own verified copy through a replace directive.
+//
+// A call is direct when the function calling the target is outside the
+// module (the solution's code), indirect when it is the module's own code
+// (a sibling API that uses the target).
+type Spy struct {
+	// Overlay is the go test -overlay file.
+	Overlay string
+	// Slots maps an API identity to its counter index.
+	Slots map[string]int
+	// Access maps an API identity to the Go expression, valid in a
+	// package importing the target's package under its own name, that
+	// reads its counters: pkgname.LacunaSpy[i].
+	Access map[string]string
+}
+
+// NewSpy writes the overlay for targets (functions and methods with a Go
+// body) of the module at modDir (module path modPath) into dir.
+func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, error) {
+	byFile := map[string][]goapi.API{}
+	for _, a := range targets {
+		if a.Kind != "func" && a.Kind != "method" {
+			return nil, fmt.Errorf("spy: %s is a %s; only functions and methods can be spied on", a.ID, a.Kind)
+		}
+		byFile[a.File] = append(byFile[a.File], a)
+	}
+	s := &Spy{Slots: map[string]int{}, Access: map[string]string{}}
+	replace := map[string]string{}
+	pkgSlots := map[string]int{} // package dir → slots used
+	pkgName := map[string]string{}
+	files := make([]string, 0, len(byFile))
+	for f := range byFile {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, rel := range files {
+		full := filepath.Join(modDir, filepath.FromSlash(rel))
+		src, err := os.ReadFile(full)
+		if err != nil {
+			return nil, fmt.Errorf("spy: %w", err)
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, full, src, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("spy: %w", err)
+		}
+		pdir := filepath.Dir(full)
+		pkgName[pdir] = f.Name.Name
+		type edit struct {
+			at   int
+			text string
+		}
+		var edits []edit
+		for _, a := range byFile[rel] {
+			fd := funcAt(fset, f, a)
+			if fd == nil || fd.Body == nil {
+				return nil, fmt.Errorf("spy: %s has no Go body at %s:%d", a.ID, rel, a.Line)
+			}
+			slot := pkgSlots[pdir]
+			pkgSlots[pdir]++
+			s.Slots[a.ID] = slot
+			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
+			// Same line: positions in panics and compiler messages stay put.
+			text := fmt.Sprintf("lacunaSpyHit(%d);", slot) + callbackWrappers(src, fset, fd, slot)
+			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, text})
+		}
+		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
+		out := append([]byte(nil), src...)
+		for _, e := range edits {
+			out = append(out[:e.at], append([]byte(e.text), out[e.at:]...)...)
+		}
+		repl := filepath.Join(dir, fmt.Sprintf("spied%d_%s", len(replace), filepath.Base(full)))
+		if err := os.WriteFile(repl, out, 0o644); err != nil {
+			return nil, err
+		}
+		replace[full] = repl
+	}
+	for pdir, n := range pkgSlots {
+		counters := filepath.Join(dir, fmt.Sprintf("counters%d.go", len(replace)))
+		if err := os.WriteFile(counters, []byte(spyCounters(pkgName[pdir], modPath, n)), 0o644); err != nil {
+			return nil, err
+		}
+		replace[filepath.Join(pdir, "zz_lacuna_spy.go")] = counters
+	}
+	b, _ := json.MarshalIndent(map[string]any{"Replace": replace}, "", "  ")
+	s.Overlay = filepath.Join(dir, "overlay.json")
+	return s, os.WriteFile(s.Overlay, b, 0o644)
+}
+
+// callbackWrappers wraps every parameter of function type (written as a
+// func literal type) so that calls into it are counted: the behavioural
+// layer compares them with the reference's. All on the line of the body's
+// brace, so positions do not move.
+func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int) string {
+	text := func(n ast.Node) string {
+		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
+	}
+	var b strings.Builder
+	k := 0
+	for _, field := range fd.Type.Params.List {
+		ft, ok := field.Type.(*ast.FuncType)
+		if !ok {
+			continue
+		}
+		for _, name := range field.Names {
+			if name.Name == "_" {
+				continue
+			}
+			var params, args []string
+			variadic := false
+			for _, p := range ft.Params.List {
+				n := max(1, len(p.Names))
+				for j := 0; j < n; j++ {
+					a := fmt.Sprintf("lacunaA%d", len(args))
+					typ := text(p.Type)
+					if e, ok := p.Type.(*ast.Ellipsis); ok {
+						typ, variadic = "..."+text(e.Elt), true
+					}
+					params = append(params, a+" "+typ)
+					args = append(args, a)
+				}
+			}
+			call := "lacunaOrig" + fmt.Sprint(k) + "(" + strings.Join(args, ", ")
+			if variadic {
+				call += "..."
+			}
+			call += ")"
+			results := ""
+			if ft.Results != nil {
+				results = " " + text(ft.Results)
+				call = "return " + call
+			}
+			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1); %[6]s } };",
+				name.Name, k, strings.Join(params, ", "), results, slot, call)
+			k++
+		}
+	}
+	return b.String()
+}
+
+// funcAt finds the declaration of a function or method API.
+func funcAt(fset *token.FileSet, f *ast.File, a goapi.API) *ast.FuncDecl {
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != a.Name {
+			continue
+		}
+		recv := ""
+		if fd.Recv != nil && len(fd.Recv.List) == 1 {
+			recv, _ = goapi.ReceiverName(fd.Recv.List[0].Type)
+		}
+		if recv == a.Receiver {
+			return fd
+		}
+	}
+	return nil
+}
+
+// spyCounters is the file added to an instrumented package.
+func spyCounters(pkg, modPath string, n int) string {
+	return fmt.Sprintf(`// Code generated by lacuna (target-API spy); DO NOT EDIT.
+
+package %s
+
+import (
+	"runtime"
+	"strings"
+	"sync/atomic"
+)
+
+// LacunaSpyCounter counts calls into one spied API.
+type LacunaSpyCounter struct{ Direct, Indirect, Callbacks atomic.Int64 }
+
+// LacunaSpy holds this package's counters, one per spied API.
+var LacunaSpy [%d]LacunaSpyCounter
+
+// lacunaSpyHit runs first in a spied API: the frame above the API is its
+// caller, in this module (indirect) or not (direct).
+func lacunaSpyHit(slot int) {
+	pcs := make([]uintptr, 1)
+	runtime.Callers(3, pcs)
+	frame, _ := runtime.CallersFrames(pcs).Next()
+	if fn := frame.Function; strings.HasPrefix(fn, %q) || strings.HasPrefix(fn, %q) {
+		LacunaSpy[slot].Indirect.Add(1)
+		return
+	}
+	LacunaSpy[slot].Direct.Add(1)
+}
+`, pkg, n, modPath+".", modPath+"/")
+}

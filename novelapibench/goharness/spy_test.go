@@ -1,0 +1,102 @@
+package goharness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+)
+
+// TestSpyCountsDirectAndIndirectCalls builds harness tests against the
+// fixture with the spy overlay: a direct call, a call through a sibling
+// API, a generic method, and a test that never calls the target.
+func TestSpyCountsDirectAndIndirectCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	abs, _ := filepath.Abs(fixtureNew)
+	apis, err := goapi.Surface(abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []goapi.API
+	for _, a := range apis {
+		if a.ID == "example.com/shapes.Scale" || a.ID == "example.com/shapes.Stack.Push" {
+			targets = append(targets, a)
+		}
+	}
+	work := t.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale, push := spy.Access["example.com/shapes.Scale"], spy.Access["example.com/shapes.Stack.Push"]
+	mod := filepath.Join(work, "m")
+	files := map[string]string{
+		"go.mod": "module lacuna.harness/m\n\ngo 1.22\n\nrequire example.com/shapes v1.1.0\n\nreplace example.com/shapes => " + abs + "\n",
+		"h/h_test.go": `package h
+
+import (
+	"fmt"
+	"testing"
+
+	"example.com/shapes"
+)
+
+func report(name string, d, i int64) { fmt.Printf("SPY %s direct=%d indirect=%d\n", name, d, i) }
+
+func TestDirect(t *testing.T) {
+	shapes.Scale([]int{1, 2}, 3)
+	report("direct", ` + scale + `.Direct.Load(), ` + scale + `.Indirect.Load())
+}
+
+func TestIndirect(t *testing.T) {
+	before := ` + scale + `.Direct.Load()
+	shapes.ScaleErr([]float64{1}, 2)
+	report("indirect", ` + scale + `.Direct.Load()-before, ` + scale + `.Indirect.Load())
+}
+
+func TestGenericMethod(t *testing.T) {
+	var s shapes.Stack[string]
+	s.Push("x")
+	s.Push("y")
+	report("push", ` + push + `.Direct.Load(), ` + push + `.Indirect.Load())
+}
+`,
+	}
+	for name, src := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(mod, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc, err := gotool.NewToolchain(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.BuildCache = sharedBuildCache(t)
+	run, err := tc.Test(context.Background(), mod, gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.BuildErrors) > 0 {
+		t.Fatalf("build: %v", run.BuildErrors)
+	}
+	out := ""
+	for _, r := range run.Tests {
+		out += r.Output
+	}
+	for _, want := range []string{"SPY direct direct=1 indirect=0", "SPY indirect direct=0 indirect=1", "SPY push direct=2 indirect=0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	// The tree itself is untouched.
+	if b, _ := os.ReadFile(filepath.Join(abs, "shapes.go")); strings.Contains(string(b), "lacunaSpyHit") {
+		t.Error("the spy edited the module tree")
+	}
+}

@@ -1,0 +1,284 @@
+package goharness
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
+	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
+)
+
+func fixtureExample(t *testing.T, name string) goapi.Example {
+	t.Helper()
+	exs, err := goapi.Examples(fixtureNew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exs {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no %s", name)
+	return goapi.Example{}
+}
+
+func TestTasksFromExampleGradeTheScaffolding(t *testing.T) {
+	push := Target{ID: "example.com/shapes.Stack.Push", Package: "example.com/shapes", Receiver: "Stack", Name: "Push"}
+	tasks, skipped, err := TasksFromExample(fixtureExample(t, "ExampleStack_Push"), push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 2 || tasks[0].Difficulty != Easy || tasks[1].Difficulty != Medium || skipped[Hard] == "" {
+		t.Fatalf("tasks %+v skipped %v", tasks, skipped)
+	}
+	if tasks[0].Mask != `s.Push("a")` || !strings.Contains(tasks[0].Before, "var s shapes.Stack[string]") {
+		t.Errorf("easy: before %q mask %q", tasks[0].Before, tasks[0].Mask)
+	}
+	if !strings.HasPrefix(tasks[1].Mask, "var s shapes.Stack[string]") || !reflect.DeepEqual(tasks[1].Probes, []string{"s"}) {
+		t.Errorf("medium: mask %q probes %v", tasks[1].Mask, tasks[1].Probes)
+	}
+	if !strings.Contains(tasks[0].Context(), "<MASK>") || strings.Contains(tasks[0].Context(), `s.Push("a")`) {
+		t.Errorf("context:\n%s", tasks[0].Context())
+	}
+	d, ok := Describe(tasks[0], push, "Push puts the value v on top of the stack.")
+	if !ok || strings.Contains(d, "Push") || !strings.Contains(d, "puts the value v on top of the stack") {
+		t.Errorf("description %q ok=%v", d, ok)
+	}
+	if _, ok := Describe(Task{Difficulty: Easy, Output: "Push done\n"}, push, ""); ok {
+		t.Error("a description whose expected output names the API must be refused")
+	}
+}
+
+// TestHarnessObservesThenAsserts runs the execute-then-assert cycle on
+// the fixture: observe the reference, then check it and calibration
+// solutions that must fail, each under the spy.
+func TestHarnessObservesThenAsserts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	// A scenario with a probe: the variable the span sets.
+	task := Task{
+		Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
+		Before: "\n\txs := []int{1, 2, 3}", Keep: []string{"xs"}, Mask: "\tys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"},
+	}
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	if ref.Output != "[2 4 6]\n" || ref.Direct != 1 || ref.Probes["ys"].Type != "[]int" || ref.Probes["ys"].Len != 3 {
+		t.Fatalf("observation %+v", ref)
+	}
+	solutions := []struct {
+		code   string
+		layers []string // failing layers; nil: passes
+		build  bool     // fails to compile
+	}{
+		{task.Mask, nil, false},
+		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}, false},            // perturbed argument
+		{"\tys := []int{2, 4, 6}", []string{"spy"}, false},                         // right values, target never called
+		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}, false},              // a sibling that calls it indirectly
+		{"\tvar ys []string", []string{"spy", "structural", "comparative"}, false}, // zero value of the wrong type
+		{"\tys := shapes.Scale(xs, 2", nil, true},                                  // syntax break
+	}
+	var units []gotool.Unit
+	for i, s := range solutions {
+		units = append(units, Harness(task, s.code, i, f.access, tg.Package, "example.com/shapes", ref))
+	}
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range solutions {
+		r := res[i]
+		if s.build {
+			if r.CompileError == "" {
+				t.Errorf("%q: compile error %q", s.code, r.CompileError)
+			}
+			continue
+		}
+		tr, ran := r.Tests[gotool.UnitName("Test", i)]
+		if !ran {
+			t.Errorf("%q: did not run: %+v", s.code, r)
+			continue
+		}
+		if strings.Contains(s.code, "xs[5:]") && !strings.Contains(tr.Output, "slice bounds out of range") {
+			t.Errorf("the panic and its trace are not reported:\n%s", tr.Output)
+		}
+		if got := FailedLayers(tr.Output); tr.Passed != (s.layers == nil) || !reflect.DeepEqual(got, s.layers) {
+			t.Errorf("%q: passed=%v layers %v, want %v\n%s", s.code, tr.Passed, got, s.layers, tr.Output)
+		}
+	}
+}
+
+// TestCalibrationMutantsFailAndTheJudgeClassifiesThem: every mutant of a
+// real task fails its harness, and the judge's fast path puts each in its
+// class.
+func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleScale"), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks[0]
+	f := newSpiedFixture(t, tg.ID)
+	ref := f.observe(t, task, tg.Package)
+	p, _ := goapi.LoadPackage(f.mod.Dir, "example.com/shapes")
+	sib := p.Siblings("Scale")
+	if len(sib) == 0 || sib[0] != "ScaleErr" {
+		t.Fatalf("siblings of Scale: %v", sib)
+	}
+	mutants := Mutants(task, tg, sib[0], ref)
+	want := map[string]string{
+		MutantNull: ClassNeedsLLM, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
+		MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
+	}
+	if len(mutants) != len(want) {
+		t.Fatalf("mutants %+v", mutants)
+	}
+	var units []gotool.Unit
+	for i, m := range mutants {
+		mt := task
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		units = append(units, Harness(mt, m.Code, i, f.access, tg.Package, "example.com/shapes", ref))
+	}
+	res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range mutants {
+		tr, ran := res[i].Tests[gotool.UnitName("Test", i)]
+		if ran && tr.Passed {
+			t.Errorf("%s mutant passed the harness:\n%s", m.Kind, m.Code)
+		}
+		mt := task
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		s := Sample{Program: mt.Program(m.Code), Solution: m.Code, CompileError: res[i].CompileError, Ran: ran}
+		if o, ok := ReadObservation(tr.Output); ok {
+			s.Direct = o.Direct
+		}
+		if class, rule := Judge(s, tg, "shapes"); class != want[m.Kind] {
+			t.Errorf("%s mutant judged %s (%s), want %s; compile error %q", m.Kind, class, rule, want[m.Kind], res[i].CompileError)
+		}
+	}
+}
+
+// TestBehaviouralLayerCountsCallbacks: a solution that prints the right
+// thing and calls the target, but never lets the target call back into
+// what it was given (a function argument; the scenario's own type through
+// an interface), fails the behavioural layer alone.
+func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	for _, tc := range []struct {
+		name, example string
+		callbacks     int64
+		cheat         string
+	}{
+		{"Apply", "ExampleApply", 3, "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"},
+		{"TotalArea", "ExampleTotalArea", 2, "\tshapes.TotalArea()\n\tfmt.Println(square{1}.Area() + square{2}.Area())"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := Target{ID: "example.com/shapes." + tc.name, Package: "example.com/shapes", Name: tc.name}
+			tasks, _, err := TasksFromExample(fixtureExample(t, tc.example), tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := tasks[0]
+			f := newSpiedFixture(t, tg.ID)
+			ref := f.observe(t, task, tg.Package)
+			if ref.Callbacks != tc.callbacks {
+				t.Fatalf("reference observation %+v, want %d callbacks", ref, tc.callbacks)
+			}
+			var units []gotool.Unit
+			for i, s := range []string{task.Mask, tc.cheat} {
+				units = append(units, Harness(task, s, i, f.access, tg.Package, "example.com/shapes", ref))
+			}
+			res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr := res[0].Tests[gotool.UnitName("Test", 0)]; !tr.Passed {
+				t.Errorf("reference fails: %s", tr.Output)
+			}
+			if got := FailedLayers(res[1].Tests[gotool.UnitName("Test", 1)].Output); !reflect.DeepEqual(got, []string{"behavioural"}) {
+				t.Errorf("layers %v, want only behavioural\n%s", got, res[1].Tests[gotool.UnitName("Test", 1)].Output)
+			}
+		})
+	}
+}
+
+// spiedFixture is the shapes fixture with the spy on one API, and what a
+// harness batch against it needs.
+type spiedFixture struct {
+	tc     *gotool.Toolchain
+	mod    *modfetch.Module
+	opts   gotool.BatchOptions
+	access string
+}
+
+func newSpiedFixture(tb testing.TB, id string) spiedFixture {
+	tb.Helper()
+	abs, _ := filepath.Abs(fixtureNew)
+	apis, err := goapi.Surface(abs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var targets []goapi.API
+	for _, a := range apis {
+		if a.ID == id {
+			targets = append(targets, a)
+		}
+	}
+	work := tb.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tc, err := gotool.NewToolchain(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tc.BuildCache = sharedBuildCache(tb)
+	return spiedFixture{tc: tc, mod: &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
+		opts: gotool.BatchOptions{WorkDir: work, TestOptions: gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}}}, access: spy.Access[id]}
+}
+
+// observe runs the reference of a task and returns its observation.
+func (f spiedFixture) observe(t *testing.T, task Task, pkg string) *Observation {
+	t.Helper()
+	obs, err := f.tc.RunBatch(context.Background(), f.mod, []gotool.Unit{Harness(task, task.Mask, 0, f.access, pkg, "example.com/shapes", nil)}, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := ReadObservation(obs[0].Tests[gotool.UnitName("Test", 0)].Output)
+	if !ok {
+		t.Fatalf("no observation: %+v", obs[0])
+	}
+	return ref
+}
+
+var fixtureNew = proxytest.Shapes("v1.1.0")
+
+// sharedBuildCache is the user's own GOCACHE: tests then do not rebuild
+// the standard library in a fresh cache.
+func sharedBuildCache(t testing.TB) string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return t.TempDir()
+	}
+	return strings.TrimSpace(string(out))
+}

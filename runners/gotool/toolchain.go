@@ -1,0 +1,302 @@
+package gotool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Toolchain runs the go command with its caches in one directory (under
+// the store), so that every build after the first is warm: module
+// downloads in Cache/mod (GOMODCACHE), compiled packages in Cache/build
+// (GOCACHE), test binaries in Cache/tmp (GOTMPDIR).
+type Toolchain struct {
+	Go    string // the go binary
+	Cache string
+	// BuildCache is GOCACHE: Cache/build, or $LACUNA_GOCACHE when set (to
+	// share one build cache between stores, as CI and tests do).
+	BuildCache string
+}
+
+// NewToolchain finds the go command (PATH, then $GOROOT/bin, then
+// /usr/local/go/bin) and prepares its cache directories under cache.
+func NewToolchain(cache string) (*Toolchain, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		for _, c := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), "/usr/local/go/bin/go"} {
+			if st, err2 := os.Stat(c); err2 == nil && !st.IsDir() {
+				goBin, err = c, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.New("the go command is needed to build and run Go code: install Go (https://go.dev/dl) or put it on PATH")
+	}
+	t := &Toolchain{Go: goBin, Cache: cache, BuildCache: filepath.Join(cache, "build")}
+	if v := os.Getenv("LACUNA_GOCACHE"); v != "" {
+		t.BuildCache = v
+	}
+	for _, d := range []string{"mod", "build", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(cache, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Env is the environment of every go command: the user's (GOPROXY,
+// GOSUMDB, GONOSUMDB, GOPRIVATE and GOFLAGS are respected) with the caches
+// redirected, -mod=mod so that generated modules get their go.sum entries
+// (checked against the checksum database as usual), -modcacherw so that
+// deleting the store needs no chmod, no workspace, the local toolchain
+// only and no cgo.
+func (t *Toolchain) Env() []string {
+	var env []string
+	flags := ""
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOMODCACHE", "GOCACHE", "GOTMPDIR", "GOWORK", "GOTOOLCHAIN", "CGO_ENABLED", "GOFLAGS", "GOOS", "GOARCH":
+			if k == "GOFLAGS" {
+				flags = v
+			}
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"GOMODCACHE="+filepath.Join(t.Cache, "mod"),
+		"GOCACHE="+t.BuildCache,
+		"GOTMPDIR="+filepath.Join(t.Cache, "tmp"),
+		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod -modcacherw"),
+		"GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+}
+
+// TestOptions configure one `go test` run.
+type TestOptions struct {
+	Packages []string      // default ./...
+	Exec     string        // -exec program: the sandbox wrapper
+	Timeout  time.Duration // per test binary (go test -timeout); default 60 s
+	Wall     time.Duration // the whole command, build included; default 10 min
+	Output   int           // bytes of output kept per test; default 16 KiB
+	Args     []string      // extra go test flags
+}
+
+// TestResult is the outcome of one test or example.
+type TestResult struct {
+	Package string
+	Test    string
+	Passed  bool
+	Skipped bool
+	Output  string // what the test printed, bounded
+	Seconds float64
+}
+
+// TestRun is what one `go test -json` reported.
+type TestRun struct {
+	Tests []TestResult
+	// BuildErrors maps a package that did not compile to the compiler's
+	// output.
+	BuildErrors map[string]string
+	// Failed lists packages whose test binary failed outside any test
+	// (a panic in init, a timeout, a crash of the sandbox).
+	Failed   map[string]string
+	TimedOut bool
+	Seconds  float64
+}
+
+// Test runs `go test -json` over the module at dir: the go command
+// compiles outside any sandbox and hands every test binary to opts.Exec,
+// so many programs share one build and one process tree.
+func (t *Toolchain) Test(ctx context.Context, dir string, opts TestOptions) (*TestRun, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.Wall <= 0 {
+		opts.Wall = 10 * time.Minute
+	}
+	if opts.Output <= 0 {
+		opts.Output = 16 << 10
+	}
+	// -gcflags=-e: every compile error of a package, not the first ten, so
+	// that one round sets aside every unit that does not compile.
+	args := []string{"test", "-json", "-vet=off", "-count=1", "-gcflags=-e", "-timeout", opts.Timeout.String()}
+	if opts.Exec != "" {
+		args = append(args, "-exec", opts.Exec)
+	}
+	args = append(args, opts.Args...)
+	if len(opts.Packages) == 0 {
+		args = append(args, "./...")
+	} else {
+		args = append(args, opts.Packages...)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, opts.Wall)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, t.Go, args...)
+	cmd.Dir = dir
+	cmd.Env = t.Env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitWriter{w: &stderr, n: 64 << 10}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	run := &TestRun{BuildErrors: map[string]string{}, Failed: map[string]string{}}
+	parseErr := run.parse(out, opts.Output)
+	io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	run.Seconds = time.Since(start).Seconds()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		run.TimedOut = true
+		return run, nil
+	}
+	if parseErr != nil {
+		return nil, fmt.Errorf("go test -json: %w", parseErr)
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return nil, fmt.Errorf("go test: %w", err)
+	}
+	if err != nil && len(run.Tests) == 0 && len(run.BuildErrors) == 0 && len(run.Failed) == 0 {
+		// Nothing ran and nothing says why: module resolution, a bad go.mod.
+		return nil, fmt.Errorf("go test: %v\n%s", err, strings.TrimSpace(stderr.String()))
+	}
+	return run, nil
+}
+
+// testEvent is one line of `go test -json` (cmd/test2json), including the
+// build events of Go 1.24 and later.
+type testEvent struct {
+	Action      string
+	Package     string
+	ImportPath  string
+	Test        string
+	Output      string
+	Elapsed     float64
+	FailedBuild string
+}
+
+func (run *TestRun) parse(r io.Reader, keep int) error {
+	type acc struct {
+		out  strings.Builder
+		over bool
+	}
+	outputs := map[[2]string]*acc{}
+	builds := map[string]*strings.Builder{}
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br, 1<<20)
+		if len(line) > 0 {
+			var e testEvent
+			if json.Unmarshal(line, &e) != nil {
+				continue // a line too long to keep, or not an event
+			}
+			switch e.Action {
+			case "build-output":
+				b := builds[e.ImportPath]
+				if b == nil {
+					b = &strings.Builder{}
+					builds[e.ImportPath] = b
+				}
+				if b.Len() < 64<<10 {
+					b.WriteString(e.Output)
+				}
+			case "output":
+				k := [2]string{e.Package, e.Test}
+				a := outputs[k]
+				if a == nil {
+					a = &acc{}
+					outputs[k] = a
+				}
+				if room := keep - a.out.Len(); room >= len(e.Output) {
+					a.out.WriteString(e.Output)
+				} else if !a.over {
+					a.over = true
+					a.out.WriteString(e.Output[:max(room, 0)])
+					a.out.WriteString("\n[output truncated]\n")
+				}
+			case "pass", "fail", "skip":
+				k := [2]string{e.Package, e.Test}
+				text := ""
+				if a := outputs[k]; a != nil {
+					text = a.out.String()
+					delete(outputs, k)
+				}
+				switch {
+				case e.Test != "":
+					run.Tests = append(run.Tests, TestResult{Package: e.Package, Test: e.Test, Passed: e.Action == "pass", Skipped: e.Action == "skip", Output: text, Seconds: e.Elapsed})
+				case e.Action == "fail" && e.FailedBuild != "":
+					msg := ""
+					if b := builds[e.FailedBuild]; b != nil {
+						msg = b.String()
+					}
+					run.BuildErrors[e.Package] = msg
+				case e.Action == "fail":
+					run.Failed[e.Package] = text
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// readLine reads one line, keeping at most limit bytes of it.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) <= limit {
+			line = append(line, chunk...)
+		} else {
+			line = line[:0:0] // too long: drop it whole
+			limit = -1
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if limit < 0 {
+			return nil, err
+		}
+		return line, err
+	}
+}
+
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}

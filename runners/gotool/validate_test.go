@@ -1,0 +1,79 @@
+package gotool
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
+	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+var fixtureNew = proxytest.Shapes("v1.1.0")
+
+// TestRunExamplesInTheSandbox compiles the fixture's examples with the go
+// command and runs them through the sandbox wrapper.
+func TestRunExamplesInTheSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	exs, err := goapi.Examples(fixtureNew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A program that does not compile costs only itself.
+	broken := exs[0]
+	broken.Name, broken.Program = "ExampleBroken", strings.Replace(exs[0].Program, "func main() {", "func main() {\n\tundefinedThing()", 1)
+	exs = append(exs, broken)
+	sb, err := sandbox.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	wrapper, err := sb.ExecWrapper(work, sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := NewToolchain(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.BuildCache = sharedBuildCache(t)
+	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
+	res, err := tc.RunExamples(context.Background(), mod, exs, BatchOptions{Exec: wrapper, WorkDir: work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"ExampleScale": ExamplePassed, "ExampleStack_Push": ExamplePassed, "ExampleStack_Len": ExamplePassed,
+		"ExampleClamp": ExamplePassed, "ExampleApply": ExamplePassed, "ExampleTotalArea": ExamplePassed, "ExampleStack_Pop": ExampleFailed, "ExampleScaleErr": ExampleNotStandalone,
+		"ExampleBroken": ExampleCompileError,
+	}
+	for i, e := range exs {
+		if res[i].Status != want[e.Name] {
+			t.Errorf("%s: %s (%s), want %s", e.Name, res[i].Status, res[i].Error, want[e.Name])
+		}
+		if e.Name == "ExampleStack_Pop" && strings.TrimSpace(res[i].Got) != "7 true" {
+			t.Errorf("ExampleStack_Pop got %q, want the real output 7 true", res[i].Got)
+		}
+		if e.Name == "ExampleBroken" && !strings.Contains(res[i].Error, "undefinedThing") {
+			t.Errorf("compile error message: %q", res[i].Error)
+		}
+	}
+}
+
+// sharedBuildCache is the user's own GOCACHE: tests then do not rebuild
+// the standard library in a fresh cache.
+func sharedBuildCache(t testing.TB) string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		return t.TempDir()
+	}
+	return strings.TrimSpace(string(out))
+}
