@@ -6,7 +6,6 @@ package bundle
 import (
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -16,10 +15,10 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 	"github.com/lacuna-dev/lacuna/runners/gotool"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
-	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
 func init() { nodes.Register(bundle{}) }
@@ -163,7 +162,7 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 		}
 		groups[k] = append(groups[k], a)
 	}
-	fetcher, tc, err := discovery.GoCache(r)
+	fetcher, tc, err := goenv.Cache(r)
 	if err != nil {
 		return err
 	}
@@ -307,25 +306,17 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolchain,
 	if len(exs) == 0 {
 		return nil, nil
 	}
-	sb, err := sandbox.New(os.Stderr) // the missing-bubblewrap warning goes to the terminal
+	ws, err := goenv.Workspace(tc, "bundle", c.timeout())
 	if err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp(filepath.Join(tc.Cache, "tmp"), "bundle-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	wrapper, err := sb.ExecWrapper(work, sandbox.Limits{Wall: c.timeout()})
-	if err != nil {
-		return nil, err
-	}
+	defer ws.Close()
 	start := time.Now()
-	res, err := tc.RunExamples(ctx, mod, exs, gotool.BatchOptions{Exec: wrapper, WorkDir: work, TestOptions: gotool.TestOptions{Timeout: c.timeout()}})
+	res, err := tc.RunExamples(ctx, mod, exs, ws.BatchOptions(gotool.TestOptions{Timeout: c.timeout()}))
 	if err != nil {
 		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
 	}
-	r.Logf("validated %d examples of %s@%s in %.1fs (isolation: %s)", len(exs), mod.Path, mod.Version, time.Since(start).Seconds(), sb.Isolation())
+	r.Logf("validated %d examples of %s@%s in %.1fs (isolation: %s)", len(exs), mod.Path, mod.Version, time.Since(start).Seconds(), ws.Isolation)
 	return res, nil
 }
 

@@ -3,15 +3,13 @@ package discovery
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
-	"github.com/lacuna-dev/lacuna/runners/gotool"
-	"github.com/lacuna-dev/lacuna/runners/modfetch"
 )
 
 func init() { nodes.Register(surfaceDiff{}) }
@@ -88,21 +86,6 @@ func (surfaceDiff) Validate(cfg any) error {
 	return nil
 }
 
-// GoCache is the store cache directory of Go downloads and builds:
-// src/ holds verified module trees, the rest is the Toolchain's.
-func GoCache(r nodes.Run) (fetcher *modfetch.Fetcher, tc *gotool.Toolchain, err error) {
-	dir, err := r.CacheDir("go")
-	if err != nil {
-		return nil, nil, err
-	}
-	fetcher, err = modfetch.NewFetcher(filepath.Join(dir, "src"))
-	if err != nil {
-		return nil, nil, err
-	}
-	tc, err = gotool.NewToolchain(dir)
-	return fetcher, tc, err
-}
-
 func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*surfaceDiffConfig)
 	in, err := r.Input(c.Versions)
@@ -113,7 +96,7 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	fetcher, _, err := GoCache(r)
+	fetcher, _, err := goenv.Cache(r)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -109,7 +110,7 @@ func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	p, err := modfetch.FromEnv()
+	p, err := goenv.Proxy()
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	p, err := modfetch.FromEnv()
+	p, err := goenv.Proxy()
 	if err != nil {
 		return err
 	}

@@ -9,18 +9,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 	"github.com/lacuna-dev/lacuna/runners/gotool"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
-	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
 // Solution is one program to run through a task's harness.
@@ -57,22 +54,16 @@ type SampleRow struct {
 
 // moduleEnv is what running harnesses against one module version needs.
 type moduleEnv struct {
-	mod     *modfetch.Module
-	spy     *goharness.Spy
-	tc      *gotool.Toolchain
-	wrapper string
-	work    string
+	mod *modfetch.Module
+	spy *goharness.Spy
+	tc  *gotool.Toolchain
+	ws  *gotool.Workspace
 }
 
-func (e *moduleEnv) close() {
-	if os.Getenv("LACUNA_KEEP_WORK") == "" { // kept for debugging harnesses
-		os.RemoveAll(e.work)
-	}
-}
-
-// prepare downloads (verified) a module version and instruments targets.
+// prepare downloads (verified) a module version, makes a sandboxed
+// workspace and instruments targets in it. Close the workspace when done.
 func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs []string) (*moduleEnv, error) {
-	fetcher, tc, err := discovery.GoCache(r)
+	fetcher, tc, err := goenv.Cache(r)
 	if err != nil {
 		return nil, err
 	}
@@ -94,27 +85,16 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 			targets = append(targets, a)
 		}
 	}
-	work, err := os.MkdirTemp(filepath.Join(tc.Cache, "tmp"), "harness-")
+	ws, err := goenv.Workspace(tc, "harness", 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	env := &moduleEnv{mod: mod, tc: tc, work: work}
-	env.spy, err = goharness.NewSpy(mod.Dir, mod.Path, targets, work)
+	spy, err := goharness.NewSpy(mod.Dir, mod.Path, targets, ws.Dir)
 	if err != nil {
-		env.close()
+		ws.Close()
 		return nil, err
 	}
-	sb, err := sandbox.New(os.Stderr)
-	if err != nil {
-		env.close()
-		return nil, err
-	}
-	env.wrapper, err = sb.ExecWrapper(work, sandbox.Limits{Wall: 5 * time.Minute})
-	if err != nil {
-		env.close()
-		return nil, err
-	}
-	return env, nil
+	return &moduleEnv{mod: mod, spy: spy, tc: tc, ws: ws}, nil
 }
 
 // unitsPerPackage bounds how many harnesses share a test binary: packages
@@ -151,10 +131,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 	if len(units) == 0 {
 		return out, nil
 	}
-	res, err := e.tc.RunBatch(ctx, e.mod, units, gotool.BatchOptions{
-		Exec: e.wrapper, WorkDir: e.work,
-		TestOptions: gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}},
-	})
+	res, err := e.tc.RunBatch(ctx, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}))
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +244,7 @@ func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution) ([]S
 		}
 		start := time.Now()
 		rows, err := env.run(ctx, tasks, specs, expects, mine)
-		env.close()
+		env.ws.Close()
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
@@ -142,7 +142,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 	if err != nil {
 		return nil, err
 	}
-	fetcher, _, err := discovery.GoCache(r)
+	fetcher, _, err := goenv.Cache(r)
 	if err != nil {
 		return nil, err
 	}

@@ -74,11 +74,10 @@ func TestGenericMethod(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tc, err := gotool.NewToolchain(t.TempDir())
+	tc, err := gotool.NewToolchain(t.TempDir(), gotool.Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.BuildCache = sharedBuildCache(t)
 	run, err := tc.Test(context.Background(), mod, gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}})
 	if err != nil {
 		t.Fatal(err)

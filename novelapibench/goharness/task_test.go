@@ -2,6 +2,7 @@ package goharness
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -248,11 +249,10 @@ func newSpiedFixture(tb testing.TB, id string) spiedFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tc, err := gotool.NewToolchain(tb.TempDir())
+	tc, err := gotool.NewToolchain(tb.TempDir(), gotool.Options{Environ: os.Environ(), GoCache: sharedBuildCache(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tc.BuildCache = sharedBuildCache(tb)
 	return spiedFixture{tc: tc, mod: &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
 		opts: gotool.BatchOptions{WorkDir: work, TestOptions: gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}}}, access: spy.Access[id]}
 }

@@ -62,7 +62,7 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("LACUNA_KEEP_WORK") == "" {
+	if !t.opts.KeepWork {
 		defer os.RemoveAll(work)
 	}
 	goVersion, err := t.goVersion(ctx)

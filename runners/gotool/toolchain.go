@@ -16,24 +16,50 @@ import (
 	"time"
 )
 
+// Options are the environment the go command runs in. The caller fills
+// them (the CLI, from the process environment); this package reads no
+// environment variables. The zero value runs with an empty base
+// environment and the caches under the store.
+type Options struct {
+	// Environ is the environment every go command starts from (the
+	// user's: GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GOFLAGS, HOME, PATH
+	// are respected); Env overrides the caches and build settings.
+	Environ []string
+	// GOROOT is where to look for bin/go when go is not on PATH.
+	GOROOT string
+	// GoCache, when set, is the build cache (GOCACHE) to use instead of
+	// Cache/build: one build cache shared between stores, as CI and
+	// tests do.
+	GoCache string
+	// KeepWork keeps generated modules and work directories after a run,
+	// for debugging harnesses.
+	KeepWork bool
+}
+
 // Toolchain runs the go command with its caches in one directory (under
 // the store), so that every build after the first is warm: module
 // downloads in Cache/mod (GOMODCACHE), compiled packages in Cache/build
-// (GOCACHE), test binaries in Cache/tmp (GOTMPDIR).
+// (GOCACHE), test binaries in Cache/tmp (GOTMPDIR). A Toolchain is safe
+// for concurrent use; its fields must not change after NewToolchain.
 type Toolchain struct {
 	Go    string // the go binary
 	Cache string
-	// BuildCache is GOCACHE: Cache/build, or $LACUNA_GOCACHE when set (to
-	// share one build cache between stores, as CI and tests do).
+	// BuildCache is GOCACHE: Cache/build, or Options.GoCache when set.
 	BuildCache string
+
+	opts Options
 }
 
-// NewToolchain finds the go command (PATH, then $GOROOT/bin, then
+// NewToolchain finds the go command (PATH, then opts.GOROOT/bin, then
 // /usr/local/go/bin) and prepares its cache directories under cache.
-func NewToolchain(cache string) (*Toolchain, error) {
+func NewToolchain(cache string, opts Options) (*Toolchain, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		for _, c := range []string{filepath.Join(os.Getenv("GOROOT"), "bin", "go"), "/usr/local/go/bin/go"} {
+		var candidates []string
+		if opts.GOROOT != "" {
+			candidates = append(candidates, filepath.Join(opts.GOROOT, "bin", "go"))
+		}
+		for _, c := range append(candidates, "/usr/local/go/bin/go") {
 			if st, err2 := os.Stat(c); err2 == nil && !st.IsDir() {
 				goBin, err = c, nil
 				break
@@ -43,9 +69,9 @@ func NewToolchain(cache string) (*Toolchain, error) {
 	if err != nil {
 		return nil, errors.New("the go command is needed to build and run Go code: install Go (https://go.dev/dl) or put it on PATH")
 	}
-	t := &Toolchain{Go: goBin, Cache: cache, BuildCache: filepath.Join(cache, "build")}
-	if v := os.Getenv("LACUNA_GOCACHE"); v != "" {
-		t.BuildCache = v
+	t := &Toolchain{Go: goBin, Cache: cache, BuildCache: filepath.Join(cache, "build"), opts: opts}
+	if opts.GoCache != "" {
+		t.BuildCache = opts.GoCache
 	}
 	for _, d := range []string{"mod", "build", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(cache, d), 0o755); err != nil {
@@ -55,7 +81,7 @@ func NewToolchain(cache string) (*Toolchain, error) {
 	return t, nil
 }
 
-// Env is the environment of every go command: the user's (GOPROXY,
+// Env is the environment of every go command: Options.Environ (GOPROXY,
 // GOSUMDB, GONOSUMDB, GOPRIVATE and GOFLAGS are respected) with the caches
 // redirected, -mod=mod so that generated modules get their go.sum entries
 // (checked against the checksum database as usual), -modcacherw so that
@@ -64,7 +90,7 @@ func NewToolchain(cache string) (*Toolchain, error) {
 func (t *Toolchain) Env() []string {
 	var env []string
 	flags := ""
-	for _, kv := range os.Environ() {
+	for _, kv := range t.opts.Environ {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "GOMODCACHE", "GOCACHE", "GOTMPDIR", "GOWORK", "GOTOOLCHAIN", "CGO_ENABLED", "GOFLAGS", "GOOS", "GOARCH":

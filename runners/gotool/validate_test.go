@@ -2,6 +2,7 @@ package gotool
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -40,11 +41,10 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := NewToolchain(t.TempDir())
+	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.BuildCache = sharedBuildCache(t)
 	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
 	res, err := tc.RunExamples(context.Background(), mod, exs, BatchOptions{Exec: wrapper, WorkDir: work})
 	if err != nil {

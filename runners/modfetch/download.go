@@ -23,14 +23,16 @@ const sumGolangOrg = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18ht
 
 // Fetcher downloads module versions into a cache directory, checked as
 // the go command checks them: the zip's h1: hash must match the checksum
-// database (GOSUMDB, default sum.golang.org, reached through the proxy)
-// unless GONOSUMDB / GOPRIVATE exempt the module or GOSUMDB=off.
+// database (Env.SumDB, default sum.golang.org, reached through the proxy)
+// unless Env.NoSumDB / Env.Private exempt the module or SumDB is "off".
+// Its methods are safe for concurrent use.
 type Fetcher struct {
 	Proxy *Proxy
 	// Dir holds extracted modules: Dir/ESCAPED_PATH@VERSION.
 	Dir string
 
 	sumdb     *sumdb.Client // nil: no checksum database
+	ops       *sumdbOps
 	sumdbName string
 	mu        sync.Mutex
 }
@@ -43,15 +45,16 @@ type Module struct {
 	Verified      string // "sumdb NAME", or why it was not checked
 }
 
-// NewFetcher configures a Fetcher from GOPROXY, GOSUMDB, GONOSUMDB and
-// GOPRIVATE, caching checksum-database state under dir/sumdb.
-func NewFetcher(dir string) (*Fetcher, error) {
-	p, err := FromEnv()
+// NewFetcher configures a Fetcher from env (the proxy chain, the checksum
+// database and the modules exempt from it), caching checksum-database
+// state under dir/sumdb.
+func NewFetcher(dir string, env Env) (*Fetcher, error) {
+	p, err := NewProxy(env)
 	if err != nil {
 		return nil, err
 	}
 	f := &Fetcher{Proxy: p, Dir: dir}
-	gosumdb := os.Getenv("GOSUMDB")
+	gosumdb := env.SumDB
 	if gosumdb == "" {
 		gosumdb = "sum.golang.org"
 	}
@@ -63,12 +66,12 @@ func NewFetcher(dir string) (*Fetcher, error) {
 		key = sumGolangOrg
 	}
 	name, _, _ := strings.Cut(key, "+")
-	ops := &sumdbOps{name: name, key: key, remote: strings.TrimSuffix(remote, "/"), proxy: p, dir: filepath.Join(dir, "sumdb")}
-	f.sumdb = sumdb.NewClient(ops)
+	f.ops = &sumdbOps{name: name, key: key, remote: strings.TrimSuffix(remote, "/"), proxy: p, dir: filepath.Join(dir, "sumdb")}
+	f.sumdb = sumdb.NewClient(f.ops)
 	f.sumdbName = name
-	exempt := os.Getenv("GONOSUMDB")
+	exempt := env.NoSumDB
 	if exempt == "" {
-		exempt = os.Getenv("GOPRIVATE")
+		exempt = env.Private
 	}
 	f.sumdb.SetGONOSUMDB(exempt)
 	return f, nil
@@ -148,9 +151,15 @@ func (f *Fetcher) verify(mod, version, hash string) (string, error) {
 	}
 	f.mu.Lock()
 	lines, err := f.sumdb.Lookup(mod, version)
+	security := f.ops.takeSecurityErrors()
 	f.mu.Unlock()
 	if errors.Is(err, sumdb.ErrGONOSUMDB) {
 		return "not checked: GONOSUMDB/GOPRIVATE", nil
+	}
+	if len(security) > 0 {
+		// The database contradicted itself (or an earlier view of it):
+		// the message says how, and belongs in the error the user sees.
+		return "", fmt.Errorf("%s@%s: SECURITY ERROR: checksum database %s: %s: %w", mod, version, f.sumdbName, strings.Join(security, "; "), errOr(err, sumdb.ErrSecurity))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s@%s: checksum database: %w", mod, version, err)
@@ -171,6 +180,7 @@ type sumdbOps struct {
 	proxy             *Proxy
 	dir               string
 	mu                sync.Mutex
+	security          []string // SecurityError messages not yet reported
 }
 
 func (o *sumdbOps) ReadRemote(path string) ([]byte, error) {
@@ -237,6 +247,25 @@ func (o *sumdbOps) WriteCache(file string, data []byte) {
 
 func (o *sumdbOps) Log(string) {}
 
+// SecurityError records the client's message: verify returns it as part
+// of the lookup's error (a library never prints).
 func (o *sumdbOps) SecurityError(msg string) {
-	fmt.Fprintln(os.Stderr, "lacuna: SECURITY ERROR: checksum database "+o.name+": "+msg)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.security = append(o.security, msg)
+}
+
+func (o *sumdbOps) takeSecurityErrors() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	msgs := o.security
+	o.security = nil
+	return msgs
+}
+
+func errOr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
 }

@@ -58,11 +58,8 @@ func TestDownloadVerifiesAgainstTheChecksumDatabase(t *testing.T) {
 		}
 		zips[v] = zp
 	}
-	t.Setenv("GOPROXY", "file://"+proxy)
-	t.Setenv("GONOSUMDB", "")
-	t.Setenv("GOPRIVATE", "")
-	t.Setenv("GOSUMDB", checksumDB(t, zips, map[string]bool{"v1.0.1": true}))
-	f, err := NewFetcher(cache)
+	env := Env{Proxy: "file://" + proxy, SumDB: checksumDB(t, zips, map[string]bool{"v1.0.1": true})}
+	f, err := NewFetcher(cache, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +83,8 @@ func TestDownloadVerifiesAgainstTheChecksumDatabase(t *testing.T) {
 		t.Error("a module that failed verification was extracted")
 	}
 	// GONOSUMDB exempts a module from the database, and says so.
-	t.Setenv("GONOSUMDB", "example.com")
-	f2, _ := NewFetcher(t.TempDir())
+	env.NoSumDB = "example.com"
+	f2, _ := NewFetcher(t.TempDir(), env)
 	m2, err := f2.Download(context.Background(), "example.com/lib", "v1.0.1")
 	if err != nil || !strings.HasPrefix(m2.Verified, "not checked") {
 		t.Errorf("GONOSUMDB: %+v %v", m2, err)

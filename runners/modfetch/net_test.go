@@ -14,11 +14,7 @@ func TestRealProxyAndChecksumDatabase(t *testing.T) {
 	if os.Getenv("LACUNA_TEST_NET") == "" {
 		t.Skip("set LACUNA_TEST_NET=1 to use proxy.golang.org and sum.golang.org")
 	}
-	for _, k := range []string{"GOSUMDB", "GONOSUMDB", "GOPRIVATE"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("GOPROXY", "https://proxy.golang.org,direct")
-	p, err := FromEnv()
+	p, err := NewProxy(Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +26,7 @@ func TestRealProxyAndChecksumDatabase(t *testing.T) {
 	if r.Old.Version != "v1.39.0" {
 		t.Errorf("lo at 2024-06-01: v_old %s, want v1.39.0", r.Old.Version)
 	}
-	f, err := NewFetcher(t.TempDir())
+	f, err := NewFetcher(t.TempDir(), Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,10 +46,21 @@ type proxyEntry struct {
 	fallOnAnyFail bool   // "|" after this entry
 }
 
-// FromEnv builds the chain from GOPROXY (default: the go command's,
-// https://proxy.golang.org,direct).
-func FromEnv() (*Proxy, error) {
-	v := os.Getenv("GOPROXY")
+// Env is the environment module fetching works in, under the names the
+// go command gives it. The zero value is the go command's defaults. The
+// caller fills it (the CLI, from the process environment); this package
+// reads no environment variables.
+type Env struct {
+	Proxy   string // GOPROXY; "" is https://proxy.golang.org,direct
+	SumDB   string // GOSUMDB; "" is sum.golang.org, "off" checks nothing
+	NoSumDB string // GONOSUMDB; "" falls back to Private
+	Private string // GOPRIVATE
+}
+
+// NewProxy builds the proxy chain of env.Proxy (default: the go
+// command's, https://proxy.golang.org,direct).
+func NewProxy(env Env) (*Proxy, error) {
+	v := env.Proxy
 	if v == "" {
 		v = "https://proxy.golang.org,direct"
 	}
