@@ -86,10 +86,9 @@ node "solve" "calibration" {
 
 # C1: the reference passes its harness; the audit: every calibration
 # solution fails it. Dropped tasks stay, with keep = false and the reason.
-node "filter" "c1" {
+node "c1" "lib" {
   for_each = local.libraries
-  input    = node.tasks.lib[each.key]
-  check    = "c1"
+  tasks    = node.tasks.lib[each.key]
   samples  = node.solve.calibration[each.key]
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/parquet-go/parquet-go"
@@ -20,10 +19,11 @@ type filterConfig struct {
 	// Where is evaluated for every row, with the row's columns as row.*
 	// (JSON columns as nested values); rows where it is true are kept.
 	Where nodes.Expr `hcl:"where,optional" roots:"row"`
-	// Check names a registered check instead (c1: the tasks' references
-	// pass their harnesses and calibration solutions fail them).
-	Check string `hcl:"check,optional"`
-	// Samples are precomputed runs a check may reuse.
+	// Check and Samples were the named-check mode (check = "c1"), now the
+	// node type c1. They stay declared so that using them is a config
+	// error at the attribute, and so that every filter's key stays what it
+	// was; a valid filter leaves them empty.
+	Check   string    `hcl:"check,optional"`
 	Samples nodes.Ref `hcl:"samples,optional"`
 }
 
@@ -33,32 +33,24 @@ func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
 func (filterType) NewConfig() any  { return &filterConfig{} }
 func (filterType) Doc() string {
-	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true; or applies a named check (check = \"c1\")."
+	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true."
 }
 
 func (filterType) Validate(cfg any) error {
 	c := cfg.(*filterConfig)
 	switch {
-	case c.Check == "" && c.Where.Expr == nil:
-		return nodes.Errorf("", "Nothing to filter on", "set where = <expression over row.*> or check = \"c1\".")
-	case c.Check != "" && c.Where.Expr != nil:
-		return nodes.Errorf("check", "Both where and check", "a filter takes where or check, not both.")
 	case c.Check != "":
-		if _, ok := nodes.LookupCheck(c.Check); !ok {
-			return nodes.Errorf("check", "Unknown check", "%q is not a check; known: %s.", c.Check, strings.Join(nodes.CheckNames(), ", "))
-		}
+		return nodes.Errorf("check", "check was removed", "use node \"c1\" \"NAME\" { tasks = ...  samples = ... } for the C1 check; a filter takes a row predicate (where = ...).")
 	case c.Samples.Node != "":
-		return nodes.Errorf("samples", "Samples without a check", "samples are for checks (check = \"c1\").")
+		return nodes.Errorf("samples", "samples was removed", "samples belonged to the removed check mode: use node \"c1\" \"NAME\" { tasks = ...  samples = ... }.")
+	case c.Where.Expr == nil:
+		return nodes.Errorf("", "Nothing to filter on", "set where = <expression over row.*>.")
 	}
 	return nil
 }
 
 func (filterType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*filterConfig)
-	if c.Check != "" {
-		fn, _ := nodes.LookupCheck(c.Check)
-		return fn(ctx, r, c.Input, c.Samples)
-	}
 	in, err := r.Input(c.Input)
 	if err != nil {
 		return err

@@ -9,7 +9,17 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes"
 )
 
-func init() { nodes.RegisterCheck("c1", checkC1) }
+func init() { nodes.Register(c1Type{}) }
+
+// c1Config:
+//
+//	node "c1" "lo" { tasks = node.tasks.lo  samples = node.solve.calibration }
+type c1Config struct {
+	Tasks nodes.Ref `hcl:"tasks"`
+	// Samples are the runs of a solve node with calibration = true, reused
+	// instead of running the reference and calibration solutions again.
+	Samples nodes.Ref `hcl:"samples,optional"`
+}
 
 // C1Row is a task with what C1 and the harness audit found. Keep is true
 // when the reference passes its own harness (every run of it) and every
@@ -28,19 +38,31 @@ type C1Row struct {
 	Reason         string   `parquet:"reason"`
 }
 
-// checkC1 runs (or reuses, from samples) the reference and the calibration
+type c1Type struct{}
+
+func (c1Type) Name() string    { return "c1" }
+func (c1Type) Version() string { return "1" }
+func (c1Type) NewConfig() any  { return &c1Config{} }
+func (c1Type) Row() any        { return C1Row{} }
+func (c1Type) Doc() string {
+	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
+		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason."
+}
+
+// Run runs (or reuses, from samples) the reference and the calibration
 // solutions of every task and keeps the tasks whose harness accepts the
 // one and rejects the others. Dropped tasks stay in the output with
 // Keep = false and the reason: a filter with where = row.keep after it
 // keeps the rest.
-func checkC1(ctx context.Context, r nodes.Run, input, samples nodes.Ref) error {
-	tasks, err := readTasks(r, input)
+func (c1Type) Run(ctx context.Context, r nodes.Run) error {
+	c := r.Config().(*c1Config)
+	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
 	}
 	var runs []SampleRow
-	if samples.Node != "" {
-		in, err := r.Input(samples)
+	if c.Samples.Node != "" {
+		in, err := r.Input(c.Samples)
 		if err != nil {
 			return err
 		}

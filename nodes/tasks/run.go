@@ -1,8 +1,8 @@
 // Package tasks holds NovelAPIBench stage 3 and 4 node types for Go: tasks
 // (graded coding tasks with execute-then-assert harnesses), solve (running
-// solutions through the harnesses), the c1 check of the filter node (the
-// reference passes; calibration solutions fail) and judge (the failure
-// taxonomy's deterministic fast path).
+// solutions through the harnesses), c1 (the reference passes; calibration
+// solutions fail) and judge (the failure taxonomy's deterministic fast
+// path).
 package tasks
 
 import (

@@ -31,9 +31,8 @@ node "solve" "calibration" {
   tasks       = node.tasks.shapes
   calibration = true
 }
-node "filter" "c1" {
-  input   = node.tasks.shapes
-  check   = "c1"
+node "c1" "shapes" {
+  tasks   = node.tasks.shapes
   samples = node.solve.calibration
 }
 node "judge" "calibration" {
@@ -76,7 +75,7 @@ func TestTasksC1AuditAndJudgeOnTheFixture(t *testing.T) {
 			t.Errorf("%s %s %s: passed=%v layers %v compile %q runtime %q", task.Qualified, task.Difficulty, s.Kind, s.Passed, s.FailedLayers, s.CompileError, s.RuntimeError)
 		}
 	}
-	c1 := nodetest.Read[tasks.C1Row](t, run, "node.filter.c1")
+	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.shapes")
 	for _, c := range c1 {
 		name := c.Qualified + " " + c.Difficulty
 		if c.Keep == weak[name] || !c.C1Passed {
