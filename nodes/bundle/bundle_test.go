@@ -6,7 +6,6 @@ import (
 
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
-	"github.com/lacuna-dev/lacuna/nodes/discovery"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 )
 
@@ -37,43 +36,12 @@ func runPipeline(t *testing.T, dir, extra string) *nodetest.Result {
 	return nodetest.Run(t, dir, strings.Replace(pipeline, "EXTRA", extra, 1))
 }
 
-func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
+func TestBundlesOfTheKeptAPIsOnAnOfflineProxy(t *testing.T) {
 	nodetest.OfflineShapes(t)
 	dir := t.TempDir()
 	run := runPipeline(t, dir, "")
 
-	apis := nodetest.Read[discovery.APIRow](t, run, "node.surface_diff.shapes")
-	byID := map[string]discovery.APIRow{}
-	for _, a := range apis {
-		byID[strings.TrimPrefix(a.ID, "example.com/shapes")] = a
-	}
-	for id, want := range map[string]struct {
-		keep   bool
-		reason string
-	}{
-		".Scale":             {true, ""},
-		".Stack.Pop":         {true, ""},
-		".Area":              {false, "not novel: in the old version"},
-		".Coord":             {false, "not novel: alias of an API of the old version"},
-		"/metric.Rect":       {false, "not novel: moved"},
-		"/metric.Manhattan":  {false, "not novel: moved"},
-		".OldArea":           {false, "deprecated"},
-		".Tiny":              {false, "thin doc (3 words < 5)"},
-		"/internal/calc.Add": {false, "internal"},
-	} {
-		a, ok := byID[id]
-		if !ok {
-			t.Errorf("%s missing from surface_diff", id)
-			continue
-		}
-		if a.Keep != want.keep || !strings.Contains(a.Reasons, want.reason) {
-			t.Errorf("%s: keep=%v reasons %q, want keep=%v with %q", id, a.Keep, a.Reasons, want.keep, want.reason)
-		}
-	}
-	if a := byID[".Scale"]; a.VOld != "v1.0.0" || a.VNew != "v1.1.0" || !strings.HasPrefix(a.VNewHash, "h1:") {
-		t.Errorf("versions %s → %s (%s)", a.VOld, a.VNew, a.VNewHash)
-	}
-
+	// What surface_diff keeps is tested beside it (nodes/discovery).
 	bundles := nodetest.Read[bundle.Row](t, run, "node.bundle.shapes")
 	got := map[string]bundle.Row{}
 	for _, b := range bundles {
@@ -102,9 +70,6 @@ func TestDiscoveryToBundlesOnAnOfflineProxy(t *testing.T) {
 		t.Errorf("Clamp's example lost its helper:\n%s", c.Examples[0].Code)
 	}
 	notes := run.Notes(engine.EventDone)
-	if n := notes["node.surface_diff.shapes"]; !strings.Contains(n, "v1.0.0→v1.1.0") || !strings.Contains(n, "12 kept") {
-		t.Errorf("surface_diff note %q", n)
-	}
 	if n := notes["node.bundle.shapes"]; !strings.Contains(n, "12 kept, 6 with validated examples, 6 bundles") {
 		t.Errorf("bundle note %q", n)
 	}

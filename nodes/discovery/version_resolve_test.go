@@ -66,52 +66,56 @@ func TestVersionResolveThroughAFileProxy(t *testing.T) {
 		t.Errorf("same effective versions: resolve %s, downstream %s", res["node.version_resolve.lib"].State, res["node.filter.downstream"].State)
 	}
 	// A new upstream release changes the version list, so the key.
-	proxytest.Write(proxy, "example.com/lib", map[string]string{
+	if err := proxytest.Write(proxy, "example.com/lib", map[string]string{
 		"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01", "v1.3.0": "2024-11-01",
-	}, "module example.com/lib\n")
+	}, "module example.com/lib\n"); err != nil {
+		t.Fatal(err)
+	}
 	res = run(t, dir, "2024-07-15")
 	if res["node.filter.downstream"].State != "done" {
 		t.Error("a new release did not re-resolve")
 	}
 }
 
+// TestVersionResolveRejectsBadConfig: each case is one node with one
+// problem, reported at the attribute that has it.
 func TestVersionResolveRejectsBadConfig(t *testing.T) {
-	cases := map[string]string{
-		`cutoff = "June 2024"`: "Invalid cutoff",
-		`new = "oldest"`:       "Invalid choice of v_new",
-	}
-	for attr, want := range cases {
-		src := `
+	for _, c := range []struct {
+		name      string
+		ecosystem string
+		attrs     string // the node's attributes besides library
+		summary   string
+		at        string // the source text the diagnostic points at
+	}{
+		{"cutoff not a date", "go", `cutoff = "June 2024"`, "Invalid cutoff", `"June 2024"`},
+		{"unknown new", "go", "cutoff = \"2024-06-01\"\n  new = \"oldest\"", "Invalid choice of v_new", `"oldest"`},
+		{"ecosystem not supported", "python", `cutoff = "2024-06-01"`, "Ecosystem not supported yet", "library.lib"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := `
 library "lib" {
-  ecosystem = "python"
-  name      = "requests"
-}
-library "go" {
-  ecosystem = "go"
+  ecosystem = "` + c.ecosystem + `"
   name      = "example.com/lib"
 }
-node "version_resolve" "py" {
+node "version_resolve" "v" {
   library = library.lib
-  cutoff  = "2024-06-01"
-}
-node "version_resolve" "bad" {
-  library = library.go
-  cutoff  = "2024-06-01"
-  ` + attr + `
+  ` + c.attrs + `
 }
 `
-		src = strings.Replace(src, "  cutoff  = \"2024-06-01\"\n  cutoff", "  cutoff", 1)
-		cfg, diags := engine.LoadSource("p.hcl", []byte(src), t.TempDir())
-		if !diags.HasErrors() {
-			_, diags = engine.Expand(cfg, engine.Options{})
-		}
-		var all []string
-		for _, d := range diags {
-			all = append(all, d.Summary)
-		}
-		text := strings.Join(all, "; ")
-		if !strings.Contains(text, want) || !strings.Contains(text, "Ecosystem not supported yet") {
-			t.Errorf("%s: %s", attr, text)
-		}
+			cfg, diags := engine.LoadSource("p.hcl", []byte(src), t.TempDir())
+			if !diags.HasErrors() {
+				_, diags = engine.Expand(cfg, engine.Options{})
+			}
+			if len(diags) != 1 {
+				t.Fatalf("want one diagnostic, got %v", diags)
+			}
+			d := diags[0]
+			if d.Summary != c.summary {
+				t.Errorf("summary %q, want %q", d.Summary, c.summary)
+			}
+			if d.Subject == nil || string(d.Subject.SliceBytes([]byte(src))) != c.at {
+				t.Errorf("points at %v, want %q", d.Subject, c.at)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package tasks_test
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -11,6 +13,8 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 )
 
+// pipeline runs stages 1-3 on the offline fixture; tests add the nodes
+// they are about.
 const pipeline = `
 model "m" {
   id     = "example/model"
@@ -27,68 +31,72 @@ node "version_resolve" "shapes" {
 node "surface_diff" "shapes" { versions = node.version_resolve.shapes }
 node "bundle" "shapes" { apis = node.surface_diff.shapes }
 node "tasks" "shapes" { bundles = node.bundle.shapes }
+`
+
+const calibration = `
 node "solve" "calibration" {
   tasks       = node.tasks.shapes
   calibration = true
 }
-node "c1" "shapes" {
-  tasks   = node.tasks.shapes
-  samples = node.solve.calibration
-}
-node "judge" "calibration" {
-  tasks   = node.tasks.shapes
-  samples = node.solve.calibration
-}
 `
 
-func TestTasksC1AuditAndJudgeOnTheFixture(t *testing.T) {
+// runFixture runs pipeline plus extra in dir (a new one when dir is "").
+func runFixture(t *testing.T, dir, extra string) *nodetest.Result {
+	t.Helper()
 	nodetest.OfflineShapes(t)
-	run := nodetest.Run(t, t.TempDir(), pipeline)
-	ts := nodetest.Read[tasks.Row](t, run, "node.tasks.shapes")
-	byAPI := map[string][]string{}
-	for _, task := range ts {
-		byAPI[task.Qualified] = append(byAPI[task.Qualified], task.Difficulty)
-		if strings.Contains(task.Description, strings.TrimPrefix(task.Qualified[strings.LastIndex(task.Qualified, "."):], ".")) {
-			t.Errorf("%s: description names the target: %q", task.TaskID, task.Description)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	return nodetest.Run(t, dir, pipeline+extra)
+}
+
+// weak are the two easy harnesses that cannot tell a perturbed argument
+// from the reference: Clamp(16, 0, 10) clamps to 10 like Clamp(15, 0, 10),
+// and pushing "ax" instead of "a" leaves the length the example prints.
+var weak = map[string]bool{"shapes.Clamp easy": true, "shapes.Stack.Push easy": true}
+
+func name(t tasks.Row) string { return t.Qualified + " " + t.Difficulty }
+
+func readTasks(t *testing.T, run *nodetest.Result) map[string]tasks.Row {
+	t.Helper()
+	rows := nodetest.Read[tasks.Row](t, run, "node.tasks.shapes")
+	byID := map[string]tasks.Row{}
+	for _, task := range rows {
+		byID[task.TaskID] = task
+	}
+	if len(rows) == 0 || len(byID) != len(rows) {
+		t.Fatalf("%d tasks, %d distinct ids", len(rows), len(byID))
+	}
+	return byID
+}
+
+func TestTasksAreCutFromValidatedExamplesAndObserved(t *testing.T) {
+	run := runFixture(t, "", "")
+	byTask := readTasks(t, run)
+	levels := map[string][]string{}
+	count := map[string]int{}
+	for _, task := range byTask {
+		levels[task.Qualified] = append(levels[task.Qualified], task.Difficulty)
+		count[task.Difficulty]++
+		target := task.Qualified[strings.LastIndex(task.Qualified, ".")+1:]
+		if strings.Contains(task.Description, target) {
+			t.Errorf("%s: description names the target: %q", name(task), task.Description)
 		}
-		if task.Expect == "" {
-			t.Errorf("%s %s: not observed: %s", task.Qualified, task.Difficulty, task.ObserveError)
+		if task.Expect == "" || task.Harness == "" || task.ObserveError != "" {
+			t.Errorf("%s: not observed (harness %d bytes): %s", name(task), len(task.Harness), task.ObserveError)
+		}
+		if !strings.Contains(task.Context, "<MASK>") || !strings.Contains(task.Reference, task.Mask) {
+			t.Errorf("%s: context %q, mask %q", name(task), task.Context, task.Mask)
 		}
 	}
-	if got := strings.Join(byAPI["shapes.Stack.Push"], ","); got != "easy,medium" {
-		t.Errorf("Stack.Push tasks: %s", got)
+	if got := fmt.Sprint(count); got != "map[easy:6 medium:3]" {
+		t.Errorf("tasks by difficulty %s, want easy 6, medium 3", got)
 	}
-	// Two easy harnesses cannot tell a perturbed argument from the
-	// reference: Clamp(16, 0, 10) clamps to 10 like Clamp(15, 0, 10), and
-	// pushing "ax" instead of "a" leaves the length the example prints.
-	// The audit must catch exactly those.
-	weak := map[string]bool{"shapes.Clamp easy": true, "shapes.Stack.Push easy": true}
-	byTask := map[string]tasks.Row{}
-	for _, task := range ts {
-		byTask[task.TaskID] = task
-	}
-	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
-	for _, s := range samples {
-		task := byTask[s.TaskID]
-		shouldPass := s.Kind == "reference" || (s.Kind == "perturb" && weak[task.Qualified+" "+task.Difficulty])
-		if shouldPass != s.Passed {
-			t.Errorf("%s %s %s: passed=%v layers %v compile %q runtime %q", task.Qualified, task.Difficulty, s.Kind, s.Passed, s.FailedLayers, s.CompileError, s.RuntimeError)
-		}
-	}
-	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.shapes")
-	for _, c := range c1 {
-		name := c.Qualified + " " + c.Difficulty
-		if c.Keep == weak[name] || !c.C1Passed {
-			t.Errorf("%s: keep=%v c1=%v: %s", name, c.Keep, c.C1Passed, c.Reason)
-		}
-		if weak[name] && (c.Reason != "audit: the harness accepts perturb" || c.AuditRun < 4 || c.AuditKill != c.AuditRun-1) {
-			t.Errorf("%s: reason %q discrimination %v", name, c.Reason, c.Discrimination)
-		}
-	}
-	want := map[string]string{"reference": "OK", "syntax": "WrongSyntax", "import": "WrongImport", "sibling": "WrongAPISelection", "null": "needs_llm"}
-	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.calibration") {
-		if w, ok := want[j.Kind]; ok && j.Class != w {
-			t.Errorf("%s %s judged %s (%s), want %s", j.TaskID, j.Kind, j.Class, j.Rule, w)
+	for api, want := range map[string]string{"shapes.Stack.Push": "easy,medium", "shapes.Clamp": "easy"} {
+		got := levels[api]
+		sort.Strings(got)
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: levels %v, want %s", api, got, want)
 		}
 	}
 }

@@ -1,0 +1,106 @@
+package tasks_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+)
+
+// TestSolveCalibrationRunsTheReferenceAndEveryMutant: the reference twice
+// and the mutants of each task, through its harness; the references pass,
+// the mutants fail except where the harness is known to be weak.
+func TestSolveCalibrationRunsTheReferenceAndEveryMutant(t *testing.T) {
+	run := runFixture(t, "", calibration)
+	byTask := readTasks(t, run)
+	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
+	kinds := map[string]int{}
+	refs := map[string]int{}
+	for _, s := range samples {
+		task, ok := byTask[s.TaskID]
+		if !ok {
+			t.Fatalf("sample %s of no task %s", s.SampleID, s.TaskID)
+		}
+		kinds[s.Kind]++
+		if s.Kind == "reference" {
+			refs[s.TaskID]++
+		}
+		shouldPass := s.Kind == "reference" || (s.Kind == "perturb" && weak[name(task)])
+		if shouldPass != s.Passed {
+			t.Errorf("%s %s: passed=%v layers %v compile %q runtime %q", name(task), s.Kind, s.Passed, s.FailedLayers, s.CompileError, s.RuntimeError)
+		}
+		if s.Kind == "syntax" && s.CompileError == "" {
+			t.Errorf("%s syntax: no compile error", name(task))
+		}
+	}
+	for _, k := range []string{"reference", "null", "sibling", "import", "perturb", "syntax"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s samples (kinds %v)", k, kinds)
+		}
+	}
+	for id, task := range byTask {
+		if refs[id] != 2 {
+			t.Errorf("%s: %d reference runs, want 2", name(task), refs[id])
+		}
+	}
+}
+
+// TestSolveRunsGivenSolutions: rows of task_id and solution (sample_id
+// optional) from any node, here an import, run through the harnesses.
+func TestSolveRunsGivenSolutions(t *testing.T) {
+	dir := t.TempDir()
+	var clamp tasks.Row
+	for _, task := range readTasks(t, runFixture(t, dir, "")) {
+		if name(task) == "shapes.Clamp easy" {
+			clamp = task
+		}
+	}
+	if clamp.TaskID == "" {
+		t.Fatal("no easy task for Clamp")
+	}
+	cases := []struct {
+		sampleID, solution string
+		wantID             string // the sample_id solve gives it
+		passed, compiles   bool
+	}{
+		{"", clamp.Mask, "s0", true, true},
+		{"", "", "s1", false, true},                                                 // the span left empty
+		{"broken", strings.Replace(clamp.Mask, ")", "", 1), "broken", false, false}, // a syntax break
+	}
+	var lines []string
+	for _, c := range cases {
+		row := map[string]string{"task_id": clamp.TaskID, "solution": c.solution, "sample_id": c.sampleID}
+		b, _ := json.Marshal(row)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := runFixture(t, dir, `
+node "import" "solutions" { path = "solutions.jsonl" }
+node "solve" "model" {
+  tasks     = node.tasks.shapes
+  solutions = node.import.solutions
+}
+`)
+	if st := run.Nodes["node.tasks.shapes"].State; st != "cached" {
+		t.Errorf("tasks %s on the second run, want cached", st)
+	}
+	got := nodetest.Read[tasks.SampleRow](t, run, "node.solve.model")
+	if len(got) != len(cases) {
+		t.Fatalf("%d samples, want %d", len(got), len(cases))
+	}
+	for i, c := range cases {
+		s := got[i]
+		if s.SampleID != c.wantID || s.Kind != "model" || s.TaskID != clamp.TaskID || s.Solution != c.solution {
+			t.Errorf("case %d: sample %s kind %s task %s solution %q", i, s.SampleID, s.Kind, s.TaskID, s.Solution)
+		}
+		if s.Passed != c.passed || (s.CompileError == "") != c.compiles {
+			t.Errorf("case %d (%s): passed=%v compile error %q, want passed=%v compiles=%v", i, c.wantID, s.Passed, s.CompileError, c.passed, c.compiles)
+		}
+	}
+}
