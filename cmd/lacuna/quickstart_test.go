@@ -10,7 +10,8 @@ import (
 
 // TestQuickstartAgainstTheRealProxy runs pipelines/quickstart.hcl as the
 // README's quickstart does: four real modules through proxy.golang.org and
-// sum.golang.org, examples validated in the sandbox. Opt-in: it needs the
+// sum.golang.org, examples validated in the sandbox, tasks, calibration,
+// c1 and judge. Opt-in: it needs the
 // network (LACUNA_TEST_NET=1) and a few minutes cold.
 func TestQuickstartAgainstTheRealProxy(t *testing.T) {
 	if os.Getenv("LACUNA_TEST_NET") == "" {
@@ -46,9 +47,15 @@ func TestQuickstartAgainstTheRealProxy(t *testing.T) {
 	if n := rows[`node.bundle.lib["lo"]`]; n < 50 {
 		t.Errorf("lo: %d bundles, expected many (%q)", n, notes[`node.bundle.lib["lo"]`])
 	}
-	// The second run is all cache hits.
+	for _, lib := range []string{"lo", "zerolog", "testify", "gonum"} {
+		c1 := `node.c1.lib["` + lib + `"]`
+		if rows[c1] == 0 || !strings.Contains(notes[c1], "pass C1 and the audit") {
+			t.Errorf("%s: %d rows, note %q", c1, rows[c1], notes[c1])
+		}
+	}
+	// The second run is all cache hits: 7 node types for 4 libraries.
 	r = lacuna(t, dir, "run", "quickstart.hcl")
-	if r.code != 0 || !strings.Contains(r.stdout, "0 executed, 12 cached") {
+	if r.code != 0 || !strings.Contains(r.stdout, "0 executed, 28 cached") {
 		t.Errorf("second run:\n%s\n%s", r.stdout, r.stderr)
 	}
 	t.Logf("notes: %v", notes)

@@ -33,7 +33,8 @@ func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
 func (filterType) NewConfig() any  { return &filterConfig{} }
 func (filterType) Doc() string {
-	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true."
+	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true. " +
+		"check and samples are removed (an error naming their replacement, node type c1)."
 }
 
 func (filterType) Validate(cfg any) error {
