@@ -156,10 +156,10 @@ func (f *Fetcher) verify(mod, version, hash string) (string, error) {
 	if errors.Is(err, sumdb.ErrGONOSUMDB) {
 		return "not checked: GONOSUMDB/GOPRIVATE", nil
 	}
-	if len(security) > 0 {
+	if err != nil && len(security) > 0 {
 		// The database contradicted itself (or an earlier view of it):
 		// the message says how, and belongs in the error the user sees.
-		return "", fmt.Errorf("%s@%s: SECURITY ERROR: checksum database %s: %s: %w", mod, version, f.sumdbName, strings.Join(security, "; "), errOr(err, sumdb.ErrSecurity))
+		return "", fmt.Errorf("%s@%s: checksum database %s: %w\n%s", mod, version, f.sumdbName, err, strings.Join(security, "\n"))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s@%s: checksum database: %w", mod, version, err)
@@ -261,11 +261,4 @@ func (o *sumdbOps) takeSecurityErrors() []string {
 	msgs := o.security
 	o.security = nil
 	return msgs
-}
-
-func errOr(err, fallback error) error {
-	if err != nil {
-		return err
-	}
-	return fallback
 }
