@@ -36,17 +36,17 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := t.TempDir()
-	wrapper, err := sb.ExecWrapper(work, sandbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ws, err := tc.NewWorkspace(sb, "validate", sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
 	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
-	res, err := tc.RunExamples(context.Background(), mod, exs, BatchOptions{Exec: wrapper, WorkDir: work})
+	res, err := tc.RunExamples(context.Background(), mod, exs, ws.BatchOptions(TestOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
