@@ -66,7 +66,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			for _, in := range i.Inputs {
 				inputs[in.Addr] = outputs[in.Addr]
 			}
-			key, cfg, identity, err := x.keyOf(ctx, i, inputs)
+			key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
 			switch {
 			case err != nil:
 				e.Status, e.Reason = PlanError, err.Error()
@@ -83,7 +83,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 					e.Status, e.Digest, e.Rows = PlanCached, out.Digest, out.Rows
 					outputs[i.Addr] = out
 				} else {
-					e.Status, e.Reason = PlanRun, x.why(i, cfg, identity)
+					e.Status, e.Reason = PlanRun, x.why(i, cfg, pinned.Identity)
 				}
 			}
 		}
@@ -140,10 +140,14 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 	if len(changedCfg) > 0 {
 		reasons = append(reasons, "config changed: "+strings.Join(changedCfg, ", "))
 	}
+	var ids []string
 	for _, k := range unionKeys(identity, prev.Identity) {
 		if identity[k] != prev.Identity[k] {
-			reasons = append(reasons, k+" changed")
+			ids = append(ids, identityChange(k, prev.Identity[k], identity[k]))
 		}
+	}
+	if len(ids) > 0 {
+		reasons = append(reasons, "identity changed: "+strings.Join(ids, ", "))
 	}
 	if len(reasons) == 0 {
 		if _, err := x.Store.GetAction(last); err == nil {
@@ -152,6 +156,22 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 		return "changed"
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// identityChange describes one changed identity entry, with its values
+// when they are short enough to read ("toolchain go1.26.8 → go1.27.0").
+func identityChange(k, before, now string) string {
+	const readable = 48
+	if before == "" {
+		before = "(none)"
+	}
+	if now == "" {
+		now = "(none)"
+	}
+	if len(before) > readable || len(now) > readable {
+		return k
+	}
+	return k + " " + before + " → " + now
 }
 
 func compact(b []byte) []byte {

@@ -50,6 +50,12 @@ type Executor struct {
 	Pipeline string
 	// Events receives progress; calls are serialised.
 	Events func(Event)
+	// Environ is the environment nodes see through nodes.Resolve (the CLI
+	// passes the process's); nodes read no other.
+	Environ []string
+
+	envOnce sync.Once
+	envMap  map[string]string
 
 	snap      *artifacts.Snapshot // the pipeline's last results
 	snapValid bool                // no deletion since snap was written
@@ -306,21 +312,51 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	return results, sum, nil
 }
 
-// keyOf computes an instance's key once its inputs' digests are known.
-func (x *Executor) keyOf(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (artifacts.Digest, []byte, map[string]string, error) {
+// keyOf computes an instance's key once its inputs' digests are known. A
+// Resolver's Resolve runs here, once: its identity enters the key and its
+// value is what Run receives (pinned), so the two cannot disagree.
+func (x *Executor) keyOf(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (artifacts.Digest, []byte, *nodes.Pinned, error) {
 	cfg, err := canonicalConfig(i, func(addr string) artifacts.Digest { return inputs[addr].Digest })
 	if err != nil {
 		return "", nil, nil, err
 	}
-	var identity map[string]string
-	if id, ok := i.Type().(nodes.Identifier); ok {
-		identity, err = id.Identity(ctx, i.Config, i.Decl.Dir())
+	pinned := &nodes.Pinned{}
+	if rv, ok := i.Type().(nodes.Resolver); ok {
+		p, err := rv.Resolve(ctx, resolveEnv{x: x, inst: i})
 		if err != nil {
 			return "", nil, nil, err
 		}
+		if p != nil {
+			pinned = p
+		}
 	}
-	return actionKey(i, cfg, identity), cfg, identity, nil
+	return actionKey(i, cfg, pinned.Identity), cfg, pinned, nil
 }
+
+// resolveEnv implements nodes.Resolve for one instance.
+type resolveEnv struct {
+	x    *Executor
+	inst *Instance
+}
+
+func (r resolveEnv) Config() any  { return r.inst.Config }
+func (r resolveEnv) Node() string { return r.inst.Addr }
+func (r resolveEnv) Dir() string  { return r.inst.Decl.Dir() }
+func (r resolveEnv) Environ() []string {
+	return append([]string(nil), r.x.Environ...)
+}
+func (r resolveEnv) Getenv(key string) string {
+	r.x.envOnce.Do(func() {
+		r.x.envMap = make(map[string]string, len(r.x.Environ))
+		for _, kv := range r.x.Environ {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				r.x.envMap[k] = v
+			}
+		}
+	})
+	return r.x.envMap[key]
+}
+func (r resolveEnv) CacheDir(name string) (string, error) { return r.x.Store.CacheDir(name) }
 
 // cached returns the action of key when its output is still in the store.
 func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
@@ -339,10 +375,11 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		emit(Event{Event: EventFailed, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: err.Error()})
 		return Result{State: "failed", Key: key, Err: err}
 	}
-	key, cfg, identity, err := x.keyOf(ctx, i, inputs)
+	key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
 	if err != nil {
 		return fail("", err)
 	}
+	identity := pinned.Identity
 	force := x.Force || x.Recompute[i.Addr]
 	hit := func(out artifacts.Object, note string) Result {
 		emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: out.Digest, Rows: out.Rows, Message: note})
@@ -370,7 +407,7 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
 	started := time.Now()
-	env := &runEnv{x: x, inst: i, key: key, inputs: inputs, emit: emit}
+	env := &runEnv{x: x, inst: i, key: key, inputs: inputs, emit: emit, pinned: pinned.Value}
 	err = env.call(ctx)
 	secs := time.Since(started).Seconds()
 	if err == nil && env.out == nil {
@@ -456,6 +493,7 @@ type runEnv struct {
 	blobs    []artifacts.Digest
 	lastProg time.Time
 	note     string
+	pinned   any
 }
 
 func (r *runEnv) call(ctx context.Context) (err error) {
@@ -500,6 +538,8 @@ func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
 	r.out = w
 	return w, nil
 }
+
+func (r *runEnv) Pinned() any { return r.pinned }
 
 func (r *runEnv) InputDigest(ref nodes.Ref) artifacts.Digest { return r.inputs[ref.Node].Digest }
 

@@ -35,7 +35,7 @@ import (
 //
 // Run reads its inputs and writes exactly one output artifact through r.
 // It must be deterministic given its config and inputs; anything else it
-// depends on must be declared through Identifier.
+// depends on must be pinned through Resolver.
 type Type interface {
 	Name() string
 	Version() string
@@ -43,12 +43,56 @@ type Type interface {
 	Run(ctx context.Context, r Run) error
 }
 
-// Identifier is implemented by node types whose output depends on
-// something outside the pipeline: a file's content, an image digest, a
-// library version, a model revision. Identity is computed before the key;
-// its entries are part of the key and of the provenance record.
-type Identifier interface {
-	Identity(ctx context.Context, cfg any, dir string) (map[string]string, error)
+// Resolver is implemented by node types whose output depends on something
+// outside the pipeline: a file's content, a module proxy's version list,
+// the go command and its build settings, the sandbox, an image digest, a
+// model revision.
+//
+// Resolve runs once per instance per run (and per plan), before the action
+// key is computed, and what it returns is pinned, as BuildKit's ops resolve
+// their sources once for both the cache key and the execution:
+// Pinned.Identity enters the key and the provenance record, and
+// Pinned.Value is handed to Run (Run.Pinned), which must compute from it
+// and never consult the outside world again for what it pinned. So a key
+// always describes what its rows were computed from: a file edited between
+// Resolve and Run is detected (Run reads the pinned content or fails), not
+// cached under the old key.
+//
+// Identity values are short and readable ("go1.26.8", a digest): `lacuna
+// plan` shows them when they change ("identity changed: toolchain go1.26.8
+// → go1.27.0"). Resolve may be called from many goroutines at once, for
+// different instances.
+type Resolver interface {
+	Resolve(ctx context.Context, r Resolve) (*Pinned, error)
+}
+
+// Resolve is what a Resolver sees: the instance's config and place, the
+// environment the CLI handed to the run (the only way node code reads the
+// environment) and the store's cache directories. Its methods are safe for
+// concurrent use.
+type Resolve interface {
+	// Config is the decoded config struct (what NewConfig returned).
+	Config() any
+	// Node is the instance's address.
+	Node() string
+	// Dir is the directory of the pipeline file, for relative paths.
+	Dir() string
+	// Getenv returns a variable of the environment the run was started
+	// with ("" when unset). What a node reads here and depends on must be
+	// in its Identity.
+	Getenv(key string) string
+	// Environ is that whole environment, as KEY=value strings.
+	Environ() []string
+	// CacheDir is Run.CacheDir.
+	CacheDir(name string) (string, error)
+}
+
+// Pinned is what Resolve fixed for one execution.
+type Pinned struct {
+	// Identity enters the action key, sorted by name.
+	Identity map[string]string
+	// Value is handed to Run as Run.Pinned(); nil when Run needs nothing.
+	Value any
 }
 
 // Validator checks a decoded config beyond types. Return ConfigErrors so
@@ -124,6 +168,9 @@ type Run interface {
 	Dir() string
 	// Input opens an input artifact, verified.
 	Input(ref Ref) (*artifacts.Reader, error)
+	// Pinned is the Value the type's Resolve returned for this execution
+	// (nil for types that are not Resolvers).
+	Pinned() any
 	// InputDigest is an input's content digest, known without reading it.
 	InputDigest(ref Ref) artifacts.Digest
 	// Output creates the node's output artifact with the given schema.

@@ -135,6 +135,12 @@ func (bundle) Validate(cfg any) error {
 	return nil
 }
 
+// Resolve pins the toolchain and the sandbox the examples are validated
+// with: both are in the key.
+func (bundle) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+}
+
 func (bundle) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*config)
 	in, err := r.Input(c.APIs)
@@ -162,21 +168,21 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 		}
 		groups[k] = append(groups[k], a)
 	}
-	fetcher, tc, err := goenv.Cache(r)
+	g, err := goenv.From(r)
 	if err != nil {
 		return err
 	}
 	var out []Row
 	var notes []string
 	for _, k := range order {
-		mod, err := fetcher.Download(ctx, k.lib, k.version)
+		mod, err := g.Fetcher.Download(ctx, k.lib, k.version)
 		if err != nil {
 			return err
 		}
 		if k.hash != "" && mod.Hash != k.hash {
 			return fmt.Errorf("%s@%s: checksum %s differs from the %s surface_diff saw", k.lib, k.version, mod.Hash, k.hash)
 		}
-		rows, stats, err := buildModule(ctx, r, c, tc, mod, groups[k])
+		rows, stats, err := buildModule(ctx, r, c, g, mod, groups[k])
 		if err != nil {
 			return err
 		}
@@ -197,7 +203,7 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 }
 
 // buildModule builds the bundles of one module version's kept APIs.
-func buildModule(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolchain, mod *modfetch.Module, apis []discovery.APIRow) ([]Row, string, error) {
+func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *modfetch.Module, apis []discovery.APIRow) ([]Row, string, error) {
 	lic := goapi.DetectLicense(mod.Dir)
 	pkgs := map[string]*goapi.Package{}
 	loadPkg := func(importPath string) (*goapi.Package, error) {
@@ -224,7 +230,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolcha
 			exs = append(exs, e)
 		}
 	}
-	results, err := validate(ctx, r, c, tc, mod, exs)
+	results, err := validate(ctx, r, c, g, mod, exs)
 	if err != nil {
 		return nil, "", err
 	}
@@ -302,17 +308,17 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolcha
 }
 
 // validate runs the examples in the sandbox, batched into one go test.
-func validate(ctx context.Context, r nodes.Run, c *config, tc *gotool.Toolchain, mod *modfetch.Module, exs []goapi.Example) ([]gotool.ExampleResult, error) {
+func validate(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *modfetch.Module, exs []goapi.Example) ([]gotool.ExampleResult, error) {
 	if len(exs) == 0 {
 		return nil, nil
 	}
-	ws, err := goenv.Workspace(tc, "bundle", c.timeout())
+	ws, err := g.Workspace("bundle", c.timeout())
 	if err != nil {
 		return nil, err
 	}
 	defer ws.Close()
 	start := time.Now()
-	res, err := tc.RunExamples(ctx, mod, exs, ws.BatchOptions(gotool.TestOptions{Timeout: c.timeout()}))
+	res, err := g.Toolchain.RunExamples(ctx, mod, exs, ws.BatchOptions(gotool.TestOptions{Timeout: c.timeout()}))
 	if err != nil {
 		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
 	}

@@ -86,6 +86,13 @@ func (surfaceDiff) Validate(cfg any) error {
 	return nil
 }
 
+// Resolve prepares the verified module cache. Downloads are checked
+// against the checksum database, so the modules' content is fixed by their
+// versions (in the input) and adds nothing to the key.
+func (surfaceDiff) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	return goenv.Resolve(ctx, r, goenv.Fetch)
+}
+
 func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*surfaceDiffConfig)
 	in, err := r.Input(c.Versions)
@@ -96,10 +103,11 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	fetcher, _, err := goenv.Cache(r)
+	g, err := goenv.From(r)
 	if err != nil {
 		return err
 	}
+	fetcher := g.Fetcher
 	var rows []APIRow
 	var notes []string
 	for i, v := range versions {

@@ -102,22 +102,28 @@ func (versionResolve) Validate(cfg any) error {
 	return err
 }
 
-// Identity is the proxy's version list: a release published after the last
-// run changes the key (v_new may move), an unchanged list keeps it cached.
-func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[string]string, error) {
-	c := cfg.(*versionResolveConfig)
+// Resolve lists the module's versions through the proxy (and, with
+// follow_major, its successors'), once: the lists are pinned. A release
+// published after the last run changes the key (v_new may move), an
+// unchanged list keeps it cached, and Run resolves from exactly these
+// lists. Release times and go.mod files are immutable per version, so Run
+// may fetch those.
+func (versionResolve) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*versionResolveConfig)
 	lib, err := libraryOf(c.Library)
 	if err != nil {
 		return nil, err
 	}
-	p, err := goenv.Proxy()
+	p, err := modfetch.NewProxy(goenv.Env(r))
 	if err != nil {
 		return nil, err
 	}
+	src := &pinnedLists{Source: p, lists: map[string][]string{}}
 	vs, err := p.List(ctx, lib.name)
 	if err != nil {
 		return nil, fmt.Errorf("list versions of %s: %w", lib.name, err)
 	}
+	src.lists[lib.name] = vs
 	id := map[string]string{"versions": fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(vs, "\n")))}
 	if c.FollowMajor {
 		// The successors' lists too: a v2 release moves v_new.
@@ -125,16 +131,38 @@ func (versionResolve) Identity(ctx context.Context, cfg any, _ string) (map[stri
 		for next := modfetch.NextMajor(lib.name); next != ""; next = modfetch.NextMajor(next) {
 			svs, err := p.List(ctx, next)
 			if errors.Is(err, modfetch.ErrNotFound) {
+				src.missing = append(src.missing, next)
 				break
 			}
 			if err != nil {
 				return nil, fmt.Errorf("list versions of %s: %w", next, err)
 			}
+			src.lists[next] = svs
 			all = append(all, next+"@"+strings.Join(svs, ","))
 		}
 		id["successors"] = fmt.Sprintf("%016x", xxhash.Sum64String(strings.Join(all, "\n")))
 	}
-	return id, nil
+	return &nodes.Pinned{Identity: id, Value: src}, nil
+}
+
+// pinnedLists is the proxy as Resolve saw it: List answers from the lists
+// Resolve fetched (the ones in the key), never the network.
+type pinnedLists struct {
+	modfetch.Source
+	lists   map[string][]string
+	missing []string // modules Resolve found absent
+}
+
+func (p *pinnedLists) List(_ context.Context, mod string) ([]string, error) {
+	if vs, ok := p.lists[mod]; ok {
+		return vs, nil
+	}
+	for _, m := range p.missing {
+		if m == mod {
+			return nil, fmt.Errorf("%s: %w", mod, modfetch.ErrNotFound)
+		}
+	}
+	return nil, fmt.Errorf("version list of %s was not pinned when the node was resolved", mod)
 }
 
 func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
@@ -147,9 +175,9 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	p, err := goenv.Proxy()
-	if err != nil {
-		return err
+	p, ok := r.Pinned().(*pinnedLists)
+	if !ok {
+		return fmt.Errorf("%s: the version lists were not resolved", r.Node())
 	}
 	res, err := modfetch.Resolve(ctx, p, lib.name, cutoff, modfetch.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Retracted: c.Retracted, FollowMajor: c.FollowMajor})
 	if err != nil {

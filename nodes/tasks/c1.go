@@ -7,6 +7,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 )
 
 func init() { nodes.Register(c1Type{}) }
@@ -47,6 +48,12 @@ func (c1Type) Row() any        { return C1Row{} }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
 		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason."
+}
+
+// Resolve pins the toolchain and the sandbox the harnesses are built and
+// run with: both are in the key, so upgrading Go recomputes the verdicts.
+func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
 // Run runs (or reuses, from samples) the reference and the calibration

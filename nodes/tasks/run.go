@@ -63,11 +63,12 @@ type moduleEnv struct {
 // prepare downloads (verified) a module version, makes a sandboxed
 // workspace and instruments targets in it. Close the workspace when done.
 func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs []string) (*moduleEnv, error) {
-	fetcher, tc, err := goenv.Cache(r)
+	g, err := goenv.From(r)
 	if err != nil {
 		return nil, err
 	}
-	mod, err := fetcher.Download(ctx, module, version)
+	tc := g.Toolchain
+	mod, err := g.Fetcher.Download(ctx, module, version)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 			targets = append(targets, a)
 		}
 	}
-	ws, err := goenv.Workspace(tc, "harness", 5*time.Minute)
+	ws, err := g.Workspace("harness", 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}

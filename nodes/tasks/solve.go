@@ -48,6 +48,12 @@ func (solveType) Validate(cfg any) error {
 	return nil
 }
 
+// Resolve pins the toolchain and the sandbox the harnesses are built and
+// run with: both are in the key, so upgrading Go recomputes the verdicts.
+func (solveType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+}
+
 func (solveType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*solveConfig)
 	tasks, err := readTasks(r, c.Tasks)
@@ -142,7 +148,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 	if err != nil {
 		return nil, err
 	}
-	fetcher, _, err := goenv.Cache(r)
+	g, err := goenv.From(r)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +165,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 			Solution{Task: i, SampleID: "reference-2", Kind: "reference", Code: specs[i].Mask})
 		p, ok := pkgs[t.ImportPath]
 		if !ok {
-			mod, err := fetcher.Download(ctx, t.Module, t.Version)
+			mod, err := g.Fetcher.Download(ctx, t.Module, t.Version)
 			if err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
@@ -81,6 +82,12 @@ func (tasksType) Validate(cfg any) error {
 		return nodes.Errorf("generator", "Generator not available yet", "generator \"llm\" (one LLM call per bundle, the paper's) arrives with the LLM issue; use \"examples\".")
 	}
 	return nodes.Errorf("generator", "Unknown generator", "generator must be \"examples\", not %q.", c.Generator)
+}
+
+// Resolve pins the toolchain and the sandbox the harnesses are built and
+// run with: both are in the key, so upgrading Go recomputes the verdicts.
+func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
 func (tasksType) Run(ctx context.Context, r nodes.Run) error {

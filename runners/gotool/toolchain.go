@@ -50,10 +50,11 @@ type Toolchain struct {
 	opts Options
 }
 
-// NewToolchain finds the go command (PATH, then opts.GOROOT/bin, then
-// /usr/local/go/bin) and prepares its cache directories under cache.
+// NewToolchain finds the go command (the PATH of opts.Environ, then
+// opts.GOROOT/bin, then /usr/local/go/bin) and prepares its cache
+// directories under cache.
 func NewToolchain(cache string, opts Options) (*Toolchain, error) {
-	goBin, err := exec.LookPath("go")
+	goBin, err := lookPath("go", opts.Environ)
 	if err != nil {
 		var candidates []string
 		if opts.GOROOT != "" {
@@ -79,6 +80,27 @@ func NewToolchain(cache string, opts Options) (*Toolchain, error) {
 		}
 	}
 	return t, nil
+}
+
+// lookPath finds an executable named file in the PATH of environ (not the
+// process's: this package reads no environment).
+func lookPath(file string, environ []string) (string, error) {
+	for _, kv := range environ {
+		path, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			continue
+		}
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue // like exec.LookPath, never the current directory
+			}
+			p := filepath.Join(dir, file)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+	}
+	return "", exec.ErrNotFound
 }
 
 // Env is the environment of every go command: Options.Environ (GOPROXY,

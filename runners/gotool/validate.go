@@ -8,9 +8,7 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"os/exec"
 	"strings"
-	"sync"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
@@ -245,25 +243,16 @@ func (prog *program) file(pkgName, fn string, ex goapi.Example, helpers map[stri
 	return b.String()
 }
 
-var goVersionOnce sync.Map
-
 // goVersion is the go command's language version, "1.26".
 func (t *Toolchain) goVersion(ctx context.Context) (string, error) {
-	if v, ok := goVersionOnce.Load(t.Go); ok {
-		return v.(string), nil
-	}
-	cmd := exec.CommandContext(ctx, t.Go, "env", "GOVERSION")
-	cmd.Env = t.Env()
-	out, err := cmd.Output()
+	id, err := t.Identity(ctx)
 	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
+		return "", err
 	}
-	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "go")
+	v := strings.TrimPrefix(id["toolchain"], "go")
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {
-		return "", fmt.Errorf("go env GOVERSION: unexpected %q", out)
+		return "", fmt.Errorf("go env GOVERSION: unexpected %q", id["toolchain"])
 	}
-	v = parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
-	goVersionOnce.Store(t.Go, v)
-	return v, nil
+	return parts[0] + "." + strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }), nil
 }
