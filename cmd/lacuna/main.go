@@ -127,6 +127,7 @@ func handleSignals() (context.Context, func() int) {
 		s := <-ch
 		code := signalStatus(s)
 		status <- code
+		fmt.Fprintf(os.Stderr, "lacuna: %s: stopping (a second signal exits at once)\n", s)
 		cancel()
 		select {
 		case <-ch:
