@@ -19,7 +19,7 @@ import (
 var cmdExport = newCommand("export", "PIPELINE --to DIR",
 	"write every artifact under readable names, with DuckDB views", `
 Export copies every node's current artifact out of the store, verified, to
-DIR/TYPE/NAME.parquet (NAME__KEY for a for_each instance), or as Arrow IPC
+DIR/TYPE/NAME.parquet (a for_each instance's key in its name), or as Arrow IPC
 files with --format arrow, and writes DIR/views.sql: one DuckDB view per
 node type over its files. It exits 1 when a node has no artifact for its
 current inputs (run the pipeline first).`)
