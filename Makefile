@@ -32,10 +32,6 @@ deps:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "WARNING: bubblewrap is not installed (apt-get install bubblewrap): sandbox isolation tests will skip"; fi; }
-	@python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; \
-	  else echo "python3 with venv is needed to test exports (apt-get install python3-venv)"; exit 1; fi; }
 
 # The export test (cmd/lacuna) reads every exported file with real DuckDB
 # and pandas from this venv; CI=true makes it fail rather than skip
@@ -55,12 +51,17 @@ $(STATICCHECK):
 	mv $(CACHE)/bin/staticcheck $@
 
 # The venv is rebuilt when requirements.txt changes (a copy of the file
-# installed last is kept inside it).
+# installed last is kept inside it). python3-venv is installed with apt-get
+# when creating it fails and we are root, as bubblewrap is.
 test-python: $(VENV)/requirements.txt
 
 $(VENV)/requirements.txt: $(PY_REQS)
 	rm -rf $(VENV)
-	python3 -m venv $(VENV)
+	@python3 -m venv $(VENV) 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && \
+	    rm -rf $(VENV) && python3 -m venv $(VENV); \
+	  else echo "python3 with venv is needed to test exports (apt-get install python3-venv)"; exit 1; fi; }
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQS)
 	cp $(PY_REQS) $@
 
