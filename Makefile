@@ -2,7 +2,15 @@
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin/lacuna
 
-.PHONY: build deps quickstart test vet fmt-check bench fuzz clean
+STATICCHECK_VERSION := v0.8.2
+# Test tools live in .cache (gitignored): staticcheck, and a Python venv
+# with DuckDB, pandas and pyarrow that reads every export in the tests.
+CACHE := $(CURDIR)/.cache
+STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
+VENV := $(CACHE)/venv
+PY_REQS := cmd/lacuna/testdata/requirements.txt
+
+.PHONY: build deps quickstart test vet fmt-check staticcheck test-python bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
@@ -25,11 +33,37 @@ deps:
 	    echo "installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "WARNING: bubblewrap is not installed (apt-get install bubblewrap): sandbox isolation tests will skip"; fi; }
 
-test: deps vet fmt-check
-	$(GO) test -count=1 ./...
+# The export test (cmd/lacuna) reads every exported file with real DuckDB
+# and pandas from this venv; CI=true makes it fail rather than skip
+# without one.
+test: deps vet fmt-check staticcheck test-python
+	LACUNA_TEST_PYTHON=$(VENV)/bin/python $(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck at a pinned version, installed into .cache/bin when missing.
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(CACHE)/bin/staticcheck $@
+
+# The venv is rebuilt when requirements.txt changes (a copy of the file
+# installed last is kept inside it). python3-venv is installed with apt-get
+# when creating it fails and we are root, as bubblewrap is.
+test-python: $(VENV)/requirements.txt
+
+$(VENV)/requirements.txt: $(PY_REQS)
+	rm -rf $(VENV)
+	@python3 -m venv $(VENV) 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && \
+	    rm -rf $(VENV) && python3 -m venv $(VENV); \
+	  else echo "python3 with venv is needed to test exports (apt-get install python3-venv)"; exit 1; fi; }
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQS)
+	cp $(PY_REQS) $@
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -43,4 +77,4 @@ fuzz:
 	$(GO) test ./engine -run '^$$' -fuzz FuzzLoad -fuzztime 60s
 
 clean:
-	rm -rf bin pipelines/.lacuna pipelines/examples/.lacuna bench/out
+	rm -rf bin pipelines/.lacuna pipelines/examples/.lacuna bench/out .cache

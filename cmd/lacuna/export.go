@@ -16,25 +16,38 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes"
 )
 
-func cmdExport(ctx context.Context, args []string) error {
-	var pf pipelineFlags
-	fs := newFlags("export", "PIPELINE --to DIR")
-	pf.register(fs)
-	to := fs.String("to", "", "directory to write (required)")
-	format := fs.String("format", "parquet", "parquet or arrow (Arrow IPC files)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	path, err := onePipeline(pos, "export")
+var cmdExport = newCommand("export", "PIPELINE --to DIR",
+	"write every artifact under readable names, with DuckDB views", `
+Export copies every node's current artifact out of the store, verified, to
+DIR/TYPE/NAME.parquet (a for_each instance's key in its name), or as Arrow IPC
+files with --format arrow, and writes DIR/views.sql: one DuckDB view per
+node type over its files. It exits 1 when a node has no artifact for its
+current inputs (run the pipeline first).`)
+
+var exportFlags struct {
+	pipelineFlags
+	to     string
+	format string
+}
+
+func init() {
+	exportFlags.pipelineFlags.add(cmdExport.Flag)
+	cmdExport.Flag.StringVar(&exportFlags.to, "to", "", "directory to write (required)")
+	cmdExport.Flag.StringVar(&exportFlags.format, "format", "parquet", "parquet or arrow (Arrow IPC files)")
+	cmdExport.Run = runExport
+}
+
+func runExport(ctx context.Context, cmd *Command, args []string) error {
+	pf, to, format := &exportFlags.pipelineFlags, &exportFlags.to, &exportFlags.format
+	path, err := onePipeline(args, cmd)
 	if err != nil {
 		return err
 	}
 	if *to == "" {
-		return fmt.Errorf("--to DIR is required")
+		return usageError("--to DIR is required")
 	}
 	if *format != "parquet" && *format != "arrow" {
-		return fmt.Errorf("--format %q: want parquet or arrow", *format)
+		return usageError(fmt.Sprintf("--format %q: want parquet or arrow", *format))
 	}
 	l, err := pf.load(path)
 	if err != nil {
@@ -93,7 +106,9 @@ func cmdExport(ctx context.Context, args []string) error {
 		}
 	}
 	if pf.json {
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"dir": *to, "files": files, "not_computed": missing})
+		if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"dir": *to, "files": files, "not_computed": missing}); err != nil {
+			return err
+		}
 	} else {
 		fmt.Printf("exported %d artifacts to %s", len(files), *to)
 		if *format == "parquet" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -19,7 +18,7 @@ const memoryFloor = 96 << 20
 // limit that grows with them (the same heap goal as GOGC=100), so large
 // data never makes the collector thrash. GOMEMLIMIT, when set, wins.
 func governMemory(ctx context.Context) {
-	if os.Getenv("GOMEMLIMIT") != "" {
+	if env.memLimitSet {
 		return
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

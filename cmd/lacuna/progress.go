@@ -24,7 +24,7 @@ type progress interface {
 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && !env.dumbTerminal
 }
 
 // jsonProgress prints every event as one JSON line; the last is the summary.

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+var cmdFsck = newCommand("fsck", "[--store DIR]",
+	"verify every object in the store; quarantine corrupt ones", `
+Fsck reads every object, action entry and blob of the store and checks its
+digest. Corrupt objects are moved to quarantine/ (unless --dry-run), so the
+next run recomputes them. It exits 1 when it found a problem.`)
+
+var fsckFlags struct {
+	storeFlag
+	jsonFlag
+	dryRun bool
+}
+
+func init() {
+	fsckFlags.storeFlag.add(cmdFsck.Flag, "./.lacuna")
+	fsckFlags.jsonFlag.add(cmdFsck.Flag)
+	cmdFsck.Flag.BoolVar(&fsckFlags.dryRun, "dry-run", false, "report only; do not quarantine or remove anything")
+	cmdFsck.Run = runFsck
+}
+
+func runFsck(ctx context.Context, cmd *Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("usage: lacuna fsck [--store DIR]")
+	}
+	st, err := fsckFlags.openHere()
+	if err != nil {
+		return err
+	}
+	rep, err := st.Fsck(ctx, !fsckFlags.dryRun)
+	if err != nil {
+		return err
+	}
+	if fsckFlags.json {
+		if err := json.NewEncoder(os.Stdout).Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Printf("checked %d objects, %d actions, %d blobs in %s\n", rep.Objects, rep.Actions, rep.Blobs, st.Root())
+		for _, p := range rep.Problems {
+			fixed := ""
+			if p.Fixed != "" {
+				fixed = " (" + p.Fixed + ")"
+			}
+			fmt.Printf("%s %s: %s%s\n", p.Kind, p.Name, p.Detail, fixed)
+		}
+		if len(rep.Problems) == 0 {
+			fmt.Println("no problems found")
+		}
+	}
+	if len(rep.Problems) > 0 {
+		return exitError(1)
+	}
+	return nil
+}
