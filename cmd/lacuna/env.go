@@ -20,6 +20,12 @@ type environment struct {
 	dumbTerminal bool
 }
 
+// nodeEnviron is the whole environment, handed to node types through
+// nodes.Resolve (engine.Executor.Environ): what a node reads there
+// (GOPROXY, GOFLAGS, LACUNA_GOCACHE, ...) it pins in its identity. Set by
+// main with env.
+var nodeEnviron []string
+
 // env is the environment of this process, set by main.
 var env environment
 

@@ -139,7 +139,7 @@ func (p *pipelineFlags) load(path string) (*loaded, error) {
 }
 
 func (l *loaded) executor() *engine.Executor {
-	return &engine.Executor{Store: l.store, Pipeline: l.path}
+	return &engine.Executor{Store: l.store, Pipeline: l.path, Environ: nodeEnviron}
 }
 
 // onePipeline is the single PIPELINE argument of a command.

@@ -38,6 +38,7 @@ const signalGrace = 3 * time.Second
 
 func main() {
 	env = readEnvironment(os.Getenv)
+	nodeEnviron = os.Environ()
 	os.Exit(mainStatus(os.Args[1:]))
 }
 
