@@ -13,9 +13,9 @@ import (
 )
 
 // maxRecord bounds one record (a JSON object, a CSV row) in bytes of the
-// file. A record is held in memory whole, so this is the memory one record
-// may take; a file may hold any number of them.
-const maxRecord = 1 << 30
+// file: 1 GiB. A record is held in memory whole, so this bounds the memory
+// one record may take; a file may hold any number of them. Tests lower it.
+var maxRecord int64 = 1 << 30
 
 // maxJSONDepth bounds how deeply JSON values nest, as encoding/json does.
 const maxJSONDepth = 10000

@@ -1,12 +1,18 @@
 package generic_test
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
 )
 
 // importAll imports each file (absolute paths) as its own node of one
@@ -139,4 +145,64 @@ func jsonColumn(t *testing.T, o outcome, addr, name string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// BenchmarkImportLargeFile imports generated files of about 32 MB through
+// the engine: many small records, and one record on one line (a JSON
+// column of 32 MB). peak-rss-MB is the process's peak resident memory, so
+// run one case at a time (-bench 'ImportLargeFile/one_line') to read it.
+func BenchmarkImportLargeFile(b *testing.B) {
+	const size = 32 << 20
+	gen := map[string]func(w io.Writer) int64{
+		"many_records": func(w io.Writer) (n int64) {
+			for i := 0; n < size; i++ {
+				k, _ := fmt.Fprintf(w, `{"id": %d, "name": "record %d", "score": %d.5, "tags": ["a", "b"], "meta": {"k": %d}}`+"\n", i, i, i, i)
+				n += int64(k)
+			}
+			return n
+		},
+		"one_line": func(w io.Writer) (n int64) {
+			k, _ := io.WriteString(w, `{"id": 1, "items": [`)
+			for n = int64(k); n < size; {
+				k, _ = fmt.Fprintf(w, `{"k": "key-%08d", "v": %d, "x": 0.5}, `, n, n)
+				n += int64(k)
+			}
+			k, _ = io.WriteString(w, `{}]}`+"\n")
+			return n + int64(k)
+		},
+	}
+	for name, g := range gen {
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			f, err := os.Create(filepath.Join(dir, "big.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := bufio.NewWriter(f)
+			b.SetBytes(g(w))
+			if err := w.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			src := []byte(`node "import" "big" { path = "big.jsonl" }`)
+			for i := 0; b.Loop(); i++ {
+				g, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), src, dir, engine.Options{})
+				if diags.HasErrors() {
+					b.Fatal(diags.Error())
+				}
+				st, err := artifacts.Open(filepath.Join(dir, fmt.Sprintf("store%d", i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				x := &engine.Executor{Store: st, Jobs: 1}
+				if _, _, err := x.Run(context.Background(), g, nil); err != nil {
+					b.Fatal(err)
+				}
+				os.RemoveAll(filepath.Join(dir, fmt.Sprintf("store%d", i)))
+			}
+			var ru syscall.Rusage
+			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MB")
+		})
+	}
 }
