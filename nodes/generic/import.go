@@ -494,7 +494,7 @@ func (c column) convert(v any) (any, error) {
 		if n, ok := v.(json.Number); ok {
 			f, err := exactFloat(n)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w (nor an int64); declare the column \"string\" or \"json\" in columns to keep its digits", n, err)
+				return nil, fmt.Errorf("%s cannot be stored exactly: %w, and it is not an int64; declare the column \"string\" or \"json\" in columns to keep its digits", n, err)
 			}
 			return f, nil
 		}

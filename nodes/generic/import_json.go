@@ -311,7 +311,11 @@ func (j *jsonRecords) str(out []byte, raw bool) ([]byte, []byte, error) {
 		out = append(out, '"')
 	}
 	s := j.scratch[:0]
-	defer func() { j.scratch = s }()
+	defer func() {
+		if cap(s) <= 1<<20 { // a huge string's buffer is not kept for the next
+			j.scratch = s
+		}
+	}()
 	for {
 		c, err := j.readByte()
 		if err != nil {
