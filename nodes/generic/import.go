@@ -29,7 +29,8 @@ func init() { nodes.Register(importType{}) }
 // importConfig: `node "import" "tools" { path = "tools.jsonl" }`.
 type importConfig struct {
 	Path string `hcl:"path"`
-	// Format is jsonl, csv or parquet; by default it follows the extension.
+	// Format is jsonl (which also reads a JSON array of objects), csv or
+	// parquet; by default it follows the extension.
 	Format string `hcl:"format,optional"`
 	// Columns declares the schema (name → string, int64, double, bool or
 	// json) and keeps only those columns. Without it the schema is inferred.
