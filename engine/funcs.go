@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -106,7 +107,8 @@ func stringPredicate(f func(s, sub string) bool) function.Function {
 }
 
 // fileFunc reads a file relative to the pipeline directory. Its content, not
-// its path, is what reaches a key.
+// its path, is what reaches a key. Only regular files of at most
+// MaxFileSize bytes are read; anything else is an error naming the file.
 func fileFunc(dir string) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
@@ -116,9 +118,12 @@ func fileFunc(dir string) function.Function {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
-			b, err := os.ReadFile(p)
+			b, err := readRegularFile(p, MaxFileSize)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("cannot read %s: %v", args[0].AsString(), err)
+			}
+			if !utf8.Valid(b) {
+				return cty.NilVal, fmt.Errorf("%s is not valid UTF-8 text; file() reads text only", args[0].AsString())
 			}
 			return cty.StringVal(string(b)), nil
 		},

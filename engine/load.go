@@ -145,6 +145,10 @@ func Load(paths ...string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline", Detail: err.Error()})
 			continue
 		}
+		if d := checkNesting(src, f); d != nil {
+			diags = append(diags, d)
+			continue
+		}
 		if chunks, ok := parseChunked(src, f); ok {
 			for _, b := range chunks {
 				bodies = append(bodies, &hcl.File{Body: b, Bytes: src})
@@ -182,6 +186,9 @@ func Load(paths ...string) (*Config, hcl.Diagnostics) {
 
 // LoadSource parses one pipeline from memory (tests, fuzzing, stdin).
 func LoadSource(filename string, src []byte, dir string) (*Config, hcl.Diagnostics) {
+	if d := checkNesting(src, filename); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	if chunks, ok := parseChunked(src, filename); ok {
 		var bodies []*hcl.File
 		for _, b := range chunks {

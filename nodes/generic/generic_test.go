@@ -145,13 +145,39 @@ node "sample" "s" {
 	}
 }
 
-const toolsense = "../../../shared/data/toolsense/toolsense-realistic-retrieval.jsonl"
+// sharedData finds a file of the shared data, which lives in a shared/
+// directory beside the repository (CI checks the repository out as
+// <parent>/main with <parent>/shared beside it). Where it is absent the test
+// skips, except under CI (CI=true), where a skip would hide that the test
+// never runs.
+func sharedData(t *testing.T, rel string) string {
+	t.Helper()
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			t.Fatal("no go.mod above the package directory")
+		}
+		root = parent
+	}
+	p := filepath.Join(filepath.Dir(root), "shared", rel)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("shared data missing in CI: %v", err)
+		}
+		t.Skip("shared data not present:", err)
+	}
+	return p
+}
 
 func TestStratifiedSampleOnToolSense(t *testing.T) {
-	abs, _ := filepath.Abs(toolsense)
-	if _, err := os.Stat(abs); err != nil {
-		t.Skip("shared ToolSense data not present:", err)
-	}
+	abs := sharedData(t, "data/toolsense/toolsense-realistic-retrieval.jsonl")
 	dir := t.TempDir()
 	o := run(t, dir, `
 node "import" "rr" { path = "`+abs+`" }

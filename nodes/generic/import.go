@@ -4,7 +4,6 @@ package generic
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -15,9 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -29,7 +29,8 @@ func init() { nodes.Register(importType{}) }
 // importConfig: `node "import" "tools" { path = "tools.jsonl" }`.
 type importConfig struct {
 	Path string `hcl:"path"`
-	// Format is jsonl, csv or parquet; by default it follows the extension.
+	// Format is jsonl (which also reads a JSON array of objects), csv or
+	// parquet; by default it follows the extension.
 	Format string `hcl:"format,optional"`
 	// Columns declares the schema (name → string, int64, double, bool or
 	// json) and keeps only those columns. Without it the schema is inferred.
@@ -39,11 +40,16 @@ type importConfig struct {
 type importType struct{}
 
 func (importType) Name() string    { return "import" }
-func (importType) Version() string { return "1" }
+func (importType) Version() string { return "2" }
 func (importType) NewConfig() any  { return &importConfig{} }
 func (importType) Doc() string {
-	return "Reads a JSONL, CSV or Parquet file into an artifact. The file's content digest is part of the key; " +
-		"the schema is inferred (nested or mixed JSON values become JSON columns) or declared with `columns`."
+	return "Reads a JSONL, JSON, CSV or Parquet file into an artifact. The file's content digest is part of the key; " +
+		"the schema is inferred (nested or mixed JSON values become JSON columns, mixed CSV columns strings) or declared with `columns`. " +
+		"JSON is a stream of objects (one per line) or one array of objects. Data is kept exactly or refused with file:line:col: " +
+		"duplicate keys or CSV columns, invalid UTF-8 and escaped lone surrogates are errors; numbers keep their text, " +
+		"integers that fit int64 stay int64, and a number goes into a double column only if the double reads back as the same decimal " +
+		"(else declare the column string or json). A UTF-8 byte-order mark at the start of a file is skipped in every format. " +
+		"Only regular files are read, streaming (twice when the schema is inferred); one record may take at most 1 GiB."
 }
 
 var columnKinds = map[string]bool{"string": true, "int64": true, "double": true, "bool": true, "json": true}
@@ -88,7 +94,7 @@ func (c *importConfig) abs(dir string) string {
 // re-imports it, touching it does not.
 func (importType) Identity(_ context.Context, cfg any, dir string) (map[string]string, error) {
 	c := cfg.(*importConfig)
-	f, err := os.Open(c.abs(dir))
+	f, err := openRegular(c.abs(dir))
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -100,6 +106,10 @@ func (importType) Identity(_ context.Context, cfg any, dir string) (map[string]s
 	return map[string]string{"file": fmt.Sprintf("%016x", h.Sum64())}, nil
 }
 
+// Run streams the file into the output: once to infer the schema (only
+// per-column counts are kept), once to write rows, so memory stays that of
+// one record and the writer's buffers whatever the file's size. A file that
+// changes between the two passes is an error.
 func (importType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*importConfig)
 	path := c.abs(r.Dir())
@@ -108,26 +118,34 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 		format = formatOf(path)
 	}
 	if format == "parquet" {
-		return importParquet(path, r)
-	}
-	var recs []map[string]any
-	var order []string
-	var err error
-	if format == "csv" {
-		recs, order, err = readCSV(path)
-	} else {
-		recs, order, err = readJSONL(path)
-	}
-	if err != nil {
-		return err
+		return importParquet(path, c.Path, r)
 	}
 	var cols []column
+	var inferred uint64
 	if len(c.Columns) > 0 {
 		for _, name := range slices.Sorted(maps.Keys(c.Columns)) {
 			cols = append(cols, column{name: name, kind: c.Columns[name]})
 		}
 	} else {
-		cols = inferColumns(recs, order)
+		counts := map[string]*kindCount{}
+		digest, err := eachRecord(ctx, path, c.Path, format, nil, func(rec map[string]any, _ int) error {
+			for k, v := range rec {
+				n := counts[k]
+				if n == nil {
+					n = &kindCount{}
+					counts[k] = n
+				}
+				n.add(v)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		inferred = digest
+		for _, name := range slices.Sorted(maps.Keys(counts)) { // Parquet orders a group's fields by name
+			cols = append(cols, column{name: name, kind: counts[name].kind(format == "csv")})
+		}
 	}
 	group := parquet.Group{}
 	for _, col := range cols {
@@ -138,30 +156,224 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	row := map[string]any{}
-	for i, rec := range recs {
+	records := 0
+	digest, err := eachRecord(ctx, path, c.Path, format, r.Progress, func(rec map[string]any, line int) error {
 		clear(row)
 		for _, col := range cols {
 			v, err := col.convert(rec[col.name])
 			if err != nil {
-				return fmt.Errorf("%s: record %d, column %q: %w", c.Path, i+1, col.name, err)
+				return fmt.Errorf("%s:%d: column %q: %w", c.Path, line, col.name, err)
 			}
 			row[col.name] = v
 		}
 		if err := w.Write(row); err != nil {
-			return fmt.Errorf("%s: record %d: %w", c.Path, i+1, err)
+			return fmt.Errorf("%s:%d: %w", c.Path, line, err)
 		}
-		if i%1000 == 0 {
-			r.Progress(int64(i), int64(len(recs)))
-		}
+		records++
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	r.Logf("imported %d records, %d columns from %s", len(recs), len(cols), c.Path)
+	if len(c.Columns) == 0 && digest != inferred {
+		return fmt.Errorf("%s changed while it was imported; run again", c.Path)
+	}
+	r.Logf("imported %d records, %d columns from %s", records, len(cols), c.Path)
 	return nil
 }
 
-func importParquet(path string, r nodes.Run) error {
-	f, err := os.Open(path)
+// openRegular opens a regular file for reading. A FIFO, a device
+// (/dev/zero), a directory or a socket is refused before anything is read:
+// the path is checked before it is opened (non-blocking, since opening a
+// FIFO waits for a writer) and the open file is checked again, so a path
+// swapped in between is refused too.
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = notRegular(path, st.Mode())
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func notRegular(path string, m os.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		kind = "a socket"
+	case m&os.ModeDevice != 0:
+		kind = "a device"
+	}
+	return fmt.Errorf("%s is %s; only regular files can be imported", path, kind)
+}
+
+// utf8BOM is skipped at the start of a JSON or CSV file.
+const utf8BOM = "\xef\xbb\xbf"
+
+// eachRecord streams the records of a JSON or CSV file to fn with the line
+// each starts on, reporting progress in bytes when progress is not nil, and
+// returns the digest of the file's bytes as read.
+func eachRecord(ctx context.Context, path, name, format string, progress func(done, total int64), fn func(map[string]any, int) error) (uint64, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return 0, fmt.Errorf("import: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	h := xxhash.New()
+	cr := &countingReader{r: io.TeeReader(f, h)}
+	br := bufio.NewReaderSize(cr, 1<<20)
+	if b, _ := br.Peek(len(utf8BOM)); string(b) == utf8BOM {
+		br.Discard(len(utf8BOM))
+	}
+	var next func() (map[string]any, int, error)
+	if format == "csv" {
+		cs, err := newCSVRecords(br, name)
+		if err != nil {
+			return 0, err
+		}
+		next = cs.next
+	} else {
+		next = newJSONRecords(br, name).next
+	}
+	for i := 0; ; i++ {
+		rec, line, err := next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(rec, line); err != nil {
+			return 0, err
+		}
+		if i%1000 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if progress != nil {
+				progress(cr.n, st.Size())
+			}
+		}
+	}
+	return h.Sum64(), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// csvRecords reads CSV rows as records keyed by the header's column names,
+// refusing what would change the data: a duplicate column name, invalid
+// UTF-8, a record over maxRecord bytes.
+type csvRecords struct {
+	cr     *csv.Reader
+	name   string
+	header []string
+	end    int64 // offset of the end of the last record
+}
+
+func newCSVRecords(r io.Reader, name string) (*csvRecords, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", name, err)
+	}
+	c := &csvRecords{cr: cr, name: name, header: slices.Clone(header), end: cr.InputOffset()}
+	if err := c.check(header); err != nil {
+		return nil, err
+	}
+	for i, h := range c.header {
+		if j := slices.Index(c.header[:i], h); j >= 0 {
+			line, col := cr.FieldPos(i)
+			return nil, fmt.Errorf("%s:%d:%d: duplicate column %q (columns %d and %d); rename one", name, line, col, h, j+1, i+1)
+		}
+	}
+	return c, nil
+}
+
+// check refuses fields that are not UTF-8 and records that are too long.
+func (c *csvRecords) check(rec []string) error {
+	line, _ := c.cr.FieldPos(0)
+	if off := c.cr.InputOffset(); off-c.end > maxRecord {
+		return fmt.Errorf("%s:%d: record larger than %d bytes (the limit for one record)", c.name, line, maxRecord)
+	}
+	c.end = c.cr.InputOffset()
+	for i, f := range rec {
+		if !utf8.ValidString(f) {
+			line, col := c.cr.FieldPos(i)
+			return fmt.Errorf("%s:%d:%d: invalid UTF-8; Parquet strings must be UTF-8: convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)", c.name, line, col)
+		}
+	}
+	return nil
+}
+
+func (c *csvRecords) next() (map[string]any, int, error) {
+	rec, err := c.cr.Read()
+	if err == io.EOF {
+		return nil, 0, err
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", c.name, err)
+	}
+	if err := c.check(rec); err != nil {
+		return nil, 0, err
+	}
+	line, _ := c.cr.FieldPos(0)
+	m := make(map[string]any, len(c.header))
+	for i, h := range c.header {
+		if rec[i] != "" {
+			m[h] = csvValue(rec[i])
+		}
+	}
+	return m, line, nil
+}
+
+// csvValue types a CSV cell the way inference expects JSON values: a cell
+// is a number only when written as a JSON number (so 007, +1, 0x10, NaN
+// and Inf stay text), a bool only when true or false.
+func csvValue(s string) any {
+	if isJSONNumber([]byte(s)) {
+		return json.Number(s)
+	}
+	if s == "true" || s == "false" {
+		return s == "true"
+	}
+	return s
+}
+
+func importParquet(path, name string, r nodes.Run) error {
+	f, err := openRegular(path)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -170,7 +382,7 @@ func importParquet(path string, r nodes.Run) error {
 	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	w, err := r.Output(pf.Schema())
 	if err != nil {
@@ -190,94 +402,9 @@ func importParquet(path string, r nodes.Run) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-}
-
-// readJSONL decodes one JSON object per line, keeping numbers exact.
-func readJSONL(path string) ([]map[string]any, []string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	var recs []map[string]any
-	var order []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		var rec map[string]any
-		if err := d.Decode(&rec); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: not a JSON object: %v", filepath.Base(path), line, err)
-		}
-		for k := range rec {
-			if !seen[k] {
-				seen[k] = true
-				order = append(order, k)
-			}
-		}
-		recs = append(recs, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s:%d: %w", filepath.Base(path), line+1, err)
-	}
-	sort.Strings(order) // Parquet groups order their fields by name
-	return recs, order, nil
-}
-
-func readCSV(path string) ([]map[string]any, []string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	cr := csv.NewReader(f)
-	header, err := cr.Read()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: header: %w", filepath.Base(path), err)
-	}
-	var recs []map[string]any
-	for {
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
-		}
-		m := make(map[string]any, len(header))
-		for i, h := range header {
-			if i < len(rec) && rec[i] != "" {
-				m[h] = csvValue(rec[i])
-			}
-		}
-		recs = append(recs, m)
-	}
-	return recs, header, nil
-}
-
-// csvValue types a CSV cell the way inference expects JSON values.
-func csvValue(s string) any {
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return json.Number(s)
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		return json.Number(s)
-	}
-	if s == "true" || s == "false" {
-		return s == "true"
-	}
-	return s
 }
 
 type column struct {
@@ -299,47 +426,47 @@ func (c column) node() parquet.Node {
 	return parquet.Optional(parquet.String())
 }
 
-// inferColumns picks the narrowest type that holds every value of a key:
-// bool, int64, double or string; objects, arrays and mixed kinds become
-// JSON columns, which DuckDB and pandas read as JSON text.
-func inferColumns(recs []map[string]any, order []string) []column {
-	cols := make([]column, 0, len(order))
-	for _, name := range order {
-		var s, i, f, b, other int
-		for _, rec := range recs {
-			switch v := rec[name].(type) {
-			case nil:
-			case string:
-				s++
-			case bool:
-				b++
-			case json.Number:
-				if _, err := v.Int64(); err == nil {
-					i++
-				} else {
-					f++
-				}
-			default:
-				other++
-			}
+// kindCount counts the kinds of value one key holds across the records.
+type kindCount struct{ s, i, f, b, other int }
+
+func (n *kindCount) add(v any) {
+	switch v := v.(type) {
+	case nil:
+	case string:
+		n.s++
+	case bool:
+		n.b++
+	case json.Number:
+		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			n.i++
+		} else {
+			n.f++ // a double column, which refuses what a double cannot hold
 		}
-		kind := "json"
-		switch {
-		case other > 0:
-		case s > 0 && i+f+b == 0:
-			kind = "string"
-		case b > 0 && s+i+f == 0:
-			kind = "bool"
-		case i > 0 && s+f+b == 0:
-			kind = "int64"
-		case i+f > 0 && s+b == 0:
-			kind = "double"
-		case s+i+f+b == 0:
-			kind = "string"
-		}
-		cols = append(cols, column{name: name, kind: kind})
+	default:
+		n.other++
 	}
-	return cols
+}
+
+// kind picks the narrowest type that holds every value of a key: bool,
+// int64, double or string; objects, arrays and mixed kinds become JSON
+// columns, which DuckDB and pandas read as JSON text. A CSV cell is text,
+// so a mixed CSV column is a string column holding each cell as written.
+func (n *kindCount) kind(csv bool) string {
+	switch {
+	case n.other > 0:
+		return "json"
+	case n.s > 0 && n.i+n.f+n.b == 0:
+		return "string"
+	case n.b > 0 && n.s+n.i+n.f == 0:
+		return "bool"
+	case n.i > 0 && n.s+n.f+n.b == 0:
+		return "int64"
+	case n.i+n.f > 0 && n.s+n.b == 0:
+		return "double"
+	case n.s+n.i+n.f+n.b == 0, csv:
+		return "string"
+	}
+	return "json"
 }
 
 func (c column) convert(v any) (any, error) {
@@ -358,7 +485,7 @@ func (c column) convert(v any) (any, error) {
 		}
 	case "int64":
 		if n, ok := v.(json.Number); ok {
-			i, err := n.Int64()
+			i, err := strconv.ParseInt(string(n), 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("%s is not an int64", n)
 			}
@@ -366,14 +493,30 @@ func (c column) convert(v any) (any, error) {
 		}
 	case "double":
 		if n, ok := v.(json.Number); ok {
-			return n.Float64()
+			f, err := exactFloat(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s cannot be stored exactly: %w, and it is not an int64; declare the column \"string\" or \"json\" in columns to keep its digits", n, err)
+			}
+			return f, nil
 		}
 	case "bool":
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
 	case "json":
+		switch v := v.(type) {
+		case rawJSON:
+			return []byte(v), nil
+		case json.Number:
+			return []byte(v), nil
+		}
 		return json.Marshal(v)
+	}
+	if raw, ok := v.(rawJSON); ok {
+		v = string(raw)
+		if len(raw) > 40 {
+			v = string(raw[:40]) + "..."
+		}
 	}
 	return nil, fmt.Errorf("value %v does not fit a %s column", v, c.kind)
 }
