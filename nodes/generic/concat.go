@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/parquet-go/parquet-go"
@@ -38,6 +39,23 @@ func (concatType) Validate(cfg any) error {
 		return nodes.Errorf("inputs", "No inputs", "concat needs at least one input artifact.")
 	}
 	return nil
+}
+
+// Resolve pins the addresses source_column writes into rows. Inputs enter
+// the key as content digests only (renaming a node recomputes nothing), so
+// without this a renamed node would leave its old name in a cached
+// artifact.
+func (concatType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*concatConfig)
+	if c.SourceColumn == "" {
+		return nil, nil
+	}
+	h := xxhash.New()
+	for _, in := range c.Inputs {
+		h.WriteString(in.Node)
+		h.WriteString("\x00")
+	}
+	return &nodes.Pinned{Identity: map[string]string{"source_names": fmt.Sprintf("%016x", h.Sum64())}}, nil
 }
 
 // metaInputs records, in a concat's output, each input's digest and row

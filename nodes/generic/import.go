@@ -90,11 +90,13 @@ func (c *importConfig) abs(dir string) string {
 	return filepath.Join(dir, c.Path)
 }
 
-// Identity makes the file's content part of the key: editing the file
-// re-imports it, touching it does not.
-func (importType) Identity(_ context.Context, cfg any, dir string) (map[string]string, error) {
-	c := cfg.(*importConfig)
-	f, err := openRegular(c.abs(dir))
+// Resolve pins the file's content: its digest is in the key (editing the
+// file re-imports it, touching it does not), and Run checks that every
+// pass over the file read exactly those bytes, so rows are never cached
+// under the key of a file edited between the two.
+func (importType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*importConfig)
+	f, err := openRegular(c.abs(r.Dir()))
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -103,13 +105,29 @@ func (importType) Identity(_ context.Context, cfg any, dir string) (map[string]s
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, fmt.Errorf("import %s: %w", c.Path, err)
 	}
-	return map[string]string{"file": fmt.Sprintf("%016x", h.Sum64())}, nil
+	return &nodes.Pinned{Identity: map[string]string{"file": fileDigest(h.Sum64())}, Value: h.Sum64()}, nil
+}
+
+func fileDigest(sum uint64) string { return fmt.Sprintf("%016x", sum) }
+
+// checkPinned fails when a pass over the file read other bytes than the
+// ones Resolve put in the key.
+func checkPinned(r nodes.Run, name string, read uint64) error {
+	pinned, ok := r.Pinned().(uint64)
+	if !ok {
+		return fmt.Errorf("import %s: the file's digest was not resolved", name)
+	}
+	if pinned != read {
+		return fmt.Errorf("%s changed while it was imported (read %s, planned %s); run again", name, fileDigest(read), fileDigest(pinned))
+	}
+	return nil
 }
 
 // Run streams the file into the output: once to infer the schema (only
 // per-column counts are kept), once to write rows, so memory stays that of
-// one record and the writer's buffers whatever the file's size. A file that
-// changes between the two passes is an error.
+// one record and the writer's buffers whatever the file's size. A file
+// whose bytes differ from those Resolve pinned, in either pass, is an
+// error.
 func (importType) Run(ctx context.Context, r nodes.Run) error {
 	c := r.Config().(*importConfig)
 	path := c.abs(r.Dir())
@@ -121,7 +139,6 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 		return importParquet(path, c.Path, r)
 	}
 	var cols []column
-	var inferred uint64
 	if len(c.Columns) > 0 {
 		for _, name := range slices.Sorted(maps.Keys(c.Columns)) {
 			cols = append(cols, column{name: name, kind: c.Columns[name]})
@@ -142,7 +159,9 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 		if err != nil {
 			return err
 		}
-		inferred = digest
+		if err := checkPinned(r, c.Path, digest); err != nil {
+			return err
+		}
 		for _, name := range slices.Sorted(maps.Keys(counts)) { // Parquet orders a group's fields by name
 			cols = append(cols, column{name: name, kind: counts[name].kind(format == "csv")})
 		}
@@ -175,8 +194,8 @@ func (importType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Columns) == 0 && digest != inferred {
-		return fmt.Errorf("%s changed while it was imported; run again", c.Path)
+	if err := checkPinned(r, c.Path, digest); err != nil {
+		return err
 	}
 	r.Logf("imported %d records, %d columns from %s", records, len(cols), c.Path)
 	return nil
@@ -380,6 +399,17 @@ func importParquet(path, name string, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
+	// Parquet is read at random: check the pinned bytes before and after.
+	pinned := func() error {
+		h := xxhash.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, st.Size()+1)); err != nil {
+			return fmt.Errorf("import %s: %w", name, err)
+		}
+		return checkPinned(r, name, h.Sum64())
+	}
+	if err := pinned(); err != nil {
+		return err
+	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -399,7 +429,7 @@ func importParquet(path, name string, r nodes.Run) error {
 			}
 		}
 		if err == io.EOF || n == 0 {
-			return nil
+			return pinned()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
