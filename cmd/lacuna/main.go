@@ -238,7 +238,7 @@ func openStore(flagValue, pipelineDir string) (*artifacts.Store, error) {
 	if root == "" {
 		root = filepath.Join(pipelineDir, ".lacuna")
 	}
-	return artifacts.Open(root)
+	return artifacts.Open(root, artifacts.WithSyncEach(os.Getenv("LACUNA_FSYNC") == "always" || os.Getenv("LACUNA_FSYNC") == "1"))
 }
 
 func (l *loaded) executor() *engine.Executor {
