@@ -10,6 +10,7 @@
 package artifacts
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,13 +230,17 @@ func (s *Store) Sync() error {
 
 func syncfs(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
 
-// writeJSON writes v as indented JSON atomically.
+// writeJSON writes v as one line of JSON atomically. Strings are not
+// HTML-escaped, so that an action's canonical config is stored as the
+// exact bytes its key was computed from.
 func (s *Store) writeJSON(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return s.writeFileAtomic(path, append(b, '\n'))
+	return s.writeFileAtomic(path, b.Bytes())
 }
 
 func readJSON(path string, v any) error {

@@ -252,3 +252,18 @@ func TestConcurrentActionsCommittingOneObjectAgree(t *testing.T) {
 		t.Errorf("fsck: %+v", kinds)
 	}
 }
+
+func TestActionConfigIsStoredAsItsExactBytes(t *testing.T) {
+	s := openTemp(t)
+	cfg := "{\"note\":\"a <b> & c \u2028 é\"}"
+	if err := s.PutAction(&Action{Key: keyA, Config: []byte(cfg)}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.GetAction(keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.Config) != cfg {
+		t.Errorf("stored config %s, want the key's bytes %s", a.Config, cfg)
+	}
+}
