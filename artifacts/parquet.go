@@ -129,9 +129,9 @@ func (w *Writer) Abort() {
 	os.Remove(w.f.Name())
 }
 
-// Commit finishes the file and moves it into cas/, then records the
-// action in the file's metadata (MetaActionKey) as a writer of the object.
-// The move never replaces a file: if an object with the same digest is
+// Commit finishes the file and moves it into cas/, then logs the action
+// its metadata names (MetaActionKey) as a writer of the object (see
+// ErrWrongWriter). The move never replaces a file: if an object with the same digest is
 // already there and verifies, it is kept, this file is dropped, and the
 // returned Object describes the existing file (its checksum and writer);
 // a corrupt one is quarantined and replaced. Any number of Writers, in
