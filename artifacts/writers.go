@@ -1,7 +1,6 @@
 package artifacts
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -64,22 +63,15 @@ func (s *Store) recordWriter(d, key Digest) error {
 
 // loggedWriter reports whether d's shard log records key as a writer of d.
 func (s *Store) loggedWriter(d, key Digest) (bool, error) {
-	data, err := os.ReadFile(s.writersPath(d))
+	found := false
+	err := readWriterLog(s.writersPath(d), func(ld, lk Digest) { found = found || ld == d && lk == key })
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("read writers of %s: %w", d, err)
 	}
-	want := writerLine(d, key)
-	for len(data) > 0 {
-		line, rest, whole := bytes.Cut(data, []byte{'\n'})
-		if whole && bytes.Equal(line, want[:len(want)-1]) {
-			return true, nil
-		}
-		data = rest
-	}
-	return false, nil
+	return found, nil
 }
 
 // writerPairs reads every shard log: the set of (object, action) pairs.
@@ -99,25 +91,18 @@ func (s *Store) writerPairs() (map[[2]Digest]bool, error) {
 
 // readWriterLog calls fn for every whole, well-formed line of a log.
 func readWriterLog(path string, fn func(d, key Digest)) error {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		d, key, ok := parseWriterLine(sc.Bytes())
-		if ok {
-			fn(d, key)
+	for len(data) > 0 {
+		line, rest, whole := bytes.Cut(data, []byte{'\n'})
+		if d, key, ok := bytes.Cut(line, []byte{' '}); whole && ok && Digest(d).Valid() && Digest(key).Valid() {
+			fn(Digest(d), Digest(key))
 		}
+		data = rest
 	}
-	return sc.Err()
-}
-
-func parseWriterLine(line []byte) (d, key Digest, ok bool) {
-	a, b, found := bytes.Cut(line, []byte{' '})
-	d, key = Digest(a), Digest(b)
-	return d, key, found && d.Valid() && key.Valid()
+	return nil
 }
 
 // checkWriter verifies that obj, found through the action obj.Action, was

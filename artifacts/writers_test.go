@@ -218,6 +218,13 @@ func TestWritersLogIgnoresATornLine(t *testing.T) {
 	if ok, err := s.loggedWriter(obj.Digest, keyA); !ok || err != nil {
 		t.Errorf("whole line not found: %v %v", ok, err)
 	}
+	// Garbage after it (a line longer than any scanner buffer) is skipped too.
+	f, _ = os.OpenFile(s.writersPath(obj.Digest), os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte("\nnot a line\n" + strings.Repeat("x", 1<<17) + "\n"))
+	f.Close()
+	if kinds := fsckKinds(t, s, false); len(kinds) != 0 {
+		t.Errorf("fsck over a damaged writers log: %+v", kinds)
+	}
 }
 
 func TestConcurrentActionsCommittingOneObjectAgree(t *testing.T) {
