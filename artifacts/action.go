@@ -20,12 +20,18 @@ import (
 // Object locates a stored Parquet artifact. Digest names its rows; FileSum
 // checks its bytes as written by Writer, the action key in the file's
 // metadata.
+//
+// Action is the action through which the object was found: GetAction,
+// LoadSnapshot and Commit set it, and Open then refuses the object unless
+// that action is among its writers (see ErrWrongWriter). It is not stored:
+// an action entry's key is its file name, a snapshot line's is its key.
 type Object struct {
 	Digest  Digest `json:"digest"`
 	FileSum Digest `json:"file_sum,omitempty"`
 	Size    int64  `json:"size"`
 	Rows    int64  `json:"rows"`
 	Writer  Digest `json:"writer,omitempty"`
+	Action  Digest `json:"-"`
 }
 
 // Input is one input artifact of an action, as recorded in provenance.
@@ -78,6 +84,7 @@ func (s *Store) GetAction(key Digest) (*Action, error) {
 	if err := readJSON(s.path("ac", key, ".json"), &a); err != nil {
 		return nil, err
 	}
+	a.Output.Action = key
 	return &a, nil
 }
 
@@ -190,7 +197,7 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 		}
 		snap.Nodes[node] = SnapshotNode{
 			Key:    Digest(f[1]),
-			Output: Object{Digest: Digest(f[2]), FileSum: Digest(f[3]), Size: size, Rows: rows, Writer: Digest(f[6])},
+			Output: Object{Digest: Digest(f[2]), FileSum: Digest(f[3]), Size: size, Rows: rows, Writer: Digest(f[6]), Action: Digest(f[1])},
 			Failed: f[7] == "1",
 			Note:   note,
 		}

@@ -12,7 +12,8 @@ import (
 // Parquet rows refer to them by digest; actions list the blobs they wrote
 // so that gc keeps them.
 
-// PutBlob stores r's bytes and returns their digest.
+// PutBlob stores r's bytes and returns their digest. A blob already
+// stored under that digest is kept.
 func (s *Store) PutBlob(r io.Reader) (Digest, error) {
 	f, err := s.tempFile()
 	if err != nil {
@@ -25,12 +26,14 @@ func (s *Store) PutBlob(r io.Reader) (Digest, error) {
 		return "", err
 	}
 	d := digestOf(h.Sum64())
-	if _, err := os.Stat(s.BlobPath(d)); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		return d, nil
+	defer os.Remove(f.Name())
+	if err := s.closeTemp(f); err != nil {
+		return "", err
 	}
-	return d, s.finishTemp(f, s.BlobPath(d))
+	if _, err := s.linkNoReplace(f.Name(), s.BlobPath(d)); err != nil {
+		return "", fmt.Errorf("store blob %s: %w", d, err)
+	}
+	return d, nil
 }
 
 // BlobPath is where blob d lives.

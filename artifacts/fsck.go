@@ -11,7 +11,7 @@ import (
 
 // Problem is one finding of Fsck.
 type Problem struct {
-	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, dangling-action, bad-action
+	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, dangling-action, bad-action, wrong-writer
 	Name   Digest `json:"name"`
 	Detail string `json:"detail"`
 	Fixed  string `json:"fixed,omitempty"` // what was done about it
@@ -27,10 +27,13 @@ type FsckReport struct {
 }
 
 // Fsck verifies every object (decoding its rows and rehashing them),
-// every blob, and every action entry (it must parse and its output must
-// exist). With repair, corrupt objects and blobs move to quarantine/ and
-// action entries whose output is gone are removed, so the next run
-// recomputes them; nothing valid is touched. Repair holds the store lock
+// every blob, and every action entry: it must parse, its output must
+// exist, and the action must be among the output's writers (the file's
+// metadata names it or the shard's writers log records it; see
+// ErrWrongWriter). With repair, corrupt objects and blobs move to
+// quarantine/ and action entries whose output is gone or was not written by
+// them are removed, so the next run recomputes them; nothing valid is
+// touched. Repair holds the store lock
 // exclusively, waiting for running runs to finish.
 func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	if repair {
@@ -60,6 +63,7 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		return nil, err
 	}
 	bad := map[Digest]bool{}
+	fileWriter := map[Digest]Digest{} // the action in each object's metadata
 	for _, d := range objs {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -74,6 +78,9 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 			if err == nil {
 				err = checkSum(o, data, r)
 			}
+		}
+		if err == nil {
+			fileWriter[d] = Digest(r.meta[MetaActionKey])
 		}
 		if err != nil {
 			p := Problem{Kind: "corrupt-object", Name: d, Detail: err.Error()}
@@ -100,6 +107,10 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 			rep.Problems = append(rep.Problems, p)
 		}
 	}
+	logged, err := s.writerPairs()
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range acts {
 		rep.Actions++
 		a, err := s.GetAction(k)
@@ -117,6 +128,15 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		}
 		if _, err := os.Stat(s.ObjectPath(a.Output.Digest)); errors.Is(err, fs.ErrNotExist) || bad[a.Output.Digest] {
 			p := Problem{Kind: "dangling-action", Name: k, Detail: fmt.Sprintf("%s: output %s is missing or corrupt", a.Node, a.Output.Digest)}
+			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
+				p.Fixed = "removed; the next run recomputes it"
+				s.bumpGeneration()
+			}
+			rep.Problems = append(rep.Problems, p)
+			continue
+		}
+		if w := fileWriter[a.Output.Digest]; w != k && !logged[[2]Digest{a.Output.Digest, k}] {
+			p := Problem{Kind: "wrong-writer", Name: k, Detail: fmt.Sprintf("%s: output %s was written by action %s, not by this one", a.Node, a.Output.Digest, w)}
 			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
 				p.Fixed = "removed; the next run recomputes it"
 				s.bumpGeneration()
@@ -184,6 +204,9 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 		rep.ObjectsRemoved++
 		remove(s.ObjectPath(d))
 	}
+	if err := s.pruneWriters(objects, keep, dryRun); err != nil {
+		return nil, err
+	}
 	bl, err := s.list("blobs", "")
 	if err != nil {
 		return nil, err
@@ -210,4 +233,33 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 		s.Sync()
 	}
 	return rep, nil
+}
+
+// pruneWriters rewrites every shard's writers log to the lines naming a
+// kept action and a kept object (gc holds the store exclusively, so no
+// Commit appends meanwhile).
+func (s *Store) pruneWriters(objects, actions map[Digest]bool, dryRun bool) error {
+	logs, err := filepath.Glob(filepath.Join(s.root, "cas", "??", "writers"))
+	if err != nil || dryRun {
+		return err
+	}
+	for _, p := range logs {
+		var kept []byte
+		err := readWriterLog(p, func(d, key Digest) {
+			if objects[d] && actions[key] {
+				kept = append(kept, writerLine(d, key)...)
+			}
+		})
+		if err == nil {
+			if len(kept) == 0 {
+				err = os.Remove(p)
+			} else {
+				err = s.writeFileAtomic(p, kept)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("gc writers log %s: %w", p, err)
+		}
+	}
+	return nil
 }

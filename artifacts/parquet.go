@@ -129,9 +129,14 @@ func (w *Writer) Abort() {
 	os.Remove(w.f.Name())
 }
 
-// Commit finishes the file and moves it into cas/. If an object with the
-// same digest is already there and verifies, it is kept and this file is
-// dropped; a corrupt one is quarantined and replaced.
+// Commit finishes the file and moves it into cas/, then logs the action
+// its metadata names (MetaActionKey) as a writer of the object (see
+// ErrWrongWriter). The move never replaces a file: if an object with the same digest is
+// already there and verifies, it is kept, this file is dropped, and the
+// returned Object describes the existing file (its checksum and writer);
+// a corrupt one is quarantined and replaced. Any number of Writers, in
+// any processes, may commit the same rows at once: all of them return the
+// one file that won.
 func (w *Writer) Commit() (Object, error) {
 	if w.done {
 		return Object{}, errors.New("writer already closed")
@@ -145,15 +150,39 @@ func (w *Writer) Commit() (Object, error) {
 		w.Abort()
 		return Object{}, err
 	}
-	obj := Object{Digest: w.hash.Digest(), FileSum: digestOf(w.sum.Sum64()), Size: st.Size(), Rows: w.hash.Rows(), Writer: Digest(w.meta[MetaActionKey])}
-	dst := w.s.ObjectPath(obj.Digest)
-	if existing, err := w.s.statObject(obj.Digest); err == nil {
-		w.Abort()
-		return existing, nil
-	}
 	w.done = true
-	if err := w.s.finishTemp(w.f, dst); err != nil {
+	if err := w.s.closeTemp(w.f); err != nil {
+		os.Remove(w.f.Name())
 		return Object{}, err
+	}
+	defer os.Remove(w.f.Name())
+	action := Digest(w.meta[MetaActionKey])
+	obj := Object{Digest: w.hash.Digest(), FileSum: digestOf(w.sum.Sum64()), Size: st.Size(), Rows: w.hash.Rows(), Writer: action, Action: action}
+	// Linking again is needed only when the existing object turns out
+	// corrupt (statObject quarantines it) or is removed meanwhile.
+	for attempt := 0; ; attempt++ {
+		existed, err := w.s.linkNoReplace(w.f.Name(), w.s.ObjectPath(obj.Digest))
+		if err != nil {
+			return Object{}, fmt.Errorf("commit object %s: %w", obj.Digest, err)
+		}
+		if !existed {
+			break
+		}
+		existing, err := w.s.statObject(obj.Digest)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return Object{}, fmt.Errorf("commit object %s: %w", obj.Digest, err)
+		}
+		existing.Action = action
+		obj = existing
+		break
+	}
+	if action != "" {
+		if err := w.s.recordWriter(obj.Digest, action); err != nil {
+			return Object{}, err
+		}
 	}
 	return obj, nil
 }
@@ -165,7 +194,9 @@ func (s *Store) ObjectPath(d Digest) string { return s.path("cas", d, ".parquet"
 // recorded. The writer is deterministic, so the same producing action
 // always writes the same bytes: a mismatch is corruption, unless the file
 // now holds the same rows as written by another action (the object was
-// removed, then recomputed by a different node), which its metadata shows.
+// removed, then recomputed by a different node), which its metadata shows;
+// whether the recording action is still among the object's writers is
+// checkWriter's question.
 func checkSum(obj Object, data []byte, r *Reader) error {
 	if obj.FileSum == "" || SumBytes(data) == obj.FileSum {
 		return nil
@@ -224,11 +255,16 @@ func (r *Reader) NumRows() int { return len(r.rows) }
 
 // Open reads and verifies an object: its rows, decoded and hashed, must
 // give its digest, and its bytes must match the checksum obj carries (from
-// the action that recorded it; see checkSum). A mismatch
-// returns ErrCorrupt and quarantines the file, so that the next run
-// recomputes it.
+// the action that recorded it; see checkSum). A mismatch returns
+// ErrCorrupt and quarantines the file, so that the next run recomputes it.
+// When obj.Action is set, that action must be among the object's writers;
+// otherwise Open returns ErrWrongWriter, leaves the object (it is another
+// action's valid output) and drops the action entry (see checkWriter).
 func (s *Store) Open(obj Object) (*Reader, error) {
 	if r := s.cache.get(obj.Digest); r != nil {
+		if err := s.checkWriter(obj, r.Object.Writer); err != nil {
+			return nil, err
+		}
 		return r, nil
 	}
 	data, err := os.ReadFile(s.ObjectPath(obj.Digest))
@@ -243,6 +279,9 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 		if errors.Is(err, ErrCorrupt) {
 			s.Quarantine(obj.Digest)
 		}
+		return nil, err
+	}
+	if err := s.checkWriter(obj, Digest(r.meta[MetaActionKey])); err != nil {
 		return nil, err
 	}
 	r.Object = Object{Digest: obj.Digest, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows)), Writer: Digest(r.meta[MetaActionKey])}

@@ -10,6 +10,7 @@
 package artifacts
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,9 +66,6 @@ func Open(root string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{root: abs, cache: newRowCache(64 << 20), tmpPrefix: strconv.Itoa(os.Getpid()) + "-"}
-	if v := os.Getenv("LACUNA_FSYNC"); v == "always" || v == "1" {
-		s.syncEach = true
-	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -160,16 +158,10 @@ func (s *Store) writeFileAtomic(path string, data []byte) error {
 	return s.finishTemp(f, path)
 }
 
-// finishTemp syncs (when configured), closes and renames a temp file.
+// finishTemp syncs (when configured), closes and renames a temp file over
+// path: for files whose last version wins (action entries, snapshots).
 func (s *Store) finishTemp(f *os.File, path string) error {
-	if s.syncEach {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
+	if err := s.closeTemp(f); err != nil {
 		os.Remove(f.Name())
 		return err
 	}
@@ -183,6 +175,42 @@ func (s *Store) finishTemp(f *os.File, path string) error {
 	}
 	s.dirty.Store(true)
 	return nil
+}
+
+// closeTemp syncs (when configured) and closes a temp file.
+func (s *Store) closeTemp(f *os.File) error {
+	if s.syncEach {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// linkNoReplace gives the closed temp file tmp the name path unless that
+// name exists: it never replaces a file, and reports existed when path was
+// already there. The caller removes tmp afterwards. Content-addressed
+// files use it so that two writers of one name cannot swap bytes under a
+// reader that recorded the first file's checksum. link(2) fails with
+// EEXIST instead of replacing; file systems without hard links get
+// renameat2(RENAME_NOREPLACE), which has the same contract.
+func (s *Store) linkNoReplace(tmp, path string) (existed bool, err error) {
+	if err := s.ensureDir(path); err != nil {
+		return false, err
+	}
+	err = unix.Link(tmp, path)
+	if err == unix.EPERM || err == unix.ENOTSUP || err == unix.EMLINK {
+		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	}
+	switch {
+	case err == unix.EEXIST:
+		return true, nil
+	case err != nil:
+		return false, &os.LinkError{Op: "link", Old: tmp, New: path, Err: err}
+	}
+	s.dirty.Store(true)
+	return false, nil
 }
 
 // Sync makes everything written so far durable (one syncfs for the whole
@@ -202,13 +230,17 @@ func (s *Store) Sync() error {
 
 func syncfs(f *os.File) error { return unix.Syncfs(int(f.Fd())) }
 
-// writeJSON writes v as indented JSON atomically.
+// writeJSON writes v as one line of JSON atomically. Strings are not
+// HTML-escaped, so that an action's canonical config is stored as the
+// exact bytes its key was computed from.
 func (s *Store) writeJSON(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return s.writeFileAtomic(path, append(b, '\n'))
+	return s.writeFileAtomic(path, b.Bytes())
 }
 
 func readJSON(path string, v any) error {

@@ -55,6 +55,17 @@ func writeRows(t *testing.T, s *Store, rows []toolRow, meta map[string]string) O
 	return obj
 }
 
+// putAction commits rows as the output of action key (the way the engine
+// does: the key in the file's metadata) and records the action entry.
+func putAction(t *testing.T, s *Store, key Digest, node string, rows []toolRow) Object {
+	t.Helper()
+	obj := writeRows(t, s, rows, map[string]string{MetaNode: node, MetaActionKey: string(key)})
+	if err := s.PutAction(&Action{Key: key, Output: obj, Node: node}); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
 func TestSameRowsGiveSameBytes(t *testing.T) {
 	meta := map[string]string{MetaNode: "node.import.a", MetaActionKey: "0123456789abcdef"}
 	a, b := openTemp(t), openTemp(t)
@@ -139,13 +150,8 @@ func TestFlippedByteIsDetected(t *testing.T) {
 
 func TestFsckFindsAndQuarantinesCorruption(t *testing.T) {
 	s := openTemp(t)
-	good := writeRows(t, s, sampleRows(), nil)
-	bad := writeRows(t, s, sampleRows()[:1], nil)
-	for _, o := range []Object{good, bad} {
-		if err := s.PutAction(&Action{Key: Digest("00000000" + string(o.Digest[:8])), Output: o, Node: "node.t." + string(o.Digest[:4])}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	good := putAction(t, s, "00000000000000aa", "node.t.good", sampleRows())
+	bad := putAction(t, s, "00000000000000bb", "node.t.bad", sampleRows()[:1])
 	b, _ := os.ReadFile(s.ObjectPath(bad.Digest))
 	b[10] ^= 0xff
 	os.WriteFile(s.ObjectPath(bad.Digest), b, 0o644)

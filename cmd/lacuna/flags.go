@@ -39,7 +39,7 @@ func (s *storeFlag) open(dir string) (*artifacts.Store, error) {
 	if root == "" {
 		root = filepath.Join(dir, ".lacuna")
 	}
-	return artifacts.Open(root)
+	return artifacts.Open(root, artifacts.WithSyncEach(env.syncEach))
 }
 
 // openHere opens the store of a command given no pipeline: ./.lacuna by
