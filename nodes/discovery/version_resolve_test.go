@@ -1,7 +1,10 @@
 package discovery_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -117,5 +120,57 @@ node "version_resolve" "v" {
 				t.Errorf("points at %v, want %q", d.Subject, c.at)
 			}
 		})
+	}
+}
+
+// A release published between the key's version list and the node's run
+// must not end up in rows cached under the old list's key: the proxy here
+// publishes v1.3.0 right after its list is first read.
+func TestVersionResolveRunsOnTheListItsKeyHolds(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	if err := proxytest.Write(root, "example.com/lib", map[string]string{
+		"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01",
+	}, "module example.com/lib\n"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	files := http.FileServer(http.Dir(root))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		files.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/@v/list") {
+			once.Do(func() {
+				if err := proxytest.Write(root, "example.com/lib", map[string]string{
+					"v1.0.0": "2023-01-10", "v1.1.0": "2024-03-01", "v1.2.0": "2024-09-01", "v1.3.0": "2024-10-01",
+				}, "module example.com/lib\n"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("GOPROXY", srv.URL)
+
+	vnew := func(res map[string]*engine.Result, st *artifacts.Store) string {
+		t.Helper()
+		rd, err := st.Open(res["node.version_resolve.lib"].Output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := artifacts.ReadAll[discovery.VersionRow](rd)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("rows %v: %v", rows, err)
+		}
+		return rows[0].VNew
+	}
+	first := nodetest.Run(t, dir, strings.Replace(pipeline, "CUTOFF", "2024-06-01", 1))
+	if got := vnew(first.Nodes, first.Store); got != "v1.2.0" {
+		t.Fatalf("first run: v_new %s, want v1.2.0 (the newest in the list its key was computed from)", got)
+	}
+	second := nodetest.Run(t, dir, strings.Replace(pipeline, "CUTOFF", "2024-06-01", 1))
+	if second.Nodes["node.version_resolve.lib"].State == "cached" {
+		t.Fatal("the new release did not change the key")
+	}
+	if got := vnew(second.Nodes, second.Store); got != "v1.3.0" {
+		t.Fatalf("second run: v_new %s, want v1.3.0", got)
 	}
 }

@@ -5,6 +5,7 @@ package nodetest
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,8 +24,26 @@ type Result struct {
 }
 
 // Run runs the pipeline src as dir/p.hcl with its store in dir/.lacuna:
-// running again in the same dir reuses what the first run computed.
+// running again in the same dir reuses what the first run computed. A
+// failed node fails the test.
 func Run(tb testing.TB, dir, src string) *Result {
+	tb.Helper()
+	r, err := run(tb, dir, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// RunErr is Run for a pipeline expected to fail: the nodes' results say
+// how (Result.Err, State).
+func RunErr(tb testing.TB, dir, src string) *Result {
+	tb.Helper()
+	r, _ := run(tb, dir, src)
+	return r
+}
+
+func run(tb testing.TB, dir, src string) (*Result, error) {
 	tb.Helper()
 	file := filepath.Join(dir, "p.hcl")
 	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
@@ -36,15 +55,13 @@ func Run(tb testing.TB, dir, src string) *Result {
 		tb.Fatal(err)
 	}
 	r := &Result{Store: st, Nodes: map[string]*engine.Result{}}
-	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: file, Events: func(e engine.Event) { r.Events = append(r.Events, e) }}
+	// The test's environment is the run's, as the CLI hands it over.
+	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: file, Environ: os.Environ(), KeepGoing: true, Events: func(e engine.Event) { r.Events = append(r.Events, e) }}
 	res, _, err := x.Run(context.Background(), g, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	for i, out := range res {
 		r.Nodes[i.Addr] = out
 	}
-	return r
+	return r, err
 }
 
 // Read returns the rows of a node's output.
