@@ -45,7 +45,7 @@ type Writer struct {
 	s      *Store
 	f      *os.File
 	sum    *xxhash.Digest
-	w      *parquet.Writer
+	w      *parquet.GenericWriter[any]
 	schema *parquet.Schema
 	hash   *ContentHasher
 	buf    []parquet.Row
@@ -89,7 +89,7 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 	for _, k := range keys {
 		opts = append(opts, parquet.KeyValueMetadata(k, meta[k]))
 	}
-	w.w = parquet.NewWriter(&hashingWriter{w: f, sum: w.sum}, opts...)
+	w.w = parquet.NewGenericWriter[any](&hashingWriter{w: f, sum: w.sum}, opts...)
 	return w, nil
 }
 
