@@ -305,9 +305,12 @@ func validate(ctx context.Context, r nodes.Run, c *config, tc *golang.Toolchain,
 	if len(exs) == 0 {
 		return nil, nil
 	}
-	sb, err := sandbox.New(os.Stderr) // the missing-bubblewrap warning goes to the terminal
+	sb, err := sandbox.New()
 	if err != nil {
 		return nil, err
+	}
+	if w := sb.Warning(); w != "" {
+		r.Logf("%s", w)
 	}
 	work, err := os.MkdirTemp(filepath.Join(tc.Cache, "tmp"), "bundle-")
 	if err != nil {

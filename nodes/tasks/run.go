@@ -101,10 +101,13 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 		env.close()
 		return nil, err
 	}
-	sb, err := sandbox.New(os.Stderr)
+	sb, err := sandbox.New()
 	if err != nil {
 		env.close()
 		return nil, err
+	}
+	if w := sb.Warning(); w != "" {
+		r.Logf("%s", w)
 	}
 	env.wrapper, err = sb.ExecWrapper(work, sandbox.Limits{Wall: 5 * time.Minute})
 	if err != nil {
