@@ -24,7 +24,20 @@ func setup(t *testing.T) (*Sandbox, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, t.TempDir()
+	return s, workDir(t)
+}
+
+// workDir is a directory under os.TempDir, which uid 65534 can reach when
+// the tests run as root without bubblewrap (t.TempDir's parent is
+// private).
+func workDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "lacuna-sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 func needIsolation(t *testing.T, s *Sandbox) {

@@ -48,7 +48,7 @@ func TestRunToolBuildsAProgramWithoutCgoThatRunsInTheSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	goPath, env := goTool(t)
-	src, bin := t.TempDir(), t.TempDir()
+	src, bin := t.TempDir(), workDir(t)
 	writeModule(t, src, "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"built under limits\") }\n")
 	lim := Limits{Wall: 5 * time.Minute, Memory: 2 << 30}
 	r, err := s.RunTool(context.Background(), Tool{Argv: []string{goPath, "env", "CGO_ENABLED"}, Dir: src, Env: env, Limits: lim})
