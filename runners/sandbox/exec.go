@@ -38,11 +38,15 @@ exit "$rc"`
 // that when the go command kills it (a test timeout) the whole sandbox
 // and its files go with it: nothing is left on the host. Without
 // bubblewrap the copy lives in a directory of os.TempDir that the wrapper
-// removes when it exits, and that stays behind when it is killed.
+// removes when it exits; when the wrapper is killed, that directory stays
+// and the program runs on until its CPU limit or until the caller kills
+// the go command's process group.
 //
-// The wall clock is the caller's: kill the go command's process group and
-// the sandbox dies with it (bubblewrap's --die-with-parent). The script
-// stays valid as long as dir does; remove dir when done.
+// The wall clock is the caller's (go test -timeout, and killing the go
+// command's process group, which takes the sandbox with it through
+// bubblewrap's --die-with-parent): lim.Wall only sets the default of
+// lim.CPU. The script stays valid as long as dir does; remove dir when
+// done.
 func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (string, error) {
 	lim = lim.withDefaults()
 	var b bytes.Buffer

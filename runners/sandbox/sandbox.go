@@ -177,8 +177,10 @@ func (s *Sandbox) Warning() string {
 }
 
 // Identity is what an action key must include about running a program
-// here with lim: the mechanism, bubblewrap's version, the uid programs run
-// as, and every limit (defaults applied) that can change a verdict.
+// here with lim (through Run, ExecWrapper or RunTool): the mechanism,
+// bubblewrap's version, the uid programs run as, and every limit (defaults
+// applied) that can change a verdict. Callers add the read-only paths'
+// contents and the environment they pass, which the key covers anyway.
 func (s *Sandbox) Identity(lim Limits) map[string]string {
 	lim = lim.withDefaults()
 	id := map[string]string{
