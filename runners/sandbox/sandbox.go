@@ -238,6 +238,9 @@ func (s *Sandbox) bwrapArgs(lim Limits, readOnly []string, work []string) ([]str
 			return nil, fmt.Errorf("sandbox: read-only path %q: not an absolute path below /", p)
 		}
 		p = filepath.Clean(p)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("sandbox: read-only path: %w", err)
+		}
 		for _, own := range []string{"/work", "/tmp", "/proc", "/dev"} {
 			if p == own || strings.HasPrefix(p, own+"/") {
 				return nil, fmt.Errorf("sandbox: read-only path %q: %s belongs to the sandbox", p, own)

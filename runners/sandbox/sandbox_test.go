@@ -182,8 +182,10 @@ func TestSeesOnlyTheSystemAndThePathsItIsGiven(t *testing.T) {
 			t.Errorf("%s is visible inside the sandbox:\nstdout %s\nstderr %s", p, r.Stdout, r.Stderr)
 		}
 	}
-	if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Dir: dir, ReadOnly: []string{"/work/x"}}); err == nil {
-		t.Error("a read-only path over the sandbox's own /work was accepted")
+	for _, bad := range []string{"/work/x", "/", "relative", filepath.Join(given, "missing")} {
+		if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Dir: dir, ReadOnly: []string{bad}}); err == nil {
+			t.Errorf("read-only path %q was accepted", bad)
+		}
 	}
 }
 

@@ -18,7 +18,8 @@ type Tool struct {
 	// Limits bound the tool; Disk does not apply (the tool writes the
 	// host's file system, each file bounded by FileSize), and Procs
 	// defaults to 4096: RLIMIT_NPROC counts every process of lacuna's user
-	// (root is exempt), not only the tool's.
+	// (root is exempt), not only the tool's. Identity(Limits) describes a
+	// tool's run when Procs is set.
 	Limits
 }
 
