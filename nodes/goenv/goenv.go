@@ -56,7 +56,8 @@ type Go struct {
 // "go": src/ holds verified module trees, the rest is the toolchain's) and
 // pins what the node needs: its identity holds the toolchain ("toolchain":
 // go1.26.8, "go.GOFLAGS", ...) and the sandbox ("sandbox": bubblewrap or
-// rlimits) as needs says. Call it from a type's Resolve; Run gets the
+// rlimits, "sandbox.bubblewrap": its version, "sandbox.uid" and the
+// default limits) as needs says. Call it from a type's Resolve; Run gets the
 // result back with From.
 func Resolve(ctx context.Context, r nodes.Resolve, needs Needs) (*nodes.Pinned, error) {
 	dir, err := r.CacheDir("go")
@@ -87,10 +88,16 @@ func Resolve(ctx context.Context, r nodes.Resolve, needs Needs) (*nodes.Pinned, 
 		}
 	}
 	if needs&Sandbox != 0 {
-		if g.Sandbox, err = newSandbox(); err != nil {
+		var sid map[string]string
+		if g.Sandbox, sid, err = newSandbox(); err != nil {
 			return nil, err
 		}
-		id["sandbox"] = g.Sandbox.Isolation()
+		for k, v := range sid {
+			if k != "sandbox" {
+				k = "sandbox." + k
+			}
+			id[k] = v
+		}
 	}
 	return &nodes.Pinned{Identity: id, Value: g}, nil
 }
@@ -100,6 +107,11 @@ func From(r nodes.Run) (*Go, error) {
 	g, ok := r.Pinned().(*Go)
 	if !ok || g == nil {
 		return nil, fmt.Errorf("%s: no Go environment was resolved for this node (its type must call goenv.Resolve)", r.Node())
+	}
+	if g.Sandbox != nil {
+		if w := g.Sandbox.Warning(); w != "" {
+			r.Logf("%s", w)
+		}
 	}
 	return g, nil
 }

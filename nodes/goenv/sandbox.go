@@ -1,10 +1,16 @@
 package goenv
 
 import (
-	"os"
-
 	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
-// newSandbox finds the sandbox; the missing-bubblewrap warning goes to the terminal.
-func newSandbox() (*sandbox.Sandbox, error) { return sandbox.New(os.Stderr) }
+// newSandbox finds the sandbox and its identity: the isolation, the
+// bubblewrap version and the default limits (a node's own wall clock is in
+// its config or its logic version).
+func newSandbox() (*sandbox.Sandbox, map[string]string, error) {
+	sb, err := sandbox.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sb, sb.Identity(sandbox.Limits{}), nil
+}

@@ -32,7 +32,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	broken := exs[0]
 	broken.Name, broken.Program = "ExampleBroken", strings.Replace(exs[0].Program, "func main() {", "func main() {\n\tundefinedThing()", 1)
 	exs = append(exs, broken)
-	sb, err := sandbox.New(nil)
+	sb, err := sandbox.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // toolchain's tmp with its wrapper inside; Close removes it, except with
 // KeepWork.
 func TestWorkspaceIsRemovedUnlessKept(t *testing.T) {
-	sb, err := sandbox.New(nil)
+	sb, err := sandbox.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,26 @@
 // Package sandbox runs untrusted programs (generated harnesses and
-// solutions): no network, a private work directory, everything else
-// read-only, CPU / memory / file-size / process limits, an unprivileged
-// uid, and a wall-clock timeout that kills every process the program
-// started. Isolation uses bubblewrap; without it only the resource limits
-// apply, and New says so loudly.
+// solutions), and trusted tools on untrusted input (the go command
+// compiling generated code, see RunTool).
+//
+// Under bubblewrap an untrusted program sees only: the system's binary and
+// library directories (/usr, /bin, /sbin, /lib*) and a few files of /etc
+// (passwd, group, hosts, nsswitch.conf, the dynamic linker's cache,
+// localtime, alternatives), read-only; the host paths its caller lists,
+// read-only; and /work, its working directory, a tmpfs of at most
+// Limits.Disk bytes that lives inside the sandbox (/tmp points into it).
+// Nothing it writes reaches the host, and nothing is left behind when it is
+// killed. It has no network, its own pid namespace, only the environment
+// its caller spells out (bubblewrap itself is started with that
+// environment, so no process inside can read lacuna's), CPU, memory,
+// file-size and process limits, an unprivileged uid (65534 when lacuna runs
+// as root) and a wall clock that kills every process it started.
+//
+// Without bubblewrap only the resource limits, the environment and the uid
+// apply: the program runs in its host directory with the network and the
+// file system of the user running lacuna. Warning says so, for the caller
+// to show; the package itself never prints.
+//
+// A Sandbox is immutable after New and safe for concurrent use.
 package sandbox
 
 import (
@@ -11,8 +28,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,11 +42,20 @@ import (
 // Limits bound one run. Zero fields take the defaults.
 type Limits struct {
 	Wall     time.Duration // wall clock, default 60 s
-	CPU      time.Duration // CPU time (RLIMIT_CPU), default Wall
-	Memory   int64         // address space in bytes (RLIMIT_AS), default 4 GiB
+	CPU      time.Duration // CPU time of each process (RLIMIT_CPU), default Wall
+	Memory   int64         // address space of each process (RLIMIT_AS), default 4 GiB
 	FileSize int64         // largest file written (RLIMIT_FSIZE), default 256 MiB
-	Procs    int           // processes of the sandbox user (RLIMIT_NPROC), default 256
-	Output   int           // bytes kept of stdout and of stderr each, default 1 MiB
+	Procs    int           // processes of the uid (RLIMIT_NPROC), default 256 (RunTool: 4096)
+	// Disk is the size of /work under bubblewrap: everything the program
+	// writes (/tmp included), its input files and, for ExecWrapper, the
+	// copy of the program itself. Default 256 MiB. It is memory of the
+	// host while the program runs, and freed when it ends.
+	Disk int64
+	// Output is how many bytes of output are kept: of stdout and of stderr
+	// each for Run and RunTool, of the program's merged stdout and stderr
+	// for ExecWrapper (one test binary prints for all its tests). Default
+	// 16 MiB.
+	Output int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -46,20 +74,33 @@ func (l Limits) withDefaults() Limits {
 	if l.Procs <= 0 {
 		l.Procs = 256
 	}
+	if l.Disk <= 0 {
+		l.Disk = 256 << 20
+	}
 	if l.Output <= 0 {
-		l.Output = 1 << 20
+		l.Output = 16 << 20
 	}
 	return l
 }
 
-// Spec is one program to run.
+// Spec is one untrusted program to run.
 type Spec struct {
 	Argv []string
-	// Dir is a host directory the program sees read-write as /work, its
-	// working directory; it should hold only what the program may touch.
-	Dir   string
-	Env   []string // default: PATH, HOME=/work, LANG=C.UTF-8
-	Stdin []byte
+	// Dir holds the program's input files. Under bubblewrap they are
+	// copied into /work (and count against Limits.Disk; at most
+	// maxInputFiles entries) and nothing the program writes comes back:
+	// its results are its output. Without bubblewrap the program runs in
+	// Dir itself, which uid 65534 must be able to reach when lacuna runs
+	// as root.
+	Dir string
+	// Env is the program's whole environment; default PATH, HOME=/work,
+	// TMPDIR=/tmp, LANG=C.UTF-8 (without bubblewrap HOME and TMPDIR are
+	// Dir). Nothing of lacuna's is inherited.
+	Env []string
+	// ReadOnly lists host paths (absolute) the program may read, at the
+	// same path: a toolchain, a verified module copy, a venv.
+	ReadOnly []string
+	Stdin    []byte
 	Limits
 }
 
@@ -69,15 +110,53 @@ type Result struct {
 	Signal    string        // the signal that ended it, if any
 	Stdout    []byte        // at most Limits.Output bytes
 	Stderr    []byte        // at most Limits.Output bytes
-	Truncated bool          // output went past Limits.Output
+	Truncated bool          // output went past Limits.Output and was cut
 	TimedOut  bool          // the wall clock ran out and everything was killed
 	Duration  time.Duration // wall time
 }
 
 // Sandbox runs programs with the isolation this machine offers.
 type Sandbox struct {
-	bwrap   string
+	bwrap   string   // bubblewrap's path; "" without it
+	version string   // bubblewrap's version
+	system  []string // bubblewrap arguments binding the system's directories
 	prlimit string
+	env     string // env(1), which starts bubblewrap with a clean environment
+	setpriv string // setpriv(1), which drops root in ExecWrapper; "" unless root
+}
+
+// nobody is the unprivileged uid/gid programs run as when lacuna runs as
+// root (root is exempt from RLIMIT_NPROC, so a fork bomb would not stop).
+const nobody = 65534
+
+// New finds prlimit and bubblewrap. Without bubblewrap it still works,
+// with resource limits only; Warning then says what that means.
+func New() (*Sandbox, error) {
+	s := &Sandbox{}
+	var err error
+	if s.prlimit, err = exec.LookPath("prlimit"); err != nil {
+		return nil, errors.New("sandbox: prlimit (util-linux) is required to limit resources")
+	}
+	if s.env, err = exec.LookPath("env"); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if s.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return nil, errors.New("sandbox: setpriv (util-linux) is required to run programs unprivileged")
+		}
+	}
+	b, err := exec.LookPath("bwrap")
+	if err != nil {
+		return s, nil
+	}
+	out, err := exec.Command(b, "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %s --version: %w", b, err)
+	}
+	s.bwrap = b
+	s.version = strings.TrimPrefix(strings.TrimSpace(string(out)), "bubblewrap ")
+	s.system = systemMounts()
+	return s, nil
 }
 
 // Isolation names the mechanism: "bubblewrap" or "rlimits".
@@ -88,31 +167,163 @@ func (s *Sandbox) Isolation() string {
 	return "rlimits"
 }
 
-// New finds bubblewrap and prlimit. Without bubblewrap it still works, with
-// resource limits only, and writes a warning to warn (os.Stderr when nil):
-// generated code then runs with the network and the file system of the
-// user running lacuna.
-func New(warn *os.File) (*Sandbox, error) {
-	s := &Sandbox{}
-	p, err := exec.LookPath("prlimit")
-	if err != nil {
-		return nil, errors.New("sandbox: prlimit (util-linux) is required to limit resources")
+// Warning is what the user should be told about this sandbox, or "" when
+// programs are isolated.
+func (s *Sandbox) Warning() string {
+	if s.bwrap != "" {
+		return ""
 	}
-	s.prlimit = p
-	if b, err := exec.LookPath("bwrap"); err == nil {
-		s.bwrap = b
-		return s, nil
-	}
-	if warn == nil {
-		warn = os.Stderr
-	}
-	fmt.Fprintln(warn, "lacuna: WARNING: bubblewrap (bwrap) is not installed: untrusted code will run WITHOUT network or file-system isolation, with resource limits only. Install it: apt-get install bubblewrap")
-	return s, nil
+	return "WARNING: bubblewrap (bwrap) is not installed: untrusted code will run WITHOUT network or file-system isolation, with resource limits only. Install it: apt-get install bubblewrap"
 }
 
-// nobody is the unprivileged uid/gid programs run as when lacuna runs as
-// root (root is exempt from RLIMIT_NPROC, so a fork bomb would not stop).
-const nobody = 65534
+// Identity is what an action key must include about running a program
+// here with lim (through Run, ExecWrapper or RunTool): the mechanism,
+// bubblewrap's version, the uid programs run as, and every limit (defaults
+// applied) that can change a verdict. Callers add the read-only paths'
+// contents and the environment they pass, which the key covers anyway.
+func (s *Sandbox) Identity(lim Limits) map[string]string {
+	lim = lim.withDefaults()
+	id := map[string]string{
+		"sandbox":   s.Isolation(),
+		"uid":       "caller",
+		"wall":      lim.Wall.String(),
+		"cpu":       lim.CPU.String(),
+		"memory":    strconv.FormatInt(lim.Memory, 10),
+		"file_size": strconv.FormatInt(lim.FileSize, 10),
+		"procs":     strconv.Itoa(lim.Procs),
+		"disk":      strconv.FormatInt(lim.Disk, 10),
+		"output":    strconv.Itoa(lim.Output),
+	}
+	if s.bwrap != "" {
+		id["bubblewrap"] = s.version
+	}
+	if os.Geteuid() == 0 {
+		id["uid"] = strconv.Itoa(nobody)
+	}
+	return id
+}
+
+// systemMounts binds what programs need of the host: its binary and
+// library directories (or their merged-/usr symlinks) and a few files of
+// /etc, none of them secret.
+func systemMounts() []string {
+	var args []string
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				args = append(args, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range []string{"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives"} {
+		args = append(args, "--ro-bind-try", f, f)
+	}
+	return args
+}
+
+// bwrapArgs is bubblewrap's command line up to the program: the system,
+// the read-only paths, a fresh /dev and /proc, /work as a tmpfs of
+// lim.Disk bytes with /tmp in it, then work (what goes into /work), then
+// everything outside /work made read-only.
+func (s *Sandbox) bwrapArgs(lim Limits, readOnly []string, work []string) ([]string, error) {
+	args := []string{s.bwrap, "--unshare-all", "--die-with-parent", "--new-session"}
+	args = append(args, s.system...)
+	for _, p := range readOnly {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return nil, fmt.Errorf("sandbox: read-only path %q: not an absolute path below /", p)
+		}
+		p = filepath.Clean(p)
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("sandbox: read-only path: %w", err)
+		}
+		for _, own := range []string{"/work", "/tmp", "/proc", "/dev"} {
+			if p == own || strings.HasPrefix(p, own+"/") {
+				return nil, fmt.Errorf("sandbox: read-only path %q: %s belongs to the sandbox", p, own)
+			}
+		}
+		args = append(args, "--ro-bind", p, p)
+	}
+	args = append(args, "--dev", "/dev", "--proc", "/proc",
+		"--size", strconv.FormatInt(lim.Disk, 10), "--tmpfs", "/work",
+		"--dir", "/work/.tmp", "--symlink", "/work/.tmp", "/tmp")
+	args = append(args, work...)
+	return append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--"), nil
+}
+
+// limitArgs is prlimit's command line up to the program.
+func (s *Sandbox) limitArgs(lim Limits) []string {
+	return []string{s.prlimit,
+		"--as=" + strconv.FormatInt(lim.Memory, 10),
+		"--cpu=" + strconv.FormatInt(int64((lim.CPU+time.Second-1)/time.Second), 10),
+		"--fsize=" + strconv.FormatInt(lim.FileSize, 10),
+		"--nproc=" + strconv.Itoa(lim.Procs),
+		"--core=0", "--"}
+}
+
+// defaultEnv is a program's environment when its caller gives none.
+func defaultEnv(home, tmp string) []string {
+	return []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+}
+
+// maxInputFiles bounds the entries of Spec.Dir (each file is an open
+// descriptor while bubblewrap starts).
+const maxInputFiles = 256
+
+// inputMounts opens the entries of dir for bubblewrap to copy into /work:
+// its arguments, and the files to hand over as descriptors 3, 4, ...
+func inputMounts(dir string) ([]string, []*os.File, error) {
+	var args []string
+	var files []*os.File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		dest := path.Join("/work", filepath.ToSlash(rel))
+		if len(files) >= maxInputFiles {
+			return fmt.Errorf("more than %d entries", maxInputFiles)
+		}
+		switch {
+		case d.IsDir():
+			args = append(args, "--dir", dest)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			args = append(args, "--symlink", target, dest)
+		case d.Type().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			args = append(args, "--perms", fmt.Sprintf("%04o", fi.Mode().Perm()), "--file", strconv.Itoa(2+len(files)), dest)
+		default:
+			return fmt.Errorf("%s: not a regular file, directory or symlink", p)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("sandbox: input directory %s: %w", dir, err)
+	}
+	return args, files, nil
+}
 
 // Run runs spec and waits for it, or for its wall clock, or for ctx.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
@@ -123,27 +334,69 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, errors.New("sandbox: no work directory")
 	}
 	lim := spec.Limits.withDefaults()
-	args := s.argv(spec.Dir, lim, spec.Argv)
-	runCtx, cancel := context.WithTimeout(ctx, lim.Wall)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, args[0], args[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/work", "LANG=C.UTF-8"}
-		if s.bwrap == "" {
-			cmd.Env[1] = "HOME=" + spec.Dir
+	p := process{dir: spec.Dir, env: spec.Env, stdin: spec.Stdin, lim: lim, unprivileged: os.Geteuid() == 0}
+	if s.bwrap == "" {
+		if p.env == nil {
+			p.env = defaultEnv(spec.Dir, spec.Dir)
 		}
+		if p.unprivileged {
+			if err := os.Chmod(spec.Dir, 0o777); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+		p.argv = append(s.limitArgs(lim), spec.Argv...)
+		return p.run(ctx)
 	}
-	cmd.Stdin = bytes.NewReader(spec.Stdin)
-	stdout, stderr := &capped{limit: lim.Output}, &capped{limit: lim.Output}
+	if p.env == nil {
+		p.env = defaultEnv("/work", "/tmp")
+	}
+	work, files, err := inputMounts(spec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	args, err := s.bwrapArgs(lim, spec.ReadOnly, work)
+	if err != nil {
+		return nil, err
+	}
+	p.argv = append(append(args, s.limitArgs(lim)...), spec.Argv...)
+	p.dir, p.files = "/", files
+	return p.run(ctx)
+}
+
+// process is one command to run with its limits.
+type process struct {
+	argv         []string
+	dir          string
+	env          []string
+	stdin        []byte
+	files        []*os.File // descriptors 3, 4, ...
+	lim          Limits
+	unprivileged bool // run as uid/gid 65534
+}
+
+// run runs p in a process group of its own, killed as a whole at the wall
+// clock or when ctx ends, with its output bounded as it is read.
+func (p process) run(ctx context.Context) (*Result, error) {
+	runCtx, cancel := context.WithTimeout(ctx, p.lim.Wall)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, p.argv[0], p.argv[1:]...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // never lacuna's own
+	}
+	cmd.Stdin = bytes.NewReader(p.stdin)
+	cmd.ExtraFiles = p.files
+	stdout, stderr := &capped{limit: p.lim.Output}, &capped{limit: p.lim.Output}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
+	if p.unprivileged {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
-		if err := os.Chmod(spec.Dir, 0o777); err != nil {
-			return nil, err
-		}
 	}
 	// Timeout or cancel: kill the whole process group (and with bubblewrap
 	// the pid namespace goes with its first process).
@@ -185,90 +438,6 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	return res, nil
 }
 
-// argv wraps a command in prlimit and, where present, bubblewrap with dir
-// as /work.
-func (s *Sandbox) argv(dir string, lim Limits, command []string) []string {
-	args := []string{s.prlimit,
-		"--as=" + strconv.FormatInt(lim.Memory, 10),
-		"--cpu=" + strconv.FormatInt(int64((lim.CPU+time.Second-1)/time.Second), 10),
-		"--fsize=" + strconv.FormatInt(lim.FileSize, 10),
-		"--nproc=" + strconv.Itoa(lim.Procs),
-		"--core=0", "--"}
-	args = append(args, command...)
-	if s.bwrap == "" {
-		return args
-	}
-	return append([]string{s.bwrap,
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/tmp",
-		"--bind", dir, "/work",
-		"--chdir", "/work",
-		"--unshare-all", // network, pid, ipc, uts, cgroup, user
-		"--die-with-parent",
-		"--new-session",
-	}, args...)
-}
-
-// ExecWrapper writes an executable script into dir that runs its
-// arguments ("PROGRAM ARGS...") in this sandbox: it copies PROGRAM into a
-// fresh private work directory and runs it there with lim, as the
-// unprivileged uid when lacuna runs as root. It is what `go test -exec`
-// takes: the go command compiles outside, the test binaries run inside.
-// The wall clock is the caller's: kill the go command's process group and
-// the sandbox dies with it (bubblewrap's --die-with-parent).
-func (s *Sandbox) ExecWrapper(dir string, lim Limits) (string, error) {
-	lim = lim.withDefaults()
-	base := os.TempDir()
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		base = "/dev/shm"
-	}
-	inner := s.argv(`"$w"`, lim, []string{"/usr/bin/env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/work", "LANG=C.UTF-8", "/work/prog"})
-	if s.bwrap == "" {
-		inner[len(inner)-1] = `"$w/prog"`
-		for i, a := range inner {
-			if a == "HOME=/work" {
-				inner[i] = `HOME="$w"`
-			}
-		}
-	}
-	if os.Geteuid() == 0 {
-		inner = append([]string{"setpriv", "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups"}, inner...)
-	}
-	var b bytes.Buffer
-	b.WriteString("#!/bin/sh\n# Written by lacuna: runs PROGRAM ARGS... in the sandbox (" + s.Isolation() + ").\n")
-	fmt.Fprintf(&b, "w=$(mktemp -d %s/lacuna-exec-XXXXXXXX) || exit 125\n", base)
-	b.WriteString("trap 'rm -rf \"$w\"' EXIT\n")
-	b.WriteString("cp \"$1\" \"$w/prog\" || exit 125\nshift\nchmod 0777 \"$w\"; chmod 0755 \"$w/prog\"\n")
-	if s.bwrap == "" {
-		b.WriteString("cd \"$w\" || exit 125\n")
-	}
-	for i, a := range inner {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if strings.HasPrefix(a, `"$w`) || strings.HasPrefix(a, `HOME="$w`) {
-			b.WriteString(a)
-		} else {
-			b.WriteString(shellQuote(a))
-		}
-	}
-	b.WriteString(` "$@"` + "\n")
-	p := filepath.Join(dir, "lacuna-sandbox-exec")
-	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
-		return "", err
-	}
-	return p, nil
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.:,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // capped keeps the first limit bytes and counts the rest away, so that a
 // program printing a gigabyte costs memory for only what is kept.
 type capped struct {
@@ -286,18 +455,4 @@ func (c *capped) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.buf.Write(p)
-}
-
-// WorkDir creates a private work directory, on tmpfs (/dev/shm) where the
-// machine has one, and returns it with its cleanup.
-func WorkDir() (string, func(), error) {
-	base := ""
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		base = "/dev/shm"
-	}
-	dir, err := os.MkdirTemp(base, "lacuna-sandbox-")
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
 }

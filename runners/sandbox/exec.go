@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// TruncatedMarker starts the line ExecWrapper prints after a program's
+// output when it cut it at Limits.Output bytes.
+const TruncatedMarker = "[lacuna: output truncated at "
+
+// limiter runs "$@" with its stdout and stderr merged, lets the first $n
+// bytes through, then says it cut the output and closes the pipe (so a
+// program printing on is stopped by SIGPIPE), and exits with the
+// program's status. It needs only sh, stdbuf, head and wc (coreutils);
+// stdbuf keeps head from holding back what a program printed before it
+// hung and was killed.
+const limiter = `n=$1; shift
+exec 4>&1
+rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&3; } | { stdbuf -o0 head -c "$n"; if [ "$(head -c 1 | wc -c)" -ne 0 ]; then printf '\n` + TruncatedMarker + `%s bytes]\n' "$n"; fi; } >&4 3>&-; } 3>&1 )
+exit "$rc"`
+
+// ExecWrapper writes an executable script into dir that runs its
+// arguments ("PROGRAM ARGS...") as an untrusted program with lim and the
+// read-only host paths readOnly (see Spec.ReadOnly): what `go test -exec`
+// takes, so that the go command compiles outside and the test binaries run
+// inside. The program's environment is PATH, HOME=/work, TMPDIR=/tmp and
+// LANG=C.UTF-8 whatever the go command's is. Its stdout and stderr are
+// merged and cut at lim.Output bytes, followed by a line starting with
+// TruncatedMarker, before they reach the go command.
+//
+// Under bubblewrap PROGRAM is copied into the sandbox's own /work (a
+// tmpfs of lim.Disk bytes), and the wrapper becomes bubblewrap (exec), so
+// that when the go command kills it (a test timeout) the whole sandbox
+// and its files go with it: nothing is left on the host. Without
+// bubblewrap the copy lives in a directory of os.TempDir that the wrapper
+// removes when it exits; when the wrapper is killed, that directory stays
+// and the program runs on until its CPU limit or until the caller kills
+// the go command's process group.
+//
+// The wall clock is the caller's (go test -timeout, and killing the go
+// command's process group, which takes the sandbox with it through
+// bubblewrap's --die-with-parent): lim.Wall only sets the default of
+// lim.CPU. The script stays valid as long as dir does; remove dir when
+// done.
+func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (string, error) {
+	lim = lim.withDefaults()
+	var b bytes.Buffer
+	b.WriteString("#!/bin/sh\n# Written by lacuna: runs PROGRAM ARGS... in the sandbox (" + s.Isolation() + " " + s.version + ").\n")
+	var cmd []string
+	if s.setpriv != "" {
+		cmd = []string{s.setpriv, "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups"}
+	}
+	if s.bwrap != "" {
+		// Descriptor 3 is PROGRAM, opened before dropping root (the go
+		// command's directories are private): bubblewrap copies it into
+		// /work and the limiter closes it.
+		b.WriteString("exec 3<\"$1\" || exit 125\nshift\n")
+		cmd = append(cmd, s.env, "-i")
+		cmd = append(cmd, defaultEnv("/work", "/tmp")...)
+		args, err := s.bwrapArgs(lim, readOnly, []string{"--perms", "0755", "--file", "3", "/work/prog"})
+		if err != nil {
+			return "", err
+		}
+		cmd = append(cmd, args...)
+		cmd = append(cmd, s.limitArgs(lim)...)
+		cmd = append(cmd, "/bin/sh", "-c", "exec 3<&-\n"+limiter, "sh", strconv.Itoa(lim.Output), "/work/prog")
+		b.WriteString("exec ")
+		writeQuoted(&b, cmd)
+		b.WriteString(" \"$@\"\n")
+	} else {
+		fmt.Fprintf(&b, "w=$(mktemp -d %s/lacuna-exec-XXXXXXXX) || exit 125\n", shellQuote(os.TempDir()))
+		b.WriteString("trap 'rm -rf \"$w\"' EXIT\n")
+		b.WriteString("cp \"$1\" \"$w/prog\" || exit 125\nshift\nchmod 0777 \"$w\"; chmod 0755 \"$w/prog\"\ncd \"$w\" || exit 125\n")
+		cmd = append(cmd, s.env, "-i")
+		writeQuoted(&b, cmd)
+		b.WriteString(` PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin HOME="$w" TMPDIR="$w" LANG=C.UTF-8 `)
+		writeQuoted(&b, s.limitArgs(lim))
+		b.WriteString(" /bin/sh -c " + shellQuote(limiter) + " sh " + strconv.Itoa(lim.Output) + ` "$w/prog" "$@"` + "\n")
+	}
+	p := filepath.Join(dir, "lacuna-sandbox-exec")
+	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
+		return "", fmt.Errorf("sandbox: %w", err)
+	}
+	return p, nil
+}
+
+func writeQuoted(b *bytes.Buffer, args []string) {
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(a))
+	}
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=/.:,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
