@@ -80,6 +80,11 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 	}
 	var pkgs []*pkg
 	byGroup := map[string]*pkg{}
+	newPkg := func() (*pkg, error) {
+		p := &pkg{dir: "p" + strconv.Itoa(len(pkgs)), declared: map[string]string{}}
+		pkgs = append(pkgs, p)
+		return p, os.MkdirAll(filepath.Join(work, p.dir), 0o755)
+	}
 	write := func(p *pkg, i int) error {
 		return os.WriteFile(filepath.Join(work, p.dir, unitFile(i)), []byte(units[i].Source(p.dir, p.declared)), 0o644)
 	}
@@ -97,13 +102,11 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 		}
 		p := byGroup[u.Group]
 		if p == nil || (u.Clashes != nil && u.Clashes(p.declared)) {
-			p = &pkg{dir: "p" + strconv.Itoa(len(pkgs)), declared: map[string]string{}}
-			pkgs = append(pkgs, p)
+			if p, err = newPkg(); err != nil {
+				return nil, err
+			}
 			if byGroup[u.Group] == nil {
 				byGroup[u.Group] = p
-			}
-			if err := os.MkdirAll(filepath.Join(work, p.dir), 0o755); err != nil {
-				return nil, err
 			}
 		}
 		if err := write(p, i); err != nil {
@@ -166,7 +169,25 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 					bad[k] = append(bad[k], m[3])
 				}
 			}
-			if len(bad) == 0 { // nothing names a unit of it: the package fails whole
+			if len(bad) == 0 && len(p.members) > 1 {
+				// Nothing names a unit (the compiler crashed or ran out of
+				// its limits): build each unit alone, so the one at fault
+				// costs only itself.
+				for _, i := range p.members {
+					os.Remove(filepath.Join(work, p.dir, unitFile(i)))
+					q, err := newPkg()
+					if err != nil {
+						return nil, err
+					}
+					if err := write(q, i); err != nil {
+						return nil, err
+					}
+					q.members = []int{i}
+					next["lacuna.batch/m/"+q.dir] = q
+				}
+				continue
+			}
+			if len(bad) == 0 { // a lone unit that fails with no position
 				for _, i := range p.members {
 					res[i].CompileError = bound(msg, 4000)
 				}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
 // Options are the environment the go command runs in. The caller fills
@@ -139,7 +141,21 @@ type TestOptions struct {
 	Wall     time.Duration // the whole command, build included; default 10 min
 	Output   int           // bytes of output kept per test; default 16 KiB
 	Args     []string      // extra go test flags
+	// Sandbox, when set, runs the go command itself under its tool
+	// limits (sandbox.RunTool's): compiling generated code is bounded in
+	// memory, CPU, file size and processes, with cgo off.
+	Sandbox *sandbox.Sandbox
+	// Build bounds the go command under Sandbox; zero fields take
+	// BuildLimits' values.
+	Build sandbox.Limits
 }
+
+// BuildLimits bound the go command while it compiles generated code:
+// 4 GiB of address space and 1 GiB per file for each process (the
+// compiler, the linker), CPU time as long as the whole command's wall
+// clock. A compile bomb fails as a compile error instead of taking the
+// host's memory.
+var BuildLimits = sandbox.Limits{Memory: 4 << 30, FileSize: 1 << 30}
 
 // TestResult is the outcome of one test or example.
 type TestResult struct {
@@ -191,9 +207,23 @@ func (t *Toolchain) Test(ctx context.Context, dir string, opts TestOptions) (*Te
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Wall)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, t.Go, args...)
+	argv, env := append([]string{t.Go}, args...), t.Env()
+	if opts.Sandbox != nil {
+		lim := opts.Build
+		if lim.Memory == 0 {
+			lim.Memory = BuildLimits.Memory
+		}
+		if lim.FileSize == 0 {
+			lim.FileSize = BuildLimits.FileSize
+		}
+		if lim.CPU == 0 {
+			lim.CPU = opts.Wall
+		}
+		argv, env, _ = opts.Sandbox.ToolCommand(sandbox.Tool{Argv: argv, Env: env, Limits: lim})
+	}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = t.Env()
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

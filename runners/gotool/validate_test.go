@@ -2,6 +2,7 @@ package gotool
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -76,4 +77,59 @@ func sharedBuildCache(t testing.TB) string {
 		return t.TempDir()
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TestCompileBombIsACompileErrorOfItsOwn: the go command compiling
+// generated code runs under BuildLimits (here 1 GiB), so a program whose
+// constants take gigabytes to compile fails as a compile error of its own
+// instead of taking the host's memory, and the other programs still run.
+func TestCompileBombIsACompileErrorOfItsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	exs, err := goapi.Examples(fixtureNew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok goapi.Example
+	for _, e := range exs {
+		if e.Name == "ExampleScale" {
+			ok = e
+		}
+	}
+	var b strings.Builder
+	b.WriteString("const c0 = \"xxxxxxxxxxxxxxxx\"\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "const c%d = c%d + c%d\n", i, i-1, i-1)
+	}
+	bomb := ok
+	bomb.Name = "ExampleBomb"
+	bomb.Program = strings.Replace(ok.Program, "func main() {", b.String()+"\nfunc main() {\n\tprintln(len(c30))", 1)
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tc.NewWorkspace(sb, "validate", sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
+	res, err := tc.RunExamples(context.Background(), mod, []goapi.Example{ok, bomb}, ws.BatchOptions(TestOptions{Build: sandbox.Limits{Memory: 1 << 30}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Status != ExamplePassed {
+		t.Errorf("the example beside the bomb: %s (%s)", res[0].Status, res[0].Error)
+	}
+	if res[1].Status != ExampleCompileError || !strings.Contains(res[1].Error, "out of memory") {
+		t.Errorf("the bomb: %s (%.300s), want a compile error saying out of memory", res[1].Status, res[1].Error)
+	}
 }

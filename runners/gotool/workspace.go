@@ -17,6 +17,7 @@ type Workspace struct {
 	Dir       string // the work directory (BatchOptions.WorkDir)
 	Exec      string // the sandbox wrapper (BatchOptions.Exec)
 	Isolation string // what isolates the programs: "bubblewrap" or "rlimits"
+	sb        *sandbox.Sandbox
 	keep      bool
 }
 
@@ -27,7 +28,7 @@ func (t *Toolchain) NewWorkspace(sb *sandbox.Sandbox, prefix string, lim sandbox
 	if err != nil {
 		return nil, fmt.Errorf("work directory: %w", err)
 	}
-	w := &Workspace{Dir: dir, Isolation: sb.Isolation(), keep: t.opts.KeepWork}
+	w := &Workspace{Dir: dir, Isolation: sb.Isolation(), sb: sb, keep: t.opts.KeepWork}
 	if w.Exec, err = sb.ExecWrapper(dir, lim); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sandbox wrapper: %w", err)
@@ -35,8 +36,14 @@ func (t *Toolchain) NewWorkspace(sb *sandbox.Sandbox, prefix string, lim sandbox
 	return w, nil
 }
 
-// BatchOptions are the options of a batch run in this workspace.
+// BatchOptions are the options of a batch run in this workspace: the
+// test binaries run through the sandbox wrapper, and the go command that
+// compiles them runs under the sandbox's tool limits (BuildLimits unless
+// topts.Build says otherwise).
 func (w *Workspace) BatchOptions(topts TestOptions) BatchOptions {
+	if topts.Sandbox == nil {
+		topts.Sandbox = w.sb
+	}
 	return BatchOptions{Exec: w.Exec, WorkDir: w.Dir, TestOptions: topts}
 }
 

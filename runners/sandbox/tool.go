@@ -50,11 +50,23 @@ func (s *Sandbox) RunTool(ctx context.Context, t Tool) (*Result, error) {
 	if len(t.Argv) == 0 {
 		return nil, errors.New("sandbox: empty command")
 	}
+	argv, env, lim := s.ToolCommand(t)
+	p := process{argv: argv, dir: t.Dir, env: env, stdin: t.Stdin, lim: lim}
+	return p.run(ctx)
+}
+
+// ToolCommand is what RunTool runs for t: the argv with t's rlimits
+// applied as soft limits, the environment (cgo off unless t.Env sets CGO_ENABLED) and the
+// limits with their defaults. It is for a caller that must stream the
+// tool's output as it comes (the go command's test events): that caller
+// then owns the wall clock (lim.Wall), the kill of the process group and
+// the bound on what it keeps of the output, as RunTool does them.
+func (s *Sandbox) ToolCommand(t Tool) (argv, env []string, lim Limits) {
 	if t.Procs <= 0 {
 		t.Procs = 4096
 	}
-	lim := t.Limits.withDefaults()
-	env := append([]string{}, t.Env...)
+	lim = t.Limits.withDefaults()
+	env = append([]string{}, t.Env...)
 	cgo := false
 	for _, kv := range env {
 		cgo = cgo || strings.HasPrefix(kv, "CGO_ENABLED=")
@@ -62,6 +74,14 @@ func (s *Sandbox) RunTool(ctx context.Context, t Tool) (*Result, error) {
 	if !cgo {
 		env = append(env, "CGO_ENABLED=0")
 	}
-	p := process{argv: append(s.limitArgs(lim), t.Argv...), dir: t.Dir, env: env, stdin: t.Stdin, lim: lim}
-	return p.run(ctx)
+	// Soft limits only: the tool is trusted not to raise them, and the
+	// programs it starts (go test -exec: the sandbox wrapper) must be free
+	// to set their own, which a lowered hard limit would forbid.
+	args := s.limitArgs(lim)
+	for i, a := range args {
+		if strings.HasPrefix(a, "--") && strings.Contains(a, "=") {
+			args[i] = a + ":"
+		}
+	}
+	return append(args, t.Argv...), env, lim
 }
