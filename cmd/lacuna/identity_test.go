@@ -115,3 +115,51 @@ exec "` + realGo + `" "$@"
 		})
 	}
 }
+
+// What a node read outside the pipeline and what it wrote into its rows
+// are in its key: an imported file edited and reverted gives back the
+// rows of each content, and a renamed node never leaves its old name in
+// the rows a concat's source_column wrote.
+func TestKeysFollowFilesAndNames(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipeline := func(name string) string {
+		return strings.ReplaceAll(`
+node "import" "NAME" { path = "t.jsonl" }
+node "concat" "all" {
+  inputs        = [node.import.NAME]
+  source_column = "from"
+}`, "NAME", name)
+	}
+	cat := func() string {
+		t.Helper()
+		r := lacuna(t, dir, "cat", "p.hcl", "node.concat.all", "--format", "jsonl")
+		if r.code != 0 {
+			t.Fatalf("cat: %s", r.stderr)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	steps := []struct {
+		name, file, want string
+	}{
+		{"a", `{"x": 1}`, `{"from":"node.import.a","x":1}`},
+		{"a", `{"x": 2}`, `{"from":"node.import.a","x":2}`},
+		{"a", `{"x": 1}`, `{"from":"node.import.a","x":1}`}, // reverted: the first rows again
+		{"b", `{"x": 1}`, `{"from":"node.import.b","x":1}`}, // renamed: the new name
+	}
+	for i, s := range steps {
+		write("t.jsonl", s.file+"\n")
+		write("p.hcl", pipeline(s.name))
+		if r := lacuna(t, dir, "run", "p.hcl"); r.code != 0 {
+			t.Fatalf("step %d: run: %s%s", i, r.stdout, r.stderr)
+		}
+		if got := cat(); got != s.want {
+			t.Errorf("step %d: rows %s, want %s", i, got, s.want)
+		}
+	}
+}
