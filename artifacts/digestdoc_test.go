@@ -124,7 +124,7 @@ func TestContentDigestFollowsStoreDocument(t *testing.T) {
 	rows := []docRow{
 		{ID: 1, Name: "first", Note: &note, Tags: []string{"x", "y", "z"}, Score: 0.25, Pos: docPos{X: -7, Y: &y}, Flags: []bool{true, false}},
 		{ID: -2, Name: "", Score: math.Inf(-1), Pos: docPos{X: 3}},
-		{ID: 1 << 40, Name: "日本", Tags: long, Score: -0.0, Flags: []bool{false}},
+		{ID: 1 << 40, Name: "日本", Tags: long, Score: math.Copysign(0, -1), Flags: []bool{false}},
 	}
 	for n := range len(rows) + 1 {
 		st, err := artifacts.Open(filepath.Join(t.TempDir(), "store"))

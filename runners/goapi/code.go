@@ -325,7 +325,11 @@ func (p *Package) uses(d declAt, recv string) []string {
 }
 
 // isTopLevel reports whether a resolved object is a package-level
-// declaration (the parser resolves those within one file).
+// declaration (the parser resolves those within one file). The parser's
+// per-file resolution (ast.Object) is all this needs: go/types would have
+// to load and type-check the module's dependencies first.
+//
+//lint:ignore SA1019 per-file resolution suffices here, see above
 func (p *Package) isTopLevel(o *ast.Object) bool {
 	switch d := o.Decl.(type) {
 	case *ast.FuncDecl:
