@@ -57,6 +57,9 @@ type evaluator struct {
 	nodeVals map[string]cty.Value
 	// instances by address, for resolving references to inputs.
 	instances map[string]*Instance
+	// expanded counts the instances of the for_each blocks seen so far,
+	// against MaxInstances.
+	expanded int
 }
 
 // vertex kinds for the evaluation order.

@@ -331,6 +331,16 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() {
+		if e.expanded += fe.LengthInt(); e.expanded > MaxInstances {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Too many instances",
+				Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
+				Subject:  n.ForEach.Range().Ptr(),
+			})
+		}
+	}
 	each, d := eachOf(fe, n.ForEach.Range())
 	if d.HasErrors() {
 		return append(diags, d...)

@@ -100,7 +100,7 @@ func toCollectionFunc(mk func(cty.Type) cty.Type) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "v", Type: cty.DynamicPseudoType, AllowNull: true, AllowDynamicType: true}},
 		Type: func(args []cty.Value) (cty.Type, error) {
-			if et, ok := uniformElem(args[0].Type(), toMap); ok {
+			if et, ok := uniformElem(args[0].Type(), toMap); ok && args[0].IsWhollyKnown() {
 				return mk(et), nil
 			}
 			return general.ReturnTypeForValues(args)
