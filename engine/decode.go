@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
 	"reflect"
 	"slices"
@@ -96,7 +97,7 @@ func exprRoots(t nodes.Type) map[string][]string {
 
 // newInstance decodes one instance's config and resolves its inputs.
 // base is the block's evaluation context (see expandNode).
-func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner string, base *hcl.EvalContext) (*Instance, hcl.Diagnostics) {
+func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals, runner string, base *hcl.EvalContext) (*Instance, hcl.Diagnostics) {
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
@@ -142,10 +143,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 			return nil, diags
 		}
 	}
-	inst := &Instance{Addr: addr, Decl: n, Config: cfg, Runner: runner}
-	if each != nil {
-		inst.EachKey = each.key
-	}
+	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
 	for _, a := range slices.Sorted(maps.Keys(inputs)) {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
 	"os"
 	"slices"
@@ -318,7 +319,7 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		return diags
 	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Addr(), nil, runner, base)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
@@ -348,13 +349,12 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	vals := map[string]cty.Value{}
 	for _, ev := range each {
 		ev := ev
-		addr := n.Addr() + "[" + strconv.Quote(ev.key) + "]"
-		inst, d := e.newInstance(n, addr, &ev, runner, base)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.StringKey(ev.key)), &ev, runner, base)
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
-			vals[ev.key] = refVal(addr)
+			vals[ev.key] = refVal(inst.Addr)
 		}
 		if d.HasErrors() {
 			// Every instance shares the block's expressions: one

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"sort"
 	"strings"
 
@@ -11,9 +12,9 @@ import (
 // Instance is one node instance: a node block, or one element of its
 // for_each. Its inputs are the instances its config refers to.
 type Instance struct {
-	Addr    string // node.TYPE.NAME or node.TYPE.NAME["key"]
+	Address addrs.Instance
+	Addr    string // Address.String(), computed once
 	Decl    *NodeDecl
-	EachKey string
 	Config  any
 	// Inputs are the producing instances, sorted by address, deduplicated.
 	Inputs []*Instance
@@ -64,11 +65,13 @@ func (g *Graph) Select(targets []string) ([]*Instance, error) {
 		if i, ok := g.byAddr[t]; ok {
 			mark(i)
 			found = true
-		} else {
-			for _, i := range g.Instances {
-				if i.Decl.Addr() == t {
-					mark(i)
-					found = true
+		} else if a, err := addrs.ParseInstance(t); err == nil {
+			if _, keyed := a.Key.Value(); !keyed {
+				for _, i := range g.Instances {
+					if i.Address.Node == a.Node {
+						mark(i)
+						found = true
+					}
 				}
 			}
 		}
@@ -166,7 +169,7 @@ func (g *Graph) DOT() string {
 	var b strings.Builder
 	b.WriteString("digraph lacuna {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
 	for _, i := range g.Instances {
-		fmt.Fprintf(&b, "  %q [label=%q];\n", i.Addr, strings.TrimPrefix(i.Addr, "node."))
+		fmt.Fprintf(&b, "  %q [label=%q];\n", i.Addr, i.Address.Label())
 	}
 	for _, i := range g.Instances {
 		for _, in := range i.Inputs {
@@ -182,7 +185,7 @@ func (g *Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, i := range g.Instances {
-		fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i.index, strings.ReplaceAll(strings.TrimPrefix(i.Addr, "node."), `"`, "#quot;"))
+		fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i.index, strings.ReplaceAll(i.Address.Label(), `"`, "#quot;"))
 	}
 	for _, i := range g.Instances {
 		for _, in := range i.Inputs {

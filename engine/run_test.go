@@ -37,6 +37,9 @@ type rowsConfig struct {
 	Gate   *string           `hcl:"gate,optional"`
 	Blob   *string           `hcl:"blob,optional"`
 	Extra  map[string]string `hcl:"extra,optional"`
+	// Loggers is how many goroutines log, report progress and set the
+	// note at once.
+	Loggers int `hcl:"loggers,optional"`
 }
 
 func (t rowsType) Name() string    { return t.name }
@@ -68,6 +71,21 @@ func (t rowsType) Run(ctx context.Context, r nodes.Run) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if c.Loggers > 0 {
+		var wg sync.WaitGroup
+		for g := 0; g < c.Loggers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < 100; k++ {
+					r.Logf("goroutine %d line %d", g, k)
+					r.Progress(int64(k), 100)
+					r.Note("goroutine %d", g)
+				}
+			}()
+		}
+		wg.Wait()
 	}
 	if c.Blob != nil {
 		if _, err := r.PutBlob(strings.NewReader(*c.Blob)); err != nil {
@@ -690,6 +708,31 @@ func TestRunRepairsAnOutputRemovedFromTheStore(t *testing.T) {
 	for n, s := range states {
 		if s != EventCached {
 			t.Errorf("run after the repair: %s is %s, want cached", n, s)
+		}
+	}
+}
+
+// Run with -race: the log, progress and note of one node written from
+// several of its goroutines.
+func TestNodeMayLogFromItsGoroutines(t *testing.T) {
+	h := newHarness(t)
+	_, res, err := h.run(`node "rows" "a" {
+  values  = [1]
+  loggers = 8
+}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		a, err := h.store.GetAction(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(a.Logs, "\n"); lines != 800 {
+			t.Errorf("log has %d lines, want 800", lines)
+		}
+		if !strings.HasPrefix(a.Note, "goroutine ") {
+			t.Errorf("note %q", a.Note)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/artifacts/arrowipc"
 	"github.com/lacuna-dev/lacuna/engine"
-	"github.com/lacuna-dev/lacuna/nodes"
 )
 
 func cmdExport(ctx context.Context, args []string) error {
@@ -63,11 +62,7 @@ func cmdExport(ctx context.Context, args []string) error {
 			continue
 		}
 		inst, _ := l.graph.Lookup(e.Node)
-		name := inst.Decl.Name
-		if k := nodes.InstanceKey(e.Node); k != "" {
-			name += "__" + k
-		}
-		rel := filepath.Join(inst.Decl.TypeName, name+ext)
+		rel := filepath.Join(inst.Decl.TypeName, inst.Address.FileStem()+ext)
 		dst := filepath.Join(*to, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
