@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
+	"math/big"
 	"os"
 	"slices"
 	"sort"
@@ -319,7 +320,7 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		return diags
 	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, nil)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
@@ -346,10 +347,11 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if d.HasErrors() {
 		return append(diags, d...)
 	}
-	vals := map[string]cty.Value{}
+	vals := make(map[string]cty.Value, len(each))
+	shared := newBlockValues(n)
 	for _, ev := range each {
 		ev := ev
-		inst, d := e.newInstance(n, n.Address().Instance(addrs.StringKey(ev.key)), &ev, runner, base)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.StringKey(ev.key)), &ev, runner, base, shared)
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
@@ -428,7 +430,11 @@ func eachKey(v cty.Value) (string, string) {
 	case ty == cty.String:
 		return v.AsString(), ""
 	case ty == cty.Number:
-		return v.AsBigFloat().Text('f', -1), ""
+		f := v.AsBigFloat()
+		if i, acc := f.Int64(); acc == big.Exact {
+			return strconv.FormatInt(i, 10), ""
+		}
+		return f.Text('f', -1), ""
 	case ty == cty.Bool:
 		return strconv.FormatBool(v.True()), ""
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
