@@ -6,10 +6,12 @@ import (
 	"maps"
 	"math/big"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -39,18 +41,23 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	// Dependencies of every vertex, from its expressions' references.
 	var ids []string
 	deps := map[string][]string{}
+	vertices := map[string]vertex{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Variables)) {
-		ids = append(ids, "var."+name)
+		id := "var." + name
+		ids = append(ids, id)
+		vertices[id] = vertex{variable: cfg.Variables[name]}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Locals)) {
 		id := "local." + name
 		ids = append(ids, id)
+		vertices[id] = vertex{local: cfg.Locals[name]}
 		d, dd := cfg.references(cfg.Locals[name].Expr, refCheck{context: "A local value"})
 		deps[id], diags = d, append(diags, dd...)
 	}
 	for _, id := range cfg.order {
 		ids = append(ids, id)
 		if b, ok := cfg.Blocks[id]; ok {
+			vertices[id] = vertex{block: b}
 			for _, a := range sortedAttrs(b.Attrs) {
 				d, dd := cfg.references(a.Expr, refCheck{context: "A " + b.Kind + " block"})
 				deps[id], diags = append(deps[id], d...), append(diags, dd...)
@@ -58,6 +65,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			continue
 		}
 		n := cfg.Nodes[id]
+		vertices[id] = vertex{node: n}
 		if n.ForEach != nil {
 			d, dd := cfg.references(n.ForEach, refCheck{context: "for_each"})
 			deps[id], diags = append(deps[id], d...), append(diags, dd...)
@@ -77,7 +85,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	}
 	sorted, cycle := order(ids, deps)
 	if cycle != nil {
-		rng := vertexRange(cfg, cycle[0])
+		rng := vertices[cycle[0]].declRange()
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Cycle in pipeline",
@@ -99,18 +107,18 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			continue
 		}
 		var d hcl.Diagnostics
-		switch {
-		case strings.HasPrefix(id, "var."):
-			d = e.validateVariable(cfg.Variables[id[4:]])
-		case strings.HasPrefix(id, "local."):
+		switch vx := vertices[id]; {
+		case vx.variable != nil:
+			d = e.validateVariable(vx.variable)
+		case vx.local != nil:
 			var v cty.Value
-			v, d = e.evalExpr(cfg.Locals[id[6:]].Expr, nil)
-			e.locals[id[6:]] = v
-		case strings.HasPrefix(id, "node."):
-			d = e.expandNode(g, cfg.Nodes[id])
+			v, d = e.evalExpr(vx.local.Expr, nil)
+			e.locals[vx.local.Name] = v
+		case vx.node != nil:
+			d = e.expandNode(g, vx.node)
 		default:
 			var v cty.Value
-			v, d = e.evalBlock(cfg.Blocks[id])
+			v, d = e.evalBlock(vx.block)
 			e.blocks[id] = v
 		}
 		diags = append(diags, d...)
@@ -347,16 +355,15 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if d.HasErrors() {
 		return append(diags, d...)
 	}
+	insts, ds := e.newInstances(n, each, runner, base)
 	vals := make(map[string]cty.Value, len(each))
-	shared := newBlockValues(n)
-	for _, ev := range each {
-		ev := ev
-		inst, d := e.newInstance(n, n.Address().Instance(addrs.StringKey(ev.key)), &ev, runner, base, shared)
+	for k, inst := range insts {
+		d := ds[k]
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
-			vals[ev.key] = refVal(inst.Addr)
+			vals[each[k].key] = refVal(inst.Addr)
 		}
 		if d.HasErrors() {
 			// Every instance shares the block's expressions: one
@@ -370,6 +377,39 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		e.nodeVals[n.Addr()] = cty.MapVal(vals)
 	}
 	return diags
+}
+
+// newInstances decodes the instances of a for_each block: the first alone
+// (it evaluates the attributes every instance shares), the rest on every
+// CPU, since they only read the evaluator from then on. Results are in
+// the order of each.
+func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext) ([]*Instance, []hcl.Diagnostics) {
+	insts := make([]*Instance, len(each))
+	ds := make([]hcl.Diagnostics, len(each))
+	shared := newBlockValues(n)
+	build := func(k int) {
+		insts[k], ds[k] = e.newInstance(n, n.Address().Instance(addrs.StringKey(each[k].key)), &each[k], runner, base, shared)
+	}
+	if len(each) == 0 {
+		return nil, nil
+	}
+	build(0)
+	if ds[0].HasErrors() {
+		return insts[:1], ds[:1]
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(each)/1000+1)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 1 + w; k < len(each); k += workers {
+				build(k)
+			}
+		}()
+	}
+	wg.Wait()
+	return insts, ds
 }
 
 func (g *Graph) add(i *Instance) {

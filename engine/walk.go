@@ -149,7 +149,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		inst *Instance
 		res  Result
 	}
-	doneCh := make(chan finished)
+	doneCh := make(chan finished, jobs) // a finished node never waits for the loop
 	running := 0
 	perRunner := map[string]int{}
 	sum := &Summary{}
