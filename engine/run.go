@@ -144,7 +144,7 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	}
 	switch {
 	case ctx.Err() != nil:
-		return results, sum, fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts))
+		return results, sum, errors.Join(fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts)), saveErr)
 	case sum.Failed > 0:
 		return results, sum, errors.Join(fmt.Errorf("%d node(s) failed", sum.Failed), saveErr)
 	}
