@@ -130,17 +130,20 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	}
 	w.emit(Event{Event: EventStart, Total: int64(len(insts))})
 
-	selected := make(map[*Instance]bool, len(insts))
-	for _, i := range insts {
-		selected[i] = true
-	}
+	// Per-instance state in slices indexed by Instance.index (its
+	// position in g.Instances): a map entry per instance would cost more
+	// memory than the instance itself.
+	selected := make([]bool, len(g.Instances))
+	waiting := make([]int, len(g.Instances))
+	slab := make([]Result, len(insts))
 	results := make(map[*Instance]*Result, len(insts))
-	waiting := make(map[*Instance]int, len(insts))
 	ready := &readyQueue{byRunner: map[string][]*Instance{}}
-	for _, i := range insts {
-		results[i] = &Result{Inst: i, State: StateNotRun}
-		waiting[i] = len(i.Inputs)
-		if waiting[i] == 0 {
+	for k, i := range insts {
+		selected[i.index] = true
+		slab[k] = Result{Inst: i, State: StateNotRun}
+		results[i] = &slab[k]
+		waiting[i.index] = len(i.Inputs)
+		if len(i.Inputs) == 0 {
 			ready.push(i)
 		}
 	}
@@ -168,7 +171,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			i := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, d := range i.dependants {
-				if !selected[d] || results[d].State != StateNotRun {
+				if !selected[d.index] || results[d].State != StateNotRun {
 					continue
 				}
 				results[d].State = StateSkipped
@@ -231,11 +234,11 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			continue
 		}
 		for _, d := range f.inst.dependants {
-			if !selected[d] {
+			if !selected[d.index] {
 				continue
 			}
-			waiting[d]--
-			if waiting[d] == 0 && results[d].State == StateNotRun {
+			waiting[d.index]--
+			if waiting[d.index] == 0 && results[d].State == StateNotRun {
 				ready.push(d)
 			}
 		}
