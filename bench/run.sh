@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The engine benchmark (issue: "Engine core", item 11). For N = 1,000 and
-# 10,000 sample nodes over one import with a fan-in concat, it measures
-# lacuna's plan, full run, no-op re-run and re-run after editing one node, in
-# two spellings of the same DAG (N node blocks; one block with for_each), and
-# Snakemake on the same DAG shape (one wildcard rule) as the peer, in the same
-# run. Results: bench/out/results.tsv and bench/out/results.md.
+# The engine benchmark (issue: "Engine core", item 11; issue 8 §4). For N =
+# 1,000, 10,000 and 100,000 sample nodes over one import with a fan-in
+# concat, it measures lacuna's plan, full run, no-op re-run and re-run after
+# editing one node, in two spellings of the same DAG (N node blocks; one
+# block with for_each), and Snakemake on the same DAG shape (one wildcard
+# rule) as the peer, in the same run, at N <= SNAKEMAKE_MAX_N (10,000: at
+# 100,000 Snakemake's DAG build alone takes longer than the whole lacuna
+# series). Results: bench/out/results.tsv and bench/out/results.md.
 #
-#   bash bench/run.sh                 # N = 1000 10000
+#   bash bench/run.sh                 # N = 1000 10000 100000
 #   bash bench/run.sh 1000            # one size
 #   SKIP_SNAKEMAKE=1 bash bench/run.sh
 set -euo pipefail
@@ -15,7 +17,8 @@ export PATH="$PATH:/usr/local/go/bin"
 OUT="$(pwd)/bench/out"
 mkdir -p "$OUT"
 sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000)
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000)
+SNAKEMAKE_MAX_N=${SNAKEMAKE_MAX_N:-10000}
 
 go build -o "$OUT/lacuna" ./cmd/lacuna
 go build -o "$OUT/gen" ./bench/gen
@@ -55,7 +58,7 @@ for n in "${sizes[@]}"; do
       measure lacuna "$style" "$n" incremental "$LACUNA" run pipeline.hcl -j 2
     )
   done
-  if [ -z "${SKIP_SNAKEMAKE:-}" ]; then
+  if [ -z "${SKIP_SNAKEMAKE:-}" ] && [ "$n" -le "$SNAKEMAKE_MAX_N" ]; then
     d="$OUT/dag-$n-blocks"
     (
       cd "$d"
@@ -90,5 +93,15 @@ for n in sorted({k[2] for k in agg}):
         ratio = lambda x: f"{s[0] / x[0]:.1f}x" if s and x and x[0] > 0 else "-"
         rss = " / ".join(str(x[1] // 1024) if x else "-" for x in (b, f, s))
         print(f"| {n} | {phase} | {b[0] if b else '-'} | {f[0] if f else '-'} | {s[0] if s else '-'} | {ratio(f)} | {ratio(b)} | {rss} |")
+# The scale targets (issue 8 §4): full-run time per node, and memory per
+# instance on a no-op, for each size.
+print()
+print("| n | style | full run ms/node | no-op peak RSS KB/instance |")
+print("|---|---|---|---|")
+for n in sorted({k[2] for k in agg}):
+    for style in ["blocks", "for_each"]:
+        full, noop = get("lacuna", style, n, "full"), get("lacuna", style, n, "noop")
+        if full and noop:
+            print(f"| {n} | {style} | {1000 * full[0] / n:.3f} | {noop[1] / n:.2f} |")
 PY
 cat "$OUT/results.md"

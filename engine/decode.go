@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
 	"reflect"
 	"slices"
@@ -94,9 +95,25 @@ func exprRoots(t nodes.Type) map[string][]string {
 	return m
 }
 
+// blockValues holds the values of a block's attributes that do not refer
+// to each: the same for every instance, so evaluated once per block.
+type blockValues struct {
+	vals    map[string]cty.Value
+	perInst map[string]bool // attributes that refer to each
+}
+
+func newBlockValues(n *NodeDecl) *blockValues {
+	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}}
+	for name, a := range n.Attrs {
+		b.perInst[name] = refersTo(a.Expr, "each")
+	}
+	return b
+}
+
 // newInstance decodes one instance's config and resolves its inputs.
-// base is the block's evaluation context (see expandNode).
-func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner string, base *hcl.EvalContext) (*Instance, hcl.Diagnostics) {
+// base is the block's evaluation context (see expandNode); shared (nil
+// without for_each) caches the values that do not depend on each.
+func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals, runner string, base *hcl.EvalContext, shared *blockValues) (*Instance, hcl.Diagnostics) {
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
@@ -119,10 +136,21 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ectx, Text: exprText(e.cfg, attr.Expr)}))
 			continue
 		}
-		v, d := attr.Expr.Value(ctx)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
+		var v cty.Value
+		cached := false
+		if shared != nil {
+			v, cached = shared.vals[f.Name]
+		}
+		if !cached {
+			var d hcl.Diagnostics
+			v, d = attr.Expr.Value(ctx)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			if shared != nil && !shared.perInst[f.Name] {
+				shared.vals[f.Name] = v
+			}
 		}
 		if err := assign(fv, v, inputs, f.cty); err != nil {
 			diags = append(diags, &hcl.Diagnostic{
@@ -142,10 +170,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 			return nil, diags
 		}
 	}
-	inst := &Instance{Addr: addr, Decl: n, Config: cfg, Runner: runner}
-	if each != nil {
-		inst.EachKey = each.key
-	}
+	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
 	for _, a := range slices.Sorted(maps.Keys(inputs)) {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
@@ -153,6 +178,16 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 }
 
 func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
+
+// refersTo reports whether expr refers to the root variable name.
+func refersTo(expr hcl.Expression, name string) bool {
+	for _, tr := range expr.Variables() {
+		if tr.RootName() == name {
+			return true
+		}
+	}
+	return false
+}
 
 // exprTraversals are an Expr field's references minus its run-time roots.
 func exprTraversals(expr hcl.Expression, roots []string) []hcl.Traversal {

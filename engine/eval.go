@@ -57,19 +57,30 @@ type evaluator struct {
 	nodeVals map[string]cty.Value
 	// instances by address, for resolving references to inputs.
 	instances map[string]*Instance
+	// expanded counts the instances of the for_each blocks seen so far,
+	// against MaxInstances.
+	expanded int
 }
 
-// vertex kinds for the evaluation order.
-func vertexRange(cfg *Config, id string) hcl.Range {
+// vertex is one declaration in the static graph that orders evaluation:
+// exactly one field is set.
+type vertex struct {
+	variable *Variable
+	local    *Local
+	node     *NodeDecl
+	block    *Block
+}
+
+func (v vertex) declRange() hcl.Range {
 	switch {
-	case strings.HasPrefix(id, "var."):
-		return cfg.Variables[id[4:]].DeclRange
-	case strings.HasPrefix(id, "local."):
-		return cfg.Locals[id[6:]].DeclRange
-	case strings.HasPrefix(id, "node."):
-		return cfg.Nodes[id].DeclRange
+	case v.variable != nil:
+		return v.variable.DeclRange
+	case v.local != nil:
+		return v.local.DeclRange
+	case v.node != nil:
+		return v.node.DeclRange
 	default:
-		return cfg.Blocks[id].DeclRange
+		return v.block.DeclRange
 	}
 }
 

@@ -2,12 +2,16 @@ package engine
 
 import (
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
+	"math/big"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -37,18 +41,23 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	// Dependencies of every vertex, from its expressions' references.
 	var ids []string
 	deps := map[string][]string{}
+	vertices := map[string]vertex{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Variables)) {
-		ids = append(ids, "var."+name)
+		id := "var." + name
+		ids = append(ids, id)
+		vertices[id] = vertex{variable: cfg.Variables[name]}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Locals)) {
 		id := "local." + name
 		ids = append(ids, id)
+		vertices[id] = vertex{local: cfg.Locals[name]}
 		d, dd := cfg.references(cfg.Locals[name].Expr, refCheck{context: "A local value"})
 		deps[id], diags = d, append(diags, dd...)
 	}
 	for _, id := range cfg.order {
 		ids = append(ids, id)
 		if b, ok := cfg.Blocks[id]; ok {
+			vertices[id] = vertex{block: b}
 			for _, a := range sortedAttrs(b.Attrs) {
 				d, dd := cfg.references(a.Expr, refCheck{context: "A " + b.Kind + " block"})
 				deps[id], diags = append(deps[id], d...), append(diags, dd...)
@@ -56,6 +65,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			continue
 		}
 		n := cfg.Nodes[id]
+		vertices[id] = vertex{node: n}
 		if n.ForEach != nil {
 			d, dd := cfg.references(n.ForEach, refCheck{context: "for_each"})
 			deps[id], diags = append(deps[id], d...), append(diags, dd...)
@@ -75,7 +85,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	}
 	sorted, cycle := order(ids, deps)
 	if cycle != nil {
-		rng := vertexRange(cfg, cycle[0])
+		rng := vertices[cycle[0]].declRange()
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Cycle in pipeline",
@@ -97,18 +107,18 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			continue
 		}
 		var d hcl.Diagnostics
-		switch {
-		case strings.HasPrefix(id, "var."):
-			d = e.validateVariable(cfg.Variables[id[4:]])
-		case strings.HasPrefix(id, "local."):
+		switch vx := vertices[id]; {
+		case vx.variable != nil:
+			d = e.validateVariable(vx.variable)
+		case vx.local != nil:
 			var v cty.Value
-			v, d = e.evalExpr(cfg.Locals[id[6:]].Expr, nil)
-			e.locals[id[6:]] = v
-		case strings.HasPrefix(id, "node."):
-			d = e.expandNode(g, cfg.Nodes[id])
+			v, d = e.evalExpr(vx.local.Expr, nil)
+			e.locals[vx.local.Name] = v
+		case vx.node != nil:
+			d = e.expandNode(g, vx.node)
 		default:
 			var v cty.Value
-			v, d = e.evalBlock(cfg.Blocks[id])
+			v, d = e.evalBlock(vx.block)
 			e.blocks[id] = v
 		}
 		diags = append(diags, d...)
@@ -318,7 +328,7 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		return diags
 	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Addr(), nil, runner, base)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, nil)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
@@ -331,20 +341,29 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() {
+		if e.expanded += fe.LengthInt(); e.expanded > MaxInstances {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Too many instances",
+				Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
+				Subject:  n.ForEach.Range().Ptr(),
+			})
+		}
+	}
 	each, d := eachOf(fe, n.ForEach.Range())
 	if d.HasErrors() {
 		return append(diags, d...)
 	}
-	vals := map[string]cty.Value{}
-	for _, ev := range each {
-		ev := ev
-		addr := n.Addr() + "[" + strconv.Quote(ev.key) + "]"
-		inst, d := e.newInstance(n, addr, &ev, runner, base)
+	insts, ds := e.newInstances(n, each, runner, base)
+	vals := make(map[string]cty.Value, len(each))
+	for k, inst := range insts {
+		d := ds[k]
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
 			e.instances[inst.Addr] = inst
-			vals[ev.key] = refVal(addr)
+			vals[each[k].key] = refVal(inst.Addr)
 		}
 		if d.HasErrors() {
 			// Every instance shares the block's expressions: one
@@ -358,6 +377,39 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		e.nodeVals[n.Addr()] = cty.MapVal(vals)
 	}
 	return diags
+}
+
+// newInstances decodes the instances of a for_each block: the first alone
+// (it evaluates the attributes every instance shares), the rest on every
+// CPU, since they only read the evaluator from then on. Results are in
+// the order of each.
+func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext) ([]*Instance, []hcl.Diagnostics) {
+	insts := make([]*Instance, len(each))
+	ds := make([]hcl.Diagnostics, len(each))
+	shared := newBlockValues(n)
+	build := func(k int) {
+		insts[k], ds[k] = e.newInstance(n, n.Address().Instance(addrs.StringKey(each[k].key)), &each[k], runner, base, shared)
+	}
+	if len(each) == 0 {
+		return nil, nil
+	}
+	build(0)
+	if ds[0].HasErrors() {
+		return insts[:1], ds[:1]
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(each)/1000+1)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 1 + w; k < len(each); k += workers {
+				build(k)
+			}
+		}()
+	}
+	wg.Wait()
+	return insts, ds
 }
 
 func (g *Graph) add(i *Instance) {
@@ -418,7 +470,11 @@ func eachKey(v cty.Value) (string, string) {
 	case ty == cty.String:
 		return v.AsString(), ""
 	case ty == cty.Number:
-		return v.AsBigFloat().Text('f', -1), ""
+		f := v.AsBigFloat()
+		if i, acc := f.Int64(); acc == big.Exact {
+			return strconv.FormatInt(i, 10), ""
+		}
+		return f.Text('f', -1), ""
 	case ty == cty.Bool:
 		return strconv.FormatBool(v.True()), ""
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():

@@ -35,7 +35,7 @@ func functions(dir string) map[string]function.Function {
 		"element": stdlib.ElementFunc, "flatten": stdlib.FlattenFunc, "index": stdlib.IndexFunc,
 		"keys": stdlib.KeysFunc, "length": stdlib.LengthFunc, "lookup": stdlib.LookupFunc,
 		"merge": stdlib.MergeFunc, "range": rangeFunc, "reverse": stdlib.ReverseListFunc,
-		"setintersection": stdlib.SetIntersectionFunc, "setproduct": stdlib.SetProductFunc,
+		"setintersection": stdlib.SetIntersectionFunc, "setproduct": setProductFunc,
 		"setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "values": stdlib.ValuesFunc,
 		"zipmap":     stdlib.ZipmapFunc,
@@ -43,8 +43,8 @@ func functions(dir string) map[string]function.Function {
 		"csvdecode":  stdlib.CSVDecodeFunc,
 		"formatdate": stdlib.FormatDateFunc, "timeadd": stdlib.TimeAddFunc,
 		"tobool": stdlib.MakeToFunc(cty.Bool), "tonumber": stdlib.MakeToFunc(cty.Number),
-		"tostring": stdlib.MakeToFunc(cty.String), "tolist": stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
-		"toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"tostring": stdlib.MakeToFunc(cty.String), "tolist": toCollectionFunc(cty.List),
+		"toset": toCollectionFunc(cty.Set), "tomap": toCollectionFunc(cty.Map),
 		"strcontains": stringPredicate(strings.Contains),
 		"startswith":  stringPredicate(strings.HasPrefix),
 		"endswith":    stringPredicate(strings.HasSuffix),
@@ -56,6 +56,111 @@ func functions(dir string) map[string]function.Function {
 // maxRange bounds range(): large enough for sweeps of a million instances,
 // small enough that a typo cannot exhaust memory.
 const maxRange = 1_000_000
+
+// MaxInstances bounds the instances of one pipeline (the sum over its
+// for_each expansions) and the elements of one setproduct result. It is
+// checked before anything of that size is built, so an explosion is a
+// diagnostic at the expression, not an out-of-memory crash.
+const MaxInstances = 1_000_000
+
+// uniformElem is the element type shared by every element of a tuple
+// (for a list or set) or every attribute of an object (for a map), when
+// there is one. go-cty converts such values by unifying the element types
+// pairwise, O(n²) in the number of elements; when they are all equal the
+// result type is known at once and the conversion is linear.
+func uniformElem(ty cty.Type, toMap bool) (cty.Type, bool) {
+	var elems []cty.Type
+	switch {
+	case ty.IsTupleType() && !toMap:
+		elems = ty.TupleElementTypes()
+	case ty.IsObjectType() && toMap:
+		for _, t := range ty.AttributeTypes() {
+			elems = append(elems, t)
+		}
+	default:
+		return cty.NilType, false
+	}
+	if len(elems) == 0 || elems[0] == cty.DynamicPseudoType {
+		return cty.NilType, false
+	}
+	for _, t := range elems[1:] {
+		if !t.Equals(elems[0]) {
+			return cty.NilType, false
+		}
+	}
+	return elems[0], true
+}
+
+// toCollectionFunc is tolist, toset or tomap (mk is cty.List, cty.Set or
+// cty.Map): go-cty's conversion, made linear for the common case of a
+// tuple or object whose elements all have one type (a for expression over
+// strings, the spelling of a sweep).
+func toCollectionFunc(mk func(cty.Type) cty.Type) function.Function {
+	general := stdlib.MakeToFunc(mk(cty.DynamicPseudoType))
+	toMap := mk(cty.String).IsMapType()
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "v", Type: cty.DynamicPseudoType, AllowNull: true, AllowDynamicType: true}},
+		Type: func(args []cty.Value) (cty.Type, error) {
+			if et, ok := uniformElem(args[0].Type(), toMap); ok && args[0].IsWhollyKnown() {
+				return mk(et), nil
+			}
+			return general.ReturnTypeForValues(args)
+		},
+		Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
+			v := args[0]
+			if _, ok := uniformElem(v.Type(), toMap); !ok || v.IsNull() || !v.IsWhollyKnown() {
+				return general.Call(args)
+			}
+			switch {
+			case ret.IsMapType():
+				return cty.MapVal(v.AsValueMap()), nil
+			case ret.IsSetType():
+				return cty.SetVal(v.AsValueSlice()), nil
+			default:
+				return cty.ListVal(v.AsValueSlice()), nil
+			}
+		},
+	})
+}
+
+// setProductFunc is go-cty's setproduct with its result bounded by
+// MaxInstances before it is built, and with tuples of one element type
+// converted to lists first (linear; go-cty unifies their types in O(n²)).
+var setProductFunc = function.New(&function.Spec{
+	VarParam: &function.Parameter{Name: "sets", Type: cty.DynamicPseudoType, AllowUnknown: true},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		return stdlib.SetProductFunc.ReturnTypeForValues(listsOfTuples(args))
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		total := 1
+		for _, a := range args {
+			if !a.IsKnown() || a.IsNull() || !a.CanIterateElements() {
+				break
+			}
+			n := a.LengthInt()
+			if n == 0 {
+				total = 0
+				break
+			}
+			if total > MaxInstances/n {
+				return cty.NilVal, fmt.Errorf("setproduct would produce more than %d elements (the limit on a sweep's size)", MaxInstances)
+			}
+			total *= n
+		}
+		return stdlib.SetProductFunc.Call(listsOfTuples(args))
+	},
+})
+
+func listsOfTuples(args []cty.Value) []cty.Value {
+	out := make([]cty.Value, len(args))
+	for i, a := range args {
+		out[i] = a
+		if _, ok := uniformElem(a.Type(), false); ok && a.IsWhollyKnown() && !a.IsNull() {
+			out[i] = cty.ListVal(a.AsValueSlice())
+		}
+	}
+	return out
+}
 
 // rangeFunc is Terraform's range(end), range(start, end), range(start, end,
 // step), without cty's limit of 1,024 values.

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -11,9 +11,9 @@ import (
 // Instance is one node instance: a node block, or one element of its
 // for_each. Its inputs are the instances its config refers to.
 type Instance struct {
-	Addr    string // node.TYPE.NAME or node.TYPE.NAME["key"]
+	Address addrs.Instance
+	Addr    string // Address.String(), computed once
 	Decl    *NodeDecl
-	EachKey string
 	Config  any
 	// Inputs are the producing instances, sorted by address, deduplicated.
 	Inputs []*Instance
@@ -48,27 +48,20 @@ func (g *Graph) Select(targets []string) ([]*Instance, error) {
 	if len(targets) == 0 {
 		return g.Instances, nil
 	}
-	want := map[*Instance]bool{}
-	var mark func(i *Instance)
-	mark = func(i *Instance) {
-		if want[i] {
-			return
-		}
-		want[i] = true
-		for _, in := range i.Inputs {
-			mark(in)
-		}
-	}
+	var roots []*Instance
+	mark := func(i *Instance) { roots = append(roots, i) }
 	for _, t := range targets {
 		found := false
 		if i, ok := g.byAddr[t]; ok {
 			mark(i)
 			found = true
-		} else {
-			for _, i := range g.Instances {
-				if i.Decl.Addr() == t {
-					mark(i)
-					found = true
+		} else if a, err := addrs.ParseInstance(t); err == nil {
+			if _, keyed := a.Key.Value(); !keyed {
+				for _, i := range g.Instances {
+					if i.Address.Node == a.Node {
+						mark(i)
+						found = true
+					}
 				}
 			}
 		}
@@ -80,6 +73,7 @@ func (g *Graph) Select(targets []string) ([]*Instance, error) {
 			return nil, fmt.Errorf("no node %s in this pipeline.%s", t, didYouMean(t, addrs))
 		}
 	}
+	want := upstream(roots)
 	var out []*Instance
 	for _, i := range g.Instances {
 		if want[i] {
@@ -89,84 +83,12 @@ func (g *Graph) Select(targets []string) ([]*Instance, error) {
 	return out, nil
 }
 
-// order sorts vertices so that each comes after its dependencies (Kahn's
-// algorithm, ties broken by declaration order). When a cycle remains it
-// returns one cycle as a path a → b → ... → a.
-func order(ids []string, deps map[string][]string) ([]string, []string) {
-	indeg := map[string]int{}
-	users := map[string][]string{}
-	pos := map[string]int{}
-	for i, id := range ids {
-		pos[id] = i
-		indeg[id] += 0
-		for _, d := range deps[id] {
-			indeg[id]++
-			users[d] = append(users[d], id)
-		}
-	}
-	var ready []string
-	for _, id := range ids {
-		if indeg[id] == 0 {
-			ready = append(ready, id)
-		}
-	}
-	out := make([]string, 0, len(ids))
-	for len(ready) > 0 {
-		id := ready[0]
-		ready = ready[1:]
-		out = append(out, id)
-		var next []string
-		for _, u := range users[id] {
-			indeg[u]--
-			if indeg[u] == 0 {
-				next = append(next, u)
-			}
-		}
-		sort.Slice(next, func(a, b int) bool { return pos[next[a]] < pos[next[b]] })
-		ready = append(ready, next...)
-	}
-	if len(out) == len(ids) {
-		return out, nil
-	}
-	// Walk from a vertex still blocked along blocked dependencies until one
-	// repeats: that stretch is a cycle.
-	var start string
-	for _, id := range ids {
-		if indeg[id] > 0 {
-			start = id
-			break
-		}
-	}
-	seen := map[string]int{}
-	var path []string
-	cur := start
-	for {
-		if at, ok := seen[cur]; ok {
-			cycle := append([]string{}, path[at:]...)
-			return out, append(cycle, cur)
-		}
-		seen[cur] = len(path)
-		path = append(path, cur)
-		next := ""
-		for _, d := range deps[cur] {
-			if indeg[d] > 0 {
-				next = d
-				break
-			}
-		}
-		if next == "" {
-			return out, []string{start}
-		}
-		cur = next
-	}
-}
-
 // DOT renders the instance graph for Graphviz.
 func (g *Graph) DOT() string {
 	var b strings.Builder
 	b.WriteString("digraph lacuna {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n")
 	for _, i := range g.Instances {
-		fmt.Fprintf(&b, "  %q [label=%q];\n", i.Addr, strings.TrimPrefix(i.Addr, "node."))
+		fmt.Fprintf(&b, "  %q [label=%q];\n", i.Addr, i.Address.Label())
 	}
 	for _, i := range g.Instances {
 		for _, in := range i.Inputs {
@@ -182,7 +104,7 @@ func (g *Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, i := range g.Instances {
-		fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i.index, strings.ReplaceAll(strings.TrimPrefix(i.Addr, "node."), `"`, "#quot;"))
+		fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i.index, strings.ReplaceAll(i.Address.Label(), `"`, "#quot;"))
 	}
 	for _, i := range g.Instances {
 		for _, in := range i.Inputs {

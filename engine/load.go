@@ -10,6 +10,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/lacuna-dev/lacuna/addrs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -84,8 +85,11 @@ type NodeDecl struct {
 	dir            string
 }
 
-// Addr is the node's address: node.TYPE.NAME.
-func (n *NodeDecl) Addr() string { return "node." + n.TypeName + "." + n.Name }
+// Address is the node's address.
+func (n *NodeDecl) Address() addrs.Node { return addrs.Node{Type: n.TypeName, Name: n.Name} }
+
+// Addr is the node's address as a string: node.TYPE.NAME.
+func (n *NodeDecl) Addr() string { return n.Address().String() }
 
 var fileSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{

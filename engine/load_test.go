@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -182,8 +183,13 @@ node "sample" "s" {
 	if !ok {
 		t.Fatal("var-file list not applied")
 	}
-	if p := i.Config.(interface{}); p == nil {
-		t.Fatal("no config")
+	// --var name=flag beats the var-file's name; the var-file's tiers beat
+	// the default.
+	if path := reflect.ValueOf(i.Config).Elem().FieldByName("Path").String(); path != "flag-hard.jsonl" {
+		t.Errorf("import path %q, want flag-hard.jsonl", path)
+	}
+	if _, ok := g.Lookup(`node.import.a["easy"]`); !ok {
+		t.Error("second tier from the var-file missing")
 	}
 	s, _ := g.Lookup("node.sample.s")
 	if s.Inputs[0].Addr != `node.import.a["hard"]` {

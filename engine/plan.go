@@ -40,7 +40,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 	if err != nil {
 		return nil, err
 	}
-	x.snap, x.snapValid = x.Store.LoadSnapshot(x.Pipeline)
+	w := x.newWalk()
 	entries := make([]PlanEntry, len(insts))
 	at := make(map[*Instance]int, len(insts))
 	outputs := make(map[string]artifacts.Object, len(insts))
@@ -72,7 +72,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				e.Status, e.Reason = PlanError, err.Error()
 			default:
 				e.Key = key
-				n, ok := x.fromSnapshot(i.Addr, key)
+				n, ok := w.fromSnapshot(i.Addr, key)
 				out := n.Output
 				if !ok {
 					if a, hit := x.cached(key); hit {
@@ -83,7 +83,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 					e.Status, e.Digest, e.Rows = PlanCached, out.Digest, out.Rows
 					outputs[i.Addr] = out
 				} else {
-					e.Status, e.Reason = PlanRun, x.why(i, cfg, pinned.Identity)
+					e.Status, e.Reason = PlanRun, w.why(i, cfg, pinned.Identity)
 				}
 			}
 		}
@@ -100,11 +100,12 @@ func listAddrs(a []string) string {
 }
 
 // why explains a cache miss against the instance's previous key.
-func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) string {
+func (w *walk) why(i *Instance, cfg []byte, identity map[string]string) string {
+	x := w.x
 	if x.Force {
 		return "forced"
 	}
-	n, ok := x.snap.Nodes[i.Addr]
+	n, ok := w.snap.Nodes[i.Addr]
 	if !ok {
 		return "new"
 	}
@@ -121,8 +122,12 @@ func (x *Executor) why(i *Instance, cfg []byte, identity map[string]string) stri
 		reasons = append(reasons, fmt.Sprintf("logic version changed (%s → %s)", prev.Version, i.Type().Version()))
 	}
 	var now, before map[string]json.RawMessage
-	json.Unmarshal(cfg, &now)
-	json.Unmarshal(prev.Config, &before)
+	if err := json.Unmarshal(cfg, &now); err != nil {
+		return fmt.Sprintf("changed (its configuration cannot be compared: %v)", err)
+	}
+	if err := json.Unmarshal(prev.Config, &before); err != nil {
+		return fmt.Sprintf("changed (the previous action's configuration cannot be decoded: %v)", err)
+	}
 	var changedCfg, changedIn []string
 	for _, k := range unionKeys(now, before) {
 		if bytes.Equal(compact(now[k]), compact(before[k])) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -21,7 +20,9 @@ import (
 // Version is the lacuna version recorded in provenance.
 var Version = "0.1.0-dev"
 
-// Executor runs instance graphs against a store.
+// Executor runs instance graphs against a store. Its fields are settings:
+// Run and Plan only read them, so one Executor may serve several runs, one
+// after another or at once; everything one run learns lives in a walk.
 //
 // Guarantees: an instance runs only after all its inputs succeeded; at most
 // Jobs instances run at once, and at most a runner's concurrency of those
@@ -30,8 +31,11 @@ var Version = "0.1.0-dev"
 // skipped, never as failures of their own. Work on one action key is
 // serialised across processes by the store's key lock, so two runs of one
 // pipeline compute each node once and the second reuses the first's result.
-// Cancelling ctx stops dispatching, cancels running nodes and returns after
-// they have stopped; a later run resumes from what was committed.
+// An output the snapshot names but the store no longer holds (an object
+// removed from cas/) is recomputed, and what depends on it only when its
+// digest changed. Cancelling ctx stops dispatching, cancels running nodes
+// and returns after they have stopped; a later run resumes from what was
+// committed.
 type Executor struct {
 	Store *artifacts.Store
 	// Jobs is the number of instances run in parallel (default: CPUs).
@@ -56,40 +60,6 @@ type Executor struct {
 
 	envOnce sync.Once
 	envMap  map[string]string
-
-	snap      *artifacts.Snapshot // the pipeline's last results
-	snapValid bool                // no deletion since snap was written
-	updMu     sync.Mutex
-	updates   map[string]artifacts.SnapshotNode // saved at the end of Run
-}
-
-func (x *Executor) record(addr string, n artifacts.SnapshotNode) {
-	x.updMu.Lock()
-	x.updates[addr] = n
-	x.updMu.Unlock()
-}
-
-// snapshotChanged reports whether the run learned anything the snapshot
-// does not already say.
-func (x *Executor) snapshotChanged() bool {
-	for addr, n := range x.updates {
-		if x.snap.Nodes[addr] != n {
-			return true
-		}
-	}
-	return false
-}
-
-// fromSnapshot is the output the pipeline's snapshot holds for addr at key.
-func (x *Executor) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
-	if !x.snapValid {
-		return artifacts.SnapshotNode{}, false
-	}
-	n, ok := x.snap.Nodes[addr]
-	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
-		return artifacts.SnapshotNode{}, false
-	}
-	return n, true
 }
 
 // Event is one thing that happened in a run, as printed by `run --json`.
@@ -133,18 +103,31 @@ type Summary struct {
 	Seconds  float64 `json:"seconds"`
 }
 
+// State is what a run did with one instance.
+type State string
+
+// States of an instance after a run.
+const (
+	StateNotRun  State = "not_run" // never started (interrupted, or stopped after a failure)
+	StateDone    State = "done"    // executed and committed
+	StateCached  State = "cached"  // reused from the snapshot or the action cache
+	StateFailed  State = "failed"  // Result.Err says why
+	StateSkipped State = "skipped" // an input failed
+)
+
 // Result is the outcome of one instance.
 type Result struct {
 	Inst   *Instance
-	State  string // done, cached, failed, skipped, not_run
+	State  State
 	Key    artifacts.Digest
 	Output artifacts.Object
 	Err    error
 }
 
 // Run executes the selected instances (all when targets is empty) and what
-// they need. The error is non-nil when any instance failed or the run was
-// interrupted; results describe every selected instance.
+// they need. The error is non-nil when any instance failed, the run was
+// interrupted or its snapshot could not be saved; results describe every
+// selected instance.
 func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*Instance]*Result, *Summary, error) {
 	start := time.Now()
 	insts, err := g.Select(targets)
@@ -157,159 +140,21 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	}
 	defer unlock()
 	x.Store.CleanTemp()
-	defer x.Store.Sync()
-	gen := x.Store.Generation()
-	x.snap, x.snapValid = x.Store.LoadSnapshot(x.Pipeline)
-	x.updates = map[string]artifacts.SnapshotNode{}
-	defer func() {
-		if x.snapValid && gen == x.snap.Generation && !x.snapshotChanged() {
-			return
-		}
-		x.Store.SaveSnapshot(x.Pipeline, gen, x.updates)
-	}()
-
-	jobs := x.Jobs
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
-	var emitMu sync.Mutex
-	emit := func(e Event) {
-		if x.Events == nil {
-			return
-		}
-		e.Time = time.Now()
-		emitMu.Lock()
-		x.Events(e)
-		emitMu.Unlock()
-	}
-	emit(Event{Event: EventStart, Total: int64(len(insts))})
-
-	selected := make(map[*Instance]bool, len(insts))
-	for _, i := range insts {
-		selected[i] = true
-	}
-	results := make(map[*Instance]*Result, len(insts))
-	waiting := make(map[*Instance]int, len(insts))
-	var ready []*Instance
-	for _, i := range insts {
-		results[i] = &Result{Inst: i, State: "not_run"}
-		waiting[i] = len(i.Inputs)
-		if waiting[i] == 0 {
-			ready = append(ready, i)
-		}
-	}
-
-	type finished struct {
-		inst *Instance
-		res  Result
-	}
-	doneCh := make(chan finished)
-	running := 0
-	perRunner := map[string]int{}
-	sum := &Summary{}
-	stopped := false
-	pending := len(insts)
-
-	runnerFree := func(i *Instance) bool {
-		limit := g.Runners[i.Runner]
-		return i.Runner == "" || limit <= 0 || perRunner[i.Runner] < limit
-	}
-	var skip func(i *Instance, cause string)
-	skip = func(i *Instance, cause string) {
-		for _, d := range i.dependants {
-			if !selected[d] || results[d].State != "not_run" {
-				continue
-			}
-			results[d].State = "skipped"
-			sum.Skipped++
-			pending--
-			emit(Event{Event: EventSkipped, Node: d.Addr, Type: d.Decl.TypeName, Cause: cause})
-			skip(d, cause)
-		}
-	}
-
-	for pending > 0 {
-		if !stopped && ctx.Err() != nil {
-			stopped = true
-		}
-		if !stopped {
-			for k := 0; k < len(ready) && running < jobs; {
-				i := ready[k]
-				if !runnerFree(i) {
-					k++
-					continue
-				}
-				ready = append(ready[:k], ready[k+1:]...)
-				running++
-				perRunner[i.Runner]++
-				inputs := make(map[string]artifacts.Object, len(i.Inputs))
-				for _, in := range i.Inputs {
-					inputs[in.Addr] = results[in].Output
-				}
-				go func(i *Instance) {
-					res := x.runOne(ctx, i, inputs, emit)
-					doneCh <- finished{i, res}
-				}(i)
-			}
-		}
-		if running == 0 {
-			// Nothing runs and nothing can start: the rest never will.
-			break
-		}
-		var f finished
-		select {
-		case f = <-doneCh:
-		case <-ctx.Done():
-			stopped = true
-			f = <-doneCh
-		}
-		running--
-		perRunner[f.inst.Runner]--
-		pending--
-		r := results[f.inst]
-		*r = f.res
-		r.Inst = f.inst
-		switch r.State {
-		case "done":
-			sum.Executed++
-			sum.Rows += r.Output.Rows
-		case "cached":
-			sum.Cached++
-		default:
-			sum.Failed++
-			skip(f.inst, f.inst.Addr)
-			if !x.KeepGoing {
-				stopped = true
-			}
-			continue
-		}
-		for _, d := range f.inst.dependants {
-			if !selected[d] {
-				continue
-			}
-			waiting[d]--
-			if waiting[d] == 0 && results[d].State == "not_run" {
-				ready = append(ready, d)
-			}
-		}
-	}
-	for _, r := range results {
-		if r.State == "not_run" {
-			sum.NotRun++
-		}
-	}
+	w := x.newWalk()
+	results, sum := w.walk(ctx, g, insts)
 	sum.Seconds = time.Since(start).Seconds()
-	emit(Event{Event: EventSummary, Summary: sum})
+	saveErr := w.save()
+	w.emit(Event{Event: EventSummary, Summary: sum})
 	if err := x.Store.Sync(); err != nil {
 		return results, sum, fmt.Errorf("sync store: %w", err)
 	}
 	switch {
 	case ctx.Err() != nil:
-		return results, sum, fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts))
+		return results, sum, errors.Join(fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts)), saveErr)
 	case sum.Failed > 0:
-		return results, sum, fmt.Errorf("%d node(s) failed", sum.Failed)
+		return results, sum, errors.Join(fmt.Errorf("%d node(s) failed", sum.Failed), saveErr)
 	}
-	return results, sum, nil
+	return results, sum, saveErr
 }
 
 // keyOf computes an instance's key once its inputs' digests are known. A
@@ -370,10 +215,13 @@ func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
 	return a, true
 }
 
-func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object, emit func(Event)) Result {
+// runOne computes one instance, or finds it cached. It runs on its own
+// goroutine; it touches the walk only through record and emit.
+func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) Result {
+	x, emit := w.x, w.emit
 	fail := func(key artifacts.Digest, err error) Result {
 		emit(Event{Event: EventFailed, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: err.Error()})
-		return Result{State: "failed", Key: key, Err: err}
+		return Result{State: StateFailed, Key: key, Err: err}
 	}
 	key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
 	if err != nil {
@@ -383,14 +231,14 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 	force := x.Force || x.Recompute[i.Addr]
 	hit := func(out artifacts.Object, note string) Result {
 		emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: out.Digest, Rows: out.Rows, Message: note})
-		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: out, Note: note})
-		return Result{State: "cached", Key: key, Output: out}
+		return Result{State: StateCached, Key: key, Output: out}
 	}
 	if !force {
-		if n, ok := x.fromSnapshot(i.Addr, key); ok {
-			return hit(n.Output, n.Note)
+		if n, ok := w.fromSnapshot(i.Addr, key); ok {
+			return hit(n.Output, n.Note) // the snapshot already says so
 		}
 		if a, ok := x.cached(key); ok {
+			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
 			return hit(a.Output, a.Note)
 		}
 	}
@@ -402,12 +250,13 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 	if !force {
 		// Another process may have computed it while we waited.
 		if a, ok := x.cached(key); ok {
+			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
 			return hit(a.Output, a.Note)
 		}
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
 	started := time.Now()
-	env := &runEnv{x: x, inst: i, key: key, inputs: inputs, emit: emit, pinned: pinned.Value}
+	env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value}
 	err = env.call(ctx)
 	secs := time.Since(started).Seconds()
 	if err == nil && env.out == nil {
@@ -424,9 +273,12 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		ferr := x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		if ferr != nil {
+			err = fmt.Errorf("%w (recording the failure in the store also failed: %v)", err, ferr)
+		}
 		if !x.NoCommit || !force {
-			x.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
+			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
 		}
 		return fail(key, err)
 	}
@@ -444,10 +296,10 @@ func (x *Executor) runOne(ctx context.Context, i *Instance, inputs map[string]ar
 		if err := x.Store.PutAction(a); err != nil {
 			return fail(key, err)
 		}
-		x.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: obj, Note: env.note})
+		w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: obj, Note: env.note})
 	}
 	emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: obj.Digest, Rows: obj.Rows, Seconds: secs, Message: env.note})
-	return Result{State: "done", Key: key, Output: obj}
+	return Result{State: StateDone, Key: key, Output: obj}
 }
 
 // inputNames maps each input address to the config attribute it arrives
@@ -481,14 +333,18 @@ func hostname() string {
 	return host
 }
 
-// runEnv implements nodes.Run for one execution.
+// runEnv implements nodes.Run for one execution. Logf, Note, Progress and
+// PutBlob may be called from any goroutine of the node (mu guards what
+// they write); the engine reads logs, blobs and note only after Run has
+// returned.
 type runEnv struct {
-	x        *Executor
-	inst     *Instance
-	key      artifacts.Digest
-	inputs   map[string]artifacts.Object
-	emit     func(Event)
-	out      *artifacts.Writer
+	w      *walk
+	inst   *Instance
+	key    artifacts.Digest
+	inputs map[string]artifacts.Object
+	out    *artifacts.Writer
+
+	mu       sync.Mutex
 	logs     boundedBuffer
 	blobs    []artifacts.Digest
 	lastProg time.Time
@@ -515,7 +371,7 @@ func (r *runEnv) Input(ref nodes.Ref) (*artifacts.Reader, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s is not an input of %s", ref.Node, r.inst.Addr)
 	}
-	rd, err := r.x.Store.Open(obj)
+	rd, err := r.w.x.Store.Open(obj)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ref.Node, err)
 	}
@@ -526,7 +382,7 @@ func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
 	if r.out != nil {
 		return nil, errors.New("Output called twice")
 	}
-	w, err := r.x.Store.NewWriter(schema, map[string]string{
+	w, err := r.w.x.Store.NewWriter(schema, map[string]string{
 		artifacts.MetaNode:          r.inst.Addr,
 		artifacts.MetaType:          r.inst.Decl.TypeName,
 		artifacts.MetaActionKey:     string(r.key),
@@ -544,11 +400,11 @@ func (r *runEnv) Pinned() any { return r.pinned }
 func (r *runEnv) InputDigest(ref nodes.Ref) artifacts.Digest { return r.inputs[ref.Node].Digest }
 
 func (r *runEnv) Previous() (*artifacts.Reader, bool) {
-	n, ok := r.x.snap.Nodes[r.inst.Addr]
+	n, ok := r.w.snap.Nodes[r.inst.Addr]
 	if !ok || n.Output.Digest == "" {
 		return nil, false
 	}
-	rd, err := r.x.Store.Open(n.Output)
+	rd, err := r.w.x.Store.Open(n.Output)
 	if err != nil {
 		return nil, false
 	}
@@ -556,30 +412,44 @@ func (r *runEnv) Previous() (*artifacts.Reader, bool) {
 }
 
 func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
-	d, err := r.x.Store.PutBlob(rd)
+	d, err := r.w.x.Store.PutBlob(rd)
 	if err == nil {
+		r.mu.Lock()
 		r.blobs = append(r.blobs, d)
+		r.mu.Unlock()
 	}
 	return d, err
 }
 
 func (r *runEnv) Logf(format string, args ...any) {
-	fmt.Fprintf(&r.logs, format, args...)
-	if n := r.logs.Len(); n > 0 && r.logs.Bytes()[n-1] != '\n' {
-		r.logs.WriteByte('\n')
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
 	}
+	r.mu.Lock()
+	r.logs.WriteString(msg)
+	r.mu.Unlock()
 }
 
 func (r *runEnv) Note(format string, args ...any) {
-	r.note = strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+	note := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+	r.mu.Lock()
+	r.note = note
+	r.mu.Unlock()
 }
 
-func (r *runEnv) CacheDir(name string) (string, error) { return r.x.Store.CacheDir(name) }
+func (r *runEnv) CacheDir(name string) (string, error) { return r.w.x.Store.CacheDir(name) }
 
 func (r *runEnv) Progress(done, total int64) {
-	if now := time.Now(); now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total) {
+	now := time.Now()
+	r.mu.Lock()
+	due := now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total)
+	if due {
 		r.lastProg = now
-		r.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: done, Total: total})
+	}
+	r.mu.Unlock()
+	if due {
+		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: done, Total: total})
 	}
 }
 
@@ -587,6 +457,8 @@ func (r *runEnv) Progress(done, total int64) {
 type boundedBuffer struct{ bytes.Buffer }
 
 const maxLog = 64 << 10
+
+func (b *boundedBuffer) WriteString(s string) (int, error) { return b.Write([]byte(s)) }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	if room := maxLog - b.Len(); room < len(p) {

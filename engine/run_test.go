@@ -37,6 +37,9 @@ type rowsConfig struct {
 	Gate   *string           `hcl:"gate,optional"`
 	Blob   *string           `hcl:"blob,optional"`
 	Extra  map[string]string `hcl:"extra,optional"`
+	// Loggers is how many goroutines log, report progress and set the
+	// note at once.
+	Loggers int `hcl:"loggers,optional"`
 }
 
 func (t rowsType) Name() string    { return t.name }
@@ -45,6 +48,21 @@ func (t rowsType) NewConfig() any  { return &rowsConfig{} }
 func (t rowsType) Run(ctx context.Context, r nodes.Run) error {
 	t.runs.Add(1)
 	c := r.Config().(*rowsConfig)
+	if c.Gate != nil {
+		g := gateNamed(*c.Gate)
+		n := concurrent.enter()
+		defer concurrent.leave()
+		select {
+		case g.entered <- n:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if c.Sleep != nil {
 		concurrent.enter()
 		defer concurrent.leave()
@@ -53,6 +71,21 @@ func (t rowsType) Run(ctx context.Context, r nodes.Run) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if c.Loggers > 0 {
+		var wg sync.WaitGroup
+		for g := 0; g < c.Loggers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < 100; k++ {
+					r.Logf("goroutine %d line %d", g, k)
+					r.Progress(int64(k), 100)
+					r.Note("goroutine %d", g)
+				}
+			}()
+		}
+		wg.Wait()
 	}
 	if c.Blob != nil {
 		if _, err := r.PutBlob(strings.NewReader(*c.Blob)); err != nil {
@@ -97,7 +130,14 @@ type gauge struct {
 	now, max int
 }
 
-func (g *gauge) enter() { g.mu.Lock(); g.now++; g.max = max(g.max, g.now); g.mu.Unlock() }
+// enter counts one more running node and returns how many run now.
+func (g *gauge) enter() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.now++
+	g.max = max(g.max, g.now)
+	return g.now
+}
 func (g *gauge) leave() { g.mu.Lock(); g.now--; g.mu.Unlock() }
 func (g *gauge) reset() { g.mu.Lock(); g.now, g.max = 0, 0; g.mu.Unlock() }
 func (g *gauge) peak() int {
@@ -108,6 +148,34 @@ func (g *gauge) peak() int {
 
 func init() {
 	nodes.Register(rowsType{"rows", &testVersion, &testRuns})
+}
+
+// gate holds the nodes configured with its name: each, once running,
+// sends how many nodes run at that moment on entered, then waits for a
+// value on release. A test steps the run with them instead of sleeping.
+type gate struct {
+	entered chan int
+	release chan struct{}
+}
+
+var gates sync.Map // name → *gate
+
+func gateNamed(name string) *gate {
+	g, _ := gates.LoadOrStore(name, &gate{entered: make(chan int), release: make(chan struct{})})
+	return g.(*gate)
+}
+
+// next is what the next node to pass the gate reports; a run that never
+// gets there fails the test rather than hanging it.
+func (g *gate) next(t *testing.T) int {
+	t.Helper()
+	select {
+	case n := <-g.entered:
+		return n
+	case <-time.After(time.Minute):
+		t.Fatal("no node reached the gate")
+		return 0
+	}
 }
 
 // harness runs pipeline sources against one store.
@@ -244,8 +312,22 @@ func TestPlanExplainsWhyNodesRun(t *testing.T) {
 	}
 	h.run(chain, nil)
 	edited := strings.Replace(chain, "values = [1, 2, 3]", "values = [1, 2, 4]", 1)
-	h.run(edited, func(x *Executor) { x.Recompute = map[string]bool{} })
-	// a changed its output, so b's input changed.
+	plan := h.plan(edited)
+	if p := plan["node.rows.a"]; p.Status != PlanRun || p.Reason != "config changed: values" {
+		t.Errorf("plan a after editing its values = %+v", p)
+	}
+	if p := plan["node.rows.b"]; p.Status != PlanRun || p.Reason != "input node.rows.a will run" {
+		t.Errorf("plan b while a will run = %+v", p)
+	}
+	// Once a has run, b's input has a known digest that differs from the
+	// one b last ran on.
+	x := &Executor{Store: h.store, Pipeline: filepath.Join(h.dir, "p.hcl"), Jobs: 2}
+	if _, _, err := x.Run(context.Background(), h.graph(edited), []string{"node.rows.a"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.plan(edited)["node.rows.b"]; p.Status != PlanRun || p.Reason != "input inputs changed" {
+		t.Errorf("plan b after a changed = %+v, want run because input inputs changed", p)
+	}
 	h.run(edited, nil)
 	if p := h.plan(chain)["node.rows.a"]; p.Status != PlanCached {
 		t.Errorf("a should still be cached from the first version-2 run, got %+v", p)
@@ -352,23 +434,43 @@ node "rows" "job" {
   for_each = toset(["a", "b", "c", "d"])
   runner   = runner.gpu
   values   = [1]
-  sleep_ms = 30
+  gate     = "limits"
   extra    = { k = each.key }
 }
 `
+	g := gateNamed("limits")
+	// With a runner of concurrency 1 and -j 4, each node is alone when
+	// it starts; the next starts only after the gate released the last.
 	concurrent.reset()
-	if _, _, err := h.run(src, func(x *Executor) { x.Jobs = 4 }); err != nil {
+	errc := make(chan error, 1)
+	go func() { _, _, err := h.run(src, func(x *Executor) { x.Jobs = 4 }); errc <- err }()
+	for k := 0; k < 4; k++ {
+		if n := g.next(t); n != 1 {
+			t.Errorf("node %d started with %d running; the runner allows 1", k, n)
+		}
+		g.release <- struct{}{}
+	}
+	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if p := concurrent.peak(); p != 1 {
-		t.Errorf("runner with concurrency 1 ran %d at once", p)
-	}
+	// Without the runner, -j 4 starts all four before any finishes: the
+	// gate holds them until all four have arrived.
 	concurrent.reset()
 	src2 := strings.Replace(src, "runner   = runner.gpu\n", "", 1)
 	src2 = strings.Replace(src2, "values   = [1]", "values   = [2]", 1)
-	h.run(src2, func(x *Executor) { x.Jobs = 4 })
-	if p := concurrent.peak(); p < 2 {
-		t.Errorf("without a runner, -j 4 ran at most %d at once", p)
+	go func() { _, _, err := h.run(src2, func(x *Executor) { x.Jobs = 4 }); errc <- err }()
+	var last int
+	for k := 0; k < 4; k++ {
+		last = g.next(t)
+	}
+	for k := 0; k < 4; k++ {
+		g.release <- struct{}{}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if last != 4 {
+		t.Errorf("without a runner, -j 4 had %d running when the fourth started", last)
 	}
 }
 
@@ -561,5 +663,76 @@ func TestTargetRunsOnlyWhatItNeeds(t *testing.T) {
 	}
 	if _, _, err := x.Run(context.Background(), g, []string{"node.rows.bb"}); err == nil || !strings.Contains(err.Error(), `Did you mean "node.rows.b"?`) {
 		t.Errorf("unknown target: %v", err)
+	}
+}
+
+func TestRunRepairsAnOutputRemovedFromTheStore(t *testing.T) {
+	h := newHarness(t)
+	_, res, err := h.run(chain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *Result
+	for i, r := range res {
+		if i.Addr == "node.rows.b" {
+			b = r
+		}
+	}
+	// Removing an object does not change the store generation: only the
+	// stat of the snapshot's entry can notice.
+	gen := h.store.Generation()
+	if err := os.Remove(h.store.ObjectPath(b.Output.Digest)); err != nil {
+		t.Fatal(err)
+	}
+	if h.store.Generation() != gen {
+		t.Fatal("removing a file changed the generation; the test no longer tests the snapshot")
+	}
+	if p := h.plan(chain)["node.rows.b"]; p.Status != PlanRun || p.Reason != "output missing from store" {
+		t.Errorf("plan b = %+v, want run because its output is missing", p)
+	}
+	states, _, err := h.run(chain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's rows are the same, so c (its dependant) stays cached.
+	want := map[string]string{"node.rows.a": EventCached, "node.rows.b": EventDone, "node.rows.c": EventCached, "node.rows.other": EventCached}
+	for n, s := range want {
+		if states[n] != s {
+			t.Errorf("%s is %s, want %s", n, states[n], s)
+		}
+	}
+	if _, err := os.Stat(h.store.ObjectPath(b.Output.Digest)); err != nil {
+		t.Errorf("b's object not restored: %v", err)
+	}
+	states, _, _ = h.run(chain, nil)
+	for n, s := range states {
+		if s != EventCached {
+			t.Errorf("run after the repair: %s is %s, want cached", n, s)
+		}
+	}
+}
+
+// Run with -race: the log, progress and note of one node written from
+// several of its goroutines.
+func TestNodeMayLogFromItsGoroutines(t *testing.T) {
+	h := newHarness(t)
+	_, res, err := h.run(`node "rows" "a" {
+  values  = [1]
+  loggers = 8
+}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		a, err := h.store.GetAction(r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Count(a.Logs, "\n"); lines != 800 {
+			t.Errorf("log has %d lines, want 800", lines)
+		}
+		if !strings.HasPrefix(a.Note, "goroutine ") {
+			t.Errorf("note %q", a.Note)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -159,6 +158,15 @@ func (e Expr) Eval(extra map[string]cty.Value) (cty.Value, hcl.Diagnostics) {
 
 // Run is a node's view of its execution: its config, its inputs and its
 // single output. Implementations are provided by the engine.
+//
+// Concurrency: a Run value belongs to one execution of one instance and is
+// valid only until the node's Run method returns. The engine runs
+// different instances at once, each with its own Run. Within one
+// execution, Logf, Progress, Note, PutBlob, Input, InputDigest, Config,
+// Node, Dir and CacheDir may be called from any goroutine the node starts
+// (the engine serialises what they record); Output must be called once,
+// and the Writer it returns is not safe for concurrent writes. Nothing may
+// be called after Run has returned.
 type Run interface {
 	// Config is the decoded config struct (what NewConfig returned).
 	Config() any
@@ -232,18 +240,3 @@ func Names() []string {
 	return out
 }
 
-// InstanceKey renders the each.key part of an address for file names:
-// node.sample.s["a b"] → "a_b".
-func InstanceKey(addr string) string {
-	i := strings.Index(addr, "[")
-	if i < 0 {
-		return ""
-	}
-	k := strings.Trim(addr[i+1:len(addr)-1], `"`)
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, k)
-}

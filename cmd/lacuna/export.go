@@ -13,7 +13,6 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/artifacts/arrowipc"
 	"github.com/lacuna-dev/lacuna/engine"
-	"github.com/lacuna-dev/lacuna/nodes"
 )
 
 var cmdExport = newCommand("export", "PIPELINE --to DIR",
@@ -76,11 +75,7 @@ func runExport(ctx context.Context, cmd *Command, args []string) error {
 			continue
 		}
 		inst, _ := l.graph.Lookup(e.Node)
-		name := inst.Decl.Name
-		if k := nodes.InstanceKey(e.Node); k != "" {
-			name += "__" + k
-		}
-		rel := filepath.Join(inst.Decl.TypeName, name+ext)
+		rel := filepath.Join(inst.Decl.TypeName, inst.Address.FileStem()+ext)
 		dst := filepath.Join(*to, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err

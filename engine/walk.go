@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+)
+
+// walk is the state of one run or plan: the pipeline's snapshot as it was
+// when the walk began and what the walk learned since. A walk is valid for
+// one call of Run or Plan. The scheduling loop (walk.walk) owns results and
+// the queues; runOne goroutines share only updates (under mu) and emit
+// (serialised by emitMu).
+type walk struct {
+	x         *Executor
+	gen       uint64              // the store generation the walk began at
+	snap      *artifacts.Snapshot // the pipeline's last results
+	snapValid bool                // no deletion since snap was written
+
+	mu      sync.Mutex
+	updates map[string]artifacts.SnapshotNode // saved at the end of Run
+
+	emitMu sync.Mutex
+}
+
+func (x *Executor) newWalk() *walk {
+	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}}
+	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
+	return w
+}
+
+// emit sends e to the executor's Events, one call at a time.
+func (w *walk) emit(e Event) {
+	if w.x.Events == nil {
+		return
+	}
+	e.Time = time.Now()
+	w.emitMu.Lock()
+	w.x.Events(e)
+	w.emitMu.Unlock()
+}
+
+func (w *walk) record(addr string, n artifacts.SnapshotNode) {
+	w.mu.Lock()
+	w.updates[addr] = n
+	w.mu.Unlock()
+}
+
+// save merges what the walk learned into the pipeline's snapshot, unless
+// the snapshot already says all of it.
+func (w *walk) save() error {
+	if w.snapValid && w.gen == w.snap.Generation && !w.snapshotChanged() {
+		return nil
+	}
+	if err := w.x.Store.SaveSnapshot(w.x.Pipeline, w.gen, w.updates); err != nil {
+		return fmt.Errorf("save the pipeline's snapshot (the next run re-checks the action cache instead): %w", err)
+	}
+	return nil
+}
+
+func (w *walk) snapshotChanged() bool {
+	for addr, n := range w.updates {
+		if w.snap.Nodes[addr] != n {
+			return true
+		}
+	}
+	return false
+}
+
+// fromSnapshot is the output the pipeline's snapshot holds for addr at key,
+// when the store still has it: one stat, so that an object removed from
+// cas/ is recomputed rather than trusted.
+func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
+	if !w.snapValid {
+		return artifacts.SnapshotNode{}, false
+	}
+	n, ok := w.snap.Nodes[addr]
+	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
+		return artifacts.SnapshotNode{}, false
+	}
+	if _, err := os.Stat(w.x.Store.ObjectPath(n.Output.Digest)); err != nil {
+		return artifacts.SnapshotNode{}, false
+	}
+	return n, true
+}
+
+// readyQueue holds the instances whose inputs are done, one FIFO per
+// runner, so that taking the next instance a free runner allows is O(1).
+type readyQueue struct {
+	byRunner map[string][]*Instance
+	runners  []string // sorted, for a deterministic dispatch order
+}
+
+func (q *readyQueue) push(i *Instance) {
+	if _, ok := q.byRunner[i.Runner]; !ok {
+		q.runners = append(q.runners, i.Runner)
+		sort.Strings(q.runners)
+	}
+	q.byRunner[i.Runner] = append(q.byRunner[i.Runner], i)
+}
+
+// pop takes the oldest ready instance of a runner free(runner) allows.
+func (q *readyQueue) pop(free func(runner string) bool) (*Instance, bool) {
+	for _, r := range q.runners {
+		l := q.byRunner[r]
+		if len(l) == 0 || !free(r) {
+			continue
+		}
+		i := l[0]
+		l[0] = nil
+		q.byRunner[r] = l[1:]
+		return i, true
+	}
+	return nil, false
+}
+
+// walk runs insts (a topologically ordered selection of g) and returns
+// every instance's result and the counts.
+func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Instance]*Result, *Summary) {
+	x := w.x
+	jobs := x.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	w.emit(Event{Event: EventStart, Total: int64(len(insts))})
+
+	// Per-instance state in slices indexed by Instance.index (its
+	// position in g.Instances): a map entry per instance would cost more
+	// memory than the instance itself.
+	selected := make([]bool, len(g.Instances))
+	waiting := make([]int, len(g.Instances))
+	slab := make([]Result, len(insts))
+	results := make(map[*Instance]*Result, len(insts))
+	ready := &readyQueue{byRunner: map[string][]*Instance{}}
+	for k, i := range insts {
+		selected[i.index] = true
+		slab[k] = Result{Inst: i, State: StateNotRun}
+		results[i] = &slab[k]
+		waiting[i.index] = len(i.Inputs)
+		if len(i.Inputs) == 0 {
+			ready.push(i)
+		}
+	}
+
+	type finished struct {
+		inst *Instance
+		res  Result
+	}
+	doneCh := make(chan finished, jobs) // a finished node never waits for the loop
+	running := 0
+	perRunner := map[string]int{}
+	sum := &Summary{}
+	stopped := false
+	pending := len(insts)
+
+	runnerFree := func(r string) bool {
+		limit := g.Runners[r]
+		return r == "" || limit <= 0 || perRunner[r] < limit
+	}
+	// skip marks what depends on a failed instance, iteratively: a chain
+	// of a million instances must not grow the stack.
+	skip := func(failed *Instance) {
+		stack := []*Instance{failed}
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range i.dependants {
+				if !selected[d.index] || results[d].State != StateNotRun {
+					continue
+				}
+				results[d].State = StateSkipped
+				sum.Skipped++
+				pending--
+				w.emit(Event{Event: EventSkipped, Node: d.Addr, Type: d.Decl.TypeName, Cause: failed.Addr})
+				stack = append(stack, d)
+			}
+		}
+	}
+
+	for pending > 0 {
+		if !stopped && ctx.Err() != nil {
+			stopped = true
+		}
+		for !stopped && running < jobs {
+			i, ok := ready.pop(runnerFree)
+			if !ok {
+				break
+			}
+			running++
+			perRunner[i.Runner]++
+			inputs := make(map[string]artifacts.Object, len(i.Inputs))
+			for _, in := range i.Inputs {
+				inputs[in.Addr] = results[in].Output
+			}
+			go func(i *Instance) {
+				doneCh <- finished{i, w.runOne(ctx, i, inputs)}
+			}(i)
+		}
+		if running == 0 {
+			// Nothing runs and nothing can start: the rest never will.
+			break
+		}
+		var f finished
+		select {
+		case f = <-doneCh:
+		case <-ctx.Done():
+			stopped = true
+			f = <-doneCh
+		}
+		running--
+		perRunner[f.inst.Runner]--
+		pending--
+		r := results[f.inst]
+		*r = f.res
+		r.Inst = f.inst
+		switch r.State {
+		case StateDone:
+			sum.Executed++
+			sum.Rows += r.Output.Rows
+		case StateCached:
+			sum.Cached++
+		default:
+			sum.Failed++
+			skip(f.inst)
+			if !x.KeepGoing {
+				stopped = true
+			}
+			continue
+		}
+		for _, d := range f.inst.dependants {
+			if !selected[d.index] {
+				continue
+			}
+			waiting[d.index]--
+			if waiting[d.index] == 0 && results[d].State == StateNotRun {
+				ready.push(d)
+			}
+		}
+	}
+	for _, r := range results {
+		if r.State == StateNotRun {
+			sum.NotRun++
+		}
+	}
+	return results, sum
+}
