@@ -22,6 +22,7 @@ type configField struct {
 	Index    int
 	Optional bool
 	Roots    []string // extra variables of a nodes.Expr field
+	Removed  string   // `removed:"..."`: setting it is an error with this detail
 	Type     reflect.Type
 	cty      cty.Type // the cty type values convert to (for plain Go fields)
 }
@@ -64,6 +65,7 @@ func configFields(t nodes.Type) ([]configField, error) {
 		if ty, err := gocty.ImpliedType(reflect.New(base).Interface()); err == nil {
 			f.cty = ty
 		}
+		f.Removed = sf.Tag.Get("removed")
 		if r := sf.Tag.Get("roots"); r != "" {
 			f.Roots = strings.Split(r, ",")
 		}
@@ -110,6 +112,10 @@ func (e *evaluator) newInstance(n *NodeDecl, addr string, each *eachVals, runner
 	for _, f := range fields {
 		attr, ok := n.Attrs[f.Name]
 		if !ok {
+			continue
+		}
+		if f.Removed != "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: f.Name + " was removed", Detail: f.Removed, Subject: attr.Expr.Range().Ptr()})
 			continue
 		}
 		fv := rv.Field(f.Index)

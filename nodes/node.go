@@ -106,12 +106,6 @@ type Documented interface {
 	Doc() string
 }
 
-// Typed types declare their output row type, a Go struct whose parquet
-// tags are the artifact's schema.
-type Typed interface {
-	Row() any
-}
-
 // ConfigError is a config problem at one attribute.
 type ConfigError struct {
 	Attr    string // the attribute at fault ("" for the whole block)
