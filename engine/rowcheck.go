@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/parquet-go/parquet-go"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// checkRowExprs checks, before anything runs, every expression field
+// tagged `row:"ATTR"` (filter's where): its row is a row of the artifact
+// in attribute ATTR, so where that artifact's schema is known (declared
+// by the producing type, or derived from declared ones through filter,
+// sample and concat) a reference to a column the rows do not have, or an
+// expression whose value can never be true or false, is an error at the
+// expression. Where the schema is known only at run time (import) the
+// expression is not checked here.
+func checkRowExprs(g *Graph) hcl.Diagnostics {
+	sc := &schemas{g: g, memo: map[*Instance]*parquet.Schema{}}
+	seen := map[string]bool{}
+	var diags hcl.Diagnostics
+	for _, inst := range g.Instances {
+		fields, _ := configFields(inst.Type())
+		cfg := reflect.ValueOf(inst.Config).Elem()
+		for _, f := range fields {
+			attr := cfg.Type().Field(f.Index).Tag.Get("row")
+			if f.Type != exprGoType || attr == "" {
+				continue
+			}
+			expr := cfg.Field(f.Index).Interface().(nodes.Expr)
+			ref, ok := refField(cfg, fields, attr)
+			if expr.Expr == nil || !ok {
+				continue
+			}
+			in, ok := g.Lookup(ref.Node)
+			if !ok {
+				continue
+			}
+			schema := sc.of(in)
+			if schema == nil {
+				continue
+			}
+			for _, d := range checkRowExpr(expr, schema, in.Addr) {
+				// Instances of one block share the expression: one
+				// diagnostic per problem, not one per instance.
+				k := fmt.Sprint(d.Subject, d.Summary, d.Detail)
+				if !seen[k] {
+					seen[k] = true
+					diags = append(diags, d)
+				}
+			}
+		}
+	}
+	return diags
+}
+
+// refField is the nodes.Ref in the config field of attribute attr.
+func refField(cfg reflect.Value, fields []configField, attr string) (nodes.Ref, bool) {
+	for _, f := range fields {
+		if f.Name == attr && f.Type == refGoType {
+			ref := cfg.Field(f.Index).Interface().(nodes.Ref)
+			return ref, ref.Node != ""
+		}
+	}
+	return nodes.Ref{}, false
+}
+
+// schemas finds the output schemas known before the run.
+type schemas struct {
+	g    *Graph
+	memo map[*Instance]*parquet.Schema
+}
+
+// of is inst's output schema, or nil when it is known only at run time.
+func (sc *schemas) of(inst *Instance) *parquet.Schema {
+	if s, ok := sc.memo[inst]; ok {
+		return s
+	}
+	sc.memo[inst] = nil // a cycle cannot reach here, but stay finite
+	var s *parquet.Schema
+	if t, ok := inst.Type().(nodes.Typed); ok {
+		switch d := t.Schema(); {
+		case d.Rows != nil:
+			s = d.Rows
+		case d.Derive != nil:
+			s = d.Derive(inst.Config, func(ref nodes.Ref) *parquet.Schema {
+				in, ok := sc.g.Lookup(ref.Node)
+				if !ok {
+					return nil
+				}
+				return sc.of(in)
+			})
+		}
+	}
+	sc.memo[inst] = s
+	return s
+}
+
+// checkRowExpr checks expr's references to row against schema, then its
+// type with row unknown: what is an error for every row is reported now.
+func checkRowExpr(expr nodes.Expr, schema *parquet.Schema, producer string) hcl.Diagnostics {
+	rowTy := rowType(schema.Fields())
+	var diags hcl.Diagnostics
+	for _, tr := range expr.Expr.Variables() {
+		if tr.RootName() != "row" {
+			continue
+		}
+		ty, path := rowTy, "row"
+		for i := 1; i < len(tr) && ty.IsObjectType(); i++ {
+			name, ok := attrStep(tr, i)
+			if !ok {
+				break
+			}
+			if !ty.HasAttribute(name) {
+				cols := make([]string, 0, len(ty.AttributeTypes()))
+				for c := range ty.AttributeTypes() {
+					cols = append(cols, c)
+				}
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Unknown column",
+					Detail:   fmt.Sprintf("%s has no column %q: the rows of %s have %s.%s", path, name, producer, columnList(cols), didYouMean(name, cols)),
+					Subject:  tr.SourceRange().Ptr(),
+				})
+				break
+			}
+			ty, path = ty.AttributeType(name), path+"."+name
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	v, d := expr.Eval(map[string]cty.Value{"row": cty.UnknownVal(rowTy)})
+	if d.HasErrors() {
+		return d
+	}
+	if ty := v.Type(); ty != cty.Bool && ty != cty.DynamicPseudoType {
+		rng := expr.Expr.Range()
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Predicate is not true or false",
+			Detail:   fmt.Sprintf("This expression is a %s for every row of %s; it must be true or false (a comparison such as row.x == \"y\").", ty.FriendlyName(), producer),
+			Subject:  &rng,
+		})
+	}
+	return diags
+}
+
+func columnList(cols []string) string {
+	sort.Strings(cols)
+	if len(cols) > 12 {
+		return strings.Join(cols[:12], ", ") + ", ..."
+	}
+	return strings.Join(cols, ", ")
+}
+
+// rowType is the cty type a row of these fields has when filter hands it
+// to its predicate (nodes/generic.toCty over the reconstructed row):
+// numbers (timestamps included) are numbers, byte arrays strings, groups
+// objects; lists, maps and JSON values have a type that depends on the
+// value.
+func rowType(fields []parquet.Field) cty.Type {
+	attrs := make(map[string]cty.Type, len(fields))
+	for _, f := range fields {
+		attrs[f.Name()] = fieldType(f)
+	}
+	return cty.Object(attrs)
+}
+
+func fieldType(f parquet.Field) cty.Type {
+	if f.Repeated() {
+		return cty.DynamicPseudoType
+	}
+	if lt := f.Type().LogicalType(); lt != nil {
+		switch s := lt.String(); {
+		case s == "JSON", s == "LIST", s == "MAP", s == "BSON", s == "VARIANT":
+			return cty.DynamicPseudoType
+		}
+	}
+	if !f.Leaf() {
+		return rowType(f.Fields())
+	}
+	switch f.Type().Kind() {
+	case parquet.Boolean:
+		return cty.Bool
+	case parquet.Int32, parquet.Int64, parquet.Float, parquet.Double:
+		return cty.Number
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		return cty.String
+	}
+	return cty.DynamicPseudoType
+}
