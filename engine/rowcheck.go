@@ -124,7 +124,7 @@ func checkRowExpr(expr nodes.Expr, schema *parquet.Schema, producer string) hcl.
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Unknown column",
-					Detail:   fmt.Sprintf("%s has no column %q: the rows of %s have %s.%s", path, name, producer, columnList(cols), didYouMean(name, cols)),
+					Detail:   fmt.Sprintf("%s has no column %q.%s The rows of %s have %s.", path, name, didYouMean(name, cols), producer, columnList(cols)),
 					Subject:  tr.SourceRange().Ptr(),
 				})
 				break
@@ -154,7 +154,7 @@ func checkRowExpr(expr nodes.Expr, schema *parquet.Schema, producer string) hcl.
 func columnList(cols []string) string {
 	sort.Strings(cols)
 	if len(cols) > 12 {
-		return strings.Join(cols[:12], ", ") + ", ..."
+		return fmt.Sprintf("%s and %d more", strings.Join(cols[:12], ", "), len(cols)-12)
 	}
 	return strings.Join(cols, ", ")
 }
