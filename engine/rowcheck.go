@@ -23,18 +23,19 @@ import (
 func checkRowExprs(g *Graph) hcl.Diagnostics {
 	sc := &schemas{g: g, memo: map[*Instance]*parquet.Schema{}}
 	seen := map[string]bool{}
+	byType := map[string][]rowExpr{}
 	var diags hcl.Diagnostics
 	for _, inst := range g.Instances {
-		fields, _ := configFields(inst.Type())
-		cfg := reflect.ValueOf(inst.Config).Elem()
-		for _, f := range fields {
-			attr := cfg.Type().Field(f.Index).Tag.Get("row")
-			if f.Type != exprGoType || attr == "" {
-				continue
-			}
-			expr := cfg.Field(f.Index).Interface().(nodes.Expr)
-			ref, ok := refField(cfg, fields, attr)
-			if expr.Expr == nil || !ok {
+		exprs, ok := byType[inst.Decl.TypeName]
+		if !ok {
+			exprs = rowExprs(inst.Type())
+			byType[inst.Decl.TypeName] = exprs
+		}
+		for _, re := range exprs {
+			cfg := reflect.ValueOf(inst.Config).Elem()
+			expr := cfg.Field(re.expr).Interface().(nodes.Expr)
+			ref := cfg.Field(re.input).Interface().(nodes.Ref)
+			if expr.Expr == nil || ref.Node == "" {
 				continue
 			}
 			in, ok := g.Lookup(ref.Node)
@@ -59,15 +60,27 @@ func checkRowExprs(g *Graph) hcl.Diagnostics {
 	return diags
 }
 
-// refField is the nodes.Ref in the config field of attribute attr.
-func refField(cfg reflect.Value, fields []configField, attr string) (nodes.Ref, bool) {
+// rowExpr is an expression field whose row is a row of an input field.
+type rowExpr struct{ expr, input int }
+
+// rowExprs finds t's config fields tagged `row:"ATTR"` where ATTR is an
+// artifact attribute.
+func rowExprs(t nodes.Type) []rowExpr {
+	fields, _ := configFields(t)
+	rt := reflect.TypeOf(t.NewConfig()).Elem()
+	var out []rowExpr
 	for _, f := range fields {
-		if f.Name == attr && f.Type == refGoType {
-			ref := cfg.Field(f.Index).Interface().(nodes.Ref)
-			return ref, ref.Node != ""
+		attr := rt.Field(f.Index).Tag.Get("row")
+		if f.Type != exprGoType || attr == "" {
+			continue
+		}
+		for _, in := range fields {
+			if in.Name == attr && in.Type == refGoType {
+				out = append(out, rowExpr{f.Index, in.Index})
+			}
 		}
 	}
-	return nodes.Ref{}, false
+	return out
 }
 
 // schemas finds the output schemas known before the run.

@@ -155,7 +155,7 @@ node "tools" "bad" { wrong = true }
 			continue
 		}
 		msg := fmt.Sprint(r.Err)
-		for _, want := range []string{"node type tools", "missing column name (STRING, required)", "undeclared column value (INT(64,true), required)"} {
+		for _, want := range []string{"node type tools", "missing column name (STRING, required)", "undeclared column value (INT64, required)"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("error %q does not say %q", msg, want)
 			}

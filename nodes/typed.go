@@ -8,6 +8,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Typed types declare their output schema, once: the engine fails a run
@@ -174,8 +175,9 @@ func sortedKeys(m map[string]string) []string {
 type Column struct {
 	Name string `json:"name"`
 	// Type is the logical type when there is one (STRING, JSON,
-	// TIMESTAMP(...)), else the physical type (INT64, DOUBLE, BOOLEAN,
-	// BYTE_ARRAY); a list is LIST<element type>, a group GROUP.
+	// TIMESTAMP(...), INT32 for INT(32,true)), else the physical type
+	// (INT64, DOUBLE, BOOLEAN, BYTE_ARRAY); a list is LIST<element type>,
+	// a group GROUP.
 	Type string `json:"type"`
 	// Repetition is required, optional or repeated.
 	Repetition string `json:"repetition"`
@@ -223,8 +225,15 @@ func column(f parquet.Field) Column {
 
 func leafType(n parquet.Node) string {
 	t := n.Type()
-	if lt := t.LogicalType(); lt != nil {
-		return lt.String()
+	lt := t.LogicalType()
+	if lt == nil {
+		return t.Kind().String()
 	}
-	return t.Kind().String()
+	if it, ok := lt.Value.(*format.IntType); ok {
+		if it.IsSigned {
+			return fmt.Sprintf("INT%d", it.BitWidth)
+		}
+		return fmt.Sprintf("UINT%d", it.BitWidth)
+	}
+	return lt.String()
 }

@@ -51,12 +51,12 @@ func TestCheckOutputNamesTheTypeAndEveryDifference(t *testing.T) {
 			Name string   `parquet:"name"`
 			Sise int64    `parquet:"sise"`
 			Tags []string `parquet:"tags,list"`
-		}](), []string{"node type static", "missing column size (INT(64,true), required)", "undeclared column sise (INT(64,true), required)"}},
+		}](), []string{"node type static", "missing column size (INT64, required)", "undeclared column sise (INT64, required)"}},
 		{"another type", staticType{}, artifacts.SchemaOf[struct {
 			Name string   `parquet:"name"`
 			Size int32    `parquet:"size"`
 			Tags []string `parquet:"tags,list"`
-		}](), []string{"column size is INT(32,true), required, declared INT(64,true), required"}},
+		}](), []string{"column size is INT32, required, declared INT64, required"}},
 		{"optional instead of required", staticType{}, artifacts.SchemaOf[struct {
 			Name *string  `parquet:"name,optional"`
 			Size int64    `parquet:"size"`
@@ -113,7 +113,7 @@ func TestColumnsDescribeNestingAndRepetition(t *testing.T) {
 		"id STRING required",
 		"score DOUBLE optional",
 		"tags LIST<STRING> required",
-		"raw INT(32,true) repeated",
+		"raw INT32 repeated",
 		"meta GROUP required",
 		"meta.lang STRING required",
 		"items LIST<GROUP> required",
