@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -91,14 +92,13 @@ func SameAsInput[C any](input func(*C) Ref) Schema {
 	}
 }
 
-var schemaCache sync.Map // reflect type name → *parquet.Schema
+var schemaCache sync.Map // reflect.Type → *parquet.Schema
 
 // schemaOf is artifacts.SchemaOf[R], built once per type: parquet-go
 // builds a schema by reflection, and Write and the engine's check ask for
 // it on every run.
 func schemaOf[R any]() *parquet.Schema {
-	var zero R
-	key := fmt.Sprintf("%T", &zero)
+	key := reflect.TypeFor[R]()
 	if s, ok := schemaCache.Load(key); ok {
 		return s.(*parquet.Schema)
 	}
