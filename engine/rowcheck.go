@@ -22,7 +22,7 @@ import (
 // expression is not checked here.
 func checkRowExprs(g *Graph) hcl.Diagnostics {
 	sc := &schemas{g: g, memo: map[*Instance]*parquet.Schema{}}
-	seen := map[string]bool{}
+	done := map[checked]bool{}
 	byType := map[string][]rowExpr{}
 	var diags hcl.Diagnostics
 	for _, inst := range g.Instances {
@@ -46,18 +46,25 @@ func checkRowExprs(g *Graph) hcl.Diagnostics {
 			if schema == nil {
 				continue
 			}
+			// Instances of one block share the expression: check it once
+			// per input schema (an expression whose type changed with
+			// each.value would still fail at run time).
+			k := checked{expr.Expr.Range(), schema}
+			if done[k] {
+				continue
+			}
+			done[k] = true
 			for _, d := range checkRowExpr(expr, schema, in.Addr) {
-				// Instances of one block share the expression: one
-				// diagnostic per problem, not one per instance.
-				k := fmt.Sprint(d.Subject, d.Summary, d.Detail)
-				if !seen[k] {
-					seen[k] = true
-					diags = append(diags, d)
-				}
+				diags = append(diags, d)
 			}
 		}
 	}
 	return diags
+}
+
+type checked struct {
+	expr   hcl.Range
+	schema *parquet.Schema
 }
 
 // rowExpr is an expression field whose row is a row of an input field.
