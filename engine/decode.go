@@ -23,6 +23,7 @@ type configField struct {
 	Index    int
 	Optional bool
 	Roots    []string // extra variables of a nodes.Expr field
+	Removed  string   // `removed:"..."`: setting it is an error with this detail
 	Type     reflect.Type
 	cty      cty.Type // the cty type values convert to (for plain Go fields)
 }
@@ -65,6 +66,7 @@ func configFields(t nodes.Type) ([]configField, error) {
 		if ty, err := gocty.ImpliedType(reflect.New(base).Interface()); err == nil {
 			f.cty = ty
 		}
+		f.Removed = sf.Tag.Get("removed")
 		if r := sf.Tag.Get("roots"); r != "" {
 			f.Roots = strings.Split(r, ",")
 		}
@@ -127,6 +129,10 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	for _, f := range fields {
 		attr, ok := n.Attrs[f.Name]
 		if !ok {
+			continue
+		}
+		if f.Removed != "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: f.Name + " was removed", Detail: f.Removed, Subject: attr.Expr.Range().Ptr()})
 			continue
 		}
 		fv := rv.Field(f.Index)

@@ -143,6 +143,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			in.dependants = append(in.dependants, inst)
 		}
 	}
+	diags = append(diags, checkRowExprs(g)...)
 	return g, diags
 }
 

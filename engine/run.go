@@ -382,6 +382,9 @@ func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
 	if r.out != nil {
 		return nil, errors.New("Output called twice")
 	}
+	if err := nodes.CheckOutput(r.inst.Type(), schema); err != nil {
+		return nil, err
+	}
 	w, err := r.w.x.Store.NewWriter(schema, map[string]string{
 		artifacts.MetaNode:          r.inst.Addr,
 		artifacts.MetaType:          r.inst.Decl.TypeName,

@@ -25,7 +25,14 @@ import (
 // cty.Value, Ref or []Ref (input artifacts: these are the graph's edges)
 // and Expr (an expression evaluated at run time, such as a row predicate).
 // The decoded struct, with input refs replaced by their content digests,
-// is part of the action key.
+// is part of the action key. Two more tags: `row:"ATTR"` on an Expr field
+// whose `row` is a row of the artifact in attribute ATTR (the engine then
+// checks the expression against that artifact's declared columns before
+// the run), and `removed:"DETAIL"` on a field kept only so that setting it
+// is an error with DETAIL (`lacuna types` hides it).
+//
+// Most types embed Static[C, R] or Dynamic[C] (typed.go), which provide
+// NewConfig and declare the output schema (Typed).
 //
 // Version names the type's logic. Bump it whenever Run would compute
 // different rows from the same config and inputs: it is in every key, so
@@ -105,12 +112,6 @@ type Documented interface {
 	Doc() string
 }
 
-// Typed types declare their output row type, a Go struct whose parquet
-// tags are the artifact's schema.
-type Typed interface {
-	Row() any
-}
-
 // ConfigError is a config problem at one attribute.
 type ConfigError struct {
 	Attr    string // the attribute at fault ("" for the whole block)
@@ -182,7 +183,9 @@ type Run interface {
 	// InputDigest is an input's content digest, known without reading it.
 	InputDigest(ref Ref) artifacts.Digest
 	// Output creates the node's output artifact with the given schema.
-	// Call it once; the engine commits it when Run returns nil.
+	// Call it once; the engine commits it when Run returns nil. A Typed
+	// type's schema must be the one it declares (CheckOutput), or Output
+	// fails.
 	Output(schema *parquet.Schema) (*artifacts.Writer, error)
 	// Previous opens this node's output from its last successful run, if
 	// the store still has it: a node may reuse parts of it, as long as

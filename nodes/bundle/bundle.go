@@ -111,12 +111,18 @@ type Row struct {
 	Copyleft       bool     `parquet:"copyleft"`
 }
 
-type bundle struct{}
+type bundle struct{ nodes.Static[config, Row] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = bundle{}
+	_ nodes.Documented = bundle{}
+	_ nodes.Validator  = bundle{}
+	_ nodes.Resolver   = bundle{}
+)
 
 func (bundle) Name() string    { return "bundle" }
 func (bundle) Version() string { return "1" }
-func (bundle) NewConfig() any  { return &config{} }
-func (bundle) Row() any        { return Row{} }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
 		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence."
@@ -141,8 +147,8 @@ func (bundle) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, erro
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
-func (bundle) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*config)
+func (t bundle) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	in, err := r.Input(c.APIs)
 	if err != nil {
 		return err
@@ -190,16 +196,7 @@ func (bundle) Run(ctx context.Context, r nodes.Run) error {
 		notes = append(notes, stats)
 	}
 	r.Note("%s", strings.Join(notes, "; "))
-	w, err := r.Output(artifacts.SchemaOf[Row]())
-	if err != nil {
-		return err
-	}
-	for _, row := range out {
-		if err := w.Write(row); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.Write(r, out)
 }
 
 // buildModule builds the bundles of one module version's kept APIs.

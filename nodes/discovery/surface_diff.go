@@ -67,12 +67,20 @@ type APIRow struct {
 	Reasons     string `parquet:"reasons"`
 }
 
-type surfaceDiff struct{}
+type surfaceDiff struct {
+	nodes.Static[surfaceDiffConfig, APIRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = surfaceDiff{}
+	_ nodes.Documented = surfaceDiff{}
+	_ nodes.Validator  = surfaceDiff{}
+	_ nodes.Resolver   = surfaceDiff{}
+)
 
 func (surfaceDiff) Name() string    { return "surface_diff" }
 func (surfaceDiff) Version() string { return "3" }
-func (surfaceDiff) NewConfig() any  { return &surfaceDiffConfig{} }
-func (surfaceDiff) Row() any        { return APIRow{} }
 func (surfaceDiff) Doc() string {
 	return "Downloads v_old and v_new (checksums verified against the checksum database), diffs their exported API " +
 		"on identity (moves and aliases reconciled) and emits every v_new API with novel, filter columns, reasons and a family."
@@ -93,8 +101,8 @@ func (surfaceDiff) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned,
 	return goenv.Resolve(ctx, r, goenv.Fetch)
 }
 
-func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*surfaceDiffConfig)
+func (t surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	in, err := r.Input(c.Versions)
 	if err != nil {
 		return err
@@ -158,16 +166,7 @@ func (surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 		r.Progress(int64(i+1), int64(len(versions)))
 	}
 	r.Note("%s", strings.Join(notes, "; "))
-	w, err := r.Output(artifacts.SchemaOf[APIRow]())
-	if err != nil {
-		return err
-	}
-	for _, row := range rows {
-		if err := w.Write(row); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.Write(r, rows)
 }
 
 func apiRow(v VersionRow, module, hash string, ch goapi.Change, minWords int) APIRow {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
@@ -54,12 +53,20 @@ type VersionRow struct {
 	Why        string `parquet:"why"`
 }
 
-type versionResolve struct{}
+type versionResolve struct {
+	nodes.Static[versionResolveConfig, VersionRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = versionResolve{}
+	_ nodes.Documented = versionResolve{}
+	_ nodes.Validator  = versionResolve{}
+	_ nodes.Resolver   = versionResolve{}
+)
 
 func (versionResolve) Name() string    { return "version_resolve" }
 func (versionResolve) Version() string { return "2" }
-func (versionResolve) NewConfig() any  { return &versionResolveConfig{} }
-func (versionResolve) Row() any        { return VersionRow{} }
 func (versionResolve) Doc() string {
 	return "Picks v_old (newest release at or before the cutoff) and v_new (newest, or first, release after it) " +
 		"through the Go module proxy (GOPROXY); pre-releases and retracted versions are skipped unless asked."
@@ -165,8 +172,8 @@ func (p *pinnedLists) List(_ context.Context, mod string) ([]string, error) {
 	return nil, fmt.Errorf("version list of %s was not pinned when the node was resolved", mod)
 }
 
-func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*versionResolveConfig)
+func (t versionResolve) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	lib, err := libraryOf(c.Library)
 	if err != nil {
 		return err
@@ -189,14 +196,10 @@ func (versionResolve) Run(ctx context.Context, r nodes.Run) error {
 		newName = res.NewModule + "@" + newName
 	}
 	r.Note("%s %s (%s) → %s (%s)", short(lib.name), res.Old.Version, res.Old.Time.UTC().Format("2006-01-02"), newName, res.New.Time.UTC().Format("2006-01-02"))
-	w, err := r.Output(artifacts.SchemaOf[VersionRow]())
-	if err != nil {
-		return err
-	}
-	return w.Write(VersionRow{
+	return t.Write(r, []VersionRow{{
 		Library: lib.name, Ecosystem: lib.ecosystem,
 		VOld: res.Old.Version, VOldTime: res.Old.Time.UTC(),
 		VNew: res.New.Version, VNewTime: res.New.Time.UTC(), VNewModule: res.NewModule,
 		Why: res.Why,
-	})
+	}})
 }

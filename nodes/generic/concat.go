@@ -25,13 +25,46 @@ type concatConfig struct {
 	SourceColumn string `hcl:"source_column,optional"`
 }
 
-type concatType struct{}
+type concatType struct{ nodes.Dynamic[concatConfig] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = concatType{}
+	_ nodes.Documented = concatType{}
+	_ nodes.Validator  = concatType{}
+	_ nodes.Resolver   = concatType{}
+)
 
 func (concatType) Name() string    { return "concat" }
 func (concatType) Version() string { return "1" }
-func (concatType) NewConfig() any  { return &concatConfig{} }
 func (concatType) Doc() string {
 	return "Union of artifacts with one schema, in the order of `inputs`; `source_column` records where each row came from."
+}
+
+// Schema: the inputs' common schema, plus source_column when set.
+func (concatType) Schema() nodes.Schema {
+	return nodes.Schema{
+		Dynamic: "same as inputs (all alike), plus source_column (STRING) when set",
+		Derive: func(cfg any, input func(nodes.Ref) *parquet.Schema) *parquet.Schema {
+			c := cfg.(*concatConfig)
+			var first *parquet.Schema
+			for _, ref := range c.Inputs {
+				s := input(ref)
+				if s == nil || first != nil && artifacts.SchemaFingerprint(s) != artifacts.SchemaFingerprint(first) {
+					return nil
+				}
+				first = s
+			}
+			if first == nil || c.SourceColumn == "" {
+				return first
+			}
+			if _, ok := first.Lookup(c.SourceColumn); ok {
+				return nil
+			}
+			out, _ := withStringColumn(first, c.SourceColumn)
+			return out
+		},
+	}
 }
 
 func (concatType) Validate(cfg any) error {
@@ -63,8 +96,8 @@ func (concatType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, er
 // did not change instead of decoding them again.
 const metaInputs = "lacuna.concat.inputs"
 
-func (concatType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*concatConfig)
+func (t concatType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	reuse := reusableSlices(r, c)
 	if len(reuse) > 0 {
 		r.Logf("reused the rows of %d unchanged inputs from the previous output; read %d", len(reuse), len(c.Inputs)-len(reuse))

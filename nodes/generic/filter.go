@@ -18,40 +18,45 @@ type filterConfig struct {
 	Input nodes.Ref `hcl:"input"`
 	// Where is evaluated for every row, with the row's columns as row.*
 	// (JSON columns as nested values); rows where it is true are kept.
-	Where nodes.Expr `hcl:"where,optional" roots:"row"`
+	Where nodes.Expr `hcl:"where,optional" roots:"row" row:"input"`
 	// Check and Samples were the named-check mode (check = "c1"), now the
 	// node type c1. They stay declared so that using them is a config
-	// error at the attribute, and so that every filter's key stays what it
-	// was; a valid filter leaves them empty.
-	Check   string    `hcl:"check,optional"`
-	Samples nodes.Ref `hcl:"samples,optional"`
+	// error at the attribute (the engine reports the removed tag), and so
+	// that every filter's key stays what it was; `lacuna types` hides them.
+	Check   string    `hcl:"check,optional" removed:"use node \"c1\" \"NAME\" { tasks = ...  samples = ... } for the C1 check; a filter takes a row predicate (where = ...)."`
+	Samples nodes.Ref `hcl:"samples,optional" removed:"samples belonged to the removed check mode: use node \"c1\" \"NAME\" { tasks = ...  samples = ... }."`
 }
 
-type filterType struct{}
+type filterType struct{ nodes.Dynamic[filterConfig] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = filterType{}
+	_ nodes.Documented = filterType{}
+	_ nodes.Validator  = filterType{}
+)
 
 func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
-func (filterType) NewConfig() any  { return &filterConfig{} }
 func (filterType) Doc() string {
 	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true. " +
-		"check and samples are removed (an error naming their replacement, node type c1)."
+		"Where the input's schema is declared, `where` is checked against it before the run."
+}
+
+func (filterType) Schema() nodes.Schema {
+	return nodes.SameAsInput(func(c *filterConfig) nodes.Ref { return c.Input })
 }
 
 func (filterType) Validate(cfg any) error {
 	c := cfg.(*filterConfig)
-	switch {
-	case c.Check != "":
-		return nodes.Errorf("check", "check was removed", "use node \"c1\" \"NAME\" { tasks = ...  samples = ... } for the C1 check; a filter takes a row predicate (where = ...).")
-	case c.Samples.Node != "":
-		return nodes.Errorf("samples", "samples was removed", "samples belonged to the removed check mode: use node \"c1\" \"NAME\" { tasks = ...  samples = ... }.")
-	case c.Where.Expr == nil:
+	if c.Where.Expr == nil {
 		return nodes.Errorf("", "Nothing to filter on", "set where = <expression over row.*>.")
 	}
 	return nil
 }
 
-func (filterType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*filterConfig)
+func (t filterType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	in, err := r.Input(c.Input)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package generic_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,6 +47,54 @@ node "filter" "f" {
 			}
 			if got := string(d.Subject.SliceBytes([]byte(src))); !strings.HasPrefix(got, c.where) {
 				t.Errorf("points at %q (%s), want %q", got, d.Subject, c.where)
+			}
+		})
+	}
+}
+
+// TestFilterKeepsRowsWherePredicateIsTrue: the rows kept are those where
+// where is true, in input order, with nested JSON values and nulls as
+// HCL sees them; a predicate that is not true or false for a row fails
+// the node at the expression.
+func TestFilterKeepsRowsWherePredicateIsTrue(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.jsonl", `{"id": 1, "tier": "easy", "n": 3, "meta": {"tags": ["x"]}}
+{"id": 2, "tier": "hard", "n": 7, "meta": {"tags": []}}
+{"id": 3, "tier": "easy", "n": null, "meta": {"tags": ["x", "y"]}}
+`)
+	for _, c := range []struct {
+		name, where string
+		ids         []int64
+		err         string
+	}{
+		{"string equality", `row.tier == "easy"`, []int64{1, 3}, ""},
+		{"numbers", `row.n != null && row.n > 4`, []int64{2}, ""},
+		{"null", `row.n == null`, []int64{3}, ""},
+		{"nested json", `length(row.meta.tags) > 0`, []int64{1, 3}, ""},
+		{"none", `false`, nil, ""},
+		{"not true or false", `row.tier`, nil, "where must be true or false"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := run(t, dir, `
+node "import" "a" { path = "a.jsonl" }
+node "filter" "f" {
+  input = node.import.a
+  where = `+c.where+`
+}
+`)
+			if c.err != "" {
+				r := o.results["node.filter.f"]
+				if r.State != "failed" || !strings.Contains(r.Err.Error(), c.err) || !strings.Contains(r.Err.Error(), "p.hcl:5,") {
+					t.Fatalf("state %s, error %v; want failed at p.hcl:5 with %q", r.State, r.Err, c.err)
+				}
+				return
+			}
+			var ids []int64
+			for _, r := range o.rows(t, "node.filter.f") {
+				ids = append(ids, r["id"].(int64))
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(c.ids) {
+				t.Errorf("kept %v, want %v", ids, c.ids)
 			}
 		})
 	}

@@ -37,11 +37,18 @@ type importConfig struct {
 	Columns map[string]string `hcl:"columns,optional"`
 }
 
-type importType struct{}
+type importType struct{ nodes.Dynamic[importConfig] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = importType{}
+	_ nodes.Documented = importType{}
+	_ nodes.Validator  = importType{}
+	_ nodes.Resolver   = importType{}
+)
 
 func (importType) Name() string    { return "import" }
 func (importType) Version() string { return "2" }
-func (importType) NewConfig() any  { return &importConfig{} }
 func (importType) Doc() string {
 	return "Reads a JSONL, JSON, CSV or Parquet file into an artifact. The file's content digest is part of the key; " +
 		"the schema is inferred (nested or mixed JSON values become JSON columns, mixed CSV columns strings) or declared with `columns`. " +
@@ -50,6 +57,10 @@ func (importType) Doc() string {
 		"integers that fit int64 stay int64, and a number goes into a double column only if the double reads back as the same decimal " +
 		"(else declare the column string or json). A UTF-8 byte-order mark at the start of a file is skipped in every format. " +
 		"Only regular files are read, streaming (twice when the schema is inferred); one record may take at most 1 GiB."
+}
+
+func (importType) Schema() nodes.Schema {
+	return nodes.Schema{Dynamic: "inferred from the file, or declared by columns"}
 }
 
 var columnKinds = map[string]bool{"string": true, "int64": true, "double": true, "bool": true, "json": true}
@@ -128,8 +139,8 @@ func checkPinned(r nodes.Run, name string, read uint64) error {
 // one record and the writer's buffers whatever the file's size. A file
 // whose bytes differ from those Resolve pinned, in either pass, is an
 // error.
-func (importType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*importConfig)
+func (t importType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	path := c.abs(r.Dir())
 	format := c.Format
 	if format == "" {

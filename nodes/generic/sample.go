@@ -28,14 +28,24 @@ type sampleConfig struct {
 	By string `hcl:"by,optional"`
 }
 
-type sampleType struct{}
+type sampleType struct{ nodes.Dynamic[sampleConfig] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = sampleType{}
+	_ nodes.Documented = sampleType{}
+	_ nodes.Validator  = sampleType{}
+)
 
 func (sampleType) Name() string    { return "sample" }
 func (sampleType) Version() string { return "1" }
-func (sampleType) NewConfig() any  { return &sampleConfig{} }
 func (sampleType) Doc() string {
 	return "Seeded random sample of `n` rows or a `fraction`, optionally stratified `by` a column. " +
 		"Sampled rows keep their input order."
+}
+
+func (sampleType) Schema() nodes.Schema {
+	return nodes.SameAsInput(func(c *sampleConfig) nodes.Ref { return c.Input })
 }
 
 func (sampleType) Validate(cfg any) error {
@@ -53,8 +63,8 @@ func (sampleType) Validate(cfg any) error {
 	return nil
 }
 
-func (sampleType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*sampleConfig)
+func (t sampleType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	in, err := r.Input(c.Input)
 	if err != nil {
 		return err

@@ -39,12 +39,17 @@ type C1Row struct {
 	Reason         string   `parquet:"reason"`
 }
 
-type c1Type struct{}
+type c1Type struct{ nodes.Static[c1Config, C1Row] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = c1Type{}
+	_ nodes.Documented = c1Type{}
+	_ nodes.Resolver   = c1Type{}
+)
 
 func (c1Type) Name() string    { return "c1" }
 func (c1Type) Version() string { return "1" }
-func (c1Type) NewConfig() any  { return &c1Config{} }
-func (c1Type) Row() any        { return C1Row{} }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
 		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason."
@@ -61,8 +66,8 @@ func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, erro
 // one and rejects the others. Dropped tasks stay in the output with
 // Keep = false and the reason: a filter with where = row.keep after it
 // keeps the rest.
-func (c1Type) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*c1Config)
+func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
@@ -150,7 +155,7 @@ func (c1Type) Run(ctx context.Context, r nodes.Run) error {
 		r.Logf("calibration solutions that passed a harness: %s", strings.Join(surv, ", "))
 	}
 	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
-	return writeRows(r, out)
+	return t.Write(r, out)
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -32,19 +32,25 @@ type JudgeRow struct {
 	Rule     string `parquet:"rule"`
 }
 
-type judgeType struct{}
+type judgeType struct {
+	nodes.Static[judgeConfig, JudgeRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = judgeType{}
+	_ nodes.Documented = judgeType{}
+)
 
 func (judgeType) Name() string    { return "judge" }
 func (judgeType) Version() string { return "1" }
-func (judgeType) NewConfig() any  { return &judgeConfig{} }
-func (judgeType) Row() any        { return JudgeRow{} }
 func (judgeType) Doc() string {
 	return "Classifies samples into the failure taxonomy by deterministic rules (OK, WrongSyntax, WrongAPISelection, " +
 		"WrongImport); the rest are needs_llm until the LLM judge."
 }
 
-func (judgeType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*judgeConfig)
+func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
@@ -93,5 +99,5 @@ func (judgeType) Run(ctx context.Context, r nodes.Run) error {
 		parts = append(parts, fmt.Sprintf("%s %d", cl, kinds[cl]))
 	}
 	r.Note("%d samples: %s", len(out), strings.Join(parts, ", "))
-	return writeRows(r, out)
+	return t.Write(r, out)
 }

@@ -29,12 +29,20 @@ type solveConfig struct {
 	Calibration bool `hcl:"calibration,optional"`
 }
 
-type solveType struct{}
+type solveType struct {
+	nodes.Static[solveConfig, SampleRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = solveType{}
+	_ nodes.Documented = solveType{}
+	_ nodes.Validator  = solveType{}
+	_ nodes.Resolver   = solveType{}
+)
 
 func (solveType) Name() string    { return "solve" }
 func (solveType) Version() string { return "5" }
-func (solveType) NewConfig() any  { return &solveConfig{} }
-func (solveType) Row() any        { return SampleRow{} }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
 		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample."
@@ -54,8 +62,8 @@ func (solveType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, e
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
-func (solveType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*solveConfig)
+func (t solveType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
@@ -80,20 +88,7 @@ func (solveType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	r.Note("%d samples over %d tasks, %d passed", len(rows), len(tasks), passed)
-	return writeRows(r, rows)
-}
-
-func writeRows[T any](r nodes.Run, rows []T) error {
-	w, err := r.Output(artifacts.SchemaOf[T]())
-	if err != nil {
-		return err
-	}
-	for _, row := range rows {
-		if err := w.Write(row); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.Write(r, rows)
 }
 
 func readTasks(r nodes.Run, ref nodes.Ref) ([]Row, error) {

@@ -62,12 +62,18 @@ type Row struct {
 	ObserveError string `parquet:"observe_error"`
 }
 
-type tasksType struct{}
+type tasksType struct{ nodes.Static[config, Row] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = tasksType{}
+	_ nodes.Documented = tasksType{}
+	_ nodes.Validator  = tasksType{}
+	_ nodes.Resolver   = tasksType{}
+)
 
 func (tasksType) Name() string    { return "tasks" }
 func (tasksType) Version() string { return "5" }
-func (tasksType) NewConfig() any  { return &config{} }
-func (tasksType) Row() any        { return Row{} }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
@@ -90,8 +96,8 @@ func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, e
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
-func (tasksType) Run(ctx context.Context, r nodes.Run) error {
-	c := r.Config().(*config)
+func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
 	in, err := r.Input(c.Bundles)
 	if err != nil {
 		return err
@@ -151,16 +157,7 @@ func (tasksType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed)
-	w, err := r.Output(artifacts.SchemaOf[Row]())
-	if err != nil {
-		return err
-	}
-	for _, row := range rows {
-		if err := w.Write(row); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.Write(r, rows)
 }
 
 type made struct {
