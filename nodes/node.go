@@ -242,4 +242,3 @@ func Names() []string {
 	sort.Strings(out)
 	return out
 }
-
