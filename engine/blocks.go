@@ -73,14 +73,6 @@ func (s *blockSchema) bodySchema() *hcl.BodySchema {
 	return bs
 }
 
-func (s *blockSchema) objectType() cty.Type {
-	m := map[string]cty.Type{}
-	for _, a := range s.Attrs {
-		m[a.Name] = a.Type
-	}
-	return cty.Object(m)
-}
-
 // evalBlock evaluates a configuration block to its object value.
 func (e *evaluator) evalBlock(b *Block) (cty.Value, hcl.Diagnostics) {
 	schema := blockSchemas[b.Kind]

@@ -54,9 +54,7 @@ func checkRowExprs(g *Graph) hcl.Diagnostics {
 				continue
 			}
 			done[k] = true
-			for _, d := range checkRowExpr(expr, schema, in.Addr) {
-				diags = append(diags, d)
-			}
+			diags = append(diags, checkRowExpr(expr, schema, in.Addr)...)
 		}
 	}
 	return diags

@@ -21,6 +21,7 @@ type toolRow struct {
 	Spec string `parquet:"spec,json"`
 }
 
+//lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
 type toolsConfig struct {
 	// Wrong makes Run write a schema other than the declared one.
 	Wrong bool `hcl:"wrong,optional"`

@@ -140,11 +140,6 @@ func (g *gauge) enter() int {
 }
 func (g *gauge) leave() { g.mu.Lock(); g.now--; g.mu.Unlock() }
 func (g *gauge) reset() { g.mu.Lock(); g.now, g.max = 0, 0; g.mu.Unlock() }
-func (g *gauge) peak() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.max
-}
 
 func init() {
 	nodes.Register(rowsType{"rows", &testVersion, &testRuns})
