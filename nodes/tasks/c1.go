@@ -15,6 +15,7 @@ func init() { nodes.Register(c1Type{}) }
 // c1Config:
 //
 //	node "c1" "lo" { tasks = node.tasks.lo  samples = node.solve.calibration }
+//
 //lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
 type c1Config struct {
 	Tasks nodes.Ref `hcl:"tasks"`

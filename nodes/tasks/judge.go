@@ -15,6 +15,7 @@ func init() { nodes.Register(judgeType{}) }
 // judgeConfig:
 //
 //	node "judge" "qwen" { tasks = node.tasks.lo  samples = node.solve.qwen }
+//
 //lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
 type judgeConfig struct {
 	Tasks   nodes.Ref `hcl:"tasks"`
