@@ -3,9 +3,8 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"github.com/lacuna-dev/lacuna/internal/regfile"
 	"io"
-	"os"
-	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -208,26 +207,17 @@ const MaxFileSize = 64 << 20
 // checked again, so a path swapped in between is refused too. A file that
 // grows past max while it is read is refused as well.
 func readRegularFile(path string, max int64) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, notRegular(path, st.Mode())
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s has %d bytes, more than the limit of %d", path, st.Size(), max)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err = f.Stat(); err != nil {
+	st, err := f.Stat()
+	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, notRegular(path, st.Mode())
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s has %d bytes, more than the limit of %d", path, st.Size(), max)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
@@ -237,20 +227,4 @@ func readRegularFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew past the limit of %d bytes while it was read", path, max)
 	}
 	return b, nil
-}
-
-// notRegular says what a path is instead of a regular file.
-func notRegular(path string, m os.FileMode) error {
-	kind := "not a regular file"
-	switch {
-	case m.IsDir():
-		kind = "a directory"
-	case m&os.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case m&os.ModeSocket != 0:
-		kind = "a socket"
-	case m&os.ModeDevice != 0:
-		kind = "a device"
-	}
-	return fmt.Errorf("%s is %s; only regular files can be read", path, kind)
 }

@@ -9,14 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lacuna-dev/lacuna/internal/regfile"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -107,7 +106,7 @@ func (c *importConfig) abs(dir string) string {
 // under the key of a file edited between the two.
 func (importType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*importConfig)
-	f, err := openRegular(c.abs(r.Dir()))
+	f, err := regfile.Open(c.abs(r.Dir()))
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -212,48 +211,6 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	return nil
 }
 
-// openRegular opens a regular file for reading. A FIFO, a device
-// (/dev/zero), a directory or a socket is refused before anything is read:
-// the path is checked before it is opened (non-blocking, since opening a
-// FIFO waits for a writer) and the open file is checked again, so a path
-// swapped in between is refused too.
-func openRegular(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, notRegular(path, st.Mode())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = notRegular(path, st.Mode())
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
-func notRegular(path string, m os.FileMode) error {
-	kind := "not a regular file"
-	switch {
-	case m.IsDir():
-		kind = "a directory"
-	case m&os.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case m&os.ModeSocket != 0:
-		kind = "a socket"
-	case m&os.ModeDevice != 0:
-		kind = "a device"
-	}
-	return fmt.Errorf("%s is %s; only regular files can be imported", path, kind)
-}
-
 // utf8BOM is skipped at the start of a JSON or CSV file.
 const utf8BOM = "\xef\xbb\xbf"
 
@@ -261,7 +218,7 @@ const utf8BOM = "\xef\xbb\xbf"
 // each starts on, reporting progress in bytes when progress is not nil, and
 // returns the digest of the file's bytes as read.
 func eachRecord(ctx context.Context, path, name, format string, progress func(done, total int64), fn func(map[string]any, int) error) (uint64, error) {
-	f, err := openRegular(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
 	}
@@ -401,7 +358,7 @@ func csvValue(s string) any {
 }
 
 func importParquet(path, name string, r nodes.Run) error {
-	f, err := openRegular(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

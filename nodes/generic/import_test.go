@@ -62,7 +62,7 @@ func TestImportRefusesWhatItWouldChange(t *testing.T) {
 		{"unclosed_array.json", `unclosed_array.json:3:1: unexpected end of file in the top-level array`},
 		{"after_array.json", `after_array.json:2:1: data after the top-level array`},
 		{"bad_number.jsonl", `bad_number.jsonl:1:7: "007" is not a JSON value`},
-		{fifo, "pipe.jsonl is a named pipe (FIFO); only regular files can be imported"},
+		{fifo, "pipe.jsonl is a named pipe (FIFO); only regular files can be read"},
 		{"/dev/zero", "/dev/zero is a device"},
 		{".", "is a directory"},
 	}
