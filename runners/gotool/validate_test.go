@@ -33,20 +33,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 	broken := exs[0]
 	broken.Name, broken.Program = "ExampleBroken", strings.Replace(exs[0].Program, "func main() {", "func main() {\n\tundefinedThing()", 1)
 	exs = append(exs, broken)
-	sb, err := sandbox.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := tc.NewWorkspace(sb, "validate", sandbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
+	tc, ws, mod := workspace(t)
 	res, err := tc.RunExamples(context.Background(), mod, exs, ws.BatchOptions(TestOptions{}))
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +54,26 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 			t.Errorf("compile error message: %q", res[i].Error)
 		}
 	}
+}
+
+// workspace is a toolchain and a sandboxed workspace for the shapes
+// fixture's v1.1.0, removed when the test ends.
+func workspace(t *testing.T) (*Toolchain, *Workspace, *modfetch.Module) {
+	t.Helper()
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tc.NewWorkspace(sb, "validate", sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return tc, ws, &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
 }
 
 // sharedBuildCache is the user's own GOCACHE: tests then do not rebuild
@@ -108,20 +115,7 @@ func TestCompileBombIsACompileErrorOfItsOwn(t *testing.T) {
 	bomb := ok
 	bomb.Name = "ExampleBomb"
 	bomb.Program = strings.Replace(ok.Program, "func main() {", b.String()+"\nfunc main() {\n\tprintln(len(c30))", 1)
-	sb, err := sandbox.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := NewToolchain(t.TempDir(), Options{Environ: os.Environ(), GoCache: sharedBuildCache(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := tc.NewWorkspace(sb, "validate", sandbox.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	mod := &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: fixtureNew}
+	tc, ws, mod := workspace(t)
 	res, err := tc.RunExamples(context.Background(), mod, []goapi.Example{ok, bomb}, ws.BatchOptions(TestOptions{Build: sandbox.Limits{Memory: 1 << 30}}))
 	if err != nil {
 		t.Fatal(err)
