@@ -155,10 +155,13 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	} else {
 		counts := map[string]*kindCount{}
-		digest, err := eachRecord(ctx, path, c.Path, format, nil, func(rec map[string]any, _ int) error {
+		digest, err := eachRecord(ctx, path, c.Path, format, nil, func(rec map[string]any, line int) error {
 			for k, v := range rec {
 				n := counts[k]
 				if n == nil {
+					if len(counts) == maxInferredColumns {
+						return fmt.Errorf("%s:%d: more than %d distinct keys: every row is written with every column, so the table would be mostly nulls and its size rows × columns. Declare the columns you want (columns = {...}) or keep such records in one json column", c.Path, line, maxInferredColumns)
+					}
 					n = &kindCount{}
 					counts[k] = n
 				}
@@ -210,6 +213,11 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	r.Logf("imported %d records, %d columns from %s", records, len(cols), c.Path)
 	return nil
 }
+
+// maxInferredColumns bounds the columns import infers: a small file whose
+// records each have other keys would otherwise make a table of rows ×
+// columns nulls (20,000 one-key lines: 5 GB).
+const maxInferredColumns = 4096
 
 // utf8BOM is skipped at the start of a JSON or CSV file.
 const utf8BOM = "\xef\xbb\xbf"
@@ -396,11 +404,11 @@ func importParquet(path, name string, r nodes.Run) error {
 				return err
 			}
 		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: %w", name, err) // never commit a partial file
+		}
 		if err == io.EOF || n == 0 {
 			return pinned()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 }

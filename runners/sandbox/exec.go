@@ -75,7 +75,13 @@ func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (strin
 	} else {
 		fmt.Fprintf(&b, "w=$(mktemp -d %s/lacuna-exec-XXXXXXXX) || exit 125\n", shellQuote(os.TempDir()))
 		b.WriteString("trap 'rm -rf \"$w\"' EXIT\n")
-		b.WriteString("cp \"$1\" \"$w/prog\" || exit 125\nshift\nchmod 0777 \"$w\"; chmod 0755 \"$w/prog\"\ncd \"$w\" || exit 125\n")
+		b.WriteString("cp \"$1\" \"$w/prog\" || exit 125\nshift\nchmod 0755 \"$w/prog\"\n")
+		if s.setpriv != "" {
+			// Only the uid the program runs as may enter: a world-writable
+			// directory would let another local user swap the program.
+			fmt.Fprintf(&b, "chown %d:%d \"$w\" \"$w/prog\" || exit 125\n", nobody, nobody)
+		}
+		b.WriteString("chmod 0700 \"$w\"\ncd \"$w\" || exit 125\n")
 		cmd = append(cmd, s.env, "-i")
 		writeQuoted(&b, cmd)
 		b.WriteString(` PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin HOME="$w" TMPDIR="$w" LANG=C.UTF-8 `)

@@ -17,7 +17,10 @@
 //
 // Without bubblewrap only the resource limits, the environment and the uid
 // apply: the program runs in its host directory with the network and the
-// file system of the user running lacuna. Warning says so, for the caller
+// file system of the user running lacuna. When lacuna does not run as root
+// the program also has lacuna's uid, so it can read lacuna's own
+// /proc/PID/environ: a minimal environment is then no protection for
+// secrets. Warning says so, for the caller
 // to show; the package itself never prints.
 //
 // A Sandbox is immutable after New and safe for concurrent use.
@@ -56,6 +59,11 @@ type Limits struct {
 	// for ExecWrapper (one test binary prints for all its tests). Default
 	// 16 MiB.
 	Output int
+	// Files is how many files each process may have open (RLIMIT_NOFILE),
+	// default 256 (RunTool: 4096). Memory held in memfds or shared memory
+	// is bounded only through it (and FileSize): RLIMIT_AS does not count
+	// such pages while they are not mapped.
+	Files int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -79,6 +87,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Output <= 0 {
 		l.Output = 16 << 20
+	}
+	if l.Files <= 0 {
+		l.Files = 256
 	}
 	return l
 }
@@ -193,6 +204,7 @@ func (s *Sandbox) Identity(lim Limits) map[string]string {
 		"procs":     strconv.Itoa(lim.Procs),
 		"disk":      strconv.FormatInt(lim.Disk, 10),
 		"output":    strconv.Itoa(lim.Output),
+		"files":     strconv.Itoa(lim.Files),
 	}
 	if s.bwrap != "" {
 		id["bubblewrap"] = s.version
@@ -262,6 +274,7 @@ func (s *Sandbox) limitArgs(lim Limits) []string {
 		"--cpu=" + strconv.FormatInt(int64((lim.CPU+time.Second-1)/time.Second), 10),
 		"--fsize=" + strconv.FormatInt(lim.FileSize, 10),
 		"--nproc=" + strconv.Itoa(lim.Procs),
+		"--nofile=" + strconv.Itoa(lim.Files),
 		"--core=0", "--"}
 }
 

@@ -278,6 +278,20 @@ func TestForkBombIsContained(t *testing.T) {
 	}
 }
 
+// Open files are bounded: memory a program keeps in memfds or shared
+// memory is not counted by RLIMIT_AS, only through this and FileSize.
+func TestOpenFilesAreBounded(t *testing.T) {
+	s, dir := setup(t)
+	script := `ulimit -n; n=0; while [ $n -lt 100 ]; do exec {fd}</dev/null || { echo stopped after $n; exit 0; }; n=$((n+1)); done; echo opened all`
+	r, err := s.Run(context.Background(), Spec{Argv: []string{"/bin/bash", "-c", script}, Dir: dir, Limits: Limits{Wall: 10 * time.Second, Files: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(r.Stdout); !strings.HasPrefix(out, "32\n") || !strings.Contains(out, "stopped after") {
+		t.Errorf("with 32 files: %q %q", out, r.Stderr)
+	}
+}
+
 func TestInfiniteLoopIsKilledAtTheWallClock(t *testing.T) {
 	s, dir := setup(t)
 	r, err := s.Run(context.Background(), Spec{Argv: sh("(while :; do :; done) & while :; do :; done"), Dir: dir, Limits: Limits{Wall: time.Second}})

@@ -65,6 +65,9 @@ func (s *Sandbox) ToolCommand(t Tool) (argv, env []string, lim Limits) {
 	if t.Procs <= 0 {
 		t.Procs = 4096
 	}
+	if t.Files <= 0 {
+		t.Files = 4096
+	}
 	lim = t.Limits.withDefaults()
 	env = append([]string{}, t.Env...)
 	cgo := false
