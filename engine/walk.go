@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -19,9 +18,10 @@ import (
 // (serialised by emitMu).
 type walk struct {
 	x         *Executor
-	gen       uint64              // the store generation the walk began at
-	snap      *artifacts.Snapshot // the pipeline's last results
-	snapValid bool                // no deletion since snap was written
+	gen       uint64                 // the store generation the walk began at
+	snap      *artifacts.Snapshot    // the pipeline's last results
+	snapValid bool                   // no deletion since snap was written
+	objects   *artifacts.ObjectIndex // which objects cas/ holds, read once per shard
 
 	mu      sync.Mutex
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
@@ -30,7 +30,7 @@ type walk struct {
 }
 
 func (x *Executor) newWalk() *walk {
-	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}}
+	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}, objects: x.Store.NewObjectIndex()}
 	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
 	return w
 }
@@ -74,8 +74,9 @@ func (w *walk) snapshotChanged() bool {
 }
 
 // fromSnapshot is the output the pipeline's snapshot holds for addr at key,
-// when the store still has it: one stat, so that an object removed from
-// cas/ is recomputed rather than trusted.
+// when the store still has it (the walk's object index: one read of each
+// cas/ shard per walk), so that an object removed from cas/ is recomputed
+// rather than trusted.
 func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !w.snapValid {
 		return artifacts.SnapshotNode{}, false
@@ -84,7 +85,7 @@ func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Snapsh
 	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
 		return artifacts.SnapshotNode{}, false
 	}
-	if _, err := os.Stat(w.x.Store.ObjectPath(n.Output.Digest)); err != nil {
+	if !w.objects.Has(n.Output.Digest) {
 		return artifacts.SnapshotNode{}, false
 	}
 	return n, true
