@@ -3,6 +3,8 @@ package artifacts
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -22,12 +24,12 @@ import (
 type ObjectIndex struct {
 	s      *Store
 	mu     sync.Mutex
-	shards map[string]map[string]struct{} // shard -> digests present
+	shards map[string][]uint64 // shard -> digests present, as sorted numbers
 }
 
 // NewObjectIndex returns an empty index of s's objects.
 func (s *Store) NewObjectIndex() *ObjectIndex {
-	return &ObjectIndex{s: s, shards: map[string]map[string]struct{}{}}
+	return &ObjectIndex{s: s, shards: map[string][]uint64{}}
 }
 
 // Has reports whether object d was in cas/ when its shard was read. A
@@ -44,22 +46,25 @@ func (x *ObjectIndex) Has(d Digest) bool {
 		set = x.read(shard)
 		x.shards[shard] = set
 	}
-	_, ok = set[string(d)]
+	n, _ := strconv.ParseUint(string(d), 16, 64)
+	_, ok = slices.BinarySearch(set, n)
 	return ok
 }
 
-func (x *ObjectIndex) read(shard string) map[string]struct{} {
+func (x *ObjectIndex) read(shard string) []uint64 {
 	f, err := os.Open(filepath.Join(x.s.root, "cas", shard))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
 	names, _ := f.Readdirnames(-1)
-	set := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		if d, ok := strings.CutSuffix(n, ".parquet"); ok && Digest(d).Valid() {
-			set[d] = struct{}{}
+	set := make([]uint64, 0, len(names))
+	for _, name := range names {
+		if d, ok := strings.CutSuffix(name, ".parquet"); ok && Digest(d).Valid() {
+			n, _ := strconv.ParseUint(d, 16, 64)
+			set = append(set, n)
 		}
 	}
+	slices.Sort(set)
 	return set
 }

@@ -184,6 +184,36 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		}
 	}
 
+	// finish records what happened to i and readies its dependants.
+	finish := func(i *Instance, res Result) {
+		r := results[i]
+		*r = res
+		r.Inst = i
+		switch r.State {
+		case StateDone:
+			sum.Executed++
+			sum.Rows += r.Output.Rows
+		case StateCached:
+			sum.Cached++
+		default:
+			sum.Failed++
+			skip(i)
+			if !x.KeepGoing {
+				stopped = true
+			}
+			return
+		}
+		for _, d := range i.dependants {
+			if !selected[d.index] {
+				continue
+			}
+			waiting[d.index]--
+			if waiting[d.index] == 0 && results[d].State == StateNotRun {
+				ready.push(d)
+			}
+		}
+	}
+
 	for pending > 0 {
 		if !stopped && ctx.Err() != nil {
 			stopped = true
@@ -193,14 +223,20 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			if !ok {
 				break
 			}
-			running++
-			perRunner[i.Runner]++
 			inputs := make(map[string]artifacts.Object, len(i.Inputs))
 			for _, in := range i.Inputs {
 				inputs[in.Addr] = results[in].Output
 			}
+			res, k, hit := w.snapshotHit(ctx, i, inputs)
+			if hit {
+				pending--
+				finish(i, res)
+				continue
+			}
+			running++
+			perRunner[i.Runner]++
 			go func(i *Instance) {
-				doneCh <- finished{i, w.runOne(ctx, i, inputs)}
+				doneCh <- finished{i, w.runOne(ctx, i, inputs, k)}
 			}(i)
 		}
 		if running == 0 {
@@ -217,32 +253,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		running--
 		perRunner[f.inst.Runner]--
 		pending--
-		r := results[f.inst]
-		*r = f.res
-		r.Inst = f.inst
-		switch r.State {
-		case StateDone:
-			sum.Executed++
-			sum.Rows += r.Output.Rows
-		case StateCached:
-			sum.Cached++
-		default:
-			sum.Failed++
-			skip(f.inst)
-			if !x.KeepGoing {
-				stopped = true
-			}
-			continue
-		}
-		for _, d := range f.inst.dependants {
-			if !selected[d.index] {
-				continue
-			}
-			waiting[d.index]--
-			if waiting[d.index] == 0 && results[d].State == StateNotRun {
-				ready.push(d)
-			}
-		}
+		finish(f.inst, f.res)
 	}
 	for _, r := range results {
 		if r.State == StateNotRun {
