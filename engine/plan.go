@@ -66,7 +66,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			for _, in := range i.Inputs {
 				inputs[in.Addr] = outputs[in.Addr]
 			}
-			key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
+			key, cfg, pinned, err := x.keyOf(ctx, i, digestsIn(inputs))
 			switch {
 			case err != nil:
 				e.Status, e.Reason = PlanError, err.Error()

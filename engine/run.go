@@ -160,8 +160,8 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 // keyOf computes an instance's key once its inputs' digests are known. A
 // Resolver's Resolve runs here, once: its identity enters the key and its
 // value is what Run receives (pinned), so the two cannot disagree.
-func (x *Executor) keyOf(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (artifacts.Digest, []byte, *nodes.Pinned, error) {
-	cfg, err := canonicalConfig(i, func(addr string) artifacts.Digest { return inputs[addr].Digest })
+func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (artifacts.Digest, []byte, *nodes.Pinned, error) {
+	cfg, err := canonicalConfig(i, digest)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -215,6 +215,11 @@ func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
 	return a, true
 }
 
+// digestsIn looks input digests up in an instance's inputs map.
+func digestsIn(inputs map[string]artifacts.Object) func(addr string) artifacts.Digest {
+	return func(addr string) artifacts.Digest { return inputs[addr].Digest }
+}
+
 // keyed is an instance's key with what it was computed from.
 type keyed struct {
 	key    artifacts.Digest
@@ -228,7 +233,7 @@ type keyed struct {
 // nothing outside the pipeline): a no-op run of a large sweep is then one
 // loop over its instances. When the key was computed but the snapshot
 // does not answer, k carries it to runOne.
-func (w *walk) snapshotHit(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (res Result, k *keyed, hit bool) {
+func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (res Result, k *keyed, hit bool) {
 	x := w.x
 	if x.Force || x.Recompute[i.Addr] || !w.snapValid {
 		return Result{}, nil, false
@@ -239,7 +244,7 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, inputs map[string]a
 	if _, ok := i.Type().(nodes.Resolver); ok {
 		return Result{}, nil, false
 	}
-	key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
+	key, cfg, pinned, err := x.keyOf(ctx, i, digest)
 	if err != nil {
 		return Result{}, nil, false // runOne reports it
 	}
@@ -261,7 +266,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		return Result{State: StateFailed, Key: key, Err: err}
 	}
 	if k == nil {
-		key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
+		key, cfg, pinned, err := x.keyOf(ctx, i, digestsIn(inputs))
 		if err != nil {
 			return fail("", err)
 		}

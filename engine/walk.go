@@ -91,6 +91,27 @@ func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Snapsh
 	return n, true
 }
 
+// inputDigests looks up the digests of i's inputs in the walk's results
+// (res, indexed by Instance.index): a scan of i.Inputs for the few inputs
+// most instances have, a map for a fan-in.
+func inputDigests(i *Instance, res []*Result) func(addr string) artifacts.Digest {
+	if len(i.Inputs) > 8 {
+		m := make(map[string]artifacts.Digest, len(i.Inputs))
+		for _, in := range i.Inputs {
+			m[in.Addr] = res[in.index].Output.Digest
+		}
+		return func(addr string) artifacts.Digest { return m[addr] }
+	}
+	return func(addr string) artifacts.Digest {
+		for _, in := range i.Inputs {
+			if in.Addr == addr {
+				return res[in.index].Output.Digest
+			}
+		}
+		return ""
+	}
+}
+
 // readyQueue holds the instances whose inputs are done, one FIFO per
 // runner, so that taking the next instance a free runner allows is O(1).
 type readyQueue struct {
@@ -137,12 +158,14 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	selected := make([]bool, len(g.Instances))
 	waiting := make([]int, len(g.Instances))
 	slab := make([]Result, len(insts))
-	results := make(map[*Instance]*Result, len(insts))
+	results := make(map[*Instance]*Result, len(insts)) // what walk returns
+	res := make([]*Result, len(g.Instances))           // the loop's index of it
 	ready := &readyQueue{byRunner: map[string][]*Instance{}}
 	for k, i := range insts {
 		selected[i.index] = true
 		slab[k] = Result{Inst: i, State: StateNotRun}
 		results[i] = &slab[k]
+		res[i.index] = &slab[k]
 		waiting[i.index] = len(i.Inputs)
 		if len(i.Inputs) == 0 {
 			ready.push(i)
@@ -172,10 +195,10 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			i := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, d := range i.dependants {
-				if !selected[d.index] || results[d].State != StateNotRun {
+				if !selected[d.index] || res[d.index].State != StateNotRun {
 					continue
 				}
-				results[d].State = StateSkipped
+				res[d.index].State = StateSkipped
 				sum.Skipped++
 				pending--
 				w.emit(Event{Event: EventSkipped, Node: d.Addr, Type: d.Decl.TypeName, Cause: failed.Addr})
@@ -185,9 +208,9 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	}
 
 	// finish records what happened to i and readies its dependants.
-	finish := func(i *Instance, res Result) {
-		r := results[i]
-		*r = res
+	finish := func(i *Instance, out Result) {
+		r := res[i.index]
+		*r = out
 		r.Inst = i
 		switch r.State {
 		case StateDone:
@@ -208,7 +231,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 				continue
 			}
 			waiting[d.index]--
-			if waiting[d.index] == 0 && results[d].State == StateNotRun {
+			if waiting[d.index] == 0 && res[d.index].State == StateNotRun {
 				ready.push(d)
 			}
 		}
@@ -223,15 +246,15 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			if !ok {
 				break
 			}
-			inputs := make(map[string]artifacts.Object, len(i.Inputs))
-			for _, in := range i.Inputs {
-				inputs[in.Addr] = results[in].Output
-			}
-			res, k, hit := w.snapshotHit(ctx, i, inputs)
+			out, k, hit := w.snapshotHit(ctx, i, inputDigests(i, res))
 			if hit {
 				pending--
-				finish(i, res)
+				finish(i, out)
 				continue
+			}
+			inputs := make(map[string]artifacts.Object, len(i.Inputs))
+			for _, in := range i.Inputs {
+				inputs[in.Addr] = res[in.index].Output
 			}
 			running++
 			perRunner[i.Runner]++
