@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lacuna-dev/lacuna/addrs"
-	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -119,7 +118,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
-	inputs := map[string]bool{}
+	var inputs []string // addresses referenced, with repeats
 	var diags hcl.Diagnostics
 	ctx := base
 	if each != nil {
@@ -158,7 +157,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				shared.vals[f.Name] = v
 			}
 		}
-		if err := assign(fv, v, inputs, f.cty); err != nil {
+		if err := assign(fv, v, &inputs, f.cty); err != nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Incorrect attribute value type",
@@ -177,7 +176,12 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 		}
 	}
 	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
-	for _, a := range slices.Sorted(maps.Keys(inputs)) {
+	slices.Sort(inputs)
+	inputs = slices.Compact(inputs)
+	if len(inputs) > 0 {
+		inst.Inputs = make([]*Instance, 0, len(inputs))
+	}
+	for _, a := range inputs {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
 	return inst, diags
@@ -237,7 +241,7 @@ func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
 // nesting of lists, sets, tuples, maps and objects of references, so that
 // node.x.y (a for_each map), values(node.x.y), node.x.y[*] and
 // [for k, v in node.x.y : v] all work.
-func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) error {
+func assign(fv reflect.Value, v cty.Value, inputs *[]string, ty cty.Type) error {
 	if !v.IsWhollyKnown() {
 		return errors.New("the value is not known before the run")
 	}
@@ -259,7 +263,7 @@ func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) 
 			return errors.New("an artifact reference required, got null")
 		}
 		addr := v.EncapsulatedValue().(*artifactRef).addr
-		inputs[addr] = true
+		*inputs = append(*inputs, addr)
 		fv.Set(reflect.ValueOf(nodes.Ref{Node: addr}))
 		return nil
 	case refsGoType:
@@ -268,7 +272,7 @@ func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) 
 		walkValue(v, func(el cty.Value) {
 			if el.Type() == refType && !el.IsNull() {
 				addr := el.EncapsulatedValue().(*artifactRef).addr
-				inputs[addr] = true
+				*inputs = append(*inputs, addr)
 				refs = append(refs, nodes.Ref{Node: addr})
 			} else if bad == nil {
 				bad = fmt.Errorf("a list of artifact references required, found %s", typeName(el))
