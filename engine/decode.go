@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/gocty"
@@ -120,10 +121,16 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	rv := reflect.ValueOf(cfg).Elem()
 	var inputs []string // addresses referenced, with repeats
 	var diags hcl.Diagnostics
-	ctx := base
-	if each != nil {
-		ctx = base.NewChild()
-		ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(each.key), "value": each.value})}
+	var eachCtx *hcl.EvalContext // base with each, made when first needed
+	evalCtx := func() *hcl.EvalContext {
+		if each == nil {
+			return base
+		}
+		if eachCtx == nil {
+			eachCtx = base.NewChild()
+			eachCtx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(each.key), "value": each.value})}
+		}
+		return eachCtx
 	}
 	for _, f := range fields {
 		attr, ok := n.Attrs[f.Name]
@@ -147,14 +154,18 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 			v, cached = shared.vals[f.Name]
 		}
 		if !cached {
-			var d hcl.Diagnostics
-			v, d = attr.Expr.Value(ctx)
-			diags = append(diags, d...)
-			if d.HasErrors() {
-				continue
-			}
-			if shared != nil && !shared.perInst[f.Name] {
-				shared.vals[f.Name] = v
+			if ev, ok := eachValue(attr.Expr, each); ok {
+				v = ev
+			} else {
+				var d hcl.Diagnostics
+				v, d = attr.Expr.Value(evalCtx())
+				diags = append(diags, d...)
+				if d.HasErrors() {
+					continue
+				}
+				if shared != nil && !shared.perInst[f.Name] {
+					shared.vals[f.Name] = v
+				}
 			}
 		}
 		if err := assign(fv, v, &inputs, f.cty); err != nil {
@@ -185,6 +196,34 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
 	return inst, diags
+}
+
+// eachValue evaluates an expression that is only a traversal of each
+// (each.key, each.value, each.value.x, each.value["k"]) without building
+// an evaluation context: the per-instance attributes of most sweeps. ok
+// is false for any other expression, and when the traversal fails (the
+// caller then evaluates it the ordinary way, for the diagnostics).
+func eachValue(expr hcl.Expression, each *eachVals) (v cty.Value, ok bool) {
+	st, isTraversal := expr.(*hclsyntax.ScopeTraversalExpr)
+	if each == nil || !isTraversal || len(st.Traversal) < 2 || st.Traversal.RootName() != "each" {
+		return cty.NilVal, false
+	}
+	step, isAttr := st.Traversal[1].(hcl.TraverseAttr)
+	switch {
+	case !isAttr:
+		return cty.NilVal, false
+	case step.Name == "key":
+		v = cty.StringVal(each.key)
+	case step.Name == "value":
+		v = each.value
+	default:
+		return cty.NilVal, false
+	}
+	v, diags := st.Traversal[2:].TraverseRel(v)
+	if diags.HasErrors() {
+		return cty.NilVal, false
+	}
+	return v, true
 }
 
 func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
