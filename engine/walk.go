@@ -91,21 +91,21 @@ func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Snapsh
 	return n, true
 }
 
-// inputDigests looks up the digests of i's inputs in the walk's results
-// (res, indexed by Instance.index): a scan of i.Inputs for the few inputs
+// inputDigests looks up the digests of i's inputs by address, given the
+// digest of each input instance: a scan of i.Inputs for the few inputs
 // most instances have, a map for a fan-in.
-func inputDigests(i *Instance, res []*Result) func(addr string) artifacts.Digest {
+func inputDigests(i *Instance, digest func(in *Instance) artifacts.Digest) func(addr string) artifacts.Digest {
 	if len(i.Inputs) > 8 {
 		m := make(map[string]artifacts.Digest, len(i.Inputs))
 		for _, in := range i.Inputs {
-			m[in.Addr] = res[in.index].Output.Digest
+			m[in.Addr] = digest(in)
 		}
 		return func(addr string) artifacts.Digest { return m[addr] }
 	}
 	return func(addr string) artifacts.Digest {
 		for _, in := range i.Inputs {
 			if in.Addr == addr {
-				return res[in.index].Output.Digest
+				return digest(in)
 			}
 		}
 		return ""
@@ -171,6 +171,8 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			ready.push(i)
 		}
 	}
+
+	resultDigest := func(in *Instance) artifacts.Digest { return res[in.index].Output.Digest }
 
 	type finished struct {
 		inst *Instance
@@ -246,7 +248,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			if !ok {
 				break
 			}
-			out, k, hit := w.snapshotHit(ctx, i, inputDigests(i, res))
+			out, k, hit := w.snapshotHit(ctx, i, inputDigests(i, resultDigest))
 			if hit {
 				pending--
 				finish(i, out)
