@@ -161,8 +161,8 @@ func encodeSnapshot(snap *Snapshot) []byte {
 }
 
 func decodeSnapshot(data []byte) (*Snapshot, error) {
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	head := strings.Split(lines[0], "\t")
+	first, rest, _ := strings.Cut(strings.TrimSuffix(string(data), "\n"), "\n")
+	head := strings.Split(first, "\t")
 	if len(head) != 3 || head[0] != snapshotHeader {
 		return nil, errors.New("not a snapshot")
 	}
@@ -174,14 +174,17 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &Snapshot{Pipeline: pipeline, Generation: gen, Nodes: make(map[string]SnapshotNode, len(lines))}
-	for _, line := range lines[1:] {
-		f := strings.Split(line, "\t")
-		if len(f) != 8 && len(f) != 9 {
+	snap := &Snapshot{Pipeline: pipeline, Generation: gen, Nodes: make(map[string]SnapshotNode, strings.Count(rest, "\n")+1)}
+	var f [9]string // one line's fields, reused: no allocation per line
+	for more := rest != ""; more; {
+		var line string
+		line, rest, more = strings.Cut(rest, "\n")
+		nf := splitTabs(line, f[:])
+		if nf != 8 && nf != 9 {
 			return nil, fmt.Errorf("bad snapshot line %q", line)
 		}
 		note := ""
-		if len(f) == 9 {
+		if nf == 9 {
 			if note, err = strconv.Unquote(f[8]); err != nil {
 				return nil, err
 			}
@@ -203,6 +206,22 @@ func decodeSnapshot(data []byte) (*Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// splitTabs splits line at tabs into f and returns the number of fields,
+// len(f)+1 when there are more than f holds.
+func splitTabs(line string, f []string) int {
+	for n := 0; ; n++ {
+		if n == len(f) {
+			return n + 1
+		}
+		field, after, found := strings.Cut(line, "\t")
+		f[n] = field
+		if !found {
+			return n + 1
+		}
+		line = after
+	}
 }
 
 // LoadSnapshot returns the pipeline's snapshot, and whether its outputs can

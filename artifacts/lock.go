@@ -77,7 +77,7 @@ func retry(ctx context.Context, try func() (busy bool, err error)) error {
 // like flock they vanish with the process that held them. Each call opens
 // its own description, so goroutines of one process exclude each other too.
 func (s *Store) LockKey(ctx context.Context, key Digest) (Unlock, error) {
-	f, err := os.OpenFile(filepath.Join(s.root, "locks", "keys"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openFile(filepath.Join(s.root, "locks", "keys"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}

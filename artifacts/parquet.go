@@ -267,7 +267,7 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 		}
 		return r, nil
 	}
-	data, err := os.ReadFile(s.ObjectPath(obj.Digest))
+	data, err := readFile(s.ObjectPath(obj.Digest))
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", obj.Digest, err)
 	}

@@ -135,7 +135,7 @@ func (s *Store) ensureDir(path string) error {
 // that CleanTemp can tell the leftovers of dead processes from live work.
 func (s *Store) tempFile() (*os.File, error) {
 	name := s.tmpPrefix + strconv.FormatUint(tmpSeq.Add(1), 10) + "-" + strconv.FormatUint(rand.Uint64(), 36)
-	return os.OpenFile(filepath.Join(s.root, "tmp", name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	return openFile(filepath.Join(s.root, "tmp", name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename,
@@ -244,7 +244,7 @@ func (s *Store) writeJSON(path string, v any) error {
 }
 
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func (s *Store) recordWriter(d, key Digest) error {
 	if err := s.ensureDir(path); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("record writer of %s: %w", d, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lacuna-dev/lacuna/addrs"
-	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/gocty"
@@ -119,12 +119,18 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
-	inputs := map[string]bool{}
+	var inputs []string // addresses referenced, with repeats
 	var diags hcl.Diagnostics
-	ctx := base
-	if each != nil {
-		ctx = base.NewChild()
-		ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(each.key), "value": each.value})}
+	var eachCtx *hcl.EvalContext // base with each, made when first needed
+	evalCtx := func() *hcl.EvalContext {
+		if each == nil {
+			return base
+		}
+		if eachCtx == nil {
+			eachCtx = base.NewChild()
+			eachCtx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(each.key), "value": each.value})}
+		}
+		return eachCtx
 	}
 	for _, f := range fields {
 		attr, ok := n.Attrs[f.Name]
@@ -148,17 +154,21 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 			v, cached = shared.vals[f.Name]
 		}
 		if !cached {
-			var d hcl.Diagnostics
-			v, d = attr.Expr.Value(ctx)
-			diags = append(diags, d...)
-			if d.HasErrors() {
-				continue
-			}
-			if shared != nil && !shared.perInst[f.Name] {
-				shared.vals[f.Name] = v
+			if ev, ok := eachValue(attr.Expr, each); ok {
+				v = ev
+			} else {
+				var d hcl.Diagnostics
+				v, d = attr.Expr.Value(evalCtx())
+				diags = append(diags, d...)
+				if d.HasErrors() {
+					continue
+				}
+				if shared != nil && !shared.perInst[f.Name] {
+					shared.vals[f.Name] = v
+				}
 			}
 		}
-		if err := assign(fv, v, inputs, f.cty); err != nil {
+		if err := assign(fv, v, &inputs, f.cty); err != nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Incorrect attribute value type",
@@ -177,10 +187,43 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 		}
 	}
 	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
-	for _, a := range slices.Sorted(maps.Keys(inputs)) {
+	slices.Sort(inputs)
+	inputs = slices.Compact(inputs)
+	if len(inputs) > 0 {
+		inst.Inputs = make([]*Instance, 0, len(inputs))
+	}
+	for _, a := range inputs {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
 	return inst, diags
+}
+
+// eachValue evaluates an expression that is only a traversal of each
+// (each.key, each.value, each.value.x, each.value["k"]) without building
+// an evaluation context: the per-instance attributes of most sweeps. ok
+// is false for any other expression, and when the traversal fails (the
+// caller then evaluates it the ordinary way, for the diagnostics).
+func eachValue(expr hcl.Expression, each *eachVals) (v cty.Value, ok bool) {
+	st, isTraversal := expr.(*hclsyntax.ScopeTraversalExpr)
+	if each == nil || !isTraversal || len(st.Traversal) < 2 || st.Traversal.RootName() != "each" {
+		return cty.NilVal, false
+	}
+	step, isAttr := st.Traversal[1].(hcl.TraverseAttr)
+	switch {
+	case !isAttr:
+		return cty.NilVal, false
+	case step.Name == "key":
+		v = cty.StringVal(each.key)
+	case step.Name == "value":
+		v = each.value
+	default:
+		return cty.NilVal, false
+	}
+	v, diags := st.Traversal[2:].TraverseRel(v)
+	if diags.HasErrors() {
+		return cty.NilVal, false
+	}
+	return v, true
 }
 
 func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
@@ -237,7 +280,7 @@ func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
 // nesting of lists, sets, tuples, maps and objects of references, so that
 // node.x.y (a for_each map), values(node.x.y), node.x.y[*] and
 // [for k, v in node.x.y : v] all work.
-func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) error {
+func assign(fv reflect.Value, v cty.Value, inputs *[]string, ty cty.Type) error {
 	if !v.IsWhollyKnown() {
 		return errors.New("the value is not known before the run")
 	}
@@ -259,7 +302,7 @@ func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) 
 			return errors.New("an artifact reference required, got null")
 		}
 		addr := v.EncapsulatedValue().(*artifactRef).addr
-		inputs[addr] = true
+		*inputs = append(*inputs, addr)
 		fv.Set(reflect.ValueOf(nodes.Ref{Node: addr}))
 		return nil
 	case refsGoType:
@@ -268,7 +311,7 @@ func assign(fv reflect.Value, v cty.Value, inputs map[string]bool, ty cty.Type) 
 		walkValue(v, func(el cty.Value) {
 			if el.Type() == refType && !el.IsNull() {
 				addr := el.EncapsulatedValue().(*artifactRef).addr
-				inputs[addr] = true
+				*inputs = append(*inputs, addr)
 				refs = append(refs, nodes.Ref{Node: addr})
 			} else if bad == nil {
 				bad = fmt.Errorf("a list of artifact references required, found %s", typeName(el))

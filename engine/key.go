@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -379,7 +381,8 @@ func (e *keyEncoder) ctyValue(v cty.Value) error {
 // canonical config (which carries the input digests) and external identity
 // (STORE.md, "Action key").
 func actionKey(inst *Instance, config json.RawMessage, identity map[string]string) artifacts.Digest {
-	h := xxhash.New()
+	var h xxhash.Digest
+	h.Reset()
 	h.WriteString(keyVersion + "\x00" + inst.Decl.TypeName + "\x00" + inst.Type().Version() + "\x00")
 	h.Write(config)
 	h.WriteString("\x00")
@@ -391,5 +394,7 @@ func actionKey(inst *Instance, config json.RawMessage, identity map[string]strin
 	for _, k := range ks {
 		h.WriteString(k + "=" + identity[k] + "\x00")
 	}
-	return artifacts.Digest(fmt.Sprintf("%016x", h.Sum64()))
+	var sum [8]byte
+	binary.BigEndian.PutUint64(sum[:], h.Sum64())
+	return artifacts.Digest(hex.EncodeToString(sum[:])) // %016x
 }

@@ -42,14 +42,16 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 	}
 	w := x.newWalk()
 	entries := make([]PlanEntry, len(insts))
-	at := make(map[*Instance]int, len(insts))
-	outputs := make(map[string]artifacts.Object, len(insts))
+	// Indexed by Instance.index: where each instance's entry is, and the
+	// output of each cached one.
+	at := make([]int, len(g.Instances))
+	outputs := make([]artifacts.Object, len(g.Instances))
 	for n, i := range insts {
-		at[i] = n
+		at[i.index] = n
 		e := PlanEntry{Node: i.Addr, Type: i.Decl.TypeName}
 		var runs, blocked []string
 		for _, in := range i.Inputs {
-			switch entries[at[in]].Status {
+			switch entries[at[in.index]].Status {
 			case PlanRun:
 				runs = append(runs, in.Addr)
 			case PlanBlocked, PlanError:
@@ -62,11 +64,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 		case len(runs) > 0:
 			e.Status, e.Reason = PlanRun, "input "+listAddrs(runs)+" will run"
 		default:
-			inputs := make(map[string]artifacts.Object, len(i.Inputs))
-			for _, in := range i.Inputs {
-				inputs[in.Addr] = outputs[in.Addr]
-			}
-			key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
+			key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return outputs[in.index].Digest }))
 			switch {
 			case err != nil:
 				e.Status, e.Reason = PlanError, err.Error()
@@ -81,7 +79,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				}
 				if ok && !x.Force {
 					e.Status, e.Digest, e.Rows = PlanCached, out.Digest, out.Rows
-					outputs[i.Addr] = out
+					outputs[i.index] = out
 				} else {
 					e.Status, e.Reason = PlanRun, w.why(i, cfg, pinned.Identity)
 				}

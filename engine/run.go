@@ -160,8 +160,8 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 // keyOf computes an instance's key once its inputs' digests are known. A
 // Resolver's Resolve runs here, once: its identity enters the key and its
 // value is what Run receives (pinned), so the two cannot disagree.
-func (x *Executor) keyOf(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) (artifacts.Digest, []byte, *nodes.Pinned, error) {
-	cfg, err := canonicalConfig(i, func(addr string) artifacts.Digest { return inputs[addr].Digest })
+func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (artifacts.Digest, []byte, *nodes.Pinned, error) {
+	cfg, err := canonicalConfig(i, digest)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -215,18 +215,64 @@ func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
 	return a, true
 }
 
+// digestsIn looks input digests up in an instance's inputs map.
+func digestsIn(inputs map[string]artifacts.Object) func(addr string) artifacts.Digest {
+	return func(addr string) artifacts.Digest { return inputs[addr].Digest }
+}
+
+// keyed is an instance's key with what it was computed from.
+type keyed struct {
+	key    artifacts.Digest
+	cfg    []byte
+	pinned *nodes.Pinned
+}
+
+// snapshotHit answers i from the pipeline's snapshot on the scheduling
+// loop itself, without a goroutine, when nothing forces it to run, the
+// snapshot names it, and its key is pure computation (its type resolves
+// nothing outside the pipeline): a no-op run of a large sweep is then one
+// loop over its instances. When the key was computed but the snapshot
+// does not answer, k carries it to runOne.
+func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (res Result, k *keyed, hit bool) {
+	x := w.x
+	if x.Force || x.Recompute[i.Addr] || !w.snapValid {
+		return Result{}, nil, false
+	}
+	if _, ok := w.snap.Nodes[i.Addr]; !ok {
+		return Result{}, nil, false
+	}
+	if _, ok := i.Type().(nodes.Resolver); ok {
+		return Result{}, nil, false
+	}
+	key, cfg, pinned, err := x.keyOf(ctx, i, digest)
+	if err != nil {
+		return Result{}, nil, false // runOne reports it
+	}
+	n, ok := w.fromSnapshot(i.Addr, key)
+	if !ok {
+		return Result{}, &keyed{key, cfg, pinned}, false
+	}
+	w.emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: n.Output.Digest, Rows: n.Output.Rows, Message: n.Note})
+	return Result{State: StateCached, Key: key, Output: n.Output}, nil, true
+}
+
 // runOne computes one instance, or finds it cached. It runs on its own
-// goroutine; it touches the walk only through record and emit.
-func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object) Result {
+// goroutine; it touches the walk only through record and emit. k is the
+// instance's key when the loop computed it already, else nil.
+func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object, k *keyed) Result {
 	x, emit := w.x, w.emit
 	fail := func(key artifacts.Digest, err error) Result {
 		emit(Event{Event: EventFailed, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: err.Error()})
 		return Result{State: StateFailed, Key: key, Err: err}
 	}
-	key, cfg, pinned, err := x.keyOf(ctx, i, inputs)
-	if err != nil {
-		return fail("", err)
+	if k == nil {
+		key, cfg, pinned, err := x.keyOf(ctx, i, digestsIn(inputs))
+		if err != nil {
+			return fail("", err)
+		}
+		k = &keyed{key, cfg, pinned}
 	}
+	key, cfg, pinned := k.key, k.cfg, k.pinned
 	identity := pinned.Identity
 	force := x.Force || x.Recompute[i.Addr]
 	hit := func(out artifacts.Object, note string) Result {

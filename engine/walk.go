@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -19,9 +18,10 @@ import (
 // (serialised by emitMu).
 type walk struct {
 	x         *Executor
-	gen       uint64              // the store generation the walk began at
-	snap      *artifacts.Snapshot // the pipeline's last results
-	snapValid bool                // no deletion since snap was written
+	gen       uint64                 // the store generation the walk began at
+	snap      *artifacts.Snapshot    // the pipeline's last results
+	snapValid bool                   // no deletion since snap was written
+	objects   *artifacts.ObjectIndex // which objects cas/ holds, read once per shard
 
 	mu      sync.Mutex
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
@@ -30,7 +30,7 @@ type walk struct {
 }
 
 func (x *Executor) newWalk() *walk {
-	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}}
+	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}, objects: x.Store.NewObjectIndex()}
 	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
 	return w
 }
@@ -74,8 +74,9 @@ func (w *walk) snapshotChanged() bool {
 }
 
 // fromSnapshot is the output the pipeline's snapshot holds for addr at key,
-// when the store still has it: one stat, so that an object removed from
-// cas/ is recomputed rather than trusted.
+// when the store still has it (the walk's object index: one read of each
+// cas/ shard per walk), so that an object removed from cas/ is recomputed
+// rather than trusted.
 func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !w.snapValid {
 		return artifacts.SnapshotNode{}, false
@@ -84,10 +85,31 @@ func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Snapsh
 	if !ok || n.Key != key || n.Failed || n.Output.Digest == "" {
 		return artifacts.SnapshotNode{}, false
 	}
-	if _, err := os.Stat(w.x.Store.ObjectPath(n.Output.Digest)); err != nil {
+	if !w.objects.Has(n.Output.Digest) {
 		return artifacts.SnapshotNode{}, false
 	}
 	return n, true
+}
+
+// inputDigests looks up the digests of i's inputs by address, given the
+// digest of each input instance: a scan of i.Inputs for the few inputs
+// most instances have, a map for a fan-in.
+func inputDigests(i *Instance, digest func(in *Instance) artifacts.Digest) func(addr string) artifacts.Digest {
+	if len(i.Inputs) > 8 {
+		m := make(map[string]artifacts.Digest, len(i.Inputs))
+		for _, in := range i.Inputs {
+			m[in.Addr] = digest(in)
+		}
+		return func(addr string) artifacts.Digest { return m[addr] }
+	}
+	return func(addr string) artifacts.Digest {
+		for _, in := range i.Inputs {
+			if in.Addr == addr {
+				return digest(in)
+			}
+		}
+		return ""
+	}
 }
 
 // readyQueue holds the instances whose inputs are done, one FIFO per
@@ -136,17 +158,21 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	selected := make([]bool, len(g.Instances))
 	waiting := make([]int, len(g.Instances))
 	slab := make([]Result, len(insts))
-	results := make(map[*Instance]*Result, len(insts))
+	results := make(map[*Instance]*Result, len(insts)) // what walk returns
+	res := make([]*Result, len(g.Instances))           // the loop's index of it
 	ready := &readyQueue{byRunner: map[string][]*Instance{}}
 	for k, i := range insts {
 		selected[i.index] = true
 		slab[k] = Result{Inst: i, State: StateNotRun}
 		results[i] = &slab[k]
+		res[i.index] = &slab[k]
 		waiting[i.index] = len(i.Inputs)
 		if len(i.Inputs) == 0 {
 			ready.push(i)
 		}
 	}
+
+	resultDigest := func(in *Instance) artifacts.Digest { return res[in.index].Output.Digest }
 
 	type finished struct {
 		inst *Instance
@@ -171,14 +197,44 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			i := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, d := range i.dependants {
-				if !selected[d.index] || results[d].State != StateNotRun {
+				if !selected[d.index] || res[d.index].State != StateNotRun {
 					continue
 				}
-				results[d].State = StateSkipped
+				res[d.index].State = StateSkipped
 				sum.Skipped++
 				pending--
 				w.emit(Event{Event: EventSkipped, Node: d.Addr, Type: d.Decl.TypeName, Cause: failed.Addr})
 				stack = append(stack, d)
+			}
+		}
+	}
+
+	// finish records what happened to i and readies its dependants.
+	finish := func(i *Instance, out Result) {
+		r := res[i.index]
+		*r = out
+		r.Inst = i
+		switch r.State {
+		case StateDone:
+			sum.Executed++
+			sum.Rows += r.Output.Rows
+		case StateCached:
+			sum.Cached++
+		default:
+			sum.Failed++
+			skip(i)
+			if !x.KeepGoing {
+				stopped = true
+			}
+			return
+		}
+		for _, d := range i.dependants {
+			if !selected[d.index] {
+				continue
+			}
+			waiting[d.index]--
+			if waiting[d.index] == 0 && res[d.index].State == StateNotRun {
+				ready.push(d)
 			}
 		}
 	}
@@ -192,14 +248,20 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			if !ok {
 				break
 			}
-			running++
-			perRunner[i.Runner]++
+			out, k, hit := w.snapshotHit(ctx, i, inputDigests(i, resultDigest))
+			if hit {
+				pending--
+				finish(i, out)
+				continue
+			}
 			inputs := make(map[string]artifacts.Object, len(i.Inputs))
 			for _, in := range i.Inputs {
-				inputs[in.Addr] = results[in].Output
+				inputs[in.Addr] = res[in.index].Output
 			}
+			running++
+			perRunner[i.Runner]++
 			go func(i *Instance) {
-				doneCh <- finished{i, w.runOne(ctx, i, inputs)}
+				doneCh <- finished{i, w.runOne(ctx, i, inputs, k)}
 			}(i)
 		}
 		if running == 0 {
@@ -216,32 +278,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		running--
 		perRunner[f.inst.Runner]--
 		pending--
-		r := results[f.inst]
-		*r = f.res
-		r.Inst = f.inst
-		switch r.State {
-		case StateDone:
-			sum.Executed++
-			sum.Rows += r.Output.Rows
-		case StateCached:
-			sum.Cached++
-		default:
-			sum.Failed++
-			skip(f.inst)
-			if !x.KeepGoing {
-				stopped = true
-			}
-			continue
-		}
-		for _, d := range f.inst.dependants {
-			if !selected[d.index] {
-				continue
-			}
-			waiting[d.index]--
-			if waiting[d.index] == 0 && results[d].State == StateNotRun {
-				ready.push(d)
-			}
-		}
+		finish(f.inst, f.res)
 	}
 	for _, r := range results {
 		if r.State == StateNotRun {

@@ -1,0 +1,43 @@
+package artifacts
+
+import (
+	"os"
+	"testing"
+)
+
+func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
+	s := openTemp(t)
+	kept := writeRows(t, s, sampleRows(), nil)
+	removed := writeRows(t, s, sampleRows()[:1], nil)
+	if err := os.Remove(s.ObjectPath(removed.Digest)); err != nil {
+		t.Fatal(err)
+	}
+	idx := s.NewObjectIndex()
+	for _, tc := range []struct {
+		name string
+		d    Digest
+		want bool
+	}{
+		{"an object in cas/", kept.Digest, true},
+		{"an object removed from cas/", removed.Digest, false},
+		{"a digest never written", Digest("00000000000000ff"), false},
+		{"a malformed digest", Digest("../VERSION"), false},
+		{"an empty digest", "", false},
+	} {
+		if got := idx.Has(tc.d); got != tc.want {
+			t.Errorf("%s: Has(%q) = %v, want %v", tc.name, tc.d, got, tc.want)
+		}
+	}
+
+	// The index is a picture of each shard when first read: an object
+	// written afterwards to an already read shard reads as absent there,
+	// and present in a fresh index.
+	later := writeRows(t, s, sampleRows()[1:], nil)
+	shardRead := later.Digest[:2] == kept.Digest[:2] || later.Digest[:2] == removed.Digest[:2]
+	if got := idx.Has(later.Digest); shardRead && got {
+		t.Errorf("Has(%s) after the shard was read = true, want false", later.Digest)
+	}
+	if !s.NewObjectIndex().Has(later.Digest) {
+		t.Errorf("a fresh index does not see %s", later.Digest)
+	}
+}
