@@ -101,7 +101,7 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		rep.Blobs++
 		if err := s.VerifyBlob(d); err != nil {
 			p := Problem{Kind: "corrupt-blob", Name: d, Detail: err.Error()}
-			if repair && os.Rename(s.BlobPath(d), filepath.Join(s.root, "quarantine", string(d)+".blob")) == nil {
+			if repair && s.quarantine(s.BlobPath(d), string(d)+".blob") == nil {
 				p.Fixed = "moved to quarantine/"
 			}
 			rep.Problems = append(rep.Problems, p)

@@ -225,11 +225,30 @@ func (s *Store) statObject(d Digest) (Object, error) {
 // Quarantine moves a corrupt object out of cas/ so that it is recomputed.
 func (s *Store) Quarantine(d Digest) error {
 	s.cache.drop(d)
-	dst := filepath.Join(s.root, "quarantine", string(d)+".parquet")
-	if err := os.Rename(s.ObjectPath(d), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.quarantine(s.ObjectPath(d), string(d)+".parquet"); err != nil {
 		return err
 	}
 	return s.bumpGeneration()
+}
+
+// quarantine moves path into quarantine/ as name. A source already gone
+// is not an error (another reader moved it); a missing quarantine/ (a
+// user cleaned it up) is made again rather than leaving the file in place.
+func (s *Store) quarantine(path, name string) error {
+	dir := filepath.Join(s.root, "quarantine")
+	err := os.Rename(path, filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Lstat(path); serr != nil {
+			return nil // the source is gone
+		}
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			err = os.Rename(path, filepath.Join(dir, name))
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // Reader is a verified, decoded artifact. Its rows are shared with the

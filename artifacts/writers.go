@@ -130,8 +130,7 @@ func (s *Store) checkWriter(obj Object, fileWriter Digest) error {
 // and bumps the generation either way (a snapshot may name the pair).
 func (s *Store) dropAction(key, d Digest) error {
 	if a, err := s.GetAction(key); err == nil && a.Output.Digest == d {
-		err := os.Rename(s.path("ac", key, ".json"), filepath.Join(s.root, "quarantine", string(key)+".json"))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.quarantine(s.path("ac", key, ".json"), string(key)+".json"); err != nil {
 			return err
 		}
 	}

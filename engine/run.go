@@ -55,7 +55,8 @@ type Executor struct {
 	// Events receives progress; calls are serialised.
 	Events func(Event)
 	// Environ is the environment nodes see through nodes.Resolve (the CLI
-	// passes the process's); nodes read no other.
+	// passes the process's); nodes read no other. Set it before the first
+	// Run or Plan and do not change it: Getenv indexes it once.
 	Environ []string
 
 	envOnce sync.Once
@@ -145,16 +146,17 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	sum.Seconds = time.Since(start).Seconds()
 	saveErr := w.save()
 	w.emit(Event{Event: EventSummary, Summary: sum})
+	var syncErr error
 	if err := x.Store.Sync(); err != nil {
-		return results, sum, fmt.Errorf("sync store: %w", err)
+		syncErr = fmt.Errorf("sync store: %w", err)
 	}
 	switch {
 	case ctx.Err() != nil:
-		return results, sum, errors.Join(fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts)), saveErr)
+		return results, sum, errors.Join(fmt.Errorf("interrupted: %d of %d nodes not run; run again to resume", sum.NotRun, len(insts)), saveErr, syncErr)
 	case sum.Failed > 0:
-		return results, sum, errors.Join(fmt.Errorf("%d node(s) failed", sum.Failed), saveErr)
+		return results, sum, errors.Join(fmt.Errorf("%d node(s) failed", sum.Failed), saveErr, syncErr)
 	}
-	return results, sum, saveErr
+	return results, sum, errors.Join(saveErr, syncErr)
 }
 
 // keyOf computes an instance's key once its inputs' digests are known. A
