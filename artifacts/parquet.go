@@ -216,7 +216,9 @@ func (s *Store) statObject(d Digest) (Object, error) {
 	}
 	r, err := decode(data, d)
 	if err != nil {
-		s.Quarantine(d)
+		if qerr := s.Quarantine(d); qerr != nil {
+			return Object{}, fmt.Errorf("object %s is corrupt (%v) and could not be quarantined: %w", d, err, qerr)
+		}
 		return Object{}, fs.ErrNotExist
 	}
 	return Object{Digest: d, FileSum: SumBytes(data), Size: int64(len(data)), Rows: int64(len(r.rows)), Writer: Digest(r.meta[MetaActionKey])}, nil
@@ -296,7 +298,9 @@ func (s *Store) Open(obj Object) (*Reader, error) {
 	}
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
-			s.Quarantine(obj.Digest)
+			if qerr := s.Quarantine(obj.Digest); qerr != nil {
+				err = fmt.Errorf("%w (and it could not be quarantined: %v)", err, qerr)
+			}
 		}
 		return nil, err
 	}
