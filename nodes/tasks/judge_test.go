@@ -34,7 +34,7 @@ node "judge" "calibration" {
 		{"syntax", "WrongSyntax"},
 		{"import", "WrongImport"},
 		{"sibling", "WrongAPISelection"},
-		{"null", "needs_llm"},
+		{"null", "WrongAPISelection"}, // the solver's code never calls the target
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			if len(byKind[c.kind]) == 0 {

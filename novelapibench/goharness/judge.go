@@ -68,12 +68,20 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 		if m := noSuchMember.FindStringSubmatch(e); m != nil {
 			return ClassWrongAPISelection, "calls method " + m[1] + ", which does not exist"
 		}
-		if !callsTarget(s.Solution, tg) {
+		if !callsTarget(s.Program, s.Solution, pkgName, tg) {
 			if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
 				return ClassWrongAPISelection, "calls " + strings.Join(other, ", ") + " instead of " + tg.Name + " (does not compile)"
 			}
 		}
 		return ClassNeedsLLM, "does not compile; cause unclear"
+	}
+	if s.Ran && !callsTarget(s.Program, s.Solution, pkgName, tg) {
+		// The solver's own code never names the target: calls the task's
+		// context makes do not count, whatever the spy saw.
+		if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
+			return ClassWrongAPISelection, "never calls " + tg.Name + "; calls " + strings.Join(other, ", ") + " instead"
+		}
+		return ClassWrongAPISelection, "never calls " + tg.Name
 	}
 	if s.Ran && s.Direct == 0 {
 		if other := otherPackageCalls(s.Program, s.Solution, pkgName, tg); len(other) > 0 {
@@ -85,27 +93,24 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 }
 
 // otherPackageCalls lists the calls a solver made instead of the target:
-// pkg.X for a function; for a method, also v.X on a value (any exported
-// method call on something that is not an imported package; syntax alone
-// cannot tell whose method it is).
+// pkg.X for a function, a function of another imported package with the
+// target's name (slices.Chunk for lo.Chunk: a standard-library sibling);
+// for a method, also v.X on a value (any exported method call on something
+// that is not an imported package; syntax alone cannot tell whose method
+// it is).
 func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
 	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
 	if err != nil {
 		return nil
 	}
-	imported := map[string]bool{pkgName: true}
-	if pf, err := parser.ParseFile(token.NewFileSet(), "", program, parser.ImportsOnly); err == nil {
-		for _, im := range pf.Imports {
-			imported[goapi.ImportName(im)] = true
-		}
-	}
+	imported := importedNames(program, pkgName)
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range calledSelectors(f) {
-		if c.name == tg.Name || seen[c.pkg+"."+c.name] {
+		if isTargetCall(c, pkgName, tg, imported) || seen[c.pkg+"."+c.name] {
 			continue
 		}
-		if c.pkg == pkgName || (tg.Receiver != "" && !imported[c.pkg] && ast.IsExported(c.name)) {
+		if c.pkg == pkgName || (c.name == tg.Name && imported[c.pkg]) || (tg.Receiver != "" && !imported[c.pkg] && ast.IsExported(c.name)) {
 			seen[c.pkg+"."+c.name] = true
 			out = append(out, strings.TrimPrefix(c.pkg+"."+c.name, "."))
 		}
@@ -113,18 +118,46 @@ func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
 	return out
 }
 
-// callsTarget reports whether the solution's code calls the target's name.
-func callsTarget(solution string, tg Target) bool {
+// importedNames are the names program imports packages by, pkgName
+// included.
+func importedNames(program, pkgName string) map[string]bool {
+	imported := map[string]bool{pkgName: true}
+	if pf, err := parser.ParseFile(token.NewFileSet(), "", program, parser.ImportsOnly); err == nil {
+		for _, im := range pf.Imports {
+			imported[goapi.ImportName(im)] = true
+		}
+	}
+	return imported
+}
+
+// callsTarget reports whether the solution's code calls the target by
+// name: pkg.Name for a function, .Name on a value (not on an imported
+// package) for a method.
+func callsTarget(program, solution, pkgName string, tg Target) bool {
 	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
 	if err != nil {
 		return false
 	}
+	imported := importedNames(program, pkgName)
 	for _, c := range calledSelectors(f) {
-		if c.name == tg.Name {
+		if isTargetCall(c, pkgName, tg, imported) {
 			return true
 		}
 	}
 	return false
+}
+
+// isTargetCall reports whether a call names the target: the target's
+// package and name for a function; for a method its name on anything but
+// an imported package.
+func isTargetCall(c selCall, pkgName string, tg Target, imported map[string]bool) bool {
+	if c.name != tg.Name {
+		return false
+	}
+	if tg.Receiver == "" {
+		return c.pkg == pkgName
+	}
+	return !imported[c.pkg]
 }
 
 func firstLine(s string) string {

@@ -139,7 +139,7 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 	}
 	mutants := Mutants(task, tg, sib[0], ref)
 	want := map[string]string{
-		MutantNull: ClassNeedsLLM, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
+		MutantNull: ClassWrongAPISelection, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
 		MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
 	}
 	if len(mutants) != len(want) {
