@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -161,7 +162,10 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 					row.RuntimeError = bound("panic: "+o.Panic, 4000)
 				}
 			} else if !tr.Passed {
+				// The binary died in this harness (gotool.BinaryDied): its
+				// output holds the reason.
 				row.RuntimeError = bound(tr.Output, 4000)
+				row.TimedOut = strings.Contains(tr.Output, "panic: test timed out")
 			}
 		}
 		if row.FailedLayers == nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -132,6 +133,11 @@ func (t *Toolchain) Env() []string {
 		"GOFLAGS="+strings.TrimSpace(flags+" -mod=mod -modcacherw"),
 		"GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
 }
+
+// BinaryDied ends the output of a test whose binary died while it ran
+// (os.Exit, a panic in a goroutine, a crash): the test is reported failed
+// with what it printed, the crash's reason included.
+const BinaryDied = "[lacuna: the test binary died during this test]"
 
 // TestOptions configure one `go test` run.
 type TestOptions struct {
@@ -331,6 +337,23 @@ func (run *TestRun) parse(r io.Reader, keep int) error {
 					}
 					run.BuildErrors[e.Package] = msg
 				case e.Action == "fail":
+					// A binary that died (os.Exit, a panic in a goroutine, a
+					// crash) never ends the test it was in: that test fails
+					// with what it printed, the crash's reason, and the
+					// package's failure names it.
+					var died []string
+					for k, a := range outputs {
+						if k[0] != e.Package || k[1] == "" {
+							continue
+						}
+						run.Tests = append(run.Tests, TestResult{Package: e.Package, Test: k[1], Output: a.out.String() + "\n" + BinaryDied + "\n"})
+						died = append(died, k[1])
+						delete(outputs, k)
+					}
+					if len(died) > 0 {
+						sort.Strings(died)
+						text = "the test binary died during " + strings.Join(died, ", ") + "\n" + text
+					}
 					run.Failed[e.Package] = text
 				}
 			}
