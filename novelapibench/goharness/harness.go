@@ -314,8 +314,11 @@ func lacunaCheck(t interface {
 			t.Errorf("LACUNA_FAIL comparative: %s = %s, want %s", name, g.Value, w.Value)
 		}
 	}
-	if obs.Callbacks != want.Callbacks {
-		t.Errorf("LACUNA_FAIL behavioural: the target called the functions it was given %d times, want %d", obs.Callbacks, want.Callbacks)
+	// At least one callback when the reference had some: how many is the
+	// implementation's business unless a contract fixes it, and a correct
+	// solution may legitimately pass the target less to call back into.
+	if want.Callbacks > 0 && obs.Callbacks == 0 {
+		t.Errorf("LACUNA_FAIL behavioural: the target never called the functions it was given (the reference's did %d times)", want.Callbacks)
 	}
 	if obs.Output != want.Output {
 		t.Errorf("LACUNA_FAIL comparative: printed %q, want %q", obs.Output, want.Output)
