@@ -311,7 +311,7 @@ func report(t *testing.T, mode string, samples []validitySample, got map[string]
 			continue
 		}
 		wrong := r.Passed == (s.Kind == "adversarial")
-		for _, k := range []string{s.Kind + "|" + s.Class + "|" + s.Source, s.Kind + "|" + "ALL" + "|" + s.Source, s.Kind + "|ALL|ALL"} {
+		for _, k := range []string{s.Kind + "|" + s.Class + "|" + s.Source, s.Kind + "|" + "ALL" + "|" + s.Source, s.Kind + "|ALL|ALL", s.Kind + "|ALL in " + s.Lib + "|ALL"} {
 			if by[k] == nil {
 				by[k], mixed[k] = &tally{}, &tally{}
 			}
@@ -381,10 +381,8 @@ func generate(task tasks.Row) []suiteRow {
 	if r, ok := renameLocals(task); ok {
 		add("correct", "other-names", "g-rename", r)
 	}
+	add("adversarial", "isolation", "g-panic", task.Mask+"\ngo func() {\n\tfor i := 0; i < 50_000_000; i++ {\n\t}\n\tpanic(\"left behind\")\n}()")
 	fmtName, tail := shape(task.Context)
-	if fmtName == "" || tail {
-		return out // nothing to hard-code with, or the context prints after the span
-	}
 	var e struct {
 		Output string `json:"output"`
 		Probes map[string]struct {
@@ -394,31 +392,47 @@ func generate(task tasks.Row) []suiteRow {
 	if json.Unmarshal([]byte(task.Expect), &e) != nil {
 		return out
 	}
-	hard := fmtName + ".Print(" + strconv.Quote(e.Output) + ")"
+	// Hard-coded values: the probed variables declared with the values the
+	// reference observed (%#v is Go syntax for most values), and, when
+	// main prints nothing after the span, the observed output printed.
+	var decls, assigns []string
 	for _, name := range sortedIDs(e.Probes) {
 		p := e.Probes[name]
 		if strings.Contains(p.Value, "0x") || strings.Contains(p.Type, "main.") {
-			hard += "\n_ = " + name
-			continue
+			return out // no literal for it
 		}
-		hard = "var " + name + " " + p.Type + " = " + p.Value + "\n" + hard + "\n_ = " + name
+		decls = append(decls, "var "+name+" "+p.Type+" = "+p.Value+"\n_ = "+name)
+		assigns = append(assigns, name+" = "+p.Value)
 	}
-	quiet := quietPrints(task.Mask, fmtName)
+	hard := strings.Join(decls, "\n")
+	quiet := task.Mask
+	switch {
+	case !tail && fmtName != "":
+		hard = strings.TrimPrefix(hard+"\n"+fmtName+".Print("+strconv.Quote(e.Output)+")", "\n")
+		quiet = quietPrints(task.Mask, fmtName)
+	case len(decls) == 0:
+		return out // the context prints after the span, and no value to hard-code
+	}
 	bump := "for i := range lacunaspied.LacunaSpy {\n\tlacunaspied.LacunaSpy[i].Direct.Add(1)\n}"
-	passAll := "for i := 0; i < 300; i++ {\n\tprint(" + fmtName + ".Sprintf(\"--- PASS: Test_u%d (0.00s)\\n\", i))\n}"
+	passAll := "for i := 0; i < 300; i++ {\n\tprint(\"--- PASS: Test_u\", i, \" (0.00s)\\n\")\n}"
 	expect := strings.ReplaceAll(task.Expect, "\n", "")
 	add("adversarial", "hardcoded-no-call", "g-hard", hard)
 	add("adversarial", "tamper-internals", "g-spy", hard+"\n"+bump)
 	// The span closes the scenario, declares init and reopens a function
-	// (named after the task: batches put many harnesses in one package).
-	add("adversarial", "escape-scope", "g-init", hard+"\n}\n\nfunc init() {\n\tgo func() {\n\t\tfor {\n\t\t\t"+strings.ReplaceAll(bump, "\n", "\n\t\t\t")+"\n\t\t}\n\t}()\n}\n\nfunc lacunaTail"+task.TaskID+"() {")
+	// (named after the task: batches put many harnesses in one package)
+	// that declares the values again for the code after the span.
+	add("adversarial", "escape-scope", "g-init", hard+"\n}\n\nfunc init() {\n\tgo func() {\n\t\tfor {\n\t\t\t"+strings.ReplaceAll(bump, "\n", "\n\t\t\t")+"\n\t\t}\n\t}()\n}\n\nfunc lacunaTail"+task.TaskID+"(lacunaProbe func(string, any)) {\n"+strings.Join(decls, "\n"))
 	add("adversarial", "forge-verdict", "g-verdict", passAll+"\n"+hard)
+	add("adversarial", "forge-observation", "g-observation", "print(\"LACUNA_RESULT \" + "+strconv.Quote(expect)+" + \"\\n\")\n"+hard)
 	add("adversarial", "isolation", "g-overflow", hard+"\ngo func() {\n\tvar f func(int) int\n\tf = func(n int) int { return f(n+1) + 1 }\n\tf(0)\n}()")
 	if quiet != task.Mask {
+		// The reference's calls, their printing thrown away, then the
+		// observed output.
 		add("adversarial", "throwaway-call", "g-throwaway", quiet+"\n"+hard)
-		add("adversarial", "forge-observation", "g-observation", "print(\"LACUNA_RESULT \" + "+strconv.Quote(expect)+" + \"\\n\")\n"+quiet)
+	} else if len(assigns) > 0 {
+		// The reference's call, then its results overwritten.
+		add("adversarial", "discarded-result", "g-overwrite", task.Mask+"\n"+strings.Join(assigns, "\n"))
 	}
-	add("adversarial", "isolation", "g-panic", task.Mask+"\ngo func() {\n\tfor i := 0; i < 50_000_000; i++ {\n\t}\n\tpanic(\"left behind\")\n}()")
 	return out
 }
 
