@@ -84,6 +84,9 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport, modPath strin
 			for _, im := range usedImports(t.Imports, body) {
 				b.WriteString("import " + im + "\n")
 			}
+			for _, im := range stdImports(t.Imports, body) {
+				b.WriteString("import " + im + "\n")
+			}
 			b.WriteString("import lacunatesting \"testing\"\n")
 			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
