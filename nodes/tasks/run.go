@@ -122,6 +122,12 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			out[i].RuntimeError = "the target cannot be spied on (no Go body)"
 			continue
 		}
+		if err := goharness.CheckSpan(s.Code); err != nil {
+			// Refused before the build: it could skip or forge the checks.
+			out[i].CompileError = "the solution " + err.Error()
+			out[i].FailedLayers = []string{"span"}
+			continue
+		}
 		u := goharness.Harness(spec, s.Code, len(units), access, t.ImportPath, e.mod.Path, expects[s.Task])
 		u.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
 		if s.Imports != nil {

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
@@ -40,6 +41,12 @@ type Probe struct {
 	// contents, not from how it prints (unsigned integers print as 0x…).
 	Addr bool `json:"addr,omitempty"`
 }
+
+// EndProbe is the probe the scenario records as its last statement: a
+// solution that leaves the scenario early (runtime.Goexit, a recovered
+// panic that skips the rest) fails the runtime layer. CheckSpan keeps the
+// solution from naming the probe function or returning.
+const EndProbe = "lacuna:end"
 
 // Harness renders a task with a solution as test unit i of a batch: the
 // scenario (main with the solution in place of the span, probes after
@@ -80,7 +87,7 @@ func Harness(t Task, solution string, i int, spyAccess, spyImport, modPath strin
 			for _, p := range t.Probes {
 				body += fmt.Sprintf("\tlacunaProbe(%q, %s)\n", p, p)
 			}
-			body += t.After + "\n}\n"
+			body += t.After + "\n\tlacunaProbe(" + strconv.Quote(EndProbe) + ", true)\n}\n"
 			for _, im := range usedImports(t.Imports, body) {
 				b.WriteString("import " + im + "\n")
 			}
@@ -309,6 +316,8 @@ func lacunaCheck(t interface {
 	for name, w := range want.Probes {
 		g, ok := obs.Probes[name]
 		switch {
+		case !ok && name == ` + "`" + `lacuna:end` + "`" + `:
+			t.Errorf("LACUNA_FAIL runtime: the code after the solution did not run to its end")
 		case !ok:
 			t.Errorf("LACUNA_FAIL structural: %s was not set", name)
 		case g.Type != w.Type || g.Len != w.Len || g.Nil != w.Nil:

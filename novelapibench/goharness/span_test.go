@@ -1,0 +1,31 @@
+package goharness
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckSpanRefusesWhatCouldSkipOrForgeTheChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name, span, want string
+	}{
+		{"statements", "x := lo.Map(xs, f)\nfmt.Println(x)", ""},
+		{"a return inside a function literal", "f := func() int { return 1 }\n_ = f()", ""},
+		{"an if with a block", "if len(xs) > 0 {\n\tx = xs[0]\n}", ""},
+		{"early return", "x := 1\nreturn\n_ = x", "returns from the scenario"},
+		{"return inside if", "if true {\n\treturn\n}", "returns from the scenario"},
+		{"goto", "goto end\nend:\n", "uses goto"},
+		{"closes main to declare init", "x := 1\n_ = x\n}\nfunc init() {\n\tprintln(1)", "declares code outside the span"},
+		{"does not parse", "x := := 1", "does not parse"},
+		{"the probe function", `lacunaProbe("x", 1)`, "names lacunaProbe"},
+		{"the spy's counters", "shapes.LacunaSpyScale.Direct.Add(1)", "names LacunaSpyScale"},
+		{"the harness's imports", "lacunaos.Exit(0)", "names lacunaos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckSpan(tc.span)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("CheckSpan: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
