@@ -115,20 +115,29 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		if s.Imports != nil {
 			spec.Imports = s.Imports
 		}
-		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(s.Code)}
+		code, expect := s.Code, expects[s.Task]
+		if prog, span, ok := spec.AsProgram(s.Code); ok {
+			// A whole program: its own imports, helpers and main.
+			spec, code, expect = prog, span, expect.WithProbes(prog.Probes)
+		}
+		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(code)}
 		access, ok := e.spy.Access[t.APIID]
 		out[i].spyAccess = access
 		if !ok {
 			out[i].RuntimeError = "the target cannot be spied on (no Go body)"
 			continue
 		}
-		if err := goharness.CheckSpan(s.Code); err != nil {
+		err := goharness.CheckSpan(code)
+		if err == nil && spec.Decls != specs[s.Task].Decls {
+			err = goharness.CheckDecls(spec.Decls)
+		}
+		if err != nil {
 			// Refused before the build: it could skip or forge the checks.
 			out[i].CompileError = "the solution " + err.Error()
 			out[i].FailedLayers = []string{"span"}
 			continue
 		}
-		u := goharness.Harness(spec, s.Code, len(units), access, t.ImportPath, e.mod.Path, expects[s.Task])
+		u := goharness.Harness(spec, code, len(units), access, t.ImportPath, e.mod.Path, expect)
 		u.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
 		if s.Imports != nil {
 			u.Group = fmt.Sprintf("imports-%d", i) // an import problem fails a whole package: keep it alone

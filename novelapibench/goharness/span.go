@@ -56,3 +56,32 @@ func CheckSpan(solution string) error {
 	walk(body, false)
 	return bad
 }
+
+// CheckDecls refuses a whole program's declarations that could run before
+// or around the harness (an init function) or name its internals
+// (anything called lacuna…). AsProgram's declarations go through it
+// before the build, as its span goes through CheckSpan.
+func CheckDecls(decls string) error {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+decls, parser.SkipObjectResolution)
+	if err != nil {
+		return fmt.Errorf("declarations do not parse: %s", firstLine(err.Error()))
+	}
+	var bad error
+	ast.Inspect(f, func(n ast.Node) bool {
+		if bad != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if n.Recv == nil && n.Name.Name == "init" {
+				bad = fmt.Errorf("declares init: code outside main may not run before the harness")
+			}
+		case *ast.Ident:
+			if strings.HasPrefix(strings.ToLower(n.Name), "lacuna") {
+				bad = fmt.Errorf("names %s: identifiers starting with lacuna belong to the harness", n.Name)
+			}
+		}
+		return true
+	})
+	return bad
+}

@@ -5,6 +5,19 @@ import (
 	"testing"
 )
 
+func TestCheckDeclsRefusesInitAndHarnessNames(t *testing.T) {
+	for _, tc := range []struct{ decls, want string }{
+		{"func double(x int) int { return x * 2 }\n\ntype pair struct{ a, b int }", ""},
+		{"func init() { go func() {}() }", "declares init"},
+		{"var x = lacunaUserCallbacks", "names lacunaUserCallbacks"},
+		{"func (p pair) init() {}\n\ntype pair struct{}", ""},
+	} {
+		if err := CheckDecls(tc.decls); tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckDecls(%q): %v, want %q", tc.decls, err, tc.want)
+		}
+	}
+}
+
 func TestCheckSpanRefusesWhatCouldSkipOrForgeTheChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name, span, want string
