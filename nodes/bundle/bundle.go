@@ -122,7 +122,7 @@ var (
 )
 
 func (bundle) Name() string    { return "bundle" }
-func (bundle) Version() string { return "2" }
+func (bundle) Version() string { return "3" }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
 		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence."

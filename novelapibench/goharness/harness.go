@@ -26,6 +26,9 @@ type Observation struct {
 	Callbacks int64  `json:"callbacks"`
 	Panic     string `json:"panic,omitempty"`
 	TimedOut  bool   `json:"timed_out,omitempty"`
+	// Leftover counts the goroutines the scenario left running after it
+	// ended (and a short grace period).
+	Leftover int64 `json:"leftover,omitempty"`
 }
 
 // Probe describes a value: type, length (-1 when it has none), nil-ness
@@ -204,6 +207,7 @@ type lacunaObservation struct {
 	Callbacks int64                      ` + "`json:\"callbacks\"`" + `
 	Panic    string                      ` + "`json:\"panic,omitempty\"`" + `
 	TimedOut bool                        ` + "`json:\"timed_out,omitempty\"`" + `
+	Leftover int64                       ` + "`json:\"leftover,omitempty\"`" + `
 }
 
 func lacunaDescribe(v any) lacunaProbeValue {
@@ -260,6 +264,7 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 	d0, i0, c0 := spy()
 	probes := map[string]lacunaProbeValue{}
 	finished := make(chan string, 1)
+	g0 := lacunaruntime.NumGoroutine()
 	go func() {
 		panicked := ""
 		defer func() {
@@ -280,6 +285,16 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 		obs.Probes = probes
 	case <-lacunatime.After(lacunaScenarioTimeout):
 		obs.TimedOut = true
+	}
+	if !obs.TimedOut {
+		// Goroutines the scenario started must end with it: one left
+		// running could change a later sample's verdict.
+		for wait := 0; wait < 40 && lacunaruntime.NumGoroutine() > g0; wait++ {
+			lacunatime.Sleep(5 * lacunatime.Millisecond)
+		}
+		if n := lacunaruntime.NumGoroutine() - g0; n > 0 {
+			obs.Leftover = int64(n)
+		}
 	}
 	d1, i1, c1 := spy()
 	obs.Direct, obs.Indirect, obs.Callbacks = d1-d0, i1-i0, c1-c0
@@ -309,6 +324,9 @@ func lacunaCheck(t interface {
 	}
 	if obs.Panic != "" {
 		t.Errorf("LACUNA_FAIL runtime: panic: %s", obs.Panic)
+	}
+	if obs.Leftover > want.Leftover {
+		t.Errorf("LACUNA_FAIL runtime: the solution left %d goroutines running after the scenario (the reference left %d)", obs.Leftover, want.Leftover)
 	}
 	if obs.Direct == 0 {
 		t.Errorf("LACUNA_FAIL spy: the target API was never called directly (%d indirect calls)", obs.Indirect)

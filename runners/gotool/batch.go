@@ -157,6 +157,28 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 						}
 					}
 				}
+				if len(p.members) > 1 && strings.HasPrefix(run.Failed[ip], diedPrefix) {
+					// The binary died (os.Exit, a panic in a goroutine, a
+					// crash): the unit it died in may be a victim of another's
+					// leftover goroutine, and the units after it never ran.
+					// Each of them runs again alone, so that one sample's
+					// crash decides no other sample's verdict.
+					for _, i := range p.members {
+						if !diedIn(res[i]) {
+							continue
+						}
+						res[i] = UnitResult{}
+						q, err := newPkg()
+						if err != nil {
+							return nil, err
+						}
+						if err := write(q, i); err != nil {
+							return nil, err
+						}
+						q.members = []int{i}
+						next["lacuna.batch/m/"+q.dir] = q
+					}
+				}
 				continue
 			}
 			bad := map[int][]string{}
@@ -226,6 +248,24 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 		}
 	}
 	return res, nil
+}
+
+// diedPrefix starts a package failure whose test binary died in a test
+// (see Toolchain.Test).
+const diedPrefix = "the test binary died during "
+
+// diedIn reports whether a unit did not run to a verdict of its own: the
+// binary died before it, or while it ran.
+func diedIn(r UnitResult) bool {
+	if len(r.Tests) == 0 {
+		return true
+	}
+	for _, tr := range r.Tests {
+		if strings.Contains(tr.Output, BinaryDied) {
+			return true
+		}
+	}
+	return false
 }
 
 // unitFile names unit i's file. Not u_N: u_386_test.go would be a GOARCH

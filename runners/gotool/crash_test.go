@@ -69,3 +69,36 @@ func TestC(t *testing.T) { fmt.Println("c runs") }
 		t.Errorf("package failure %q does not name the test it died in", f)
 	}
 }
+
+// In a batch, a sample whose goroutine crashes the binary later must not
+// decide its neighbours' verdicts: the unit the binary died in and the
+// units that never ran are run again, each alone.
+func TestACrashInABatchDecidesNoOtherVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test")
+	}
+	tc, ws, mod := workspace(t)
+	unit := func(body string) Unit {
+		return Unit{Group: "g", Source: func(pkg string, declared map[string]string) string {
+			src := "package " + pkg + "\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nvar _ = time.Second\n\n"
+			return src + body
+		}}
+	}
+	units := []Unit{
+		unit("func Test_u0(t *testing.T) {}\n"),
+		// Leaves a goroutine that kills the binary while a later test runs.
+		unit("func Test_u1(t *testing.T) { go func() { time.Sleep(300 * time.Millisecond); panic(\"left behind\") }() }\n"),
+		unit("func Test_u2(t *testing.T) { time.Sleep(time.Second) }\n"),
+		unit("func Test_u3(t *testing.T) {}\n"),
+	}
+	res, err := tc.RunBatch(context.Background(), mod, units, ws.BatchOptions(TestOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2, 3} {
+		tr, ran := res[i].Tests[UnitName("Test", i)]
+		if !ran || !tr.Passed {
+			t.Errorf("unit %d, innocent, got %+v (package failure %q)", i, tr, res[i].PackageFailure)
+		}
+	}
+}

@@ -352,7 +352,7 @@ func (run *TestRun) parse(r io.Reader, keep int) error {
 					}
 					if len(died) > 0 {
 						sort.Strings(died)
-						text = "the test binary died during " + strings.Join(died, ", ") + "\n" + text
+						text = diedPrefix + strings.Join(died, ", ") + "\n" + text
 					}
 					run.Failed[e.Package] = text
 				}
