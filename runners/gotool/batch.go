@@ -88,6 +88,16 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 	write := func(p *pkg, i int) error {
 		return os.WriteFile(filepath.Join(work, p.dir, unitFile(i)), []byte(units[i].Source(p.dir, p.declared)), 0o644)
 	}
+	// alone queues unit i for the next round in a package of its own.
+	alone := func(next map[string]*pkg, i int) error {
+		q, err := newPkg()
+		if err != nil {
+			return err
+		}
+		q.members = []int{i}
+		next["lacuna.batch/m/"+q.dir] = q
+		return write(q, i)
+	}
 	// A unit that does not parse is set aside before the build: the go
 	// command reports one parse error per package and round.
 	fset := token.NewFileSet()
@@ -168,15 +178,9 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 							continue
 						}
 						res[i] = UnitResult{}
-						q, err := newPkg()
-						if err != nil {
+						if err := alone(next, i); err != nil {
 							return nil, err
 						}
-						if err := write(q, i); err != nil {
-							return nil, err
-						}
-						q.members = []int{i}
-						next["lacuna.batch/m/"+q.dir] = q
 					}
 				}
 				continue
@@ -197,15 +201,9 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 				// costs only itself.
 				for _, i := range p.members {
 					os.Remove(filepath.Join(work, p.dir, unitFile(i)))
-					q, err := newPkg()
-					if err != nil {
+					if err := alone(next, i); err != nil {
 						return nil, err
 					}
-					if err := write(q, i); err != nil {
-						return nil, err
-					}
-					q.members = []int{i}
-					next["lacuna.batch/m/"+q.dir] = q
 				}
 				continue
 			}
