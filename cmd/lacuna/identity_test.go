@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,20 +12,7 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
 )
 
-const shapesPipeline = `
-model "m" {
-  id     = "example/model"
-  cutoff = "2024-06-01"
-}
-library "shapes" {
-  ecosystem = "go"
-  name      = "example.com/shapes"
-}
-node "version_resolve" "shapes" {
-  library = library.shapes
-  cutoff  = model.m.cutoff
-}
-node "surface_diff" "shapes" { versions = node.version_resolve.shapes }
+const shapesPipeline = nodetest.ShapesHead + `node "surface_diff" "shapes" { versions = node.version_resolve.shapes }
 node "bundle" "shapes" { apis = node.surface_diff.shapes }
 `
 

@@ -9,20 +9,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 )
 
-const shapesPipeline = `
-model "m" {
-  id     = "example/model"
-  cutoff = "2024-06-01"
-}
-library "shapes" {
-  ecosystem = "go"
-  name      = "example.com/shapes"
-}
-node "version_resolve" "shapes" {
-  library = library.shapes
-  cutoff  = model.m.cutoff
-}
-node "surface_diff" "shapes" {
+const shapesPipeline = nodetest.ShapesHead + `node "surface_diff" "shapes" {
   versions = node.version_resolve.shapes
   EXTRA
 }

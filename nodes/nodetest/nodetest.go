@@ -94,6 +94,24 @@ func (r *Result) Notes(event string) map[string]string {
 	return out
 }
 
+// ShapesHead starts a pipeline over the offline fixture (OfflineShapes):
+// a model with cutoff 2024-06-01, the library example.com/shapes and
+// node.version_resolve.shapes. Tests append the nodes they are about.
+const ShapesHead = `
+model "m" {
+  id     = "example/model"
+  cutoff = "2024-06-01"
+}
+library "shapes" {
+  ecosystem = "go"
+  name      = "example.com/shapes"
+}
+node "version_resolve" "shapes" {
+  library = library.shapes
+  cutoff  = model.m.cutoff
+}
+`
+
 // OfflineShapes serves the test module example.com/shapes
 // (runners/modfetch/proxytest/testdata/shapes: v1.0.0 on 2024-01-10, v1.1.0 on
 // 2024-09-01) as GOPROXY=file://..., without a checksum database, and

@@ -15,20 +15,7 @@ import (
 
 // pipeline runs stages 1-3 on the offline fixture; tests add the nodes
 // they are about.
-const pipeline = `
-model "m" {
-  id     = "example/model"
-  cutoff = "2024-06-01"
-}
-library "shapes" {
-  ecosystem = "go"
-  name      = "example.com/shapes"
-}
-node "version_resolve" "shapes" {
-  library = library.shapes
-  cutoff  = model.m.cutoff
-}
-node "surface_diff" "shapes" { versions = node.version_resolve.shapes }
+const pipeline = nodetest.ShapesHead + `node "surface_diff" "shapes" { versions = node.version_resolve.shapes }
 node "bundle" "shapes" { apis = node.surface_diff.shapes }
 node "tasks" "shapes" { bundles = node.bundle.shapes }
 `
