@@ -71,6 +71,20 @@ func parseChunked(src []byte, filename string) (bodies []hcl.Body, ok bool) {
 }
 
 // topLevelCuts finds line starts, about chunkMin apart, where nothing is
+// heredocMarker reads the marker of a heredoc opening at src[i:] ("<<ID"
+// or "<<-ID"): ID is src[j:k], empty when none follows.
+func heredocMarker(src []byte, i int) (j, k int) {
+	j = i + 2
+	if j < len(src) && src[j] == '-' {
+		j++
+	}
+	k = j
+	for k < len(src) && (src[k] == '_' || src[k] == '-' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || src[k] >= '0' && src[k] <= '9') {
+		k++
+	}
+	return j, k
+}
+
 // open: no bracket, string, template interpolation, heredoc or comment.
 // It returns nil when it cannot follow the source (then nothing is cut).
 func topLevelCuts(src []byte) []hcl.Pos {
@@ -144,14 +158,7 @@ func topLevelCuts(src []byte) []hcl.Pos {
 			if i+1 < len(src) && src[i+1] == '<' {
 				// A heredoc: <<ID or <<-ID to the end of the line, then
 				// everything up to a line that is ID alone.
-				j := i + 2
-				if j < len(src) && src[j] == '-' {
-					j++
-				}
-				k := j
-				for k < len(src) && (src[k] == '_' || src[k] == '-' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || src[k] >= '0' && src[k] <= '9') {
-					k++
-				}
+				j, k := heredocMarker(src, i)
 				if k == j || k >= len(src) || src[k] != '\n' {
 					return nil
 				}

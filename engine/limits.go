@@ -116,14 +116,7 @@ func checkNesting(src []byte, filename string) *hcl.Diagnostic {
 			}
 		case '<':
 			if i+1 < len(src) && src[i+1] == '<' {
-				j := i + 2
-				if j < len(src) && src[j] == '-' {
-					j++
-				}
-				k := j
-				for k < len(src) && (src[k] == '_' || src[k] == '-' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || src[k] >= '0' && src[k] <= '9') {
-					k++
-				}
+				j, k := heredocMarker(src, i)
 				if k > j && k < len(src) && (src[k] == '\n' || src[k] == '\r') {
 					open, id = 'h', src[j:k]
 					next = k + 1
