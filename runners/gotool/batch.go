@@ -57,167 +57,261 @@ type BatchOptions struct {
 // binaries through opts.Exec (inside it). A unit that does not compile is
 // set aside and its package rebuilt without it, so it costs only itself.
 func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []Unit, opts BatchOptions) ([]UnitResult, error) {
-	res := make([]UnitResult, len(units))
-	work, err := os.MkdirTemp(opts.WorkDir, "batch-")
+	b, err := t.newBatch(ctx, mod, units, opts.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	if !t.opts.KeepWork {
-		defer os.RemoveAll(work)
+	defer b.close()
+	res := make([]UnitResult, len(units))
+	var run *TestRun
+	test := func(dirs []string) (map[string]string, bool, error) {
+		topts := opts.TestOptions
+		topts.Exec, topts.Packages = opts.Exec, dirs
+		r, err := t.Test(ctx, b.work, topts)
+		if err != nil {
+			return nil, false, err
+		}
+		run = r
+		return run.BuildErrors, run.TimedOut, nil
 	}
+	record := func(p *pkg) ([]int, error) {
+		ip := importPath(p.dir)
+		for _, i := range p.members {
+			res[i].Tests = map[string]TestResult{}
+			res[i].PackageFailure = run.Failed[ip]
+		}
+		for _, tr := range run.Tests {
+			if tr.Package != ip {
+				continue
+			}
+			if m := unitSuffix.FindStringSubmatch(tr.Test); m != nil {
+				if i, err := strconv.Atoi(m[1]); err == nil && i < len(res) {
+					res[i].Tests[tr.Test] = tr
+				}
+			}
+		}
+		if len(p.members) == 1 || !strings.HasPrefix(run.Failed[ip], diedPrefix) {
+			return nil, nil
+		}
+		// The binary died (os.Exit, a panic in a goroutine, a crash): the
+		// unit it died in may be a victim of another's leftover goroutine,
+		// and the units after it never ran. Each of them runs again alone,
+		// so that one sample's crash decides no other sample's verdict.
+		var again []int
+		for _, i := range p.members {
+			if diedIn(res[i]) {
+				res[i] = UnitResult{}
+				again = append(again, i)
+			}
+		}
+		return again, nil
+	}
+	timedOut, err := b.rounds(test, record)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range timedOut {
+		res[i].TimedOut = true
+	}
+	for i, msg := range b.compileError {
+		if msg != "" {
+			res[i].CompileError = msg
+		}
+	}
+	return res, nil
+}
+
+// batch is the generated module of a set of units, with a package per
+// group (or per unit that clashes with its group), and the rounds that
+// build it until every unit compiled or was set aside. It belongs to one
+// RunBatch or BuildBatch call.
+type batch struct {
+	work    string
+	keep    bool
+	units   []Unit
+	pkgs    []*pkg
+	pending map[string]*pkg // by import path: to build in the next round
+	// compileError is each unit's reason for being set aside, "" while
+	// it is not.
+	compileError []string
+}
+
+// pkg is one generated package and the units written into it.
+type pkg struct {
+	dir      string // its directory under the module, and its name
+	members  []int
+	declared map[string]string
+}
+
+// importPath is the import path of the generated package in dir.
+func importPath(dir string) string { return "lacuna.batch/m/" + dir }
+
+// newBatch writes the module into a new directory of workDir: go.mod,
+// then each unit into its group's package. A unit that does not parse is
+// set aside before the build: the go command reports one parse error per
+// package and round.
+func (t *Toolchain) newBatch(ctx context.Context, mod *modfetch.Module, units []Unit, workDir string) (*batch, error) {
+	work, err := os.MkdirTemp(workDir, "batch-")
+	if err != nil {
+		return nil, err
+	}
+	b := &batch{work: work, keep: t.opts.KeepWork, units: units, pending: map[string]*pkg{}, compileError: make([]string, len(units))}
+	if err := b.write(ctx, t, mod); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *batch) write(ctx context.Context, t *Toolchain, mod *modfetch.Module) error {
 	goVersion, err := t.goVersion(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gomod := fmt.Sprintf("module lacuna.batch/m\n\ngo %s\n\nrequire %s %s\n\nreplace %s => %s\n", goVersion, mod.Path, mod.Version, mod.Path, mod.Dir)
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return nil, err
+	if err := os.WriteFile(filepath.Join(b.work, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
 	}
-	type pkg struct {
-		dir      string
-		members  []int
-		declared map[string]string
-	}
-	var pkgs []*pkg
-	byGroup := map[string]*pkg{}
-	newPkg := func() (*pkg, error) {
-		p := &pkg{dir: "p" + strconv.Itoa(len(pkgs)), declared: map[string]string{}}
-		pkgs = append(pkgs, p)
-		return p, os.MkdirAll(filepath.Join(work, p.dir), 0o755)
-	}
-	write := func(p *pkg, i int) error {
-		return os.WriteFile(filepath.Join(work, p.dir, unitFile(i)), []byte(units[i].Source(p.dir, p.declared)), 0o644)
-	}
-	// alone queues unit i for the next round in a package of its own.
-	alone := func(next map[string]*pkg, i int) error {
-		q, err := newPkg()
-		if err != nil {
-			return err
-		}
-		q.members = []int{i}
-		next["lacuna.batch/m/"+q.dir] = q
-		return write(q, i)
-	}
-	// A unit that does not parse is set aside before the build: the go
-	// command reports one parse error per package and round.
 	fset := token.NewFileSet()
-	for i, u := range units {
+	for i, u := range b.units {
 		if _, err := parser.ParseFile(fset, unitFile(i), u.Source("p", map[string]string{}), parser.SkipObjectResolution); err != nil {
-			res[i].CompileError = bound(err.Error(), 4000)
+			b.compileError[i] = bound(err.Error(), 4000)
 		}
 	}
-	for i, u := range units {
-		if res[i].CompileError != "" {
+	byGroup := map[string]*pkg{}
+	for i, u := range b.units {
+		if b.compileError[i] != "" {
 			continue
 		}
 		p := byGroup[u.Group]
 		if p == nil || (u.Clashes != nil && u.Clashes(p.declared)) {
-			if p, err = newPkg(); err != nil {
-				return nil, err
+			if p, err = b.newPkg(); err != nil {
+				return err
 			}
 			if byGroup[u.Group] == nil {
 				byGroup[u.Group] = p
 			}
 		}
-		if err := write(p, i); err != nil {
-			return nil, err
+		if err := b.writeUnit(p, i); err != nil {
+			return err
 		}
 		p.members = append(p.members, i)
 	}
-	pending := map[string]*pkg{}
-	for _, p := range pkgs {
-		pending["lacuna.batch/m/"+p.dir] = p
+	for _, p := range b.pkgs {
+		b.pending[importPath(p.dir)] = p
 	}
+	return nil
+}
+
+func (b *batch) newPkg() (*pkg, error) {
+	p := &pkg{dir: "p" + strconv.Itoa(len(b.pkgs)), declared: map[string]string{}}
+	b.pkgs = append(b.pkgs, p)
+	return p, os.MkdirAll(filepath.Join(b.work, p.dir), 0o755)
+}
+
+func (b *batch) writeUnit(p *pkg, i int) error {
+	return os.WriteFile(filepath.Join(b.work, p.dir, unitFile(i)), []byte(b.units[i].Source(p.dir, p.declared)), 0o644)
+}
+
+// alone queues unit i for the next round in a package of its own.
+func (b *batch) alone(next map[string]*pkg, i int) error {
+	q, err := b.newPkg()
+	if err != nil {
+		return err
+	}
+	q.members = []int{i}
+	next[importPath(q.dir)] = q
+	return b.writeUnit(q, i)
+}
+
+// close removes the module, unless Options.KeepWork.
+func (b *batch) close() error {
+	if b.keep {
+		return nil
+	}
+	return os.RemoveAll(b.work)
+}
+
+// A buildStep builds the packages in dirs (directories of the module,
+// "./p3"), and runs them or not. It returns the compiler's output for
+// each package that did not build, by import path (other paths are
+// ignored), and whether it ran out of its wall clock.
+type buildStep func(dirs []string) (failed map[string]string, timedOut bool, err error)
+
+// rounds builds the pending packages with step until each one built or
+// lost all its units, for at most 8 rounds. built is called for every
+// package that built, and returns the units to build and run again, each
+// alone. A package that did not build loses the units its compiler
+// output names (their compileError says why) and is rebuilt without
+// them; when the output names no unit (the compiler crashed or ran out
+// of its limits), each unit is built alone, so that the one at fault
+// costs only itself. rounds returns the units still pending when step
+// ran out of time; units still failing after the last round are set
+// aside.
+func (b *batch) rounds(step buildStep, built func(p *pkg) (again []int, err error)) (timedOut []int, err error) {
 	fileRE := regexp.MustCompile(`u(\d+)_test\.go:\d+(:\d+)?: (.*)`)
-	for round := 0; round < 8 && len(pending) > 0; round++ {
+	for round := 0; round < 8 && len(b.pending) > 0; round++ {
 		var dirs []string
-		for _, p := range pending {
+		for _, p := range b.pending {
 			dirs = append(dirs, "./"+p.dir)
 		}
 		sort.Strings(dirs)
-		topts := opts.TestOptions
-		topts.Exec, topts.Packages = opts.Exec, dirs
-		run, err := t.Test(ctx, work, topts)
+		failed, out, err := step(dirs)
 		if err != nil {
 			return nil, err
 		}
-		if run.TimedOut {
-			for _, p := range pending {
-				for _, i := range p.members {
-					res[i].TimedOut = true
-				}
+		if out {
+			for _, p := range b.pending {
+				timedOut = append(timedOut, p.members...)
 			}
-			return res, nil
+			sort.Ints(timedOut)
+			return timedOut, nil
 		}
 		next := map[string]*pkg{}
-		for ip, p := range pending {
-			msg, failed := run.BuildErrors[ip]
-			if !failed {
-				for _, i := range p.members {
-					res[i].Tests = map[string]TestResult{}
-					res[i].PackageFailure = run.Failed[ip]
+		for ip, p := range b.pending {
+			msg, bad := failed[ip]
+			if !bad {
+				again, err := built(p)
+				if err != nil {
+					return nil, err
 				}
-				for _, tr := range run.Tests {
-					if tr.Package != ip {
-						continue
-					}
-					if m := unitSuffix.FindStringSubmatch(tr.Test); m != nil {
-						if i, err := strconv.Atoi(m[1]); err == nil && i < len(res) {
-							res[i].Tests[tr.Test] = tr
-						}
-					}
-				}
-				if len(p.members) > 1 && strings.HasPrefix(run.Failed[ip], diedPrefix) {
-					// The binary died (os.Exit, a panic in a goroutine, a
-					// crash): the unit it died in may be a victim of another's
-					// leftover goroutine, and the units after it never ran.
-					// Each of them runs again alone, so that one sample's
-					// crash decides no other sample's verdict.
-					for _, i := range p.members {
-						if !diedIn(res[i]) {
-							continue
-						}
-						res[i] = UnitResult{}
-						if err := alone(next, i); err != nil {
-							return nil, err
-						}
+				for _, i := range again {
+					if err := b.alone(next, i); err != nil {
+						return nil, err
 					}
 				}
 				continue
 			}
-			bad := map[int][]string{}
+			named := map[int][]string{}
 			mine := map[int]bool{}
 			for _, i := range p.members {
 				mine[i] = true
 			}
 			for _, m := range fileRE.FindAllStringSubmatch(msg, -1) {
 				if k, _ := strconv.Atoi(m[1]); mine[k] {
-					bad[k] = append(bad[k], m[3])
+					named[k] = append(named[k], m[3])
 				}
 			}
-			if len(bad) == 0 && len(p.members) > 1 {
-				// Nothing names a unit (the compiler crashed or ran out of
-				// its limits): build each unit alone, so the one at fault
-				// costs only itself.
+			if len(named) == 0 && len(p.members) > 1 {
 				for _, i := range p.members {
-					os.Remove(filepath.Join(work, p.dir, unitFile(i)))
-					if err := alone(next, i); err != nil {
+					os.Remove(filepath.Join(b.work, p.dir, unitFile(i)))
+					if err := b.alone(next, i); err != nil {
 						return nil, err
 					}
 				}
 				continue
 			}
-			if len(bad) == 0 { // a lone unit that fails with no position
+			if len(named) == 0 { // a lone unit that fails with no position
 				for _, i := range p.members {
-					res[i].CompileError = bound(msg, 4000)
+					b.compileError[i] = bound(msg, 4000)
 				}
 				continue
 			}
 			var keep []int
 			for _, i := range p.members {
-				if lines, ok := bad[i]; ok {
-					res[i].CompileError = bound(strings.Join(lines, "\n"), 4000)
-					os.Remove(filepath.Join(work, p.dir, unitFile(i)))
+				if lines, ok := named[i]; ok {
+					b.compileError[i] = bound(strings.Join(lines, "\n"), 4000)
+					os.Remove(filepath.Join(b.work, p.dir, unitFile(i)))
 					continue
 				}
 				keep = append(keep, i)
@@ -230,22 +324,22 @@ func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []
 			// the survivors again.
 			p.declared = map[string]string{}
 			for _, i := range keep {
-				if err := write(p, i); err != nil {
+				if err := b.writeUnit(p, i); err != nil {
 					return nil, err
 				}
 			}
 			next[ip] = p
 		}
-		pending = next
+		b.pending = next
 	}
-	for _, p := range pending {
+	for _, p := range b.pending {
 		for _, i := range p.members {
-			if res[i].CompileError == "" && res[i].Tests == nil {
-				res[i].CompileError = "still failing to build after several rounds"
+			if b.compileError[i] == "" {
+				b.compileError[i] = "still failing to build after several rounds"
 			}
 		}
 	}
-	return res, nil
+	return nil, nil
 }
 
 // diedPrefix starts a package failure whose test binary died in a test

@@ -177,7 +177,8 @@ type TestResult struct {
 type TestRun struct {
 	Tests []TestResult
 	// BuildErrors maps a package that did not compile to the compiler's
-	// output.
+	// output (and, when a dependency did not compile, that dependency to
+	// its own).
 	BuildErrors map[string]string
 	// Failed lists packages whose test binary failed outside any test
 	// (a panic in init, a timeout, a crash of the sandbox).
@@ -193,6 +194,28 @@ func (t *Toolchain) Test(ctx context.Context, dir string, opts TestOptions) (*Te
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
 	}
+	args := []string{"-count=1", "-timeout", opts.Timeout.String()}
+	if opts.Exec != "" {
+		args = append(args, "-exec", opts.Exec)
+	}
+	return t.goTest(ctx, dir, args, opts)
+}
+
+// compileTests runs `go test -c -json -o out/` over opts.Packages of the
+// module at dir: every package that compiles gets its test binary,
+// out/BASE.test (BASE: the last element of its import path), and nothing
+// runs. A package that does not compile is in BuildErrors; one whose
+// dependency does not compile has no binary and no entry of its own.
+func (t *Toolchain) compileTests(ctx context.Context, dir, out string, opts TestOptions) (*TestRun, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	return t.goTest(ctx, dir, []string{"-c", "-o", out + string(filepath.Separator)}, opts)
+}
+
+// goTest runs `go test -json` with args (before opts.Args and the
+// packages) and parses its events.
+func (t *Toolchain) goTest(ctx context.Context, dir string, args []string, opts TestOptions) (*TestRun, error) {
 	if opts.Wall <= 0 {
 		opts.Wall = 10 * time.Minute
 	}
@@ -201,10 +224,7 @@ func (t *Toolchain) Test(ctx context.Context, dir string, opts TestOptions) (*Te
 	}
 	// -gcflags=-e: every compile error of a package, not the first ten, so
 	// that one round sets aside every unit that does not compile.
-	args := []string{"test", "-json", "-vet=off", "-count=1", "-gcflags=-e", "-timeout", opts.Timeout.String()}
-	if opts.Exec != "" {
-		args = append(args, "-exec", opts.Exec)
-	}
+	args = append([]string{"test", "-json", "-vet=off", "-gcflags=-e"}, args...)
 	args = append(args, opts.Args...)
 	if len(opts.Packages) == 0 {
 		args = append(args, "./...")
@@ -297,6 +317,17 @@ func (run *TestRun) parse(r io.Reader, keep int) error {
 				continue // a line too long to keep, or not an event
 			}
 			switch e.Action {
+			case "build-fail":
+				// The only report of a failed build under -c; without -c a
+				// "fail" event of the package follows and says the same.
+				ip := testedPackage(e.ImportPath)
+				if _, ok := run.BuildErrors[ip]; !ok {
+					msg := ""
+					if b := builds[e.ImportPath]; b != nil {
+						msg = b.String()
+					}
+					run.BuildErrors[ip] = msg
+				}
 			case "build-output":
 				b := builds[e.ImportPath]
 				if b == nil {
@@ -365,6 +396,14 @@ func (run *TestRun) parse(r io.Reader, keep int) error {
 			return err
 		}
 	}
+}
+
+// testedPackage is the package a build of the go command is for: the
+// build "p [p.test]" (p with its test files) and the test main "p.test"
+// are p's.
+func testedPackage(importPath string) string {
+	p, _, _ := strings.Cut(importPath, " ")
+	return strings.TrimSuffix(p, ".test")
 }
 
 // readLine reads one line, keeping at most limit bytes of it.
