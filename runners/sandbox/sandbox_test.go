@@ -592,3 +592,63 @@ func TestWarningOnlyWithoutIsolation(t *testing.T) {
 		t.Errorf("without bubblewrap the warning is %q", w)
 	}
 }
+
+// The wrapper's own descriptors are 3 and 4: descriptors 7 and up that
+// its caller passes reach the program, with bubblewrap and without, an
+// out-of-band channel besides the output the wrapper merges and cuts.
+func TestExecWrapperPassesDescriptorsSevenAndUp(t *testing.T) {
+	s, _ := setup(t)
+	modes := map[string]*Sandbox{}
+	if s.bwrap != "" {
+		modes["bubblewrap"] = s
+	}
+	rl := *s
+	rl.bwrap = ""
+	modes["rlimits"] = &rl
+	for name, s := range modes {
+		t.Run(name, func(t *testing.T) {
+			dir := workDir(t)
+			wrapper, err := s.ExecWrapper(dir, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := filepath.Join(dir, "prog.sh")
+			script := "#!/bin/sh\nread secret <&7\necho \"got $secret\" >&8\necho on stdout\nfor fd in 3 4 5 6; do if { true >&$fd; } 2>/dev/null; then echo \"descriptor $fd open\"; fi; done\n"
+			if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inR.Close()
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outR.Close()
+			fmt.Fprintln(inW, "s3cret")
+			inW.Close()
+			cmd := exec.Command(wrapper, prog)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			// nil: descriptors 3 to 6 are closed in the wrapper.
+			cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, inR, outW}
+			got := make(chan string, 1)
+			go func() {
+				b, _ := io.ReadAll(outR)
+				got <- string(b)
+			}()
+			stdout, err := cmd.CombinedOutput()
+			outW.Close()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stdout)
+			}
+			if oob := <-got; oob != "got s3cret\n" {
+				t.Errorf("descriptor 8 carried %q, want \"got s3cret\\n\"", oob)
+			}
+			if string(stdout) != "on stdout\n" {
+				t.Errorf("output %q, want only \"on stdout\\n\"", stdout)
+			}
+		})
+	}
+}
