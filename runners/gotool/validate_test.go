@@ -58,7 +58,7 @@ func TestRunExamplesInTheSandbox(t *testing.T) {
 
 // workspace is a toolchain and a sandboxed workspace for the shapes
 // fixture's v1.1.0, removed when the test ends.
-func workspace(t *testing.T) (*Toolchain, *Workspace, *modfetch.Module) {
+func workspace(t testing.TB) (*Toolchain, *Workspace, *modfetch.Module) {
 	t.Helper()
 	sb, err := sandbox.New()
 	if err != nil {
