@@ -8,7 +8,9 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -28,26 +30,33 @@ type Solution struct {
 	Kind     string // reference, a calibration mutant, or "model"
 	Code     string // replaces the task's span
 	Imports  []string
+	// NoPerturb leaves the second input out when observing (the
+	// reference did not compile with it).
+	NoPerturb bool
 }
 
 // SampleRow is one solution's run through its harness: what every model
 // run, C1 and the audit record.
 type SampleRow struct {
-	TaskID       string   `parquet:"task_id"`
-	SampleID     string   `parquet:"sample_id"`
-	Kind         string   `parquet:"kind"`
-	APIID        string   `parquet:"api_id"`
-	Solution     string   `parquet:"solution"`
-	Program      string   `parquet:"program"` // the whole program with the solution in place
-	Passed       bool     `parquet:"passed"`
-	SpyDirect    int64    `parquet:"spy_direct"`
-	SpyIndirect  int64    `parquet:"spy_indirect"`
-	CompileError string   `parquet:"compile_error"`
-	RuntimeError string   `parquet:"runtime_error"` // panic or crash, truncated
-	TimedOut     bool     `parquet:"timed_out"`
-	FailedLayers []string `parquet:"failed_layers,list"` // runtime, spy, structural, comparative
-	Output       string   `parquet:"output"`             // what the program printed, bounded
-	Observation  string   `parquet:"observation"`        // the harness's observation as JSON: output, probes, spy counts
+	TaskID       string `parquet:"task_id"`
+	SampleID     string `parquet:"sample_id"`
+	Kind         string `parquet:"kind"`
+	APIID        string `parquet:"api_id"`
+	Solution     string `parquet:"solution"`
+	Program      string `parquet:"program"` // the whole program with the solution in place
+	Passed       bool   `parquet:"passed"`
+	SpyDirect    int64  `parquet:"spy_direct"`
+	SpyIndirect  int64  `parquet:"spy_indirect"`
+	CompileError string `parquet:"compile_error"`
+	RuntimeError string `parquet:"runtime_error"` // panic or crash, truncated
+	TimedOut     bool   `parquet:"timed_out"`
+	// FailedLayers: span (refused before the build), channel (tampered),
+	// runtime, spy, structural, comparative, behavioural, attribution,
+	// perturbed (see goharness.Check).
+	FailedLayers []string `parquet:"failed_layers,list"`
+	Failures     string   `parquet:"failures"`    // why it failed, one line per failure
+	Output       string   `parquet:"output"`      // what the program printed, bounded
+	Observation  string   `parquet:"observation"` // the harness's record as JSON: runs (output, probes, spy counts), counterfactual, second input
 	Seconds      float64  `parquet:"seconds"`
 
 	spyAccess string // the counter expression the harness read
@@ -100,15 +109,31 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 }
 
 // unitsPerPackage bounds how many harnesses share a test binary: packages
-// compile in parallel, and a crash costs at most this many.
+// compile in parallel. Every harness still runs in a process of its own.
 const unitsPerPackage = 150
 
-// run runs solutions through their tasks' harnesses (expect nil: observe
-// only) in one batched go test, and returns one row per solution.
-func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task, expects []*goharness.Observation, sols []Solution) ([]SampleRow, error) {
+// observeRuns is how many times a reference's scenario runs when it is
+// observed: only what all runs agree on is asserted.
+const observeRuns = 10
+
+// run runs solutions through their tasks' harnesses and returns one row
+// per solution with its record. With observe, each runs observeRuns
+// times (and on the second input when one can be derived) and nothing is
+// checked: the references' records become the expectations. Otherwise
+// each runs once (and once on the second input when its expectation has
+// one) and is checked against expects, outside the process that ran it.
+//
+// The harnesses compile in one batched build; every one then runs in a
+// process of its own from its package's test binary, in the sandbox, so
+// that no solution's crash, exit, leftover goroutines or global state can
+// touch another's verdict. Verdicts come from each process's signed
+// record (goharness.Channel), never from what it printed.
+func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task, expects []*goharness.Expectation, sols []Solution, observe bool) ([]SampleRow, []*goharness.Record, error) {
 	out := make([]SampleRow, len(sols))
+	recs := make([]*goharness.Record, len(sols))
 	var units []gotool.Unit
 	var which []int
+	unitExpect := map[int]*goharness.Expectation{}
 	for i, s := range sols {
 		t := tasks[s.Task]
 		spec := specs[s.Task]
@@ -116,11 +141,12 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			spec.Imports = s.Imports
 		}
 		code, expect := s.Code, expects[s.Task]
-		if prog, span, ok := spec.AsProgram(s.Code); ok {
+		prog, span, whole := spec.AsProgram(s.Code)
+		if whole {
 			// A whole program: its own imports, helpers and main.
 			spec, code, expect = prog, span, expect.WithProbes(prog.Probes)
 		}
-		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(code)}
+		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(code), FailedLayers: []string{}}
 		access, ok := e.spy.Access[t.APIID]
 		out[i].spyAccess = access
 		if !ok {
@@ -128,7 +154,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			continue
 		}
 		err := goharness.CheckSpan(code)
-		if err == nil && spec.Decls != specs[s.Task].Decls {
+		if err == nil && whole {
 			err = goharness.CheckDecls(spec.Decls)
 		}
 		if err != nil {
@@ -137,57 +163,89 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			out[i].FailedLayers = []string{"span"}
 			continue
 		}
-		u := goharness.Harness(spec, code, len(units), access, t.ImportPath, e.mod.Path, expect)
-		u.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
-		if s.Imports != nil {
-			u.Group = fmt.Sprintf("imports-%d", i) // an import problem fails a whole package: keep it alone
+		u := goharness.UnitSpec{Task: spec, Solution: code, SolverDecls: whole, Index: len(units),
+			SpyAccess: access, SpyImport: t.ImportPath, Module: e.mod.Path, Runs: 1}
+		if observe {
+			u.Runs = observeRuns
 		}
-		units = append(units, u)
+		if !whole && (observe && !s.NoPerturb || expect != nil && expect.Perturbed != nil) {
+			u.Perturbed, _ = goharness.PerturbBefore(spec)
+		}
+		unit := goharness.Harness(u)
+		unit.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
+		if s.Imports != nil || whole {
+			// An import problem fails a whole package, and a whole
+			// program's declarations are its own: keep such units alone.
+			unit.Group = fmt.Sprintf("alone-%d", i)
+		}
+		if !observe {
+			unitExpect[len(units)] = expect
+		}
+		units = append(units, unit)
 		which = append(which, i)
 	}
 	if len(units) == 0 {
-		return out, nil
+		return out, recs, nil
 	}
-	res, err := e.tc.RunBatch(ctx, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}))
+	runs, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, max(runtime.NumCPU(), 1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for u, r := range res {
-		row := &out[which[u]]
-		tr, ran := r.Tests[gotool.UnitName("Test", u)]
-		switch {
-		case r.CompileError != "":
-			row.CompileError = r.CompileError
-		case r.TimedOut:
-			row.TimedOut = true
-		case !ran:
-			row.RuntimeError = bound(r.PackageFailure, 4000)
-			if row.RuntimeError == "" {
-				row.RuntimeError = "the test binary ended without running this harness"
-			}
-		default:
-			row.Passed, row.Seconds = tr.Passed, tr.Seconds
-			row.FailedLayers = goharness.FailedLayers(tr.Output)
-			if o, ok := goharness.ReadObservation(tr.Output); ok {
-				b, _ := json.Marshal(o)
-				row.Observation = string(b)
-				row.SpyDirect, row.SpyIndirect, row.TimedOut = o.Direct, o.Indirect, o.TimedOut
-				row.Output = bound(o.Output, 4000)
-				if o.Panic != "" {
-					row.RuntimeError = bound("panic: "+o.Panic, 4000)
-				}
-			} else if !tr.Passed {
-				// The binary died in this harness (gotool.BinaryDied): its
-				// output holds the reason.
-				row.RuntimeError = bound(tr.Output, 4000)
-				row.TimedOut = strings.Contains(tr.Output, "panic: test timed out")
-			}
-		}
-		if row.FailedLayers == nil {
-			row.FailedLayers = []string{}
+	for u, run := range runs {
+		recs[which[u]] = fill(&out[which[u]], run, unitExpect[u], observe)
+	}
+	return out, recs, nil
+}
+
+// fill records in row what running its harness gave and, unless
+// observing, checks it against expect (outside the process that ran it).
+// It returns the record, nil when there is none.
+func fill(row *SampleRow, run goharness.UnitRun, expect *goharness.Expectation, observe bool) *goharness.Record {
+	if run.CompileError != "" {
+		row.CompileError = run.CompileError
+		return nil
+	}
+	row.Seconds = run.Process.Seconds
+	switch {
+	case errors.Is(run.Err, goharness.ErrTampered):
+		row.RuntimeError = "tampered: " + run.Err.Error()
+		row.FailedLayers = []string{"channel"}
+		return nil
+	case run.Err != nil:
+		// It crashed, exited or hung: what it printed says why.
+		row.TimedOut = run.Process.TimedOut
+		row.RuntimeError = bound(run.Err.Error()+"\n"+run.Process.Output, 4000)
+		row.FailedLayers = []string{"runtime"}
+		return nil
+	}
+	rec := run.Record
+	b, _ := json.Marshal(rec)
+	row.Observation = string(b)
+	if len(rec.Normal) > 0 {
+		o := rec.Normal[0]
+		row.SpyDirect, row.SpyIndirect, row.TimedOut = o.Direct, o.Indirect, o.TimedOut
+		row.Output = bound(o.Output, 4000)
+		if o.Panic != "" {
+			row.RuntimeError = bound("panic: "+o.Panic, 4000)
 		}
 	}
-	return out, nil
+	if observe {
+		return rec
+	}
+	if expect == nil {
+		row.FailedLayers = []string{"harness"}
+		row.Failures = "the task has no expectation"
+		return rec
+	}
+	fails := goharness.Check(expect, rec)
+	row.Passed = len(fails) == 0
+	row.FailedLayers = goharness.Layers(fails)
+	var msgs []string
+	for _, f := range fails {
+		msgs = append(msgs, f.Layer+": "+f.Message)
+	}
+	row.Failures = bound(strings.Join(msgs, "\n"), 4000)
+	return rec
 }
 
 func bound(s string, n int) string {
@@ -198,15 +256,15 @@ func bound(s string, n int) string {
 }
 
 // decodeTasks reads the spec and expectation of each task row.
-func decodeTasks(rows []Row) ([]goharness.Task, []*goharness.Observation, error) {
+func decodeTasks(rows []Row) ([]goharness.Task, []*goharness.Expectation, error) {
 	specs := make([]goharness.Task, len(rows))
-	expects := make([]*goharness.Observation, len(rows))
+	expects := make([]*goharness.Expectation, len(rows))
 	for i, t := range rows {
 		if err := json.Unmarshal([]byte(t.Spec), &specs[i]); err != nil {
 			return nil, nil, fmt.Errorf("task %s: spec: %w", t.TaskID, err)
 		}
 		if t.Expect != "" {
-			expects[i] = &goharness.Observation{}
+			expects[i] = &goharness.Expectation{}
 			if err := json.Unmarshal([]byte(t.Expect), expects[i]); err != nil {
 				return nil, nil, fmt.Errorf("task %s: expect: %w", t.TaskID, err)
 			}
@@ -232,13 +290,15 @@ func byModule(rows []Row) [][]int {
 	return groups
 }
 
-// runAll runs solutions grouped by module; rows come back in sols order.
-func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution) ([]SampleRow, error) {
+// runAll runs solutions grouped by module (observe: see moduleEnv.run);
+// rows and records come back in sols order.
+func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, observe bool) ([]SampleRow, []*goharness.Record, error) {
 	specs, expects, err := decodeTasks(tasks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]SampleRow, len(sols))
+	recs := make([]*goharness.Record, len(sols))
 	for _, g := range byModule(tasks) {
 		in := map[int]bool{}
 		var ids []string
@@ -260,20 +320,20 @@ func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution) ([]S
 		t0 := tasks[g[0]]
 		env, err := prepare(ctx, r, t0.Module, t0.Version, ids)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		start := time.Now()
-		rows, err := env.run(ctx, tasks, specs, expects, mine)
+		rows, rs, err := env.run(ctx, tasks, specs, expects, mine, observe)
 		env.ws.Close()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.Logf("%s@%s: %d solutions through %d harnesses in %.1fs", t0.Module, t0.Version, len(mine), len(g), time.Since(start).Seconds())
 		for k, row := range rows {
-			out[where[k]] = row
+			out[where[k]], recs[where[k]] = row, rs[k]
 		}
 	}
-	return out, nil
+	return out, recs, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -42,7 +42,7 @@ var (
 )
 
 func (solveType) Name() string    { return "solve" }
-func (solveType) Version() string { return "13" }
+func (solveType) Version() string { return "14" }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
 		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample."
@@ -77,7 +77,7 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	rows, err := runAll(ctx, r, tasks, sols)
+	rows, _, err := runAll(ctx, r, tasks, sols, false)
 	if err != nil {
 		return err
 	}
@@ -153,9 +153,9 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		if expects[i] == nil {
 			continue
 		}
-		// The reference twice: with the observation, three runs that must
-		// agree, so that nondeterministic references (the clock, map
-		// order) fail C1 rather than pass it by chance.
+		// The reference twice, each in a fresh process: a reference whose
+		// asserted values still vary (beyond what its observed runs
+		// showed) fails C1 rather than passes it by chance.
 		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].Mask},
 			Solution{Task: i, SampleID: "reference-2", Kind: "reference", Code: specs[i].Mask})
 		p, ok := pkgs[t.ImportPath]
@@ -180,7 +180,11 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		if s := p.Siblings(name); len(s) > 0 {
 			sibling = s[0]
 		}
-		for _, m := range goharness.Mutants(specs[i], tg, sibling, expects[i]) {
+		probes := map[string]goharness.Probe{}
+		for name, x := range expects[i].Probes {
+			probes[name] = goharness.Probe{Type: x.Type, Len: x.Len, Nil: x.Nil, Value: x.Value}
+		}
+		for _, m := range goharness.Mutants(specs[i], tg, sibling, &goharness.Observation{Probes: probes, Output: expects[i].Output}) {
 			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code, Imports: m.Imports})
 		}
 	}

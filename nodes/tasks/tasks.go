@@ -73,7 +73,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "11" }
+func (tasksType) Version() string { return "12" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
@@ -125,38 +125,59 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	for _, k := range sortedKeys(noTask) {
 		r.Logf("no task for %d APIs: %s", noTask[k], k)
 	}
-	// Execute: observe every reference under the spy.
+	// Execute: observe every reference under the spy, observeRuns times,
+	// counterfactually, and on the second input where one is derived.
 	sols := make([]Solution, len(rows))
 	for i := range rows {
 		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].Mask}
 	}
-	obs, err := runAll(ctx, r, rows, sols)
+	obs, recs, err := runAll(ctx, r, rows, sols, true)
 	if err != nil {
 		return err
 	}
-	observed := 0
+	// A second input can break the build (a changed literal that a
+	// constant expression needed): observe those again without it.
+	var retry []Solution
+	for i, s := range obs {
+		if _, ok := goharness.PerturbBefore(specs[i]); ok && s.CompileError != "" {
+			retry = append(retry, Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].Mask, NoPerturb: true})
+		}
+	}
+	if len(retry) > 0 {
+		again, recs2, err := runAll(ctx, r, rows, retry, true)
+		if err != nil {
+			return err
+		}
+		for k, s := range retry {
+			obs[s.Task], recs[s.Task] = again[k], recs2[k]
+		}
+	}
+	observed, second := 0, 0
 	for i, s := range obs {
 		switch {
 		case s.CompileError != "":
 			rows[i].ObserveError = "reference does not compile: " + s.CompileError
-		case s.TimedOut:
-			rows[i].ObserveError = "reference timed out"
-		case s.RuntimeError != "":
+		case recs[i] == nil:
 			rows[i].ObserveError = "reference failed: " + s.RuntimeError
-		case s.Observation == "":
-			rows[i].ObserveError = "the harness printed no observation"
-		case s.SpyDirect == 0:
-			rows[i].ObserveError = "the reference never calls the target directly"
 		default:
-			rows[i].Expect = s.Observation
+			exp, err := goharness.Derive(recs[i])
+			if err != nil {
+				rows[i].ObserveError = "reference failed: " + err.Error()
+				break
+			}
+			b, _ := json.Marshal(exp)
+			rows[i].Expect = string(b)
 			observed++
+			if exp.Perturbed != nil {
+				second++
+			}
 		}
-		var exp goharness.Observation
-		if json.Unmarshal([]byte(rows[i].Expect), &exp) == nil && s.spyAccess != "" {
-			rows[i].Harness = goharness.Harness(specs[i], specs[i].Mask, 0, s.spyAccess, rows[i].ImportPath, rows[i].Module, &exp).Source("harness", map[string]string{})
+		if access := s.spyAccess; access != "" {
+			rows[i].Harness = goharness.Harness(goharness.UnitSpec{Task: specs[i], Solution: specs[i].Mask, SpyAccess: access,
+				SpyImport: rows[i].ImportPath, Module: rows[i].Module, Runs: 1}).Source("harness", map[string]string{})
 		}
 	}
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed)
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d with a second input", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed, observeRuns, second)
 	return t.Write(r, rows)
 }
 

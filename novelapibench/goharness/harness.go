@@ -1,7 +1,6 @@
 package goharness
 
 import (
-	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -17,12 +16,18 @@ import (
 // Observation is what one run of a task's scenario produced: what main
 // printed, the probed variables, the target's calls, a panic.
 type Observation struct {
-	Output   string           `json:"output"`
-	Probes   map[string]Probe `json:"probes"`
-	Direct   int64            `json:"direct"`
-	Indirect int64            `json:"indirect"`
-	// Callbacks counts calls the target made into the functions it was
-	// given (the behavioural layer).
+	Output string `json:"output"`
+	// OutputCut says Output was cut at the harness's bound (64 KiB).
+	OutputCut bool             `json:"output_cut,omitempty"`
+	Probes    map[string]Probe `json:"probes"`
+	// Direct counts the solver's calls of the target; Context the calls
+	// from the task's own code (or any other code outside the solution
+	// and the module); Indirect the calls from the module's own code.
+	Direct   int64 `json:"direct"`
+	Context  int64 `json:"context,omitempty"`
+	Indirect int64 `json:"indirect"`
+	// Callbacks counts calls the target made into the functions the
+	// solver gave it (the behavioural layer).
 	Callbacks int64  `json:"callbacks"`
 	Panic     string `json:"panic,omitempty"`
 	TimedOut  bool   `json:"timed_out,omitempty"`
@@ -32,17 +37,32 @@ type Observation struct {
 }
 
 // Probe describes a value: type, length (-1 when it has none), nil-ness
-// and its %#v rendering.
+// and its %#v rendering (cut at 16 KiB).
 type Probe struct {
 	Type  string `json:"type"`
 	Len   int    `json:"len"`
 	Nil   bool   `json:"nil"`
 	Value string `json:"value"`
+	// Elems are the %#v renderings of a slice's or array's elements (when
+	// it has at most 256): what an order-free comparison compares.
+	Elems []string `json:"elems,omitempty"`
 	// Addr says the value holds a non-nil pointer, func or channel, whose
 	// printed form carries an address that differs from run to run: only
 	// its structure is compared. Decided from the value's type and
 	// contents, not from how it prints (unsigned integers print as 0x…).
 	Addr bool `json:"addr,omitempty"`
+}
+
+// Record is what one harness process reports on its channel: Runs
+// observations of the scenario, one counterfactual observation (the
+// solver's calls of the target answered with zero values, the target's
+// body not run) and, when the task has a second input, Runs observations
+// of the perturbed scenario.
+type Record struct {
+	Unit           int           `json:"unit"`
+	Normal         []Observation `json:"normal"`
+	Counterfactual *Observation  `json:"counterfactual,omitempty"`
+	Perturbed      []Observation `json:"perturbed,omitempty"`
 }
 
 // EndProbe is the probe the scenario records as its last statement: a
@@ -51,69 +71,116 @@ type Probe struct {
 // solution from naming the probe function or returning.
 const EndProbe = "lacuna:end"
 
-// Harness renders a task with a solution as test unit i of a batch: the
-// scenario (main with the solution in place of the span, probes after
-// it) run under the target-API spy. With expect nil it only observes (the
-// execute step, run on the reference); with expect set it asserts in three
-// layers against it (structural: types, lengths, nil-ness; comparative:
-// values and output; behavioural: how often the target calls back into the
-// functions it is given; all under the spy: the target must be called
-// directly) and prints which layers failed.
+// UnitSpec is one solution to run through a task's harness.
+type UnitSpec struct {
+	Task Task
+	// Solution is the span: the statements that replace the task's mask.
+	Solution string
+	// SolverImports are the import lines the solver wrote.
+	SolverImports []string
+	// SolverDecls says Task.Decls are the solver's (a whole program): the
+	// target's calls from them are the solver's too. Such a unit needs a
+	// package of its own.
+	SolverDecls bool
+	Index       int    // the unit's index in its batch
+	SpyAccess   string // the target's counters: pkg.LacunaSpy[i] (Spy.Access)
+	SpyImport   string // the target's package
+	Module      string // the target's module path
+	// Runs is how many times the scenario (and the perturbed scenario)
+	// runs: many to observe a reference, one to check a solution.
+	Runs int
+	// Perturbed is the context's code before the span on the task's
+	// second input ("" for none; see PerturbBefore).
+	Perturbed string
+}
+
+// Harness renders a solution in a task's harness as test unit u.Index
+// of a batch: the scenario (main with the solution in place of the span,
+// probes after it), the same on the perturbed input when there is one,
+// and a test that runs them under the target-API spy and writes a signed
+// Record to descriptor ChannelFD (see channel.go). It asserts nothing:
+// what the scenario computed is compared with the reference's outside
+// the process that ran the solution (Check), so nothing a solution
+// prints or does in its process can forge a verdict.
 //
-// Methods the scenario's helper declarations define are instrumented too:
-// calls into them from modPath's code (the target using a type the caller
-// gave it through an interface) count with the callbacks.
-func Harness(t Task, solution string, i int, spyAccess, spyImport, modPath string, expect *Observation) gotool.Unit {
-	name := gotool.UnitName("Test", i)
-	scenario := gotool.UnitName("lacunaScenario", i)
-	want := ""
-	if expect != nil {
-		b, _ := json.Marshal(expect)
-		want = string(b)
-	}
+// Calls of the target are attributed by the caller's file and line: only
+// the lines of the solution (and, for a whole program, of its
+// declarations) are the solver's. Methods the scenario's helper
+// declarations define are instrumented too: calls into them from the
+// module's code (the target using a type the caller gave it through an
+// interface) count with the callbacks.
+func Harness(u UnitSpec) gotool.Unit {
+	i, t := u.Index, u.Task
 	return gotool.Unit{
 		Group: "tasks",
 		Source: func(pkg string, declared map[string]string) string {
-			var b strings.Builder
-			fmt.Fprintf(&b, "package %s\n\n", pkg)
+			var head, b strings.Builder
+			line := func() int { return strings.Count(head.String(), "\n") + strings.Count(b.String(), "\n") + 1 }
 			decls := ""
 			if t.Decls != "" {
-				if _, ok := declared["decls:"+t.Decls]; !ok {
+				if _, ok := declared["decls:"+t.Decls]; !ok || u.SolverDecls {
 					declared["decls:"+t.Decls] = t.Decls
 					decls = instrumentMethods(t.Decls)
 				}
 			}
-			body := fmt.Sprintf("%s\n\nfunc %s(lacunaProbe func(string, any)) {%s\n%s\n", decls, scenario, t.Before, solution)
-			for _, v := range t.Keep {
-				body += fmt.Sprintf("\t_ = %s\n", v)
-			}
+			// What the unit's code refers to decides its imports.
+			code := decls + "\nfunc _() {\n" + t.Before + "\n" + u.Solution + "\n" + t.After + "\n" + u.Perturbed + "\n"
 			for _, p := range t.Probes {
-				body += fmt.Sprintf("\tlacunaProbe(%q, %s)\n", p, p)
+				code += "_ = " + p + "\n"
 			}
-			body += t.After + "\n\tlacunaProbe(" + strconv.Quote(EndProbe) + ", true)\n}\n"
-			for _, im := range usedImports(t.Imports, body) {
-				b.WriteString("import " + im + "\n")
+			code += "}\n"
+			fmt.Fprintf(&head, "package %s\n\n", pkg)
+			imports := append(append([]string(nil), t.Imports...), u.SolverImports...)
+			for _, im := range usedImports(imports, code) {
+				head.WriteString("import " + im + "\n")
 			}
-			for _, im := range stdImports(t.Imports, body) {
-				b.WriteString("import " + im + "\n")
+			for _, im := range stdImports(imports, code) {
+				head.WriteString("import " + im + "\n")
 			}
-			b.WriteString("import lacunatesting \"testing\"\n")
-			fmt.Fprintf(&b, "import lacunaspied %q\n", spyImport)
+			head.WriteString("import lacunatesting \"testing\"\n")
+			fmt.Fprintf(&head, "import lacunaspied %q\n", u.SpyImport)
 			if _, ok := declared["lacunaRun"]; !ok {
 				declared["lacunaRun"] = harnessRuntime
-				b.WriteString("import lacunareflect \"reflect\"\nimport lacunajson \"encoding/json\"\nimport lacunafmt \"fmt\"\nimport lacunaio \"io\"\nimport lacunaos \"os\"\nimport lacunastrings \"strings\"\nimport lacunatime \"time\"\nimport lacunadebug \"runtime/debug\"\nimport lacunaruntime \"runtime\"\nimport lacunaatomic \"sync/atomic\"\n")
+				head.WriteString(runtimeImports)
 				// Types the scenario declares print as PKG.T: name them
 				// main.T, as in the standalone program, whatever package
 				// the batch put this harness in.
-				fmt.Fprintf(&b, "\nconst lacunaSelf = %q\n", pkg+".")
-				fmt.Fprintf(&b, "\nconst lacunaModule = %q\n", modPath)
-				b.WriteString(harnessRuntime)
+				fmt.Fprintf(&head, "\nconst lacunaSelf = %q\n", pkg+".")
+				fmt.Fprintf(&head, "\nconst lacunaModule = %q\n", u.Module)
+				head.WriteString(harnessRuntime)
 			}
-			b.WriteString(body)
-			counter := "lacunaspied." + strings.SplitN(spyAccess, ".", 2)[1]
-			fmt.Fprintf(&b, "\nfunc %s(t *lacunatesting.T) {\n\tlacunaCheck(t, lacunaRun(%s, func() (int64, int64, int64) { return %s.Direct.Load(), %s.Indirect.Load(), %s.Callbacks.Load() + lacunaUserCallbacks.Load() }), %q)\n}\n",
-				name, scenario, counter, counter, counter, want)
-			return b.String()
+			var lines []int // the solver's lines: start, end pairs
+			if u.SolverDecls && decls != "" {
+				lines = append(lines, line()+1, line()+1+strings.Count(decls, "\n"))
+			}
+			b.WriteString("\n" + decls + "\n")
+			scenario := func(name, before string) {
+				fmt.Fprintf(&b, "\nfunc %s(lacunaProbe func(string, any)) {%s\n", name, before)
+				lines = append(lines, line(), line()+strings.Count(u.Solution, "\n"))
+				b.WriteString(u.Solution + "\n")
+				for _, v := range t.Keep {
+					fmt.Fprintf(&b, "\t_ = %s\n", v)
+				}
+				for _, p := range t.Probes {
+					fmt.Fprintf(&b, "\tlacunaProbe(%q, %s)\n", p, p)
+				}
+				b.WriteString(t.After + "\n\tlacunaProbe(" + strconv.Quote(EndProbe) + ", true)\n}\n")
+			}
+			scenario(gotool.UnitName("lacunaScenario", i), t.Before)
+			perturbed := "nil"
+			if u.Perturbed != "" {
+				perturbed = gotool.UnitName("lacunaPerturbed", i)
+				scenario(perturbed, u.Perturbed)
+			}
+			nums := make([]string, len(lines))
+			for k, n := range lines {
+				nums[k] = strconv.Itoa(n)
+			}
+			counter := "lacunaspied." + strings.SplitN(u.SpyAccess, ".", 2)[1]
+			fmt.Fprintf(&b, "\nfunc %s(*lacunatesting.T) {\n\tlacunaspied.LacunaSpyHook = lacunaHook\n\tc := &%s\n", gotool.UnitName("Test", i), counter)
+			fmt.Fprintf(&b, "\tlacunaMain(%d, %q, []int{%s}, %d, %s, %s, func() [4]int64 {\n\t\treturn [4]int64{c.Direct.Load(), c.Context.Load(), c.Indirect.Load(), c.Callbacks.Load() + lacunaUserCallbacks.Load()}\n\t})\n}\n",
+				i, "/"+gotool.UnitFile(i), strings.Join(nums, ", "), max(u.Runs, 1), gotool.UnitName("lacunaScenario", i), perturbed)
+			return head.String() + b.String()
 		},
 		Clashes: func(declared map[string]string) bool {
 			if t.Decls == "" {
@@ -189,30 +256,100 @@ func containsDecl(src, name string) bool {
 	return false
 }
 
+// runtimeImports are the harness runtime's imports, under names the
+// solution cannot use (CheckSpan refuses identifiers starting lacuna).
+const runtimeImports = `import lacunareflect "reflect"
+import lacunajson "encoding/json"
+import lacunafmt "fmt"
+import lacunaio "io"
+import lacunaos "os"
+import lacunastrings "strings"
+import lacunatime "time"
+import lacunadebug "runtime/debug"
+import lacunaruntime "runtime"
+import lacunaatomic "sync/atomic"
+import lacunahmac "crypto/hmac"
+import lacunasha256 "crypto/sha256"
+import lacunahex "encoding/hex"
+`
+
 // harnessRuntime is declared once per harness package.
 const harnessRuntime = `
 type lacunaProbeValue struct {
-	Type  string ` + "`json:\"type\"`" + `
-	Len   int    ` + "`json:\"len\"`" + `
-	Nil   bool   ` + "`json:\"nil\"`" + `
-	Value string ` + "`json:\"value\"`" + `
-	Addr  bool   ` + "`json:\"addr,omitempty\"`" + `
+	Type  string   ` + "`json:\"type\"`" + `
+	Len   int      ` + "`json:\"len\"`" + `
+	Nil   bool     ` + "`json:\"nil\"`" + `
+	Value string   ` + "`json:\"value\"`" + `
+	Elems []string ` + "`json:\"elems,omitempty\"`" + `
+	Addr  bool     ` + "`json:\"addr,omitempty\"`" + `
 }
 
 type lacunaObservation struct {
-	Output   string                      ` + "`json:\"output\"`" + `
-	Probes   map[string]lacunaProbeValue ` + "`json:\"probes\"`" + `
-	Direct   int64                       ` + "`json:\"direct\"`" + `
-	Indirect int64                       ` + "`json:\"indirect\"`" + `
-	Callbacks int64                      ` + "`json:\"callbacks\"`" + `
-	Panic    string                      ` + "`json:\"panic,omitempty\"`" + `
-	TimedOut bool                        ` + "`json:\"timed_out,omitempty\"`" + `
-	Leftover int64                       ` + "`json:\"leftover,omitempty\"`" + `
+	Output    string                      ` + "`json:\"output\"`" + `
+	OutputCut bool                        ` + "`json:\"output_cut,omitempty\"`" + `
+	Probes    map[string]lacunaProbeValue ` + "`json:\"probes\"`" + `
+	Direct    int64                       ` + "`json:\"direct\"`" + `
+	Context   int64                       ` + "`json:\"context,omitempty\"`" + `
+	Indirect  int64                       ` + "`json:\"indirect\"`" + `
+	Callbacks int64                       ` + "`json:\"callbacks\"`" + `
+	Panic     string                      ` + "`json:\"panic,omitempty\"`" + `
+	TimedOut  bool                        ` + "`json:\"timed_out,omitempty\"`" + `
+	Leftover  int64                       ` + "`json:\"leftover,omitempty\"`" + `
+}
+
+type lacunaRecord struct {
+	Unit           int                 ` + "`json:\"unit\"`" + `
+	Normal         []lacunaObservation ` + "`json:\"normal\"`" + `
+	Counterfactual *lacunaObservation  ` + "`json:\"counterfactual,omitempty\"`" + `
+	Perturbed      []lacunaObservation ` + "`json:\"perturbed,omitempty\"`" + `
+}
+
+// The key records are signed with, read from its descriptor before any
+// test runs (package variables initialise before tests, and a
+// solution's code runs only inside its scenario), and the channel they
+// are written to.
+var lacunaKey, lacunaChannel = lacunaOpen()
+
+func lacunaOpen() ([]byte, *lacunaos.File) {
+	kf := lacunaos.NewFile(7, "lacuna-key")
+	key := make([]byte, 32)
+	if kf != nil {
+		if n, _ := lacunaio.ReadFull(kf, key); n != len(key) {
+			key = nil
+		}
+		kf.Close()
+	}
+	return key, lacunaos.NewFile(8, "lacuna-channel")
+}
+
+// lacunaEmit writes the record, signed, in one write.
+func lacunaEmit(rec lacunaRecord) {
+	b, err := lacunajson.Marshal(rec)
+	if err != nil || lacunaChannel == nil {
+		return
+	}
+	m := lacunahmac.New(lacunasha256.New, lacunaKey)
+	m.Write(b)
+	line := lacunahex.EncodeToString(m.Sum(nil)) + " " + string(b) + "\n"
+	lacunaChannel.Write([]byte(line))
+}
+
+const (
+	lacunaMaxValue  = 16 << 10
+	lacunaMaxOutput = 64 << 10
+	lacunaMaxElems  = 256
+)
+
+func lacunaCut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…[cut]"
+	}
+	return s
 }
 
 func lacunaDescribe(v any) lacunaProbeValue {
 	self := func(s string) string { return lacunastrings.ReplaceAll(s, lacunaSelf, "main.") }
-	p := lacunaProbeValue{Type: self(lacunafmt.Sprintf("%T", v)), Len: -1, Value: self(lacunafmt.Sprintf("%#v", v))}
+	p := lacunaProbeValue{Type: self(lacunafmt.Sprintf("%T", v)), Len: -1, Value: lacunaCut(self(lacunafmt.Sprintf("%#v", v)), lacunaMaxValue)}
 	if v == nil {
 		p.Nil = true
 		return p
@@ -226,6 +363,12 @@ func lacunaDescribe(v any) lacunaProbeValue {
 		p.Len = rv.Len()
 	case lacunareflect.Pointer, lacunareflect.Func, lacunareflect.Interface:
 		p.Nil = rv.IsNil()
+	}
+	if k := rv.Kind(); (k == lacunareflect.Slice || k == lacunareflect.Array) && rv.Len() <= lacunaMaxElems {
+		p.Elems = make([]string, rv.Len())
+		for j := range p.Elems {
+			p.Elems[j] = lacunaCut(self(lacunafmt.Sprintf("%#v", rv.Index(j).Interface())), 1024)
+		}
 	}
 	return p
 }
@@ -245,9 +388,64 @@ func lacunaUserCallback() {
 	}
 }
 
+// lacunaAttr says which calls are the solver's: those from the lines
+// (start, end pairs) of one file; counterfactual asks the spy to answer
+// them with zero values.
+type lacunaAttr struct {
+	file           string
+	lines          []int
+	counterfactual bool
+}
+
+var lacunaAttribution lacunaatomic.Pointer[lacunaAttr]
+
+// lacunaHook is the spy's LacunaSpyHook.
+func lacunaHook(file string, line int) (solver, counterfactual bool) {
+	a := lacunaAttribution.Load()
+	if a == nil || !lacunastrings.HasSuffix(file, a.file) {
+		return false, false
+	}
+	for k := 0; k+1 < len(a.lines); k += 2 {
+		if line >= a.lines[k] && line <= a.lines[k+1] {
+			return true, a.counterfactual
+		}
+	}
+	return false, false
+}
+
+// lacunaMain observes the scenario runs times, once counterfactually,
+// and the perturbed scenario runs times, then writes the record.
+func lacunaMain(unit int, file string, lines []int, runs int, scenario, perturbed func(func(string, any)), spy func() [4]int64) {
+	rec := lacunaRecord{Unit: unit}
+	defer func() { lacunaEmit(rec) }()
+	attr := &lacunaAttr{file: file, lines: lines}
+	for k := 0; k < runs; k++ {
+		lacunaAttribution.Store(attr)
+		o := lacunaRun(scenario, spy)
+		rec.Normal = append(rec.Normal, o)
+		if o.TimedOut {
+			return
+		}
+	}
+	lacunaAttribution.Store(&lacunaAttr{file: file, lines: lines, counterfactual: true})
+	cf := lacunaRun(scenario, spy)
+	rec.Counterfactual = &cf
+	if cf.TimedOut || perturbed == nil {
+		return
+	}
+	for k := 0; k < runs; k++ {
+		lacunaAttribution.Store(attr)
+		o := lacunaRun(perturbed, spy)
+		rec.Perturbed = append(rec.Perturbed, o)
+		if o.TimedOut {
+			return
+		}
+	}
+}
+
 // lacunaRun runs a scenario with stdout captured and the spy read before
 // and after.
-func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64)) (obs lacunaObservation) {
+func lacunaRun(scenario func(func(string, any)), spy func() [4]int64) (obs lacunaObservation) {
 	obs.Probes = map[string]lacunaProbeValue{}
 	r, w, err := lacunaos.Pipe()
 	if err != nil {
@@ -257,11 +455,11 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 	lacunaos.Stdout = w
 	done := make(chan string)
 	go func() {
-		b, _ := lacunaio.ReadAll(lacunaio.LimitReader(r, 1<<20))
+		b, _ := lacunaio.ReadAll(lacunaio.LimitReader(r, lacunaMaxOutput+1))
 		lacunaio.Copy(lacunaio.Discard, r)
 		done <- string(b)
 	}()
-	d0, i0, c0 := spy()
+	before := spy()
 	probes := map[string]lacunaProbeValue{}
 	finished := make(chan string, 1)
 	g0 := lacunaruntime.NumGoroutine()
@@ -279,7 +477,7 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 		}()
 		scenario(func(name string, v any) { probes[name] = lacunaDescribe(v) })
 	}()
-	// A scenario that never ends loses its own test, not the batch's.
+	// A scenario that never ends is reported, and the process ends.
 	select {
 	case obs.Panic = <-finished:
 		obs.Probes = probes
@@ -287,8 +485,7 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 		obs.TimedOut = true
 	}
 	if !obs.TimedOut {
-		// Goroutines the scenario started must end with it: one left
-		// running could change a later sample's verdict.
+		// Goroutines the scenario started must end with it.
 		for wait := 0; wait < 40 && lacunaruntime.NumGoroutine() > g0; wait++ {
 			lacunatime.Sleep(5 * lacunatime.Millisecond)
 		}
@@ -296,63 +493,15 @@ func lacunaRun(scenario func(func(string, any)), spy func() (int64, int64, int64
 			obs.Leftover = int64(n)
 		}
 	}
-	d1, i1, c1 := spy()
-	obs.Direct, obs.Indirect, obs.Callbacks = d1-d0, i1-i0, c1-c0
+	after := spy()
+	obs.Direct, obs.Context, obs.Indirect, obs.Callbacks = after[0]-before[0], after[1]-before[1], after[2]-before[2], after[3]-before[3]
 	w.Close()
 	lacunaos.Stdout = old
 	obs.Output = <-done
+	if len(obs.Output) > lacunaMaxOutput {
+		obs.Output, obs.OutputCut = obs.Output[:lacunaMaxOutput], true
+	}
 	return obs
-}
-
-// lacunaCheck prints the observation and, given what the reference did,
-// fails the layers that differ.
-func lacunaCheck(t interface {
-	Errorf(string, ...any)
-}, obs lacunaObservation, expect string) {
-	b, _ := lacunajson.Marshal(obs)
-	lacunafmt.Printf("LACUNA_RESULT %s\n", b)
-	if expect == "" {
-		return
-	}
-	var want lacunaObservation
-	if err := lacunajson.Unmarshal([]byte(expect), &want); err != nil {
-		t.Errorf("LACUNA_FAIL harness: %v", err)
-		return
-	}
-	if obs.TimedOut {
-		t.Errorf("LACUNA_FAIL runtime: timed out after %s", lacunaScenarioTimeout)
-	}
-	if obs.Panic != "" {
-		t.Errorf("LACUNA_FAIL runtime: panic: %s", obs.Panic)
-	}
-	if obs.Leftover > want.Leftover {
-		t.Errorf("LACUNA_FAIL runtime: the solution left %d goroutines running after the scenario (the reference left %d)", obs.Leftover, want.Leftover)
-	}
-	if obs.Direct == 0 {
-		t.Errorf("LACUNA_FAIL spy: the target API was never called directly (%d indirect calls)", obs.Indirect)
-	}
-	for name, w := range want.Probes {
-		g, ok := obs.Probes[name]
-		switch {
-		case !ok && name == ` + "`" + `lacuna:end` + "`" + `:
-			t.Errorf("LACUNA_FAIL runtime: the code after the solution did not run to its end")
-		case !ok:
-			t.Errorf("LACUNA_FAIL structural: %s was not set", name)
-		case g.Type != w.Type || g.Len != w.Len || g.Nil != w.Nil:
-			t.Errorf("LACUNA_FAIL structural: %s is %s (len %d, nil %v), want %s (len %d, nil %v)", name, g.Type, g.Len, g.Nil, w.Type, w.Len, w.Nil)
-		case g.Value != w.Value && !w.Addr:
-			t.Errorf("LACUNA_FAIL comparative: %s = %s, want %s", name, g.Value, w.Value)
-		}
-	}
-	// At least one callback when the reference had some: how many is the
-	// implementation's business unless a contract fixes it, and a correct
-	// solution may legitimately pass the target less to call back into.
-	if want.Callbacks > 0 && obs.Callbacks == 0 {
-		t.Errorf("LACUNA_FAIL behavioural: the target never called the functions it was given (the reference's did %d times)", want.Callbacks)
-	}
-	if obs.Output != want.Output {
-		t.Errorf("LACUNA_FAIL comparative: printed %q, want %q", obs.Output, want.Output)
-	}
 }
 
 // lacunaHoldsAddress reports whether v holds a non-nil pointer, func,
@@ -391,33 +540,3 @@ func lacunaHoldsAddress(v lacunareflect.Value, depth int) bool {
 	return false
 }
 `
-
-// ReadObservation finds the harness's observation in a test's output.
-func ReadObservation(out string) (*Observation, bool) {
-	for _, line := range strings.Split(out, "\n") {
-		if i := strings.Index(line, "LACUNA_RESULT "); i >= 0 {
-			var o Observation
-			if json.Unmarshal([]byte(line[i+len("LACUNA_RESULT "):]), &o) == nil {
-				return &o, true
-			}
-		}
-	}
-	return nil, false
-}
-
-// FailedLayers lists the layers a harness reported failing, in order:
-// runtime, spy, structural, behavioural, comparative, harness.
-func FailedLayers(out string) []string {
-	seen := map[string]bool{}
-	var layers []string
-	for _, line := range strings.Split(out, "\n") {
-		if i := strings.Index(line, "LACUNA_FAIL "); i >= 0 {
-			layer, _, _ := strings.Cut(line[i+len("LACUNA_FAIL "):], ":")
-			if !seen[layer] {
-				seen[layer] = true
-				layers = append(layers, layer)
-			}
-		}
-	}
-	return layers
-}

@@ -24,21 +24,13 @@ func TestProbeMarksOnlyAddressesAsIncomparable(t *testing.T) {
 	dir := t.TempDir()
 	prog := `package main
 
-import lacunareflect "reflect"
-import lacunajson "encoding/json"
-import lacunafmt "fmt"
-import lacunaio "io"
-import lacunaos "os"
-import lacunastrings "strings"
-import lacunatime "time"
-import lacunadebug "runtime/debug"
-import lacunaruntime "runtime"
-import lacunaatomic "sync/atomic"
-
+` + runtimeImports + `
 const lacunaSelf = "main."
 const lacunaModule = "example.com/m"
 
 var _, _, _, _, _ = lacunaio.EOF, lacunatime.Second, lacunadebug.Stack, lacunaruntime.Callers, lacunaatomic.Int64{}
+
+func lacunaUnused() { lacunaMain(0, "", nil, 0, nil, nil, nil) }
 ` + harnessRuntime + `
 type pair struct {
 	N int

@@ -15,16 +15,25 @@ import (
 )
 
 // Spy instruments target APIs of a module tree for harness builds, the
-// NovelAPIBench target-API spy: a counting call at the top of each
-// target's body, and per instrumented package a file holding the
-// counters. Nothing in the tree changes: `go test -overlay` swaps the
-// files in at build time. The tree must not be in the module cache (the
-// go command refuses overlays there), which is why modules are used from
-// the store's own verified copy through a replace directive.
+// NovelAPIBench target-API spy: a call at the top of each target's body
+// that attributes and counts the call, and per instrumented package a
+// file holding the counters and the attribution hook. Nothing in the tree
+// changes: `go test -overlay` swaps the files in at build time. The tree
+// must not be in the module cache (the go command refuses overlays
+// there), which is why modules are used from the store's own verified
+// copy through a replace directive.
 //
-// A call is direct when the function calling the target is outside the
-// module (the solution's code), indirect when it is the module's own code
-// (a sibling API that uses the target).
+// Every call is attributed by its caller's frame: indirect when the
+// caller is the module's own code (a sibling API that uses the target);
+// otherwise the harness's hook (LacunaSpyHook, set before the scenario
+// runs) says from the caller's file and line whether the call is the
+// solver's (direct) or the task's context's. Only the solver's calls
+// count as direct, only functions the solver passed are counted as
+// callbacks, and only the solver's calls are answered counterfactually:
+// when the hook asks for it, the target returns the zero values of its
+// results without running its body. A harness compares what the
+// scenario computes with and without the target's work (see Check): a
+// value that does not change was not computed through the target.
 type Spy struct {
 	// Overlay is the go test -overlay file.
 	Overlay string
@@ -83,7 +92,7 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			s.Slots[a.ID] = slot
 			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
 			// Same line: positions in panics and compiler messages stay put.
-			text := fmt.Sprintf("lacunaSpyHit(%d);", slot) + callbackWrappers(src, fset, fd, slot)
+			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { return%s };%s };", slot, zeroResults(src, fset, fd), callbackWrappers(src, fset, fd, slot))
 			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, text})
 		}
 		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
@@ -107,6 +116,22 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 	b, _ := json.MarshalIndent(map[string]any{"Replace": replace}, "", "  ")
 	s.Overlay = filepath.Join(dir, "overlay.json")
 	return s, os.WriteFile(s.Overlay, b, 0o644)
+}
+
+// zeroResults is what a counterfactual call returns: " *new(T)" for
+// every result (named or not), "" when there are none.
+func zeroResults(src []byte, fset *token.FileSet, fd *ast.FuncDecl) string {
+	if fd.Type.Results == nil {
+		return ""
+	}
+	var zeros []string
+	for _, field := range fd.Type.Results.List {
+		typ := string(src[fset.Position(field.Type.Pos()).Offset:fset.Position(field.Type.End()).Offset])
+		for range max(1, len(field.Names)) {
+			zeros = append(zeros, "*new("+typ+")")
+		}
+	}
+	return " " + strings.Join(zeros, ", ")
 }
 
 // callbackWrappers wraps every parameter of function type (written as a
@@ -190,23 +215,39 @@ import (
 	"sync/atomic"
 )
 
-// LacunaSpyCounter counts calls into one spied API.
-type LacunaSpyCounter struct{ Direct, Indirect, Callbacks atomic.Int64 }
+// LacunaSpyCounter counts calls into one spied API: the solver's
+// (Direct), the task's context's (Context), the module's own (Indirect),
+// and calls into functions the solver passed it (Callbacks).
+type LacunaSpyCounter struct{ Direct, Context, Indirect, Callbacks atomic.Int64 }
 
 // LacunaSpy holds this package's counters, one per spied API.
 var LacunaSpy [%d]LacunaSpyCounter
 
+// LacunaSpyHook attributes a call from outside the module by its
+// caller's file and line: whether it is the solver's, and whether to
+// answer it counterfactually. The harness sets it before any scenario
+// runs; nil attributes every such call to the context.
+var LacunaSpyHook func(file string, line int) (solver, counterfactual bool)
+
 // lacunaSpyHit runs first in a spied API: the frame above the API is its
-// caller, in this module (indirect) or not (direct).
-func lacunaSpyHit(slot int) {
+// caller, in this module (indirect) or not (the hook decides).
+func lacunaSpyHit(slot int) (solver, counterfactual bool) {
 	pcs := make([]uintptr, 1)
 	runtime.Callers(3, pcs)
 	frame, _ := runtime.CallersFrames(pcs).Next()
 	if fn := frame.Function; strings.HasPrefix(fn, %q) || strings.HasPrefix(fn, %q) {
 		LacunaSpy[slot].Indirect.Add(1)
-		return
+		return false, false
 	}
-	LacunaSpy[slot].Direct.Add(1)
+	if h := LacunaSpyHook; h != nil {
+		solver, counterfactual = h(frame.File, frame.Line)
+	}
+	if solver {
+		LacunaSpy[slot].Direct.Add(1)
+	} else {
+		LacunaSpy[slot].Context.Add(1)
+	}
+	return solver, counterfactual
 }
 `, pkg, n, modPath+".", modPath+"/")
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // TestSpyCountsDirectAndIndirectCalls builds harness tests against the
-// fixture with the spy overlay: a direct call, a call through a sibling
-// API, a generic method, and a test that never calls the target.
+// fixture with the spy overlay: the solver's call (the line the hook
+// names) and the context's, a counterfactual call (zero results, the
+// body not run), a call through a sibling API, a generic method.
 func TestSpyCountsDirectAndIndirectCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
@@ -42,6 +43,7 @@ func TestSpyCountsDirectAndIndirectCalls(t *testing.T) {
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"example.com/shapes"
@@ -49,9 +51,25 @@ import (
 
 func report(name string, d, i int64) { fmt.Printf("SPY %s direct=%d indirect=%d\n", name, d, i) }
 
+// solverLine is the line the hook attributes to the solver.
+var solverLine int
+
+func init() {
+	shapes.LacunaSpyHook = func(file string, line int) (bool, bool) { return line == solverLine, false }
+}
+
 func TestDirect(t *testing.T) {
-	shapes.Scale([]int{1, 2}, 3)
+	shapes.Scale([]int{1, 2}, 3) // another line: the context's
+	_, _, solverLine, _ = runtime.Caller(0); shapes.Scale([]int{1, 2}, 3)
 	report("direct", ` + scale + `.Direct.Load(), ` + scale + `.Indirect.Load())
+	report("context", ` + scale + `.Context.Load(), 0)
+}
+
+func TestCounterfactual(t *testing.T) {
+	hook := shapes.LacunaSpyHook
+	shapes.LacunaSpyHook = func(string, int) (bool, bool) { return true, true }
+	defer func() { shapes.LacunaSpyHook = hook }()
+	fmt.Printf("SPY counterfactual %v\n", shapes.Scale([]int{1, 2}, 3))
 }
 
 func TestIndirect(t *testing.T) {
@@ -62,8 +80,7 @@ func TestIndirect(t *testing.T) {
 
 func TestGenericMethod(t *testing.T) {
 	var s shapes.Stack[string]
-	s.Push("x")
-	s.Push("y")
+	_, _, solverLine, _ = runtime.Caller(0); s.Push("x"); s.Push("y")
 	report("push", ` + push + `.Direct.Load(), ` + push + `.Indirect.Load())
 }
 `,
@@ -89,7 +106,7 @@ func TestGenericMethod(t *testing.T) {
 	for _, r := range run.Tests {
 		out += r.Output
 	}
-	for _, want := range []string{"SPY direct direct=1 indirect=0", "SPY indirect direct=0 indirect=1", "SPY push direct=2 indirect=0"} {
+	for _, want := range []string{"SPY direct direct=1 indirect=0", "SPY context direct=1 indirect=0", "SPY counterfactual []", "SPY indirect direct=0 indirect=1", "SPY push direct=2 indirect=0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}

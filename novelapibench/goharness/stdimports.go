@@ -17,7 +17,7 @@ var stdPackages = map[string]string{
 	"bufio": "bufio", "bytes": "bytes", "cmp": "cmp", "context": "context", "csv": "encoding/csv",
 	"errors": "errors", "filepath": "path/filepath", "fmt": "fmt", "heap": "container/heap",
 	"hex": "encoding/hex", "io": "io", "iter": "iter", "json": "encoding/json", "list": "container/list",
-	"maps": "maps", "math": "math", "os": "os", "path": "path", "reflect": "reflect", "regexp": "regexp",
+	"maps": "maps", "math": "math", "os": "os", "path": "path", "reflect": "reflect", "regexp": "regexp", "runtime": "runtime",
 	"slices": "slices", "sort": "sort", "strconv": "strconv", "strings": "strings", "sync": "sync",
 	"time": "time", "unicode": "unicode", "utf8": "unicode/utf8",
 }

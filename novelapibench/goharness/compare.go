@@ -1,0 +1,408 @@
+package goharness
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// How an expected value is compared.
+const (
+	// ModeExact: the same type, length, nil-ness and %#v rendering.
+	ModeExact = "exact"
+	// ModeUnordered: the same elements (a slice's, or the output's lines)
+	// in any order: the reference's runs gave them in different orders
+	// (map iteration).
+	ModeUnordered = "unordered"
+	// ModeShape: type, length and nil-ness only: the value holds
+	// addresses, or it varied from run to run beyond order.
+	ModeShape = "shape"
+	// ModeType: the type only: even the length varied.
+	ModeType = "type"
+)
+
+// Expected is one value a harness asserts.
+type Expected struct {
+	Mode  string   `json:"mode"`
+	Type  string   `json:"type"`
+	Len   int      `json:"len"`
+	Nil   bool     `json:"nil"`
+	Value string   `json:"value,omitempty"` // ModeExact
+	Elems []string `json:"elems,omitempty"` // ModeUnordered, sorted
+}
+
+// OutputKey names the printed output among an Expectation's items.
+const OutputKey = "output"
+
+// Expectation is what a task's harness asserts, derived from the
+// reference's observations (Derive): only what was stable across its
+// runs, compared order-free where only the order varied.
+type Expectation struct {
+	Runs   int                 `json:"runs"`
+	Probes map[string]Expected `json:"probes"`
+	// Output is what the reference printed; OutputMode is ModeExact,
+	// ModeUnordered (the same lines in another order) or "" (varied:
+	// not asserted).
+	Output     string `json:"output"`
+	OutputMode string `json:"output_mode"`
+	// Callbacks: the target called back into the functions it was given
+	// in every run: a solution's must, at least once.
+	Callbacks bool  `json:"callbacks,omitempty"`
+	Leftover  int64 `json:"leftover,omitempty"`
+	// Unstable names the probes (and OutputKey) not asserted because they
+	// varied between the reference's runs beyond order.
+	Unstable []string `json:"unstable,omitempty"`
+	// Dependent names the asserted items (probes, OutputKey) that the
+	// counterfactual run changed: the values computed through the target.
+	// A solution's counterfactual run must change every one it has.
+	Dependent []string `json:"dependent,omitempty"`
+	// Perturbed is the expectation on the task's second input, when one
+	// was derived and it changes what is asserted.
+	Perturbed *Expectation `json:"perturbed,omitempty"`
+}
+
+// Derive builds the expectation from a reference's record: its runs
+// must all end cleanly; the counterfactual run says which items depend
+// on the target; the perturbed runs give the second input's expectation
+// (dropped when they fail or change nothing asserted).
+func Derive(rec *Record) (*Expectation, error) {
+	e, err := derive(rec.Normal)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Counterfactual != nil && !rec.Counterfactual.TimedOut {
+		for _, k := range e.items() {
+			if !e.matches(k, rec.Counterfactual) {
+				e.Dependent = append(e.Dependent, k)
+			}
+		}
+	}
+	if p, err := derive(rec.Perturbed); err == nil {
+		for _, k := range e.items() {
+			if !e.matches(k, &rec.Perturbed[0]) {
+				e.Perturbed = p
+				break
+			}
+		}
+	}
+	return e, nil
+}
+
+func derive(runs []Observation) (*Expectation, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no run")
+	}
+	for k, o := range runs {
+		switch {
+		case o.TimedOut:
+			return nil, fmt.Errorf("run %d of %d timed out", k+1, len(runs))
+		case o.Panic != "":
+			return nil, fmt.Errorf("run %d of %d panicked: %s", k+1, len(runs), firstLine(o.Panic))
+		case o.Direct == 0:
+			return nil, fmt.Errorf("run %d of %d never calls the target from the span", k+1, len(runs))
+		}
+	}
+	e := &Expectation{Runs: len(runs), Probes: map[string]Expected{}, Callbacks: true}
+	for name := range runs[0].Probes {
+		vals := make([]Probe, 0, len(runs))
+		for _, o := range runs {
+			if p, ok := o.Probes[name]; ok {
+				vals = append(vals, p)
+			}
+		}
+		if x, ok := expectedOf(vals, len(runs)); ok {
+			e.Probes[name] = x
+		} else {
+			e.Unstable = append(e.Unstable, name)
+		}
+	}
+	e.Output, e.OutputMode = runs[0].Output, ModeExact
+	for _, o := range runs[1:] {
+		switch {
+		case o.Output == e.Output:
+		case slices.Equal(sortedLines(o.Output), sortedLines(e.Output)):
+			e.OutputMode = ModeUnordered
+		default:
+			e.OutputMode = ""
+		}
+		if e.OutputMode == "" {
+			e.Unstable = append(e.Unstable, OutputKey)
+			break
+		}
+	}
+	for _, o := range runs {
+		e.Callbacks = e.Callbacks && o.Callbacks > 0
+		e.Leftover = max(e.Leftover, o.Leftover)
+	}
+	sort.Strings(e.Unstable)
+	return e, nil
+}
+
+// expectedOf is what can be asserted of a probe's values over n runs.
+func expectedOf(vals []Probe, n int) (Expected, bool) {
+	if len(vals) != n {
+		return Expected{}, false // set in some runs only
+	}
+	v0 := vals[0]
+	x := Expected{Mode: ModeExact, Type: v0.Type, Len: v0.Len, Nil: v0.Nil, Value: v0.Value}
+	for _, v := range vals {
+		switch {
+		case v.Type != x.Type:
+			return Expected{}, false
+		case v.Len != x.Len || v.Nil != x.Nil:
+			x.Mode = ModeType
+		case x.Mode == ModeType:
+		case v.Addr:
+			x.Mode = ModeShape
+		case x.Mode == ModeExact && v.Value != x.Value:
+			x.Mode = ModeUnordered
+		}
+	}
+	if x.Mode == ModeUnordered {
+		x.Elems = sortedCopy(v0.Elems)
+		for _, v := range vals {
+			if v.Elems == nil || !slices.Equal(sortedCopy(v.Elems), x.Elems) {
+				x.Mode, x.Elems = ModeShape, nil
+				break
+			}
+		}
+	}
+	if x.Mode != ModeExact {
+		x.Value = ""
+	}
+	if x.Mode == ModeType {
+		x.Len, x.Nil = 0, false
+	}
+	return x, true
+}
+
+// items are the asserted items: probe names, then OutputKey.
+func (e *Expectation) items() []string {
+	ks := make([]string, 0, len(e.Probes)+1)
+	for k := range e.Probes {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	if e.OutputMode != "" {
+		ks = append(ks, OutputKey)
+	}
+	return ks
+}
+
+// matches reports whether o meets the expectation on item k.
+func (e *Expectation) matches(k string, o *Observation) bool {
+	if k == OutputKey {
+		switch e.OutputMode {
+		case ModeExact:
+			return o.Output == e.Output
+		case ModeUnordered:
+			return slices.Equal(sortedLines(o.Output), sortedLines(e.Output))
+		}
+		return true
+	}
+	p, ok := o.Probes[k]
+	return ok && e.Probes[k].shapeMatches(p) && e.Probes[k].valueMatches(p)
+}
+
+func (x Expected) shapeMatches(p Probe) bool {
+	if x.Mode == ModeType {
+		return p.Type == x.Type
+	}
+	return p.Type == x.Type && p.Len == x.Len && p.Nil == x.Nil
+}
+
+func (x Expected) valueMatches(p Probe) bool {
+	switch x.Mode {
+	case ModeExact:
+		return p.Value == x.Value
+	case ModeUnordered:
+		return p.Elems != nil && slices.Equal(sortedCopy(p.Elems), x.Elems)
+	}
+	return true
+}
+
+// same reports whether two observations of one solution agree on item k
+// under its mode: whether the counterfactual left it unchanged.
+func (e *Expectation) same(k string, a, b *Observation) bool {
+	if k == OutputKey {
+		if e.OutputMode == ModeUnordered {
+			return slices.Equal(sortedLines(a.Output), sortedLines(b.Output))
+		}
+		return a.Output == b.Output
+	}
+	pa, okA := a.Probes[k]
+	pb, okB := b.Probes[k]
+	if !okA || !okB {
+		return okA == okB
+	}
+	x := e.Probes[k]
+	x.Type, x.Len, x.Nil, x.Value = pa.Type, pa.Len, pa.Nil, pa.Value
+	if x.Mode == ModeUnordered {
+		x.Elems = sortedCopy(pa.Elems)
+	}
+	return x.shapeMatches(pb) && x.valueMatches(pb)
+}
+
+// WithProbes is the expectation restricted to the named probes (and the
+// end marker): what a whole-program solution, which rewrote the context,
+// can be compared on. It has no second input.
+func (e *Expectation) WithProbes(names []string) *Expectation {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Probes = map[string]Expected{}
+	keep := map[string]bool{OutputKey: true}
+	for _, n := range append(names, EndProbe) {
+		if p, ok := e.Probes[n]; ok {
+			c.Probes[n] = p
+			keep[n] = true
+		}
+	}
+	c.Dependent = nil
+	for _, k := range e.Dependent {
+		if keep[k] {
+			c.Dependent = append(c.Dependent, k)
+		}
+	}
+	c.Perturbed = nil
+	return &c
+}
+
+// Failure is one reason a solution fails its harness.
+type Failure struct {
+	// Layer is runtime, spy, structural, comparative, behavioural,
+	// attribution or perturbed.
+	Layer   string `json:"layer"`
+	Message string `json:"message"`
+}
+
+// Check compares a solution's record with the task's expectation, outside
+// the process that ran it. No failures means the solution passes.
+func Check(e *Expectation, rec *Record) []Failure {
+	var fs []Failure
+	add := func(layer, format string, args ...any) {
+		fs = append(fs, Failure{layer, fmt.Sprintf(format, args...)})
+	}
+	if len(rec.Normal) == 0 {
+		add("runtime", "the scenario did not run")
+		return fs
+	}
+	o := &rec.Normal[0]
+	fs = append(fs, e.check(o, "")...)
+	if o.Direct == 0 {
+		add("spy", "the solution's code never calls the target (%d calls from elsewhere, %d from the library itself)", o.Context, o.Indirect)
+	}
+	if e.Callbacks && o.Callbacks == 0 {
+		add("behavioural", "the target never called back into the functions the solution gave it (the reference's did in every run)")
+	}
+	if len(fs) > 0 {
+		return fs
+	}
+	// Attribution: every value the target computed for the reference
+	// must change when the solution's calls of the target are answered
+	// with zero values.
+	cf := rec.Counterfactual
+	var unchanged []string
+	for _, k := range e.Dependent {
+		if cf == nil || (!cf.TimedOut && e.same(k, o, cf)) {
+			unchanged = append(unchanged, k)
+		}
+	}
+	if len(unchanged) > 0 {
+		add("attribution", "%s did not change when the target's calls were answered with zero values: not computed through the target", strings.Join(unchanged, ", "))
+	}
+	if e.Perturbed != nil {
+		if len(rec.Perturbed) == 0 {
+			add("perturbed", "the scenario on the second input did not run")
+		} else {
+			fs = append(fs, e.Perturbed.check(&rec.Perturbed[0], "on the second input: ")...)
+		}
+	}
+	return fs
+}
+
+// check is the runtime, structural and comparative layers for one
+// observation; prefix says which input (the perturbed one is reported in
+// its own layer).
+func (e *Expectation) check(o *Observation, prefix string) []Failure {
+	var fs []Failure
+	add := func(layer, format string, args ...any) {
+		if prefix != "" {
+			layer = "perturbed"
+		}
+		fs = append(fs, Failure{layer, prefix + fmt.Sprintf(format, args...)})
+	}
+	if o.TimedOut {
+		add("runtime", "timed out")
+		return fs
+	}
+	if o.Panic != "" {
+		add("runtime", "panic: %s", o.Panic)
+	}
+	if o.Leftover > e.Leftover {
+		add("runtime", "the solution left %d goroutines running after the scenario (the reference left %d)", o.Leftover, e.Leftover)
+	}
+	if _, ended := o.Probes[EndProbe]; !ended {
+		// What it did not compute follows from that.
+		if o.Panic == "" {
+			add("runtime", "the code after the solution did not run to its end")
+		}
+		return fs
+	}
+	for _, name := range e.items() {
+		if name == OutputKey {
+			if !e.matches(name, o) {
+				add("comparative", "printed %q, want %q%s", cut(o.Output, 400), cut(e.Output, 400), map[bool]string{true: " (lines in any order)"}[e.OutputMode == ModeUnordered])
+			}
+			continue
+		}
+		w := e.Probes[name]
+		g, ok := o.Probes[name]
+		switch {
+		case !ok:
+			add("structural", "%s was not set", name)
+		case !w.shapeMatches(g):
+			add("structural", "%s is %s (len %d, nil %v), want %s (len %d, nil %v)", name, g.Type, g.Len, g.Nil, w.Type, w.Len, w.Nil)
+		case !w.valueMatches(g):
+			want := w.Value
+			if w.Mode == ModeUnordered {
+				want = "the elements " + strings.Join(w.Elems, ", ") + " in any order"
+			}
+			add("comparative", "%s = %s, want %s", name, cut(g.Value, 400), cut(want, 400))
+		}
+	}
+	return fs
+}
+
+// Layers lists the layers of failures, first seen first.
+func Layers(fs []Failure) []string {
+	out := []string{}
+	for _, f := range fs {
+		if !slices.Contains(out, f.Layer) {
+			out = append(out, f.Layer)
+		}
+	}
+	return out
+}
+
+func sortedLines(s string) []string {
+	return sortedCopy(strings.Split(strings.TrimRight(s, "\n"), "\n"))
+}
+
+func sortedCopy(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	c := slices.Clone(s)
+	sort.Strings(c)
+	return c
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

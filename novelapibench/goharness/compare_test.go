@@ -1,0 +1,130 @@
+package goharness
+
+import (
+	"reflect"
+	"testing"
+)
+
+func obs(output string, direct int64, probes map[string]Probe) Observation {
+	if probes == nil {
+		probes = map[string]Probe{}
+	}
+	probes[EndProbe] = Probe{Type: "bool", Len: -1, Value: "true"}
+	return Observation{Output: output, Direct: direct, Probes: probes}
+}
+
+func ints(v string, elems ...string) Probe {
+	return Probe{Type: "[]int", Len: len(elems), Value: v, Elems: elems}
+}
+
+// TestDeriveAssertsOnlyWhatIsStable: values that agree in every run are
+// exact; values whose runs differ only in order are compared as
+// multisets; values that vary otherwise, or hold addresses, keep only
+// their shape; the counterfactual run names what depends on the target.
+func TestDeriveAssertsOnlyWhatIsStable(t *testing.T) {
+	a := obs("a\nb\n", 1, map[string]Probe{
+		"xs":  ints("[]int{1, 2}", "1", "2"),
+		"ks":  ints("[]int{1, 2}", "1", "2"),
+		"now": {Type: "int64", Len: -1, Value: "17"},
+		"p":   {Type: "*int", Len: -1, Value: "(*int)(0xc000012345)", Addr: true},
+		"n":   {Type: "uint", Len: -1, Value: "0x10"},
+	})
+	b := obs("b\na\n", 1, map[string]Probe{
+		"xs":  ints("[]int{1, 2}", "1", "2"),
+		"ks":  ints("[]int{2, 1}", "2", "1"),
+		"now": {Type: "int64", Len: -1, Value: "18"},
+		"p":   {Type: "*int", Len: -1, Value: "(*int)(0xc000099999)", Addr: true},
+		"n":   {Type: "uint", Len: -1, Value: "0x10"},
+	})
+	cf := obs("", 1, map[string]Probe{
+		"xs":  {Type: "[]int", Len: 0, Nil: true, Value: "[]int(nil)"},
+		"ks":  ints("[]int{1, 2}", "1", "2"),
+		"now": {Type: "int64", Len: -1, Value: "19"},
+		"p":   {Type: "*int", Len: -1, Value: "(*int)(0xc0000aaaaa)", Addr: true},
+		"n":   {Type: "uint", Len: -1, Value: "0x10"},
+	})
+	e, err := Derive(&Record{Normal: []Observation{a, b, a}, Counterfactual: &cf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]string{}
+	for k, x := range e.Probes {
+		modes[k] = x.Mode
+	}
+	want := map[string]string{"xs": ModeExact, "ks": ModeUnordered, "now": ModeShape, "p": ModeShape, "n": ModeExact, EndProbe: ModeExact}
+	if !reflect.DeepEqual(modes, want) {
+		t.Errorf("modes %v, want %v", modes, want)
+	}
+	if e.OutputMode != ModeUnordered || e.Runs != 3 {
+		t.Errorf("output mode %q runs %d", e.OutputMode, e.Runs)
+	}
+	if !reflect.DeepEqual(e.Dependent, []string{"xs", OutputKey}) {
+		t.Errorf("dependent %v, want [xs output]", e.Dependent)
+	}
+}
+
+func TestDeriveRefusesAReferenceThatFails(t *testing.T) {
+	for name, runs := range map[string][]Observation{
+		"panic":   {obs("", 1, nil), {Panic: "boom", Direct: 1}},
+		"timeout": {{TimedOut: true}},
+		"no call": {obs("x", 0, nil)},
+		"no runs": nil,
+	} {
+		if _, err := Derive(&Record{Normal: runs}); err == nil {
+			t.Errorf("%s: derived an expectation", name)
+		}
+	}
+}
+
+// TestCheckLayers: each way a solution can differ from the reference
+// fails its own layer, and the counterfactual decides attribution.
+func TestCheckLayers(t *testing.T) {
+	ref := obs("[2 4]\n", 1, map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")})
+	refCF := obs("[]\n", 1, map[string]Probe{"ys": {Type: "[]int", Len: 0, Nil: true, Value: "[]int(nil)"}})
+	e, err := Derive(&Record{Normal: []Observation{ref, ref}, Counterfactual: &refCF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hardcoded := ref // the same values, but they do not change without the target
+	for _, tc := range []struct {
+		name   string
+		rec    Record
+		layers []string
+	}{
+		{"the reference", Record{Normal: []Observation{ref}, Counterfactual: &refCF}, []string{}},
+		{"never calls", Record{Normal: []Observation{obs("[2 4]\n", 0, map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")})}, Counterfactual: &refCF}, []string{"spy"}},
+		{"throwaway call", Record{Normal: []Observation{ref}, Counterfactual: &hardcoded}, []string{"attribution"}},
+		{"wrong value", Record{Normal: []Observation{obs("[2 5]\n", 1, map[string]Probe{"ys": ints("[]int{2, 5}", "2", "5")})}, Counterfactual: &refCF}, []string{"comparative"}},
+		{"wrong type", Record{Normal: []Observation{obs("[2 4]\n", 1, map[string]Probe{"ys": {Type: "[]string", Len: 2}})}}, []string{"structural"}},
+		{"panics", Record{Normal: []Observation{{Panic: "boom", Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{}}}}, []string{"runtime"}},
+		{"exits early", Record{Normal: []Observation{{Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")}}}, Counterfactual: &refCF}, []string{"runtime"}},
+		{"leaves goroutines", Record{Normal: []Observation{func() Observation { o := ref; o.Leftover = 1; return o }()}, Counterfactual: &refCF}, []string{"runtime"}},
+		{"no run", Record{}, []string{"runtime"}},
+	} {
+		if got := Layers(Check(e, &tc.rec)); !reflect.DeepEqual(got, tc.layers) {
+			t.Errorf("%s: layers %v, want %v (%v)", tc.name, got, tc.layers, Check(e, &tc.rec))
+		}
+	}
+}
+
+// TestCheckSecondInput: a solution right on the first input but not on
+// the second fails the perturbed layer.
+func TestCheckSecondInput(t *testing.T) {
+	ref := obs("3\n", 1, nil)
+	cf := obs("0\n", 1, nil)
+	p := obs("5\n", 1, nil)
+	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{p}})
+	if err != nil || e.Perturbed == nil {
+		t.Fatalf("expectation %+v, %v", e, err)
+	}
+	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{ref}})); !reflect.DeepEqual(got, []string{"perturbed"}) {
+		t.Errorf("layers %v, want [perturbed]", got)
+	}
+	if got := Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{p}}); len(got) != 0 {
+		t.Errorf("the reference fails: %v", got)
+	}
+	// A second input on which the reference computes the same is dropped.
+	if e, _ := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{ref}}); e.Perturbed != nil {
+		t.Error("kept a second input that changes nothing")
+	}
+}

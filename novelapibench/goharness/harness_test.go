@@ -1,0 +1,365 @@
+package goharness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
+	"github.com/lacuna-dev/lacuna/runners/modfetch"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+// spiedFixture is the shapes fixture with the spy on one API, and what a
+// harness batch against it needs.
+type spiedFixture struct {
+	tc     *gotool.Toolchain
+	mod    *modfetch.Module
+	opts   gotool.BatchOptions
+	work   string
+	access string
+	tg     Target
+}
+
+func newSpiedFixture(tb testing.TB, tg Target) spiedFixture {
+	tb.Helper()
+	abs, _ := filepath.Abs(fixtureNew)
+	apis, err := goapi.Surface(abs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var targets []goapi.API
+	for _, a := range apis {
+		if a.ID == tg.ID {
+			targets = append(targets, a)
+		}
+	}
+	work := tb.TempDir()
+	spy, err := NewSpy(abs, "example.com/shapes", targets, work)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tc, err := gotool.NewToolchain(tb.TempDir(), gotool.Options{Environ: os.Environ(), GoCache: sharedBuildCache(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sb, err := sandbox.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ws, err := tc.NewWorkspace(sb, "harness", sandbox.Limits{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ws.Close() })
+	return spiedFixture{tc: tc, mod: &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
+		opts: ws.BatchOptions(gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}}), work: ws.Dir, access: spy.Access[tg.ID], tg: tg}
+}
+
+// unit is one solution of a task for run.
+func (f spiedFixture) unit(task Task, solution string, runs int) UnitSpec {
+	u := UnitSpec{Task: task, Solution: solution, SpyAccess: f.access, SpyImport: f.tg.Package, Module: "example.com/shapes", Runs: runs}
+	if prog, span, ok := task.AsProgram(solution); ok {
+		u.Task, u.Solution, u.SolverDecls = prog, span, true
+	}
+	return u
+}
+
+// run runs units, each alone, and returns what each gave.
+func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
+	tb.Helper()
+	units := make([]gotool.Unit, len(specs))
+	for i, u := range specs {
+		u.Index = i
+		units[i] = Harness(u)
+		if u.SolverDecls {
+			units[i].Group = "alone" + string(rune('a'+i))
+		}
+	}
+	runs, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, f.work, 2)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return runs
+}
+
+// observe runs a task's reference as the tasks node does and returns its
+// expectation.
+func (f spiedFixture) observe(t *testing.T, task Task) *Expectation {
+	t.Helper()
+	u := f.unit(task, task.Mask, 10)
+	u.Perturbed, _ = PerturbBefore(task)
+	run := f.run(t, u)[0]
+	if run.Record == nil {
+		t.Fatalf("no record: %+v %v %+v", run, run.Err, run.Process)
+	}
+	e, err := Derive(run.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// check runs solutions once each (and on the second input when e has
+// one) and returns the failing layers of each ("compile" when it did
+// not compile, "no record: ..." when the process left none).
+func (f spiedFixture) check(t *testing.T, task Task, e *Expectation, solutions ...string) [][]string {
+	t.Helper()
+	var specs []UnitSpec
+	for _, s := range solutions {
+		u := f.unit(task, s, 1)
+		if e.Perturbed != nil && !u.SolverDecls {
+			u.Perturbed, _ = PerturbBefore(task)
+		}
+		specs = append(specs, u)
+	}
+	var out [][]string
+	for i, run := range f.run(t, specs...) {
+		switch {
+		case run.CompileError != "":
+			out = append(out, []string{"compile"})
+		case run.Err != nil:
+			out = append(out, []string{"no record: " + run.Err.Error()})
+		default:
+			exp := e
+			if specs[i].SolverDecls {
+				exp = e.WithProbes(specs[i].Task.Probes)
+			}
+			out = append(out, Layers(Check(exp, run.Record)))
+		}
+	}
+	return out
+}
+
+var scaleTask = Task{
+	Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
+	Before: "\n\txs := []int{1, 2, 3}", Keep: []string{"xs"}, Mask: "\tys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"},
+}
+
+// TestHarnessObservesThenChecks runs the execute-then-assert cycle on
+// the fixture: observe the reference (ten runs, the counterfactual, the
+// second input), then check solutions, each in its own process, outside
+// it.
+func TestHarnessObservesThenChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	e := f.observe(t, scaleTask)
+	if e.Output != "[2 4 6]\n" || e.Runs != 10 || e.Probes["ys"].Mode != ModeExact || e.Perturbed == nil || e.Perturbed.Output != "[4 6 8]\n" {
+		t.Fatalf("expectation %+v (perturbed %+v)", e, e.Perturbed)
+	}
+	if !reflect.DeepEqual(e.Dependent, []string{"ys", OutputKey}) {
+		t.Fatalf("dependent %v", e.Dependent)
+	}
+	cases := []struct {
+		code   string
+		layers []string
+	}{
+		{scaleTask.Mask, []string{}},
+		{"\tvar ys []int\n\tfor _, x := range xs {\n\t\tys = append(ys, shapes.Scale([]int{x}, 2)...)\n\t}", []string{}},                    // another correct way
+		{"\tys := shapes.Scale[int](xs, 2)", []string{}},                                                                                    // explicit type parameters
+		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}},                                                                            // perturbed argument
+		{"\tys := []int{2, 4, 6}", []string{"spy"}},                                                                                         // right values, target never called
+		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}},                                                                              // a sibling that calls it indirectly
+		{"\t_ = shapes.Scale([]int{9}, 9)\n\tys := []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                   // throwaway call
+		{"\tys := shapes.Scale(xs, 2)\n\tys = []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                        // the result discarded
+		{"\tys := []int{2, 4, 6}\n\tif len(shapes.Scale(xs, 2)) > 0 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}}, // used, but not for the values
+		{"\tys := shapes.Scale(xs, 2)\n\tif xs[0] == 1 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution"}},                           // right on the first input only
+		{"\tys := shapes.Scale([]int{1, 2, 3}, 2)", []string{"perturbed"}},                                                                  // ignores the input
+		{"\tys := shapes.Scale(xs, 2)\n\tfmt.Println(\"[2 4 6]\")\n\tos.Exit(0)", []string{"no record: " + ErrNoRecord.Error()}},            // exits early
+		{"\tys := shapes.Scale(xs, 2)\n\tgo func() { panic(\"boom\") }()\n\tselect {}", []string{"no record: " + ErrNoRecord.Error()}},
+		{"\tys := shapes.Scale(xs, 2)\n\tgo func() { select {} }()", []string{"runtime"}}, // leftover goroutine
+		{"\tys := shapes.Scale(xs, 2)\n\truntime.Goexit()", []string{"runtime"}},          // leaves the scenario
+		{"\tys := shapes.Scale(xs, 2", []string{"compile"}},                               // syntax break
+		{"package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes\"\n)\n\nfunc double(xs []int) []int { return shapes.Scale(xs, 2) }\n\nfunc main() {\n\tfmt.Println(double([]int{1, 2, 3}))\n}\n", []string{}}, // a whole program, the call in a helper
+	}
+	var codes []string
+	for _, c := range cases {
+		codes = append(codes, c.code)
+	}
+	got := f.check(t, scaleTask, e, codes...)
+	for i, c := range cases {
+		if !reflect.DeepEqual(got[i], c.layers) {
+			t.Errorf("%q: layers %v, want %v", c.code, got[i], c.layers)
+		}
+	}
+}
+
+// TestContextCallsAreNotTheSolvers: when the task's own code calls the
+// target, a span that does not still fails the spy.
+func TestContextCallsAreNotTheSolvers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	task := scaleTask
+	task.After = "\tfmt.Println(ys, shapes.Scale(xs, 1))"
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	e := f.observe(t, task)
+	got := f.check(t, task, e, task.Mask, "\tys := []int{2, 4, 6}")
+	if !reflect.DeepEqual(got, [][]string{{}, {"spy"}}) {
+		t.Errorf("layers %v, want [[] [spy]]", got)
+	}
+}
+
+// TestVerdictsCannotBeForged: what a solution prints, or writes to the
+// harness's channel, decides nothing.
+func TestVerdictsCannotBeForged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	e := f.observe(t, scaleTask)
+	forged := `{"unit":0,"normal":[{"output":"[2 4 6]\n","probes":{"ys":{"type":"[]int","len":3,"value":"[]int{2, 4, 6}"}},"direct":1}]}`
+	sols := []string{
+		// test2json framing and a fake record on stdout and stderr.
+		"\tys := []int{2, 4, 6}\n\tfmt.Fprintln(os.Stderr, \"--- PASS: Test_u0 (0.00s)\")\n\tfmt.Fprintln(os.NewFile(1, \"\"), \"\\x16--- PASS: Test_u0 (0.00s)\\nPASS\")",
+		// a record of its own on the channel, then an exit before the harness writes.
+		"\tys := []int{2, 4, 6}\n\tos.NewFile(8, \"\").WriteString(\"00 \" + " + "`" + forged + "`" + " + \"\\n\")\n\tos.Exit(0)",
+		// the same, staying in the scenario: two records on the channel.
+		"\tys := shapes.Scale(xs, 2)\n\tos.NewFile(8, \"\").WriteString(\"00 \" + " + "`" + forged + "`" + " + \"\\n\")",
+	}
+	got := f.check(t, scaleTask, e, sols...)
+	want := [][]string{{"spy"}, {"no record: " + ErrTampered.Error()}, {"no record: " + ErrTampered.Error()}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %v, want %v", got, want)
+	}
+}
+
+// TestSamplesAreIsolated: one sample's crash, exit or change of global
+// state in its process does not reach another's verdict.
+func TestSamplesAreIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	e := f.observe(t, scaleTask)
+	var sols []string
+	for _, hostile := range []string{
+		"\tos.Exit(1)",
+		"\tgo func() { panic(\"boom\") }()\n\ttime.Sleep(time.Second)",
+		"\tvar f func(int) int\n\tf = func(n int) int { return f(n+1) + 1 }\n\tf(0)",
+		"\tos.Stdout = nil\n\tgo func() { for { shapes.Scale(xs, 2) } }()",
+	} {
+		sols = append(sols, hostile, scaleTask.Mask)
+	}
+	got := f.check(t, scaleTask, e, sols...)
+	for i := 1; i < len(sols); i += 2 {
+		if len(got[i]) != 0 {
+			t.Errorf("the reference after %q failed: %v", sols[i-1], got[i])
+		}
+		if len(got[i-1]) == 0 {
+			t.Errorf("%q passed", sols[i-1])
+		}
+	}
+}
+
+// TestBehaviouralLayerCountsCallbacks: a solution that prints the right
+// thing and calls the target, but never lets the target call back into
+// what it was given (a function argument; the scenario's own type through
+// an interface), fails the behavioural layer.
+func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	for _, tc := range []struct {
+		name, example string
+		cheat         string
+	}{
+		{"Apply", "ExampleApply", "\tshapes.Apply(nil, double)\n\tfmt.Println([]int{2, 4, 6})"},
+		{"TotalArea", "ExampleTotalArea", "\tshapes.TotalArea()\n\tfmt.Println(square{1}.Area() + square{2}.Area())"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := Target{ID: "example.com/shapes." + tc.name, Package: "example.com/shapes", Name: tc.name}
+			tasks, _, err := TasksFromExample(fixtureExample(t, tc.example), tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := tasks[0]
+			f := newSpiedFixture(t, tg)
+			e := f.observe(t, task)
+			if !e.Callbacks {
+				t.Fatalf("expectation %+v: no callbacks", e)
+			}
+			got := f.check(t, task, e, task.Mask, tc.cheat)
+			if len(got[0]) != 0 || !slicesContain(got[1], "behavioural") {
+				t.Errorf("layers %v: want the reference to pass and the cheat to fail the behavioural layer", got)
+			}
+		})
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCalibrationMutantsFailAndTheJudgeClassifiesThem: every mutant of a
+// real task fails its harness, and the judge's fast path puts each in its
+// class.
+func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	tg := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	tasks, _, err := TasksFromExample(fixtureExample(t, "ExampleScale"), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := tasks[0]
+	f := newSpiedFixture(t, tg)
+	e := f.observe(t, task)
+	p, _ := goapi.LoadPackage(f.mod.Dir, "example.com/shapes")
+	sib := p.Siblings("Scale")
+	if len(sib) == 0 || sib[0] != "ScaleErr" {
+		t.Fatalf("siblings of Scale: %v", sib)
+	}
+	probes := map[string]Probe{}
+	for k, x := range e.Probes {
+		probes[k] = Probe{Type: x.Type, Len: x.Len, Nil: x.Nil, Value: x.Value}
+	}
+	mutants := Mutants(task, tg, sib[0], &Observation{Probes: probes, Output: e.Output})
+	if len(mutants) < 5 {
+		t.Fatalf("mutants %+v", mutants)
+	}
+	var specs []UnitSpec
+	for _, m := range mutants {
+		mt := task
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		u := f.unit(mt, m.Code, 1)
+		u.Perturbed, _ = PerturbBefore(mt)
+		specs = append(specs, u)
+	}
+	runs := f.run(t, specs...)
+	for i, m := range mutants {
+		run := runs[i]
+		if run.Record != nil && len(Check(e, run.Record)) == 0 {
+			t.Errorf("%s mutant passed the harness:\n%s", m.Kind, m.Code)
+		}
+		mt := specs[i].Task
+		s := Sample{Program: mt.Program(m.Code), Solution: m.Code, CompileError: run.CompileError, Ran: run.Record != nil}
+		if run.Record != nil && len(run.Record.Normal) > 0 {
+			s.Direct = run.Record.Normal[0].Direct
+		}
+		class, rule := Judge(s, tg, "shapes")
+		want := map[string]string{MutantNull: ClassWrongAPISelection, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
+			MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax}[m.Kind]
+		if want != "" && class != want {
+			t.Errorf("%s mutant judged %s (%s), want %s; compile error %q", m.Kind, class, rule, want, run.CompileError)
+		}
+	}
+}
+
+var _ = errors.Is
+var _ = strings.Contains
