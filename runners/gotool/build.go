@@ -148,7 +148,8 @@ type Process struct {
 // extraFD is the descriptor RunOptions.ExtraFiles[0] becomes.
 const extraFD = 7
 
-// Run runs unit i's test alone, `BINARY -test.run=^TEST$ ARGS...`, in a
+// Run runs unit i's test alone, `BINARY -test.paniconexit0
+// -test.run=^TEST$ ARGS...`, in a
 // process of its own through the sandbox wrapper, and waits for it. The
 // process group it starts (and with bubblewrap the whole sandbox) is
 // killed at ro.Wall or when ctx ends; a program that leaves its process
@@ -176,7 +177,9 @@ func (b *Built) Run(ctx context.Context, i int, ro RunOptions) (*Process, error)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, ro.Wall)
 	defer cancel()
-	args := append([]string{u.Binary, "-test.run=^" + u.Test + "$"}, ro.Args...)
+	// -test.paniconexit0, as go test does: a test that calls os.Exit(0)
+	// fails instead of passing silently.
+	args := append([]string{u.Binary, "-test.paniconexit0", "-test.run=^" + u.Test + "$"}, ro.Args...)
 	cmd := exec.CommandContext(runCtx, b.exec, args...)
 	cmd.Dir = b.batch.work
 	cmd.Env = b.env

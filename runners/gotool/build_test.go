@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
 // testUnit is a unit of group "g" whose file imports imports and holds
@@ -51,14 +54,18 @@ func TestBuildBatchSetsAsideOnlyTheUnitsThatDoNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
 	}
+	other := testUnit("func Test_u6(t *testing.T) {}\n")
+	other.Group = "h"
 	built := build(t, []Unit{
 		testUnit("func Test_u0(t *testing.T) {}\n"),
 		testUnit("func Test_u1(t *testing.T) { x := undefinedThing }\n"),
 		testUnit("func Test_u2(t *testing.T) { t.Fatal(\"fails\") }\n"),
 		testUnit("func Test_u3(t *testing.T) { {\n"),
 		testUnit("func Test_u4(t *testing.T) {}\n"),
+		testUnit("func Test_u5(t *testing.T) { nothere.F() }\n", "example.com/shapes/nothere"),
+		other,
 	})
-	for i, want := range []string{"", "undefinedThing", "", "expected", ""} {
+	for i, want := range []string{"", "undefinedThing", "", "expected", "", "example.com/shapes/nothere", ""} {
 		u := built.Units[i]
 		if u.Test != UnitName("Test", i) {
 			t.Errorf("unit %d: test %q", i, u.Test)
@@ -79,7 +86,10 @@ func TestBuildBatchSetsAsideOnlyTheUnitsThatDoNotCompile(t *testing.T) {
 	if built.Units[0].Binary != built.Units[4].Binary {
 		t.Errorf("units 0 and 4 of one group do not share their binary: %q, %q", built.Units[0].Binary, built.Units[4].Binary)
 	}
-	for i, code := range map[int]int{0: 0, 2: 1, 4: 0} {
+	if built.Units[6].Binary == built.Units[0].Binary {
+		t.Errorf("units of two groups share the binary %q", built.Units[0].Binary)
+	}
+	for i, code := range map[int]int{0: 0, 2: 1, 4: 0, 6: 0} {
 		p, err := built.Run(context.Background(), i, RunOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +101,8 @@ func TestBuildBatchSetsAsideOnlyTheUnitsThatDoNotCompile(t *testing.T) {
 }
 
 // Units run from one binary, several at a time, each in its own process:
-// one's exit, goroutine panic or global state reaches no other.
+// one's exit, goroutine panic or global state reaches no other, and an
+// exit with status 0 in a test fails, as under go test.
 func TestEachUnitRunsAloneFromTheSharedBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
@@ -102,6 +113,7 @@ func TestEachUnitRunsAloneFromTheSharedBinary(t *testing.T) {
 		testUnit("func Test_u2(t *testing.T) { state = \"dirty\" }\n"),
 		testUnit("func Test_u3(t *testing.T) { if state != \"\" { t.Fatal(\"state left by another unit:\", state) } }\n"),
 		testUnit("func Test_u4(t *testing.T) { time.Sleep(100 * time.Millisecond) }\n", "time"),
+		testUnit("func Test_u5(t *testing.T) { os.Exit(0) }\n", "os"),
 	}
 	built := build(t, units)
 	for i := range units {
@@ -115,7 +127,7 @@ func TestEachUnitRunsAloneFromTheSharedBinary(t *testing.T) {
 	}
 	var mu sync.Mutex
 	got := map[int]ended{}
-	built.RunAll(context.Background(), []int{0, 1, 2, 3, 4}, 3, func(int) RunOptions { return RunOptions{} }, func(i int, p *Process, err error) {
+	built.RunAll(context.Background(), []int{0, 1, 2, 3, 4, 5}, 3, func(int) RunOptions { return RunOptions{} }, func(i int, p *Process, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		got[i] = ended{p, err}
@@ -123,7 +135,7 @@ func TestEachUnitRunsAloneFromTheSharedBinary(t *testing.T) {
 	for i, want := range []struct {
 		code int
 		says string
-	}{{3, ""}, {2, "left behind"}, {0, ""}, {0, ""}, {0, ""}} {
+	}{{3, ""}, {2, "left behind"}, {0, ""}, {0, ""}, {0, ""}, {2, "os.Exit(0)"}} {
 		e := got[i]
 		if e.err != nil {
 			t.Fatalf("unit %d: %v", i, e.err)
@@ -131,6 +143,15 @@ func TestEachUnitRunsAloneFromTheSharedBinary(t *testing.T) {
 		if e.p.ExitCode != want.code || !strings.Contains(e.p.Output, want.says) {
 			t.Errorf("unit %d: exit %d, want %d with %q; output:\n%s", i, e.p.ExitCode, want.code, want.says, e.p.Output)
 		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var errs []error
+	built.RunAll(ctx, []int{2, 3}, 1, func(int) RunOptions { return RunOptions{} }, func(i int, p *Process, err error) {
+		errs = append(errs, err)
+	})
+	if len(errs) != 2 || !errors.Is(errs[0], context.Canceled) || !errors.Is(errs[1], context.Canceled) {
+		t.Errorf("after ctx ended, RunAll reported %v", errs)
 	}
 }
 
@@ -255,4 +276,120 @@ func processesWith(token string) []int {
 		}
 	}
 	return pids
+}
+
+// A unit the compiler cannot finish (here it runs out of 1 GiB) fails
+// the build with no position: BuildBatch builds each unit of its package
+// alone, and the bomb costs only itself.
+func TestACompileBombInBuildBatchCostsOnlyItself(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	var bomb strings.Builder
+	bomb.WriteString("const c0 = \"xxxxxxxxxxxxxxxx\"\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&bomb, "const c%d = c%d + c%d\n", i, i-1, i-1)
+	}
+	bomb.WriteString("\nfunc Test_u1(t *testing.T) { println(len(c30)) }\n")
+	tc, ws, mod := workspace(t)
+	built, err := tc.BuildBatch(context.Background(), mod, []Unit{
+		testUnit("func Test_u0(t *testing.T) {}\n"),
+		testUnit(bomb.String()),
+		testUnit("func Test_u2(t *testing.T) {}\n"),
+	}, ws.BatchOptions(TestOptions{Build: sandbox.Limits{Memory: 1 << 30}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer built.Close()
+	if u := built.Units[1]; u.Binary != "" || !strings.Contains(u.CompileError, "out of memory") {
+		t.Errorf("the bomb: %.300q, binary %q; want a compile error saying out of memory", u.CompileError, u.Binary)
+	}
+	for _, i := range []int{0, 2} {
+		p, err := built.Run(context.Background(), i, RunOptions{})
+		if err != nil || p.ExitCode != 0 {
+			t.Errorf("unit %d beside the bomb: %v %+v", i, err, p)
+		}
+	}
+}
+
+// BenchmarkRunUnitProcess is what isolation costs per unit: n units
+// compiled once, then each run alone through the sandbox wrapper, one
+// at a time (alone) and two at a time (alone-parallel-2), against the
+// shared binary running all n tests in one process (one-process, what
+// go test -exec does for a package), and the whole go test run of a
+// batch, build included (go-test-batch, warm build cache), and its build
+// alone (build-batch). Each reports ms/unit.
+func BenchmarkRunUnitProcess(b *testing.B) {
+	const n = 50
+	units := make([]Unit, n)
+	for i := range units {
+		units[i] = testUnit(fmt.Sprintf("func Test_u%d(t *testing.T) {\n\tif s := fmt.Sprint(%d*%d); s == \"\" {\n\t\tt.Fatal(s)\n\t}\n}\n", i, i, i), "fmt")
+	}
+	tc, ws, mod := workspace(b)
+	opts := ws.BatchOptions(TestOptions{})
+	built, err := tc.BuildBatch(context.Background(), mod, units, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer built.Close()
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	check := func(i int, p *Process, err error) {
+		if err != nil || p.ExitCode != 0 {
+			b.Fatalf("unit %d: %v %+v", i, err, p)
+		}
+	}
+	perUnit := func(b *testing.B) { b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*n), "ms/unit") }
+	b.Run("alone", func(b *testing.B) {
+		for b.Loop() {
+			for _, i := range all {
+				p, err := built.Run(context.Background(), i, RunOptions{})
+				check(i, p, err)
+			}
+		}
+		perUnit(b)
+	})
+	b.Run("alone-parallel-2", func(b *testing.B) {
+		for b.Loop() {
+			built.RunAll(context.Background(), all, 2, func(int) RunOptions { return RunOptions{} }, check)
+		}
+		perUnit(b)
+	})
+	b.Run("one-process", func(b *testing.B) {
+		for b.Loop() {
+			// The last -test.run wins: every test of the binary.
+			p, err := built.Run(context.Background(), 0, RunOptions{Args: []string{"-test.run=^Test_u", "-test.v"}})
+			check(0, p, err)
+			if got := strings.Count(p.Output, "--- PASS"); got != n {
+				b.Fatalf("%d tests passed, want %d:\n%s", got, n, p.Output)
+			}
+		}
+		perUnit(b)
+	})
+	b.Run("go-test-batch", func(b *testing.B) {
+		for b.Loop() {
+			res, err := tc.RunBatch(context.Background(), mod, units, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, r := range res {
+				if tr := r.Tests[UnitName("Test", i)]; !tr.Passed {
+					b.Fatalf("unit %d: %+v", i, r)
+				}
+			}
+		}
+		perUnit(b)
+	})
+	b.Run("build-batch", func(b *testing.B) {
+		for b.Loop() {
+			bb, err := tc.BuildBatch(context.Background(), mod, units, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bb.Close()
+		}
+		perUnit(b)
+	})
 }
