@@ -331,7 +331,7 @@ func report(t *testing.T, mode string, samples []validitySample, got map[string]
 			forged++
 		}
 		fmt.Fprintf(&rows, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%v\t%s\t%s\t%q\n", s.Lib, byID[s.TaskID].Qualified+" "+byID[s.TaskID].Difficulty, s.Source+"/"+s.SampleID, s.Kind, s.Class,
-			map[bool]string{true: "WRONG", false: "ok"}[wrong], r.Passed, m.Passed, strings.Join(r.FailedLayers, ","), firstLine(r.CompileError+r.RuntimeError), s.Solution)
+			map[bool]string{true: "WRONG", false: "ok"}[wrong], r.Passed, m.Passed, strings.Join(r.FailedLayers, ","), firstLine(r.CompileError+r.RuntimeError+r.Failures), s.Solution)
 	}
 	for _, k := range sortedIDs(by) {
 		p := strings.SplitN(k, "|", 3)

@@ -202,7 +202,18 @@ func (e *Expectation) matches(k string, o *Observation) bool {
 		return true
 	}
 	p, ok := o.Probes[k]
-	return ok && e.Probes[k].shapeMatches(p) && e.Probes[k].valueMatches(p)
+	x := e.Probes[k]
+	p = x.view(p)
+	return ok && x.shapeMatches(p) && x.valueMatches(p)
+}
+
+// view is what of p is compared with x: what p points to when x is its
+// element type (the solution built a *T where the reference has a T).
+func (x Expected) view(p Probe) Probe {
+	if p.Type != x.Type && p.Type == "*"+x.Type && p.Elem != nil {
+		return *p.Elem
+	}
+	return p
 }
 
 func (x Expected) shapeMatches(p Probe) bool {
@@ -360,6 +371,7 @@ func (e *Expectation) check(o *Observation, prefix string) []Failure {
 		}
 		w := e.Probes[name]
 		g, ok := o.Probes[name]
+		g = w.view(g)
 		switch {
 		case !ok:
 			add("structural", "%s was not set", name)

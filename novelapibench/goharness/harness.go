@@ -51,6 +51,9 @@ type Probe struct {
 	// its structure is compared. Decided from the value's type and
 	// contents, not from how it prints (unsigned integers print as 0x…).
 	Addr bool `json:"addr,omitempty"`
+	// Elem describes what a non-nil pointer points to: a solution that
+	// holds a *T where the reference holds a T is compared through it.
+	Elem *Probe `json:"elem,omitempty"`
 }
 
 // Record is what one harness process reports on its channel: Runs
@@ -282,6 +285,7 @@ type lacunaProbeValue struct {
 	Value string   ` + "`json:\"value\"`" + `
 	Elems []string ` + "`json:\"elems,omitempty\"`" + `
 	Addr  bool     ` + "`json:\"addr,omitempty\"`" + `
+	Elem  *lacunaProbeValue ` + "`json:\"elem,omitempty\"`" + `
 }
 
 type lacunaObservation struct {
@@ -348,6 +352,15 @@ func lacunaCut(s string, n int) string {
 }
 
 func lacunaDescribe(v any) lacunaProbeValue {
+	p := lacunaDescribeValue(v)
+	if rv := lacunareflect.ValueOf(v); rv.Kind() == lacunareflect.Pointer && !rv.IsNil() {
+		e := lacunaDescribeValue(rv.Elem().Interface())
+		p.Elem = &e
+	}
+	return p
+}
+
+func lacunaDescribeValue(v any) lacunaProbeValue {
 	self := func(s string) string { return lacunastrings.ReplaceAll(s, lacunaSelf, "main.") }
 	p := lacunaProbeValue{Type: self(lacunafmt.Sprintf("%T", v)), Len: -1, Value: lacunaCut(self(lacunafmt.Sprintf("%#v", v)), lacunaMaxValue)}
 	if v == nil {

@@ -8,6 +8,7 @@ func TestPerturbBefore(t *testing.T) {
 		{"\n\ts := \"ab\"\n\tf := 1.5\n\tc := 'a'", "\n\ts := \"abx\"\n\tf := (1.5 + 1)\n\tc := ('a' + 1)"},
 		{"\n\tvar a [3]int\n\tconst n = 2\n\tb := a[n:]", "\n\tvar a [3]int\n\tconst n = 2\n\tb := a[n:]"},
 		{"\n\tm := map[string]int{`k`: 7}", "\n\tm := map[string]int{\"kx\": 8}"},
+		{"\n\tdouble := func(x int) int { return 2 * x }", "\n\tdouble := func(x int) int { return 2 * x }"},
 	} {
 		got, ok := PerturbBefore(Task{Before: tc.before})
 		if tc.want == tc.before {
