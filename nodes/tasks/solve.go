@@ -180,7 +180,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		if s := p.Siblings(name); len(s) > 0 {
 			sibling = s[0]
 		}
-		for _, m := range goharness.Mutants(specs[i], tg, sibling, expects[i]) {
+		for _, m := range goharness.Mutants(specs[i], tg, sibling, expects[i].Probes, expects[i].Output) {
 			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code, Imports: m.Imports})
 		}
 	}

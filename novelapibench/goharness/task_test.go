@@ -137,10 +137,11 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 	if len(sib) == 0 || sib[0] != "ScaleErr" {
 		t.Fatalf("siblings of Scale: %v", sib)
 	}
-	mutants := Mutants(task, tg, sib[0], ref)
+	mutants := Mutants(task, tg, sib[0], ref.Probes, ref.Output)
 	want := map[string]string{
 		MutantNull: ClassWrongAPISelection, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
 		MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
+		MutantHardcoded: ClassWrongAPISelection, MutantDiscarded: ClassNeedsLLM, MutantExit: ClassWrongAPISelection, MutantGoexit: ClassWrongAPISelection,
 	}
 	if len(mutants) != len(want) {
 		t.Fatalf("mutants %+v", mutants)
