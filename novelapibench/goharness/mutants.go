@@ -76,9 +76,12 @@ type Mutant struct {
 func Mutants(t Task, tg Target, sibling string, probes map[string]Probe, output string) []Mutant {
 	var out []Mutant
 	lits := newLiterals(t)
+	sp, parsed := parseSpan(t.Mask)
 	null := ""
 	for _, p := range t.Probes {
-		if z, ok := lits.zero(p, probes[p]); ok {
+		// Declared at its zero value where the span declares it; a
+		// variable declared before the span keeps what it had.
+		if z, ok := lits.zero(p, probes[p]); ok && (!parsed || sp.declares(t.Keep)[p]) {
 			null += "\t" + z + "\n"
 		}
 	}
@@ -108,7 +111,7 @@ func Mutants(t Task, tg Target, sibling string, probes map[string]Probe, output 
 	if i := strings.LastIndex(t.Mask, ")"); i >= 0 {
 		out = append(out, Mutant{Kind: MutantSyntax, Code: t.Mask[:i] + t.Mask[i+1:]})
 	}
-	if sp, ok := parseSpan(t.Mask); ok {
+	if parsed {
 		e := exploits{t: t, tg: tg, sp: sp, lits: lits, probes: probes, output: output}
 		for _, m := range []Mutant{e.hardcoded(), e.throwaway(), e.discarded(), e.exit("os.Exit(0)", MutantExit), e.exit("runtime.Goexit()", MutantGoexit)} {
 			if m.Code != "" {
@@ -161,7 +164,7 @@ func (e exploits) throwaway() Mutant {
 	if !ok || written != len(vars) {
 		return Mutant{}
 	}
-	return Mutant{Kind: MutantThrowaway, Code: e.sp.through(k) + "\n" + lines(code) + e.sp.after(k)}
+	return Mutant{Kind: MutantThrowaway, Code: glue(e.sp.through(k), lines(code)) + e.sp.after(k)}
 }
 
 // discarded: the call's result thrown away, what its statement assigned
@@ -227,7 +230,7 @@ func (e exploits) discarded() Mutant {
 			used[v] = true
 		}
 	}
-	return Mutant{Kind: MutantDiscarded, Code: e.sp.before(k) + "\n" + lines(code) + e.sp.after(k)}
+	return Mutant{Kind: MutantDiscarded, Code: glue(e.sp.before(k), lines(code)) + e.sp.after(k)}
 }
 
 // exit: the probes declared (literals or zero values), the output
@@ -300,6 +303,15 @@ func lines(stmts []string) string {
 		b.WriteString("\t" + s + "\n")
 	}
 	return b.String()
+}
+
+// glue puts statements after span source, on a line of their own.
+func glue(src, stmts string) string {
+	src = strings.TrimRight(src, " \t\n")
+	if src == "" {
+		return stmts
+	}
+	return src + "\n" + strings.TrimRight(stmts, "\n")
 }
 
 func unparen(x ast.Expr) ast.Expr {
@@ -536,7 +548,10 @@ func (l literals) set(name string, pr Probe, declare bool) (string, bool) {
 		return "", false
 	}
 	if pr.Value == "<nil>" { // a nil interface: %T says <nil> too
-		return name + " = nil", !declare
+		if !declare {
+			return name + " = nil", true
+		}
+		return l.zero(name, pr)
 	}
 	val, ok := l.expr(pr.Value)
 	if !ok {
@@ -562,6 +577,11 @@ func (l literals) set(name string, pr Probe, declare bool) (string, bool) {
 // zero declares name at its probe's type's zero value, when the type can
 // be written.
 func (l literals) zero(name string, pr Probe) (string, bool) {
+	if pr.Type == "<nil>" && (name == "err" || strings.HasSuffix(name, "Err")) {
+		// A nil interface has no dynamic type to print; Go's naming
+		// convention says which interface this one is.
+		return "var " + name + " error", true
+	}
 	typ, ok := l.expr(pr.Type)
 	if !ok {
 		return "", false
@@ -591,6 +611,15 @@ func (l literals) expr(s string) (string, bool) {
 		switch n := n.(type) {
 		case *ast.FuncLit:
 			ok = false
+		case *ast.CallExpr:
+			switch unparen(n.Fun).(type) {
+			case *ast.StarExpr, *ast.FuncType, *ast.ChanType:
+				// A pointer, func or channel converts only from nil (its
+				// rendering otherwise holds an address).
+				if len(n.Args) != 1 || !isNil(n.Args[0]) {
+					ok = false
+				}
+			}
 		case *ast.SelectorExpr:
 			x, isIdent := n.X.(*ast.Ident)
 			switch {
@@ -646,6 +675,11 @@ func (l literals) expr(s string) (string, bool) {
 		s = s[:cuts[i][0]] + s[cuts[i][1]:]
 	}
 	return s, true
+}
+
+func isNil(x ast.Expr) bool {
+	id, ok := unparen(x).(*ast.Ident)
+	return ok && id.Name == "nil"
 }
 
 // typeName is the root of a composite literal's type: T of T, *T, T[A]
