@@ -42,10 +42,11 @@ const (
 	// outside any function literal, and what it assigns and is read later
 	// can be written.
 	MutantDiscarded = "discarded"
-	// MutantExit writes the probes (literals, or zero values where a value
-	// cannot be written), prints the reference's output and calls
-	// os.Exit(0): the scenario's code after the span never runs. Built when
-	// every probe the span declares can be declared.
+	// MutantExit runs the reference's span, prints the reference's output
+	// where the span does not print, and calls os.Exit(0): the call and the
+	// values are genuine, but the scenario's code after the span (and any
+	// check there) never runs, so only an exit check can reject it. Always
+	// built.
 	MutantExit = "exit"
 	// MutantGoexit is MutantExit ending in runtime.Goexit() instead: the
 	// goroutine ends running its deferred calls, the process goes on. Its
@@ -233,17 +234,14 @@ func (e exploits) discarded() Mutant {
 	return Mutant{Kind: MutantDiscarded, Code: glue(e.sp.before(k), lines(code)) + e.sp.after(k)}
 }
 
-// exit: the probes declared (literals or zero values), the output
-// printed, then the scenario left through stop.
+// exit: the reference's span, the output printed where the span does not
+// print it, then the scenario left through stop.
 func (e exploits) exit(stop, kind string) Mutant {
-	code, _, ok := e.set(e.t.Probes, e.sp.declares(e.t.Keep), true)
-	if !ok {
-		return Mutant{}
-	}
-	if e.output != "" {
+	var code []string
+	if e.output != "" && !e.sp.prints(e.sp.stmts...) {
 		code = append(code, e.print())
 	}
-	m := Mutant{Kind: kind, Code: lines(append(code, stop))}
+	m := Mutant{Kind: kind, Code: glue(e.t.Mask, lines(append(code, stop)))}
 	if strings.HasPrefix(stop, "runtime.") {
 		m.Imports = append([]string{`runtime "runtime"`}, e.t.Imports...)
 		for _, im := range e.t.Imports {

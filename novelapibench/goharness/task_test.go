@@ -141,7 +141,7 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 	want := map[string]string{
 		MutantNull: ClassWrongAPISelection, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
 		MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
-		MutantHardcoded: ClassWrongAPISelection, MutantDiscarded: ClassNeedsLLM, MutantExit: ClassWrongAPISelection, MutantGoexit: ClassWrongAPISelection,
+		MutantHardcoded: ClassWrongAPISelection, MutantDiscarded: ClassNeedsLLM, MutantExit: ClassNeedsLLM, MutantGoexit: ClassNeedsLLM,
 	}
 	if len(mutants) != len(want) {
 		t.Fatalf("mutants %+v", mutants)
