@@ -2,6 +2,7 @@ package goharness
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
+	"github.com/lacuna-dev/lacuna/runners/gotool"
 )
 
 // exploitKinds are the mutants that hard-code the reference's results.
@@ -47,6 +49,7 @@ func TestExploitMutantsCompileInTheScenario(t *testing.T) {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -72,6 +75,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -94,6 +98,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -118,6 +123,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -141,6 +147,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"cmp"
 	"fmt"
 	"slices"
@@ -166,6 +173,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -189,6 +197,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"bytes"
 	"fmt"
 )
@@ -207,6 +216,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -227,6 +237,7 @@ func main() {
 			program: `package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -483,4 +494,63 @@ func (f *fixtureImporter) Import(path string) (*types.Package, error) {
 	}
 	f.pkgs[path] = p
 	return p, nil
+}
+
+// TestExploitMutantsFailTheHarness runs the reference and every mutant of
+// fixture tasks through the real harness: the reference passes, every
+// mutant fails. (The throwaway and discarded mutants call the target and
+// reproduce its values: only a harness that attributes the checked values
+// to the call rejects them — issue 9, item 1.)
+func TestExploitMutantsFailTheHarness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	scale := Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"}
+	apply := Target{ID: "example.com/shapes.Apply", Package: "example.com/shapes", Name: "Apply"}
+	for _, tc := range []struct {
+		name    string
+		tg      Target
+		example string // a fixture example to cut the task from, or
+		task    Task   // the task
+		sibling string
+	}{
+		{name: "a probed result", tg: scale, sibling: "ScaleErr", task: Task{
+			Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
+			Before: "\n\txs := []int{1, 2, 3}", Keep: []string{"xs"}, Mask: "\tys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"},
+		}},
+		{name: "a printed result", tg: scale, example: "ExampleScale", sibling: "ScaleErr"},
+		{name: "a result computed through a callback", tg: apply, example: "ExampleApply"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := tc.task
+			if tc.example != "" {
+				tasks, _, err := TasksFromExample(fixtureExample(t, tc.example), tc.tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				task = tasks[0]
+			}
+			f := newSpiedFixture(t, tc.tg.ID)
+			ref := f.observe(t, task, tc.tg.Package)
+			mutants := append([]Mutant{{Kind: "reference", Code: task.Mask}}, Mutants(task, tc.tg, tc.sibling, ref.Probes, ref.Output)...)
+			var units []gotool.Unit
+			for i, m := range mutants {
+				mt := task
+				if m.Imports != nil {
+					mt.Imports = m.Imports
+				}
+				units = append(units, Harness(mt, m.Code, i, f.access, tc.tg.Package, "example.com/shapes", ref))
+			}
+			res, err := f.tc.RunBatch(context.Background(), f.mod, units, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range mutants {
+				tr, ran := res[i].Tests[gotool.UnitName("Test", i)]
+				if passed := ran && tr.Passed; passed != (m.Kind == "reference") {
+					t.Errorf("%s: passed the harness = %v\n%s\n%s", m.Kind, passed, m.Code, tr.Output)
+				}
+			}
+		})
+	}
 }
