@@ -256,6 +256,27 @@ func main() {
 			kinds: []string{MutantExit, MutantGoexit},
 		},
 		{
+			name: "hard: all of main is the span, the calling statement prints",
+			program: `package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+func main() {
+	s := "a,b"
+	parts := strings.Split(s, ",")
+	fmt.Println(strings.Join(parts, "+"))
+}`,
+			tg: Target{Package: "strings", Name: "Join"}, level: Hard, output: "a+b\n",
+			kinds: []string{MutantHardcoded, MutantDiscarded, MutantExit, MutantGoexit},
+			code: map[string][]string{
+				MutantHardcoded: {`fmt.Print("a+b\n")`},
+				MutantDiscarded: {`parts := strings.Split(s, ",")`, `strings.Join(parts, "+")`, `fmt.Print("a+b\n")`},
+			},
+		},
+		{
 			name:    "fixture: a function whose result the span prints",
 			fixture: "ExampleScale", tg: Target{Package: "example.com/shapes", Name: "Scale"}, level: Easy, output: "[2 4 6]\n",
 			kinds: []string{MutantHardcoded, MutantDiscarded, MutantExit, MutantGoexit},
