@@ -184,7 +184,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		for name, x := range expects[i].Probes {
 			probes[name] = goharness.Probe{Type: x.Type, Len: x.Len, Nil: x.Nil, Value: x.Value}
 		}
-		for _, m := range goharness.Mutants(specs[i], tg, sibling, &goharness.Observation{Probes: probes, Output: expects[i].Output}) {
+		for _, m := range goharness.Mutants(specs[i], tg, sibling, probes, expects[i].Output) {
 			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code, Imports: m.Imports})
 		}
 	}

@@ -2,11 +2,9 @@ package goharness
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
@@ -294,6 +292,15 @@ func TestBehaviouralLayerCountsCallbacks(t *testing.T) {
 	}
 }
 
+// expectedProbes are an expectation's values as Mutants takes them.
+func expectedProbes(e *Expectation) (map[string]Probe, string) {
+	probes := map[string]Probe{}
+	for k, x := range e.Probes {
+		probes[k] = Probe{Type: x.Type, Len: x.Len, Nil: x.Nil, Value: x.Value}
+	}
+	return probes, e.Output
+}
+
 func slicesContain(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -323,11 +330,8 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 	if len(sib) == 0 || sib[0] != "ScaleErr" {
 		t.Fatalf("siblings of Scale: %v", sib)
 	}
-	probes := map[string]Probe{}
-	for k, x := range e.Probes {
-		probes[k] = Probe{Type: x.Type, Len: x.Len, Nil: x.Nil, Value: x.Value}
-	}
-	mutants := Mutants(task, tg, sib[0], &Observation{Probes: probes, Output: e.Output})
+	probes, output := expectedProbes(e)
+	mutants := Mutants(task, tg, sib[0], probes, output)
 	if len(mutants) < 5 {
 		t.Fatalf("mutants %+v", mutants)
 	}
@@ -354,12 +358,10 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 		}
 		class, rule := Judge(s, tg, "shapes")
 		want := map[string]string{MutantNull: ClassWrongAPISelection, MutantSibling: ClassWrongAPISelection, MutantImport: ClassWrongImport,
-			MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax}[m.Kind]
+			MutantPerturb: ClassNeedsLLM, MutantSyntax: ClassWrongSyntax,
+			MutantHardcoded: ClassWrongAPISelection, MutantDiscarded: ClassNeedsLLM, MutantExit: ClassNeedsLLM, MutantGoexit: ClassNeedsLLM}[m.Kind]
 		if want != "" && class != want {
 			t.Errorf("%s mutant judged %s (%s), want %s; compile error %q", m.Kind, class, rule, want, run.CompileError)
 		}
 	}
 }
-
-var _ = errors.Is
-var _ = strings.Contains

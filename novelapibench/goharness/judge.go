@@ -38,10 +38,18 @@ var (
 )
 
 // Judge classifies a sample by deterministic rules and names the rule that
-// fired. pkgName is the name the program imports the target's package by.
+// fired. pkgName is the name the program imports the target's package by;
+// a whole program (package main with its imports) is the program that
+// ran, all of it the solver's code, and names the package by its own
+// import.
 func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
-	if _, span, ok := (Task{}).AsProgram(s.Solution); ok {
-		s.Solution = span // a whole program: its main is the solver's code
+	if f, err := parser.ParseFile(token.NewFileSet(), "solution.go", s.Solution, parser.ImportsOnly); err == nil && f.Name.Name == "main" {
+		s.Program = s.Solution
+		for _, im := range f.Imports {
+			if strings.Trim(im.Path.Value, `"`) == tg.Package {
+				pkgName = goapi.ImportName(im)
+			}
+		}
 	}
 	if s.Passed {
 		return ClassOK, "passed the harness"
@@ -102,7 +110,7 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 // that is not an imported package; syntax alone cannot tell whose method
 // it is).
 func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
-	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+	f, err := solverFile(solution)
 	if err != nil {
 		return nil
 	}
@@ -121,6 +129,15 @@ func otherPackageCalls(program, solution, pkgName string, tg Target) []string {
 	return out
 }
 
+// solverFile parses the solver's code: a whole program as it is (its
+// helpers are the solver's too), a span as a function's body.
+func solverFile(solution string) (*ast.File, error) {
+	if f, err := parser.ParseFile(token.NewFileSet(), "", solution, 0); err == nil && f.Name.Name == "main" {
+		return f, nil
+	}
+	return parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+}
+
 // importedNames are the names program imports packages by, pkgName
 // included.
 func importedNames(program, pkgName string) map[string]bool {
@@ -137,7 +154,7 @@ func importedNames(program, pkgName string) map[string]bool {
 // name: pkg.Name for a function, .Name on a value (not on an imported
 // package) for a method.
 func callsTarget(program, solution, pkgName string, tg Target) bool {
-	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+solution+"\n}\n", 0)
+	f, err := solverFile(solution)
 	if err != nil {
 		return false
 	}
