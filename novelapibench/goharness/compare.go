@@ -255,26 +255,34 @@ func (e *Expectation) same(k string, a, b *Observation) bool {
 	return x.shapeMatches(pb) && x.valueMatches(pb)
 }
 
-// WithProbes is the expectation restricted to the named probes (and the
-// end marker): what a whole-program solution, which rewrote the context,
-// can be compared on. It has no second input.
+// WithProbes is the expectation for a whole-program solution, which
+// rewrote the context: the named probes (those its main declares), each
+// as the reference had it at the end of main (where a whole program's
+// probes are read), and the end marker. It has no second input.
 func (e *Expectation) WithProbes(names []string) *Expectation {
 	if e == nil {
 		return nil
 	}
 	c := *e
 	c.Probes = map[string]Expected{}
-	keep := map[string]bool{OutputKey: true}
+	from := map[string]string{OutputKey: OutputKey} // item in e → item in c
 	for _, n := range append(names, EndProbe) {
-		if p, ok := e.Probes[n]; ok {
-			c.Probes[n] = p
-			keep[n] = true
+		for _, k := range []string{n, EndPrefix + n} {
+			if p, ok := e.Probes[k]; ok {
+				c.Probes[n] = p
+				from[k] = n
+			}
+		}
+	}
+	for k, n := range from {
+		if k == n && from[EndPrefix+n] != "" {
+			delete(from, k) // its value at the end of main replaces it
 		}
 	}
 	c.Dependent = nil
 	for _, k := range e.Dependent {
-		if keep[k] {
-			c.Dependent = append(c.Dependent, k)
+		if n, ok := from[k]; ok {
+			c.Dependent = append(c.Dependent, n)
 		}
 	}
 	c.Perturbed = nil

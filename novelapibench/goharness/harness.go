@@ -74,6 +74,10 @@ type Record struct {
 // solution from naming the probe function or returning.
 const EndProbe = "lacuna:end"
 
+// EndPrefix names a probe's value at the end of main, when code after
+// the span runs: "end:x".
+const EndPrefix = "end:"
+
 // UnitSpec is one solution to run through a task's harness.
 type UnitSpec struct {
 	Task Task
@@ -167,7 +171,16 @@ func Harness(u UnitSpec) gotool.Unit {
 				for _, p := range t.Probes {
 					fmt.Fprintf(&b, "\tlacunaProbe(%q, %s)\n", p, p)
 				}
-				b.WriteString(t.After + "\n\tlacunaProbe(" + strconv.Quote(EndProbe) + ", true)\n}\n")
+				b.WriteString(t.After + "\n")
+				if strings.TrimSpace(t.After) != "" {
+					// Their values at the end of main too: what a whole
+					// program, which has no code after its span, is
+					// compared on (Expectation.WithProbes).
+					for _, p := range t.Probes {
+						fmt.Fprintf(&b, "\tlacunaProbe(%q, %s)\n", EndPrefix+p, p)
+					}
+				}
+				b.WriteString("\tlacunaProbe(" + strconv.Quote(EndProbe) + ", true)\n}\n")
 			}
 			scenario(gotool.UnitName("lacunaScenario", i), t.Before)
 			perturbed := "nil"

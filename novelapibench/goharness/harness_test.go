@@ -152,7 +152,7 @@ func TestHarnessObservesThenChecks(t *testing.T) {
 	if e.Output != "[2 4 6]\n" || e.Runs != 10 || e.Probes["ys"].Mode != ModeExact || e.Perturbed == nil || e.Perturbed.Output != "[4 6 8]\n" {
 		t.Fatalf("expectation %+v (perturbed %+v)", e, e.Perturbed)
 	}
-	if !reflect.DeepEqual(e.Dependent, []string{"ys", OutputKey}) {
+	if !reflect.DeepEqual(e.Dependent, []string{EndPrefix + "ys", "ys", OutputKey}) {
 		t.Fatalf("dependent %v", e.Dependent)
 	}
 	cases := []struct {
