@@ -64,10 +64,11 @@ type SampleRow struct {
 
 // moduleEnv is what running harnesses against one module version needs.
 type moduleEnv struct {
-	mod *modfetch.Module
-	spy *goharness.Spy
-	tc  *gotool.Toolchain
-	ws  *gotool.Workspace
+	stats goharness.RunStats // of the last run
+	mod   *modfetch.Module
+	spy   *goharness.Spy
+	tc    *gotool.Toolchain
+	ws    *gotool.Workspace
 }
 
 // prepare downloads (verified) a module version, makes a sandboxed
@@ -187,13 +188,14 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 	if len(units) == 0 {
 		return out, recs, nil
 	}
-	runs, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, max(runtime.NumCPU(), 1))
+	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, max(runtime.NumCPU(), 1))
 	if err != nil {
 		return nil, nil, err
 	}
 	for u, run := range runs {
 		recs[which[u]] = fill(&out[which[u]], run, unitExpect[u], observe)
 	}
+	e.stats = stats
 	return out, recs, nil
 }
 
@@ -328,7 +330,7 @@ func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, obse
 		if err != nil {
 			return nil, nil, err
 		}
-		r.Logf("%s@%s: %d solutions through %d harnesses in %.1fs", t0.Module, t0.Version, len(mine), len(g), time.Since(start).Seconds())
+		r.Logf("%s@%s: %d solutions through %d harnesses in %.1fs (build %.1fs; %d processes, one per solution, %.1fs)", t0.Module, t0.Version, len(mine), len(g), time.Since(start).Seconds(), env.stats.Build, env.stats.Processes, env.stats.Run)
 		for k, row := range rows {
 			out[where[k]], recs[where[k]] = row, rs[k]
 		}

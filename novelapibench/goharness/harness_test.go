@@ -79,7 +79,7 @@ func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
 			units[i].Group = "alone" + string(rune('a'+i))
 		}
 	}
-	runs, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, f.work, 2)
+	runs, _, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, f.work, 2)
 	if err != nil {
 		tb.Fatal(err)
 	}

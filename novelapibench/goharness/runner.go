@@ -21,6 +21,14 @@ type UnitRun struct {
 	Process *gotool.Process
 }
 
+// RunStats say where a batch's time went.
+type RunStats struct {
+	Units     int     // harness units
+	Processes int     // units that ran (the others did not compile)
+	Build     float64 // seconds compiling
+	Run       float64 // seconds running the processes
+}
+
 // RunWall bounds one harness process: its runs of the scenario, each
 // bounded at 10 s inside, and the sandbox's start.
 const RunWall = 3 * time.Minute
@@ -32,12 +40,15 @@ const RunWall = 3 * time.Minute
 // goroutines or global state can reach another's record. The error is
 // for the batch (the build could not run, ctx ended); what went wrong
 // with one unit is in its UnitRun.
-func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, dir string, parallel int) ([]UnitRun, error) {
+func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, dir string, parallel int) ([]UnitRun, RunStats, error) {
 	out := make([]UnitRun, len(units))
+	stats := RunStats{Units: len(units)}
+	start := time.Now()
 	built, err := tc.BuildBatch(ctx, mod, units, opts)
 	if err != nil {
-		return nil, err
+		return nil, stats, err
 	}
+	stats.Build = time.Since(start).Seconds()
 	defer built.Close()
 	var idx []int
 	for i, u := range built.Units {
@@ -63,8 +74,10 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		}
 	}()
 	if setup != nil {
-		return nil, setup
+		return nil, stats, setup
 	}
+	start = time.Now()
+	stats.Processes = len(idx)
 	errs := make([]error, len(units))
 	built.RunAll(ctx, idx, parallel, func(i int) gotool.RunOptions {
 		return gotool.RunOptions{Wall: RunWall, ExtraFiles: channels[i].Files()}
@@ -76,8 +89,9 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		out[i].Process = p
 		out[i].Record, out[i].Err = channels[i].Record(i)
 	})
+	stats.Run = time.Since(start).Seconds()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, stats, err
 	}
-	return out, nil
+	return out, stats, nil
 }
