@@ -27,8 +27,8 @@ func main() {
 	if !ok {
 		t.Fatal("a whole program was not recognised")
 	}
-	if want := []string{`fmt "fmt"`, `sh "example.com/shapes"`}; !reflect.DeepEqual(prog.Imports, want) {
-		t.Errorf("imports %q, want %q", prog.Imports, want)
+	if want := []string{`fmt "fmt"`, `sh "example.com/shapes"`}; !reflect.DeepEqual(prog.OwnImports, want) || prog.Imports != nil {
+		t.Errorf("imports %q (example imports %q), want %q", prog.OwnImports, prog.Imports, want)
 	}
 	if !strings.Contains(prog.Decls, "func double(x int) int") || !strings.Contains(prog.Decls, "// double is") {
 		t.Errorf("decls %q", prog.Decls)
