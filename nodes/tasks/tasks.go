@@ -175,7 +175,7 @@ func cut(b bundle.Row) ([]made, string) {
 	if b.Kind == "type" {
 		return nil, "a type: no call to build a task around (the llm generator will)"
 	}
-	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
+	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Module: b.Module, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
 	if b.Kind == "method" {
 		parts := strings.Split(b.Qualified, ".")
 		tg.Receiver = parts[len(parts)-2]

@@ -28,6 +28,9 @@ type Target struct {
 	Package  string // import path
 	Receiver string // for methods
 	Name     string
+	// Module is the module path descriptions name the library by ("the
+	// library" when empty): the package to import is the solver's to find.
+	Module string
 }
 
 // Task is a coding task cut from a standalone example: main's statements
@@ -227,6 +230,11 @@ func importNames(imports []string, path string) (string, map[string]bool) {
 	return name, all
 }
 
+var chainBreak = regexp.MustCompile(`\.[ \t]*\n\s*`)
+
+// joinChain writes a call chain broken over lines (x.A().\n\tB()) on one.
+func joinChain(src string) string { return chainBreak.ReplaceAllString(src, ".") }
+
 // isPrint reports whether call prints: fmt's Print, Printf, Println (or
 // the Fprint family), or the print builtins.
 func isPrint(call *ast.CallExpr, fmtName string) bool {
@@ -350,17 +358,21 @@ func dataStart(stmts []ast.Stmt, k int) int {
 func Describe(t Task, tg Target, doc string) (string, bool) {
 	gloss := glossOf(doc, tg.Name)
 	site, found := t.callSite(tg)
+	lib := "the library"
+	if tg.Module != "" {
+		lib = "the library " + tg.Module
+	}
 	var b strings.Builder
 	switch t.Difficulty {
 	case Easy:
-		b.WriteString("Complete the marked statement of main with the library so that it " + gloss)
+		b.WriteString("Complete the marked statement of main with " + lib + " so that it " + gloss)
 	case Medium:
-		b.WriteString("Complete the marked part of main: build the input data, then use the library so that it " + gloss)
+		b.WriteString("Complete the marked part of main: build the input data, then use " + lib + " so that it " + gloss)
 		if found && len(site.data) > 0 {
 			b.WriteString("\nThe input data, as Go:\n" + strings.Join(site.data, "\n"))
 		}
 	case Hard:
-		b.WriteString("Write the body of main with the library so that it " + gloss)
+		b.WriteString("Write the body of main with " + lib + " so that it " + gloss)
 		if found && len(site.plainData) > 0 {
 			b.WriteString("\nStart from this data:\n" + strings.Join(site.plainData, "\n"))
 		}
@@ -385,7 +397,10 @@ func Describe(t Task, tg Target, doc string) (string, bool) {
 		switch {
 		case site.printsResult:
 			b.WriteString("\nPrint what the call returns.")
-		case site.prints && t.Difficulty != Hard:
+		case t.Difficulty == Hard || t.Output == "":
+		case !site.printsOutside:
+			b.WriteString("\nThe marked code writes all of the program's output (below).")
+		case site.prints:
 			b.WriteString("\nThe marked code prints too (the output is below).")
 		}
 		if t.Difficulty == Hard && len(site.plainAfter) > 0 {
@@ -433,8 +448,8 @@ type site struct {
 	// statement sets that they read.
 	plainAfter, results []string
 	// printsResult: the call is inside a print call; prints: the span
-	// prints.
-	printsResult, prints bool
+	// prints; printsOutside: main prints outside the span.
+	printsResult, prints, printsOutside bool
 }
 
 // callSite finds the target's first call in the task's span. found is
@@ -474,6 +489,12 @@ func (t Task) callSite(tg Target) (st site, found bool) {
 	var span []ast.Stmt
 	for _, s := range main.Body.List {
 		if p := off(s.Pos()); p < start || p >= end {
+			ast.Inspect(s, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok && isPrint(c, fmtName) {
+					st.printsOutside = true
+				}
+				return true
+			})
 			continue
 		}
 		span = append(span, s)
@@ -492,13 +513,13 @@ func (t Task) callSite(tg Target) (st site, found bool) {
 		return site{}, false
 	}
 	for _, a := range call.Args {
-		st.args = append(st.args, "`"+show(a)+"`")
+		st.args = append(st.args, "`"+joinChain(show(a))+"`")
 	}
 	if call.Ellipsis.IsValid() && len(st.args) > 0 {
 		st.args[len(st.args)-1] = strings.TrimSuffix(st.args[len(st.args)-1], "`") + "...`"
 	}
 	if sel, ok := calledFunc(call).(*ast.SelectorExpr); ok && tg.Receiver != "" {
-		st.recv = show(sel.X)
+		st.recv = joinChain(show(sel.X))
 	}
 	for _, s := range span[:callStmt] {
 		st.data = append(st.data, show(s))
