@@ -101,13 +101,20 @@ func (t Task) contextImports() []string {
 // import declarations the mask needs that the context does not provide
 // (the target's package among them unless the context uses it), then the
 // mask.
-func (t Task) ReferenceAnswer() string {
+func (t Task) ReferenceAnswer() string { return t.Answer(t.Mask) }
+
+// Answer is span as a span answer: preceded by the import declarations
+// it needs (of the example's imports, and standard packages) that the
+// context does not provide. A solution derived from the reference (a
+// calibration mutant, a rewritten reference) becomes an answer the way
+// the reference does.
+func (t Task) Answer(span string) string {
 	provided := t.contextImports()
 	have := map[string]bool{}
 	for _, im := range provided {
 		have[im] = true
 	}
-	stmts := "func _() {\n" + t.Mask + "\n}"
+	stmts := "func _() {\n" + span + "\n}"
 	var need []string
 	for _, im := range usedImports(t.Imports, stmts) {
 		if !have[im] {
@@ -122,7 +129,7 @@ func (t Task) ReferenceAnswer() string {
 	if b.Len() > 0 {
 		b.WriteString("\n")
 	}
-	return b.String() + t.Mask
+	return b.String() + span
 }
 
 // importDecl writes an import line as Go: the name only where the path

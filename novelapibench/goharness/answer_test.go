@@ -118,6 +118,19 @@ func TestTheContextImportsOnlyWhatItsOwnCodeUses(t *testing.T) {
 	}
 }
 
+func TestAnswerAddsTheImportsASpanNeeds(t *testing.T) {
+	task := Task{Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`}, Before: "\n\txs := []int{1, 2, 3}", After: "\tfmt.Println(ys)"}
+	for _, tc := range []struct{ span, want string }{
+		{"ys := shapes.ScaleErr(xs, 2)", "import \"example.com/shapes\"\n\nys := shapes.ScaleErr(xs, 2)"}, // a sibling mutant
+		{"var ys []int", "var ys []int"}, // a null mutant needs nothing
+		{"ys := xs\n_ = strings.TrimSpace(\"\")\nfmt.Println(ys)", "import \"strings\"\n\nys := xs\n_ = strings.TrimSpace(\"\")\nfmt.Println(ys)"},
+	} {
+		if got := task.Answer(tc.span); got != tc.want {
+			t.Errorf("Answer(%q) = %q, want %q", tc.span, got, tc.want)
+		}
+	}
+}
+
 // TestReferenceAnswersCompileInTheirContext compiles, against the offline
 // fixture module, every task of its examples three ways: the reference
 // answer in its context (compiles), the reference as a whole program
