@@ -67,7 +67,8 @@ func SplitAnswer(solution string) (imports []string, span string) {
 // the context's imports code uses, the solver's own imports (all of them,
 // and a whole program's: an unused one fails to compile, as in any Go
 // file), and the standard packages code refers to without importing them
-// (stdImports), each line once. Two lines giving one name to different
+// (stdImports), each line once; a solver's import named lacuna… is
+// dropped (the harness's names). Two lines giving one name to different
 // paths are both kept: the compiler reports the clash, as it would in the
 // solver's file. The target's package is never added on the solver's
 // behalf: unless the context's own code uses it, an answer that does not
@@ -84,8 +85,16 @@ func (t Task) ImportsFor(solverImports []string, code string) []string {
 		}
 	}
 	add(usedImports(t.contextImports(), code))
-	add(t.OwnImports)
-	add(solverImports)
+	for _, ims := range [][]string{t.OwnImports, solverImports} {
+		for _, im := range ims {
+			// Names starting with lacuna belong to the harness's own
+			// imports: dropped, so that none can clash with them (code
+			// that names one is refused by CheckSpan).
+			if !strings.HasPrefix(strings.ToLower(im), "lacuna") {
+				add([]string{im})
+			}
+		}
+	}
 	add(stdImports(out, code))
 	return out
 }

@@ -52,6 +52,7 @@ func TestImportsForNeverAddsTheTargetsPackage(t *testing.T) {
 		{"an import the context has, written again", "import \"fmt\"\nimport \"example.com/shapes\"\nys := shapes.Scale(xs, 2)", []string{`fmt "fmt"`, `shapes "example.com/shapes"`}},
 		{"a standard package not imported", "import \"example.com/shapes\"\nys := shapes.Scale(xs, 2)\n_ = strings.TrimSpace(\"\")", []string{`fmt "fmt"`, `shapes "example.com/shapes"`, `strings "strings"`}},
 		{"one name for two paths: both, for the compiler to refuse", "import fmt \"example.com/shapes\"\nys := fmt.Scale(xs, 2)", []string{`fmt "fmt"`, `fmt "example.com/shapes"`}},
+		{"an import named like the harness's is dropped", "import lacunaspied \"example.com/shapes\"\nimport \"example.com/shapes\"\nys := shapes.Scale(xs, 2)", []string{`fmt "fmt"`, `shapes "example.com/shapes"`}},
 		{"an unused import of the solver's is kept", "import \"os\"\nimport \"example.com/shapes\"\nys := shapes.Scale(xs, 2)", []string{`fmt "fmt"`, `os "os"`, `shapes "example.com/shapes"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
