@@ -397,20 +397,27 @@ func Describe(t Task, tg Target, doc string) (string, bool) {
 		switch {
 		case site.printsResult:
 			b.WriteString("\nPrint what the call returns.")
-		case t.Difficulty == Hard || t.Output == "":
+		case t.Output == "":
+		case t.Difficulty == Hard && !site.prints:
+			b.WriteString("\nMain prints nothing itself: the library's calls write the output (below).")
+		case t.Difficulty == Hard:
 		case !site.printsOutside:
 			b.WriteString("\nThe marked code writes all of the program's output (below).")
 		case site.prints:
 			b.WriteString("\nThe marked code prints too (the output is below).")
 		}
 		if t.Difficulty == Hard && len(site.plainAfter) > 0 {
-			b.WriteString("\nThen finish with this code")
+			if site.partial {
+				b.WriteString("\nMain must also run this code, after the library calls it needs (yours to write)")
+			} else {
+				b.WriteString("\nThen finish with this code")
+			}
 			if len(site.results) > 0 {
 				var rs []string
 				for _, r := range site.results {
 					rs = append(rs, "`"+r+"`")
 				}
-				b.WriteString(", which reads the result as " + enumerate(rs))
+				b.WriteString(", which reads what the library computes as " + enumerate(rs))
 			}
 			b.WriteString(":\n" + strings.Join(site.plainAfter, "\n"))
 		}
@@ -447,6 +454,7 @@ type site struct {
 	// them uses the target's package; results the variables the call's
 	// statement sets that they read.
 	plainAfter, results []string
+	partial             bool // statements using the package were left out of plainAfter
 	// printsResult: the call is inside a print call; prints: the span
 	// prints; printsOutside: main prints outside the span.
 	printsResult, prints, printsOutside bool
@@ -528,21 +536,29 @@ func (t Task) callSite(tg Target) (st site, found bool) {
 		}
 	}
 	if t.Difficulty == Hard {
+		// The code after the call, less the statements that use the
+		// package (the solver's to write), and what it reads of theirs.
+		var plain, lib []ast.Stmt
+		lib = append(lib, span[callStmt])
 		for _, s := range span[callStmt+1:] {
 			if usesPkg(s) {
-				st.plainAfter = nil
-				break
+				lib = append(lib, s)
+				continue
 			}
+			plain = append(plain, s)
 			st.plainAfter = append(st.plainAfter, show(s))
 		}
-		if st.plainAfter != nil {
-			read := usedIdents(span[callStmt+1:])
-			for _, v := range defined(span[callStmt]) {
-				if read[v] {
+		read := usedIdents(plain)
+		seen := map[string]bool{}
+		for _, s := range lib {
+			for _, v := range defined(s) {
+				if read[v] && !seen[v] {
+					seen[v] = true
 					st.results = append(st.results, v)
 				}
 			}
 		}
+		st.partial = len(lib) > 1
 	}
 	ast.Inspect(span[callStmt], func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok && isPrint(c, fmtName) && c.Pos() <= call.Pos() && call.End() <= c.End() {

@@ -353,7 +353,7 @@ func main() {
 			want: map[string][]string{
 				Easy:   {"with the library so that it adds the field key with objs", "takes `\"users\"` and `u`, called on `log.Log()`.", "The marked code writes all of the program's output"},
 				Medium: {"log := zerolog.New(os.Stdout)\nu := User{\"John\"}\n"},
-				Hard:   {"Start from this data:\nu := User{\"John\"}\nThe library", "takes `\"users\"` and `u`.", "the statements of main"},
+				Hard:   {"Start from this data:\nu := User{\"John\"}\nThe library", "takes `\"users\"` and `u`.", "the library's calls write the output", "the statements of main"},
 			},
 			not: map[string][]string{Hard: {"zerolog.New", "called on"}, Easy: {"must set"}},
 		},
@@ -383,9 +383,36 @@ func main() {
 			want: map[string][]string{
 				Easy:   {"takes `nil` and `samples`, called on `h`.", "must set `iq`"},
 				Medium: {"samples := []float64{1, 0, 2, 0}\nh := transform.NewHilbert(len(samples))\n", "must set `iq`"},
-				Hard:   {"Start from this data:\nsamples := []float64{1, 0, 2, 0}\nThe library", "Then finish with this code, which reads the result as `iq`:\nfor i, v := range iq {"},
+				Hard:   {"Start from this data:\nsamples := []float64{1, 0, 2, 0}\nThe library", "Then finish with this code, which reads what the library computes as `iq`:\nfor i, v := range iq {"},
 			},
 			not: map[string][]string{Hard: {"NewHilbert"}},
+		},
+		{
+			name: "a function composed with others of its package",
+			tg:   Target{ID: "github.com/samber/lo/it.Range", Package: "github.com/samber/lo/it", Module: "github.com/samber/lo", Name: "Range"},
+			doc:  "Range creates a sequence of numbers (positive and/or negative) with given length.",
+			program: `package main
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/samber/lo/it"
+)
+
+func main() {
+	r1 := it.Range(4)
+	r2 := it.RangeFrom(1, 3)
+	fmt.Println(slices.Collect(r1))
+	fmt.Println(slices.Collect(r2))
+}
+`,
+			output: "[0 1 2 3]\n[1 2 3]\n",
+			want: map[string][]string{
+				Easy: {"takes `4`.", "must set `r1`"},
+				Hard: {"Main must also run this code, after the library calls it needs (yours to write), which reads what the library computes as `r1` and `r2`:\nfmt.Println(slices.Collect(r1))\nfmt.Println(slices.Collect(r2))\n"},
+			},
+			not: map[string][]string{Hard: {"RangeFrom", "Start from"}},
 		},
 		{
 			name: "a function printed directly",
