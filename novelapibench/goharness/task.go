@@ -508,7 +508,10 @@ func (t Task) callSite(tg Target) (st site, found bool) {
 		span = append(span, s)
 		ast.Inspect(s, func(n ast.Node) bool {
 			c, ok := n.(*ast.CallExpr)
-			if ok && call == nil && callsTargetExpr(c, tg, pkgName, imported) {
+			// The first call, or one inside it (a.X(1).X(2): the inner
+			// X(1) runs first, and its receiver does not name the target).
+			if ok && callsTargetExpr(c, tg, pkgName, imported) &&
+				(call == nil || callStmt == len(span)-1 && call.Pos() <= c.Pos() && c.End() <= call.End()) {
 				call, callStmt = c, len(span)-1
 			}
 			if ok && isPrint(c, fmtName) {

@@ -415,6 +415,26 @@ func main() {
 			not: map[string][]string{Hard: {"RangeFrom", "Start from"}},
 		},
 		{
+			name: "a method called twice in one chain",
+			tg:   Target{ID: "github.com/rs/zerolog.Event.Str", Package: "github.com/rs/zerolog", Receiver: "Event", Name: "Str"},
+			doc:  "Str adds the field key with val as a string to the *Event context.",
+			program: `package main
+
+import (
+	"os"
+
+	"github.com/rs/zerolog"
+)
+
+func main() {
+	log := zerolog.New(os.Stdout)
+	log.Info().Str("a", "1").Str("b", "2").Msg("m")
+}
+`,
+			output: `{"level":"info","a":"1","b":"2","message":"m"}` + "\n",
+			want:   map[string][]string{Easy: {"takes `\"a\"` and `\"1\"`, called on `log.Info()`."}},
+		},
+		{
 			name: "a function printed directly",
 			tg:   Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"},
 			doc:  "Scale multiplies every element of xs by the factor k and returns a new slice; xs is left as it was.",
