@@ -45,12 +45,16 @@ type Row struct {
 	// Description never names the target (checked: a level whose
 	// description would is not emitted).
 	Description string `parquet:"description"`
-	Context     string `parquet:"context"`   // the program with the span marked <MASK>
-	Mask        string `parquet:"mask"`      // the span the solver writes, as the reference has it
-	Reference   string `parquet:"reference"` // the whole reference program
-	Harness     string `parquet:"harness"`   // the test file, reference solution in place
-	Generator   string `parquet:"generator"`
-	Example     string `parquet:"example"` // the Example function it was cut from
+	// Context is the program with the span marked <MASK>, importing only
+	// what its own code uses: the solver writes the other imports.
+	Context string `parquet:"context"`
+	// Mask is the reference answer: the import lines the span needs
+	// that the context lacks, then the span as the example has it.
+	Mask      string `parquet:"mask"`
+	Reference string `parquet:"reference"` // the whole reference program
+	Harness   string `parquet:"harness"`   // the test file, reference solution in place
+	Generator string `parquet:"generator"`
+	Example   string `parquet:"example"` // the Example function it was cut from
 	// Missing names the levels this API has no task for, and why.
 	Missing string `parquet:"missing"`
 	// Spec and Expect are the task and the reference's observation as
@@ -192,7 +196,7 @@ func cut(b bundle.Row) ([]made, string) {
 	if b.Kind == "type" {
 		return nil, "a type: no call to build a task around (the llm generator will)"
 	}
-	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
+	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Module: b.Module, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
 	if b.Kind == "method" {
 		parts := strings.Split(b.Qualified, ".")
 		tg.Receiver = parts[len(parts)-2]
@@ -229,7 +233,7 @@ func cut(b bundle.Row) ([]made, string) {
 				TaskID:  fmt.Sprintf("%016x", xxhash.Sum64String(b.APIID+"\x00"+t.Difficulty+"\x00examples\x00"+e.Name)),
 				Library: b.Library, Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
 				Qualified: b.Qualified, PkgName: pkgNameIn(t, b.ImportPath), Family: b.Family, FamilyRep: b.FamilyRep,
-				Difficulty: t.Difficulty, Description: desc, Context: t.Context(), Mask: t.Mask, Reference: t.Program(t.Mask),
+				Difficulty: t.Difficulty, Description: desc, Context: t.Context(), Mask: t.ReferenceAnswer(), Reference: t.Program(t.ReferenceAnswer()),
 				Generator: "examples", Example: e.Name, Spec: string(spec),
 			}}
 		}

@@ -10,7 +10,7 @@ import (
 
 // AsProgram reads a solution written as a whole program — package main
 // with its own imports, helpers and main, as models often answer — and
-// returns the task to run it as: the program's imports and declarations,
+// returns the task to run it as: the program's imports (OwnImports) and declarations,
 // main's body as the span (nothing before or after it, since the program
 // rewrote the context too), and of the task's probes those main declares
 // at its top level (the rest cannot be read; the printed output still
@@ -26,7 +26,7 @@ func (t Task) AsProgram(solution string) (prog Task, span string, ok bool) {
 	var main *ast.FuncDecl
 	prog = Task{Difficulty: t.Difficulty, Output: t.Output, Aux: t.Aux}
 	for _, im := range f.Imports {
-		prog.Imports = append(prog.Imports, goapi.ImportName(im)+" "+im.Path.Value)
+		prog.OwnImports = append(prog.OwnImports, goapi.ImportName(im)+" "+im.Path.Value)
 	}
 	for _, d := range f.Decls {
 		if fd, isFunc := d.(*ast.FuncDecl); isFunc && fd.Recv == nil && fd.Name.Name == "main" {

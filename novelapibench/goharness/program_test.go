@@ -27,8 +27,8 @@ func main() {
 	if !ok {
 		t.Fatal("a whole program was not recognised")
 	}
-	if want := []string{`fmt "fmt"`, `sh "example.com/shapes"`}; !reflect.DeepEqual(prog.Imports, want) {
-		t.Errorf("imports %q, want %q", prog.Imports, want)
+	if want := []string{`fmt "fmt"`, `sh "example.com/shapes"`}; !reflect.DeepEqual(prog.OwnImports, want) || prog.Imports != nil {
+		t.Errorf("imports %q (example imports %q), want %q", prog.OwnImports, prog.Imports, want)
 	}
 	if !strings.Contains(prog.Decls, "func double(x int) int") || !strings.Contains(prog.Decls, "// double is") {
 		t.Errorf("decls %q", prog.Decls)
@@ -50,5 +50,39 @@ func main() {
 	o := (&Observation{Output: "x", Probes: map[string]Probe{"out": {Type: "[]int"}, "n": {Type: "int"}, EndProbe: {Type: "bool"}}}).WithProbes(prog.Probes)
 	if len(o.Probes) != 2 || o.Output != "x" {
 		t.Errorf("WithProbes kept %v", o.Probes)
+	}
+}
+
+// TestProgramRendersEitherAnswerForm: a span with its imports and a whole
+// program both render as one compilable file, the imports at the top
+// (ImportsFor's), none inside main.
+func TestProgramRendersEitherAnswerForm(t *testing.T) {
+	task := Task{Difficulty: Easy, Imports: []string{`fmt "fmt"`, `shapes "example.com/shapes"`},
+		Before: "\n\txs := []int{1, 2, 3}", Mask: "ys := shapes.Scale(xs, 2)", After: "\tfmt.Println(ys)", Probes: []string{"ys"}}
+	for _, tc := range []struct {
+		name, answer string
+		imports      []string
+		body         string // main's body must contain it
+	}{
+		{"the reference answer", task.ReferenceAnswer(), []string{`fmt "fmt"`, `shapes "example.com/shapes"`}, "ys := shapes.Scale(xs, 2)\n\tfmt.Println(ys)"},
+		{"a span without the target's import", "ys := shapes.Scale(xs, 2)", []string{`fmt "fmt"`}, "ys := shapes.Scale(xs, 2)"},
+		{"a span with a renamed import and a standard package", "import sh \"example.com/shapes\"\nys := sh.Scale(xs, 2)\n_ = strings.TrimSpace(\"\")",
+			[]string{`fmt "fmt"`, `sh "example.com/shapes"`, `strings "strings"`}, "ys := sh.Scale(xs, 2)"},
+		{"a whole program", "package main\n\nimport (\n\t\"fmt\"\n\tsh \"example.com/shapes\"\n)\n\nfunc double(x int) int { return 2 * x }\n\nfunc main() {\n\tys := sh.Scale([]int{1, 2, 3}, double(1))\n\tfmt.Println(ys)\n}\n",
+			[]string{`fmt "fmt"`, `sh "example.com/shapes"`}, "ys := sh.Scale([]int{1, 2, 3}, double(1))"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := task.Program(tc.answer)
+			head, body, ok := strings.Cut(p, "func main() {")
+			var imports []string
+			for _, l := range strings.Split(head, "\n") {
+				if im, ok := strings.CutPrefix(l, "import "); ok {
+					imports = append(imports, im)
+				}
+			}
+			if !ok || !reflect.DeepEqual(imports, tc.imports) || !strings.Contains(body, tc.body) || strings.Contains(body, "import") {
+				t.Errorf("imports %q, want %q; program:\n%s", imports, tc.imports, p)
+			}
+		})
 	}
 }
