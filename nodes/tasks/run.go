@@ -141,13 +141,15 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		if s.Imports != nil {
 			spec.Imports = s.Imports
 		}
-		code, expect := s.Code, expects[s.Task]
+		expect := expects[s.Task]
+		// A span, after the import lines the solver wrote, or a whole
+		// program with its own imports, helpers and main.
+		solverImports, code := goharness.SplitAnswer(s.Code)
 		prog, span, whole := spec.AsProgram(s.Code)
 		if whole {
-			// A whole program: its own imports, helpers and main.
-			spec, code, expect = prog, span, expect.WithProbes(prog.Probes)
+			spec, code, solverImports, expect = prog, span, nil, expect.WithProbes(prog.Probes)
 		}
-		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(code), FailedLayers: []string{}}
+		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(s.Code), FailedLayers: []string{}}
 		access, ok := e.spy.Access[t.APIID]
 		out[i].spyAccess = access
 		if !ok {
@@ -164,7 +166,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			out[i].FailedLayers = []string{"span"}
 			continue
 		}
-		u := goharness.UnitSpec{Task: spec, Solution: code, SolverDecls: whole, Index: len(units),
+		u := goharness.UnitSpec{Task: spec, Solution: code, SolverImports: solverImports, SolverDecls: whole, Index: len(units),
 			SpyAccess: access, SpyImport: t.ImportPath, Module: e.mod.Path, Runs: 1}
 		if observe {
 			u.Runs = observeRuns
@@ -174,9 +176,10 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		}
 		unit := goharness.Harness(u)
 		unit.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
-		if s.Imports != nil || whole {
-			// An import problem fails a whole package, and a whole
-			// program's declarations are its own: keep such units alone.
+		if s.Imports != nil || whole || !goharness.KnownImports(spec, e.mod.Path, solverImports) {
+			// An import problem fails a whole package (the go command
+			// reports one a round), and a whole program's declarations are
+			// its own: keep such units alone.
 			unit.Group = fmt.Sprintf("alone-%d", i)
 		}
 		if !observe {

@@ -156,8 +156,8 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 		// The reference twice, each in a fresh process: a reference whose
 		// asserted values still vary (beyond what its observed runs
 		// showed) fails C1 rather than passes it by chance.
-		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].Mask},
-			Solution{Task: i, SampleID: "reference-2", Kind: "reference", Code: specs[i].Mask})
+		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: specs[i].ReferenceAnswer()},
+			Solution{Task: i, SampleID: "reference-2", Kind: "reference", Code: specs[i].ReferenceAnswer()})
 		p, ok := pkgs[t.ImportPath]
 		if !ok {
 			mod, err := g.Fetcher.Download(ctx, t.Module, t.Version)

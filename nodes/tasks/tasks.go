@@ -133,7 +133,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	// counterfactually, and on the second input where one is derived.
 	sols := make([]Solution, len(rows))
 	for i := range rows {
-		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].Mask}
+		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].ReferenceAnswer()}
 	}
 	obs, recs, err := runAll(ctx, r, rows, sols, true)
 	if err != nil {
@@ -144,7 +144,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	var retry []Solution
 	for i, s := range obs {
 		if _, ok := goharness.PerturbBefore(specs[i]); ok && s.CompileError != "" {
-			retry = append(retry, Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].Mask, NoPerturb: true})
+			retry = append(retry, Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].ReferenceAnswer(), NoPerturb: true})
 		}
 	}
 	if len(retry) > 0 {
@@ -177,7 +177,8 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 			}
 		}
 		if access := s.spyAccess; access != "" {
-			rows[i].Harness = goharness.Harness(goharness.UnitSpec{Task: specs[i], Solution: specs[i].Mask, SpyAccess: access,
+			imports, span := goharness.SplitAnswer(specs[i].ReferenceAnswer())
+			rows[i].Harness = goharness.Harness(goharness.UnitSpec{Task: specs[i], Solution: span, SolverImports: imports, SpyAccess: access,
 				SpyImport: rows[i].ImportPath, Module: rows[i].Module, Runs: 1}).Source("harness", map[string]string{})
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
 )
@@ -367,17 +368,35 @@ func expectedOutput(t tasks.Row) string {
 // shape does not allow is not generated.
 func generate(task tasks.Row) []suiteRow {
 	var out []suiteRow
+	// The reference answer's import lines go before any variant's span,
+	// those the variant's code does not use left out (an unused import
+	// does not compile).
+	imports, mask := goharness.SplitAnswer(task.Mask)
 	add := func(kind, class, id, code string) {
+		head := ""
+		for _, im := range imports {
+			if name, _, _ := strings.Cut(im, " "); strings.Contains(code, name+".") {
+				head += "import " + im + "\n"
+			}
+		}
+		if head != "" {
+			code = head + "\n" + code
+		}
 		out = append(out, suiteRow{TaskID: task.TaskID, SampleID: id, Kind: kind, Class: class, Solution: code})
 	}
-	add("correct", "reference", "g-ref", task.Mask)
-	add("correct", "whole-program", "g-program", task.Reference)
-	add("correct", "extra-imports", "g-import", "_ = strings.TrimSpace(\" \")\n"+task.Mask)
+	add("correct", "reference", "g-ref", mask)
+	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program", Kind: "correct", Class: "whole-program", Solution: task.Reference})
+	add("correct", "extra-imports", "g-import", "_ = strings.TrimSpace(\" \")\n"+mask)
 	if r, ok := renameLocals(task); ok {
 		add("correct", "other-names", "g-rename", r)
 	}
-	add("adversarial", "isolation", "g-panic", task.Mask+"\ngo func() {\n\tfor i := 0; i < 50_000_000; i++ {\n\t}\n\tpanic(\"left behind\")\n}()")
+	add("adversarial", "isolation", "g-panic", mask+"\ngo func() {\n\tfor i := 0; i < 50_000_000; i++ {\n\t}\n\tpanic(\"left behind\")\n}()")
 	fmtName, tail := shape(task.Context)
+	for _, im := range imports {
+		if name, path, _ := strings.Cut(im, " "); path == `"fmt"` {
+			fmtName = name
+		}
+	}
 	var e struct {
 		Output string `json:"output"`
 		Probes map[string]struct {
@@ -400,11 +419,11 @@ func generate(task tasks.Row) []suiteRow {
 		assigns = append(assigns, name+" = "+p.Value)
 	}
 	hard := strings.Join(decls, "\n")
-	quiet := task.Mask
+	quiet := mask
 	switch {
 	case !tail && fmtName != "":
 		hard = strings.TrimPrefix(hard+"\n"+fmtName+".Print("+strconv.Quote(e.Output)+")", "\n")
-		quiet = quietPrints(task.Mask, fmtName)
+		quiet = quietPrints(mask, fmtName)
 	case len(decls) == 0:
 		return out // the context prints after the span, and no value to hard-code
 	}
@@ -420,13 +439,13 @@ func generate(task tasks.Row) []suiteRow {
 	add("adversarial", "forge-verdict", "g-verdict", passAll+"\n"+hard)
 	add("adversarial", "forge-observation", "g-observation", "print(\"LACUNA_RESULT \" + "+strconv.Quote(expect)+" + \"\\n\")\n"+hard)
 	add("adversarial", "isolation", "g-overflow", hard+"\ngo func() {\n\tvar f func(int) int\n\tf = func(n int) int { return f(n+1) + 1 }\n\tf(0)\n}()")
-	if quiet != task.Mask {
+	if quiet != mask {
 		// The reference's calls, their printing thrown away, then the
 		// observed output.
 		add("adversarial", "throwaway-call", "g-throwaway", quiet+"\n"+hard)
 	} else if len(assigns) > 0 {
 		// The reference's call, then its results overwritten.
-		add("adversarial", "discarded-result", "g-overwrite", task.Mask+"\n"+strings.Join(assigns, "\n"))
+		add("adversarial", "discarded-result", "g-overwrite", mask+"\n"+strings.Join(assigns, "\n"))
 	}
 	return out
 }
@@ -474,9 +493,10 @@ var declared = regexp.MustCompile(`(?m)(?:^|[\s(,])([a-z][A-Za-z0-9_]*)\s*(?:,\s
 // renameLocals renames the variables the span declares and the context
 // does not use, as another programmer would name them.
 func renameLocals(task tasks.Row) (string, bool) {
-	out := task.Mask
+	_, mask := goharness.SplitAnswer(task.Mask)
+	out := mask
 	renamed := false
-	for _, m := range declared.FindAllStringSubmatch(task.Mask, -1) {
+	for _, m := range declared.FindAllStringSubmatch(mask, -1) {
 		name := m[1] + m[2]
 		if name == "" || name == "_" || regexp.MustCompile(`\b`+name+`\b`).MatchString(task.Context) {
 			continue
@@ -485,5 +505,5 @@ func renameLocals(task tasks.Row) (string, bool) {
 		out = re.ReplaceAllString(out, "${1}"+name+"Val")
 		renamed = true
 	}
-	return out, renamed && out != task.Mask
+	return out, renamed && out != mask
 }

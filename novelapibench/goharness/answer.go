@@ -151,3 +151,27 @@ func importDecl(im string) string {
 	}
 	return "import " + im
 }
+
+// KnownImports reports whether every import the solver wrote is one that
+// builds for sure: the task's own, a package of the target's module
+// (modPath) or a well-known standard package. A batch keeps a unit with
+// any other import in a package of its own, since the go command reports
+// an import that does not resolve one package at a time.
+func KnownImports(t Task, modPath string, solverImports []string) bool {
+	known := map[string]bool{}
+	for _, im := range t.Imports {
+		_, path, _ := strings.Cut(im, " ")
+		known[path] = true
+	}
+	for _, path := range stdPackages {
+		known[strconv.Quote(path)] = true
+	}
+	for _, im := range solverImports {
+		_, path, _ := strings.Cut(im, " ")
+		p, err := strconv.Unquote(path)
+		if err != nil || !known[path] && p != modPath && !strings.HasPrefix(p, modPath+"/") {
+			return false
+		}
+	}
+	return true
+}

@@ -189,3 +189,22 @@ func TestReferenceAnswersCompileInTheirContext(t *testing.T) {
 		}
 	}
 }
+
+func TestKnownImports(t *testing.T) {
+	task := Task{Imports: []string{`fmt "fmt"`, `lo "github.com/samber/lo"`}}
+	for _, tc := range []struct {
+		imports []string
+		want    bool
+	}{
+		{nil, true},
+		{[]string{`lo "github.com/samber/lo"`, `strings "strings"`}, true},
+		{[]string{`it "github.com/samber/lo/it"`}, true},
+		{[]string{`lo "github.com/samber/lo_x"`}, false},
+		{[]string{`lo "github_com/samber/lo"`}, false},
+		{[]string{`x "example.com/elsewhere"`}, false},
+	} {
+		if got := KnownImports(task, "github.com/samber/lo", tc.imports); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.imports, got, tc.want)
+		}
+	}
+}

@@ -137,11 +137,7 @@ func Harness(u UnitSpec) gotool.Unit {
 			}
 			code += "}\n"
 			fmt.Fprintf(&head, "package %s\n\n", pkg)
-			imports := append(append([]string(nil), t.Imports...), u.SolverImports...)
-			for _, im := range usedImports(imports, code) {
-				head.WriteString("import " + im + "\n")
-			}
-			for _, im := range stdImports(imports, code) {
+			for _, im := range t.ImportsFor(u.SolverImports, code) {
 				head.WriteString("import " + im + "\n")
 			}
 			head.WriteString("import lacunatesting \"testing\"\n")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
@@ -61,9 +62,10 @@ func newSpiedFixture(tb testing.TB, tg Target) spiedFixture {
 
 // unit is one solution of a task for run.
 func (f spiedFixture) unit(task Task, solution string, runs int) UnitSpec {
-	u := UnitSpec{Task: task, Solution: solution, SpyAccess: f.access, SpyImport: f.tg.Package, Module: "example.com/shapes", Runs: runs}
+	imports, span := SplitAnswer(solution)
+	u := UnitSpec{Task: task, Solution: span, SolverImports: imports, SpyAccess: f.access, SpyImport: f.tg.Package, Module: "example.com/shapes", Runs: runs}
 	if prog, span, ok := task.AsProgram(solution); ok {
-		u.Task, u.Solution, u.SolverDecls = prog, span, true
+		u.Task, u.Solution, u.SolverImports, u.SolverDecls = prog, span, nil, true
 	}
 	return u
 }
@@ -90,7 +92,7 @@ func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
 // expectation.
 func (f spiedFixture) observe(t *testing.T, task Task) *Expectation {
 	t.Helper()
-	u := f.unit(task, task.Mask, 10)
+	u := f.unit(task, task.ReferenceAnswer(), 10)
 	u.Perturbed, _ = PerturbBefore(task)
 	run := f.run(t, u)[0]
 	if run.Record == nil {
@@ -110,6 +112,9 @@ func (f spiedFixture) check(t *testing.T, task Task, e *Expectation, solutions .
 	t.Helper()
 	var specs []UnitSpec
 	for _, s := range solutions {
+		if !strings.HasPrefix(s, "package ") && !strings.HasPrefix(s, "import ") {
+			s = task.Answer(s) // the import lines it needs, as a solver writes them
+		}
 		u := f.unit(task, s, 1)
 		if e.Perturbed != nil && !u.SolverDecls {
 			u.Perturbed, _ = PerturbBefore(task)

@@ -50,6 +50,17 @@ func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
 				pkgName = goapi.ImportName(im)
 			}
 		}
+	} else {
+		// A span after the import lines the solver wrote: its own name
+		// for the target's package, when it imports it.
+		imports, span := SplitAnswer(s.Solution)
+		for _, im := range imports {
+			name, path, _ := strings.Cut(im, " ")
+			if strings.Trim(path, `"`) == tg.Package {
+				pkgName = name
+			}
+		}
+		s.Solution = span
 	}
 	if s.Passed {
 		return ClassOK, "passed the harness"

@@ -61,7 +61,7 @@ const maxLiteral = 1 << 16
 // Mutant is one calibration solution.
 type Mutant struct {
 	Kind string
-	Code string // the span's replacement
+	Code string // the answer: import lines, then the span's replacement
 	// Imports replaces the task's imports when the mutant is about them.
 	Imports []string
 }
@@ -118,6 +118,19 @@ func Mutants(t Task, tg Target, sibling string, probes map[string]Probe, output 
 			if m.Code != "" {
 				out = append(out, m)
 			}
+		}
+	}
+	// Answers as a solver writes them: the import lines the span needs
+	// that the context does not give, then the span. A mutant's Imports
+	// stay only where they change the context's own imports.
+	for i, m := range out {
+		mt := t
+		if m.Imports != nil {
+			mt.Imports = m.Imports
+		}
+		out[i].Code = mt.Answer(m.Code)
+		if slices.Equal(mt.contextImports(), t.contextImports()) {
+			out[i].Imports = nil
 		}
 	}
 	return out
