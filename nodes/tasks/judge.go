@@ -45,7 +45,7 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "3" }
+func (judgeType) Version() string { return "4" }
 func (judgeType) Doc() string {
 	return "Classifies samples into the failure taxonomy by deterministic rules (OK, WrongSyntax, WrongAPISelection, " +
 		"WrongImport); the rest are needs_llm until the LLM judge."
