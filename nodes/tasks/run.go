@@ -191,7 +191,9 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 	if len(units) == 0 {
 		return out, recs, nil
 	}
-	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, max(runtime.NumCPU(), 1))
+	// Two processes a core: much of a sandboxed process's start is the
+	// kernel setting up its namespaces and mounts.
+	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, 2*max(runtime.NumCPU(), 1))
 	if err != nil {
 		return nil, nil, err
 	}
