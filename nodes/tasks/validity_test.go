@@ -3,8 +3,9 @@ package tasks_test
 // Issue 9's harness-validity suites: solutions as data
 // (testdata/suites/*.jsonl) plus variants generated from each task's
 // reference, run through the real solve node. TestSuitesAreWellFormed
-// checks the files; TestHarnessValidityBaseline measures (it asserts no
-// rates: bench/harness_validity.sh runs it and prints the table).
+// checks the files; TestHarnessValidityBaseline measures the rates and
+// holds them to 1% (bench/harness_validity.sh runs it and prints the
+// table).
 
 import (
 	"bufio"
@@ -160,17 +161,24 @@ type validitySample struct {
 
 // TestHarnessValidityBaseline measures, per class, how many adversarial
 // solutions pass (false accepts) and how many correct ones fail (false
-// rejects). LACUNA_VALIDITY=fixture runs the suites and the generated
-// variants on the offline fixture; LACUNA_VALIDITY=real runs generated
-// variants on the quickstart's lo, zerolog and gonum tasks kept by C1, in
-// LACUNA_VALIDITY_DIR (a directory holding quickstart.hcl's store, so the
-// stages before solve are cached). The report goes to
+// rejects), and fails when either rate is above 1% (issue 9's targets).
+// By default (as in CI) it runs the suites and the generated variants on
+// the offline fixture, every sample in one batch as a model's samples
+// are run. LACUNA_VALIDITY=fixture also runs the correct samples and each
+// adversarial class in batches of their own; LACUNA_VALIDITY=real runs
+// generated variants on the quickstart's lo, zerolog and gonum tasks kept
+// by C1, in LACUNA_VALIDITY_DIR (a directory holding quickstart.hcl's
+// store, so the stages before solve are cached). The report goes to
 // LACUNA_VALIDITY_REPORT (default: the test log) and per-sample rows to
 // LACUNA_VALIDITY_ROWS when set.
 func TestHarnessValidityBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the harness over the suites")
+	}
 	mode := os.Getenv("LACUNA_VALIDITY")
-	if mode == "" {
-		t.Skip("set LACUNA_VALIDITY=fixture or real (bench/harness_validity.sh)")
+	mixedOnly := mode == ""
+	if mixedOnly {
+		mode = "fixture"
 	}
 	var base, dir string
 	libs := map[string]string{} // lib → tasks node address
@@ -231,6 +239,9 @@ func TestHarnessValidityBaseline(t *testing.T) {
 	// crashes neither hide another class's exploits nor count as false
 	// rejects of correct samples; the "all" batch shows that interference.
 	sets := func(s validitySample) []string {
+		if mixedOnly {
+			return []string{"all"}
+		}
 		if s.Kind == "correct" {
 			return []string{"all", "correct"}
 		}
@@ -304,6 +315,9 @@ func report(t *testing.T, mode string, samples []validitySample, got map[string]
 		if s.Kind == "adversarial" {
 			set = "adv"
 		}
+		if got[set] == nil {
+			set = "all" // every sample ran in one batch only
+		}
 		r, ok := got[set][key]
 		m, okm := got["all"][key]
 		if !ok || !okm {
@@ -334,6 +348,13 @@ func report(t *testing.T, mode string, samples []validitySample, got map[string]
 		p := strings.SplitN(k, "|", 3)
 		tl := by[k]
 		fmt.Fprintf(&b, "%-11s %-25s %-9s %5d %6d %6.1f%% %8d %13s\n", p[0], p[1], p[2], tl.n, tl.wrong, 100*float64(tl.wrong)/float64(tl.n), tl.compileErr, fmt.Sprintf("%d/%d", mixed[k].wrong, mixed[k].n))
+	}
+	for _, kind := range []string{"adversarial", "correct"} {
+		for _, tl := range []*tally{by[kind+"|ALL|ALL"], mixed[kind+"|ALL|ALL"]} {
+			if tl != nil && float64(tl.wrong) > 0.01*float64(tl.n) {
+				t.Errorf("%s samples judged wrongly: %d of %d (%.1f%%), above the 1%% target", kind, tl.wrong, tl.n, 100*float64(tl.wrong)/float64(tl.n))
+			}
+		}
 	}
 	if out := os.Getenv("LACUNA_VALIDITY_REPORT"); out != "" {
 		os.WriteFile(out, []byte(b.String()), 0o644)
