@@ -191,9 +191,10 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 	if len(units) == 0 {
 		return out, recs, nil
 	}
-	// Two processes a core: much of a sandboxed process's start is the
-	// kernel setting up its namespaces and mounts.
-	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}), e.ws.Dir, 2*max(runtime.NumCPU(), 1))
+	// Two sandboxes a core: much of a sandbox's start is the kernel
+	// setting up its namespaces and mounts.
+	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay}}),
+		goharness.RunConfig{Dir: e.ws.Dir, Parallel: 2 * max(runtime.NumCPU(), 1), Supervise: e.ws.Isolation == "bubblewrap"})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,7 +336,7 @@ func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, obse
 		if err != nil {
 			return nil, nil, err
 		}
-		r.Logf("%s@%s: %d solutions through %d harnesses in %.1fs (build %.1fs; %d processes, one per solution, %.1fs)", t0.Module, t0.Version, len(mine), len(g), time.Since(start).Seconds(), env.stats.Build, env.stats.Processes, env.stats.Run)
+		r.Logf("%s@%s: %d solutions through %d harnesses in %.1fs (build %.1fs; %d processes, one per solution, in %d sandboxes, %.1fs)", t0.Module, t0.Version, len(mine), len(g), time.Since(start).Seconds(), env.stats.Build, env.stats.Processes, env.stats.Sandboxes, env.stats.Run)
 		for k, row := range rows {
 			out[where[k]], recs[where[k]] = row, rs[k]
 		}

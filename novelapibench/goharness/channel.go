@@ -42,11 +42,11 @@ type Channel struct {
 
 // NewChannel makes a channel with its files in dir.
 func NewChannel(dir string) (*Channel, error) {
-	c := &Channel{key: make([]byte, 32)}
-	if _, err := rand.Read(c.key); err != nil {
+	key, err := newKey()
+	if err != nil {
 		return nil, err
 	}
-	var err error
+	c := &Channel{key: key}
 	if c.keyFile, err = tempUnlinked(dir, "key-"); err != nil {
 		return nil, err
 	}
@@ -104,11 +104,18 @@ func (c *Channel) Record(unit int) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ReadRecord(c.key, data, unit)
+}
+
+// ReadRecord reads unit's record from what its harness wrote to its
+// channel, signed with key: exactly one line that authenticates
+// (ErrTampered otherwise), none at all being ErrNoRecord.
+func ReadRecord(key, data []byte, unit int) (*Record, error) {
 	var rec *Record
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		sum, body, ok := bytes.Cut(line, []byte(" "))
-		mac := hmac.New(sha256.New, c.key)
+		mac := hmac.New(sha256.New, key)
 		mac.Write(body)
 		want, err := hex.DecodeString(string(sum))
 		if !ok || err != nil || !hmac.Equal(want, mac.Sum(nil)) || rec != nil {
@@ -123,4 +130,11 @@ func (c *Channel) Record(unit int) (*Record, error) {
 		return nil, ErrNoRecord
 	}
 	return rec, nil
+}
+
+// newKey is a fresh signing key.
+func newKey() ([]byte, error) {
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	return key, err
 }

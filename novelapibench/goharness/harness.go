@@ -1,6 +1,7 @@
 package goharness
 
 import (
+	_ "embed"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -151,6 +152,7 @@ func Harness(u UnitSpec) gotool.Unit {
 				fmt.Fprintf(&head, "\nconst lacunaSelf = %q\n", pkg+".")
 				fmt.Fprintf(&head, "\nconst lacunaModule = %q\n", u.Module)
 				head.WriteString(harnessRuntime)
+				head.WriteString(supervisorDecls)
 			}
 			var lines []int // the solver's lines: start, end pairs
 			if u.SolverDecls && decls != "" {
@@ -268,6 +270,24 @@ func containsDecl(src, name string) bool {
 	return false
 }
 
+// SuperviseArg, as the test binary's first argument, makes it the
+// supervisor (internal/supervisor): `PROG lacuna-supervise WALL`.
+const SuperviseArg = "lacuna-supervise"
+
+//go:embed internal/supervisor/supervisor.go
+var supervisorSource string
+
+// supervisorDecls are the supervisor's declarations, without its package
+// clause and imports (its imports are among runtimeImports, under the
+// same names).
+var supervisorDecls = func() string {
+	f, err := parser.ParseFile(token.NewFileSet(), "supervisor.go", supervisorSource, parser.ImportsOnly)
+	if err != nil || len(f.Decls) == 0 {
+		panic("goharness: internal/supervisor/supervisor.go: " + fmt.Sprint(err))
+	}
+	return "\n" + supervisorSource[f.Decls[len(f.Decls)-1].End()-1:] + "\n"
+}()
+
 // runtimeImports are the harness runtime's imports, under names the
 // solution cannot use (CheckSpan refuses identifiers starting lacuna).
 const runtimeImports = `import lacunareflect "reflect"
@@ -283,6 +303,11 @@ import lacunaatomic "sync/atomic"
 import lacunahmac "crypto/hmac"
 import lacunasha256 "crypto/sha256"
 import lacunahex "encoding/hex"
+import lacunabufio "bufio"
+import lacunaexec "os/exec"
+import lacunafilepath "path/filepath"
+import lacunastrconv "strconv"
+import lacunasyscall "syscall"
 `
 
 // harnessRuntime is declared once per harness package.
@@ -324,6 +349,9 @@ type lacunaRecord struct {
 var lacunaKey, lacunaChannel = lacunaOpen()
 
 func lacunaOpen() ([]byte, *lacunaos.File) {
+	if len(lacunaos.Args) > 1 && lacunaos.Args[1] == "` + SuperviseArg + `" {
+		lacunaos.Exit(lacunaSupervise(lacunaos.Args[2:]))
+	}
 	kf := lacunaos.NewFile(7, "lacuna-key")
 	key := make([]byte, 32)
 	if kf != nil {

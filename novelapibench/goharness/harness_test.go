@@ -23,6 +23,8 @@ type spiedFixture struct {
 	work   string
 	access string
 	tg     Target
+	// supervise runs units under the supervisor (with bubblewrap).
+	supervise bool
 }
 
 func newSpiedFixture(tb testing.TB, tg Target) spiedFixture {
@@ -57,7 +59,8 @@ func newSpiedFixture(tb testing.TB, tg Target) spiedFixture {
 	}
 	tb.Cleanup(func() { ws.Close() })
 	return spiedFixture{tc: tc, mod: &modfetch.Module{Path: "example.com/shapes", Version: "v1.1.0", Dir: abs},
-		opts: ws.BatchOptions(gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}}), work: ws.Dir, access: spy.Access[tg.ID], tg: tg}
+		opts: ws.BatchOptions(gotool.TestOptions{Args: []string{"-overlay", spy.Overlay}}), work: ws.Dir, access: spy.Access[tg.ID], tg: tg,
+		supervise: ws.Isolation == "bubblewrap"}
 }
 
 // unit is one solution of a task for run.
@@ -81,7 +84,7 @@ func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
 			units[i].Group = "alone" + string(rune('a'+i))
 		}
 	}
-	runs, _, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, f.work, 2)
+	runs, _, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, RunConfig{Dir: f.work, Parallel: 2, Supervise: f.supervise})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -367,6 +370,47 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 			MutantHardcoded: ClassWrongAPISelection, MutantDiscarded: ClassNeedsLLM, MutantExit: ClassNeedsLLM, MutantGoexit: ClassNeedsLLM}[m.Kind]
 		if want != "" && class != want {
 			t.Errorf("%s mutant judged %s (%s), want %s; compile error %q", m.Kind, class, rule, want, run.CompileError)
+		}
+	}
+}
+
+// TestSupervisedSandboxIsResetBetweenSamples: under the supervisor,
+// samples share a sandbox one after another; what one leaves (files,
+// processes, a changed program) or does to the supervisor itself never
+// reaches the next one's verdict.
+func TestSupervisedSandboxIsResetBetweenSamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	if !f.supervise {
+		t.Skip("the supervisor needs bubblewrap")
+	}
+	e := f.observe(t, scaleTask)
+	// The reference, failing if it sees anything a sample before it left.
+	check := "\tif _, err := os.Stat(\"/work/leak\"); err == nil {\n\t\tpanic(\"a file left by another sample\")\n\t}\n" +
+		"\tif _, err := os.Stat(\"/tmp/leak\"); err == nil {\n\t\tpanic(\"a temporary file left by another sample\")\n\t}\n" +
+		"\tif ents, _ := os.ReadDir(\"/proc\"); len(ents) > 0 {\n\t\tfor _, p := range ents {\n\t\t\tif b, _ := os.ReadFile(\"/proc/\" + p.Name() + \"/comm\"); strings.TrimSpace(string(b)) == \"sleep\" {\n\t\t\t\tpanic(\"a process left by another sample\")\n\t\t\t}\n\t\t}\n\t}\n" +
+		scaleTask.Mask
+	hostile := []string{
+		"\tos.WriteFile(\"/work/leak\", []byte(\"x\"), 0o644)\n\tos.WriteFile(\"/tmp/leak\", []byte(\"x\"), 0o644)",
+		"\tcmd := exec.Command(\"/bin/sleep\", \"100\")\n\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n\ttime.Sleep(100 * time.Millisecond)",
+		"\tos.WriteFile(\"/work/prog\", []byte(\"#!/bin/sh\\nexit 0\\n\"), 0o755)",
+		"\tsyscall.Kill(os.Getppid(), syscall.SIGKILL)",
+	}
+	var sols []string
+	for _, h := range hostile {
+		sols = append(sols, "import \"os/exec\"\nimport \"syscall\"\n\n\tvar ys []int\n\t_, _ = exec.Command, syscall.Kill\n"+h, check)
+	}
+	got := f.check(t, scaleTask, e, sols...)
+	for i := 0; i < len(sols); i += 2 {
+		if slicesContain(got[i], "compile") || len(got[i]) == 0 {
+			t.Errorf("hostile sample %q: %v, want it to run and fail", hostile[i/2], got[i])
+		}
+	}
+	for i := 1; i < len(sols); i += 2 {
+		if len(got[i]) != 0 {
+			t.Errorf("the reference after %q failed: %v", hostile[i/2], got[i])
 		}
 	}
 }

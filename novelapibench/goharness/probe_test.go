@@ -31,7 +31,7 @@ const lacunaModule = "example.com/m"
 var _, _, _, _, _ = lacunaio.EOF, lacunatime.Second, lacunadebug.Stack, lacunaruntime.Callers, lacunaatomic.Int64{}
 
 func lacunaUnused() { lacunaMain(0, "", nil, 0, nil, nil, nil) }
-` + harnessRuntime + `
+` + harnessRuntime + supervisorDecls + `
 type pair struct {
 	N int
 	P *int

@@ -1,8 +1,15 @@
 package goharness
 
 import (
+	"bufio"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/runners/gotool"
@@ -25,22 +32,44 @@ type UnitRun struct {
 type RunStats struct {
 	Units     int     // harness units
 	Processes int     // units that ran (the others did not compile)
+	Sandboxes int     // sandboxes started to run them
 	Build     float64 // seconds compiling
 	Run       float64 // seconds running the processes
 }
 
-// RunWall bounds one harness process: its runs of the scenario, each
-// bounded at 10 s inside, and the sandbox's start.
-const RunWall = 3 * time.Minute
+// RunConfig configures RunUnits.
+type RunConfig struct {
+	Dir      string // where channel files go (they are unlinked at once)
+	Parallel int    // sandboxes at a time; default 1
+	// Supervise runs the units of a test binary in chunks, a chunk in one
+	// sandbox under the supervisor (internal/supervisor): each unit still
+	// in a fresh process of its own, started one at a time, the sandbox
+	// reset in between (leftover processes killed, /work emptied), which
+	// spares a sandbox's start per unit. It needs bubblewrap (the
+	// supervisor refuses to run outside its process namespace): without
+	// it, every unit gets a sandbox of its own.
+	Supervise bool
+}
+
+const (
+	// UnitWall bounds one harness process: its runs of the scenario, each
+	// bounded at 10 s inside, stop at the first that times out.
+	UnitWall = 60 * time.Second
+	// superviseChunk is how many units one supervised sandbox runs: a
+	// chunk is a unit of parallel work and of what a unit that kills its
+	// supervisor can cost (the rest of the chunk runs again, unit by
+	// unit).
+	superviseChunk = 32
+)
 
 // RunUnits compiles harness units in one batched build and runs every
-// one in a process of its own, from its package's shared test binary,
-// through the sandbox (opts.Exec), parallel at a time, each with its own
-// Channel (files in dir). No unit's crash, exit, hang, leftover
-// goroutines or global state can reach another's record. The error is
-// for the batch (the build could not run, ctx ended); what went wrong
-// with one unit is in its UnitRun.
-func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, dir string, parallel int) ([]UnitRun, RunStats, error) {
+// one in a process of its own, from its package's shared test binary, in
+// the sandbox (opts.Exec), cfg.Parallel sandboxes at a time. No unit's
+// crash, exit, hang, leftover goroutines or processes, files or global
+// state can reach another's record. The error is for the batch (the
+// build could not run, ctx ended); what went wrong with one unit is in
+// its UnitRun.
+func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, cfg RunConfig) ([]UnitRun, RunStats, error) {
 	out := make([]UnitRun, len(units))
 	stats := RunStats{Units: len(units)}
 	start := time.Now()
@@ -48,50 +77,161 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 	if err != nil {
 		return nil, stats, err
 	}
-	stats.Build = time.Since(start).Seconds()
 	defer built.Close()
-	var idx []int
+	stats.Build = time.Since(start).Seconds()
+	start = time.Now()
+	byBinary := map[string][]int{}
+	var binaries []string
 	for i, u := range built.Units {
 		if u.CompileError != "" {
 			out[i].CompileError = u.CompileError
 			continue
 		}
-		idx = append(idx, i)
-	}
-	channels := make([]*Channel, len(units))
-	var setup error
-	for _, i := range idx {
-		if channels[i], err = NewChannel(dir); err != nil {
-			setup = err
-			break
+		stats.Processes++
+		if byBinary[u.Binary] == nil {
+			binaries = append(binaries, u.Binary)
 		}
+		byBinary[u.Binary] = append(byBinary[u.Binary], i)
 	}
-	defer func() {
-		for _, c := range channels {
-			if c != nil {
-				c.Close()
+	var alone []int // units to run in a sandbox of their own
+	if cfg.Supervise {
+		var chunks [][]int
+		for _, bin := range binaries {
+			idx := byBinary[bin]
+			for len(idx) > 0 {
+				n := min(superviseChunk, len(idx))
+				chunks = append(chunks, idx[:n])
+				idx = idx[n:]
 			}
 		}
-	}()
-	if setup != nil {
-		return nil, stats, setup
+		var mu sync.Mutex
+		errs := parallel(len(chunks), cfg.Parallel, func(k int) error {
+			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, out)
+			mu.Lock()
+			alone = append(alone, missing...)
+			stats.Sandboxes++
+			mu.Unlock()
+			return err
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, stats, err
+		}
+	} else {
+		for _, bin := range binaries {
+			alone = append(alone, byBinary[bin]...)
+		}
 	}
-	start = time.Now()
-	stats.Processes = len(idx)
-	errs := make([]error, len(units))
-	built.RunAll(ctx, idx, parallel, func(i int) gotool.RunOptions {
-		return gotool.RunOptions{Wall: RunWall, ExtraFiles: channels[i].Files()}
-	}, func(i int, p *gotool.Process, err error) {
+	errs := parallel(len(alone), cfg.Parallel, func(k int) error {
+		i := alone[k]
+		ch, err := NewChannel(cfg.Dir)
 		if err != nil {
-			errs[i] = err
-			return
+			return err
+		}
+		defer ch.Close()
+		p, err := built.Run(ctx, i, gotool.RunOptions{Wall: UnitWall + 30*time.Second, ExtraFiles: ch.Files()})
+		if err != nil {
+			return err
 		}
 		out[i].Process = p
-		out[i].Record, out[i].Err = channels[i].Record(i)
+		out[i].Record, out[i].Err = ch.Record(i)
+		return nil
 	})
+	stats.Sandboxes += len(alone)
 	stats.Run = time.Since(start).Seconds()
 	if err := errors.Join(errs...); err != nil {
 		return nil, stats, err
 	}
 	return out, stats, nil
+}
+
+// parallel calls f(0..n-1), at most p at a time, and returns their
+// errors.
+func parallel(n, p int, f func(k int) error) []error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(p, 1), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				errs[k] = f(k)
+			}
+		}()
+	}
+	for k := range n {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// supervisedResult is the supervisor's line for one unit
+// (internal/supervisor's lacunaResult).
+type supervisedResult struct {
+	Unit     int     `json:"unit"`
+	Exit     int     `json:"exit"`
+	TimedOut bool    `json:"timed_out"`
+	Seconds  float64 `json:"seconds"`
+	Output   string  `json:"output"`
+	Record   string  `json:"record"`
+}
+
+// supervise runs units (of one binary) in one sandbox under the
+// supervisor and fills their runs in out; it returns the units it has no
+// result for (the supervisor died before reaching them), to run alone.
+func supervise(ctx context.Context, built *gotool.Built, units []int, dir string, out []UnitRun) (missing []int, err error) {
+	control, err := tempUnlinked(dir, "control-")
+	if err != nil {
+		return nil, err
+	}
+	defer control.Close()
+	results, err := tempUnlinked(dir, "results-")
+	if err != nil {
+		return nil, err
+	}
+	defer results.Close()
+	keys := map[int][]byte{}
+	w := bufio.NewWriter(control)
+	for _, i := range units {
+		if keys[i], err = newKey(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "%d %s\n", i, hex.EncodeToString(keys[i]))
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	if _, err := control.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	wall := time.Duration(len(units))*UnitWall + 30*time.Second
+	_, err = built.Exec(ctx, built.Units[units[0]].Binary, gotool.RunOptions{
+		Wall: wall, ExtraFiles: []*os.File{control, results}, Args: []string{SuperviseArg, UnitWall.String()}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := results.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	got := map[int]bool{}
+	sc := bufio.NewScanner(io.LimitReader(results, int64(len(units))*(maxRecord+(1<<20))))
+	sc.Buffer(nil, 2*maxRecord)
+	for sc.Scan() {
+		var r supervisedResult
+		if json.Unmarshal(sc.Bytes(), &r) != nil || keys[r.Unit] == nil || got[r.Unit] {
+			break // a line cut short: the supervisor died writing it
+		}
+		got[r.Unit] = true
+		u := &out[r.Unit]
+		u.Process = &gotool.Process{Output: r.Output, ExitCode: r.Exit, TimedOut: r.TimedOut, Seconds: r.Seconds}
+		u.Record, u.Err = ReadRecord(keys[r.Unit], []byte(r.Record), r.Unit)
+	}
+	for _, i := range units {
+		if !got[i] {
+			missing = append(missing, i)
+		}
+	}
+	return missing, nil
 }

@@ -169,6 +169,21 @@ func (b *Built) Run(ctx context.Context, i int, ro RunOptions) (*Process, error)
 	if u.Binary == "" {
 		return nil, fmt.Errorf("gotool: unit %d has no test binary: it did not compile", i)
 	}
+	// -test.paniconexit0, as go test does: a test that calls os.Exit(0)
+	// fails instead of passing silently.
+	ro.Args = append([]string{"-test.paniconexit0", "-test.run=^" + u.Test + "$"}, ro.Args...)
+	p, err := b.Exec(ctx, u.Binary, ro)
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("gotool: run unit %d: %w", i, err)
+	}
+	return p, err
+}
+
+// Exec runs one of the batch's test binaries, `BINARY ARGS...` with
+// ro.Args, through the sandbox wrapper, as Run does a unit's test: for a
+// caller that drives the binary itself (a supervisor mode of its own).
+// Safe for concurrent use.
+func (b *Built) Exec(ctx context.Context, binary string, ro RunOptions) (*Process, error) {
 	if ro.Wall <= 0 {
 		ro.Wall = 60 * time.Second
 	}
@@ -177,10 +192,7 @@ func (b *Built) Run(ctx context.Context, i int, ro RunOptions) (*Process, error)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, ro.Wall)
 	defer cancel()
-	// -test.paniconexit0, as go test does: a test that calls os.Exit(0)
-	// fails instead of passing silently.
-	args := append([]string{u.Binary, "-test.paniconexit0", "-test.run=^" + u.Test + "$"}, ro.Args...)
-	cmd := exec.CommandContext(runCtx, b.exec, args...)
+	cmd := exec.CommandContext(runCtx, b.exec, append([]string{binary}, ro.Args...)...)
 	cmd.Dir = b.batch.work
 	cmd.Env = b.env
 	// nil entries: descriptors 3 to 6 are closed in the wrapper.
@@ -211,7 +223,7 @@ func (b *Built) Run(ctx context.Context, i int, ro RunOptions) (*Process, error)
 	case p.TimedOut:
 		p.ExitCode = -1
 	default:
-		return nil, fmt.Errorf("gotool: run unit %d: %w", i, err)
+		return nil, err
 	}
 	return p, nil
 }

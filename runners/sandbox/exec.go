@@ -33,8 +33,9 @@ exit "$rc"`
 // merged and cut at lim.Output bytes, followed by a line starting with
 // TruncatedMarker, before they reach the go command.
 //
-// Under bubblewrap PROGRAM is copied into the sandbox's own /work (a
-// tmpfs of lim.Disk bytes), and the wrapper becomes bubblewrap (exec), so
+// Under bubblewrap PROGRAM is copied into the sandbox as /work/prog, a
+// read-only mount in the sandbox's own /work (a tmpfs of lim.Disk bytes):
+// nothing the program runs can change it. The wrapper becomes bubblewrap (exec), so
 // that when the go command kills it (a test timeout) the whole sandbox
 // and its files go with it: nothing is left on the host. Without
 // bubblewrap the copy lives in a directory of os.TempDir that the wrapper
@@ -62,7 +63,7 @@ func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (strin
 		b.WriteString("exec 3<\"$1\" || exit 125\nshift\n")
 		cmd = append(cmd, s.env, "-i")
 		cmd = append(cmd, defaultEnv("/work", "/tmp")...)
-		args, err := s.bwrapArgs(lim, readOnly, []string{"--perms", "0755", "--file", "3", "/work/prog"})
+		args, err := s.bwrapArgs(lim, readOnly, []string{"--perms", "0755", "--ro-bind-data", "3", "/work/prog"})
 		if err != nil {
 			return "", err
 		}
