@@ -371,13 +371,6 @@ func firstLine(s string) string {
 	return s
 }
 
-func expectedOutput(t tasks.Row) string {
-	var e struct {
-		Output string `json:"output"`
-	}
-	json.Unmarshal([]byte(t.Expect), &e)
-	return e.Output
-}
 
 // generate derives variants from a task's reference, for suites over
 // hundreds of tasks where hand-written rows cannot reach: correct ones
