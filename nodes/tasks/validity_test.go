@@ -371,7 +371,6 @@ func firstLine(s string) string {
 	return s
 }
 
-
 // generate derives variants from a task's reference, for suites over
 // hundreds of tasks where hand-written rows cannot reach: correct ones
 // (the reference as a whole program, with an extra standard import, with
