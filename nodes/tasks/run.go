@@ -114,8 +114,11 @@ func prepare(ctx context.Context, r nodes.Run, module, version string, targetIDs
 const unitsPerPackage = 150
 
 // observeRuns is how many times a reference's scenario runs when it is
-// observed: only what all runs agree on is asserted.
-const observeRuns = 10
+// observed (10 at least, more while within 2 s): only what all runs agree
+// on is asserted. Ten are not enough for map order: a map of two entries
+// iterates in its less likely order one time in eight, so ten runs agree
+// by chance a quarter of the time; a hundred, once in 600,000.
+const observeRuns = 100
 
 // run runs solutions through their tasks' harnesses and returns one row
 // per solution with its record. With observe, each runs observeRuns

@@ -77,7 +77,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "13" }
+func (tasksType) Version() string { return "14" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
@@ -182,7 +182,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 				SpyImport: rows[i].ImportPath, Module: rows[i].Module, Runs: 1}).Source("harness", map[string]string{})
 		}
 	}
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d with a second input", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed, observeRuns, second)
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (up to %d runs each), %d with a second input", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed, observeRuns, second)
 	return t.Write(r, rows)
 }
 

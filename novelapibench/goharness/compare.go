@@ -39,7 +39,7 @@ const OutputKey = "output"
 // reference's observations (Derive): only what was stable across its
 // runs, compared order-free where only the order varied.
 type Expectation struct {
-	Runs   int                 `json:"runs"`
+	Runs   int                 `json:"runs"` // the reference's runs it was derived from
 	Probes map[string]Expected `json:"probes"`
 	// Output is what the reference printed; OutputMode is ModeExact,
 	// ModeUnordered (the same lines in another order) or "" (varied:
@@ -71,6 +71,7 @@ func Derive(rec *Record) (*Expectation, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.Runs = max(e.Runs, rec.Runs)
 	if rec.Counterfactual != nil && !rec.Counterfactual.TimedOut {
 		for _, k := range e.items() {
 			if !e.matches(k, rec.Counterfactual) {

@@ -25,8 +25,11 @@
 //     calls into functions the solver passed count as callbacks.
 //   - Attribution is counterfactual: the scenario runs once more with the
 //     solver's calls of the target answered with the zero values of its
-//     results, its body not run. Derive names the reference's asserted
-//     values that this changes (Expectation.Dependent); Check requires a
+//     results, its body not run (a function result becomes one that does
+//     nothing, a channel a closed one: code using them runs on instead of
+//     panicking, which would hide whether it used them). Derive names the
+//     reference's asserted values that this changes
+//     (Expectation.Dependent); Check requires a
 //     solution's run to change every one of them. A value hard-coded after
 //     a throwaway call, or recomputed another way beside a discarded call,
 //     does not change, and fails the attribution layer. A task where
@@ -35,8 +38,10 @@
 //     before the span; the reference's results there are asserted too, so
 //     a solution right by accident on one input, or one that ignores the
 //     input, fails.
-//   - Expectations (Derive) come from ten runs of the reference: only what
-//     every run agrees on is asserted exactly; values that differ only in
+//   - Expectations (Derive) come from up to a hundred runs of the
+//     reference (ten at least; more while within 2 s: a two-entry map
+//     iterates in its rarer order one time in eight): only what every run
+//     agrees on is asserted exactly; values that differ only in
 //     order (map iteration) are compared as multisets (slices' elements,
 //     output lines); values that vary otherwise, or hold addresses, keep
 //     only their type and shape. Callbacks are "at least one".

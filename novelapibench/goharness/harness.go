@@ -57,13 +57,16 @@ type Probe struct {
 	Elem *Probe `json:"elem,omitempty"`
 }
 
-// Record is what one harness process reports on its channel: Runs
-// observations of the scenario, one counterfactual observation (the
-// solver's calls of the target answered with zero values, the target's
-// body not run) and, when the task has a second input, Runs observations
-// of the perturbed scenario.
+// Record is what one harness process reports on its channel: the
+// distinct observations of Runs runs of the scenario (in the order first
+// seen, 16 at most), one counterfactual observation (the solver's calls
+// of the target answered with zero values, the target's body not run)
+// and, when the task has a second input, the distinct observations of
+// PerturbedRuns runs of the perturbed scenario.
 type Record struct {
 	Unit           int           `json:"unit"`
+	Runs           int           `json:"runs"`
+	PerturbedRuns  int           `json:"perturbed_runs,omitempty"`
 	Normal         []Observation `json:"normal"`
 	Counterfactual *Observation  `json:"counterfactual,omitempty"`
 	Perturbed      []Observation `json:"perturbed,omitempty"`
@@ -95,7 +98,8 @@ type UnitSpec struct {
 	SpyImport   string // the target's package
 	Module      string // the target's module path
 	// Runs is how many times the scenario (and the perturbed scenario)
-	// runs: many to observe a reference, one to check a solution.
+	// runs: many to observe a reference (10 at least, more while within
+	// 2 s), one to check a solution.
 	Runs int
 	// Perturbed is the context's code before the span on the task's
 	// second input ("" for none; see PerturbBefore).
@@ -337,6 +341,8 @@ type lacunaObservation struct {
 
 type lacunaRecord struct {
 	Unit           int                 ` + "`json:\"unit\"`" + `
+	Runs           int                 ` + "`json:\"runs\"`" + `
+	PerturbedRuns  int                 ` + "`json:\"perturbed_runs,omitempty\"`" + `
 	Normal         []lacunaObservation ` + "`json:\"normal\"`" + `
 	Counterfactual *lacunaObservation  ` + "`json:\"counterfactual,omitempty\"`" + `
 	Perturbed      []lacunaObservation ` + "`json:\"perturbed,omitempty\"`" + `
@@ -463,19 +469,16 @@ func lacunaHook(file string, line int) (solver, counterfactual bool) {
 	return false, false
 }
 
-// lacunaMain observes the scenario runs times, once counterfactually,
-// and the perturbed scenario runs times, then writes the record.
+// lacunaMain observes the scenario up to runs times, once
+// counterfactually, and the perturbed scenario up to runs times, then
+// writes the record.
 func lacunaMain(unit int, file string, lines []int, runs int, scenario, perturbed func(func(string, any)), spy func() [4]int64) {
 	rec := lacunaRecord{Unit: unit}
 	defer func() { lacunaEmit(rec) }()
 	attr := &lacunaAttr{file: file, lines: lines}
-	for k := 0; k < runs; k++ {
-		lacunaAttribution.Store(attr)
-		o := lacunaRun(scenario, spy)
-		rec.Normal = append(rec.Normal, o)
-		if o.TimedOut {
-			return
-		}
+	var ok bool
+	if rec.Normal, rec.Runs, ok = lacunaRepeat(scenario, runs, attr, spy); !ok {
+		return
 	}
 	lacunaAttribution.Store(&lacunaAttr{file: file, lines: lines, counterfactual: true})
 	cf := lacunaRun(scenario, spy)
@@ -483,14 +486,28 @@ func lacunaMain(unit int, file string, lines []int, runs int, scenario, perturbe
 	if cf.TimedOut || perturbed == nil {
 		return
 	}
-	for k := 0; k < runs; k++ {
+	rec.Perturbed, rec.PerturbedRuns, _ = lacunaRepeat(perturbed, runs, attr, spy)
+}
+
+// lacunaRepeat runs a scenario up to runs times (10 at least, more only
+// within 2 s), and keeps its distinct observations (16 at most) in the
+// order first seen; ok is false when a run timed out, which ends it.
+func lacunaRepeat(scenario func(func(string, any)), runs int, attr *lacunaAttr, spy func() [4]int64) (distinct []lacunaObservation, n int, ok bool) {
+	seen := map[string]bool{}
+	start := lacunatime.Now()
+	for n = 0; n < runs && (n < 10 || lacunatime.Since(start) < 2*lacunatime.Second); n++ {
 		lacunaAttribution.Store(attr)
-		o := lacunaRun(perturbed, spy)
-		rec.Perturbed = append(rec.Perturbed, o)
+		o := lacunaRun(scenario, spy)
 		if o.TimedOut {
-			return
+			return append(distinct, o), n + 1, false
+		}
+		b, _ := lacunajson.Marshal(o)
+		if !seen[string(b)] && len(distinct) < 16 {
+			seen[string(b)] = true
+			distinct = append(distinct, o)
 		}
 	}
+	return distinct, n, true
 }
 
 // lacunaRun runs a scenario with stdout captured and the spy read before

@@ -31,7 +31,8 @@ import (
 // count as direct, only functions the solver passed are counted as
 // callbacks, and only the solver's calls are answered counterfactually:
 // when the hook asks for it, the target returns the zero values of its
-// results without running its body. A harness compares what the
+// results without running its body (a function result being one that does
+// nothing, a channel a closed one: see lacunaEmpty). A harness compares what the
 // scenario computes with and without the target's work (see Check): a
 // value that does not change was not computed through the target.
 type Spy struct {
@@ -92,7 +93,7 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			s.Slots[a.ID] = slot
 			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
 			// Same line: positions in panics and compiler messages stay put.
-			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { return%s };%s };", slot, zeroResults(src, fset, fd), callbackWrappers(src, fset, fd, slot))
+			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { %s };%s };", slot, counterfactualReturn(src, fset, fd), callbackWrappers(src, fset, fd, slot))
 			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, text})
 		}
 		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
@@ -118,20 +119,25 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 	return s, os.WriteFile(s.Overlay, b, 0o644)
 }
 
-// zeroResults is what a counterfactual call returns: " *new(T)" for
-// every result (named or not), "" when there are none.
-func zeroResults(src []byte, fset *token.FileSet, fd *ast.FuncDecl) string {
+// counterfactualReturn is the statement a counterfactual call returns
+// with: the zero value of every result (named or not), made usable by
+// lacunaEmpty where a zero value would stop the caller by itself (a nil
+// function to call, a nil channel to receive from).
+func counterfactualReturn(src []byte, fset *token.FileSet, fd *ast.FuncDecl) string {
 	if fd.Type.Results == nil {
-		return ""
+		return "return"
 	}
-	var zeros []string
+	var decls, ptrs, vals []string
 	for _, field := range fd.Type.Results.List {
 		typ := string(src[fset.Position(field.Type.Pos()).Offset:fset.Position(field.Type.End()).Offset])
 		for range max(1, len(field.Names)) {
-			zeros = append(zeros, "*new("+typ+")")
+			v := fmt.Sprintf("lacunaZ%d", len(vals))
+			decls = append(decls, "var "+v+" "+typ+";")
+			ptrs = append(ptrs, "&"+v)
+			vals = append(vals, v)
 		}
 	}
-	return " " + strings.Join(zeros, ", ")
+	return strings.Join(decls, " ") + " lacunaEmpty(" + strings.Join(ptrs, ", ") + "); return " + strings.Join(vals, ", ")
 }
 
 // callbackWrappers wraps every parameter of function type (written as a
@@ -210,6 +216,7 @@ func spyCounters(pkg, modPath string, n int) string {
 package %s
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -248,6 +255,33 @@ func lacunaSpyHit(slot int) (solver, counterfactual bool) {
 		LacunaSpy[slot].Context.Add(1)
 	}
 	return solver, counterfactual
+}
+
+// lacunaEmpty makes the counterfactual results at ptrs usable where their
+// zero values would stop the caller by themselves: a function becomes
+// one that does nothing and returns zero values (an empty sequence), a
+// channel one that is closed. What the caller computes from them then
+// shows whether it used them. (interface{}: the module's go version may
+// predate any.)
+func lacunaEmpty(ptrs ...interface{}) {
+	for _, p := range ptrs {
+		v := reflect.ValueOf(p).Elem()
+		t := v.Type()
+		switch {
+		case v.Kind() == reflect.Func:
+			v.Set(reflect.MakeFunc(t, func([]reflect.Value) []reflect.Value {
+				out := make([]reflect.Value, t.NumOut())
+				for i := range out {
+					out[i] = reflect.Zero(t.Out(i))
+				}
+				return out
+			}))
+		case v.Kind() == reflect.Chan && t.ChanDir()&reflect.RecvDir != 0:
+			c := reflect.MakeChan(reflect.ChanOf(reflect.BothDir, t.Elem()), 0)
+			c.Close()
+			v.Set(c.Convert(t))
+		}
+	}
 }
 `, pkg, n, modPath+".", modPath+"/")
 }
