@@ -128,3 +128,17 @@ func TestCheckSecondInput(t *testing.T) {
 		t.Error("kept a second input that changes nothing")
 	}
 }
+
+// TestCheckWithoutEndMarker: when the context's own code returns before
+// the end marker (the reference's runs never reached it), a solution is
+// not failed for not reaching it either.
+func TestCheckWithoutEndMarker(t *testing.T) {
+	ref := Observation{Output: "err\n", Direct: 1, Probes: map[string]Probe{"x": {Type: "int", Len: -1, Value: "1"}}}
+	e, err := Derive(&Record{Normal: []Observation{ref}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Check(e, &Record{Normal: []Observation{ref}}); len(got) != 0 {
+		t.Errorf("the reference fails: %v", got)
+	}
+}

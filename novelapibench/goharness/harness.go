@@ -403,8 +403,38 @@ func lacunaDescribe(v any) lacunaProbeValue {
 	return p
 }
 
+// lacunaSelfPath is this package's import path: types the scenario
+// declares print with it inside type arguments.
+var lacunaSelfPath = lacunareflect.TypeOf(lacunaProbeValue{}).PkgPath() + "."
+
+// lacunaNames writes the scenario's types as the standalone program
+// would (main.T, whatever package and path the batch gave the harness),
+// without the ·N that numbers a type declared inside a function, which
+// differs from build to build.
+func lacunaNames(s string) string {
+	s = lacunastrings.ReplaceAll(lacunastrings.ReplaceAll(s, lacunaSelfPath, "main."), lacunaSelf, "main.")
+	var b lacunastrings.Builder
+	for {
+		i := lacunastrings.Index(s, "·")
+		if i < 0 {
+			return b.String() + s
+		}
+		j := i + len("·")
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+len("·") {
+			j = i // not a number: keep it
+			b.WriteString(s[:i+len("·")])
+		} else {
+			b.WriteString(s[:i])
+		}
+		s = s[max(j, i+len("·")):]
+	}
+}
+
 func lacunaDescribeValue(v any) lacunaProbeValue {
-	self := func(s string) string { return lacunastrings.ReplaceAll(s, lacunaSelf, "main.") }
+	self := lacunaNames
 	p := lacunaProbeValue{Type: self(lacunafmt.Sprintf("%T", v)), Len: -1, Value: lacunaCut(self(lacunafmt.Sprintf("%#v", v)), lacunaMaxValue)}
 	if v == nil {
 		p.Nil = true

@@ -58,6 +58,11 @@ func main() {
 	}
 	b, _ := lacunajson.Marshal(out)
 	lacunafmt.Println(string(b))
+	// A type declared inside a function prints with a ·N that changes
+	// from build to build; a string may hold a · of its own.
+	type local struct{ S string }
+	d := lacunaDescribe([]local{{"a·b"}})
+	lacunafmt.Println(d.Type, d.Value)
 	_ = lacunaos.Stdout
 	_ = lacunastrings.ToUpper
 }
@@ -75,8 +80,12 @@ func main() {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	first, names, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if want := `[]main.local []main.local{main.local{S:"a·b"}}`; names != want {
+		t.Errorf("a local type is described as %q, want %q", names, want)
+	}
 	var got map[string]bool
-	if err := json.Unmarshal([]byte(strings.TrimSpace(string(out))), &got); err != nil {
+	if err := json.Unmarshal([]byte(first), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	want := map[string]bool{
