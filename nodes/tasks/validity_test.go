@@ -425,7 +425,10 @@ func generate(task tasks.Row) []suiteRow {
 	var decls, assigns []string
 	for _, name := range sortedIDs(e.Probes) {
 		p := e.Probes[name]
-		if strings.Contains(p.Value, "0x") || strings.Contains(p.Type, "main.") {
+		if strings.Contains(name, ":") {
+			continue // the harness's own probes (end:X, lacuna:end), not variables
+		}
+		if p.Value == "" || strings.Contains(p.Value, "0x") || strings.Contains(p.Type, "main.") {
 			return out // no literal for it
 		}
 		decls = append(decls, "var "+name+" "+p.Type+" = "+p.Value+"\n_ = "+name)
@@ -511,8 +514,9 @@ func renameLocals(task tasks.Row) (string, bool) {
 	renamed := false
 	for _, m := range declared.FindAllStringSubmatch(mask, -1) {
 		name := m[1] + m[2]
-		if name == "" || name == "_" || regexp.MustCompile(`\b`+name+`\b`).MatchString(task.Context) {
-			continue
+		if name == "" || name == "_" || regexp.MustCompile(`\b`+name+`\b`).MatchString(task.Context) ||
+			regexp.MustCompile("(\"|`)[^\"`\n]*\\b"+name+"\\b[^\"`\n]*(\"|`)").MatchString(mask) {
+			continue // the context uses it, or a string holds the word: renaming would change what is printed
 		}
 		re := regexp.MustCompile(`(^|[^.\w])` + name + `\b`)
 		out = re.ReplaceAllString(out, "${1}"+name+"Val")
