@@ -256,6 +256,7 @@ func (e *Expectation) same(k string, a, b *Observation) bool {
 		return okA == okB
 	}
 	x := e.Probes[k]
+	pa, pb = x.view(pa), x.view(pb) // through a pointer the reference did not hold
 	x.Type, x.Len, x.Nil, x.Value = pa.Type, pa.Len, pa.Nil, pa.Value
 	if x.Mode == ModeUnordered {
 		x.Elems = sortedCopy(pa.Elems)

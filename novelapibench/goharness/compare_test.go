@@ -142,3 +142,34 @@ func TestCheckWithoutEndMarker(t *testing.T) {
 		t.Errorf("the reference fails: %v", got)
 	}
 }
+
+// TestAttributionLooksThroughPointers: a solution holding a *T where the
+// reference holds a T is compared through the pointer, in the
+// counterfactual too: a new address is not a changed value.
+func TestAttributionLooksThroughPointers(t *testing.T) {
+	stack := func(v string) Probe { return Probe{Type: "main.Stack", Len: -1, Value: v} }
+	ptr := func(addr, v string) Probe {
+		e := stack(v)
+		return Probe{Type: "*main.Stack", Len: -1, Value: "(*main.Stack)(" + addr + ")", Addr: true, Elem: &e}
+	}
+	ref, cf := obs("", 1, map[string]Probe{"s": stack("main.Stack{n:1}")}), obs("", 1, map[string]Probe{"s": stack("main.Stack{n:0}")})
+	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := obs("", 1, map[string]Probe{"s": ptr("0xc000010000", "main.Stack{n:1}")})
+	usedCF := obs("", 1, map[string]Probe{"s": ptr("0xc000020000", "main.Stack{n:0}")})
+	hard := obs("", 1, map[string]Probe{"s": ptr("0xc000030000", "main.Stack{n:1}")})
+	for _, tc := range []struct {
+		name   string
+		rec    Record
+		layers []string
+	}{
+		{"computed through the target", Record{Normal: []Observation{used}, Counterfactual: &usedCF}, []string{}},
+		{"the same value at another address", Record{Normal: []Observation{used}, Counterfactual: &hard}, []string{"attribution"}},
+	} {
+		if got := Layers(Check(e, &tc.rec)); !reflect.DeepEqual(got, tc.layers) {
+			t.Errorf("%s: layers %v, want %v (%v)", tc.name, got, tc.layers, Check(e, &tc.rec))
+		}
+	}
+}
