@@ -77,7 +77,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "15" }
+func (tasksType) Version() string { return "16" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
@@ -140,10 +140,11 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	// A second input can break the build (a changed literal that a
-	// constant expression needed): observe those again without it.
+	// constant expression needed) or crash the process (a panic in a
+	// goroutine the library starts): observe those again without it.
 	var retry []Solution
 	for i, s := range obs {
-		if _, ok := goharness.PerturbBefore(specs[i]); ok && s.CompileError != "" {
+		if _, ok := goharness.PerturbBefore(specs[i]); ok && (s.CompileError != "" || recs[i] == nil) {
 			retry = append(retry, Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].ReferenceAnswer(), NoPerturb: true})
 		}
 	}

@@ -55,8 +55,14 @@ type Expectation struct {
 	Unstable []string `json:"unstable,omitempty"`
 	// Dependent names the asserted items (probes, OutputKey) that the
 	// counterfactual run changed: the values computed through the target.
-	// A solution's counterfactual run must change every one it has.
+	// A solution's counterfactual run must change every one it has. When
+	// the reference's counterfactual run stopped early (a panic on a zero
+	// result), only the probes it recorded before that count.
 	Dependent []string `json:"dependent,omitempty"`
+	// CounterfactualEnded: the reference's counterfactual run reached the
+	// end marker. A solution's that does not proves nothing then: its
+	// values are missing, not changed.
+	CounterfactualEnded bool `json:"counterfactual_ended,omitempty"`
 	// Perturbed is the expectation on the task's second input, when one
 	// was derived and it changes what is asserted.
 	Perturbed *Expectation `json:"perturbed,omitempty"`
@@ -72,9 +78,14 @@ func Derive(rec *Record) (*Expectation, error) {
 		return nil, err
 	}
 	e.Runs = max(e.Runs, rec.Runs)
-	if rec.Counterfactual != nil && !rec.Counterfactual.TimedOut {
+	if cf := rec.Counterfactual; cf != nil && !cf.TimedOut {
+		e.CounterfactualEnded = ended(cf)
 		for _, k := range e.items() {
-			if !e.matches(k, rec.Counterfactual) {
+			_, recorded := cf.Probes[k]
+			switch {
+			case !e.CounterfactualEnded && (k == OutputKey || !recorded):
+				// It stopped early: only what it recorded is evidence.
+			case !e.matches(k, cf):
 				e.Dependent = append(e.Dependent, k)
 			}
 		}
@@ -176,6 +187,25 @@ func expectedOf(vals []Probe, n int) (Expected, bool) {
 		x.Len, x.Nil = 0, false
 	}
 	return x, true
+}
+
+// ended says a run reached the end marker.
+func ended(o *Observation) bool {
+	_, ok := o.Probes[EndProbe]
+	return ok && !o.TimedOut
+}
+
+// probe is item k of an observation (nil: none); OutputKey is always
+// recorded.
+func (o *Observation) probe(k string) (Probe, bool) {
+	if o == nil {
+		return Probe{}, false
+	}
+	if k == OutputKey {
+		return Probe{}, true
+	}
+	p, ok := o.Probes[k]
+	return p, ok
 }
 
 // hasEnd says the reference's runs reached the end marker (the context's
@@ -334,12 +364,25 @@ func Check(e *Expectation, rec *Record) []Failure {
 	cf := rec.Counterfactual
 	var unchanged []string
 	for _, k := range e.Dependent {
-		if cf == nil || (!cf.TimedOut && e.same(k, o, cf)) {
+		_, recorded := cf.probe(k)
+		switch {
+		case cf == nil || cf.TimedOut || !recorded:
+			// Missing is not changed: a run that stopped early (a panic on
+			// the zero value of a result the code then threw away) shows
+			// nothing about where the values came from.
+			unchanged = append(unchanged, k)
+		case k == OutputKey && !ended(cf):
+			unchanged = append(unchanged, k)
+		case e.same(k, o, cf):
 			unchanged = append(unchanged, k)
 		}
 	}
 	if len(unchanged) > 0 {
-		add("attribution", "%s did not change when the target's calls were answered with zero values: not computed through the target", strings.Join(unchanged, ", "))
+		why := "did not change"
+		if cf != nil && !ended(cf) {
+			why = "were not computed (the run stopped early)"
+		}
+		add("attribution", "%s %s when the target's calls were answered with zero values: not shown to come from the target", strings.Join(unchanged, ", "), why)
 	}
 	if e.Perturbed != nil {
 		if len(rec.Perturbed) == 0 {

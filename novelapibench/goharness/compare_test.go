@@ -173,3 +173,40 @@ func TestAttributionLooksThroughPointers(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributionNeedsEvidence: a counterfactual run that stops early is
+// not evidence of change; when the reference's own stops early, only
+// what it recorded before counts.
+func TestAttributionNeedsEvidence(t *testing.T) {
+	ys := func(v string) map[string]Probe { return map[string]Probe{"ys": ints(v)} }
+	ref := obs("[2 4]\n", 1, ys("[]int{2, 4}"))
+	refCF := obs("[]\n", 1, ys("[]int(nil)"))
+	crash := Observation{Direct: 1, Panic: "index out of range", Probes: map[string]Probe{}}
+	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &refCF})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hard-coded values after a call whose zero result the code then
+	// indexes: its counterfactual run crashes.
+	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &crash})); !reflect.DeepEqual(got, []string{"attribution"}) {
+		t.Errorf("a crashing counterfactual passed attribution: %v", got)
+	}
+	// The reference's counterfactual run crashes after recording ys (in the
+	// code after the span): ys is evidence, the output and the end marker
+	// are not.
+	late := Observation{Direct: 1, Panic: "boom", Output: "", Probes: ys("[]int(nil)")}
+	e, err = Derive(&Record{Normal: []Observation{ref}, Counterfactual: &late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(e.Dependent, []string{"ys"}) || e.CounterfactualEnded {
+		t.Fatalf("dependent %v ended %v, want [ys] false", e.Dependent, e.CounterfactualEnded)
+	}
+	if got := Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &late}); len(got) != 0 {
+		t.Errorf("a solution that stops where the reference does fails: %v", got)
+	}
+	// Crashing before ys was recorded: nothing is evidence.
+	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &crash})); !reflect.DeepEqual(got, []string{"attribution"}) {
+		t.Errorf("layers %v, want [attribution]", got)
+	}
+}

@@ -78,9 +78,10 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 		}
 		pdir := filepath.Dir(full)
 		pkgName[pdir] = f.Name.Name
+		// An edit replaces src[at:end] with text.
 		type edit struct {
-			at   int
-			text string
+			at, end int
+			text    string
 		}
 		var edits []edit
 		for _, a := range byFile[rel] {
@@ -92,14 +93,23 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			pkgSlots[pdir]++
 			s.Slots[a.ID] = slot
 			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
-			// Same line: positions in panics and compiler messages stay put.
-			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { %s };%s };", slot, counterfactualReturn(src, fset, fd), callbackWrappers(src, fset, fd, slot))
-			edits = append(edits, edit{fset.Position(fd.Body.Lbrace).Offset + 1, text})
+			// Same lines: positions in panics and compiler messages stay put.
+			results, names := namedResults(src, fset, fd)
+			cf := "return"
+			if len(names) > 0 {
+				cf = "lacunaEmpty(&" + strings.Join(names, ", &") + "); return"
+			}
+			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { %s };%s };", slot, cf, callbackWrappers(src, fset, fd, slot))
+			lbrace := fset.Position(fd.Body.Lbrace).Offset + 1
+			edits = append(edits, edit{lbrace, lbrace, text})
+			if results != "" {
+				edits = append(edits, edit{fset.Position(fd.Type.Results.Pos()).Offset, fset.Position(fd.Type.Results.End()).Offset, results})
+			}
 		}
 		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
 		out := append([]byte(nil), src...)
 		for _, e := range edits {
-			out = append(out[:e.at], append([]byte(e.text), out[e.at:]...)...)
+			out = append(out[:e.at], append([]byte(e.text), out[e.end:]...)...)
 		}
 		repl := filepath.Join(dir, fmt.Sprintf("spied%d_%s", len(replace), filepath.Base(full)))
 		if err := os.WriteFile(repl, out, 0o644); err != nil {
@@ -119,25 +129,41 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 	return s, os.WriteFile(s.Overlay, b, 0o644)
 }
 
-// counterfactualReturn is the statement a counterfactual call returns
-// with: the zero value of every result (named or not), made usable by
-// lacunaEmpty where a zero value would stop the caller by itself (a nil
-// function to call, a nil channel to receive from).
-func counterfactualReturn(src []byte, fset *token.FileSet, fd *ast.FuncDecl) string {
+// namedResults gives every result of fd a name, so that a counterfactual
+// call can return them with a bare return after lacunaEmpty has made them
+// usable: the results list rewritten ("" when fd's results are all named
+// already, or it has none) and the names in order. Unnamed and _ results
+// become lacunaR0, lacunaR1, ... The types are not restated inside the
+// body, where a parameter may shadow a type's name (url *url.URL).
+func namedResults(src []byte, fset *token.FileSet, fd *ast.FuncDecl) (results string, names []string) {
 	if fd.Type.Results == nil {
-		return "return"
+		return "", nil
 	}
-	var decls, ptrs, vals []string
+	var fields []string
+	renamed := false
 	for _, field := range fd.Type.Results.List {
 		typ := string(src[fset.Position(field.Type.Pos()).Offset:fset.Position(field.Type.End()).Offset])
-		for range max(1, len(field.Names)) {
-			v := fmt.Sprintf("lacunaZ%d", len(vals))
-			decls = append(decls, "var "+v+" "+typ+";")
-			ptrs = append(ptrs, "&"+v)
-			vals = append(vals, v)
+		if len(field.Names) == 0 {
+			name := fmt.Sprintf("lacunaR%d", len(names))
+			names = append(names, name)
+			fields = append(fields, name+" "+typ)
+			renamed = true
+			continue
+		}
+		for _, n := range field.Names {
+			name := n.Name
+			if name == "_" {
+				name = fmt.Sprintf("lacunaR%d", len(names))
+				renamed = true
+			}
+			names = append(names, name)
+			fields = append(fields, name+" "+typ)
 		}
 	}
-	return strings.Join(decls, " ") + " lacunaEmpty(" + strings.Join(ptrs, ", ") + "); return " + strings.Join(vals, ", ")
+	if !renamed {
+		return "", names
+	}
+	return "(" + strings.Join(fields, ", ") + ")", names
 }
 
 // callbackWrappers wraps every parameter of function type (written as a

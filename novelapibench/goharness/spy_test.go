@@ -3,6 +3,7 @@ package goharness
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +115,100 @@ func TestGenericMethod(t *testing.T) {
 	// The tree itself is untouched.
 	if b, _ := os.ReadFile(filepath.Join(abs, "shapes.go")); strings.Contains(string(b), "lacunaSpyHit") {
 		t.Error("the spy edited the module tree")
+	}
+}
+
+// TestSpyCompilesEveryShape: the spy's edits compile for the function
+// shapes real modules have (a parameter shadowing a result's type, named
+// and blank results, generics, variadics, methods of generic types,
+// function and channel results) and a counterfactual call returns
+// usable values: an empty sequence, a closed channel.
+func TestSpyCompilesEveryShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go program")
+	}
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/shape\n\ngo 1.23\n",
+		"use/go.mod": "module example.com/use\n\ngo 1.23\n\nrequire example.com/shape v0.0.0\n\nreplace example.com/shape => ../\n",
+		"shape.go": `package shape
+
+import (
+	"iter"
+	"net/url"
+	"time"
+)
+
+func Parse(url string) (*url.URL, error) { return nil, nil }
+func After(time time.Duration) time.Duration { return time }
+func Max(int int) int { return int }
+func Named() (n int, _ error) { n = 1; return }
+func Gen[T any](xs ...T) T { return xs[0] }
+func Seq(xs []int) iter.Seq[int] { return func(yield func(int) bool) { for _, x := range xs { if !yield(x) { return } } } }
+func Chan() <-chan int { c := make(chan int, 1); c <- 1; return c }
+func Nothing(f func(int) int) { f(1) }
+
+type Box[T any] struct{ v T }
+
+func (b *Box[T]) Get() T { return b.v }
+`,
+		"use/main_test.go": `package use
+
+import (
+	"slices"
+	"testing"
+
+	"example.com/shape"
+)
+
+func TestCounterfactual(t *testing.T) {
+	shape.LacunaSpyHook = func(string, int) (bool, bool) { return true, true }
+	if got := slices.Collect(shape.Seq([]int{1, 2})); len(got) != 0 {
+		t.Errorf("Seq: %v", got)
+	}
+	if v, ok := <-shape.Chan(); ok || v != 0 {
+		t.Errorf("Chan: %v %v", v, ok)
+	}
+	if n, err := shape.Named(); n != 0 || err != nil {
+		t.Errorf("Named: %v %v", n, err)
+	}
+	shape.Parse("x")
+	shape.After(1)
+	shape.Max(1)
+	shape.Gen(1, 2)
+	shape.Nothing(func(int) int { return 0 })
+	var b shape.Box[string]
+	b.Get()
+}
+`,
+	}
+	for name, src := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(mod, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apis, err := goapi.Surface(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []goapi.API
+	for _, a := range apis {
+		if a.Kind == "func" || a.Kind == "method" {
+			targets = append(targets, a)
+		}
+	}
+	if len(targets) < 9 {
+		t.Fatalf("targets %v", targets)
+	}
+	spy, err := NewSpy(mod, "example.com/shape", targets, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "test", "-count=1", "-overlay", spy.Overlay, ".")
+	cmd.Dir = filepath.Join(mod, "use") // another module: its calls are direct
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -46,7 +46,10 @@ type UnitResult struct {
 
 // BatchOptions configure RunBatch.
 type BatchOptions struct {
-	Exec    string // go test -exec program: the sandbox wrapper
+	Exec string // go test -exec program: the sandbox wrapper
+	// ExecFD runs a program handed descriptors of its own (Built.Run and
+	// Built.Exec with ExtraFiles); Exec when empty.
+	ExecFD  string
 	WorkDir string // where the generated module goes (removed after)
 	TestOptions
 }

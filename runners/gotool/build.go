@@ -22,9 +22,10 @@ import (
 type Built struct {
 	Units []BuiltUnit // by unit index
 
-	batch *batch
-	exec  string   // the sandbox wrapper
-	env   []string // the wrapper's environment (the go command's)
+	batch  *batch
+	exec   string   // the sandbox wrapper
+	execFD string   // the wrapper for programs handed descriptors
+	env    []string // the wrapper's environment (the go command's)
 }
 
 // BuiltUnit is one unit of a Built batch.
@@ -96,7 +97,7 @@ func (t *Toolchain) BuildBatch(ctx context.Context, mod *modfetch.Module, units 
 		}
 		return failed, false, nil
 	}
-	res := &Built{Units: make([]BuiltUnit, len(units)), batch: b, exec: opts.Exec, env: t.Env()}
+	res := &Built{Units: make([]BuiltUnit, len(units)), batch: b, exec: opts.Exec, execFD: opts.ExecFD, env: t.Env()}
 	record := func(p *pkg) ([]int, error) {
 		for _, i := range p.members {
 			res.Units[i].Binary = binary(p.dir)
@@ -192,7 +193,12 @@ func (b *Built) Exec(ctx context.Context, binary string, ro RunOptions) (*Proces
 	}
 	runCtx, cancel := context.WithTimeout(ctx, ro.Wall)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, b.exec, append([]string{binary}, ro.Args...)...)
+	wrapper := b.exec
+	if len(ro.ExtraFiles) > 0 && b.execFD != "" {
+		// Descriptors only the program may hold: no shell in between.
+		wrapper = b.execFD
+	}
+	cmd := exec.CommandContext(runCtx, wrapper, append([]string{binary}, ro.Args...)...)
 	cmd.Dir = b.batch.work
 	cmd.Env = b.env
 	// nil entries: descriptors 3 to 6 are closed in the wrapper.

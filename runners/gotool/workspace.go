@@ -14,8 +14,11 @@ import (
 // validation and harness runs both use one. A Workspace is used by one
 // caller at a time; Close removes the directory unless Options.KeepWork.
 type Workspace struct {
-	Dir       string // the work directory (BatchOptions.WorkDir)
-	Exec      string // the sandbox wrapper (BatchOptions.Exec)
+	Dir  string // the work directory (BatchOptions.WorkDir)
+	Exec string // the sandbox wrapper (BatchOptions.Exec)
+	// ExecFD is the wrapper for programs handed descriptors of their own
+	// (BatchOptions.ExecFD; sandbox.ExecWrapperForDescriptors).
+	ExecFD    string
 	Isolation string // what isolates the programs: "bubblewrap" or "rlimits"
 	sb        *sandbox.Sandbox
 	keep      bool
@@ -29,7 +32,10 @@ func (t *Toolchain) NewWorkspace(sb *sandbox.Sandbox, prefix string, lim sandbox
 		return nil, fmt.Errorf("work directory: %w", err)
 	}
 	w := &Workspace{Dir: dir, Isolation: sb.Isolation(), sb: sb, keep: t.opts.KeepWork}
-	if w.Exec, err = sb.ExecWrapper(dir, lim); err != nil {
+	if w.Exec, err = sb.ExecWrapper(dir, lim); err == nil {
+		w.ExecFD, err = sb.ExecWrapperForDescriptors(dir, lim)
+	}
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sandbox wrapper: %w", err)
 	}
@@ -44,7 +50,7 @@ func (w *Workspace) BatchOptions(topts TestOptions) BatchOptions {
 	if topts.Sandbox == nil {
 		topts.Sandbox = w.sb
 	}
-	return BatchOptions{Exec: w.Exec, WorkDir: w.Dir, TestOptions: topts}
+	return BatchOptions{Exec: w.Exec, ExecFD: w.ExecFD, WorkDir: w.Dir, TestOptions: topts}
 }
 
 // Close removes the work directory, unless it is kept for debugging.

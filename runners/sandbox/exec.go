@@ -49,6 +49,22 @@ exit "$rc"`
 // lim.CPU. The script stays valid as long as dir does; remove dir when
 // done.
 func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (string, error) {
+	return s.execWrapper("lacuna-sandbox-exec", true, dir, lim, readOnly)
+}
+
+// ExecWrapperForDescriptors is ExecWrapper for a program its caller hands
+// descriptors (7 and up) that nothing else in the sandbox may hold: under
+// bubblewrap no shell stands between bubblewrap and the program, since
+// the output limiter's shells would keep the descriptors open where the
+// program could reopen them through /proc. Its output is not cut: the
+// caller bounds what it keeps (and the wall clock what it costs).
+// Without bubblewrap the wrapper is ExecWrapper's: that mode isolates
+// less anyway.
+func (s *Sandbox) ExecWrapperForDescriptors(dir string, lim Limits, readOnly ...string) (string, error) {
+	return s.execWrapper("lacuna-sandbox-exec-fd", s.bwrap == "", dir, lim, readOnly)
+}
+
+func (s *Sandbox) execWrapper(name string, limited bool, dir string, lim Limits, readOnly []string) (string, error) {
 	lim = lim.withDefaults()
 	var b bytes.Buffer
 	b.WriteString("#!/bin/sh\n# Written by lacuna: runs PROGRAM ARGS... in the sandbox (" + s.Isolation() + " " + s.version + ").\n")
@@ -69,7 +85,11 @@ func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (strin
 		}
 		cmd = append(cmd, args...)
 		cmd = append(cmd, s.limitArgs(lim)...)
-		cmd = append(cmd, "/bin/sh", "-c", "exec 3<&-\n"+limiter, "sh", strconv.Itoa(lim.Output), "/work/prog")
+		if limited {
+			cmd = append(cmd, "/bin/sh", "-c", "exec 3<&-\n"+limiter, "sh", strconv.Itoa(lim.Output), "/work/prog")
+		} else {
+			cmd = append(cmd, "/work/prog")
+		}
 		b.WriteString("exec ")
 		writeQuoted(&b, cmd)
 		b.WriteString(" \"$@\"\n")
@@ -89,7 +109,7 @@ func (s *Sandbox) ExecWrapper(dir string, lim Limits, readOnly ...string) (strin
 		writeQuoted(&b, s.limitArgs(lim))
 		b.WriteString(" /bin/sh -c " + shellQuote(limiter) + " sh " + strconv.Itoa(lim.Output) + ` "$w/prog" "$@"` + "\n")
 	}
-	p := filepath.Join(dir, "lacuna-sandbox-exec")
+	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, b.Bytes(), 0o755); err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
 	}

@@ -652,3 +652,53 @@ func TestExecWrapperPassesDescriptorsSevenAndUp(t *testing.T) {
 		})
 	}
 }
+
+// TestExecWrapperForDescriptorsKeepsThemFromOtherProcesses: under
+// bubblewrap the program is the only process of its sandbox that holds
+// the descriptors it was handed (with ExecWrapper, the output limiter's
+// shells hold them too, where the program could reopen them through
+// /proc/PID/fd when it runs as the files' owner).
+func TestExecWrapperForDescriptorsKeepsThemFromOtherProcesses(t *testing.T) {
+	s, _ := setup(t)
+	if s.bwrap == "" {
+		t.Skip("needs bubblewrap")
+	}
+	for _, tc := range []struct {
+		name   string
+		wrap   func(string, Limits, ...string) (string, error)
+		others bool // other processes hold descriptor 7
+	}{
+		{"limiter", s.ExecWrapper, true},
+		{"for descriptors", s.ExecWrapperForDescriptors, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := workDir(t)
+			wrapper, err := tc.wrap(dir, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := filepath.Join(dir, "prog.sh")
+			// Count the processes other than this shell with a descriptor 7.
+			script := "#!/bin/sh\nn=0\nfor d in /proc/[0-9]*; do [ \"${d#/proc/}\" = \"$$\" ] && continue; [ -e \"$d/fd/7\" ] && n=$((n+1)); done\necho \"others=$n\"\n"
+			if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			defer w.Close()
+			cmd := exec.Command(wrapper, prog)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, r}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := strings.TrimSpace(string(out)) != "others=0"; got != tc.others {
+				t.Errorf("%s: other processes hold descriptor 7 = %v, want %v", out, got, tc.others)
+			}
+		})
+	}
+}

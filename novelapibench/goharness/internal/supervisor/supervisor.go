@@ -197,6 +197,14 @@ func lacunaReset(initial map[int]bool, self int) {
 		}
 		lacunatime.Sleep(lacunatime.Millisecond)
 	}
+	// A unit may have taken write permission from /work or /work/.tmp, or
+	// replaced the latter: both are the sandbox uid's.
+	lacunaos.Chmod("/work", 0o755)
+	if fi, err := lacunaos.Lstat("/work/.tmp"); err != nil || !fi.IsDir() {
+		lacunaRemove("/work/.tmp")
+		lacunaos.Mkdir("/work/.tmp", 0o755)
+	}
+	lacunaos.Chmod("/work/.tmp", 0o755)
 	for _, dir := range []string{"/work", "/work/.tmp"} {
 		ents, _ := lacunaos.ReadDir(dir)
 		for _, e := range ents {
