@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 	"github.com/lacuna-dev/lacuna/runners/gotool"
@@ -25,6 +26,7 @@ type spiedFixture struct {
 	tg     Target
 	// supervise runs units under the supervisor (with bubblewrap).
 	supervise bool
+	unitWall  time.Duration // RunConfig.UnitWall
 }
 
 func newSpiedFixture(tb testing.TB, tg Target) spiedFixture {
@@ -84,7 +86,7 @@ func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
 			units[i].Group = "alone" + string(rune('a'+i))
 		}
 	}
-	runs, _, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, RunConfig{Dir: f.work, Parallel: 2, Supervise: f.supervise})
+	runs, _, err := RunUnits(context.Background(), f.tc, f.mod, units, f.opts, RunConfig{Dir: f.work, Parallel: 2, Supervise: f.supervise, UnitWall: f.unitWall})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -396,8 +398,10 @@ func TestSupervisedSandboxIsResetBetweenSamples(t *testing.T) {
 		"\tos.WriteFile(\"/work/leak\", []byte(\"x\"), 0o644)\n\tos.WriteFile(\"/tmp/leak\", []byte(\"x\"), 0o644)",
 		"\tcmd := exec.Command(\"/bin/sleep\", \"100\")\n\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n\ttime.Sleep(100 * time.Millisecond)",
 		"\tos.WriteFile(\"/work/prog\", []byte(\"#!/bin/sh\\nexit 0\\n\"), 0o755)",
+		"\tsyscall.Kill(os.Getppid(), syscall.SIGSTOP)",
 		"\tsyscall.Kill(os.Getppid(), syscall.SIGKILL)",
 	}
+	f.unitWall = 3 * time.Second // a stopped supervisor is given up on after 13 s
 	var sols []string
 	for _, h := range hostile {
 		sols = append(sols, "import \"os/exec\"\nimport \"syscall\"\n\n\tvar ys []int\n\t_, _ = exec.Command, syscall.Kill\n"+h, check)

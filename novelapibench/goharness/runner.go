@@ -49,6 +49,8 @@ type RunConfig struct {
 	// supervisor refuses to run outside its process namespace): without
 	// it, every unit gets a sandbox of its own.
 	Supervise bool
+	// UnitWall bounds one harness process; default UnitWall.
+	UnitWall time.Duration
 }
 
 const (
@@ -72,6 +74,9 @@ const (
 func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, cfg RunConfig) ([]UnitRun, RunStats, error) {
 	out := make([]UnitRun, len(units))
 	stats := RunStats{Units: len(units)}
+	if cfg.UnitWall <= 0 {
+		cfg.UnitWall = UnitWall
+	}
 	start := time.Now()
 	built, err := tc.BuildBatch(ctx, mod, units, opts)
 	if err != nil {
@@ -106,7 +111,7 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		}
 		var mu sync.Mutex
 		errs := parallel(len(chunks), cfg.Parallel, func(k int) error {
-			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, out)
+			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, cfg.UnitWall, out)
 			mu.Lock()
 			alone = append(alone, missing...)
 			stats.Sandboxes++
@@ -128,7 +133,7 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 			return err
 		}
 		defer ch.Close()
-		p, err := built.Run(ctx, i, gotool.RunOptions{Wall: UnitWall + 30*time.Second, ExtraFiles: ch.Files()})
+		p, err := built.Run(ctx, i, gotool.RunOptions{Wall: cfg.UnitWall + 30*time.Second, ExtraFiles: ch.Files()})
 		if err != nil {
 			return err
 		}
@@ -175,13 +180,13 @@ type supervisedResult struct {
 	TimedOut bool    `json:"timed_out"`
 	Seconds  float64 `json:"seconds"`
 	Output   string  `json:"output"`
-	Record   string  `json:"record"`
+	Record   string  `json:"record"` // hex
 }
 
 // supervise runs units (of one binary) in one sandbox under the
 // supervisor and fills their runs in out; it returns the units it has no
 // result for (the supervisor died before reaching them), to run alone.
-func supervise(ctx context.Context, built *gotool.Built, units []int, dir string, out []UnitRun) (missing []int, err error) {
+func supervise(ctx context.Context, built *gotool.Built, units []int, dir string, unitWall time.Duration, out []UnitRun) (missing []int, err error) {
 	control, err := tempUnlinked(dir, "control-")
 	if err != nil {
 		return nil, err
@@ -206,10 +211,30 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 	if _, err := control.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	wall := time.Duration(len(units))*UnitWall + 30*time.Second
-	_, err = built.Exec(ctx, built.Units[units[0]].Binary, gotool.RunOptions{
-		Wall: wall, ExtraFiles: []*os.File{control, results}, Args: []string{SuperviseArg, UnitWall.String()}})
-	if err != nil {
+	// The supervisor reports a unit at least every unitWall: one that stops
+	// longer (a unit stopped it with SIGSTOP) is killed, and the units it
+	// did not report run again alone.
+	run, stalled := context.WithCancel(ctx)
+	defer stalled()
+	go func() {
+		last, since := int64(-1), time.Now()
+		for run.Err() == nil {
+			time.Sleep(time.Second)
+			if fi, err := results.Stat(); err == nil && fi.Size() != last {
+				last, since = fi.Size(), time.Now()
+			} else if time.Since(since) > unitWall+10*time.Second {
+				stalled()
+			}
+		}
+	}()
+	wall := time.Duration(len(units))*unitWall + 30*time.Second
+	_, err = built.Exec(run, built.Units[units[0]].Binary, gotool.RunOptions{
+		Wall: wall, ExtraFiles: []*os.File{control, results}, Args: []string{SuperviseArg, unitWall.String()}})
+	stalled()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		return nil, err
 	}
 	if _, err := results.Seek(0, io.SeekStart); err != nil {
@@ -226,7 +251,11 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 		got[r.Unit] = true
 		u := &out[r.Unit]
 		u.Process = &gotool.Process{Output: r.Output, ExitCode: r.Exit, TimedOut: r.TimedOut, Seconds: r.Seconds}
-		u.Record, u.Err = ReadRecord(keys[r.Unit], []byte(r.Record), r.Unit)
+		if record, err := hex.DecodeString(r.Record); err != nil {
+			u.Err = ErrTampered
+		} else {
+			u.Record, u.Err = ReadRecord(keys[r.Unit], record, r.Unit)
+		}
 	}
 	for _, i := range units {
 		if !got[i] {

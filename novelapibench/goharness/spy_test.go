@@ -129,7 +129,7 @@ func TestSpyCompilesEveryShape(t *testing.T) {
 	}
 	mod := t.TempDir()
 	files := map[string]string{
-		"go.mod": "module example.com/shape\n\ngo 1.23\n",
+		"go.mod":     "module example.com/shape\n\ngo 1.23\n",
 		"use/go.mod": "module example.com/use\n\ngo 1.23\n\nrequire example.com/shape v0.0.0\n\nreplace example.com/shape => ../\n",
 		"shape.go": `package shape
 

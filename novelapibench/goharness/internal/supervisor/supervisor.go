@@ -40,7 +40,7 @@ type lacunaResult struct {
 	TimedOut bool    `json:"timed_out,omitempty"`
 	Seconds  float64 `json:"seconds"`
 	Output   string  `json:"output"`
-	Record   string  `json:"record"`
+	Record   string  `json:"record"` // hex
 }
 
 // lacunaSupervise runs the supervisor; args are what follows
@@ -146,7 +146,7 @@ func lacunaRunUnit(unit int, key []byte, wall lacunatime.Duration, reset func())
 	res.Seconds = lacunatime.Since(start).Seconds()
 	res.Exit = cmd.ProcessState.ExitCode()
 	reset()
-	res.Record = string(<-record)
+	res.Record = lacunahex.EncodeToString(<-record) // JSON would escape <, > and & six bytes each
 	res.Output = out.String()
 	return res
 }
