@@ -30,7 +30,9 @@
 //     panicking, which would hide whether it used them). Derive names the
 //     reference's asserted values that this changes
 //     (Expectation.Dependent); Check requires a
-//     solution's run to change every one of them. A value hard-coded after
+//     solution's run to change every one of them, and a run that stops
+//     early (a panic on a zero result the code then discarded) changes
+//     nothing: missing is not changed. A value hard-coded after
 //     a throwaway call, or recomputed another way beside a discarded call,
 //     does not change, and fails the attribution layer. A task where
 //     nothing asserted depends on the target is dropped by C1.
@@ -48,7 +50,10 @@
 //   - Isolation and integrity (RunUnits, Channel): harnesses compile in
 //     one batched build; each runs in a sandboxed process of its own from
 //     the shared test binary, so no sample's crash, exit, hang, leftover
-//     goroutines or global state reaches another. The process asserts
+//     goroutines or global state reaches another. Under bubblewrap a
+//     supervisor (internal/supervisor) starts a binary's harnesses one at
+//     a time, 32 to a sandbox, and resets the sandbox in between; nothing
+//     but the harness holds its descriptors. The process asserts
 //     nothing: it writes one record, signed with HMAC-SHA256 under a fresh
 //     key it reads from descriptor 7 and closes while the package
 //     initialises (before any solution code runs), to descriptor 8. What
