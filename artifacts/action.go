@@ -60,6 +60,8 @@ type Action struct {
 	Logs     string            `json:"logs,omitempty"`
 	// Note is the node's one-line result summary ("428 novel, 212 kept").
 	Note string `json:"note,omitempty"`
+	// Reports are the node's named records (model usage, ...).
+	Reports map[string]json.RawMessage `json:"reports,omitempty"`
 }
 
 // Failure records why an action failed. It never marks the key as done:

@@ -29,11 +29,12 @@ type configField struct {
 }
 
 var (
-	refGoType  = reflect.TypeOf(nodes.Ref{})
-	refsGoType = reflect.TypeOf([]nodes.Ref{})
-	exprGoType = reflect.TypeOf(nodes.Expr{})
-	ctyGoType  = reflect.TypeOf(cty.Value{})
-	fieldCache sync.Map // node type name → []configField
+	refGoType   = reflect.TypeOf(nodes.Ref{})
+	refsGoType  = reflect.TypeOf([]nodes.Ref{})
+	exprGoType  = reflect.TypeOf(nodes.Expr{})
+	ctyGoType   = reflect.TypeOf(cty.Value{})
+	modelGoType = reflect.TypeOf(nodes.Model{})
+	fieldCache  sync.Map // node type name → []configField
 )
 
 // configFields reads a node type's config struct tags.

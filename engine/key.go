@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -90,8 +91,14 @@ func (e *keyEncoder) value(v reflect.Value) error {
 		return e.expr(v.Interface().(nodes.Expr))
 	case ctyGoType:
 		return e.ctyTagged(v.Interface().(cty.Value))
+	case modelGoType:
+		// A model's endpoint, key variable, served name and limits are
+		// not what it is: only its key view enters the key.
+		return e.value(reflect.ValueOf(v.Interface().(nodes.Model).KeyView()))
 	}
 	switch v.Kind() {
+	case reflect.Struct:
+		return e.structFields(v)
 	case reflect.String:
 		e.string(v.String())
 	case reflect.Bool:
@@ -143,6 +150,37 @@ func (e *keyEncoder) value(v reflect.Value) error {
 	default:
 		return fmt.Errorf("a key cannot hold %s", v.Type())
 	}
+	return nil
+}
+
+// structFields encodes a struct as an object of its fields with `json`
+// tags, sorted by name.
+func (e *keyEncoder) structFields(v reflect.Value) error {
+	type field struct {
+		name string
+		i    int
+	}
+	var fs []field
+	for i := 0; i < v.NumField(); i++ {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			return fmt.Errorf("a key cannot hold %s: field %s has no json name", v.Type(), v.Type().Field(i).Name)
+		}
+		fs = append(fs, field{name, i})
+	}
+	sort.Slice(fs, func(a, b int) bool { return fs[a].name < fs[b].name })
+	e.buf = append(e.buf, '{')
+	for n, f := range fs {
+		if n > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.string(f.name)
+		e.buf = append(e.buf, ':')
+		if err := e.value(v.Field(f.i)); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
 	return nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -335,7 +336,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 			Key: key, Output: obj, Node: i.Addr, Type: i.Decl.TypeName, Version: i.Type().Version(),
 			Config: cfg, Identity: identity, Blobs: env.blobs,
 			Started: started.UTC(), Seconds: secs, Host: hostname(), Tool: "lacuna " + Version, Logs: env.logs.String(),
-			Note: env.note,
+			Note: env.note, Reports: env.reports,
 		}
 		names := inputNames(i)
 		for _, in := range i.Inputs {
@@ -392,12 +393,14 @@ type runEnv struct {
 	inputs map[string]artifacts.Object
 	out    *artifacts.Writer
 
-	mu       sync.Mutex
-	logs     boundedBuffer
-	blobs    []artifacts.Digest
-	lastProg time.Time
-	note     string
-	pinned   any
+	mu         sync.Mutex
+	logs       boundedBuffer
+	blobs      []artifacts.Digest
+	lastProg   time.Time
+	lastStatus time.Time
+	note       string
+	reports    map[string]json.RawMessage
+	pinned     any
 }
 
 func (r *runEnv) call(ctx context.Context) (err error) {
@@ -490,6 +493,35 @@ func (r *runEnv) Note(format string, args ...any) {
 }
 
 func (r *runEnv) CacheDir(name string) (string, error) { return r.w.x.Store.CacheDir(name) }
+
+func (r *runEnv) Calls() nodes.CallCache { return r.w.x.Store.Calls() }
+
+func (r *runEnv) Report(name string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	r.mu.Lock()
+	if r.reports == nil {
+		r.reports = map[string]json.RawMessage{}
+	}
+	r.reports[name] = b
+	r.mu.Unlock()
+}
+
+func (r *runEnv) Status(format string, args ...any) {
+	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
+	now := time.Now()
+	r.mu.Lock()
+	due := now.Sub(r.lastStatus) >= 200*time.Millisecond
+	if due {
+		r.lastStatus = now
+	}
+	r.mu.Unlock()
+	if due {
+		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Message: msg})
+	}
+}
 
 func (r *runEnv) Progress(done, total int64) {
 	now := time.Now()

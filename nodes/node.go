@@ -200,6 +200,16 @@ type Run interface {
 	// Note sets the node's one-line result summary ("669 APIs, 428 novel,
 	// 212 kept"): lacuna run prints it, also when the result is cached.
 	Note(format string, args ...any)
+	// Calls is the store's cache of completed model calls, shared by
+	// every run and process (runners/llm reads and writes it).
+	Calls() CallCache
+	// Report attaches a named JSON-encodable record to the node's
+	// provenance (a model's usage: calls, tokens, latency percentiles,
+	// retries); lacuna show prints it. The last value for a name wins.
+	Report(name string, v any)
+	// Status is a one-line live description of the work in progress
+	// ("120/600 calls, 14.2 calls/s, 3.1k tok/s"), shown beside Progress.
+	Status(format string, args ...any)
 	// CacheDir is a directory under the store shared by every run, for
 	// caches whose content is checked on use (verified module downloads,
 	// the Go build cache). It is not an artifact: deleting it costs only

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+)
+
+type modelUserConfig struct {
+	Model nodes.Model `hcl:"model"`
+}
+
+type modelUserType struct{}
+
+func (modelUserType) Name() string    { return "modeluser" }
+func (modelUserType) Version() string { return "1" }
+func (modelUserType) NewConfig() any  { return &modelUserConfig{} }
+func (modelUserType) Run(context.Context, nodes.Run) error {
+	return errors.New("modeluser only computes keys")
+}
+
+func init() { nodes.Register(modelUserType{}) }
+
+// modelKey expands a pipeline with one model block (attrs) used by one
+// node and returns the node's canonical config and decoded model.
+func modelKey(t *testing.T, attrs string) (string, nodes.Model, error) {
+	t.Helper()
+	dir := t.TempDir()
+	src := "model \"m\" {\n" + attrs + "\n}\nnode \"modeluser\" \"u\" { model = model.m }\n"
+	g, diags := ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, Options{})
+	if diags.HasErrors() {
+		return "", nodes.Model{}, diags
+	}
+	inst := g.Instances[0]
+	got, err := canonicalConfig(inst, func(string) artifacts.Digest { return "" })
+	return string(got), inst.Config.(*modelUserConfig).Model, err
+}
+
+func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
+	base := `id = "org/m"` + "\n" + `revision = "abc"` + "\n" + `temperature = 0.8`
+	key, m, err := modelKey(t, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "org/m" || *m.Revision != "abc" || *m.Temperature != 0.8 || m.APIName() != "chat" || m.Served() != "org/m" {
+		t.Fatalf("decoded %+v", m)
+	}
+	same := []string{
+		`endpoint = "http://127.0.0.1:9/v1"`, `api_key_env = "KEY"`, `served_name = "m"`,
+		`concurrency = 64`, `timeout = "10s"`, `max_retries = 2`, `cutoff = "2024-01-01"`,
+	}
+	for _, extra := range same {
+		k, _, err := modelKey(t, base+"\n"+extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k != key {
+			t.Errorf("%s changed the key:\n%s\n%s", extra, key, k)
+		}
+	}
+	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`}
+	for _, change := range differ {
+		attrs := base
+		name, _, _ := strings.Cut(change, " ")
+		if strings.Contains(attrs, name+" =") {
+			lines := strings.Split(attrs, "\n")
+			for i, l := range lines {
+				if strings.HasPrefix(l, name+" =") {
+					lines[i] = change
+				}
+			}
+			attrs = strings.Join(lines, "\n")
+		} else {
+			attrs += "\n" + change
+		}
+		k, _, err := modelKey(t, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == key {
+			t.Errorf("%s did not change the key", change)
+		}
+	}
+}
+
+func TestModelBlockBadValuesNamePosition(t *testing.T) {
+	for _, attrs := range []string{`id = "m"` + "\n" + `api = "embeddings"`, `id = "m"` + "\n" + `think = "drop"`} {
+		_, _, err := modelKey(t, attrs)
+		if err == nil || !strings.Contains(err.Error(), "p.hcl:3") {
+			t.Errorf("%q: want an error at p.hcl:3, got %v", attrs, err)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package nodes
+
+import (
+	"context"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Model is a `model` block as a node config field receives it
+// (`model = model.qwen`). Only its identity and its sampling defaults are
+// key material (KeyView): the endpoint, the key's variable, the served
+// name, the concurrency and the timeout say how to reach the model, not
+// what it is, so moving the server keeps every key and the call cache.
+// What the server reports itself to be is checked and pinned by the node's
+// Resolve.
+type Model struct {
+	ID          string            `cty:"id"`
+	Revision    *string           `cty:"revision"`
+	Cutoff      *string           `cty:"cutoff"`
+	Endpoint    *string           `cty:"endpoint"`
+	APIKeyEnv   *string           `cty:"api_key_env"`
+	ServedName  *string           `cty:"served_name"`
+	API         *string           `cty:"api"` // chat (default) | completions
+	Concurrency *int              `cty:"concurrency"`
+	Timeout     *string           `cty:"timeout"`
+	MaxRetries  *int              `cty:"max_retries"`
+	Temperature *float64          `cty:"temperature"`
+	TopP        *float64          `cty:"top_p"`
+	MaxTokens   *int              `cty:"max_tokens"`
+	Stop        []string          `cty:"stop"`
+	Seed        *int64            `cty:"seed"`
+	System      *string           `cty:"system"`
+	Think       *string           `cty:"think"` // strip (default) | keep
+	Params      map[string]string `cty:"params"`
+	Serve       cty.Value         `cty:"serve"`
+}
+
+// ModelKey is the part of a Model that enters action keys.
+type ModelKey struct {
+	ID          string            `json:"id"`
+	Revision    string            `json:"revision"`
+	API         string            `json:"api"`
+	Temperature *float64          `json:"temperature"`
+	TopP        *float64          `json:"top_p"`
+	MaxTokens   int               `json:"max_tokens"`
+	Stop        []string          `json:"stop"`
+	Seed        *int64            `json:"seed"`
+	System      string            `json:"system"`
+	Think       string            `json:"think"`
+	Params      map[string]string `json:"params"`
+}
+
+// KeyView returns the model's key material, defaults applied.
+func (m Model) KeyView() ModelKey {
+	k := ModelKey{ID: m.ID, Revision: str(m.Revision), API: m.APIName(), Temperature: m.Temperature, TopP: m.TopP,
+		Stop: m.Stop, Seed: m.Seed, System: str(m.System), Think: m.ThinkMode(), Params: m.Params}
+	if m.MaxTokens != nil {
+		k.MaxTokens = *m.MaxTokens
+	}
+	return k
+}
+
+// APIName is the API the model is called through: chat or completions.
+func (m Model) APIName() string {
+	if m.API == nil || *m.API == "" {
+		return "chat"
+	}
+	return *m.API
+}
+
+// ThinkMode says what happens to <think> blocks before code extraction:
+// strip (the default) or keep. The raw answer is always kept.
+func (m Model) ThinkMode() string {
+	if m.Think == nil || *m.Think == "" {
+		return "strip"
+	}
+	return *m.Think
+}
+
+// Served is the name the server knows the model by (served_name, else id).
+func (m Model) Served() string {
+	if s := str(m.ServedName); s != "" {
+		return s
+	}
+	return m.ID
+}
+
+// Str returns *p, or "" for nil.
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// CallCache is the store's cache of completed model calls (STORE.md
+// `calls/`): a value is written atomically as each call completes and read
+// back verified. Safe for concurrent use; runners/llm.Cache has the same
+// methods.
+type CallCache interface {
+	Get(key string) ([]byte, bool, error)
+	Put(key string, value []byte) error
+}
+
+// CallPlan is what a run of an instance would ask of a model.
+type CallPlan struct {
+	Model  string `json:"model"`
+	Calls  int64  `json:"calls"`  // calls a run makes, cached or not
+	Cached int64  `json:"cached"` // ... that the call cache already holds
+	// Estimated tokens of the calls still to make.
+	PromptTokens int64 `json:"prompt_tokens_est"`
+	OutputTokens int64 `json:"completion_tokens_est"`
+}
+
+// CallPlanner is implemented by node types that call models. At plan
+// time, once the instance's inputs are in the store and its key is known,
+// PlanCalls counts the calls a run would make and how many are cached.
+// r is a Run whose Output fails; everything else works as in Run.
+type CallPlanner interface {
+	PlanCalls(ctx context.Context, r Run) ([]CallPlan, error)
+}

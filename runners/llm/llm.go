@@ -1,0 +1,95 @@
+// Package llm is lacuna's client for OpenAI-compatible model servers
+// (vLLM, llama.cpp's server, hosted APIs): chat and completions calls with
+// n samples, bounded concurrency that adapts to 429s, retries with capped
+// exponential backoff and jitter, and a call cache keyed by the model's
+// identity, the canonical request and the sample index, written as each
+// call completes so that an interrupted run repeats no completed call.
+//
+// It knows nothing of the graph: nodes hand it an Endpoint, a Cache and
+// the identity their Resolve pinned.
+package llm
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is what one call asks: everything that can change the answer and
+// nothing else (no timeout, retry or concurrency setting), so its canonical
+// JSON is the cache key's material.
+type Request struct {
+	// API is "chat" (POST /chat/completions, Messages) or "completions"
+	// (POST /completions, Prompt).
+	API      string    `json:"api"`
+	Messages []Message `json:"messages,omitempty"`
+	Prompt   string    `json:"prompt,omitempty"`
+	// Sampling; nil or zero fields are left to the server's defaults.
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	// Seed, when set, is sent as Seed + the call's sample index, so that
+	// the samples of one request differ and each is reproducible.
+	Seed *int64 `json:"seed,omitempty"`
+	// Logprobs asks for this many top log-probabilities per token (0:
+	// none).
+	Logprobs int `json:"logprobs,omitempty"`
+	// Schema constrains the answer to a JSON schema, sent as
+	// response_format json_schema and as vLLM's structured_outputs; the
+	// answer is checked against it (Response.SchemaHeld), because a server
+	// that does not know either field ignores it silently.
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	SchemaName string          `json:"schema_name,omitempty"`
+	// Choice constrains the answer to one of these strings (vLLM
+	// structured_outputs choice; a JSON-schema enum elsewhere).
+	Choice []string `json:"choice,omitempty"`
+}
+
+// Call is one sample of a request. Calls with the same request and
+// different sample indexes are different calls: never merged, each cached
+// under its own key.
+type Call struct {
+	Request Request
+	Sample  int
+}
+
+// Response is one completed call.
+type Response struct {
+	Text         string  `json:"text"`                // the answer as the server sent it (think blocks included)
+	Reasoning    string  `json:"reasoning,omitempty"` // a separate reasoning_content field, when the server sends one
+	FinishReason string  `json:"finish_reason"`
+	Model        string  `json:"model"` // the model the server says answered
+	PromptTokens int     `json:"prompt_tokens"`
+	OutputTokens int     `json:"completion_tokens"`
+	Logprobs     []Token `json:"logprobs,omitempty"`
+	// SchemaHeld says whether the answer satisfied Request.Schema or
+	// Request.Choice (nil when the request had neither).
+	SchemaHeld *bool `json:"schema_held,omitempty"`
+
+	// What this call cost here; not cached (a replay reports Cached).
+	Latency time.Duration `json:"-"`
+	Retries int           `json:"-"`
+	Cached  bool          `json:"-"`
+}
+
+// Token is one sampled token with its log-probability and the top
+// alternatives.
+type Token struct {
+	Token   string             `json:"token"`
+	Logprob float64            `json:"logprob"`
+	Top     map[string]float64 `json:"top,omitempty"`
+}
+
+// Cache stores completed calls by key. Implementations must make Put
+// atomic (a reader sees the whole value or none) and safe for concurrent
+// use; artifacts.Calls is the store's.
+type Cache interface {
+	Get(key string) ([]byte, bool, error)
+	Put(key string, value []byte) error
+}
