@@ -30,6 +30,9 @@ type Solution struct {
 	Kind     string // reference, a calibration mutant, or "model"
 	Code     string // replaces the task's span
 	Imports  []string
+	// Model and Cell say where a model's solution came from (a generate
+	// node's rows); empty for built-in solutions.
+	Model, Cell string
 	// NoPerturb leaves the second input out when observing (the
 	// reference did not compile with it).
 	NoPerturb bool
@@ -41,6 +44,8 @@ type SampleRow struct {
 	TaskID       string `parquet:"task_id"`
 	SampleID     string `parquet:"sample_id"`
 	Kind         string `parquet:"kind"`
+	Model        string `parquet:"model"` // the model that wrote it ("" for built-in solutions)
+	Cell         string `parquet:"cell"`  // the knowledge cell it was written in
 	APIID        string `parquet:"api_id"`
 	Solution     string `parquet:"solution"`
 	Program      string `parquet:"program"` // the whole program with the solution in place
@@ -152,7 +157,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		if whole {
 			spec, code, solverImports, expect = prog, span, nil, expect.WithProbes(prog.Probes)
 		}
-		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: t.APIID, Solution: s.Code, Program: spec.Program(s.Code), FailedLayers: []string{}}
+		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: t.APIID, Solution: s.Code, Program: spec.Program(s.Code), FailedLayers: []string{}}
 		access, ok := e.spy.Access[t.APIID]
 		out[i].spyAccess = access
 		if !ok {

@@ -21,7 +21,8 @@ func init() { nodes.Register(solveType{}) }
 type solveConfig struct {
 	Tasks nodes.Ref `hcl:"tasks"`
 	// Solutions are rows with task_id and solution (the code that fills
-	// the task's span), and optionally sample_id.
+	// the task's span), and optionally sample_id, model and cell (a
+	// generate node's rows have them all).
 	Solutions nodes.Ref `hcl:"solutions,optional"`
 	// Calibration runs the built-in solutions instead: the reference
 	// (twice) and the mutants a harness must reject (null, sibling API, wrong
@@ -42,7 +43,7 @@ var (
 )
 
 func (solveType) Name() string    { return "solve" }
-func (solveType) Version() string { return "19" }
+func (solveType) Version() string { return "20" }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
 		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample."
@@ -131,7 +132,9 @@ func readSolutions(r nodes.Run, ref nodes.Ref, tasks []Row) ([]Solution, error) 
 			sid = fmt.Sprintf("s%d", n[id])
 		}
 		n[id]++
-		out = append(out, Solution{Task: t, SampleID: sid, Kind: "model", Code: code})
+		model, _ := m["model"].(string)
+		cell, _ := m["cell"].(string)
+		out = append(out, Solution{Task: t, SampleID: sid, Kind: "model", Code: code, Model: model, Cell: cell})
 	}
 	return out, nil
 }

@@ -1,0 +1,106 @@
+// Package llmenv is what node types that call models share: checking a
+// `model` block against its server at plan time and pinning what the
+// server reported (nodes.Resolver), and the client a run uses (the store's
+// call cache, the process-wide concurrency limit of the model). Its
+// functions are safe for concurrent use.
+package llmenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+// Model is a model block resolved against its server.
+type Model struct {
+	Config   nodes.Model
+	Endpoint llm.Endpoint
+	// Identity is what keys and the call cache know the model by: id,
+	// revision and the id the server reports. Never the endpoint.
+	Identity string
+}
+
+// Defaults of the model block.
+const (
+	DefaultConcurrency = 8
+	DefaultTimeout     = 300 * time.Second
+)
+
+// Resolve checks that m's server answers and serves the model (GET
+// /models lists served_name, or id), and returns it with the identity
+// entries a node adds to its Pinned.Identity, under prefix (e.g. "model",
+// "judge"). attr names the node's attribute that holds the model, for
+// errors. The API key is read from the environment variable api_key_env
+// names (never stored: not in keys, not in provenance).
+func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.Model) (*Model, map[string]string, error) {
+	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: DefaultConcurrency, Timeout: DefaultTimeout}
+	if m.Endpoint == nil || *m.Endpoint == "" {
+		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var).", m.ID)
+	}
+	ep.BaseURL = strings.TrimRight(*m.Endpoint, "/")
+	if m.APIKeyEnv != nil && *m.APIKeyEnv != "" {
+		ep.APIKey = r.Getenv(*m.APIKeyEnv)
+		if ep.APIKey == "" {
+			return nil, nil, nodes.Errorf(attr, "API key not set", "model %s reads its API key from $%s, which is not set.", m.ID, *m.APIKeyEnv)
+		}
+	}
+	if m.Concurrency != nil {
+		if *m.Concurrency < 1 {
+			return nil, nil, nodes.Errorf(attr, "Invalid concurrency", "model %s: concurrency must be at least 1.", m.ID)
+		}
+		ep.Concurrency = *m.Concurrency
+	}
+	if m.Timeout != nil && *m.Timeout != "" {
+		d, err := time.ParseDuration(*m.Timeout)
+		if err != nil || d <= 0 {
+			return nil, nil, nodes.Errorf(attr, "Invalid timeout", "model %s: timeout %q is not a duration like \"120s\".", m.ID, *m.Timeout)
+		}
+		ep.Timeout = d
+	}
+	if m.MaxRetries != nil {
+		ep.MaxRetries = *m.MaxRetries
+	}
+	ids, err := llm.New(ep).Models(ctx)
+	if err != nil {
+		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, ep.BaseURL, err)
+	}
+	served := ""
+	for _, id := range ids {
+		if id == ep.ServedName {
+			served = id
+		}
+	}
+	if served == "" {
+		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, ep.BaseURL, ep.ServedName, quoteList(ids))
+	}
+	rev := ""
+	if m.Revision != nil {
+		rev = *m.Revision
+	}
+	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served}
+	return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": served}, nil
+}
+
+// Client returns the client a run calls the model with: the store's call
+// cache, and the limiter every node calling this model in this process
+// shares.
+func (m *Model) Client(r nodes.Run) *llm.Client {
+	return llm.New(m.Endpoint,
+		llm.WithCache(r.Calls(), m.Identity),
+		llm.WithLimiter(llm.Shared(m.Identity, m.Endpoint.Concurrency)))
+}
+
+func quoteList(ids []string) string {
+	if len(ids) == 0 {
+		return "no models"
+	}
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = fmt.Sprintf("%q", id)
+	}
+	return strings.Join(q, ", ")
+}
