@@ -13,9 +13,29 @@
 # Changing the model to one whose cutoff picks the same versions recomputes
 # nothing below version_resolve.
 
+# With a model server (--var endpoint=http://127.0.0.1:8000/v1, any
+# OpenAI-compatible one), the quickstart also puts the model to the test on
+# a small slice: a few C1-kept tasks per library in 3 knowledge cells, one
+# sample each, judged and summed up in node.metrics.slice. Without one,
+# those nodes have no instances and nothing calls a model.
+variable "endpoint" {
+  type    = string
+  default = ""
+}
+
+variable "served_name" {
+  type        = string
+  default     = ""
+  description = "the id the server reports for the model (default: its id)"
+}
+
 model "qwen25_coder_7b" {
-  id     = "Qwen/Qwen2.5-Coder-7B-Instruct"
-  cutoff = "2024-06-01"
+  id          = "Qwen/Qwen2.5-Coder-7B-Instruct"
+  cutoff      = "2024-06-01"
+  endpoint    = var.endpoint == "" ? null : var.endpoint
+  served_name = var.served_name == "" ? null : var.served_name
+  temperature = 0
+  max_tokens  = 1024
 }
 
 library "lo" {
@@ -98,4 +118,39 @@ node "judge" "calibration" {
   for_each = local.libraries
   tasks    = node.tasks.lib[each.key]
   samples  = node.solve.calibration[each.key]
+}
+
+# The model slice (only with --var endpoint=...): 3 tasks per library × 3
+# cells × 1 sample, oracle bundle prepend.
+locals {
+  slice_cells = var.endpoint == "" ? [] : ["baseline", "S", "Full"]
+  slice       = { for p in setproduct(keys(local.libraries), local.slice_cells) : "${p[0]}/${p[1]}" => { lib = p[0], cell = p[1] } }
+}
+
+node "generate" "slice" {
+  for_each = local.slice
+  tasks    = node.c1.lib[each.value.lib]
+  bundles  = node.bundle.lib[each.value.lib]
+  model    = model.qwen25_coder_7b
+  cell     = each.value.cell
+  samples  = 1
+  limit    = 3
+}
+
+node "solve" "slice" {
+  for_each  = local.slice
+  tasks     = node.tasks.lib[each.value.lib]
+  solutions = node.generate.slice[each.key]
+}
+
+node "judge" "slice" {
+  for_each = local.slice
+  tasks    = node.tasks.lib[each.value.lib]
+  samples  = node.solve.slice[each.key]
+}
+
+node "metrics" "slice" {
+  for_each = var.endpoint == "" ? {} : { table = true }
+  judged   = values(node.judge.slice)
+  k        = [1]
 }

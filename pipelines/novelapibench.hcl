@@ -1,0 +1,259 @@
+# NovelAPIBench with a model (seed 000, §3.2-3.3, Appendix E): the
+# model-free stages of quickstart.hcl (novel APIs, bundles, tasks, C1), then
+# the model-dependent ones against any OpenAI-compatible endpoint (vLLM,
+# llama.cpp's server, a hosted API):
+#
+#   C2  the model, given no knowledge, fails at least 2 of 3 samples at T = 0.8
+#   C3  a strong model solves the task given the Full bundle
+#   the sweep: every kept task × knowledge cell × n samples, oracle prepend
+#   the judge: the failure taxonomy (fast path, then the judge model)
+#   metrics: pass@1, pass@k, API_acc, Param_corr, Sem and the failure
+#            composition per model × cell × difficulty × library, with CIs
+#
+#   lacuna plan pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
+#   lacuna run  pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
+#   lacuna cat  pipelines/novelapibench.hcl node.metrics.table
+#
+# Every call is cached in the store as it completes (calls/): adding a model
+# or a cell makes only the new calls, and a run killed halfway resumes
+# without repeating one. Moving the server (a new endpoint) changes no key.
+
+variable "endpoint" {
+  type        = string
+  default     = "http://127.0.0.1:8000/v1"
+  description = "OpenAI-compatible base URL of the model under test"
+}
+
+variable "model_id" {
+  type    = string
+  default = "Qwen/Qwen2.5-Coder-7B-Instruct"
+}
+
+variable "served_name" {
+  type        = string
+  default     = ""
+  description = "the id the server reports for the model (default: model_id)"
+}
+
+variable "cutoff" {
+  type        = string
+  default     = "2024-06-01"
+  description = "the model's training-data cutoff: what counts as novel"
+}
+
+variable "api_key_env" {
+  type        = string
+  default     = ""
+  description = "the environment variable holding the API key, for hosted APIs"
+}
+
+# The strong model of C3 and the judge model of the taxonomy (the paper
+# uses GPT-5-mini for both roles); by default, the model under test.
+variable "strong_endpoint" {
+  type    = string
+  default = ""
+}
+
+variable "strong_id" {
+  type    = string
+  default = ""
+}
+
+variable "judge_endpoint" {
+  type    = string
+  default = ""
+}
+
+variable "judge_id" {
+  type    = string
+  default = ""
+}
+
+variable "libraries" {
+  type = map(object({ ecosystem = string, name = string, domain = string }))
+  default = {
+    lo      = { ecosystem = "go", name = "github.com/samber/lo", domain = "data" }
+    zerolog = { ecosystem = "go", name = "github.com/rs/zerolog", domain = "logging" }
+    testify = { ecosystem = "go", name = "github.com/stretchr/testify", domain = "testing" }
+    gonum   = { ecosystem = "go", name = "gonum.org/v1/gonum", domain = "numerics" }
+  }
+}
+
+variable "cells" {
+  type = list(string)
+  default = ["baseline", "S_name", "S", "E", "M_prose", "M_code", "S+M_prose", "S+E", "S+M_code",
+  "S+M_prose+M_code", "S+E+M_code", "Full"]
+}
+
+variable "samples" {
+  type        = number
+  default     = 20
+  description = "samples per task and cell (pass@k needs n >= k)"
+}
+
+variable "temperature" {
+  type    = number
+  default = 0.8
+}
+
+variable "limit" {
+  type        = number
+  default     = 0
+  description = "tasks per library and cell (0: all), for a quick slice"
+}
+
+model "under_test" {
+  id          = var.model_id
+  cutoff      = var.cutoff
+  endpoint    = var.endpoint
+  served_name = var.served_name == "" ? null : var.served_name
+  api_key_env = var.api_key_env == "" ? null : var.api_key_env
+  max_tokens  = 1024
+  concurrency = 32
+}
+
+model "strong" {
+  id          = var.strong_id == "" ? var.model_id : var.strong_id
+  endpoint    = var.strong_endpoint == "" ? var.endpoint : var.strong_endpoint
+  served_name = var.strong_id == "" && var.served_name != "" ? var.served_name : null
+  api_key_env = var.api_key_env == "" ? null : var.api_key_env
+  max_tokens  = 1024
+  temperature = 0
+}
+
+model "judge" {
+  id          = var.judge_id == "" ? var.model_id : var.judge_id
+  endpoint    = var.judge_endpoint == "" ? var.endpoint : var.judge_endpoint
+  served_name = var.judge_id == "" && var.served_name != "" ? var.served_name : null
+  api_key_env = var.api_key_env == "" ? null : var.api_key_env
+  max_tokens  = 512
+  temperature = 0
+}
+
+locals {
+  # The models under test: add a model block and an entry here, and only
+  # its calls are made.
+  models = { under_test = model.under_test }
+  limit  = var.limit == 0 ? null : var.limit
+  pairs  = { for p in setproduct(keys(local.models), keys(var.libraries)) : "${p[0]}/${p[1]}" => { model = p[0], lib = p[1] } }
+  sweep = { for p in setproduct(keys(local.models), keys(var.libraries), var.cells) :
+  "${p[0]}/${p[1]}/${p[2]}" => { model = p[0], lib = p[1], cell = p[2] } }
+}
+
+# Stages 1-3 and C1, as in quickstart.hcl (same keys: a store that ran the
+# quickstart has them all).
+node "version_resolve" "lib" {
+  for_each = var.libraries
+  library  = each.value
+  cutoff   = model.under_test.cutoff
+}
+
+node "surface_diff" "lib" {
+  for_each = var.libraries
+  versions = node.version_resolve.lib[each.key]
+}
+
+node "bundle" "lib" {
+  for_each = var.libraries
+  apis     = node.surface_diff.lib[each.key]
+}
+
+node "tasks" "lib" {
+  for_each = var.libraries
+  bundles  = node.bundle.lib[each.key]
+}
+
+node "solve" "calibration" {
+  for_each    = var.libraries
+  tasks       = node.tasks.lib[each.key]
+  calibration = true
+}
+
+node "c1" "lib" {
+  for_each = var.libraries
+  tasks    = node.tasks.lib[each.key]
+  samples  = node.solve.calibration[each.key]
+}
+
+# C2 (empirical novelty): 3 samples at T = 0.8 with no knowledge; a task
+# stays when the model fails at least 2 of them.
+node "generate" "c2" {
+  for_each    = local.pairs
+  tasks       = node.c1.lib[each.value.lib]
+  bundles     = node.bundle.lib[each.value.lib]
+  model       = local.models[each.value.model]
+  cell        = "baseline"
+  samples     = 3
+  temperature = 0.8
+  limit       = local.limit
+}
+
+node "solve" "c2" {
+  for_each  = local.pairs
+  tasks     = node.tasks.lib[each.value.lib]
+  solutions = node.generate.c2[each.key]
+}
+
+node "c2" "lib" {
+  for_each   = local.pairs
+  tasks      = node.c1.lib[each.value.lib]
+  samples    = node.solve.c2[each.key]
+  n          = 3
+  min_failed = 2
+}
+
+# C3 (informativeness): the strong model, given the Full bundle, solves it.
+node "generate" "c3" {
+  for_each = local.pairs
+  tasks    = node.c2.lib[each.key]
+  bundles  = node.bundle.lib[each.value.lib]
+  model    = model.strong
+  cell     = "Full"
+  samples  = 1
+}
+
+node "solve" "c3" {
+  for_each  = local.pairs
+  tasks     = node.tasks.lib[each.value.lib]
+  solutions = node.generate.c3[each.key]
+}
+
+node "c3" "lib" {
+  for_each = local.pairs
+  tasks    = node.c2.lib[each.key]
+  samples  = node.solve.c3[each.key]
+}
+
+# The sweep: every task that passed C1-C3, in every cell, n samples each.
+node "generate" "sweep" {
+  for_each    = local.sweep
+  tasks       = node.c3.lib["${each.value.model}/${each.value.lib}"]
+  bundles     = node.bundle.lib[each.value.lib]
+  model       = local.models[each.value.model]
+  cell        = each.value.cell
+  samples     = var.samples
+  temperature = var.temperature
+  limit       = local.limit
+}
+
+node "solve" "sweep" {
+  for_each  = local.sweep
+  tasks     = node.tasks.lib[each.value.lib]
+  solutions = node.generate.sweep[each.key]
+}
+
+node "judge" "sweep" {
+  for_each = local.sweep
+  tasks    = node.tasks.lib[each.value.lib]
+  samples  = node.solve.sweep[each.key]
+  model    = model.judge
+  sem      = true
+}
+
+# Table 1 and Table 3 of the paper, per model: lacuna cat ... node.metrics.table
+node "metrics" "table" {
+  judged    = values(node.judge.sweep)
+  k         = [1, 5]
+  bootstrap = 1000
+  seed      = 1
+}
