@@ -59,6 +59,10 @@ type Executor struct {
 	// passes the process's); nodes read no other. Set it before the first
 	// Run or Plan and do not change it: Getenv indexes it once.
 	Environ []string
+	// CountCalls makes Plan count the model calls of the instances that
+	// will run (nodes.CallPlanner): that reads the call cache, so only
+	// `lacuna plan` asks for it.
+	CountCalls bool
 
 	envOnce sync.Once
 	envMap  map[string]string
@@ -172,7 +176,7 @@ func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr stri
 	if rv, ok := i.Type().(nodes.Resolver); ok {
 		p, err := rv.Resolve(ctx, resolveEnv{x: x, inst: i})
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, located(i.Decl, err)
 		}
 		if p != nil {
 			pinned = p
@@ -306,7 +310,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
 	started := time.Now()
 	env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value}
-	err = env.call(ctx)
+	err = located(i.Decl, env.call(ctx))
 	secs := time.Since(started).Seconds()
 	if err == nil && env.out == nil {
 		err = errors.New("node produced no output")
@@ -382,10 +386,11 @@ func hostname() string {
 	return host
 }
 
-// runEnv implements nodes.Run for one execution. Logf, Note, Progress and
-// PutBlob may be called from any goroutine of the node (mu guards what
-// they write); the engine reads logs, blobs and note only after Run has
-// returned.
+// runEnv implements nodes.Run for one execution, or for a
+// nodes.CallPlanner's PlanCalls (planning). Logf, Note, Progress, Status,
+// Report and PutBlob may be called from any goroutine of the node (mu
+// guards what they write); the engine reads logs, blobs, note and reports
+// only after Run has returned.
 type runEnv struct {
 	w      *walk
 	inst   *Instance
@@ -401,6 +406,9 @@ type runEnv struct {
 	note       string
 	reports    map[string]json.RawMessage
 	pinned     any
+	// planning: the env is a nodes.CallPlanner's at plan time, where
+	// nothing may be written (Output and PutBlob fail).
+	planning bool
 }
 
 func (r *runEnv) call(ctx context.Context) (err error) {
@@ -430,6 +438,9 @@ func (r *runEnv) Input(ref nodes.Ref) (*artifacts.Reader, error) {
 }
 
 func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
+	if r.planning {
+		return nil, errors.New("Output is not available while planning")
+	}
 	if r.out != nil {
 		return nil, errors.New("Output called twice")
 	}
@@ -466,6 +477,9 @@ func (r *runEnv) Previous() (*artifacts.Reader, bool) {
 }
 
 func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
+	if r.planning {
+		return "", errors.New("PutBlob is not available while planning")
+	}
 	d, err := r.w.x.Store.PutBlob(rd)
 	if err == nil {
 		r.mu.Lock()
@@ -510,6 +524,9 @@ func (r *runEnv) Report(name string, v any) {
 }
 
 func (r *runEnv) Status(format string, args ...any) {
+	if r.planning {
+		return
+	}
 	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
 	now := time.Now()
 	r.mu.Lock()
@@ -524,6 +541,9 @@ func (r *runEnv) Status(format string, args ...any) {
 }
 
 func (r *runEnv) Progress(done, total int64) {
+	if r.planning {
+		return
+	}
 	now := time.Now()
 	r.mu.Lock()
 	due := now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total)
