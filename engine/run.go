@@ -326,7 +326,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		ferr := x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		ferr := x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname(), Reports: env.reports})
 		if ferr != nil {
 			err = fmt.Errorf("%w (recording the failure in the store also failed: %v)", err, ferr)
 		}
