@@ -171,9 +171,20 @@ func TestPlanCountsCallsCachedAndToMake(t *testing.T) {
 	if e := h.plan(callerSrc)["node.caller.gen"]; e.Calls != nil {
 		t.Errorf("a plan without CountCalls counted calls: %+v", e)
 	}
-	states, _, err := h.run(callerSrc, nil)
-	if err != nil || states["node.caller.gen"] != EventDone {
-		t.Fatalf("run: %v %v", states, err)
+	var status []Event
+	_, res, err := h.run(callerSrc, func(x *Executor) {
+		x.Events = func(e Event) {
+			if e.Event == EventProgress {
+				status = append(status, e)
+			}
+		}
+	})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("run: %v", err)
+	}
+	// The first Status is never throttled; the first call was cached.
+	if len(status) == 0 || status[0].Node != "node.caller.gen" || status[0].Message != "0 calls made, 1 cached" {
+		t.Errorf("status events %+v", status)
 	}
 	a, err := h.store.GetAction(h.countCalls(callerSrc)["node.caller.gen"].Key)
 	if err != nil {

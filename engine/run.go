@@ -398,14 +398,16 @@ type runEnv struct {
 	inputs map[string]artifacts.Object
 	out    *artifacts.Writer
 
-	mu         sync.Mutex
-	logs       boundedBuffer
-	blobs      []artifacts.Digest
-	lastProg   time.Time
-	lastStatus time.Time
-	note       string
-	reports    map[string]json.RawMessage
-	pinned     any
+	mu       sync.Mutex
+	logs     boundedBuffer
+	blobs    []artifacts.Digest
+	lastProg time.Time
+	done     int64 // the last Progress
+	total    int64
+	status   string // the last Status
+	note     string
+	reports  map[string]json.RawMessage
+	pinned   any
 	// planning: the env is a nodes.CallPlanner's at plan time, where
 	// nothing may be written (Output and PutBlob fail).
 	planning bool
@@ -523,36 +525,43 @@ func (r *runEnv) Report(name string, v any) {
 	r.mu.Unlock()
 }
 
+// Status and Progress update one live state per execution (done, total,
+// status line), and every progress event carries all of it: a status
+// dropped by the throttle (one event per 200 ms, plus the one where done
+// reaches total) travels with the next event, and a display never needs
+// to merge events.
 func (r *runEnv) Status(format string, args ...any) {
 	if r.planning {
 		return
 	}
 	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
-	now := time.Now()
 	r.mu.Lock()
-	due := now.Sub(r.lastStatus) >= 200*time.Millisecond
-	if due {
-		r.lastStatus = now
-	}
+	r.status = msg
 	r.mu.Unlock()
-	if due {
-		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Message: msg})
-	}
+	r.emitProgress(false)
 }
 
 func (r *runEnv) Progress(done, total int64) {
 	if r.planning {
 		return
 	}
+	r.mu.Lock()
+	r.done, r.total = done, total
+	r.mu.Unlock()
+	r.emitProgress(total > 0 && done == total)
+}
+
+func (r *runEnv) emitProgress(force bool) {
 	now := time.Now()
 	r.mu.Lock()
-	due := now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total)
+	due := force || now.Sub(r.lastProg) >= 200*time.Millisecond
 	if due {
 		r.lastProg = now
 	}
+	e := Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: r.done, Total: r.total, Message: r.status}
 	r.mu.Unlock()
 	if due {
-		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: done, Total: total})
+		r.w.emit(e)
 	}
 }
 

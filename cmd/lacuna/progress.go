@@ -80,11 +80,13 @@ func (c *counts) update(e engine.Event) {
 	case engine.EventSkipped:
 		c.skipped++
 	case engine.EventProgress:
-		// Progress (Done, Total) and Status (Message) arrive as separate
-		// events; neither replaces the other.
+		// The engine's progress events carry a node's last Progress
+		// (Done, Total) and Status (Message) together; one without a
+		// part keeps what an earlier event said.
 		if e.Message != "" {
 			c.status[e.Node] = e.Message
-		} else {
+		}
+		if e.Done != 0 || e.Total != 0 {
 			c.lastProgress[e.Node] = e
 		}
 	}
