@@ -61,6 +61,9 @@ func callerValues(r nodes.Run) ([]int64, error) {
 
 func (callerType) PlanCalls(_ context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := r.Config().(*callerConfig)
+	if c.FailPlan != nil && *c.FailPlan == "panic" {
+		panic("boom")
+	}
 	if c.FailPlan != nil {
 		return nil, nodes.Errorf("fail_plan", "Missing bundle part", "%s", *c.FailPlan)
 	}
@@ -209,6 +212,7 @@ func TestConfigErrorsOfResolveAndPlanCallsNameTheAttribute(t *testing.T) {
 	}{
 		{"resolve", `fail_resolve = "connection refused"`, p + ":6:18: Model server unreachable: connection refused"},
 		{"plan_calls", `fail_plan    = "no M_code"`, p + ":6:18: Missing bundle part: no M_code"},
+		{"plan_calls_panics", `fail_plan    = "panic"`, "counting model calls: PlanCalls panicked: boom"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

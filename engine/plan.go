@@ -103,7 +103,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 							inputs[in.Addr] = outputs[in.index]
 						}
 						env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value, planning: true}
-						calls, err := cp.PlanCalls(ctx, env)
+						calls, err := planCalls(ctx, cp, env)
 						if err != nil {
 							e.Status, e.Reason = PlanError, "counting model calls: "+located(i.Decl, err).Error()
 						} else {
@@ -116,6 +116,17 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 		entries[n] = e
 	}
 	return entries, nil
+}
+
+// planCalls runs a type's PlanCalls, turning a panic into an error: one
+// broken type must not take the whole plan down.
+func planCalls(ctx context.Context, cp nodes.CallPlanner, env *runEnv) (calls []nodes.CallPlan, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("PlanCalls panicked: %v", p)
+		}
+	}()
+	return cp.PlanCalls(ctx, env)
 }
 
 func listAddrs(a []string) string {
