@@ -130,10 +130,26 @@ func (callerType) Run(_ context.Context, r nodes.Run) error {
 
 func init() { nodes.Register(callerType{}) }
 
+// releasedGraph expands src and drops its syntax, as the CLI does before
+// planning or running.
+func (h *harness) releasedGraph(src string) *Graph {
+	h.t.Helper()
+	cfg, diags := LoadSource(filepath.Join(h.dir, "p.hcl"), []byte(src), h.dir)
+	if diags.HasErrors() {
+		h.t.Fatal(diagText(diags))
+	}
+	g, diags := Expand(cfg, Options{})
+	if diags.HasErrors() {
+		h.t.Fatal(diagText(diags))
+	}
+	cfg.ReleaseSyntax()
+	return g
+}
+
 func (h *harness) countCalls(src string) map[string]PlanEntry {
 	h.t.Helper()
 	x := &Executor{Store: h.store, Pipeline: filepath.Join(h.dir, "p.hcl"), CountCalls: true}
-	entries, err := x.Plan(context.Background(), h.graph(src), nil)
+	entries, err := x.Plan(context.Background(), h.releasedGraph(src), nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -224,7 +240,8 @@ func TestConfigErrorsOfResolveAndPlanCallsNameTheAttribute(t *testing.T) {
 			if c.name != "resolve" {
 				return
 			}
-			_, res, err := h.run(src, nil)
+			x := &Executor{Store: h.store, Pipeline: p, Jobs: 2}
+			res, _, err := x.Run(context.Background(), h.releasedGraph(src), nil)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}

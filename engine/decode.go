@@ -267,8 +267,8 @@ func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
 		var ce *nodes.ConfigError
 		if errors.As(err, &ce) {
 			d.Summary, d.Detail = ce.Summary, ce.Detail
-			if a, ok := n.Attrs[ce.Attr]; ok {
-				d.Subject = a.Expr.Range().Ptr()
+			if r, ok := n.AttrRange(ce.Attr); ok {
+				d.Subject = r.Ptr()
 			}
 		}
 		diags = append(diags, d)

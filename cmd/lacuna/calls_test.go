@@ -185,3 +185,25 @@ func TestFsckChecksCallsAndGCDeletesThemOnlyWithCalls(t *testing.T) {
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestRunNamesTheAttributeOfANodesConfigError: a ConfigError a node
+// returns while it runs is reported at the attribute's file:line:col.
+func TestRunNamesTheAttributeOfANodesConfigError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte(`{"x": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `node "import" "a" { path = "a.jsonl" }
+node "concat" "all" {
+  inputs        = [node.import.a]
+  source_column = "x"
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := lacuna(t, dir, "run", "p.hcl")
+	if want := `p.hcl:4:19: Column exists: the inputs already have a column "x".`; r.code != 1 || !strings.Contains(r.stdout, want) {
+		t.Errorf("run exited %d, want 1 and %q in:\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+}
