@@ -83,6 +83,19 @@ type NodeDecl struct {
 	DeclRange      hcl.Range
 	TypeRange      hcl.Range
 	dir            string
+	// attrRanges keeps where each attribute's value is once ReleaseSyntax
+	// dropped Attrs: errors found while planning or running name it.
+	attrRanges map[string]hcl.Range
+}
+
+// AttrRange is where attribute name's value is written in the block, and
+// false when the block does not set it.
+func (n *NodeDecl) AttrRange(name string) (hcl.Range, bool) {
+	if a, ok := n.Attrs[name]; ok {
+		return a.Expr.Range(), true
+	}
+	r, ok := n.attrRanges[name]
+	return r, ok
 }
 
 // Address is the node's address.
@@ -416,10 +429,17 @@ func (n *NodeDecl) Dir() string { return n.dir }
 // ReleaseSyntax drops the syntax trees of node blocks once the pipeline has
 // been expanded: instances carry decoded configs, and a generated pipeline
 // of ten thousand blocks otherwise keeps tens of megabytes of syntax alive
-// for the whole run. Sources stay, for diagnostics. Expand cannot be called
-// again afterwards.
+// for the whole run. Sources stay, for diagnostics, and so do the ranges
+// of the attributes (AttrRange), for errors found while planning or
+// running. Expand cannot be called again afterwards.
 func (c *Config) ReleaseSyntax() {
 	for _, n := range c.Nodes {
+		if n.Attrs != nil {
+			n.attrRanges = make(map[string]hcl.Range, len(n.Attrs))
+			for name, a := range n.Attrs {
+				n.attrRanges[name] = a.Expr.Range()
+			}
+		}
 		n.Attrs, n.Body, n.ForEach, n.Runner = nil, nil, nil, nil
 	}
 	for name, f := range c.Files {
