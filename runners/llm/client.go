@@ -520,8 +520,13 @@ func retryAfter(h string, now time.Time) time.Duration {
 		}
 		return time.Duration(s * float64(time.Second))
 	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
+	for _, parse := range []func(string) (time.Time, error){http.ParseTime, func(s string) (time.Time, error) { return time.Parse(time.RFC1123, s) }} {
+		if t, err := parse(h); err == nil {
+			if t.After(now) {
+				return t.Sub(now)
+			}
+			return 0
+		}
 	}
 	return 0
 }
