@@ -380,7 +380,7 @@ func (c *memCache) Put(k string, v []byte) error {
 	return nil
 }
 
-type brokenCache struct{ memCache }
+type brokenCache struct{}
 
 func (*brokenCache) Get(string) ([]byte, bool, error) { return nil, false, errors.New("disk on fire") }
 func (*brokenCache) Put(string, []byte) error         { return errors.New("disk on fire") }
