@@ -31,25 +31,41 @@ done
 URL=$(cat "$OUT/llm_server.url")
 [ -n "$URL" ] || { echo "llm_client.sh: the server did not start" >&2; exit 1; }
 
-field() { python3 -c "import json,sys; print('%.${2:-0}f' % json.loads(sys.argv[1])['$3'])" "$1"; }
+# Each measurement runs REPEAT times, Go and Python interleaved so that
+# both see the same noise; the table gives medians.
+REPEAT=${REPEAT:-3}
+RAW=$OUT/llm_client.jsonl
+: >"$RAW"
+tag() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.update(tool=sys.argv[2], c=int(sys.argv[3])); print(json.dumps(d))' "$@" >>"$RAW"; }
+for c in 1 16 64; do
+	for _ in $(seq "$REPEAT"); do
+		tag "$("$OUT/llmclient" drive -url "$URL" -n "$N" -c "$c")" go "$c"
+		tag "$("$VENV/bin/python" bench/llm_openai.py --url "$URL" -n "$N" -c "$c")" python "$c"
+	done
+done
+for c in 1 16; do
+	for _ in $(seq "$REPEAT"); do
+		tag "$("$OUT/llmclient" replay -n "$N" -c "$c")" replay "$c"
+	done
+done
 
-{
-	echo "openai $("$VENV/bin/python" -c 'import openai; print(openai.__version__)'), $(go version | cut -d' ' -f3), $(nproc) cores, N=$N calls per row"
-	echo
-	echo "| concurrency | Go calls/s | Python calls/s | Go / Python | Go CPU µs/call | Python CPU µs/call |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
-	for c in 1 16 64; do
-		go_=$("$OUT/llmclient" drive -url "$URL" -n "$N" -c "$c")
-		py=$("$VENV/bin/python" bench/llm_openai.py --url "$URL" -n "$N" -c "$c")
-		g=$(field "$go_" 0 calls_per_s)
-		p=$(field "$py" 0 calls_per_s)
-		ratio=$(python3 -c "print('%.1f' % ($g / $p))")
-		echo "| $c | $g | $p | $ratio× | $(field "$go_" 0 cpu_us_per_call) | $(field "$py" 0 cpu_us_per_call) |"
-	done
-	echo
-	for c in 1 16; do
-		r=$("$OUT/llmclient" replay -n "$N" -c "$c")
-		echo "Cache-hit replay (artifacts call cache, $c in flight): $(field "$r" 0 calls_per_s) calls/s, $(field "$r" 0 cpu_us_per_call) CPU µs/call"
-		echo
-	done
-} | tee "$OUT/llm_client.md"
+OPENAI=$("$VENV/bin/python" -c 'import openai; print(openai.__version__)')
+python3 - "$RAW" "$N" "$REPEAT" "$OPENAI" "$(go version | cut -d' ' -f3)" "$(nproc)" <<'PY' | tee "$OUT/llm_client.md"
+import json, statistics, sys
+raw, n, rep, openai, gover, cores = sys.argv[1:]
+rows = [json.loads(l) for l in open(raw)]
+def med(tool, c, k):
+    return statistics.median(r[k] for r in rows if r["tool"] == tool and r["c"] == c)
+print(f"openai {openai}, {gover}, {cores} cores, N={n} calls per measurement, median of {rep}")
+print()
+print("| concurrency | Go calls/s | Python calls/s | Go / Python | Go CPU µs/call | Python CPU µs/call |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+for c in (1, 16, 64):
+    g, p = med("go", c, "calls_per_s"), med("python", c, "calls_per_s")
+    print(f"| {c} | {g:.0f} | {p:.0f} | {g/p:.1f}× | {med('go', c, 'cpu_us_per_call'):.0f} | {med('python', c, 'cpu_us_per_call'):.0f} |")
+print()
+print("| cache-hit replay, in flight | calls/s | CPU µs/call |")
+print("| ---: | ---: | ---: |")
+for c in (1, 16):
+    print(f"| {c} | {med('replay', c, 'calls_per_s'):.0f} | {med('replay', c, 'cpu_us_per_call'):.0f} |")
+PY

@@ -139,9 +139,10 @@ func (e *StatusError) Error() string {
 }
 
 // Models lists the model ids the server reports at GET /models. It tries
-// once: a wrong endpoint fails at once.
+// once, within the endpoint's timeout or a minute, whichever is shorter: a
+// wrong endpoint fails plans quickly.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, time.Minute))
 	defer cancel()
 	url := c.ep.BaseURL + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
