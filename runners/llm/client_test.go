@@ -89,15 +89,18 @@ func doAll(t *testing.T, c *llm.Client, calls []llm.Call, par int) []*llm.Respon
 
 func TestEveryCallCompletesExactlyOnceWhenAThirdOfRequestsFail(t *testing.T) {
 	const n = 200
+	// 30% of requests fail; few of them by timing out, which is slow.
+	rates := llmtest.Spread(0.28, llmtest.TooMany, llmtest.ServerError, llmtest.Unavailable, llmtest.Drop, llmtest.Malformed, llmtest.Empty)
+	rates[llmtest.Slow] = 0.02
 	srv := llmtest.New(llmtest.Config{
 		Script:     []llmtest.Rule{{Reply: echo}},
-		Faults:     llmtest.Spread(0.3, llmtest.AllFaults...),
+		Faults:     rates,
 		Seed:       7,
 		RetryAfter: "-",
 	})
 	defer srv.Close()
 	calls, dir := store(t)
-	ep := llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Timeout: 2 * time.Second, Concurrency: 16, MaxRetries: 20}
+	ep := llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Timeout: 3 * time.Second, Concurrency: 16, MaxRetries: 20}
 	c := llm.New(ep, llm.WithCache(calls, "m@r|"+model), fast)
 	var cs []llm.Call
 	for i := range n {
@@ -570,23 +573,29 @@ func TestCancellationStopsACallPromptly(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault llmtest.Fault
+		// started reports that the client is where the test cancels it.
+		started func(*llmtest.Server, *llm.Client) bool
+		reason  string
 	}{
-		{"during a slow answer", llmtest.Slow},
-		{"while waiting out a long Retry-After", llmtest.TooMany},
+		{"during a slow answer", llmtest.Slow,
+			func(s *llmtest.Server, _ *llm.Client) bool { return s.Stats().Requests > 0 }, "after 1 tries"},
+		{"while waiting out a long Retry-After", llmtest.TooMany,
+			func(_ *llmtest.Server, c *llm.Client) bool { return c.Stats().Retries > 0 }, "waiting to retry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.New(llmtest.Config{RetryAfter: "3600", SlowFor: time.Hour, Plan: func(string, int) llmtest.Fault { return tc.fault }})
 			defer srv.Close()
+			c := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model})
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
-				for srv.Stats().Requests == 0 {
+				for !tc.started(srv, c) {
 					time.Sleep(time.Millisecond)
 				}
 				cancel()
 			}()
-			_, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}).Do(ctx, llm.Call{Request: chat("x")})
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("got %v, want context.Canceled", err)
+			_, err := c.Do(ctx, llm.Call{Request: chat("x")})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("got %v, want context.Canceled %s", err, tc.reason)
 			}
 			if n := srv.Stats().Requests; n != 1 {
 				t.Errorf("server saw %d requests, want 1", n)
