@@ -92,8 +92,11 @@ func (b Backoff) delay(n int) time.Duration {
 
 // sharedHTTP is the HTTP client of clients without WithHTTPClient: one
 // connection pool for the process, wide enough for every model's limit.
+// It uses no proxy (the proxy variables are environment the library does
+// not read); a caller that needs one passes WithHTTPClient.
 var sharedHTTP = func() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	return &http.Client{Transport: t}

@@ -17,7 +17,9 @@
 // requests have the same ID when they ask the same thing of the same
 // model with the same seed. Counters are kept per ID (Server.Calls), so a
 // test can assert that each call was answered exactly once, or that a call
-// answered before a crash was not asked again.
+// answered before a crash was not asked again. The samples of one request
+// sent without a seed are identical requests, one ID: give calls seeds
+// when a test counts per call.
 //
 // A Server's methods are safe for concurrent use.
 package llmtest
@@ -75,7 +77,8 @@ type Config struct {
 	SlowFor time.Duration
 }
 
-// Rule is one scripted answer. All of its set conditions must hold.
+// Rule is one scripted answer. All of its set conditions must hold. When
+// and Reply are called from the server's handlers, concurrently.
 type Rule struct {
 	Model    string         // the request names this model
 	Contains string         // Request.Text contains this
