@@ -59,7 +59,7 @@ func TestKillHelper(t *testing.T) {
 }
 
 func TestKilledRunRepeatsNoCompletedCall(t *testing.T) {
-	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Reply: echo}}, Delay: 20 * time.Millisecond})
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Reply: echo}}, Delay: 50 * time.Millisecond})
 	defer srv.Close()
 	dir := t.TempDir()
 
