@@ -86,11 +86,15 @@ type Response struct {
 	// (a server that ignores structured output answers free text).
 	SchemaError string `json:"schema_error,omitempty"`
 
+	// Latency is the answered attempt's, request sent to answer read. It
+	// is cached with the answer: a replay reports the original call's, so
+	// rows built from responses are the same whether or not they were
+	// replayed.
+	Latency time.Duration `json:"latency_ns,omitempty"`
+
 	// What this call cost here; not cached (a replay reports Cached).
-	// Latency is the answered attempt's, request sent to answer read.
-	Latency time.Duration `json:"-"`
-	Retries int           `json:"-"`
-	Cached  bool          `json:"-"`
+	Retries int  `json:"-"`
+	Cached  bool `json:"-"`
 }
 
 // Token is one sampled token with its log-probability and the top
