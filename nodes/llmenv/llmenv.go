@@ -7,7 +7,9 @@ package llmenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -65,7 +67,15 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		ep.MaxRetries = *m.MaxRetries
 	}
 	ids, err := llm.New(ep).Models(ctx)
-	if err != nil {
+	var se *llm.StatusError
+	switch {
+	case errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
+		how := "no API key was sent: set api_key_env in the model block"
+		if ep.APIKey != "" {
+			how = "check the key in $" + *m.APIKeyEnv
+		}
+		return nil, nil, nodes.Errorf(attr, "API key rejected", "model %s at %s: %v (%s).", m.ID, ep.BaseURL, err, how)
+	case err != nil:
 		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, ep.BaseURL, err)
 	}
 	served := ""

@@ -1,0 +1,84 @@
+package llmenv_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+)
+
+// resolveEnv is the part of nodes.Resolve that llmenv reads: the
+// environment the run was started with.
+type resolveEnv struct {
+	nodes.Resolve
+	env map[string]string
+}
+
+func (r resolveEnv) Getenv(k string) string { return r.env[k] }
+
+func ptr[T any](v T) *T { return &v }
+
+func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Models: []string{"org/served"}, APIKey: "sekrit"})
+	defer srv.Close()
+	down := llmtest.New(llmtest.Config{})
+	downURL := down.URL()
+	down.Close()
+	env := map[string]string{"GOOD_KEY": "sekrit", "BAD_KEY": "nope"}
+	cases := []struct {
+		name    string
+		m       nodes.Model
+		summary string
+		detail  []string // substrings of the detail
+	}{
+		{"no endpoint", nodes.Model{ID: "org/m"}, "Model has no endpoint", []string{"org/m", "endpoint ="}},
+		{"server down", nodes.Model{ID: "org/m", Endpoint: &downURL, APIKeyEnv: ptr("GOOD_KEY")}, "Model server unreachable", []string{downURL}},
+		{"key unset", nodes.Model{ID: "org/m", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("NO_SUCH_VAR")}, "API key not set", []string{"$NO_SUCH_VAR"}},
+		{"no key sent", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL())}, "API key rejected", []string{"401", "api_key_env"}},
+		{"wrong key", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("BAD_KEY")}, "API key rejected", []string{"401", "$BAD_KEY"}},
+		{"id mismatch", nodes.Model{ID: "org/other", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("GOOD_KEY")}, "Model id mismatch", []string{`"org/other"`, `"org/served"`, "served_name"}},
+		{"bad timeout", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Timeout: ptr("soon")}, "Invalid timeout", []string{"soon"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := llmenv.Resolve(context.Background(), resolveEnv{env: env}, "model", "model", c.m)
+			var ce *nodes.ConfigError
+			if !errors.As(err, &ce) || ce.Attr != "model" || ce.Summary != c.summary {
+				t.Fatalf("got %v, want a ConfigError on model: %s", err, c.summary)
+			}
+			for _, d := range c.detail {
+				if !strings.Contains(ce.Detail, d) {
+					t.Errorf("detail %q lacks %q", ce.Detail, d)
+				}
+			}
+			if strings.Contains(ce.Error(), "sekrit") || strings.Contains(ce.Error(), "nope") {
+				t.Errorf("the error shows the key: %s", ce.Error())
+			}
+		})
+	}
+}
+
+// The identity is id, revision and what the server reports: never the
+// endpoint, so two servers of one model share keys and the call cache.
+func TestIdentityIsNotTheEndpoint(t *testing.T) {
+	a := llmtest.New(llmtest.Config{Models: []string{"org/m"}})
+	defer a.Close()
+	b := llmtest.New(llmtest.Config{Models: []string{"other", "org/m"}})
+	defer b.Close()
+	var ids []map[string]string
+	var idents []string
+	for _, url := range []string{a.URL(), b.URL()} {
+		m, id, err := llmenv.Resolve(context.Background(), resolveEnv{}, "model", "judge", nodes.Model{ID: "org/m", Revision: ptr("r1"), Endpoint: ptr(url)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, idents = append(ids, id), append(idents, m.Identity)
+	}
+	if ids[0]["judge"] != "org/m@r1" || ids[0]["judge.served"] != "org/m" || ids[1]["judge"] != ids[0]["judge"] || idents[0] != idents[1] {
+		t.Errorf("identities %v %v (%q, %q)", ids[0], ids[1], idents[0], idents[1])
+	}
+}
