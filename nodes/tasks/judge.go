@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -272,13 +273,27 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 		resp *llm.Response
 		err  error
 	}
+	// Identical questions (a sample run twice, as the reference is) are
+	// asked once.
+	first := map[string]int{}
+	var unique []int
+	for i, c := range j.calls {
+		b, err := json.Marshal(c.Call)
+		if err != nil {
+			return nil, fmt.Errorf("judge: encode call: %w", err)
+		}
+		if _, ok := first[string(b)]; !ok {
+			first[string(b)] = i
+			unique = append(unique, i)
+		}
+	}
 	answers := make([]answer, len(j.calls))
 	conc = max(conc, 1)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, conc)
 	var mu sync.Mutex
 	done := 0
-	for i, c := range j.calls {
+	for _, i := range unique {
 		if ctx.Err() != nil {
 			break
 		}
@@ -286,18 +301,22 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			resp, err := cl.Do(ctx, c.Call)
+			resp, err := cl.Do(ctx, j.calls[i].Call)
 			answers[i] = answer{resp, err}
 			mu.Lock()
 			done++
-			r.Progress(int64(done), int64(len(j.calls)))
-			r.Status("%d/%d judge calls", done, len(j.calls))
+			r.Progress(int64(done), int64(len(unique)))
+			r.Status("%d/%d judge calls", done, len(unique))
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for i, c := range j.calls {
+		b, _ := json.Marshal(c.Call)
+		answers[i] = answers[first[string(b)]]
 	}
 	problems := map[string]int{}
 	for i, c := range j.calls {
