@@ -217,16 +217,43 @@ func request(m *llmenv.Model, system, user string, schema []byte, name string) l
 	return llm.Call{Request: req}
 }
 
-// PlanCalls counts the judge model's calls: one per sample the fast path
-// leaves undecided, and one per sample with sem.
+// unique lists the calls to make: identical questions (a sample run
+// twice, as the reference is) are asked once. first maps every call to the
+// one that asks its question.
+func (j *judged) unique() (unique, first []int, err error) {
+	seen := map[string]int{}
+	first = make([]int, len(j.calls))
+	for i, c := range j.calls {
+		b, err := json.Marshal(c.Call)
+		if err != nil {
+			return nil, nil, fmt.Errorf("judge: encode call: %w", err)
+		}
+		f, ok := seen[string(b)]
+		if !ok {
+			f = i
+			seen[string(b)] = i
+			unique = append(unique, i)
+		}
+		first[i] = f
+	}
+	return unique, first, nil
+}
+
+// PlanCalls counts the judge model's calls: one per distinct question of a
+// sample the fast path leaves undecided, and of each sample with sem.
 func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	j, m, err := t.prepare(r)
 	if err != nil || m == nil {
 		return nil, err
 	}
+	unique, _, err := j.unique()
+	if err != nil {
+		return nil, err
+	}
 	cl := m.Client(r)
-	p := nodes.CallPlan{Model: m.Config.ID, Calls: int64(len(j.calls))}
-	for _, c := range j.calls {
+	p := nodes.CallPlan{Model: m.Config.ID, Calls: int64(len(unique))}
+	for _, i := range unique {
+		c := j.calls[i]
 		if cl.Cached(c.Call) {
 			p.Cached++
 			continue
@@ -273,19 +300,9 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 		resp *llm.Response
 		err  error
 	}
-	// Identical questions (a sample run twice, as the reference is) are
-	// asked once.
-	first := map[string]int{}
-	var unique []int
-	for i, c := range j.calls {
-		b, err := json.Marshal(c.Call)
-		if err != nil {
-			return nil, fmt.Errorf("judge: encode call: %w", err)
-		}
-		if _, ok := first[string(b)]; !ok {
-			first[string(b)] = i
-			unique = append(unique, i)
-		}
+	unique, first, err := j.unique()
+	if err != nil {
+		return nil, err
 	}
 	answers := make([]answer, len(j.calls))
 	conc = max(conc, 1)
@@ -314,9 +331,8 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for i, c := range j.calls {
-		b, _ := json.Marshal(c.Call)
-		answers[i] = answers[first[string(b)]]
+	for i := range j.calls {
+		answers[i] = answers[first[i]]
 	}
 	problems := map[string]int{}
 	for i, c := range j.calls {

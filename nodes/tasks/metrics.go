@@ -526,7 +526,7 @@ func tableOne(ms []groupMetrics, ks []int) []string {
 		}
 		var comp []string
 		for _, cl := range append([]string{goharness.ClassOK}, goharness.FailureClasses...) {
-			comp = append(comp, strconv.FormatFloat(100*m.Composition[cl], 'f', 0, 64))
+			comp = append(comp, strconv.Itoa(int(math.Round(100*m.Composition[cl]))))
 		}
 		line = append(line, f(m.APIAcc), f(m.ParamCorr), f(m.Sem), strings.Join(comp, "/"))
 		rows = append(rows, line)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 )
 
@@ -139,5 +140,49 @@ node "metrics" "noci" {
 	}
 	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups") {
 		t.Errorf("note %q", note)
+	}
+	// The log's Table-1 view: one line per model × cell, pooled.
+	a, err := run.Store.GetAction(run.Nodes["node.metrics.x"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"model  cell  tasks  n  pass@1  pass@2  pass@5  API_acc  Param_corr  Sem   OK/Syn/API/Imp/Par/Shp/Log",
+		"m      base  2      9  32.5    60.0    -       52.5     53.8        50.0  33/13/10/13/10/0/10",
+		"m2     base  1      1  100.0   -       -       100.0    100.0       -     100/0/0/0/0/0/0",
+	} {
+		if !strings.Contains(a.Logs, line) {
+			t.Errorf("log lacks %q:\n%s", line, a.Logs)
+		}
+	}
+}
+
+func TestMetricsAndJudgeConfigErrorsNameTheAttribute(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"k below 1", `node "metrics" "x" {
+  judged = [node.import.a]
+  k      = [0]
+}`, "p.hcl:3,12-15: Invalid k"},
+		{"negative bootstrap", `node "metrics" "x" {
+  judged    = [node.import.a]
+  bootstrap = -1
+}`, "p.hcl:3,15-17: Invalid bootstrap"},
+		{"no inputs", `node "metrics" "x" {
+  judged = []
+}`, "p.hcl:2,12-14: No judge outputs"},
+		{"sem without a model", `node "judge" "x" {
+  tasks   = node.import.a
+  samples = node.import.a
+  sem     = true
+}`, "p.hcl:4,13-17: Sem needs a judge model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := tc.src + "\nnode \"import\" \"a\" { path = \"a.jsonl\" }\n"
+			_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
+				t.Errorf("diagnostics %q, want %q", diags.Error(), tc.want)
+			}
+		})
 	}
 }
