@@ -128,7 +128,7 @@ node "metrics" "calibration" {
 	// The metrics of the judge's own rows, computed here independently:
 	// per task, the fraction passed and the fraction calling the target,
 	// then the mean over tasks.
-	type acc struct{ n, pass, api, ok int }
+	type acc struct{ n, pass, api int }
 	per := map[string]*acc{}
 	for _, j := range rows {
 		a := per[j.TaskID]

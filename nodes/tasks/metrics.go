@@ -229,7 +229,7 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	for _, line := range tableOne(table, ks) {
 		r.Logf("%s", line)
 	}
-	r.Note("%d groups over %d samples (%d models × %d cells)", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model }), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	r.Note("%d groups over %d samples, %d model × cell pairs", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
 	return nil
 }
 
