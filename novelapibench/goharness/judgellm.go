@@ -65,17 +65,20 @@ const argTrouble = `(?:(?:not enough|too many) arguments in call to|in argument 
 //     WrongParam;
 //  2. any other compile error → WrongLogic: every name resolved (the fast
 //     path decides unresolved ones), so the program around them is wrong;
-//  3. the solver's code never calls the target, or names it but the spy
-//     counted no direct call → WrongAPISelection;
+//  3. the solver's code never calls the target → WrongAPISelection;
 //  4. a panic whose innermost frame below the runtime is a function of
 //     the target's package → WrongShapeDtype (a contract violated inside
 //     the API's body);
-//  5. the call's arguments differ from the reference's (paramCorr < 1,
+//  5. the program left no record (the harness refused the span, it
+//     crashed, exited or was tampered with) → WrongLogic;
+//  6. the code names the target but the spy counted no direct call →
+//     WrongAPISelection;
+//  7. the call's arguments differ from the reference's (paramCorr < 1,
 //     see ParamCorr) → WrongParam;
-//  6. anything else (a wrong result, a panic in the solver's own code, a
+//  8. anything else (a wrong result, a panic in the solver's own code, a
 //     hang, a harness layer failed) → WrongLogic.
 //
-// Rule 5 is a heuristic: an argument written differently but equal in
+// Rule 7 is a heuristic: an argument written differently but equal in
 // value counts as different; that is what the LLM judge is for.
 func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float64) (class, rule string) {
 	code, prog, name := solverCode(s.Solution, s.Program, tg, pkgName)
@@ -88,11 +91,18 @@ func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float
 	if !callsTarget(prog, code, name, tg) {
 		return ClassWrongAPISelection, "never calls " + tg.Name
 	}
-	if s.Direct == 0 {
-		return ClassWrongAPISelection, "names " + tg.Name + " but never calls it"
-	}
 	if fn := panicSite(f.RuntimeError); fn != "" && strings.HasPrefix(fn, tg.Package+".") {
 		return ClassWrongShapeDtype, "panics inside " + tg.Package + ": " + fn
+	}
+	if !s.Ran {
+		why := firstLine(f.RuntimeError)
+		if why == "" {
+			why = firstLine(f.Failures)
+		}
+		return ClassWrongLogic, "calls " + tg.Name + "; the program did not run to its end: " + why
+	}
+	if s.Direct == 0 {
+		return ClassWrongAPISelection, "names " + tg.Name + " but never calls it"
 	}
 	if paramCorr < 1 {
 		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, paramCorr)

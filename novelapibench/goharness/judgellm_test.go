@@ -16,6 +16,7 @@ func TestFallbackRules(t *testing.T) {
 		name   string
 		sol    string
 		direct int64
+		norun  bool // no record: the harness refused it or it crashed
 		f      RunFailure
 		corr   float64
 		class  string
@@ -33,6 +34,10 @@ func TestFallbackRules(t *testing.T) {
 			f: RunFailure{CompileError: "./main.go:7:20: cannot use x (variable of type [][]int) as string value in argument to lo.ChunkString"}, class: ClassWrongLogic, rule: "every name resolves"},
 		{name: "the target named, never run", sol: "if false {\n\t\tx := lo.Chunk(xs, 2)\n\t}", direct: 0, corr: 1,
 			class: ClassWrongAPISelection, rule: "never calls it"},
+		{name: "refused before the build", sol: "x := lo.Chunk(xs, 2)\n\treturn", norun: true, corr: 1,
+			f: RunFailure{FailedLayers: []string{"span"}, Failures: "returns from the scenario: the code after the span must run"}, class: ClassWrongLogic, rule: "did not run to its end: returns from the scenario"},
+		{name: "a crash before the record", sol: "x := lo.Chunk(xs, 2)\n\tos.Exit(3)", norun: true, corr: 1,
+			f: RunFailure{RuntimeError: "exit status 3\n", FailedLayers: []string{"runtime"}}, class: ClassWrongLogic, rule: "did not run to its end: exit status 3"},
 		{name: "a panic inside the package", sol: "x := lo.Chunk(xs, 0)", direct: 1, corr: 0.5,
 			f:     RunFailure{RuntimeError: "panic: " + stack + "github.com/samber/lo.Chunk[...]({0xc0, 0x3, 0x3}, 0x0)\n\t/m/slice.go:180 +0x2f5\nmain.main()\n"},
 			class: ClassWrongShapeDtype, rule: "panics inside github.com/samber/lo: github.com/samber/lo.Chunk[...]"},
@@ -50,7 +55,7 @@ func TestFallbackRules(t *testing.T) {
 			f: RunFailure{TimedOut: true}, class: ClassWrongLogic, rule: "time limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Sample{Program: prog(tc.sol), Solution: tc.sol, CompileError: tc.f.CompileError, Ran: tc.f.CompileError == "", Direct: tc.direct}
+			s := Sample{Program: prog(tc.sol), Solution: tc.sol, CompileError: tc.f.CompileError, Ran: tc.f.CompileError == "" && !tc.norun, Direct: tc.direct}
 			class, rule := Fallback(s, tc.f, chunk, "lo", tc.corr)
 			if class != tc.class || !strings.Contains(rule, tc.rule) {
 				t.Errorf("Fallback = %s (%q), want %s (%q)", class, rule, tc.class, tc.rule)
