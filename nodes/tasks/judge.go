@@ -155,8 +155,10 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 		return nil, nil, fmt.Errorf("judge: the model was not resolved")
 	}
 	byID := map[string]Row{}
+	refs := map[string]*goharness.CallInfo{} // the reference's call of the target, by task
 	for _, t := range tasks {
 		byID[t.TaskID] = t
+		refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, target(t), t.PkgName)
 	}
 	j := &judged{rows: make([]JudgeRow, 0, len(samples))}
 	for i, s := range samples {
@@ -174,15 +176,19 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 		for _, c := range calls {
 			row.APICalled = row.APICalled || (c.Target && s.SpyDirect > 0)
 		}
-		row.ParamCorr = goharness.ParamCorr(s.Solution, s.Program, task.Mask, task.Reference, tg, task.PkgName)
+		ref := refs[s.TaskID]
+		row.ParamCorr = goharness.MatchCalls(calls, ref)
 		row.Class, row.Rule = goharness.Judge(gs, tg, task.PkgName)
 		if row.Class == goharness.ClassNeedsLLM {
 			fail := goharness.RunFailure{CompileError: s.CompileError, RuntimeError: s.RuntimeError, TimedOut: s.TimedOut, FailedLayers: s.FailedLayers, Failures: s.Failures}
 			row.Class, row.Rule = goharness.Fallback(gs, fail, tg, task.PkgName, row.ParamCorr)
 			row.Path = PathFallback
 			if m != nil {
-				sys, user := goharness.JudgePrompt(goharness.JudgeInput{Target: tg, Description: task.Description, Context: task.Context,
-					Solution: s.Solution, Calls: calls, Reference: goharness.ReferenceCall(task.Mask, task.Reference, tg, task.PkgName), Failure: fail})
+				in := goharness.JudgeInput{Target: tg, Description: task.Description, Context: task.Context, Solution: s.Solution, Calls: calls, Failure: fail}
+				if ref != nil {
+					in.Reference = ref.String()
+				}
+				sys, user := goharness.JudgePrompt(in)
 				j.calls = append(j.calls, judgeCall{Row: i, Call: request(m, sys, user, goharness.JudgeSchema, "failure_class")})
 			}
 		}

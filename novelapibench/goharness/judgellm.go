@@ -139,7 +139,7 @@ type JudgeInput struct {
 	Context     string // the program with the span masked
 	Solution    string // the solver's answer
 	// Calls are the solver's calls of the target's package (CallStructure);
-	// Reference the reference's call of the target (ReferenceCall).
+	// Reference the reference's call of the target (TargetCall's String).
 	Calls     []CallInfo
 	Reference string
 	Failure   RunFailure

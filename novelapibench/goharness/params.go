@@ -139,12 +139,18 @@ func exprString(fset *token.FileSet, x ast.Expr) string {
 // reference and refProgram the task's reference answer (Mask) and whole
 // reference program.
 func ParamCorr(solution, program, reference, refProgram string, tg Target, pkgName string) float64 {
-	ref := targetCall(reference, refProgram, tg, pkgName)
+	return MatchCalls(CallStructure(solution, program, tg, pkgName), TargetCall(reference, refProgram, tg, pkgName))
+}
+
+// MatchCalls is ParamCorr from the solver's calls (CallStructure) and the
+// reference's call of the target (TargetCall), for callers that have them
+// already.
+func MatchCalls(calls []CallInfo, ref *CallInfo) float64 {
 	if ref == nil {
 		return 0
 	}
 	best := 0.0
-	for _, c := range CallStructure(solution, program, tg, pkgName) {
+	for _, c := range calls {
 		if c.Target {
 			best = max(best, argMatch(c.Args, ref.Args))
 		}
@@ -152,23 +158,15 @@ func ParamCorr(solution, program, reference, refProgram string, tg Target, pkgNa
 	return best
 }
 
-// targetCall is the first call of the target in code, nil for none.
-func targetCall(code, program string, tg Target, pkgName string) *CallInfo {
+// TargetCall is the first call of the target in code (an answer, with
+// program the program it runs in), nil for none.
+func TargetCall(code, program string, tg Target, pkgName string) *CallInfo {
 	for _, c := range CallStructure(code, program, tg, pkgName) {
 		if c.Target {
 			return &c
 		}
 	}
 	return nil
-}
-
-// ReferenceCall is the reference's call of the target as source ("" when
-// it has none): what the LLM judge compares the solver's call with.
-func ReferenceCall(reference, refProgram string, tg Target, pkgName string) string {
-	if c := targetCall(reference, refProgram, tg, pkgName); c != nil {
-		return c.String()
-	}
-	return ""
 }
 
 func argMatch(a, b []string) float64 {

@@ -55,7 +55,10 @@ func TestCallStructureListsThePackagesCalls(t *testing.T) {
 	if strings.Join(s, "|") != want {
 		t.Errorf("calls %q, want %q", strings.Join(s, "|"), want)
 	}
-	if r := ReferenceCall("x := lo.Chunk(xs, 2)", "", chunk, "lo"); r != "lo.Chunk(xs, 2)" {
-		t.Errorf("reference call %q", r)
+	if r := TargetCall("x := lo.Chunk(xs, 2)", "", chunk, "lo"); r == nil || r.String() != "lo.Chunk(xs, 2)" {
+		t.Errorf("reference call %v", r)
+	}
+	if r := TargetCall("x := lo.Flatten(xs)", "", chunk, "lo"); r != nil {
+		t.Errorf("no call of the target: %v", r)
 	}
 }
