@@ -62,3 +62,19 @@ func TestCallStructureListsThePackagesCalls(t *testing.T) {
 		t.Errorf("no call of the target: %v", r)
 	}
 }
+
+// BenchmarkJudgeOneSample is the judge's deterministic work on one failed
+// sample: the fast path, the call structure, the argument match and the
+// fallback (what a sweep of 300k samples pays before any model call).
+func BenchmarkJudgeOneSample(b *testing.B) {
+	chunk := Target{ID: "lo.Chunk", Package: "github.com/samber/lo", Name: "Chunk"}
+	sol := "import \"github.com/samber/lo\"\n\nx := lo.Chunk(lo.Range(10), 3)\n\tfor i := range x {\n\t\tx[i] = x[i][:1]\n\t}"
+	prog := "package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/samber/lo\"\n)\n\nfunc main() {\n\tx := lo.Chunk(lo.Range(10), 3)\n\tfor i := range x {\n\t\tx[i] = x[i][:1]\n\t}\n\tfmt.Println(x)\n}\n"
+	ref := TargetCall("x := lo.Chunk(lo.Range(10), 2)", prog, chunk, "lo")
+	s := Sample{Program: prog, Solution: sol, Ran: true, Direct: 1}
+	for b.Loop() {
+		Judge(s, chunk, "lo")
+		corr := MatchCalls(CallStructure(sol, prog, chunk, "lo"), ref)
+		Fallback(s, RunFailure{FailedLayers: []string{"comparative"}}, chunk, "lo", corr)
+	}
+}
