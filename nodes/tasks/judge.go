@@ -300,7 +300,10 @@ func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
 // fallback's class (path llm); a score sets Sem. An unusable answer (the
 // judge unreachable after its retries, the schema not held, not JSON, not
 // a class) leaves the fallback's decision, its rule saying why, and Sem
-// null. problems counts the unusable answers by reason.
+// null. problems counts the unusable answers by reason. Answers are
+// cached as they complete (failures never are), but the node's output
+// keeps the fallback's decisions of an unreachable judge like any other
+// row (its key does not change), so the note counts them.
 func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int) (map[string]int, error) {
 	type answer struct {
 		resp *llm.Response
@@ -475,6 +478,13 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int) {
 		parts = append(parts, fmt.Sprintf("%s %d", cl, classes[cl]))
 	}
 	note := fmt.Sprintf("%d samples: %s; paths: rule %d, llm %d, fallback %d", len(out), strings.Join(parts, ", "), paths[PathRule], paths[PathLLM], paths[PathFallback])
+	unusable := 0
+	for _, n := range problems {
+		unusable += n
+	}
+	if unusable > 0 {
+		note += fmt.Sprintf("; %d judge answers unusable (see the log)", unusable)
+	}
 	if cal := Calibration(out); cal != nil {
 		r.Report("calibration", cal)
 		r.Logf("calibration: %d of %d samples in their class by construction (%.1f%%)", cal.Agree, cal.Samples, 100*cal.Agreement)

@@ -100,6 +100,9 @@ node "judge" "llm" {
 			t.Errorf("%s %s: sem %v, want %v", j.TaskID, j.Kind, fmt.Sprint(j.Sem != nil && *j.Sem == 1), wantSem)
 		}
 	}
+	if note := run.Notes("done")["node.judge.llm"]; !strings.Contains(note, "paths: rule 59, llm 14, fallback 16") || !strings.Contains(note, "16 judge answers unusable") {
+		t.Errorf("note %q", note)
+	}
 	rep, _ := calibrationReport(t, run, "node.judge.llm")
 	// The offline fixture: 9 tasks, 89 calibration samples; two perturbed
 	// arguments pass their weak harnesses (Clamp, Stack.Push, easy).
