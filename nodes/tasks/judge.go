@@ -2,36 +2,77 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
 func init() { nodes.Register(judgeType{}) }
 
 // judgeConfig:
 //
-//	node "judge" "qwen" { tasks = node.tasks.lo  samples = node.solve.qwen }
-//
-//lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
+//	node "judge" "qwen" {
+//	  tasks   = node.tasks.lo
+//	  samples = node.solve.qwen
+//	  model   = model.judge   # optional: the LLM judge
+//	  sem     = true          # optional: semantic-equivalence scores (needs model)
+//	}
 type judgeConfig struct {
 	Tasks   nodes.Ref `hcl:"tasks"`
 	Samples nodes.Ref `hcl:"samples"`
+	// Model is the judge model for the samples the fast path leaves
+	// undecided; without it the deterministic fallback decides them.
+	Model *nodes.Model `hcl:"model,optional"`
+	// Sem asks the judge model for each sample's semantic equivalence
+	// with the reference.
+	Sem bool `hcl:"sem,optional"`
 }
 
-// JudgeRow is a sample's failure class. Rule names the deterministic rule
-// that fired; Class needs_llm waits for the LLM judge.
+// Paths: which part of the judge decided a sample's class.
+const (
+	PathRule     = "rule"     // the deterministic fast path (goharness.Judge)
+	PathLLM      = "llm"      // the judge model
+	PathFallback = "fallback" // goharness.Fallback: no judge model, or its answer was unusable
+)
+
+// JudgeRow is one sample's class in the failure taxonomy (OK or one of the
+// six failure classes) with what the metrics node needs.
 type JudgeRow struct {
-	TaskID   string `parquet:"task_id"`
-	SampleID string `parquet:"sample_id"`
-	Kind     string `parquet:"kind"`
-	APIID    string `parquet:"api_id"`
-	Passed   bool   `parquet:"passed"`
-	Class    string `parquet:"class"` // OK, WrongSyntax, WrongAPISelection, WrongImport, needs_llm
-	Rule     string `parquet:"rule"`
+	TaskID     string `parquet:"task_id"`
+	SampleID   string `parquet:"sample_id"`
+	Kind       string `parquet:"kind"`  // reference, a calibration mutant, or model
+	Model      string `parquet:"model"` // the model that wrote the sample ("" for built-in solutions)
+	Cell       string `parquet:"cell"`
+	APIID      string `parquet:"api_id"`
+	Library    string `parquet:"library"`
+	Difficulty string `parquet:"difficulty"`
+	Passed     bool   `parquet:"passed"`
+	SpyDirect  int64  `parquet:"spy_direct"`
+	// APICalled: the solver's code names the target and the spy counted
+	// a direct call (calls the task's context makes do not count).
+	APICalled bool `parquet:"api_called"`
+	// ParamCorr is goharness.ParamCorr: the solver's call of the target
+	// against the reference's, argument by argument, in [0, 1].
+	ParamCorr float64 `parquet:"param_corr"`
+	// Sem is the judge model's semantic-equivalence score in [0, 1]; null
+	// without sem, and where the answer was unusable.
+	Sem   *float64 `parquet:"sem,optional"`
+	Class string   `parquet:"class"` // OK, WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic
+	// Rule is the rule that fired (rule, fallback paths) or the judge
+	// model's rationale (llm path).
+	Rule string `parquet:"rule"`
+	Path string `parquet:"path"` // rule, llm or fallback
+	// Expected is the class a calibration solution stands for by
+	// construction (goharness.ExpectedClass); "" for a model's samples.
+	Expected string `parquet:"expected"`
 }
 
 type judgeType struct {
@@ -40,66 +81,440 @@ type judgeType struct {
 
 // Compile-time checks: a typo in an optional method must not drop it.
 var (
-	_ nodes.Typed      = judgeType{}
-	_ nodes.Documented = judgeType{}
+	_ nodes.Typed       = judgeType{}
+	_ nodes.Documented  = judgeType{}
+	_ nodes.Validator   = judgeType{}
+	_ nodes.Resolver    = judgeType{}
+	_ nodes.CallPlanner = judgeType{}
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "4" }
+func (judgeType) Version() string { return "5" }
 func (judgeType) Doc() string {
-	return "Classifies samples into the failure taxonomy by deterministic rules (OK, WrongSyntax, WrongAPISelection, " +
-		"WrongImport); the rest are needs_llm until the LLM judge."
+	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
+		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
+		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema; " +
+		"a deterministic fallback decides when there is no judge model or its answer is unusable. With sem = true the judge model also " +
+		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
+		"construction (report \"calibration\")."
 }
 
-func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
+func (judgeType) Validate(cfg any) error {
+	c := cfg.(*judgeConfig)
+	if c.Sem && c.Model == nil {
+		return nodes.Errorf("sem", "Sem needs a judge model", "sem = true asks a judge model for semantic equivalence: set model = model.X.")
+	}
+	return nil
+}
+
+// Resolve checks the judge model against its server and pins what it
+// reports; without a model there is nothing outside to pin.
+func (judgeType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*judgeConfig)
+	if c.Model == nil {
+		return nil, nil
+	}
+	m, id, err := llmenv.Resolve(ctx, r, "model", "judge", *c.Model)
+	if err != nil {
+		return nil, err
+	}
+	return &nodes.Pinned{Identity: id, Value: m}, nil
+}
+
+// judged is the work of one run: the rows with the fast path's and the
+// fallback's decisions, and the model calls that may replace them.
+type judged struct {
+	rows  []JudgeRow
+	calls []judgeCall
+}
+
+// judgeCall is one model call for row Row: a verdict (sem false) or a
+// semantic-equivalence score.
+type judgeCall struct {
+	Row  int
+	Sem  bool
+	Call llm.Call
+}
+
+func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	c := t.Config(r)
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	in, err := r.Input(c.Samples)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	samples, err := artifacts.ReadAll[SampleRow](in)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	m, _ := r.Pinned().(*llmenv.Model)
+	if c.Model != nil && m == nil {
+		return nil, nil, fmt.Errorf("judge: the model was not resolved")
 	}
 	byID := map[string]Row{}
+	refs := map[string]*goharness.CallInfo{} // the reference's call of the target, by task
 	for _, t := range tasks {
 		byID[t.TaskID] = t
+		refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, target(t), t.PkgName)
 	}
-	out := make([]JudgeRow, 0, len(samples))
-	confusion := map[string]map[string]int{}
-	kinds := map[string]int{}
-	for _, s := range samples {
-		t, ok := byID[s.TaskID]
+	j := &judged{rows: make([]JudgeRow, 0, len(samples))}
+	for i, s := range samples {
+		task, ok := byID[s.TaskID]
 		if !ok {
-			return fmt.Errorf("sample %s/%s: no such task", s.TaskID, s.SampleID)
+			return nil, nil, fmt.Errorf("sample %s/%s: no such task", s.TaskID, s.SampleID)
 		}
+		tg := target(task)
 		ran := s.CompileError == "" && s.Observation != ""
-		class, rule := goharness.Judge(goharness.Sample{Program: s.Program, Solution: s.Solution, Passed: s.Passed, CompileError: s.CompileError, Ran: ran, Direct: s.SpyDirect}, target(t), t.PkgName)
-		out = append(out, JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, APIID: s.APIID, Passed: s.Passed, Class: class, Rule: rule})
-		if confusion[s.Kind] == nil {
-			confusion[s.Kind] = map[string]int{}
+		gs := goharness.Sample{Program: s.Program, Solution: s.Solution, Passed: s.Passed, CompileError: s.CompileError, Ran: ran, Direct: s.SpyDirect}
+		row := JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
+			Library: task.Library, Difficulty: task.Difficulty, Passed: s.Passed, SpyDirect: s.SpyDirect, Path: PathRule}
+		row.Expected, _ = goharness.ExpectedClass(s.Kind)
+		calls := goharness.CallStructure(s.Solution, s.Program, tg, task.PkgName)
+		for _, c := range calls {
+			row.APICalled = row.APICalled || (c.Target && s.SpyDirect > 0)
 		}
-		confusion[s.Kind][class]++
-		kinds[class]++
+		ref := refs[s.TaskID]
+		row.ParamCorr = goharness.MatchCalls(calls, ref)
+		row.Class, row.Rule = goharness.Judge(gs, tg, task.PkgName)
+		if row.Class == goharness.ClassNeedsLLM {
+			fail := goharness.RunFailure{CompileError: s.CompileError, RuntimeError: s.RuntimeError, TimedOut: s.TimedOut, FailedLayers: s.FailedLayers, Failures: s.Failures}
+			row.Class, row.Rule = goharness.Fallback(gs, fail, tg, task.PkgName, row.ParamCorr)
+			row.Path = PathFallback
+			if m != nil {
+				in := goharness.JudgeInput{Target: tg, Description: task.Description, Context: task.Context, Solution: s.Solution, Calls: calls, Failure: fail}
+				if ref != nil {
+					in.Reference = ref.String()
+				}
+				sys, user := goharness.JudgePrompt(in)
+				j.calls = append(j.calls, judgeCall{Row: i, Call: request(m, sys, user, goharness.JudgeSchema, "failure_class")})
+			}
+		}
+		if c.Sem && m != nil {
+			sys, user := goharness.SemPrompt(task.Description, task.Context, s.Solution, task.Mask)
+			j.calls = append(j.calls, judgeCall{Row: i, Sem: true, Call: request(m, sys, user, goharness.SemSchema, "semantic_equivalence")})
+		}
+		j.rows = append(j.rows, row)
 	}
-	// The confusion table of sample kind against class, for the log.
-	classes := sortedKeys(kinds)
-	r.Logf("%-10s %s", "kind", strings.Join(classes, "  "))
-	for _, k := range sortedKeys(confusion) {
-		var cells []string
-		for _, cl := range classes {
-			cells = append(cells, fmt.Sprintf("%*d", len(cl), confusion[k][cl]))
+	return j, m, nil
+}
+
+// request is one judge call: the model block's sampling settings
+// (temperature 0 when it sets none: a judge should not vary), the
+// judge's own system message, the answer constrained by schema.
+func request(m *llmenv.Model, system, user string, schema []byte, name string) llm.Call {
+	cfg := m.Config
+	zero := 0.0
+	req := llm.Request{API: cfg.APIName(), Temperature: cfg.Temperature, TopP: cfg.TopP, Stop: cfg.Stop, Seed: cfg.Seed, Schema: schema, SchemaName: name}
+	if req.Temperature == nil {
+		req.Temperature = &zero
+	}
+	req.MaxTokens = 512
+	if cfg.MaxTokens != nil {
+		req.MaxTokens = *cfg.MaxTokens
+	}
+	if req.API == "completions" {
+		req.Prompt = system + "\n\n" + user + "\n\nAnswer (JSON):\n"
+	} else {
+		req.Messages = []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	}
+	return llm.Call{Request: req}
+}
+
+// unique lists the calls to make: identical questions (a sample run
+// twice, as the reference is) are asked once. first maps every call to the
+// one that asks its question.
+func (j *judged) unique() (unique, first []int, err error) {
+	seen := map[string]int{}
+	first = make([]int, len(j.calls))
+	for i, c := range j.calls {
+		b, err := json.Marshal(c.Call)
+		if err != nil {
+			return nil, nil, fmt.Errorf("judge: encode call: %w", err)
 		}
-		r.Logf("%-10s %s", k, strings.Join(cells, "  "))
+		f, ok := seen[string(b)]
+		if !ok {
+			f = i
+			seen[string(b)] = i
+			unique = append(unique, i)
+		}
+		first[i] = f
+	}
+	return unique, first, nil
+}
+
+// PlanCalls counts the judge model's calls: one per distinct question of a
+// sample the fast path leaves undecided, and of each sample with sem.
+func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
+	j, m, err := t.prepare(r)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	unique, _, err := j.unique()
+	if err != nil {
+		return nil, err
+	}
+	cl := m.Client(r)
+	p := nodes.CallPlan{Model: m.Config.ID, Calls: int64(len(unique))}
+	for _, i := range unique {
+		c := j.calls[i]
+		if cl.Cached(c.Call) {
+			p.Cached++
+			continue
+		}
+		p.PromptTokens += int64(promptChars(c.Call.Request) / 4) // about 4 bytes a token
+		p.OutputTokens += 60
+	}
+	return []nodes.CallPlan{p}, nil
+}
+
+func promptChars(req llm.Request) int {
+	n := len(req.Prompt)
+	for _, m := range req.Messages {
+		n += len(m.Content)
+	}
+	return n
+}
+
+func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
+	j, m, err := t.prepare(r)
+	if err != nil {
+		return err
+	}
+	var problems map[string]int
+	if m != nil {
+		problems, err = j.ask(ctx, r, m.Client(r), m.Endpoint.Concurrency)
+		if err != nil {
+			return err
+		}
+	}
+	out := j.rows
+	t.log(r, out, problems)
+	return t.Write(r, out)
+}
+
+// ask makes the judge model's calls, at most the model's concurrency at
+// once, and puts usable answers into the rows: a verdict replaces the
+// fallback's class (path llm); a score sets Sem. An unusable answer (the
+// judge unreachable after its retries, the schema not held, not JSON, not
+// a class) leaves the fallback's decision, its rule saying why, and Sem
+// null. problems counts the unusable answers by reason. Answers are
+// cached as they complete (failures never are), but the node's output
+// keeps the fallback's decisions of an unreachable judge like any other
+// row (its key does not change), so the note counts them.
+func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int) (map[string]int, error) {
+	type answer struct {
+		resp *llm.Response
+		err  error
+	}
+	unique, first, err := j.unique()
+	if err != nil {
+		return nil, err
+	}
+	answers := make([]answer, len(j.calls))
+	conc = max(conc, 1)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, conc)
+	var mu sync.Mutex
+	done := 0
+	for _, i := range unique {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			resp, err := cl.Do(ctx, j.calls[i].Call)
+			answers[i] = answer{resp, err}
+			mu.Lock()
+			done++
+			r.Progress(int64(done), int64(len(unique)))
+			r.Status("%d/%d judge calls", done, len(unique))
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i := range j.calls {
+		answers[i] = answers[first[i]]
+	}
+	problems := map[string]int{}
+	for i, c := range j.calls {
+		row := &j.rows[c.Row]
+		a := answers[i]
+		var why string
+		switch {
+		case a.err != nil:
+			why = "judge unreachable"
+			r.Logf("%s/%s: %s: %v", row.TaskID, row.SampleID, why, a.err)
+		case a.resp.SchemaHeld != nil && !*a.resp.SchemaHeld:
+			why = "judge answer broke the schema"
+		}
+		if c.Sem {
+			if why == "" {
+				s, err := goharness.ParseSem(a.resp.Text)
+				if err == nil {
+					row.Sem = &s
+					continue
+				}
+				why = "sem answer unusable"
+			}
+			problems["sem: "+why]++
+			continue
+		}
+		if why == "" {
+			class, rationale, err := goharness.ParseVerdict(a.resp.Text)
+			if err == nil {
+				row.Class, row.Rule, row.Path = class, rationale, PathLLM
+				continue
+			}
+			why = "judge answer unusable (" + err.Error() + ")"
+		}
+		problems[strings.SplitN(why, " (", 2)[0]]++
+		row.Rule = why + "; " + row.Rule
+	}
+	r.Report("judge_usage", cl.Stats())
+	return problems, nil
+}
+
+// CalibrationReport is the judge's agreement with the classes calibration
+// solutions have by construction.
+type CalibrationReport struct {
+	Samples   int                       `json:"samples"`
+	Agree     int                       `json:"agree"`
+	Agreement float64                   `json:"agreement"`
+	Confusion map[string]map[string]int `json:"confusion"` // expected class → assigned class → samples
+	// ByPath is the same per deciding path.
+	ByPath map[string]*PathAgreement `json:"by_path"`
+}
+
+// PathAgreement is a CalibrationReport restricted to one path.
+type PathAgreement struct {
+	Samples   int                       `json:"samples"`
+	Agree     int                       `json:"agree"`
+	Confusion map[string]map[string]int `json:"confusion"`
+}
+
+// Calibration computes the agreement of rows whose class is known by
+// construction (Expected set); nil when there are none.
+func Calibration(rows []JudgeRow) *CalibrationReport {
+	rep := &CalibrationReport{Confusion: map[string]map[string]int{}, ByPath: map[string]*PathAgreement{}}
+	add := func(m map[string]map[string]int, exp, got string) {
+		if m[exp] == nil {
+			m[exp] = map[string]int{}
+		}
+		m[exp][got]++
+	}
+	for _, row := range rows {
+		if row.Expected == "" {
+			continue
+		}
+		p := rep.ByPath[row.Path]
+		if p == nil {
+			p = &PathAgreement{Confusion: map[string]map[string]int{}}
+			rep.ByPath[row.Path] = p
+		}
+		rep.Samples++
+		p.Samples++
+		if row.Class == row.Expected {
+			rep.Agree++
+			p.Agree++
+		}
+		add(rep.Confusion, row.Expected, row.Class)
+		add(p.Confusion, row.Expected, row.Class)
+	}
+	if rep.Samples == 0 {
+		return nil
+	}
+	rep.Agreement = float64(rep.Agree) / float64(rep.Samples)
+	return rep
+}
+
+// classOrder sorts classes as the paper does: OK, then the six.
+func classOrder(classes []string) []string {
+	order := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
+	slices.SortStableFunc(classes, func(a, b string) int {
+		ia, ib := slices.Index(order, a), slices.Index(order, b)
+		if ia < 0 {
+			ia = len(order)
+		}
+		if ib < 0 {
+			ib = len(order)
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a, b)
+	})
+	return classes
+}
+
+// log writes the kind × class table, the calibration agreement and its
+// confusion table, and the note.
+func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int) {
+	byKind := map[string]map[string]int{}
+	classes := map[string]int{}
+	paths := map[string]int{}
+	for _, row := range out {
+		if byKind[row.Kind] == nil {
+			byKind[row.Kind] = map[string]int{}
+		}
+		byKind[row.Kind][row.Class]++
+		classes[row.Class]++
+		paths[row.Path]++
+	}
+	cols := classOrder(sortedKeys(classes))
+	table(r, "kind", byKind, sortedKeys(byKind), cols)
+	for _, p := range sortedKeys(problems) {
+		r.Logf("%d unusable judge answers: %s", problems[p], p)
 	}
 	var parts []string
-	for _, cl := range classes {
-		parts = append(parts, fmt.Sprintf("%s %d", cl, kinds[cl]))
+	for _, cl := range cols {
+		parts = append(parts, fmt.Sprintf("%s %d", cl, classes[cl]))
 	}
-	r.Note("%d samples: %s", len(out), strings.Join(parts, ", "))
-	return t.Write(r, out)
+	note := fmt.Sprintf("%d samples: %s; paths: rule %d, llm %d, fallback %d", len(out), strings.Join(parts, ", "), paths[PathRule], paths[PathLLM], paths[PathFallback])
+	unusable := 0
+	for _, n := range problems {
+		unusable += n
+	}
+	if unusable > 0 {
+		note += fmt.Sprintf("; %d judge answers unusable (see the log)", unusable)
+	}
+	if cal := Calibration(out); cal != nil {
+		r.Report("calibration", cal)
+		r.Logf("calibration: %d of %d samples in their class by construction (%.1f%%)", cal.Agree, cal.Samples, 100*cal.Agreement)
+		exp := classOrder(sortedKeys(cal.Confusion))
+		var got []string
+		for _, m := range cal.Confusion {
+			for c := range m {
+				if !slices.Contains(got, c) {
+					got = append(got, c)
+				}
+			}
+		}
+		table(r, "expected", cal.Confusion, exp, classOrder(got))
+		for _, p := range sortedKeys(cal.ByPath) {
+			pa := cal.ByPath[p]
+			r.Logf("calibration, path %s: %d of %d agree", p, pa.Agree, pa.Samples)
+		}
+		note += fmt.Sprintf("; calibration agreement %d/%d", cal.Agree, cal.Samples)
+	}
+	r.Note("%s", note)
+}
+
+// table logs counts by row label and column.
+func table(r nodes.Run, corner string, m map[string]map[string]int, rows, cols []string) {
+	r.Logf("%-18s %s", corner, strings.Join(cols, "  "))
+	for _, k := range rows {
+		var cells []string
+		for _, cl := range cols {
+			cells = append(cells, fmt.Sprintf("%*d", len(cl), m[k][cl]))
+		}
+		r.Logf("%-18s %s", k, strings.Join(cells, "  "))
+	}
 }

@@ -1,20 +1,47 @@
 package tasks_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
-// TestJudgeClassifiesCalibrationSolutions: each kind of calibration
-// solution lands in the class its mutation stands for; a null mutant
-// compiles and calls nothing wrong, so it waits for the LLM judge.
+// calibrationReport reads a judge node's "calibration" report.
+func calibrationReport(t *testing.T, run *nodetest.Result, addr string) (tasks.CalibrationReport, string) {
+	t.Helper()
+	a, err := run.Store.GetAction(run.Nodes[addr].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep tasks.CalibrationReport
+	if err := json.Unmarshal(a.Reports["calibration"], &rep); err != nil {
+		t.Fatalf("calibration report %s: %v", a.Reports["calibration"], err)
+	}
+	return rep, a.Logs
+}
+
+// TestJudgeClassifiesCalibrationSolutions: without a judge model every
+// sample gets OK or one of the six classes, from the fast path's rules or
+// the fallback's; each kind of calibration solution lands in the class it
+// stands for by construction, except where a weak harness lets a mutant
+// pass; the calibration report counts exactly that.
 func TestJudgeClassifiesCalibrationSolutions(t *testing.T) {
 	run := runFixture(t, "", calibration+`
 node "judge" "calibration" {
   tasks   = node.tasks.shapes
   samples = node.solve.calibration
+}
+node "metrics" "calibration" {
+  judged    = [node.judge.calibration]
+  k         = [1, 2]
+  bootstrap = 50
 }
 `)
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
@@ -22,29 +49,111 @@ node "judge" "calibration" {
 	if len(rows) == 0 || len(rows) != len(samples) {
 		t.Fatalf("%d judgements of %d samples", len(rows), len(samples))
 	}
+	byTask := readTasks(t, run)
+	classes := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
 	byKind := map[string][]tasks.JudgeRow{}
+	agree, passedMutants := 0, 0
 	for i, j := range rows {
-		if j.TaskID != samples[i].TaskID || j.SampleID != samples[i].SampleID || j.Passed != samples[i].Passed {
-			t.Errorf("row %d judges %s/%s, sample is %s/%s", i, j.TaskID, j.SampleID, samples[i].TaskID, samples[i].SampleID)
+		s := samples[i]
+		if j.TaskID != s.TaskID || j.SampleID != s.SampleID || j.Passed != s.Passed || j.SpyDirect != s.SpyDirect {
+			t.Errorf("row %d judges %s/%s, sample is %s/%s", i, j.TaskID, j.SampleID, s.TaskID, s.SampleID)
+		}
+		task := byTask[j.TaskID]
+		if j.Library != task.Library || j.Difficulty != task.Difficulty || j.Library == "" {
+			t.Errorf("%s: library %q difficulty %q, task has %q %q", j.TaskID, j.Library, j.Difficulty, task.Library, task.Difficulty)
+		}
+		if !slices.Contains(classes, j.Class) || j.Rule == "" || (j.Path != tasks.PathRule && j.Path != tasks.PathFallback) || j.Sem != nil {
+			t.Errorf("%s %s: class %q rule %q path %q sem %v", j.TaskID, j.Kind, j.Class, j.Rule, j.Path, j.Sem)
+		}
+		if exp, _ := goharness.ExpectedClass(j.Kind); j.Expected != exp || exp == "" {
+			t.Errorf("%s %s: expected %q, want %q", j.TaskID, j.Kind, j.Expected, exp)
+		}
+		if j.Class == j.Expected {
+			agree++
+		}
+		if j.Passed && j.Kind != "reference" {
+			passedMutants++
 		}
 		byKind[j.Kind] = append(byKind[j.Kind], j)
 	}
-	for _, c := range []struct{ kind, class string }{
-		{"reference", "OK"},
-		{"syntax", "WrongSyntax"},
-		{"import", "WrongImport"},
-		{"sibling", "WrongAPISelection"},
-		{"null", "WrongAPISelection"}, // the solver's code never calls the target
+	for _, c := range []struct{ kind, class, path string }{
+		{"reference", goharness.ClassOK, tasks.PathRule},
+		{goharness.MutantSyntax, goharness.ClassWrongSyntax, tasks.PathRule},
+		{goharness.MutantImport, goharness.ClassWrongImport, tasks.PathRule},
+		{goharness.MutantSibling, goharness.ClassWrongAPISelection, tasks.PathRule},
+		{goharness.MutantNull, goharness.ClassWrongAPISelection, tasks.PathRule}, // the solver's code never calls the target
+		{goharness.MutantHardcoded, goharness.ClassWrongAPISelection, tasks.PathRule},
+		{goharness.MutantPerturb, goharness.ClassWrongParam, tasks.PathFallback}, // the call's argument differs from the reference's
+		{goharness.MutantExit, goharness.ClassWrongLogic, tasks.PathFallback},    // the reference's call, the program cut short
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			if len(byKind[c.kind]) == 0 {
 				t.Fatalf("no %s samples judged", c.kind)
 			}
 			for _, j := range byKind[c.kind] {
-				if j.Class != c.class || j.Rule == "" {
-					t.Errorf("%s %s judged %s (rule %q), want %s", j.TaskID, j.Kind, j.Class, j.Rule, c.class)
+				if j.Passed && c.kind == goharness.MutantPerturb && weak[name(byTask[j.TaskID])] {
+					continue // a weak harness lets it pass: judged OK
+				}
+				if j.Class != c.class || j.Path != c.path {
+					t.Errorf("%s %s judged %s by %s (rule %q), want %s by %s", j.TaskID, j.Kind, j.Class, j.Path, j.Rule, c.class, c.path)
 				}
 			}
 		})
+	}
+	for _, j := range byKind[goharness.MutantPerturb] {
+		if j.ParamCorr >= 1 { // one argument of the call changed
+			t.Errorf("%s perturb: param_corr %v", j.TaskID, j.ParamCorr)
+		}
+	}
+	for _, j := range byKind["reference"] {
+		if j.ParamCorr != 1 || !j.APICalled {
+			t.Errorf("%s reference: param_corr %v, api_called %v", j.TaskID, j.ParamCorr, j.APICalled)
+		}
+	}
+	rep, logs := calibrationReport(t, run, "node.judge.calibration")
+	if rep.Samples != len(rows) || rep.Agree != agree || rep.Agreement != float64(agree)/float64(len(rows)) {
+		t.Errorf("report: %d of %d agree, counted %d of %d", rep.Agree, rep.Samples, agree, len(rows))
+	}
+	// The only disagreements are mutants a weak harness let pass.
+	if rep.Samples-rep.Agree != passedMutants {
+		t.Errorf("%d disagreements, %d mutants passed; confusion %v", rep.Samples-rep.Agree, passedMutants, rep.Confusion)
+	}
+	if rep.ByPath[tasks.PathRule].Samples+rep.ByPath[tasks.PathFallback].Samples != rep.Samples || rep.ByPath[tasks.PathLLM] != nil {
+		t.Errorf("by path: %+v", rep.ByPath)
+	}
+	if !strings.Contains(logs, "calibration:") || !strings.Contains(logs, "expected") {
+		t.Errorf("log lacks the confusion table:\n%s", logs)
+	}
+
+	// The metrics of the judge's own rows, computed here independently:
+	// per task, the fraction passed and the fraction calling the target,
+	// then the mean over tasks.
+	type acc struct{ n, pass, api int }
+	per := map[string]*acc{}
+	for _, j := range rows {
+		a := per[j.TaskID]
+		if a == nil {
+			a = &acc{}
+			per[j.TaskID] = a
+		}
+		a.n++
+		if j.Passed {
+			a.pass++
+		}
+		if j.APICalled {
+			a.api++
+		}
+	}
+	var pass, api float64
+	for _, a := range per {
+		pass += float64(a.pass) / float64(a.n) / float64(len(per))
+		api += float64(a.api) / float64(a.n) / float64(len(per))
+	}
+	m, _ := readMetrics(t, run, "node.metrics.calibration")
+	pooled := m["//all/all"]
+	round := func(x float64) string { return fmt.Sprint(math.Round(x*10000) / 100) }
+	if pooled["tasks"] != fmt.Sprint(len(per)) || pooled["samples"] != fmt.Sprint(len(rows)) || pooled["pass_at_1"] != round(pass) ||
+		pooled["api_acc"] != round(api) || pooled["ok"] != round(pass) || pooled["unclassified"] != "0" || pooled["pass_at_1_lo"] == "null" {
+		t.Errorf("metrics of the calibration judge: %v; want %d tasks, %d samples, pass@1 = ok = %s, api_acc %s", pooled, len(per), len(rows), round(pass), round(api))
 	}
 }

@@ -1,7 +1,9 @@
 // Package goharness is NovelAPIBench's own logic for Go: tasks cut from
 // examples, the execute-then-assert harness, the target-API spy, the
-// calibration mutants a harness must reject and the judge's deterministic
-// rules. It builds on the Go runners (goapi for source, gotool for running
+// calibration mutants a harness must reject (and the class each stands
+// for), and the judge: its deterministic rules, its fallback, the LLM
+// judge's prompts and schemas, and the call structure and argument match
+// (ParamCorr) read from a solution's syntax tree. It builds on the Go runners (goapi for source, gotool for running
 // programs) and lives outside runners because it is the benchmark, not a
 // way of executing work.
 //

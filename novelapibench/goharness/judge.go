@@ -10,15 +10,23 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
 
-// Failure classes the deterministic fast path of the judge assigns
-// (NovelAPIBench §3.3); everything else waits for the LLM judge.
+// The failure taxonomy (NovelAPIBench §3.3): OK and six mutually
+// exclusive failure classes. The deterministic fast path (Judge) assigns
+// OK, WrongSyntax, WrongAPISelection and WrongImport, or ClassNeedsLLM for
+// what the LLM judge (or Fallback) decides.
 const (
 	ClassOK                = "OK"
-	ClassWrongSyntax       = "WrongSyntax"
-	ClassWrongAPISelection = "WrongAPISelection"
-	ClassWrongImport       = "WrongImport"
+	ClassWrongSyntax       = "WrongSyntax"       // the code does not parse
+	ClassWrongAPISelection = "WrongAPISelection" // the target never called: a sibling or a hallucinated symbol instead
+	ClassWrongImport       = "WrongImport"       // the right symbol, a wrong or missing import path
+	ClassWrongParam        = "WrongParam"        // the right call, a wrong argument
+	ClassWrongShapeDtype   = "WrongShapeDtype"   // the right call, a contract violated inside the API's body
+	ClassWrongLogic        = "WrongLogic"        // the right call, the surrounding program wrong
 	ClassNeedsLLM          = "needs_llm"
 )
+
+// FailureClasses are the six failure classes, in the paper's order.
+var FailureClasses = []string{ClassWrongSyntax, ClassWrongAPISelection, ClassWrongImport, ClassWrongParam, ClassWrongShapeDtype, ClassWrongLogic}
 
 // Sample is one solution's run, as the judge sees it.
 type Sample struct {
@@ -43,25 +51,7 @@ var (
 // ran, all of it the solver's code, and names the package by its own
 // import.
 func Judge(s Sample, tg Target, pkgName string) (class, rule string) {
-	if f, err := parser.ParseFile(token.NewFileSet(), "solution.go", s.Solution, parser.ImportsOnly); err == nil && f.Name.Name == "main" {
-		s.Program = s.Solution
-		for _, im := range f.Imports {
-			if strings.Trim(im.Path.Value, `"`) == tg.Package {
-				pkgName = goapi.ImportName(im)
-			}
-		}
-	} else {
-		// A span after the import lines the solver wrote: its own name
-		// for the target's package, when it imports it.
-		imports, span := SplitAnswer(s.Solution)
-		for _, im := range imports {
-			name, path, _ := strings.Cut(im, " ")
-			if strings.Trim(path, `"`) == tg.Package {
-				pkgName = name
-			}
-		}
-		s.Solution = span
-	}
+	s.Solution, s.Program, pkgName = solverCode(s.Solution, s.Program, tg, pkgName)
 	if s.Passed {
 		return ClassOK, "passed the harness"
 	}

@@ -1,0 +1,140 @@
+package tasks_test
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+)
+
+// between is the text of s between the first from and the next to.
+func between(s, from, to string) string {
+	_, rest, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	out, _, _ := strings.Cut(rest, to)
+	return out
+}
+
+// solutionHas matches a judge prompt whose solution contains sub.
+func solutionHas(sub string) func(llmtest.Request) bool {
+	return func(q llmtest.Request) bool {
+		return strings.Contains(between(q.Text(), "Solution:\n```go\n", "\n```"), sub)
+	}
+}
+
+// TestJudgeModelDecidesWhatTheFastPathLeaves runs the calibration samples
+// through a scripted judge model that answers the exit mutants with a valid
+// verdict, the perturbed arguments with another valid one, the goexit
+// mutants with garbage and the discarded-result mutants never (503 on
+// every try): each sample's path says who decided, the fallback decides
+// where the model could not, and the calibration table is exact. With sem,
+// every sample gets a score: 1 when it is the reference, 0 otherwise.
+func TestJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{
+		Models: []string{"judge-model"},
+		Script: []llmtest.Rule{
+			{Contains: "Solution to judge:", Reply: func(q llmtest.Request) string {
+				ref := between(q.Text(), "Reference solution:\n```go\n", "\n```")
+				sol := between(q.Text(), "Solution to judge:\n```go\n", "\n```")
+				if ref == sol {
+					return `{"equivalent": true, "score": 1}`
+				}
+				return `{"equivalent": false, "score": 0}`
+			}},
+			{When: solutionHas("os.Exit(0)"), Answer: `{"class": "WrongLogic", "rationale": "exits before the scenario ends"}`},
+			{When: solutionHas("runtime.Goexit()"), Answer: `I would say WrongLogic.`},
+			{When: solutionHas(`fmt.Print("`), Status: 503}, // the discarded mutants print the result as a literal
+		},
+		Default: `{"class": "WrongParam", "rationale": "an argument differs from the reference's"}`,
+	})
+	defer srv.Close()
+	run := runFixture(t, "", calibration+fmt.Sprintf(`
+model "judge" {
+  id          = "judge-model"
+  endpoint    = %q
+  max_retries = 1
+  timeout     = "10s"
+}
+node "judge" "llm" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.judge
+  sem     = true
+}
+`, srv.URL()))
+	rows := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.llm")
+	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
+	byTask := readTasks(t, run)
+	want := map[string]struct{ class, path, rule string }{
+		"reference":               {goharness.ClassOK, tasks.PathRule, "passed"},
+		goharness.MutantSyntax:    {goharness.ClassWrongSyntax, tasks.PathRule, "does not parse"},
+		goharness.MutantImport:    {goharness.ClassWrongImport, tasks.PathRule, "import"},
+		goharness.MutantSibling:   {goharness.ClassWrongAPISelection, tasks.PathRule, "instead"},
+		goharness.MutantNull:      {goharness.ClassWrongAPISelection, tasks.PathRule, "never calls"},
+		goharness.MutantHardcoded: {goharness.ClassWrongAPISelection, tasks.PathRule, "never calls"},
+		goharness.MutantPerturb:   {goharness.ClassWrongParam, tasks.PathLLM, "an argument differs"},
+		goharness.MutantExit:      {goharness.ClassWrongLogic, tasks.PathLLM, "exits before"},
+		goharness.MutantGoexit:    {goharness.ClassWrongLogic, tasks.PathFallback, "judge answer broke the schema"},
+		goharness.MutantDiscarded: {goharness.ClassWrongLogic, tasks.PathFallback, "judge unreachable"},
+	}
+	for i, j := range rows {
+		w, ok := want[j.Kind]
+		if j.Kind == goharness.MutantPerturb && j.Passed {
+			w = want["reference"] // a weak harness let it pass
+		}
+		if !ok || j.Class != w.class || j.Path != w.path || !strings.Contains(j.Rule, w.rule) {
+			t.Errorf("%s %s: %s by %s (%q), want %s by %s (%q)", j.TaskID, j.Kind, j.Class, j.Path, j.Rule, w.class, w.path, w.rule)
+		}
+		wantSem := 0.0 // the script: 1 for the reference's text (an import mutant may be that too)
+		if samples[i].Solution == byTask[j.TaskID].Mask {
+			wantSem = 1
+		}
+		if j.Sem == nil || *j.Sem != wantSem {
+			t.Errorf("%s %s: sem %v, want %v", j.TaskID, j.Kind, fmt.Sprint(j.Sem != nil && *j.Sem == 1), wantSem)
+		}
+	}
+	if note := run.Notes("done")["node.judge.llm"]; !strings.Contains(note, "paths: rule 59, llm 14, fallback 16") || !strings.Contains(note, "16 judge answers unusable") {
+		t.Errorf("note %q", note)
+	}
+	rep, _ := calibrationReport(t, run, "node.judge.llm")
+	// The offline fixture: 9 tasks, 89 calibration samples; two perturbed
+	// arguments pass their weak harnesses (Clamp, Stack.Push, easy).
+	wantConfusion := map[string]map[string]int{
+		goharness.ClassOK:                {goharness.ClassOK: 18},
+		goharness.ClassWrongSyntax:       {goharness.ClassWrongSyntax: 9},
+		goharness.ClassWrongAPISelection: {goharness.ClassWrongAPISelection: 21},
+		goharness.ClassWrongImport:       {goharness.ClassWrongImport: 9},
+		goharness.ClassWrongParam:        {goharness.ClassOK: 2, goharness.ClassWrongParam: 5},
+		goharness.ClassWrongLogic:        {goharness.ClassWrongLogic: 25},
+	}
+	if rep.Samples != 89 || rep.Agree != 87 || !reflect.DeepEqual(rep.Confusion, wantConfusion) {
+		t.Errorf("calibration: %d of %d agree, confusion %v", rep.Agree, rep.Samples, rep.Confusion)
+	}
+	paths := map[string][2]int{}
+	for p, a := range rep.ByPath {
+		paths[p] = [2]int{a.Agree, a.Samples}
+	}
+	// llm: 5 perturbed + 9 exit; fallback: 9 goexit + 7 discarded.
+	if want := map[string][2]int{tasks.PathRule: {57, 59}, tasks.PathLLM: {14, 14}, tasks.PathFallback: {16, 16}}; !reflect.DeepEqual(paths, want) {
+		t.Errorf("agreement by path %v, want %v", paths, want)
+	}
+	// Every distinct question was asked once (the unreachable ones twice:
+	// max_retries = 1): 78 sem questions (the reference and its second run
+	// ask the same, and so do two import mutants whose answer is the
+	// reference's text), 5 + 9 + 9 answered verdicts.
+	asked := map[string]int{}
+	for _, c := range srv.Calls() {
+		asked[fmt.Sprint(c.Requests)]++
+	}
+	if want := map[string]int{"1": 78 + 14 + 9, "2": 7}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("calls by requests each %v, want %v", asked, want)
+	}
+
+}

@@ -1,0 +1,552 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/analysis"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/parquet-go/parquet-go"
+)
+
+func init() { nodes.Register(metricsType{}) }
+
+// metricsConfig:
+//
+//	node "metrics" "x" {
+//	  judged    = [node.judge.a, node.judge.b]
+//	  k         = [1, 5]   # pass@k columns (pass@1 is always there)
+//	  bootstrap = 1000     # resamples for the CIs (0: none)
+//	  seed      = 1
+//	}
+type metricsConfig struct {
+	// Judged are judge outputs, or any tables with their columns: task_id,
+	// passed and class, and optionally model, cell, library, difficulty,
+	// api_called, param_corr and sem.
+	Judged    []nodes.Ref `hcl:"judged"`
+	K         []int       `hcl:"k,optional"`
+	Bootstrap *int        `hcl:"bootstrap,optional"`
+	Seed      *int64      `hcl:"seed,optional"`
+}
+
+// Defaults of the metrics node.
+const (
+	defaultBootstrap = 1000
+	defaultSeed      = 1
+	ciLevel          = 0.95
+	// All stands for every value of a pooled level (a row over all
+	// difficulties, all libraries).
+	All = "all"
+)
+
+func (c *metricsConfig) ks() []int {
+	ks := []int{1}
+	if c.K == nil {
+		ks = append(ks, 5)
+	}
+	for _, k := range c.K {
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+func (c *metricsConfig) bootstrap() int {
+	if c.Bootstrap == nil {
+		return defaultBootstrap
+	}
+	return *c.Bootstrap
+}
+
+func (c *metricsConfig) seed() uint64 {
+	if c.Seed == nil {
+		return defaultSeed
+	}
+	return uint64(*c.Seed)
+}
+
+type metricsType struct{ nodes.Dynamic[metricsConfig] }
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = metricsType{}
+	_ nodes.Documented = metricsType{}
+	_ nodes.Validator  = metricsType{}
+)
+
+func (metricsType) Name() string    { return "metrics" }
+func (metricsType) Version() string { return "1" }
+func (metricsType) Doc() string {
+	return "NovelAPIBench's metrics (seed Table 1, Appendix E) from judge outputs: one row per model × cell × difficulty × library " +
+		"and pooled rows (\"all\") per model × cell, model × cell × difficulty and model × cell × library, with tasks, samples, pass@1, " +
+		"pass@k (Chen et al.'s unbiased estimator), API_acc, Param_corr, Sem, the failure composition over OK and the six classes, " +
+		"and 95% percentile bootstrap CIs resampling tasks (seeded). Values are percentages rounded to 0.01; every metric is a mean " +
+		"over the group's tasks of the task's value, so each task weighs the same."
+}
+
+func (metricsType) Validate(cfg any) error {
+	c := cfg.(*metricsConfig)
+	if len(c.Judged) == 0 {
+		return nodes.Errorf("judged", "No judge outputs", "judged needs at least one node, e.g. [node.judge.qwen].")
+	}
+	for _, k := range c.K {
+		if k < 1 {
+			return nodes.Errorf("k", "Invalid k", "pass@k needs k ≥ 1, not %d.", k)
+		}
+	}
+	if c.Bootstrap != nil && *c.Bootstrap < 0 {
+		return nodes.Errorf("bootstrap", "Invalid bootstrap", "bootstrap is a number of resamples (0 for no CIs), not %d.", *c.Bootstrap)
+	}
+	return nil
+}
+
+func (metricsType) Schema() nodes.Schema {
+	return nodes.Schema{
+		Dynamic: "a pass_at_K column for each k",
+		Derive: func(cfg any, _ func(nodes.Ref) *parquet.Schema) *parquet.Schema {
+			return parquet.SchemaOf(reflect.New(metricsRowType(cfg.(*metricsConfig).ks())).Interface())
+		},
+	}
+}
+
+// A metrics row's columns, in order; pass_at_K columns follow pass@1's CI.
+// Percentages are *float64: null where a metric is undefined (pass@k with
+// a task of fewer than k samples, Sem without scores, a CI without
+// resamples).
+var (
+	headCols = []string{"model", "cell", "difficulty", "library"}
+	countCol = []string{"tasks", "samples"}
+	pctCols  = []string{"pass_at_1", "pass_at_1_lo", "pass_at_1_hi"}
+	tailCols = []string{"api_acc", "api_acc_lo", "api_acc_hi", "param_corr", "param_corr_lo", "param_corr_hi", "sem",
+		"ok", "wrong_syntax", "wrong_api_selection", "wrong_import", "wrong_param", "wrong_shape_dtype", "wrong_logic", "unclassified"}
+)
+
+// metricsRowType is the row struct for these ks, built at run time so that
+// the columns keep their order (a parquet group would sort them).
+func metricsRowType(ks []int) reflect.Type {
+	var fields []reflect.StructField
+	add := func(name string, t reflect.Type, opt bool) {
+		tag := name
+		if opt {
+			tag += ",optional"
+		}
+		fields = append(fields, reflect.StructField{Name: "F" + strconv.Itoa(len(fields)), Type: t, Tag: reflect.StructTag(`parquet:"` + tag + `"`)})
+	}
+	str, i64, pf := reflect.TypeOf(""), reflect.TypeOf(int64(0)), reflect.TypeOf((*float64)(nil))
+	for _, c := range headCols {
+		add(c, str, false)
+	}
+	for _, c := range countCol {
+		add(c, i64, false)
+	}
+	for _, c := range pctCols {
+		add(c, pf, true)
+	}
+	for _, k := range ks[1:] {
+		add("pass_at_"+strconv.Itoa(k), pf, true)
+	}
+	for _, c := range tailCols {
+		add(c, pf, true)
+	}
+	return reflect.StructOf(fields)
+}
+
+// judgedRow is what metrics read of a judge row.
+type judgedRow struct {
+	task, model, cell, library, difficulty, class string
+	passed, apiCalled                             bool
+	paramCorr                                     float64
+	sem                                           *float64
+}
+
+func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
+	var rows []judgedRow
+	for _, ref := range c.Judged {
+		in, err := readJudged(r, ref)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, in...)
+	}
+	groups := groups(rows)
+	ks := c.ks()
+	rt := metricsRowType(ks)
+	w, err := r.Output(parquet.SchemaOf(reflect.New(rt).Interface()))
+	if err != nil {
+		return err
+	}
+	var table []groupMetrics
+	for _, g := range groups {
+		m := compute(g, ks, c.bootstrap(), c.seed())
+		table = append(table, m)
+		v := reflect.New(rt).Elem()
+		i := 0
+		set := func(x any) {
+			if p, ok := x.(*float64); ok && p == nil {
+				i++
+				return
+			}
+			v.Field(i).Set(reflect.ValueOf(x))
+			i++
+		}
+		for _, s := range []string{m.Model, m.Cell, m.Difficulty, m.Library} {
+			set(s)
+		}
+		set(int64(m.Tasks))
+		set(int64(m.Samples))
+		set(m.PassAt[1])
+		lo, hi := ciBounds(m.PassAt1CI)
+		set(lo)
+		set(hi)
+		for _, k := range ks[1:] {
+			set(m.PassAt[k])
+		}
+		set(m.APIAcc)
+		lo, hi = ciBounds(m.APIAccCI)
+		set(lo)
+		set(hi)
+		set(m.ParamCorr)
+		lo, hi = ciBounds(m.ParamCorrCI)
+		set(lo)
+		set(hi)
+		set(m.Sem)
+		for _, cl := range append([]string{goharness.ClassOK}, goharness.FailureClasses...) {
+			set(pct(m.Composition[cl]))
+		}
+		set(pct(m.Unclassified))
+		if err := w.Write(v.Addr().Interface()); err != nil {
+			return err
+		}
+	}
+	for _, line := range tableOne(table, ks) {
+		r.Logf("%s", line)
+	}
+	r.Note("%d groups over %d samples, %d model × cell pairs", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	return nil
+}
+
+func countDistinct(rows []judgedRow, key func(judgedRow) string) int {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[key(r)] = true
+	}
+	return len(seen)
+}
+
+// readJudged reads the columns metrics need from any table that has them.
+func readJudged(r nodes.Run, ref nodes.Ref) ([]judgedRow, error) {
+	in, err := r.Input(ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []judgedRow
+	for i, row := range in.Rows() {
+		var v any
+		if err := in.Schema().Reconstruct(&v, row); err != nil {
+			return nil, err
+		}
+		m, _ := v.(map[string]any)
+		j := judgedRow{}
+		var ok1, ok2, ok3 bool
+		j.task, ok1 = m["task_id"].(string)
+		j.passed, ok2 = m["passed"].(bool)
+		j.class, ok3 = m["class"].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("%s row %d: needs task_id (string), passed (bool) and class (string)", ref, i)
+		}
+		j.model, _ = m["model"].(string)
+		j.cell, _ = m["cell"].(string)
+		j.library, _ = m["library"].(string)
+		j.difficulty, _ = m["difficulty"].(string)
+		j.apiCalled, _ = m["api_called"].(bool)
+		if x, ok := number(m["param_corr"]); ok {
+			j.paramCorr = x
+		}
+		if x, ok := number(m["sem"]); ok {
+			j.sem = &x
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case *float64:
+		if x != nil {
+			return *x, true
+		}
+	}
+	return 0, false
+}
+
+// group is the judge rows of one model × cell × difficulty × library,
+// where difficulty, library or both may be All.
+type group struct {
+	Model, Cell, Difficulty, Library string
+	rows                             []judgedRow
+}
+
+// groups makes the full groups and the pooled ones, ordered by model and
+// cell as first seen, then the pooled row (all, all), the difficulties
+// (easy, medium, hard, then others) over all libraries, the libraries over
+// all difficulties, and the full groups.
+func groups(rows []judgedRow) []group {
+	type key struct{ model, cell, diff, lib string }
+	idx := map[key]int{}
+	var gs []group
+	add := func(k key, j judgedRow) {
+		i, ok := idx[k]
+		if !ok {
+			i = len(gs)
+			idx[k] = i
+			gs = append(gs, group{Model: k.model, Cell: k.cell, Difficulty: k.diff, Library: k.lib})
+		}
+		gs[i].rows = append(gs[i].rows, j)
+	}
+	var models, cells []string
+	for _, j := range rows {
+		if !slices.Contains(models, j.model) {
+			models = append(models, j.model)
+		}
+		if !slices.Contains(cells, j.cell) {
+			cells = append(cells, j.cell)
+		}
+		add(key{j.model, j.cell, All, All}, j)
+		add(key{j.model, j.cell, j.difficulty, All}, j)
+		add(key{j.model, j.cell, All, j.library}, j)
+		add(key{j.model, j.cell, j.difficulty, j.library}, j)
+	}
+	level := func(d string) int {
+		if i := slices.Index([]string{goharness.Easy, goharness.Medium, goharness.Hard}, d); i >= 0 {
+			return i
+		}
+		return 3
+	}
+	rank := func(g group) int {
+		switch {
+		case g.Difficulty == All && g.Library == All:
+			return 0
+		case g.Library == All:
+			return 1
+		case g.Difficulty == All:
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(gs, func(a, b group) int {
+		if d := slices.Index(models, a.Model) - slices.Index(models, b.Model); d != 0 {
+			return d
+		}
+		if d := slices.Index(cells, a.Cell) - slices.Index(cells, b.Cell); d != 0 {
+			return d
+		}
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		if d := level(a.Difficulty) - level(b.Difficulty); d != 0 {
+			return d
+		}
+		if c := strings.Compare(a.Difficulty, b.Difficulty); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Library, b.Library)
+	})
+	// A level with only one value pools to the same rows: keep them
+	// anyway, so every table has the same shape.
+	return gs
+}
+
+// groupMetrics is one group's row. Percentages are rounded to 0.01; nil is
+// undefined.
+type groupMetrics struct {
+	Model, Cell, Difficulty, Library string
+	Tasks, Samples                   int
+	PassAt                           map[int]*float64
+	PassAt1CI, APIAccCI, ParamCorrCI *analysis.CI
+	APIAcc, ParamCorr, Sem           *float64
+	// Composition is the mean over tasks of the fraction of each class
+	// (OK and the six) among the task's samples; Unclassified of anything
+	// else (needs_llm from an old judge).
+	Composition  map[string]float64
+	Unclassified float64
+}
+
+// ciBounds are an interval's bounds as percentages; nil without one.
+func ciBounds(c *analysis.CI) (lo, hi *float64) {
+	if c == nil {
+		return nil, nil
+	}
+	return pct(c.Lo), pct(c.Hi)
+}
+
+// compute computes a group's metrics. Every metric is the mean over the
+// group's tasks of a per-task value, so that every task weighs the same
+// whatever its number of samples (with equal samples per task, as in a
+// sweep, the same as over samples):
+//
+//   - pass@k: the task's analysis.PassAtK(n, c, k); null when a task has
+//     fewer than k samples;
+//   - API_acc: the fraction of the task's samples whose code calls the
+//     target (api_called);
+//   - Param_corr: the mean param_corr of the task's samples;
+//   - Sem: the mean score of the task's samples that have one, over the
+//     tasks with any; null when none has;
+//   - composition: the fraction of the task's samples in each class.
+//
+// The CIs of pass@1, API_acc and Param_corr are analysis.Bootstrap over
+// the per-task values with b resamples, seed and a stream derived from
+// the group's name (adding groups leaves the others' CIs as they were).
+func compute(g group, ks []int, b int, seed uint64) groupMetrics {
+	type acc struct {
+		n, c, api, semN int
+		corr, sem       float64
+		classes         map[string]int
+	}
+	var order []string
+	per := map[string]*acc{}
+	for _, j := range g.rows {
+		a := per[j.task]
+		if a == nil {
+			a = &acc{classes: map[string]int{}}
+			per[j.task] = a
+			order = append(order, j.task)
+		}
+		a.n++
+		if j.passed {
+			a.c++
+		}
+		if j.apiCalled {
+			a.api++
+		}
+		a.corr += j.paramCorr
+		if j.sem != nil {
+			a.sem += *j.sem
+			a.semN++
+		}
+		a.classes[j.class]++
+	}
+	m := groupMetrics{Model: g.Model, Cell: g.Cell, Difficulty: g.Difficulty, Library: g.Library, Tasks: len(order), Samples: len(g.rows),
+		PassAt: map[int]*float64{}, Composition: map[string]float64{}}
+	var pass1, api, corr, sems []float64
+	known := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
+	for _, id := range order {
+		a := per[id]
+		n := float64(a.n)
+		pass1 = append(pass1, float64(a.c)/n)
+		api = append(api, float64(a.api)/n)
+		corr = append(corr, a.corr/n)
+		if a.semN > 0 {
+			sems = append(sems, a.sem/float64(a.semN))
+		}
+		other := a.n
+		for _, cl := range known {
+			m.Composition[cl] += float64(a.classes[cl]) / n / float64(len(order))
+			other -= a.classes[cl]
+		}
+		m.Unclassified += float64(other) / n / float64(len(order))
+	}
+	for _, k := range ks {
+		var vals []float64
+		for _, id := range order {
+			v, ok := analysis.PassAtK(per[id].n, per[id].c, k)
+			if !ok {
+				vals = nil
+				break
+			}
+			vals = append(vals, v)
+		}
+		if vals != nil {
+			m.PassAt[k] = pct(analysis.Mean(vals))
+		}
+	}
+	m.APIAcc, m.ParamCorr = pct(analysis.Mean(api)), pct(analysis.Mean(corr))
+	if len(sems) > 0 {
+		m.Sem = pct(analysis.Mean(sems))
+	}
+	name := strings.Join([]string{g.Model, g.Cell, g.Difficulty, g.Library}, "\x00")
+	ci := func(vals []float64, metric string) *analysis.CI {
+		c, ok := analysis.Bootstrap(vals, b, ciLevel, seed, analysis.StreamOf(name+"\x00"+metric))
+		if !ok {
+			return nil
+		}
+		return &c
+	}
+	m.PassAt1CI, m.APIAccCI, m.ParamCorrCI = ci(pass1, "pass@1"), ci(api, "api_acc"), ci(corr, "param_corr")
+	return m
+}
+
+// pct is a fraction as a percentage rounded to 0.01; nil for NaN.
+func pct(x float64) *float64 {
+	if math.IsNaN(x) {
+		return nil
+	}
+	v := math.Round(x*10000) / 100
+	return &v
+}
+
+// tableOne renders the pooled rows (difficulty and library all) like the
+// paper's Table 1: one line per model × cell.
+func tableOne(ms []groupMetrics, ks []int) []string {
+	head := []string{"model", "cell", "tasks", "n", "pass@1"}
+	for _, k := range ks[1:] {
+		head = append(head, "pass@"+strconv.Itoa(k))
+	}
+	head = append(head, "API_acc", "Param_corr", "Sem", "OK/Syn/API/Imp/Par/Shp/Log")
+	rows := [][]string{head}
+	f := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*p, 'f', 1, 64)
+	}
+	for _, m := range ms {
+		if m.Difficulty != All || m.Library != All {
+			continue
+		}
+		line := []string{m.Model, m.Cell, strconv.Itoa(m.Tasks), strconv.Itoa(m.Samples), f(m.PassAt[1])}
+		for _, k := range ks[1:] {
+			line = append(line, f(m.PassAt[k]))
+		}
+		var comp []string
+		for _, cl := range append([]string{goharness.ClassOK}, goharness.FailureClasses...) {
+			comp = append(comp, strconv.Itoa(int(math.Round(100*m.Composition[cl]))))
+		}
+		line = append(line, f(m.APIAcc), f(m.ParamCorr), f(m.Sem), strings.Join(comp, "/"))
+		rows = append(rows, line)
+	}
+	width := make([]int, len(head))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var out []string
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			fmt.Fprintf(&b, "%-*s", width[i], c)
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out
+}

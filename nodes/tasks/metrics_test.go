@@ -1,0 +1,188 @@
+package tasks_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+)
+
+// judged is a hand-built judge table: model m, cell base with task t1
+// (easy, library a, 5 samples) and t2 (medium, library b, 4 samples, one
+// left unclassified), cell S with t1 (2 samples).
+const judged = `{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
+{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
+{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}
+{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongLogic","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongAPISelection","api_called":false,"param_corr":0.0,"sem":null}
+{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongSyntax","api_called":false,"param_corr":0.0,"sem":null}
+{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongImport","api_called":false,"param_corr":0.5,"sem":null}
+{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":0.0,"sem":null}
+{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+`
+
+// A second judge output: another model, one passing sample.
+const judged2 = `{"task_id":"t1","model":"m2","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0}
+`
+
+// readMetrics reads a metrics output as rows of column → printed value
+// ("null" for null), keyed model/cell/difficulty/library.
+func readMetrics(t *testing.T, run *nodetest.Result, addr string) (map[string]map[string]string, []string) {
+	t.Helper()
+	rd, err := run.Store.Open(run.Nodes[addr].Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, f := range rd.Schema().Fields() {
+		cols = append(cols, f.Name())
+	}
+	out := map[string]map[string]string{}
+	var order []string
+	for _, row := range rd.Rows() {
+		var v any
+		if err := rd.Schema().Reconstruct(&v, row); err != nil {
+			t.Fatal(err)
+		}
+		m := v.(map[string]any)
+		rec := map[string]string{}
+		for k, x := range m {
+			if x == nil {
+				rec[k] = "null"
+			} else {
+				rec[k] = fmt.Sprint(x)
+			}
+		}
+		key := strings.Join([]string{rec["model"], rec["cell"], rec["difficulty"], rec["library"]}, "/")
+		out[key] = rec
+		order = append(order, key)
+	}
+	return out, append(cols, order...)
+}
+
+func TestMetricsOnAHandBuiltJudgeTable(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"judged.jsonl": judged, "judged2.jsonl": judged2} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := nodetest.Run(t, dir, `
+node "import" "a" { path = "judged.jsonl" }
+node "import" "b" { path = "judged2.jsonl" }
+node "metrics" "x" {
+  judged    = [node.import.a, node.import.b]
+  k         = [1, 2, 5]
+  bootstrap = 1000
+  seed      = 1
+}
+node "metrics" "noci" {
+  judged    = [node.import.a]
+  bootstrap = 0
+}
+`)
+	rows, info := readMetrics(t, run, "node.metrics.x")
+	cols := strings.Join(info[:29], ",")
+	wantCols := "model,cell,difficulty,library,tasks,samples,pass_at_1,pass_at_1_lo,pass_at_1_hi,pass_at_2,pass_at_5," +
+		"api_acc,api_acc_lo,api_acc_hi,param_corr,param_corr_lo,param_corr_hi,sem," +
+		"ok,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic,unclassified"
+	if !strings.HasPrefix(cols, wantCols) {
+		t.Errorf("columns\n %s\nwant\n %s", cols, wantCols)
+	}
+	order := strings.Join(info[26:], " ")
+	wantOrder := "m/base/all/all m/base/easy/all m/base/medium/all m/base/all/a m/base/all/b m/base/easy/a m/base/medium/b " +
+		"m/S/all/all m/S/easy/all m/S/all/a m/S/easy/a m2/base/all/all m2/base/easy/all m2/base/all/a m2/base/easy/a"
+	if order != wantOrder {
+		t.Errorf("rows\n %s\nwant\n %s", order, wantOrder)
+	}
+	// Every task weighs the same: t1 and t2 of cell base.
+	//   pass@1 = (2/5 + 1/4)/2; pass@2 = (1-C(3,2)/C(5,2) + 1-C(3,2)/C(4,2))/2 = (0.7+0.5)/2;
+	//   pass@5 is undefined for t2 (4 samples); API_acc = (4/5 + 1/4)/2;
+	//   Param_corr = (3.5/5 + 1.5/4)/2; Sem = t1's (1+0.5+0)/3 (t2 has none).
+	// A group of one task has a CI of that task's value.
+	want := map[string]string{
+		"m/base/all/all": "tasks=2 samples=9 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_5=null " +
+			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=53.75 param_corr_lo=37.5 param_corr_hi=70 sem=50 " +
+			"ok=32.5 wrong_syntax=12.5 wrong_api_selection=10 wrong_import=12.5 wrong_param=10 wrong_shape_dtype=0 wrong_logic=10 unclassified=12.5",
+		"m/base/easy/all": "tasks=1 samples=5 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_5=100 " +
+			"api_acc=80 param_corr=70 sem=50 ok=40 wrong_api_selection=20 wrong_param=20 wrong_logic=20 unclassified=0",
+		"m/base/all/a":    "tasks=1 samples=5 pass_at_1=40 pass_at_2=70 pass_at_5=100",
+		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_5=null api_acc=25 param_corr=37.5 sem=null ok=25 unclassified=25",
+		"m/S/all/all": "tasks=1 samples=2 pass_at_1=0 pass_at_2=0 pass_at_5=null api_acc=100 param_corr=75 param_corr_lo=75 param_corr_hi=75 " +
+			"sem=null ok=0 wrong_shape_dtype=100",
+		"m2/base/all/all": "tasks=1 samples=1 pass_at_1=100 pass_at_2=null pass_at_5=null api_acc=100 param_corr=100 sem=null ok=100",
+	}
+	for key, fields := range want {
+		row, ok := rows[key]
+		if !ok {
+			t.Errorf("no row %s", key)
+			continue
+		}
+		for _, f := range strings.Fields(fields) {
+			col, val, _ := strings.Cut(f, "=")
+			if row[col] != val {
+				t.Errorf("%s: %s = %s, want %s", key, col, row[col], val)
+			}
+		}
+	}
+	noci, _ := readMetrics(t, run, "node.metrics.noci")
+	if r := noci["m/base/all/all"]; r["pass_at_1_lo"] != "null" || r["api_acc_hi"] != "null" || r["pass_at_1"] != "32.5" || r["pass_at_5"] != "null" {
+		t.Errorf("bootstrap = 0: %v", r)
+	}
+	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
+		t.Error("k unset: want pass@1 and pass@5 only")
+	}
+	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups") {
+		t.Errorf("note %q", note)
+	}
+	// The log's Table-1 view: one line per model × cell, pooled.
+	a, err := run.Store.GetAction(run.Nodes["node.metrics.x"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"model  cell  tasks  n  pass@1  pass@2  pass@5  API_acc  Param_corr  Sem   OK/Syn/API/Imp/Par/Shp/Log",
+		"m      base  2      9  32.5    60.0    -       52.5     53.8        50.0  33/13/10/13/10/0/10",
+		"m2     base  1      1  100.0   -       -       100.0    100.0       -     100/0/0/0/0/0/0",
+	} {
+		if !strings.Contains(a.Logs, line) {
+			t.Errorf("log lacks %q:\n%s", line, a.Logs)
+		}
+	}
+}
+
+func TestMetricsAndJudgeConfigErrorsNameTheAttribute(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"k below 1", `node "metrics" "x" {
+  judged = [node.import.a]
+  k      = [0]
+}`, "p.hcl:3,12-15: Invalid k"},
+		{"negative bootstrap", `node "metrics" "x" {
+  judged    = [node.import.a]
+  bootstrap = -1
+}`, "p.hcl:3,15-17: Invalid bootstrap"},
+		{"no inputs", `node "metrics" "x" {
+  judged = []
+}`, "p.hcl:2,12-14: No judge outputs"},
+		{"sem without a model", `node "judge" "x" {
+  tasks   = node.import.a
+  samples = node.import.a
+  sem     = true
+}`, "p.hcl:4,13-17: Sem needs a judge model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := tc.src + "\nnode \"import\" \"a\" { path = \"a.jsonl\" }\n"
+			_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) {
+				t.Errorf("diagnostics %q, want %q", diags.Error(), tc.want)
+			}
+		})
+	}
+}

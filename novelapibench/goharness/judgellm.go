@@ -1,0 +1,268 @@
+package goharness
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// expected is the class each calibration solution stands for, by
+// construction (see the Mutant* kinds).
+var expected = map[string]string{
+	"reference":     ClassOK,
+	MutantSyntax:    ClassWrongSyntax,       // a parenthesis dropped: it cannot parse
+	MutantSibling:   ClassWrongAPISelection, // another API of the package called instead
+	MutantNull:      ClassWrongAPISelection, // nothing is called: the target never is
+	MutantImport:    ClassWrongImport,       // the right call, a wrong import path
+	MutantPerturb:   ClassWrongParam,        // the right call, a literal argument changed
+	MutantHardcoded: ClassWrongAPISelection, // the values written out, the target never called
+	MutantThrowaway: ClassWrongLogic,        // the right call, its values overwritten after it
+	MutantDiscarded: ClassWrongLogic,        // the right call, its result thrown away
+	MutantExit:      ClassWrongLogic,        // the right call, the program cut short (os.Exit)
+	MutantGoexit:    ClassWrongLogic,        // the right call, the program cut short (runtime.Goexit)
+}
+
+// ExpectedClass is the class a calibration solution of this kind stands
+// for by construction: the reference is OK; the syntax mutant
+// WrongSyntax; the sibling, null and hardcoded mutants WrongAPISelection
+// (the target is never called); the import mutant WrongImport; the
+// perturbed argument WrongParam; the throwaway, discarded, exit and goexit
+// mutants WrongLogic (the call is right, the program around it is not).
+// ok is false for any other kind (a model's sample).
+func ExpectedClass(kind string) (class string, ok bool) {
+	class, ok = expected[kind]
+	return class, ok
+}
+
+// RunFailure is what a failed run says about itself, as the judge sees it.
+type RunFailure struct {
+	CompileError string
+	RuntimeError string // a panic with its stack, a crash, an exit
+	TimedOut     bool
+	FailedLayers []string // the harness's layers that failed
+	Failures     string   // the harness's reasons, one per line
+}
+
+// Bounds of what the LLM judge is shown.
+const (
+	maxPromptCode    = 6000 // the task's context, the solution
+	maxPromptFailure = 1500 // each part of the failure
+)
+
+// argTrouble matches the go compiler's complaints about the arguments of
+// a call of NAME (pkg.NAME, x.NAME, (*T).NAME).
+const argTrouble = `(?:(?:not enough|too many) arguments in call to|in argument to|in call to) \(?[\w.*\[\]]*\bNAME\b(?:$|[^.(\w])|in call to [\w.]*\bNAME, cannot infer`
+
+// Fallback decides a sample the fast path left to the LLM judge (Judge
+// answered ClassNeedsLLM) when there is no judge model, its answer is
+// malformed or it cannot be reached. The rules, in order:
+//
+//  1. a compile error about the target's arguments (too many / not
+//     enough arguments in the call, a value that cannot be used in
+//     argument to it, type arguments that cannot be inferred) →
+//     WrongParam;
+//  2. any other compile error → WrongLogic: every name resolved (the fast
+//     path decides unresolved ones), so the program around them is wrong;
+//  3. the solver's code never calls the target → WrongAPISelection;
+//  4. a panic whose innermost frame below the runtime is a function of
+//     the target's package → WrongShapeDtype (a contract violated inside
+//     the API's body);
+//  5. the program left no record (the harness refused the span, it
+//     crashed, exited or was tampered with) → WrongLogic;
+//  6. the code names the target but the spy counted no direct call →
+//     WrongAPISelection;
+//  7. the call's arguments differ from the reference's (paramCorr < 1,
+//     see ParamCorr) → WrongParam;
+//  8. anything else (a wrong result, a panic in the solver's own code, a
+//     hang, a harness layer failed) → WrongLogic.
+//
+// Rule 7 is a heuristic: an argument written differently but equal in
+// value counts as different; that is what the LLM judge is for.
+func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float64) (class, rule string) {
+	code, prog, name := solverCode(s.Solution, s.Program, tg, pkgName)
+	if f.CompileError != "" {
+		if regexp.MustCompile(`(?m)` + strings.ReplaceAll(argTrouble, "NAME", regexp.QuoteMeta(tg.Name))).MatchString(f.CompileError) {
+			return ClassWrongParam, "the compiler rejects the arguments of " + tg.Name + ": " + firstLine(f.CompileError)
+		}
+		return ClassWrongLogic, "does not compile, every name resolves: " + firstLine(f.CompileError)
+	}
+	if !callsTarget(prog, code, name, tg) {
+		return ClassWrongAPISelection, "never calls " + tg.Name
+	}
+	if fn := panicSite(f.RuntimeError); fn != "" && strings.HasPrefix(fn, tg.Package+".") {
+		return ClassWrongShapeDtype, "panics inside " + tg.Package + ": " + fn
+	}
+	if !s.Ran {
+		why := firstLine(f.RuntimeError)
+		if why == "" {
+			why = firstLine(f.Failures)
+		}
+		return ClassWrongLogic, "calls " + tg.Name + "; the program did not run to its end: " + why
+	}
+	if s.Direct == 0 {
+		return ClassWrongAPISelection, "names " + tg.Name + " but never calls it"
+	}
+	if paramCorr < 1 {
+		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, paramCorr)
+	}
+	switch {
+	case f.TimedOut:
+		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; runs past its time limit"
+	case f.RuntimeError != "":
+		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; fails outside it: " + firstLine(f.RuntimeError)
+	}
+	return ClassWrongLogic, "calls " + tg.Name + " as the reference does; the program around it is wrong"
+}
+
+// panicSite is the function a panic's stack says panicked: the first
+// frame after panic(...) that is not the runtime's; "" without one.
+func panicSite(stack string) string {
+	i := strings.Index(stack, "\npanic(")
+	if i < 0 {
+		return ""
+	}
+	for _, line := range strings.Split(stack[i+1:], "\n")[1:] {
+		if line == "" || strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") || strings.HasPrefix(line, "panic(") {
+			continue
+		}
+		return line
+	}
+	return ""
+}
+
+// JudgeInput is what the LLM judge is shown of one failed sample.
+type JudgeInput struct {
+	Target      Target
+	Description string // the task
+	Context     string // the program with the span masked
+	Solution    string // the solver's answer
+	// Calls are the solver's calls of the target's package (CallStructure);
+	// Reference the reference's call of the target (TargetCall's String).
+	Calls     []CallInfo
+	Reference string
+	Failure   RunFailure
+}
+
+// JudgeSchema constrains the judge's answer: one of the six failure
+// classes and a short rationale.
+var JudgeSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"class":{"type":"string","enum":["WrongSyntax","WrongAPISelection","WrongImport","WrongParam","WrongShapeDtype","WrongLogic"]},` +
+	`"rationale":{"type":"string","maxLength":300}},"required":["class","rationale"],"additionalProperties":false}`)
+
+// SemSchema constrains the semantic-equivalence answer.
+var SemSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"equivalent":{"type":"boolean"},"score":{"type":"number","minimum":0,"maximum":1}},` +
+	`"required":["equivalent","score"],"additionalProperties":false}`)
+
+const judgeSystem = `You classify why a solution to a Go coding task failed. The task asks for code that uses one API of a library; an execute-then-assert harness ran the solution and rejected it. Answer with exactly one class:
+- WrongSyntax: the code is not valid Go.
+- WrongAPISelection: the target API is never invoked; a sibling or a non-existent symbol is called instead.
+- WrongImport: the right symbol, but a wrong or missing import path.
+- WrongParam: the right call, but a wrong argument (value, order, count or type).
+- WrongShapeDtype: the right call, but it violates the API's contract, failing inside the API's body (a panic in the library, a wrong shape or type of data handed to it).
+- WrongLogic: the right call with right arguments, but the program around it is wrong.
+Answer as JSON: {"class": "...", "rationale": "one sentence"}.`
+
+// JudgePrompt renders the judge's system and user messages. Every part
+// is bounded: the code to maxPromptCode bytes, each part of the failure
+// to maxPromptFailure.
+func JudgePrompt(in JudgeInput) (system, user string) {
+	var b strings.Builder
+	name := in.Target.Name
+	if in.Target.Receiver != "" {
+		name = in.Target.Receiver + "." + name
+	}
+	fmt.Fprintf(&b, "Target API: %s (package %s)\n\nTask:\n%s\n\nContext (the solution replaces <MASK>):\n```go\n%s\n```\n\n",
+		name, in.Target.Package, clip(in.Description, maxPromptCode), clip(in.Context, maxPromptCode))
+	fmt.Fprintf(&b, "Solution:\n```go\n%s\n```\n\nCalls of the target's package in the solution (from its syntax tree):\n", clip(in.Solution, maxPromptCode))
+	if len(in.Calls) == 0 {
+		b.WriteString("- none\n")
+	}
+	for _, c := range in.Calls {
+		mark := ""
+		if c.Target {
+			mark = "  [the target]"
+		}
+		fmt.Fprintf(&b, "- %s%s\n", clip(c.String(), 300), mark)
+	}
+	ref := in.Reference
+	if ref == "" {
+		ref = "(none found)"
+	}
+	fmt.Fprintf(&b, "The reference solution calls: %s\n\nFailure:\n", clip(ref, 300))
+	f := in.Failure
+	if f.CompileError != "" {
+		fmt.Fprintf(&b, "compile error:\n%s\n", clip(f.CompileError, maxPromptFailure))
+	}
+	if f.RuntimeError != "" {
+		fmt.Fprintf(&b, "runtime error:\n%s\n", clip(f.RuntimeError, maxPromptFailure))
+	}
+	if f.TimedOut {
+		b.WriteString("the program ran past its time limit\n")
+	}
+	if len(f.FailedLayers) > 0 {
+		fmt.Fprintf(&b, "failed harness layers: %s\n", strings.Join(f.FailedLayers, ", "))
+	}
+	if f.Failures != "" {
+		fmt.Fprintf(&b, "harness failures:\n%s\n", clip(f.Failures, maxPromptFailure))
+	}
+	return judgeSystem, b.String()
+}
+
+const semSystem = `You judge whether a solution to a Go coding task is semantically equivalent to the reference solution: whether it computes the same result through the same API for every input the task admits. Answer as JSON: {"equivalent": true|false, "score": a number from 0 (unrelated) to 1 (equivalent)}.`
+
+// SemPrompt renders the semantic-equivalence judge's messages.
+func SemPrompt(description, context, solution, reference string) (system, user string) {
+	return semSystem, fmt.Sprintf("Task:\n%s\n\nContext (solutions replace <MASK>):\n```go\n%s\n```\n\nReference solution:\n```go\n%s\n```\n\nSolution to judge:\n```go\n%s\n```\n",
+		clip(description, maxPromptCode), clip(context, maxPromptCode), clip(reference, maxPromptCode), clip(solution, maxPromptCode))
+}
+
+// ParseVerdict reads the judge's answer: a JSON object with a class among
+// the six failure classes and a rationale (clipped to 300 bytes). An
+// answer that is not such an object is an error saying why.
+func ParseVerdict(answer string) (class, rationale string, err error) {
+	var v struct {
+		Class     *string `json:"class"`
+		Rationale string  `json:"rationale"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
+		return "", "", fmt.Errorf("not JSON: %w", err)
+	}
+	if v.Class == nil || !slices.Contains(FailureClasses, *v.Class) {
+		got := "none"
+		if v.Class != nil {
+			got = fmt.Sprintf("%q", *v.Class)
+		}
+		return "", "", fmt.Errorf("class %s is not one of the six", got)
+	}
+	return *v.Class, clip(strings.TrimSpace(v.Rationale), 300), nil
+}
+
+// ParseSem reads the semantic-equivalence answer: the score in [0, 1].
+func ParseSem(answer string) (score float64, err error) {
+	var v struct {
+		Equivalent *bool    `json:"equivalent"`
+		Score      *float64 `json:"score"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
+		return 0, fmt.Errorf("not JSON: %w", err)
+	}
+	if v.Equivalent == nil || v.Score == nil || *v.Score < 0 || *v.Score > 1 {
+		return 0, fmt.Errorf("needs equivalent (bool) and score in [0, 1]")
+	}
+	return *v.Score, nil
+}
+
+// clip bounds s to n bytes (on a rune boundary), saying so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && (s[i]&0xC0) == 0x80 {
+		i--
+	}
+	return s[:i] + "\n[... truncated]"
+}
