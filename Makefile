@@ -18,11 +18,19 @@ build:
 # NovelAPIBench stages 1-2 on four real Go modules (pipelines/quickstart.hcl,
 # through the Go module proxy), twice: the second run is all cache hits.
 # Then one knowledge bundle in full.
+#
+# With ENDPOINT=http://HOST:PORT/v1 (any OpenAI-compatible server of
+# Qwen2.5-Coder-7B-Instruct; SERVED_NAME= when it reports another id), it
+# also runs the model slice and prints its metrics table.
+ENDPOINT ?=
+SERVED_NAME ?=
+QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME))
 quickstart: deps build
-	$(BIN) validate pipelines/quickstart.hcl
-	$(BIN) run pipelines/quickstart.hcl
-	$(BIN) run pipelines/quickstart.hcl
+	$(BIN) validate $(QS_VARS) pipelines/quickstart.hcl
+	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
+	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
+	$(if $(ENDPOINT),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]')
 
 # bubblewrap isolates untrusted generated code (runners/sandbox). Installed
 # here when missing and we are root; otherwise the sandbox warns and its
