@@ -1,24 +1,45 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Endpoint is how to reach one served model. None of it is part of a call's
 // key: moving the server or changing its limits keeps the cache.
 type Endpoint struct {
-	BaseURL     string // e.g. http://127.0.0.1:8000/v1
-	APIKey      string // sent as a bearer token when not empty
-	ServedName  string // the `model` field of every request
-	Timeout     time.Duration
-	Concurrency int // the most calls in flight (the adaptive limit starts here)
-	MaxRetries  int // per call, after the first try (0: DefaultMaxRetries)
+	BaseURL     string        // e.g. http://127.0.0.1:8000/v1
+	APIKey      string        // sent as a bearer token when not empty
+	ServedName  string        // the `model` field of every request
+	Timeout     time.Duration // per attempt (0: DefaultTimeout)
+	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
+	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries)
 }
 
-// DefaultMaxRetries is Endpoint.MaxRetries when zero.
-const DefaultMaxRetries = 8
+// Defaults for an Endpoint's zero fields.
+const (
+	DefaultMaxRetries  = 8
+	DefaultTimeout     = 5 * time.Minute
+	DefaultConcurrency = 8
+)
+
+// DefaultBackoff is the retry schedule of a client without WithBackoff.
+var DefaultBackoff = Backoff{Base: 200 * time.Millisecond, Max: 20 * time.Second}
+
+// maxAnswer bounds the bytes read from one answer.
+const maxAnswer = 64 << 20
 
 // Client calls one endpoint. Its methods are safe for concurrent use.
 type Client struct {
@@ -28,6 +49,7 @@ type Client struct {
 	limiter  *Limiter
 	http     *http.Client
 	backoff  Backoff
+	stats    recorder
 }
 
 // Option configures a Client.
@@ -44,10 +66,12 @@ func WithCache(c Cache, identity string) Option {
 // call one model share its limit).
 func WithLimiter(l *Limiter) Option { return func(cl *Client) { cl.limiter = l } }
 
-// WithHTTPClient replaces the HTTP client.
+// WithHTTPClient replaces the HTTP client. Its Timeout should be zero: the
+// client bounds each attempt by Endpoint.Timeout.
 func WithHTTPClient(h *http.Client) Option { return func(cl *Client) { cl.http = h } }
 
-// WithBackoff replaces the retry schedule.
+// WithBackoff replaces the retry schedule (a zero Base or Max takes
+// DefaultBackoff's).
 func WithBackoff(b Backoff) Option { return func(cl *Client) { cl.backoff = b } }
 
 // Backoff is the retry schedule: Base doubled each try, capped at Max, with
@@ -56,59 +80,571 @@ type Backoff struct {
 	Base, Max time.Duration
 }
 
-// New returns a client for ep.
-func New(ep Endpoint, opts ...Option) *Client {
-	panic("llm: not implemented yet")
+// delay is the wait before retry number n (0: the first retry): uniform in
+// [0, min(Max, Base·2ⁿ)].
+func (b Backoff) delay(n int) time.Duration {
+	d := b.Max
+	if n < 62 && b.Base<<n > 0 && b.Base<<n < b.Max {
+		d = b.Base << n
+	}
+	return rand.N(d + 1)
 }
 
-// Models lists the model ids the server reports at GET /models.
+// sharedHTTP is the HTTP client of clients without WithHTTPClient: one
+// connection pool for the process, wide enough for every model's limit.
+var sharedHTTP = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
+}()
+
+// New returns a client for ep. Without WithLimiter it has a limiter of its
+// own with ep.Concurrency slots; without WithCache it caches nothing.
+func New(ep Endpoint, opts ...Option) *Client {
+	ep.BaseURL = strings.TrimRight(ep.BaseURL, "/")
+	if ep.Timeout <= 0 {
+		ep.Timeout = DefaultTimeout
+	}
+	if ep.Concurrency <= 0 {
+		ep.Concurrency = DefaultConcurrency
+	}
+	if ep.MaxRetries <= 0 {
+		ep.MaxRetries = DefaultMaxRetries
+	}
+	c := &Client{ep: ep, http: sharedHTTP, backoff: DefaultBackoff}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.limiter == nil {
+		c.limiter = NewLimiter(ep.Concurrency)
+	}
+	if c.backoff.Base <= 0 {
+		c.backoff.Base = DefaultBackoff.Base
+	}
+	if c.backoff.Max <= 0 {
+		c.backoff.Max = DefaultBackoff.Max
+	}
+	return c
+}
+
+// StatusError is an answer with an HTTP status other than 2xx.
+type StatusError struct {
+	Status int
+	Body   string // an excerpt
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("HTTP %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
+}
+
+// Models lists the model ids the server reports at GET /models. It tries
+// once: a wrong endpoint fails at once.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	panic("llm: not implemented yet")
+	ctx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
+	defer cancel()
+	url := c.ep.BaseURL + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	c.auth(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("list models: GET %s: %w", url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("list models: GET %s: %w", url, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("list models: GET %s: not a model list: %w", url, err)
+	}
+	ids := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }
 
 // Do makes one call, or replays it from the cache. Failures are returned,
 // never cached.
+//
+// A cached call returns at once with Cached set. Otherwise the call is
+// sent, retried on 429, 5xx, timeouts, dropped connections and malformed
+// or empty answers (at most Endpoint.MaxRetries times), and, once
+// answered, stored in the cache before Do returns: a process killed after
+// Do returned never makes the call again. Any other 4xx fails at once
+// (a *StatusError in the chain). Cancelling ctx stops the call promptly.
 func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
-	panic("llm: not implemented yet")
+	c.stats.begin()
+	resp, err := c.do(ctx, call)
+	if err != nil {
+		c.stats.fail()
+		return nil, fmt.Errorf("llm: %s call to %s (sample %d): %w", call.Request.API, c.ep.ServedName, call.Sample, err)
+	}
+	return resp, nil
 }
 
-// Key is the cache key of a call to the model with this identity.
-func Key(identity string, call Call) string {
-	panic("llm: not implemented yet")
+func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
+	req := &call.Request
+	sc, err := validate(call)
+	if err != nil {
+		return nil, err
+	}
+	key := ""
+	if c.cache != nil {
+		key = Key(c.identity, call)
+		if r := c.lookup(key); r != nil {
+			c.stats.replayed()
+			return r, nil
+		}
+	}
+	body, path, err := c.body(call)
+	if err != nil {
+		return nil, err
+	}
+	url := c.ep.BaseURL + path
+	var resp *Response
+	for try := 0; ; try++ {
+		r, ae := c.attempt(ctx, url, body, req.API)
+		if ae == nil {
+			resp = r
+			resp.Retries = try
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (after %d tries; last: %v)", ctx.Err(), try+1, ae.err)
+		}
+		if !ae.retry {
+			return nil, ae.err
+		}
+		if try >= c.ep.MaxRetries {
+			return nil, fmt.Errorf("giving up after %d tries: %w", try+1, ae.err)
+		}
+		wait := max(c.backoff.delay(try), ae.after)
+		c.stats.retried()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (waiting to retry after %d tries; last: %v)", ctx.Err(), try+1, ae.err)
+		}
+	}
+	if len(req.Schema) > 0 || len(req.Choice) > 0 {
+		held, why := checkAnswer(req, sc, resp.Text)
+		resp.SchemaHeld, resp.SchemaError = &held, why
+	}
+	if c.cache != nil {
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return nil, fmt.Errorf("encode answer: %w", err)
+		}
+		if err := c.cache.Put(key, b); err != nil {
+			return nil, fmt.Errorf("store call %s: %w", key, err)
+		}
+	}
+	c.stats.made(resp)
+	return resp, nil
 }
 
-// Cached reports whether the cache holds the call (for plans).
+// lookup returns the cached call, or nil on a miss; an unreadable entry is
+// a miss (the call is made again and its entry rewritten).
+func (c *Client) lookup(key string) *Response {
+	b, ok, err := c.cache.Get(key)
+	if err != nil || !ok {
+		return nil
+	}
+	var r Response
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	r.Cached = true
+	return &r
+}
+
+// Cached reports whether the cache holds the call (for plans). A client
+// without a cache holds nothing.
 func (c *Client) Cached(call Call) bool {
-	panic("llm: not implemented yet")
+	if c.cache == nil {
+		return false
+	}
+	return c.lookup(Key(c.identity, call)) != nil
 }
 
-// Stats is what a client did so far.
-func (c *Client) Stats() Stats {
-	panic("llm: not implemented yet")
+// Key is the cache key of a call to the model with this identity: the
+// lower-case hex SHA-256 of "lacuna-call-v1", identity, the request's
+// canonical JSON (json.Marshal of Request, its Schema compacted) and the
+// decimal sample index, separated by zero bytes. Timeouts, retries,
+// concurrency and the endpoint are not part of it.
+func Key(identity string, call Call) string {
+	h := sha256.New()
+	h.Write([]byte("lacuna-call-v1\x00"))
+	h.Write([]byte(identity))
+	h.Write([]byte{0})
+	h.Write(canonical(call.Request))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(call.Sample)))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Stats counts calls, tokens, retries and latencies.
-type Stats struct {
-	Calls        int64   `json:"calls"`  // completed, made here
-	Cached       int64   `json:"cached"` // replayed from the cache
-	Failed       int64   `json:"failed"`
-	Retries      int64   `json:"retries"`
-	PromptTokens int64   `json:"prompt_tokens"`
-	OutputTokens int64   `json:"completion_tokens"`
-	LatencyP50   float64 `json:"latency_p50_s"`
-	LatencyP90   float64 `json:"latency_p90_s"`
-	LatencyP99   float64 `json:"latency_p99_s"`
-	Seconds      float64 `json:"seconds"` // since the first call
+func canonical(r Request) []byte {
+	if len(r.Schema) > 0 {
+		var b bytes.Buffer
+		if json.Compact(&b, r.Schema) == nil {
+			r.Schema = b.Bytes()
+		} else {
+			// Do refuses such a request; the key stays defined.
+			q, _ := json.Marshal(string(r.Schema))
+			r.Schema = q
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("llm: encode request: %v", err)) // a Request always encodes
+	}
+	return b
 }
 
-// Limiter bounds the calls in flight to one model, adaptively: a 429
-// halves the limit (down to 1); each run of successes raises it by one, up
-// to the maximum. Safe for concurrent use.
-type Limiter struct{}
+// validate checks what the server cannot be asked to fix, and parses the
+// schema.
+func validate(call Call) (*schema, error) {
+	r := &call.Request
+	switch r.API {
+	case "chat":
+		if len(r.Messages) == 0 {
+			return nil, errors.New("chat request has no messages")
+		}
+	case "completions":
+	default:
+		return nil, fmt.Errorf("request API %q: want \"chat\" or \"completions\"", r.API)
+	}
+	if call.Sample < 0 {
+		return nil, fmt.Errorf("sample index %d is negative", call.Sample)
+	}
+	if r.Logprobs < 0 {
+		return nil, fmt.Errorf("logprobs %d is negative", r.Logprobs)
+	}
+	if len(r.Schema) > 0 && len(r.Choice) > 0 {
+		return nil, errors.New("request has both a schema and choices")
+	}
+	if len(r.Schema) == 0 {
+		return nil, nil
+	}
+	sc, err := parseSchema(r.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("request's %w", err)
+	}
+	return sc, nil
+}
 
-// NewLimiter returns a limiter with max calls in flight.
-func NewLimiter(max int) *Limiter { panic("llm: not implemented yet") }
+// The wire format of a request (OpenAI's, with vLLM's structured_outputs).
+type wireRequest struct {
+	Model             string             `json:"model"`
+	Messages          []Message          `json:"messages,omitempty"`
+	Prompt            *string            `json:"prompt,omitempty"`
+	Temperature       *float64           `json:"temperature,omitempty"`
+	TopP              *float64           `json:"top_p,omitempty"`
+	MaxTokens         int                `json:"max_tokens,omitempty"`
+	Stop              []string           `json:"stop,omitempty"`
+	Seed              *int64             `json:"seed,omitempty"`
+	Logprobs          any                `json:"logprobs,omitempty"` // chat: true; completions: how many
+	TopLogprobs       int                `json:"top_logprobs,omitempty"`
+	ResponseFormat    *responseFormat    `json:"response_format,omitempty"`
+	StructuredOutputs *structuredOutputs `json:"structured_outputs,omitempty"`
+}
 
-// Shared returns the process's limiter for name (a model's identity),
-// creating it with max: nodes calling one model at once share it.
-func Shared(name string, max int) *Limiter { panic("llm: not implemented yet") }
+type responseFormat struct {
+	Type       string     `json:"type"`
+	JSONSchema jsonSchema `json:"json_schema"`
+}
+
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
+}
+
+type structuredOutputs struct {
+	JSON   json.RawMessage `json:"json,omitempty"`
+	Choice []string        `json:"choice,omitempty"`
+}
+
+// body encodes the call for the wire and names its path.
+func (c *Client) body(call Call) ([]byte, string, error) {
+	r := call.Request
+	w := wireRequest{
+		Model:       c.ep.ServedName,
+		Temperature: r.Temperature,
+		TopP:        r.TopP,
+		MaxTokens:   r.MaxTokens,
+		Stop:        r.Stop,
+	}
+	if r.Seed != nil {
+		s := *r.Seed + int64(call.Sample)
+		w.Seed = &s
+	}
+	path := "/chat/completions"
+	if r.API == "chat" {
+		w.Messages = r.Messages
+		if r.Logprobs > 0 {
+			w.Logprobs, w.TopLogprobs = true, r.Logprobs
+		}
+	} else {
+		path = "/completions"
+		w.Prompt = &r.Prompt
+		if r.Logprobs > 0 {
+			w.Logprobs = r.Logprobs
+		}
+	}
+	name := r.SchemaName
+	if name == "" {
+		name = "answer"
+	}
+	switch {
+	case len(r.Schema) > 0:
+		var b bytes.Buffer
+		if err := json.Compact(&b, r.Schema); err != nil {
+			return nil, "", fmt.Errorf("request's schema: %w", err)
+		}
+		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
+		w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
+	case len(r.Choice) > 0:
+		enum, err := json.Marshal(map[string]any{"type": "string", "enum": r.Choice})
+		if err != nil {
+			return nil, "", fmt.Errorf("encode choices: %w", err)
+		}
+		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: enum, Strict: true}}
+		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	return b, path, nil
+}
+
+func (c *Client) auth(req *http.Request) {
+	if c.ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
+	}
+}
+
+// attemptError is why one attempt failed and whether to try again.
+type attemptError struct {
+	err   error
+	retry bool
+	after time.Duration // the server's Retry-After
+}
+
+// attempt sends the request once, holding a slot of the limiter.
+func (c *Client) attempt(ctx context.Context, url string, body []byte, api string) (*Response, *attemptError) {
+	s, err := c.limiter.acquire(ctx)
+	if err != nil {
+		return nil, &attemptError{err: err}
+	}
+	o := neutral
+	defer func() { s.release(o) }()
+	actx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.auth(req)
+	start := time.Now()
+	hresp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &attemptError{err: c.transportError(ctx, url, err), retry: true}
+	}
+	defer hresp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, maxAnswer+1))
+	if hresp.StatusCode/100 != 2 {
+		se := &StatusError{hresp.StatusCode, excerpt(string(b), 200)}
+		ae := &attemptError{err: fmt.Errorf("POST %s: %w", url, se)}
+		switch {
+		case hresp.StatusCode == http.StatusTooManyRequests:
+			o = overload
+			ae.retry = true
+		case hresp.StatusCode >= 500:
+			ae.retry = true
+		}
+		if ae.retry {
+			ae.after = retryAfter(hresp.Header.Get("Retry-After"), time.Now())
+		}
+		return nil, ae
+	}
+	if err != nil {
+		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", url, c.transportError(ctx, url, err)), retry: true}
+	}
+	if len(b) > maxAnswer {
+		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d bytes", url, maxAnswer)}
+	}
+	r, err := parseAnswer(b, api)
+	if err != nil {
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err), retry: true}
+	}
+	r.Latency = time.Since(start)
+	o = success
+	return r, nil
+}
+
+// transportError names a timeout of the attempt as such.
+func (c *Client) transportError(ctx context.Context, url string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("POST %s: no answer within %s: %w", url, c.ep.Timeout, err)
+	}
+	return err
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(h, 64); err == nil {
+		if s <= 0 || s > 1e6 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// The wire format of an answer.
+type wireAnswer struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Text    *string `json:"text"`
+		Message *struct {
+			Content          *string `json:"content"`
+			ReasoningContent string  `json:"reasoning_content"`
+			Reasoning        string  `json:"reasoning"`
+		} `json:"message"`
+		FinishReason string          `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// parseAnswer reads a 2xx answer; an error means the answer is malformed
+// (worth another try).
+func parseAnswer(b []byte, api string) (*Response, error) {
+	var w wireAnswer
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("malformed answer (%v): %s", err, excerpt(string(b), 120))
+	}
+	if len(w.Choices) == 0 {
+		return nil, fmt.Errorf("answer has no choices: %s", excerpt(string(b), 120))
+	}
+	ch := w.Choices[0]
+	r := &Response{
+		FinishReason: ch.FinishReason,
+		Model:        w.Model,
+		PromptTokens: w.Usage.PromptTokens,
+		OutputTokens: w.Usage.CompletionTokens,
+	}
+	if api == "chat" {
+		if ch.Message == nil {
+			return nil, fmt.Errorf("answer's choice has no message: %s", excerpt(string(b), 120))
+		}
+		if ch.Message.Content != nil {
+			r.Text = *ch.Message.Content
+		}
+		r.Reasoning = ch.Message.ReasoningContent
+		if r.Reasoning == "" {
+			r.Reasoning = ch.Message.Reasoning
+		}
+	} else {
+		if ch.Text == nil {
+			return nil, fmt.Errorf("answer's choice has no text: %s", excerpt(string(b), 120))
+		}
+		r.Text = *ch.Text
+	}
+	if len(ch.Logprobs) > 0 && string(ch.Logprobs) != "null" {
+		lp, err := parseLogprobs(ch.Logprobs, api)
+		if err != nil {
+			return nil, fmt.Errorf("answer's logprobs: %w", err)
+		}
+		r.Logprobs = lp
+	}
+	return r, nil
+}
+
+func parseLogprobs(b []byte, api string) ([]Token, error) {
+	if api == "chat" {
+		var w struct {
+			Content []struct {
+				Token       string  `json:"token"`
+				Logprob     float64 `json:"logprob"`
+				TopLogprobs []struct {
+					Token   string  `json:"token"`
+					Logprob float64 `json:"logprob"`
+				} `json:"top_logprobs"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(b, &w); err != nil {
+			return nil, err
+		}
+		toks := make([]Token, len(w.Content))
+		for i, t := range w.Content {
+			toks[i] = Token{Token: t.Token, Logprob: t.Logprob}
+			if len(t.TopLogprobs) > 0 {
+				toks[i].Top = make(map[string]float64, len(t.TopLogprobs))
+				for _, a := range t.TopLogprobs {
+					toks[i].Top[a.Token] = a.Logprob
+				}
+			}
+		}
+		return toks, nil
+	}
+	var w struct {
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []*float64           `json:"token_logprobs"`
+		TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, err
+	}
+	toks := make([]Token, len(w.Tokens))
+	for i, t := range w.Tokens {
+		toks[i].Token = t
+		if i < len(w.TokenLogprobs) && w.TokenLogprobs[i] != nil {
+			toks[i].Logprob = *w.TokenLogprobs[i]
+		}
+		if i < len(w.TopLogprobs) && len(w.TopLogprobs[i]) > 0 {
+			toks[i].Top = w.TopLogprobs[i]
+		}
+	}
+	return toks, nil
+}
+
+// excerpt shortens s to about n bytes on one line.
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
+}

@@ -7,6 +7,17 @@
 //
 // It knows nothing of the graph: nodes hand it an Endpoint, a Cache and
 // the identity their Resolve pinned.
+//
+// Concurrency: a Client, a Limiter and the Shared registry are safe for
+// concurrent use by any number of goroutines. A Client holds one slot of
+// its Limiter for each HTTP attempt in flight (never while it waits to
+// retry), so the clients of the nodes that share a model's Limiter never
+// have more than its limit of requests in flight together. The Cache a
+// Client is given must be safe for concurrent use (Cache). StripThink,
+// ExtractCode and Key are pure functions.
+//
+// The package prints nothing and reads no environment variable: the API
+// key comes in the Endpoint.
 package llm
 
 import (
@@ -71,6 +82,9 @@ type Response struct {
 	// SchemaHeld says whether the answer satisfied Request.Schema or
 	// Request.Choice (nil when the request had neither).
 	SchemaHeld *bool `json:"schema_held,omitempty"`
+	// SchemaError says why the answer did not satisfy the constraint
+	// (a server that ignores structured output answers free text).
+	SchemaError string `json:"schema_error,omitempty"`
 
 	// What this call cost here; not cached (a replay reports Cached).
 	Latency time.Duration `json:"-"`

@@ -1,0 +1,671 @@
+// Package llmtest is a scripted OpenAI-compatible model server on the
+// loopback interface, for the tests of lacuna's model clients and of the
+// nodes that call models, and for the client benchmark.
+//
+// It serves GET /v1/models, POST /v1/chat/completions and POST
+// /v1/completions (no streaming). Answers come from a script: the first
+// Rule that matches a request answers it, the Config's Default answers the
+// rest. Usage counts whitespace-separated tokens; max_tokens and stop cut
+// the answer as a server would (finish_reason "length" or "stop").
+//
+// Faults are injected deterministically: the kind of fault the k-th
+// request of a call gets is a function of the seed, the call's ID and k
+// (or of Config.Plan), never of arrival order, so a test with a fixed seed
+// sees the same faults on every run.
+//
+// A call's ID is a digest of its request body as JSON (keys sorted): two
+// requests have the same ID when they ask the same thing of the same
+// model with the same seed. Counters are kept per ID (Server.Calls), so a
+// test can assert that each call was answered exactly once, or that a call
+// answered before a crash was not asked again.
+//
+// A Server's methods are safe for concurrent use.
+package llmtest
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+)
+
+// Config is what a Server serves.
+type Config struct {
+	// Models are the ids GET /v1/models lists; a request naming another
+	// model gets 404 (default: "test-model").
+	Models []string
+	// Script answers requests: the first matching rule answers.
+	Script []Rule
+	// Default answers requests no rule matches ("OK" when empty).
+	Default string
+	// IgnoreSchema makes the server an old one that does not know
+	// response_format or structured_outputs: Request.Schema and
+	// Request.Choice stay empty, so rules answer as if unconstrained.
+	IgnoreSchema bool
+	// APIKey, when set, is the bearer token every request must carry
+	// (401 otherwise).
+	APIKey string
+	// Delay is how long every answer takes (a model's latency).
+	Delay time.Duration
+
+	// Faults gives each kind of fault the fraction of requests that get it
+	// (the fractions sum to at most 1); Seed makes the draw reproducible.
+	Faults map[Fault]float64
+	Seed   uint64
+	// Plan, when set, decides instead of Faults: the fault of a call's
+	// attempt-th request (0 for its first), "" for none.
+	Plan func(id string, attempt int) Fault
+	// RetryAfter is the Retry-After header of a TooMany fault ("1" when
+	// empty; "-" sends none).
+	RetryAfter string
+	// SlowFor is how long a Slow fault waits before answering, unless the
+	// client gives up first (default 30 s).
+	SlowFor time.Duration
+}
+
+// Rule is one scripted answer. All of its set conditions must hold.
+type Rule struct {
+	Model    string         // the request names this model
+	Contains string         // Request.Text contains this
+	Regexp   *regexp.Regexp // Request.Text matches this
+	When     func(Request) bool
+
+	Answer    string               // the answer's text
+	Reply     func(Request) string // computes the answer instead of Answer
+	Reasoning string               // sent as reasoning_content (chat)
+	Status    int                  // answer this HTTP status and an error instead (e.g. 400)
+}
+
+func (r *Rule) matches(q Request) bool {
+	return (r.Model == "" || r.Model == q.Model) &&
+		(r.Contains == "" || strings.Contains(q.Text(), r.Contains)) &&
+		(r.Regexp == nil || r.Regexp.MatchString(q.Text())) &&
+		(r.When == nil || r.When(q))
+}
+
+// Fault is a kind of injected failure.
+type Fault string
+
+// The kinds of fault.
+const (
+	TooMany     Fault = "429"       // 429 with Retry-After
+	ServerError Fault = "500"       // 500
+	Unavailable Fault = "503"       // 503
+	Slow        Fault = "slow"      // the answer comes after SlowFor (past the client's timeout)
+	Drop        Fault = "drop"      // the connection closes halfway through the answer's body
+	Malformed   Fault = "malformed" // 200 with a body that is not JSON
+	Empty       Fault = "empty"     // 200 with no choices
+)
+
+// AllFaults is every kind of fault.
+var AllFaults = []Fault{TooMany, ServerError, Unavailable, Slow, Drop, Malformed, Empty}
+
+// Spread gives each of kinds an equal share of rate, for Config.Faults.
+func Spread(rate float64, kinds ...Fault) map[Fault]float64 {
+	m := make(map[Fault]float64, len(kinds))
+	for _, k := range kinds {
+		m[k] = rate / float64(len(kinds))
+	}
+	return m
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is a request as the server understood it.
+type Request struct {
+	ID          string // the call's identity (package doc)
+	API         string // "chat" or "completions"
+	Model       string
+	Messages    []Message
+	Prompt      string
+	Temperature *float64
+	TopP        *float64
+	MaxTokens   int
+	Stop        []string
+	Seed        *int64
+	Logprobs    int             // top log-probabilities asked for per token (0: none)
+	Schema      json.RawMessage // response_format's json_schema, or structured_outputs' json
+	Choice      []string        // structured_outputs' choice
+	Body        map[string]any  // the whole request
+}
+
+// Text is what rules match: the last user message, or the prompt.
+func (r Request) Text() string {
+	if r.API == "completions" {
+		return r.Prompt
+	}
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			return r.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+// Call is what the server saw of one call ID.
+type Call struct {
+	ID       string
+	Request  Request // its first request
+	Requests int     // requests received
+	Answers  int     // complete answers sent
+}
+
+// Entry is one request in the log.
+type Entry struct {
+	ID       string
+	Received time.Time
+	Fault    Fault // "" when it was answered as scripted
+	Status   int   // the HTTP status sent (0 when the connection was dropped or the client left)
+}
+
+// Stats counts what the server did.
+type Stats struct {
+	Requests    int           // POST requests received
+	Answers     int           // complete answers sent
+	Faults      map[Fault]int // faults injected, by kind
+	Status      map[int]int   // responses by HTTP status
+	MaxInFlight int           // the most POST requests handled at once
+}
+
+// Server is a running scripted server.
+type Server struct {
+	cfg  Config
+	srv  *http.Server
+	url  string
+	stop context.Context
+	quit context.CancelFunc
+
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when inFlight drops
+	stats    Stats
+	inFlight int
+	calls    map[string]*Call
+	order    []string
+	log      []Entry
+}
+
+// New starts a server on 127.0.0.1 (a free port). It panics when it
+// cannot listen, as httptest.NewServer does.
+func New(cfg Config) *Server {
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{"test-model"}
+	}
+	if cfg.Default == "" {
+		cfg.Default = "OK"
+	}
+	if cfg.RetryAfter == "" {
+		cfg.RetryAfter = "1"
+	}
+	if cfg.SlowFor <= 0 {
+		cfg.SlowFor = 30 * time.Second
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("llmtest: listen: %v", err))
+	}
+	s := &Server{cfg: cfg, calls: map[string]*Call{}}
+	s.idle = sync.NewCond(&s.mu)
+	s.stats.Faults = map[Fault]int{}
+	s.stats.Status = map[int]int{}
+	s.stop, s.quit = context.WithCancel(context.Background())
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/chat/completions", s.complete)
+	mux.HandleFunc("POST /v1/completions", s.complete)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.url = "http://" + ln.Addr().String() + "/v1"
+	go s.srv.Serve(ln)
+	return s
+}
+
+// URL is the base URL, ending in /v1.
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server: it closes every connection and waits for the
+// handlers (a slow answer in progress is abandoned).
+func (s *Server) Close() {
+	s.quit()
+	s.srv.Close()
+	s.mu.Lock()
+	for s.inFlight > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Faults = make(map[Fault]int, len(s.stats.Faults))
+	for k, v := range s.stats.Faults {
+		st.Faults[k] = v
+	}
+	st.Status = make(map[int]int, len(s.stats.Status))
+	for k, v := range s.stats.Status {
+		st.Status[k] = v
+	}
+	return st
+}
+
+// Calls returns what the server saw of each call, in the order their
+// first requests arrived.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Call, len(s.order))
+	for i, id := range s.order {
+		out[i] = *s.calls[id]
+	}
+	return out
+}
+
+// Log returns every POST request so far, in arrival order.
+func (s *Server) Log() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	data := make([]map[string]any, len(s.cfg.Models))
+	for i, m := range s.cfg.Models {
+		data[i] = map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "llmtest", "root": m}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.APIKey == "" || r.Header.Get("Authorization") == "Bearer "+s.cfg.APIKey {
+		return true
+	}
+	writeError(w, http.StatusUnauthorized, "invalid API key")
+	return false
+}
+
+// complete serves both completion endpoints.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.stats.Requests++
+	s.inFlight++
+	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.inFlight)
+	entry := len(s.log)
+	s.log = append(s.log, Entry{Received: time.Now()})
+	s.mu.Unlock()
+	status, fault := 0, Fault("")
+	var call *Call
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.idle.Broadcast()
+		s.log[entry].Fault, s.log[entry].Status = fault, status
+		if call != nil {
+			s.log[entry].ID = call.ID
+		}
+		if fault != "" {
+			s.stats.Faults[fault]++
+		}
+		if status != 0 {
+			s.stats.Status[status]++
+		}
+		s.mu.Unlock()
+	}()
+	reject := func(code int, msg string) {
+		status = code
+		writeError(w, code, msg)
+	}
+	if !s.authorized(w, r) {
+		status = http.StatusUnauthorized
+		return
+	}
+	q, err := parseRequest(r, s.cfg.IgnoreSchema)
+	if err != nil {
+		reject(http.StatusBadRequest, err.Error())
+		return
+	}
+	s.mu.Lock()
+	call = s.calls[q.ID]
+	if call == nil {
+		call = &Call{ID: q.ID, Request: q}
+		s.calls[q.ID] = call
+		s.order = append(s.order, q.ID)
+	}
+	attempt := call.Requests
+	call.Requests++
+	s.mu.Unlock()
+	if !slices.Contains(s.cfg.Models, q.Model) {
+		reject(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", q.Model))
+		return
+	}
+	if b, _ := q.Body["stream"].(bool); b {
+		reject(http.StatusBadRequest, "llmtest does not stream")
+		return
+	}
+	if q.API == "chat" && len(q.Messages) == 0 {
+		reject(http.StatusBadRequest, "messages: at least one message is required")
+		return
+	}
+	fault = s.fault(q.ID, attempt)
+	switch fault {
+	case TooMany:
+		if s.cfg.RetryAfter != "-" {
+			w.Header().Set("Retry-After", s.cfg.RetryAfter)
+		}
+		reject(http.StatusTooManyRequests, "too many requests")
+		return
+	case ServerError:
+		reject(http.StatusInternalServerError, "internal server error")
+		return
+	case Unavailable:
+		reject(http.StatusServiceUnavailable, "service unavailable")
+		return
+	case Slow:
+		if !s.wait(r.Context(), s.cfg.SlowFor) {
+			return
+		}
+	}
+	var rule *Rule
+	for i := range s.cfg.Script {
+		if s.cfg.Script[i].matches(q) {
+			rule = &s.cfg.Script[i]
+			break
+		}
+	}
+	if rule != nil && rule.Status != 0 {
+		reject(rule.Status, "scripted error")
+		return
+	}
+	if !s.wait(r.Context(), s.cfg.Delay) {
+		return
+	}
+	text, reasoning := s.cfg.Default, ""
+	if rule != nil {
+		text, reasoning = rule.Answer, rule.Reasoning
+		if rule.Reply != nil {
+			text = rule.Reply(q)
+		}
+	}
+	body := answer(q, text, reasoning)
+	switch fault {
+	case Drop:
+		drop(w, body)
+		return
+	case Malformed:
+		body = body[:len(body)/2]
+	case Empty:
+		body = []byte(`{"id":"x","object":"chat.completion","model":"` + q.Model + `","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	status = http.StatusOK
+	if _, err := w.Write(body); err != nil || fault == Malformed || fault == Empty {
+		return
+	}
+	s.mu.Lock()
+	call.Answers++
+	s.stats.Answers++
+	s.mu.Unlock()
+}
+
+// wait sleeps d unless the client leaves or the server closes first.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.stop.Done():
+		return false
+	}
+}
+
+// fault draws the fault of a call's attempt-th request.
+func (s *Server) fault(id string, attempt int) Fault {
+	if s.cfg.Plan != nil {
+		return s.cfg.Plan(id, attempt)
+	}
+	if len(s.cfg.Faults) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], s.cfg.Seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(attempt))
+	h.Write(b[:])
+	h.Write([]byte(id))
+	u := float64(binary.LittleEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
+	acc := 0.0
+	for _, k := range AllFaults {
+		acc += s.cfg.Faults[k]
+		if u < acc {
+			return k
+		}
+	}
+	return ""
+}
+
+// drop sends the status line, the headers and half the body, then closes
+// the connection.
+func drop(w http.ResponseWriter, body []byte) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("llmtest: the connection cannot be hijacked")
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	buf.Write(body[:len(body)/2])
+	buf.Flush()
+}
+
+func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
+	var raw json.RawMessage
+	if err := json.NewDecoder(bufio.NewReader(r.Body)).Decode(&raw); err != nil {
+		return Request{}, fmt.Errorf("request body is not JSON: %v", err)
+	}
+	var q Request
+	if err := json.Unmarshal(raw, &q.Body); err != nil {
+		return Request{}, fmt.Errorf("request body is not a JSON object: %v", err)
+	}
+	var w struct {
+		Model          string          `json:"model"`
+		Messages       []Message       `json:"messages"`
+		Prompt         *string         `json:"prompt"`
+		Temperature    *float64        `json:"temperature"`
+		TopP           *float64        `json:"top_p"`
+		MaxTokens      int             `json:"max_tokens"`
+		Stop           json.RawMessage `json:"stop"`
+		Seed           *int64          `json:"seed"`
+		Logprobs       json.RawMessage `json:"logprobs"`
+		TopLogprobs    int             `json:"top_logprobs"`
+		ResponseFormat *struct {
+			Type       string `json:"type"`
+			JSONSchema *struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+		StructuredOutputs *struct {
+			JSON   json.RawMessage `json:"json"`
+			Choice []string        `json:"choice"`
+		} `json:"structured_outputs"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Request{}, fmt.Errorf("request: %v", err)
+	}
+	q.API = "chat"
+	if strings.HasSuffix(r.URL.Path, "/v1/completions") {
+		q.API = "completions"
+		if w.Prompt == nil {
+			return Request{}, fmt.Errorf("prompt is required")
+		}
+		q.Prompt = *w.Prompt
+	}
+	q.Model, q.Messages, q.Temperature, q.TopP, q.MaxTokens, q.Seed = w.Model, w.Messages, w.Temperature, w.TopP, w.MaxTokens, w.Seed
+	if len(w.Stop) > 0 && string(w.Stop) != "null" {
+		var one string
+		if json.Unmarshal(w.Stop, &one) == nil {
+			q.Stop = []string{one}
+		} else if err := json.Unmarshal(w.Stop, &q.Stop); err != nil {
+			return Request{}, fmt.Errorf("stop: want a string or a list of strings")
+		}
+	}
+	if len(w.Logprobs) > 0 {
+		var b bool
+		if json.Unmarshal(w.Logprobs, &b) == nil {
+			if b {
+				q.Logprobs = max(1, w.TopLogprobs)
+			}
+		} else if err := json.Unmarshal(w.Logprobs, &q.Logprobs); err != nil {
+			return Request{}, fmt.Errorf("logprobs: want a boolean or an integer")
+		}
+	}
+	if !ignoreSchema {
+		if rf := w.ResponseFormat; rf != nil && rf.Type == "json_schema" && rf.JSONSchema != nil {
+			q.Schema = rf.JSONSchema.Schema
+		}
+		if so := w.StructuredOutputs; so != nil {
+			if len(so.JSON) > 0 {
+				q.Schema = so.JSON
+			}
+			q.Choice = so.Choice
+		}
+	}
+	canon, _ := json.Marshal(q.Body) // map keys sorted
+	sum := sha256.Sum256(append([]byte(q.API+"\x00"), canon...))
+	q.ID = hex.EncodeToString(sum[:12])
+	return q, nil
+}
+
+// answer builds the response body for text.
+func answer(q Request, text, reasoning string) []byte {
+	finish := "stop"
+	for _, st := range q.Stop {
+		if i := strings.Index(text, st); st != "" && i >= 0 {
+			text = text[:i]
+		}
+	}
+	if q.MaxTokens > 0 {
+		if cut, ok := cutTokens(text, q.MaxTokens); ok {
+			text, finish = cut, "length"
+		}
+	}
+	prompt := q.Prompt
+	for _, m := range q.Messages {
+		prompt += " " + m.Content
+	}
+	usage := map[string]int{"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text)}
+	usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+	choice := map[string]any{"index": 0, "finish_reason": finish}
+	object := "text_completion"
+	if q.API == "chat" {
+		object = "chat.completion"
+		msg := map[string]any{"role": "assistant", "content": text}
+		if reasoning != "" {
+			msg["reasoning_content"] = reasoning
+		}
+		choice["message"] = msg
+	} else {
+		choice["text"] = text
+	}
+	if q.Logprobs > 0 {
+		choice["logprobs"] = logprobs(q, text)
+	}
+	b, err := json.Marshal(map[string]any{
+		"id": "llmtest-" + q.ID, "object": object, "created": 0, "model": q.Model,
+		"choices": []any{choice}, "usage": usage,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// logprobs makes up log-probabilities for the answer's whitespace tokens:
+// token i has log-probability -0.1·(i mod 5), and each alternative j
+// (named "alt<j>") one less per rank.
+func logprobs(q Request, text string) any {
+	toks := strings.Fields(text)
+	lp := func(i int) float64 { return float64(-(i % 5)) / 10 }
+	if q.API == "chat" {
+		content := make([]any, len(toks))
+		for i, t := range toks {
+			top := []any{map[string]any{"token": t, "logprob": lp(i)}}
+			for j := 1; j < q.Logprobs; j++ {
+				top = append(top, map[string]any{"token": "alt" + strconv.Itoa(j), "logprob": lp(i) - float64(j)})
+			}
+			content[i] = map[string]any{"token": t, "logprob": lp(i), "top_logprobs": top}
+		}
+		return map[string]any{"content": content}
+	}
+	lps := make([]float64, len(toks))
+	tops := make([]map[string]float64, len(toks))
+	for i, t := range toks {
+		lps[i] = lp(i)
+		tops[i] = map[string]float64{t: lp(i)}
+		for j := 1; j < q.Logprobs; j++ {
+			tops[i]["alt"+strconv.Itoa(j)] = lp(i) - float64(j)
+		}
+	}
+	return map[string]any{"tokens": toks, "token_logprobs": lps, "top_logprobs": tops}
+}
+
+func tokens(s string) int { return len(strings.Fields(s)) }
+
+// cutTokens cuts s after its n-th whitespace-separated token.
+func cutTokens(s string, n int) (string, bool) {
+	seen, in := 0, false
+	for i, r := range s {
+		sp := unicode.IsSpace(r)
+		if !sp && !in {
+			if seen == n {
+				return strings.TrimRightFunc(s[:i], unicode.IsSpace), true
+			}
+			seen++
+		}
+		in = !sp
+	}
+	return s, false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": http.StatusText(status), "code": status}})
+}
