@@ -126,9 +126,21 @@ type filterCounts struct {
 	in, kept, noSamples int // tasks kept before it, ... it keeps, ... without samples
 }
 
+// sampleVerdict is what a filter reads of a sample's run: SampleRow's
+// columns it needs, so that samples may come from any table that has them
+// (a solve node's rows, or an evaluation imported from elsewhere).
+type sampleVerdict struct {
+	TaskID string `parquet:"task_id"`
+	Kind   string `parquet:"kind"`
+	Model  string `parquet:"model"`
+	Cell   string `parquet:"cell"`
+	Passed bool   `parquet:"passed"`
+}
+
 // filterBySamples is c2 and c3: it reads the tasks (a tasks node's or a
 // filter's output) and the runs of one model's solutions (a solve node's
-// rows), and judges every task kept so far on its samples. Tasks without
+// rows, or any table with their task_id, kind, model, cell and passed),
+// and judges every task kept so far on its samples. Tasks without
 // samples are dropped ("no samples"); tasks dropped before keep their
 // reason. Rows keep the order of the tasks.
 func filterBySamples(r nodes.Run, tasksRef, samplesRef nodes.Ref, judge verdict) ([]FilterRow, filterCounts, error) {
@@ -141,9 +153,9 @@ func filterBySamples(r nodes.Run, tasksRef, samplesRef nodes.Ref, judge verdict)
 	if err != nil {
 		return nil, counts, err
 	}
-	samples, err := artifacts.ReadAll[SampleRow](in)
+	samples, err := project[sampleVerdict](in)
 	if err != nil {
-		return nil, counts, fmt.Errorf("samples: %w (samples must come from a solve node run on a generate node's answers)", err)
+		return nil, counts, fmt.Errorf("samples (%s): %w; samples must come from a solve node run on a generate node's answers", samplesRef, err)
 	}
 	type tally struct {
 		n, passed int
