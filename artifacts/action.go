@@ -75,6 +75,9 @@ type Failure struct {
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
 	Host    string    `json:"host"`
+	// Reports are the node's named records up to the failure (the calls
+	// it made before failing, ...).
+	Reports map[string]json.RawMessage `json:"reports,omitempty"`
 }
 
 // ErrNotFound is returned for keys and digests the store does not hold.

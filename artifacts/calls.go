@@ -2,8 +2,10 @@ package artifacts
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,27 +42,28 @@ func (c *Calls) path(key string) (string, error) {
 
 // Get returns the value stored under key. A file that fails its checksum
 // is moved to quarantine/ and reported as absent: the call is made again.
+// (Before moving it, Get checks that the name still holds the file it
+// read, so a value a concurrent Put just renamed into place is kept.)
 func (c *Calls) Get(key string) ([]byte, bool, error) {
 	p, err := c.path(key)
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := readFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	v, st, err := readCall(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	v, err := decodeCall(b)
-	if err != nil {
-		c.quarantine(p, key)
+	case errors.Is(err, errBadCall):
+		c.quarantine(p, key, st)
 		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("call cache: %w", err)
 	}
 	return v, true, nil
 }
 
-// Put stores value under key, atomically.
+// Put stores value under key, atomically: a reader sees the previous
+// value or all of this one.
 func (c *Calls) Put(key string, value []byte) error {
 	p, err := c.path(key)
 	if err != nil {
@@ -71,11 +74,58 @@ func (c *Calls) Put(key string, value []byte) error {
 	b = appendHex16(b, xxhash.Sum64(value))
 	b = append(b, '\n')
 	b = append(b, value...)
-	return c.s.writeFileAtomic(p, b)
+	if err := c.s.writeFileAtomic(p, b); err != nil {
+		return fmt.Errorf("call cache: %w", err)
+	}
+	return nil
 }
 
-// Verify checks every call file, moving the corrupt ones to quarantine/.
-func (c *Calls) Verify() (ok, bad int, err error) {
+// verify checks every call file for Fsck, counting the good ones in
+// rep.Calls and reporting the others as corrupt-call problems; with repair
+// they move to quarantine/. A file whose name is not a key is corrupt too.
+func (c *Calls) verify(ctx context.Context, repair bool, rep *FsckReport) error {
+	return filepath.WalkDir(filepath.Join(c.s.root, "calls"), func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		key := d.Name()
+		_, st, err := readCall(p)
+		if want, perr := c.path(key); perr != nil {
+			err = perr
+		} else if want != p {
+			err = fmt.Errorf("in the wrong shard (%s)", filepath.Base(filepath.Dir(p)))
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err == nil {
+			rep.Calls++
+			return nil
+		}
+		prob := Problem{Kind: "corrupt-call", Name: Digest(key), Detail: err.Error()}
+		if repair && c.quarantine(p, key, st) == nil {
+			prob.Fixed = "moved to quarantine/"
+		}
+		rep.Problems = append(rep.Problems, prob)
+		return nil
+	})
+}
+
+// Clear deletes every call of the cache (lacuna gc --calls), holding the
+// store lock exclusively so that no run is writing meanwhile, and returns
+// how many calls and bytes it deleted; with dryRun it only counts.
+func (c *Calls) Clear(ctx context.Context, dryRun bool) (calls int, bytes int64, err error) {
+	unlock, err := c.s.LockExclusive(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unlock()
 	err = filepath.WalkDir(filepath.Join(c.s.root, "calls"), func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -83,27 +133,57 @@ func (c *Calls) Verify() (ok, bad int, err error) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := readFile(p)
-		if err != nil {
-			return err
+		if info, err := d.Info(); err == nil {
+			bytes += info.Size()
 		}
-		if _, err := decodeCall(b); err != nil {
-			bad++
-			c.quarantine(p, d.Name())
+		calls++
+		if dryRun {
 			return nil
 		}
-		ok++
-		return nil
+		return os.Remove(p)
 	})
-	return ok, bad, err
+	if err != nil {
+		return calls, bytes, fmt.Errorf("clear the call cache: %w", err)
+	}
+	if !dryRun {
+		c.s.dirty.Store(true)
+		c.s.Sync()
+	}
+	return calls, bytes, nil
 }
 
-func (c *Calls) quarantine(p, key string) {
-	q := filepath.Join(c.s.root, "quarantine", key+".call")
-	if c.s.ensureDir(q) == nil && os.Rename(p, q) == nil {
-		return
+var errBadCall = errors.New("not a valid call file")
+
+// readCall reads and checks a call file. A file that fails its check
+// gives an error wrapping errBadCall, with st describing the file read.
+func readCall(p string) (v []byte, st os.FileInfo, err error) {
+	f, err := openFile(p, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, err
 	}
-	os.Remove(p)
+	defer f.Close()
+	st, err = f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, st, err
+	}
+	v, err = decodeCall(b)
+	if err != nil {
+		return nil, st, fmt.Errorf("%w: %v", errBadCall, err)
+	}
+	return v, st, nil
+}
+
+// quarantine moves the corrupt call file at p aside, unless p no longer
+// names the file that was read (st): a concurrent Put replaced it.
+func (c *Calls) quarantine(p, key string, st os.FileInfo) error {
+	if now, err := os.Stat(p); err != nil || st == nil || !os.SameFile(now, st) {
+		return err
+	}
+	return c.s.quarantine(p, key+".call")
 }
 
 func decodeCall(b []byte) ([]byte, error) {

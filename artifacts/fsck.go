@@ -11,7 +11,7 @@ import (
 
 // Problem is one finding of Fsck.
 type Problem struct {
-	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, dangling-action, bad-action, wrong-writer
+	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, corrupt-call, dangling-action, bad-action, wrong-writer
 	Name   Digest `json:"name"`
 	Detail string `json:"detail"`
 	Fixed  string `json:"fixed,omitempty"` // what was done about it
@@ -22,17 +22,19 @@ type FsckReport struct {
 	Objects  int       `json:"objects"`
 	Actions  int       `json:"actions"`
 	Blobs    int       `json:"blobs"`
+	Calls    int       `json:"calls"` // call cache entries that verified
 	Temp     int       `json:"temp_removed"`
 	Problems []Problem `json:"problems"`
 }
 
 // Fsck verifies every object (decoding its rows and rehashing them),
-// every blob, and every action entry: it must parse, its output must
+// every blob, every call of the call cache, and every action entry: it must parse, its output must
 // exist, and the action must be among the output's writers (the file's
 // metadata names it or the shard's writers log records it; see
 // ErrWrongWriter). With repair, corrupt objects and blobs move to
 // quarantine/ and action entries whose output is gone or was not written by
-// them are removed, so the next run recomputes them; nothing valid is
+// them are removed, so the next run recomputes them (corrupt calls move
+// to quarantine/ too: the call is made again); nothing valid is
 // touched. Repair holds the store lock
 // exclusively, waiting for running runs to finish.
 func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
@@ -107,6 +109,9 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 			rep.Problems = append(rep.Problems, p)
 		}
 	}
+	if err := s.Calls().verify(ctx, repair, rep); err != nil {
+		return nil, fmt.Errorf("verify the call cache: %w", err)
+	}
 	logged, err := s.writerPairs()
 	if err != nil {
 		return nil, err
@@ -158,7 +163,9 @@ type GCReport struct {
 // GC deletes every action not in keep, then every object and blob that no
 // kept action references, plus failure records and lock files. It holds the
 // store lock exclusively, so no run is using what it deletes. With dryRun it
-// only counts.
+// only counts. The call cache (calls/) is kept: no action references a
+// call, and a call costs a model's time to make again; Calls.Clear
+// deletes it.
 func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCReport, error) {
 	unlock, err := s.LockExclusive(ctx)
 	if err != nil {

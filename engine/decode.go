@@ -276,6 +276,46 @@ func configErrors(n *NodeDecl, err error) hcl.Diagnostics {
 	return diags
 }
 
+// AttrError is a node type's nodes.ConfigError (from Validate, Resolve,
+// PlanCalls or Run) placed at the attribute at fault, or at the node
+// block when the attribute is not written in it. Its Error reads
+// "FILE:LINE:COL: SUMMARY: DETAIL", one line per problem.
+type AttrError struct {
+	Diags hcl.Diagnostics
+	err   error
+}
+
+func (e *AttrError) Error() string {
+	lines := make([]string, len(e.Diags))
+	for n, d := range e.Diags {
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, msg)
+		}
+		lines[n] = msg
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *AttrError) Unwrap() error { return e.err }
+
+// located turns an error holding nodes.ConfigErrors into an AttrError
+// naming their positions in n; other errors are returned as they are.
+func located(n *NodeDecl, err error) error {
+	var ce *nodes.ConfigError
+	if err == nil || !errors.As(err, &ce) {
+		return err
+	}
+	var ae *AttrError
+	if errors.As(err, &ae) {
+		return err
+	}
+	return &AttrError{Diags: configErrors(n, err), err: err}
+}
+
 // assign stores a cty value in a config field, converting as gocty does,
 // with artifact references becoming nodes.Ref. A []Ref field takes any
 // nesting of lists, sets, tuples, maps and objects of references, so that

@@ -96,3 +96,45 @@ func TestModelBlockBadValuesNamePosition(t *testing.T) {
 		}
 	}
 }
+
+type optionalModelConfig struct {
+	Judge *nodes.Model `hcl:"judge,optional"`
+}
+
+type optionalModelType struct{ modelUserType }
+
+func (optionalModelType) Name() string   { return "optional_model" }
+func (optionalModelType) NewConfig() any { return &optionalModelConfig{} }
+
+func init() { nodes.Register(optionalModelType{}) }
+
+func TestOptionalModelFieldIsNullOrTheKeyView(t *testing.T) {
+	dir := t.TempDir()
+	src := `model "j" {
+  id       = "org/judge"
+  endpoint = "http://127.0.0.1:9/v1"
+}
+node "optional_model" "unset" {}
+node "optional_model" "set" { judge = model.j }
+`
+	g, diags := ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := map[string]string{
+		"node.optional_model.unset": `{"judge":null}`,
+		"node.optional_model.set":   `{"judge":{"api":"chat","id":"org/judge","max_tokens":0,"params":{},"revision":"","seed":null,"stop":[],"system":"","temperature":null,"think":"strip","top_p":null}}`,
+	}
+	for _, inst := range g.Instances {
+		got, err := canonicalConfig(inst, func(string) artifacts.Digest { return "" })
+		if err != nil || string(got) != want[inst.Addr] {
+			t.Errorf("%s: %s, %v; want %s", inst.Addr, got, err, want[inst.Addr])
+		}
+	}
+	for _, inst := range g.Instances {
+		j := inst.Config.(*optionalModelConfig).Judge
+		if set := inst.Addr == "node.optional_model.set"; set != (j != nil) || set && (j.ID != "org/judge" || *j.Endpoint != "http://127.0.0.1:9/v1") {
+			t.Errorf("%s: decoded judge %+v", inst.Addr, j)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
 )
 
 // PlanEntry says what a run would do with one instance, and why.
@@ -20,6 +21,12 @@ type PlanEntry struct {
 	Key    artifacts.Digest `json:"key,omitempty"`
 	Digest artifacts.Digest `json:"digest,omitempty"`
 	Rows   int64            `json:"rows,omitempty"`
+	// Calls are the model calls a run would make (Executor.CountCalls;
+	// types that implement nodes.CallPlanner, status run with a known
+	// key): how many, how many the call cache holds, the tokens of the
+	// rest. CallsUnknown says why they cannot be counted yet.
+	Calls        []nodes.CallPlan `json:"calls,omitempty"`
+	CallsUnknown string           `json:"calls_unknown,omitempty"`
 }
 
 // Plan statuses.
@@ -35,6 +42,11 @@ const (
 // runs for a reason found by comparing with the key it had last time
 // (config, input, identity or logic version changed). An instance
 // downstream of one that will run waits for that input.
+//
+// With CountCalls, an instance that will run, has a known key and whose
+// type is a nodes.CallPlanner also gets its model calls counted
+// (PlanEntry.Calls); PlanCalls failing makes the entry an error (what the
+// run would hit), without failing the plan.
 func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]PlanEntry, error) {
 	insts, err := g.Select(targets)
 	if err != nil {
@@ -63,6 +75,9 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			e.Status, e.Reason = PlanBlocked, "input "+listAddrs(blocked)+" cannot run"
 		case len(runs) > 0:
 			e.Status, e.Reason = PlanRun, "input "+listAddrs(runs)+" will run"
+			if _, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls {
+				e.CallsUnknown = "model calls unknown until its inputs exist"
+			}
 		default:
 			key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return outputs[in.index].Digest }))
 			switch {
@@ -82,12 +97,36 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 					outputs[i.index] = out
 				} else {
 					e.Status, e.Reason = PlanRun, w.why(i, cfg, pinned.Identity)
+					if cp, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls {
+						inputs := make(map[string]artifacts.Object, len(i.Inputs))
+						for _, in := range i.Inputs {
+							inputs[in.Addr] = outputs[in.index]
+						}
+						env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value, planning: true}
+						calls, err := planCalls(ctx, cp, env)
+						if err != nil {
+							e.Status, e.Reason = PlanError, "counting model calls: "+located(i.Decl, err).Error()
+						} else {
+							e.Calls = calls
+						}
+					}
 				}
 			}
 		}
 		entries[n] = e
 	}
 	return entries, nil
+}
+
+// planCalls runs a type's PlanCalls, turning a panic into an error: one
+// broken type must not take the whole plan down.
+func planCalls(ctx context.Context, cp nodes.CallPlanner, env *runEnv) (calls []nodes.CallPlan, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("PlanCalls panicked: %v", p)
+		}
+	}()
+	return cp.PlanCalls(ctx, env)
 }
 
 func listAddrs(a []string) string {

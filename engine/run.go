@@ -59,6 +59,10 @@ type Executor struct {
 	// passes the process's); nodes read no other. Set it before the first
 	// Run or Plan and do not change it: Getenv indexes it once.
 	Environ []string
+	// CountCalls makes Plan count the model calls of the instances that
+	// will run (nodes.CallPlanner): that reads the call cache, so only
+	// `lacuna plan` asks for it.
+	CountCalls bool
 
 	envOnce sync.Once
 	envMap  map[string]string
@@ -172,7 +176,7 @@ func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr stri
 	if rv, ok := i.Type().(nodes.Resolver); ok {
 		p, err := rv.Resolve(ctx, resolveEnv{x: x, inst: i})
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, located(i.Decl, err)
 		}
 		if p != nil {
 			pinned = p
@@ -306,7 +310,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
 	started := time.Now()
 	env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value}
-	err = env.call(ctx)
+	err = located(i.Decl, env.call(ctx))
 	secs := time.Since(started).Seconds()
 	if err == nil && env.out == nil {
 		err = errors.New("node produced no output")
@@ -322,7 +326,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		ferr := x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname()})
+		ferr := x.Store.PutFailure(&artifacts.Failure{Key: key, Node: i.Addr, Type: i.Decl.TypeName, Error: err.Error(), Logs: env.logs.String(), Started: started, Seconds: secs, Host: hostname(), Reports: env.reports})
 		if ferr != nil {
 			err = fmt.Errorf("%w (recording the failure in the store also failed: %v)", err, ferr)
 		}
@@ -382,10 +386,11 @@ func hostname() string {
 	return host
 }
 
-// runEnv implements nodes.Run for one execution. Logf, Note, Progress and
-// PutBlob may be called from any goroutine of the node (mu guards what
-// they write); the engine reads logs, blobs and note only after Run has
-// returned.
+// runEnv implements nodes.Run for one execution, or for a
+// nodes.CallPlanner's PlanCalls (planning). Logf, Note, Progress, Status,
+// Report and PutBlob may be called from any goroutine of the node (mu
+// guards what they write); the engine reads logs, blobs, note and reports
+// only after Run has returned.
 type runEnv struct {
 	w      *walk
 	inst   *Instance
@@ -393,14 +398,19 @@ type runEnv struct {
 	inputs map[string]artifacts.Object
 	out    *artifacts.Writer
 
-	mu         sync.Mutex
-	logs       boundedBuffer
-	blobs      []artifacts.Digest
-	lastProg   time.Time
-	lastStatus time.Time
-	note       string
-	reports    map[string]json.RawMessage
-	pinned     any
+	mu       sync.Mutex
+	logs     boundedBuffer
+	blobs    []artifacts.Digest
+	lastProg time.Time
+	done     int64 // the last Progress
+	total    int64
+	status   string // the last Status
+	note     string
+	reports  map[string]json.RawMessage
+	pinned   any
+	// planning: the env is a nodes.CallPlanner's at plan time, where
+	// nothing may be written (Output and PutBlob fail).
+	planning bool
 }
 
 func (r *runEnv) call(ctx context.Context) (err error) {
@@ -430,6 +440,9 @@ func (r *runEnv) Input(ref nodes.Ref) (*artifacts.Reader, error) {
 }
 
 func (r *runEnv) Output(schema *parquet.Schema) (*artifacts.Writer, error) {
+	if r.planning {
+		return nil, errors.New("Output is not available while planning")
+	}
 	if r.out != nil {
 		return nil, errors.New("Output called twice")
 	}
@@ -466,6 +479,9 @@ func (r *runEnv) Previous() (*artifacts.Reader, bool) {
 }
 
 func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
+	if r.planning {
+		return "", errors.New("PutBlob is not available while planning")
+	}
 	d, err := r.w.x.Store.PutBlob(rd)
 	if err == nil {
 		r.mu.Lock()
@@ -509,30 +525,43 @@ func (r *runEnv) Report(name string, v any) {
 	r.mu.Unlock()
 }
 
+// Status and Progress update one live state per execution (done, total,
+// status line), and every progress event carries all of it: a status
+// dropped by the throttle (one event per 200 ms, plus the one where done
+// reaches total) travels with the next event, and a display never needs
+// to merge events.
 func (r *runEnv) Status(format string, args ...any) {
+	if r.planning {
+		return
+	}
 	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
-	now := time.Now()
 	r.mu.Lock()
-	due := now.Sub(r.lastStatus) >= 200*time.Millisecond
-	if due {
-		r.lastStatus = now
-	}
+	r.status = msg
 	r.mu.Unlock()
-	if due {
-		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Message: msg})
-	}
+	r.emitProgress(false)
 }
 
 func (r *runEnv) Progress(done, total int64) {
+	if r.planning {
+		return
+	}
+	r.mu.Lock()
+	r.done, r.total = done, total
+	r.mu.Unlock()
+	r.emitProgress(total > 0 && done == total)
+}
+
+func (r *runEnv) emitProgress(force bool) {
 	now := time.Now()
 	r.mu.Lock()
-	due := now.Sub(r.lastProg) >= 200*time.Millisecond || (total > 0 && done == total)
+	due := force || now.Sub(r.lastProg) >= 200*time.Millisecond
 	if due {
 		r.lastProg = now
 	}
+	e := Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: r.done, Total: r.total, Message: r.status}
 	r.mu.Unlock()
 	if due {
-		r.w.emit(Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: done, Total: total})
+		r.w.emit(e)
 	}
 }
 

@@ -163,11 +163,11 @@ func (e Expr) Eval(extra map[string]cty.Value) (cty.Value, hcl.Diagnostics) {
 // Concurrency: a Run value belongs to one execution of one instance and is
 // valid only until the node's Run method returns. The engine runs
 // different instances at once, each with its own Run. Within one
-// execution, Logf, Progress, Note, PutBlob, Input, InputDigest, Config,
-// Node, Dir and CacheDir may be called from any goroutine the node starts
-// (the engine serialises what they record); Output must be called once,
-// and the Writer it returns is not safe for concurrent writes. Nothing may
-// be called after Run has returned.
+// execution, Logf, Progress, Status, Note, Report, Calls, PutBlob, Input,
+// InputDigest, Config, Node, Dir and CacheDir may be called from any
+// goroutine the node starts (the engine serialises what they record);
+// Output must be called once, and the Writer it returns is not safe for
+// concurrent writes. Nothing may be called after Run has returned.
 type Run interface {
 	// Config is the decoded config struct (what NewConfig returned).
 	Config() any

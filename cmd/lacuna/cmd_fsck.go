@@ -9,9 +9,10 @@ import (
 
 var cmdFsck = newCommand("fsck", "[--store DIR]",
 	"verify every object in the store; quarantine corrupt ones", `
-Fsck reads every object, action entry and blob of the store and checks its
-digest. Corrupt objects are moved to quarantine/ (unless --dry-run), so the
-next run recomputes them. It exits 1 when it found a problem.`)
+Fsck reads every object, action entry, blob and call of the call cache of
+the store and checks its digest or checksum. Corrupt objects and calls are
+moved to quarantine/ (unless --dry-run), so the next run recomputes them or
+makes the call again. It exits 1 when it found a problem.`)
 
 var fsckFlags struct {
 	storeFlag
@@ -43,7 +44,13 @@ func runFsck(ctx context.Context, cmd *Command, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Printf("checked %d objects, %d actions, %d blobs in %s\n", rep.Objects, rep.Actions, rep.Blobs, st.Root())
+		bad := 0
+		for _, p := range rep.Problems {
+			if p.Kind == "corrupt-call" {
+				bad++
+			}
+		}
+		fmt.Printf("checked %d objects, %d actions, %d blobs, %d calls in %s\n", rep.Objects, rep.Actions, rep.Blobs, rep.Calls+bad, st.Root())
 		for _, p := range rep.Problems {
 			fixed := ""
 			if p.Fixed != "" {

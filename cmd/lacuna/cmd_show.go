@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -18,7 +21,9 @@ import (
 var cmdShow = newCommand("show", "[PIPELINE] ADDR|DIGEST",
 	"provenance, digest, schema and row count of an artifact", `
 Show prints what the store knows about a node's artifact: the action that
-made it (type, logic version, inputs, identity, configuration, logs), its
+made it (type, logic version, inputs, identity, configuration, the node's
+reports such as a model's usage: calls, cached, retries, tokens, latency
+percentiles; logs), its
 content digest, row count and schema; for a failed node, its error and
 logs. Give PIPELINE ADDR for a node (every instance of a for_each node when
 ADDR has no key), or an action key or content digest alone.`)
@@ -70,16 +75,16 @@ func runShow(ctx context.Context, cmd *Command, args []string) error {
 		if i > 0 {
 			fmt.Println()
 		}
-		printShow(m)
+		printShow(os.Stdout, m)
 	}
 	return nil
 }
 
-func printShow(m map[string]any) {
+func printShow(w io.Writer, m map[string]any) {
 	if n, _ := m["node"].(string); n != "" {
-		fmt.Println(n)
+		fmt.Fprintln(w, n)
 	}
-	kv := func(k, v string) { fmt.Printf("  %-9s %s\n", k, v) }
+	kv := func(k, v string) { fmt.Fprintf(w, "  %-9s %s\n", k, v) }
 	if a, ok := m["action"].(*artifacts.Action); ok {
 		kv("type", fmt.Sprintf("%s (logic version %s)", a.Type, a.Version))
 		kv("key", string(a.Key))
@@ -99,9 +104,10 @@ func printShow(m map[string]any) {
 		if a.Note != "" {
 			kv("result", a.Note)
 		}
+		printReports(w, a.Reports)
 		if a.Logs != "" {
-			fmt.Println("  logs")
-			fmt.Println(indent(a.Logs))
+			fmt.Fprintln(w, "  logs")
+			fmt.Fprintln(w, indent(a.Logs))
 		}
 	}
 	if p, ok := m["pending"].(string); ok {
@@ -109,20 +115,141 @@ func printShow(m map[string]any) {
 	}
 	if f, ok := m["failure"].(*artifacts.Failure); ok {
 		kv("failed", fmt.Sprintf("%s on %s after %.3fs", f.Started.Format("2006-01-02 15:04:05Z"), f.Host, f.Seconds))
-		fmt.Println("  error")
-		fmt.Println(indent(f.Error))
+		fmt.Fprintln(w, "  error")
+		fmt.Fprintln(w, indent(f.Error))
+		printReports(w, f.Reports)
 		if f.Logs != "" {
-			fmt.Println("  logs")
-			fmt.Println(indent(f.Logs))
+			fmt.Fprintln(w, "  logs")
+			fmt.Fprintln(w, indent(f.Logs))
 		}
 	}
 	if o, ok := m["object"].(artifacts.Object); ok {
 		kv("digest", string(o.Digest))
 		kv("rows", commas(o.Rows))
 		kv("file", fmt.Sprintf("%s bytes, xxhash64 %s", commas(o.Size), o.FileSum))
-		fmt.Println("  schema")
-		fmt.Println(indent(m["schema"].(string)))
+		fmt.Fprintln(w, "  schema")
+		fmt.Fprintln(w, indent(m["schema"].(string)))
 	}
+}
+
+// printReports prints a node's reports under "report NAME", by name.
+func printReports(w io.Writer, reports map[string]json.RawMessage) {
+	for _, name := range slices.Sorted(maps.Keys(reports)) {
+		fmt.Fprintf(w, "  %-9s %s\n", "report", name)
+		printReport(w, reports[name], "    ")
+	}
+}
+
+// printReport prints a node's JSON report (Run.Report) readably: an
+// object's members one a line in their recorded order, name then value,
+// nested objects indented below their name, integers with thousands
+// separators and other numbers to three significant digits. What is not an
+// object is printed as compact JSON.
+func printReport(w io.Writer, raw json.RawMessage, indent string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		fmt.Fprintf(w, "%s%s\n", indent, raw)
+		return
+	}
+	printOrdered(w, v, indent)
+}
+
+// member is one member of a JSON object, in its order.
+type member struct {
+	name  string
+	value any // json.Number, string, bool, nil, []member, []any
+}
+
+// decodeOrdered decodes one JSON value keeping the order of object members.
+func decodeOrdered(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		obj := []member{}
+		for dec.More() {
+			name, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			obj = append(obj, member{name.(string), v})
+		}
+		_, err := dec.Token()
+		return obj, err
+	case json.Delim('['):
+		arr := []any{}
+		for dec.More() {
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		_, err := dec.Token()
+		return arr, err
+	}
+	return tok, nil
+}
+
+func printOrdered(w io.Writer, v any, indent string) {
+	obj, ok := v.([]member)
+	if !ok {
+		fmt.Fprintf(w, "%s%s\n", indent, reportValue(v))
+		return
+	}
+	width := 0
+	for _, m := range obj {
+		width = max(width, len(m.name))
+	}
+	for _, m := range obj {
+		if sub, ok := m.value.([]member); ok && len(sub) > 0 {
+			fmt.Fprintf(w, "%s%s\n", indent, m.name)
+			printOrdered(w, sub, indent+"  ")
+			continue
+		}
+		fmt.Fprintf(w, "%s%-*s  %s\n", indent, width, m.name, reportValue(m.value))
+	}
+}
+
+// reportValue writes one value of a report.
+func reportValue(v any) string {
+	switch v := v.(type) {
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return commas(n)
+		}
+		f, err := v.Float64()
+		if err != nil {
+			return v.String()
+		}
+		if math.Abs(f) >= 1000 {
+			return commas(int64(math.Round(f)))
+		}
+		return strconv.FormatFloat(f, 'g', 3, 64)
+	case string:
+		return v
+	case nil:
+		return "-"
+	case bool:
+		return strconv.FormatBool(v)
+	case []member:
+		return "{}"
+	case []any:
+		parts := make([]string, len(v))
+		for n, el := range v {
+			parts[n] = reportValue(el)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return fmt.Sprint(v)
 }
 
 // subject is one artifact that show or cat is about.

@@ -125,6 +125,8 @@ func goTypeName(t reflect.Type) string {
 		return "list of artifacts"
 	case reflect.TypeOf(nodes.Expr{}):
 		return "expression (evaluated per row)"
+	case reflect.TypeOf(nodes.Model{}):
+		return "a model block (model.NAME)"
 	}
 	if t.Kind() == reflect.Pointer {
 		return goTypeName(t.Elem())

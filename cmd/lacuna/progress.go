@@ -14,6 +14,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
+	"golang.org/x/sys/unix"
 )
 
 // progress shows a run to its user.
@@ -53,13 +54,14 @@ type counts struct {
 	start                                    time.Time
 	running                                  map[string]time.Time
 	lastProgress                             map[string]engine.Event
+	status                                   map[string]string // a running node's latest Status
 }
 
 func (c *counts) update(e engine.Event) {
 	switch e.Event {
 	case engine.EventStart:
 		c.total, c.start = int(e.Total), time.Now()
-		c.running, c.lastProgress = map[string]time.Time{}, map[string]engine.Event{}
+		c.running, c.lastProgress, c.status = map[string]time.Time{}, map[string]engine.Event{}, map[string]string{}
 	case engine.EventRunning:
 		c.running[e.Node] = time.Now()
 	case engine.EventDone:
@@ -67,15 +69,26 @@ func (c *counts) update(e engine.Event) {
 		c.rows += e.Rows
 		delete(c.running, e.Node)
 		delete(c.lastProgress, e.Node)
+		delete(c.status, e.Node)
 	case engine.EventCached:
 		c.cached++
 	case engine.EventFailed:
 		c.failed++
 		delete(c.running, e.Node)
+		delete(c.lastProgress, e.Node)
+		delete(c.status, e.Node)
 	case engine.EventSkipped:
 		c.skipped++
 	case engine.EventProgress:
-		c.lastProgress[e.Node] = e
+		// The engine's progress events carry a node's last Progress
+		// (Done, Total) and Status (Message) together; one without a
+		// part keeps what an earlier event said.
+		if e.Message != "" {
+			c.status[e.Node] = e.Message
+		}
+		if e.Done != 0 || e.Total != 0 {
+			c.lastProgress[e.Node] = e
+		}
 	}
 }
 
@@ -94,18 +107,36 @@ func notRun(s *engine.Summary) string {
 }
 
 // plainProgress prints a line per executed, failed or skipped node, for
-// logs and pipes.
+// logs and pipes, and a running node's status (nodes.Run.Status) when it
+// changed, at most every plainStatusEvery per node.
 type plainProgress struct {
-	w io.Writer
-	c counts
+	w       io.Writer
+	c       counts
+	now     func() time.Time
+	printed map[string]printedStatus // per node, the last status line printed
 }
 
-func newPlainProgress(w io.Writer) *plainProgress { return &plainProgress{w: w} }
+type printedStatus struct {
+	msg string
+	at  time.Time
+}
+
+const plainStatusEvery = 5 * time.Second
+
+func newPlainProgress(w io.Writer) *plainProgress {
+	return &plainProgress{w: w, now: time.Now, printed: map[string]printedStatus{}}
+}
 
 func (p *plainProgress) event(e engine.Event) {
 	p.c.update(e)
 	n := p.c.finished()
 	switch e.Event {
+	case engine.EventProgress:
+		last := p.printed[e.Node]
+		if now := p.now(); e.Message != "" && e.Message != last.msg && now.Sub(last.at) >= plainStatusEvery {
+			p.printed[e.Node] = printedStatus{e.Message, now}
+			fmt.Fprintf(p.w, "[%d/%d] status   %s  %s\n", n, p.c.total, e.Node, e.Message)
+		}
 	case engine.EventStart:
 		fmt.Fprintf(p.w, "running %d nodes\n", e.Total)
 	case engine.EventDone:
@@ -144,10 +175,16 @@ type ttyProgress struct {
 	stop     chan struct{}
 	done     chan struct{}
 	finished bool // the summary is printed: no more status lines
+	width    int  // the terminal's columns (0: unknown); the status line is clipped to it
 }
 
 func newTTYProgress(w io.Writer) *ttyProgress {
 	p := &ttyProgress{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			p.width = int(ws.Col)
+		}
+	}
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -216,6 +253,9 @@ func (p *ttyProgress) redraw() {
 		if pe, ok := p.c.lastProgress[node]; ok && pe.Total > 0 {
 			s += fmt.Sprintf(" %d%%", pe.Done*100/pe.Total)
 		}
+		if st := p.c.status[node]; st != "" {
+			s += " (" + clip(st, 60) + ")"
+		}
 		run = append(run, s)
 	}
 	sort.Strings(run)
@@ -226,8 +266,20 @@ func (p *ttyProgress) redraw() {
 	if len(run) > 0 {
 		line += " · " + strings.Join(run, ", ")
 	}
+	if p.width > 1 {
+		line = clip(line, p.width-1) // a wrapped line could not be redrawn in place
+	}
 	p.clear()
 	fmt.Fprint(p.w, line)
+}
+
+// clip shortens s to at most n runes, marking the cut with "…".
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func (p *ttyProgress) close() {
