@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
@@ -362,5 +366,73 @@ node "generate" %q {
 	}
 	if n := srv.Stats().Requests - before; n != 0 {
 		t.Errorf("%d requests with a bad template", n)
+	}
+}
+
+// TestPlanCountsGenerateCallsAndTheCachedOnes: lacuna plan's count of a
+// generate node's calls: all of them at first; after a run of the first
+// two tasks, the calls of those as cached, and the tokens of the rest
+// (prompt characters / 4, max_tokens per answer). Planning makes no call.
+func TestPlanCountsGenerateCallsAndTheCachedOnes(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	gen := func(limit int) string {
+		return modelBlock(srv.URL()) + fmt.Sprintf(`
+node "generate" "g" {
+  tasks      = node.tasks.shapes
+  model      = model.coder
+  samples    = 2
+  max_tokens = 100
+  limit      = %d
+}
+`, limit)
+	}
+	plan := func() nodes.CallPlan {
+		t.Helper()
+		file := filepath.Join(dir, "p.hcl")
+		g, diags := engine.ExpandSource(file, []byte(pipeline+gen(3)), dir, engine.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+		entries, err := x.Plan(context.Background(), g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Node == "node.generate.g" {
+				if len(e.Calls) != 1 {
+					t.Fatalf("plan entry %+v", e)
+				}
+				return e.Calls[0]
+			}
+		}
+		t.Fatal("no plan entry for node.generate.g")
+		return nodes.CallPlan{}
+	}
+	first := plan()
+	if first.Model != "example/coder" || first.Calls != 6 || first.Cached != 0 || first.OutputTokens != 600 || first.PromptTokens == 0 {
+		t.Errorf("plan before any run: %+v", first)
+	}
+	run := runFixture(t, dir, gen(2))
+	done := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g")
+	var cachedPrompt int64
+	for _, r := range done {
+		cachedPrompt += int64(len(r.Prompt)) / 4
+	}
+	requests := srv.Stats().Requests
+	second := plan()
+	want := nodes.CallPlan{Model: "example/coder", Calls: 6, Cached: 4, PromptTokens: first.PromptTokens - cachedPrompt, OutputTokens: 200}
+	if second != want {
+		t.Errorf("plan after running 2 of 3 tasks: %+v, want %+v", second, want)
+	}
+	if n := srv.Stats().Requests - requests; n != 0 {
+		t.Errorf("planning made %d requests", n)
 	}
 }
