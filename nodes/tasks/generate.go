@@ -88,12 +88,14 @@ type GenerateRow struct {
 	// Solution is the code extracted from the answer (after its think
 	// blocks are stripped, unless the model block says think = "keep");
 	// ExtractedBy says how (llm.ExtractCode).
-	Solution         string  `parquet:"solution"`
-	ExtractedBy      string  `parquet:"extracted_by"`
-	FinishReason     string  `parquet:"finish_reason"`
-	PromptTokens     int64   `parquet:"prompt_tokens"`
-	CompletionTokens int64   `parquet:"completion_tokens"`
-	LatencyS         float64 `parquet:"latency_s"` // the call's latency when it was made (a replay from the call cache keeps it)
+	Solution         string `parquet:"solution"`
+	ExtractedBy      string `parquet:"extracted_by"`
+	FinishReason     string `parquet:"finish_reason"`
+	PromptTokens     int64  `parquet:"prompt_tokens"`
+	CompletionTokens int64  `parquet:"completion_tokens"`
+	// LatencyS is the call's latency as the client measured it: 0 for a
+	// call replayed from the call cache (the cache keeps no latency).
+	LatencyS float64 `parquet:"latency_s"`
 }
 
 type generateType struct {
@@ -376,7 +378,7 @@ feed:
 		firstErr = ctx.Err()
 	}
 	if firstErr != nil {
-		return fmt.Errorf("%d of %d calls answered, and cached in the store: a re-run makes only the %d missing: %w", done, total, total-done, firstErr)
+		return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the %d missing", firstErr, done, total, total-done)
 	}
 	c := t.Config(r)
 	r.Note("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)

@@ -436,3 +436,149 @@ node "generate" "g" {
 		t.Errorf("planning made %d requests", n)
 	}
 }
+
+// TestGenerateSendsTheModelBlocksSettings: the model block's sampling
+// defaults and system prompt reach the server, the node's settings
+// override them, and api = "completions" sends one prompt.
+func TestGenerateSendsTheModelBlocksSettings(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	src := fmt.Sprintf(`
+model "chat" {
+  id          = "example/chat"
+  endpoint    = %[1]q
+  served_name = "test-model"
+  temperature = 0.2
+  top_p       = 0.9
+  max_tokens  = 50
+  seed        = 7
+  system      = "SYSTEM FROM THE BLOCK"
+}
+model "comp" {
+  id          = "example/comp"
+  endpoint    = %[1]q
+  served_name = "test-model"
+  api         = "completions"
+}
+node "generate" "defaults" {
+  tasks = node.tasks.shapes
+  model = model.chat
+  limit = 1
+}
+node "generate" "overrides" {
+  tasks       = node.tasks.shapes
+  model       = model.chat
+  limit       = 1
+  temperature = 0.8
+  top_p       = 0.5
+  max_tokens  = 20
+  seed        = 9
+}
+node "generate" "completions" {
+  tasks = node.tasks.shapes
+  model = model.comp
+  limit = 1
+}
+`, srv.URL())
+	run := runFixture(t, dir, src)
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	want := map[string]struct {
+		temperature, topP *float64
+		maxTokens         int
+		seed              *int64
+	}{
+		"node.generate.defaults":    {f(0.2), f(0.9), 50, i(7)},
+		"node.generate.overrides":   {f(0.8), f(0.5), 20, i(9)},
+		"node.generate.completions": {nil, nil, 0, nil},
+	}
+	byPrompt := map[string]llmtest.Request{}
+	for _, c := range srv.Calls() {
+		q := c.Request
+		if q.API == "chat" {
+			if len(q.Messages) != 2 || q.Messages[0].Role != "system" || q.Messages[0].Content != "SYSTEM FROM THE BLOCK" {
+				t.Errorf("chat messages %+v", q.Messages)
+			}
+			byPrompt[fmt.Sprint(*q.Temperature)] = q
+		} else {
+			byPrompt["completions"] = q
+		}
+	}
+	if len(srv.Calls()) != 3 {
+		t.Fatalf("%d calls, want 3", len(srv.Calls()))
+	}
+	for addr, w := range want {
+		row := nodetest.Read[tasks.GenerateRow](t, run, addr)[0]
+		key := "completions"
+		if w.temperature != nil {
+			key = fmt.Sprint(*w.temperature)
+		}
+		q := byPrompt[key]
+		got := fmt.Sprint(val(q.Temperature), val(q.TopP), q.MaxTokens, val(q.Seed))
+		if exp := fmt.Sprint(val(w.temperature), val(w.topP), w.maxTokens, val(w.seed)); got != exp {
+			t.Errorf("%s: sent temperature, top_p, max_tokens, seed %s, want %s", addr, got, exp)
+		}
+		if row.Solution != "x := 1" {
+			t.Errorf("%s: solution %q", addr, row.Solution)
+		}
+		if addr == "node.generate.completions" {
+			if q.API != "completions" || row.Prompt != q.Prompt || !strings.HasPrefix(q.Prompt, "You are an expert Go programmer") {
+				t.Errorf("completions: api %s prompt %q, row prompt %q", q.API, q.Prompt, row.Prompt)
+			}
+		} else if !strings.HasPrefix(row.Prompt, "[system]\nSYSTEM FROM THE BLOCK\n\n[user]\n") {
+			t.Errorf("%s: prompt %q", addr, row.Prompt)
+		}
+	}
+}
+
+// val is *p, or "unset".
+func val[T any](p *T) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
+}
+
+// TestGenerateFailsOnAFailedCallAndResumes: a call the server refuses
+// (400, not retried) fails the node with an error that names the task and
+// says what a re-run does; the re-run, against a server that answers,
+// makes only the calls that were not answered.
+func TestGenerateFailsOnAFailedCallAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	byID := readTasks(t, runFixture(t, dir, ""))
+	var ids []string
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	bad := byID[ids[1]]
+	refuse := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```",
+		Script: []llmtest.Rule{{Contains: "Task (" + bad.Difficulty + "): " + bad.Description + "\n", Status: 400}}})
+	defer refuse.Close()
+	src := func(url string) string {
+		return modelBlock(url) + `
+node "generate" "g" {
+  tasks   = node.tasks.shapes
+  model   = model.coder
+  limit   = 4
+  samples = 2
+}
+`
+	}
+	res := nodetest.RunErr(t, dir, pipeline+src(refuse.URL())).Nodes["node.generate.g"]
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "task "+bad.TaskID+" sample ") || !strings.Contains(res.Err.Error(), "a re-run makes only the") || !strings.Contains(res.Err.Error(), "400") {
+		t.Fatalf("error %v", res.Err)
+	}
+	answered := refuse.Stats().Answers
+	answer := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer answer.Close()
+	run := runFixture(t, dir, src(answer.URL()))
+	if got := answer.Stats().Requests; got != 8-answered {
+		t.Errorf("the re-run made %d requests, want %d (8 calls, %d answered before)", got, 8-answered, answered)
+	}
+	if rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g"); len(rows) != 8 {
+		t.Errorf("%d rows, want 8", len(rows))
+	}
+}
