@@ -125,7 +125,7 @@ func (generateType) Validate(cfg any) error {
 	c := cfg.(*generateConfig)
 	cell, err := cells.Lookup(c.cell())
 	if err != nil {
-		return nodes.Errorf("cell", "Unknown cell", "%v.", err)
+		return nodes.Errorf("cell", "Unknown cell", "%v", err)
 	}
 	switch {
 	case len(cell.Parts) > 0 && c.Bundles.Node == "":
@@ -160,7 +160,7 @@ func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned
 	c := r.Config().(*generateConfig)
 	cell, err := cells.Lookup(c.cell())
 	if err != nil {
-		return nil, nodes.Errorf("cell", "Unknown cell", "%v.", err)
+		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
 	}
 	var over map[string]cells.Source
 	attr := "cell"

@@ -13,6 +13,7 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
@@ -187,6 +188,32 @@ node "c3" "shapes" {
 				if strings.TrimSpace(r.Solution) != strings.TrimSpace(kept[k].Mask) || r.Thinking != thought || !strings.HasPrefix(r.Raw, "<think>") || !strings.HasPrefix(r.ExtractedBy, "fence") {
 					t.Errorf("row %d: solution %q (by %s), thinking %q, want the mask %q", i, r.Solution, r.ExtractedBy, r.Thinking, kept[k].Mask)
 				}
+			}
+		}
+	})
+
+	// The Full prompt holds the task's own bundle, less the example the
+	// task was cut from.
+	t.Run("the oracle prepend", func(t *testing.T) {
+		bundles := map[string]bundle.Row{}
+		for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.shapes") {
+			bundles[b.APIID] = b
+		}
+		rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.full")
+		if len(rows) != 2*5 {
+			t.Fatalf("%d Full rows, want 5 tasks × 2", len(rows))
+		}
+		for _, r := range rows {
+			task := kept[index[r.TaskID]]
+			b := bundles[task.APIID]
+			if b.Signature == "" || !strings.Contains(r.Prompt, b.Signature) || !strings.Contains(r.Prompt, b.MCode) || !strings.Contains(r.Prompt, b.MProse) {
+				t.Errorf("%s: the prompt lacks its API's signature, source or prose:\n%s", name(task), r.Prompt)
+			}
+			if strings.Contains(r.Prompt, "\n"+task.Example+":\n") {
+				t.Errorf("%s: the prompt shows the example the task was cut from, %s", name(task), task.Example)
+			}
+			if r.SampleID != fmt.Sprintf("Full#%d", r.Sample) {
+				t.Errorf("%s: sample id %s", name(task), r.SampleID)
 			}
 		}
 	})
@@ -580,5 +607,28 @@ node "generate" "g" {
 	}
 	if rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g"); len(rows) != 8 {
 		t.Errorf("%d rows, want 8", len(rows))
+	}
+}
+
+// Bad configurations are errors at load time, at the attribute.
+func TestGenerateRejectsBadConfig(t *testing.T) {
+	for _, c := range []struct{ attrs, want string }{
+		{`cell = "Fulll"`, `p.hcl:12,10-17: Unknown cell; unknown cell "Fulll"; the cells are "baseline", "S_name", "S", "E", "M_prose", "M_code", "S+M_prose", "S+E", "S+M_code", "S+M_prose+M_code", "S+E+M_code", "Full". Did you mean "Full"?`},
+		{`cell = "S+E"`, `p.hcl:9,1-20: Bundles needed; cell S+E prepends the task's bundle: set bundles = node.bundle.NAME.`},
+		{`samples = 0`, `p.hcl:12,13-14: Invalid samples; samples must be at least 1.`},
+		{`top_p = 1.5`, `p.hcl:12,11-14: Invalid top_p; top_p must be in (0, 1].`},
+	} {
+		dir := t.TempDir()
+		src := modelBlock("http://127.0.0.1:9/v1") + `node "import" "x" { path = "x.jsonl" }
+node "generate" "g" {
+  tasks = node.import.x
+  model = model.coder
+  ` + c.attrs + `
+}
+`
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if !strings.Contains(diags.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.attrs, diags, c.want)
+		}
 	}
 }

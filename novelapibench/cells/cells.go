@@ -101,9 +101,9 @@ func Lookup(name string) (Cell, error) {
 			return Cell{Name: c.Name, Parts: append([]Part(nil), c.Parts...)}, nil
 		}
 	}
-	msg := fmt.Sprintf("unknown cell %q; the cells are %s", name, strings.Join(quote(Names()), ", "))
+	msg := fmt.Sprintf("unknown cell %q; the cells are %s.", name, strings.Join(quote(Names()), ", "))
 	if s := suggest(name, Names()); s != "" {
-		msg += fmt.Sprintf(". Did you mean %q?", s)
+		msg += fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return Cell{}, fmt.Errorf("%s", msg)
 }

@@ -110,9 +110,9 @@ func ReadDir(dir string) (map[string]Source, error) {
 			continue
 		}
 		if !contains(known, name) {
-			msg := fmt.Sprintf("template %s: no template is named %q; the templates are %s", filepath.Join(dir, name), name, strings.Join(quote(known), ", "))
+			msg := fmt.Sprintf("template %s: no template is named %q; the templates are %s.", filepath.Join(dir, name), name, strings.Join(quote(known), ", "))
 			if s := suggest(name, known); s != "" {
-				msg += fmt.Sprintf(". Did you mean %q?", s)
+				msg += fmt.Sprintf(" Did you mean %q?", s)
 			}
 			return nil, fmt.Errorf("%s", msg)
 		}
