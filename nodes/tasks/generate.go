@@ -116,7 +116,9 @@ func (generateType) Version() string { return "1" }
 func (generateType) Doc() string {
 	return "Asks a model for the code of every kept task's mask, n samples per task, in one knowledge cell (the task's own " +
 		"bundle prepended: baseline, S_name, S, E, M_prose, M_code, S+M_prose, S+E, S+M_code, S+M_prose+M_code, S+E+M_code, " +
-		"Full); one row per answer with the raw answer, the extracted solution (solve runs it), tokens and latency. Calls go " +
+		"Full; E leaves out the example the task was cut from, which holds its answer); one row per answer with the raw " +
+		"answer, the extracted solution (solve runs it), tokens and latency. Prompts come from novelapibench/cells/templates " +
+		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline."
 }
