@@ -92,8 +92,11 @@ func (b Backoff) delay(n int) time.Duration {
 
 // sharedHTTP is the HTTP client of clients without WithHTTPClient: one
 // connection pool for the process, wide enough for every model's limit.
+// It uses no proxy (the proxy variables are environment the library does
+// not read); a caller that needs one passes WithHTTPClient.
 var sharedHTTP = func() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	return &http.Client{Transport: t}
@@ -139,9 +142,10 @@ func (e *StatusError) Error() string {
 }
 
 // Models lists the model ids the server reports at GET /models. It tries
-// once: a wrong endpoint fails at once.
+// once, within the endpoint's timeout or a minute, whichever is shorter: a
+// wrong endpoint fails plans quickly.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, time.Minute))
 	defer cancel()
 	url := c.ep.BaseURL + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -520,8 +524,13 @@ func retryAfter(h string, now time.Time) time.Duration {
 		}
 		return time.Duration(s * float64(time.Second))
 	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
+	for _, parse := range []func(string) (time.Time, error){http.ParseTime, func(s string) (time.Time, error) { return time.Parse(time.RFC1123, s) }} {
+		if t, err := parse(h); err == nil {
+			if t.After(now) {
+				return t.Sub(now)
+			}
+			return 0
+		}
 	}
 	return 0
 }

@@ -87,6 +87,7 @@ type Response struct {
 	SchemaError string `json:"schema_error,omitempty"`
 
 	// What this call cost here; not cached (a replay reports Cached).
+	// Latency is the answered attempt's, request sent to answer read.
 	Latency time.Duration `json:"-"`
 	Retries int           `json:"-"`
 	Cached  bool          `json:"-"`

@@ -17,7 +17,9 @@
 // requests have the same ID when they ask the same thing of the same
 // model with the same seed. Counters are kept per ID (Server.Calls), so a
 // test can assert that each call was answered exactly once, or that a call
-// answered before a crash was not asked again.
+// answered before a crash was not asked again. The samples of one request
+// sent without a seed are identical requests, one ID: give calls seeds
+// when a test counts per call.
 //
 // A Server's methods are safe for concurrent use.
 package llmtest
@@ -75,7 +77,8 @@ type Config struct {
 	SlowFor time.Duration
 }
 
-// Rule is one scripted answer. All of its set conditions must hold.
+// Rule is one scripted answer. All of its set conditions must hold. When
+// and Reply are called from the server's handlers, concurrently.
 type Rule struct {
 	Model    string         // the request names this model
 	Contains string         // Request.Text contains this
@@ -312,30 +315,26 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	entry := len(s.log)
 	s.log = append(s.log, Entry{Received: time.Now()})
 	s.mu.Unlock()
-	status, fault := 0, Fault("")
-	var call *Call
 	defer func() {
 		s.mu.Lock()
 		s.inFlight--
 		s.idle.Broadcast()
-		s.log[entry].Fault, s.log[entry].Status = fault, status
-		if call != nil {
-			s.log[entry].ID = call.ID
-		}
-		if fault != "" {
-			s.stats.Faults[fault]++
-		}
-		if status != 0 {
-			s.stats.Status[status]++
-		}
 		s.mu.Unlock()
 	}()
+	// Everything is counted before the client can see it, so that a
+	// client that has its answer finds it counted.
+	sent := func(code int) {
+		s.mu.Lock()
+		s.log[entry].Status = code
+		s.stats.Status[code]++
+		s.mu.Unlock()
+	}
 	reject := func(code int, msg string) {
-		status = code
+		sent(code)
 		writeError(w, code, msg)
 	}
-	if !s.authorized(w, r) {
-		status = http.StatusUnauthorized
+	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+		reject(http.StatusUnauthorized, "invalid API key")
 		return
 	}
 	q, err := parseRequest(r, s.cfg.IgnoreSchema)
@@ -344,7 +343,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	call = s.calls[q.ID]
+	call := s.calls[q.ID]
 	if call == nil {
 		call = &Call{ID: q.ID, Request: q}
 		s.calls[q.ID] = call
@@ -352,6 +351,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	attempt := call.Requests
 	call.Requests++
+	s.log[entry].ID = q.ID
 	s.mu.Unlock()
 	if !slices.Contains(s.cfg.Models, q.Model) {
 		reject(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", q.Model))
@@ -365,7 +365,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "messages: at least one message is required")
 		return
 	}
-	fault = s.fault(q.ID, attempt)
+	fault := s.fault(q.ID, attempt)
+	if fault != "" {
+		s.mu.Lock()
+		s.log[entry].Fault = fault
+		s.stats.Faults[fault]++
+		s.mu.Unlock()
+	}
 	switch fault {
 	case TooMany:
 		if s.cfg.RetryAfter != "-" {
@@ -417,14 +423,21 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	status = http.StatusOK
-	if _, err := w.Write(body); err != nil || fault == Malformed || fault == Empty {
-		return
+	sent(http.StatusOK)
+	answered := fault != Malformed && fault != Empty
+	if answered {
+		s.answered(call, 1)
 	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body); err != nil && answered {
+		s.answered(call, -1)
+	}
+}
+
+func (s *Server) answered(c *Call, n int) {
 	s.mu.Lock()
-	call.Answers++
-	s.stats.Answers++
+	c.Answers += n
+	s.stats.Answers += n
 	s.mu.Unlock()
 }
 
