@@ -632,3 +632,37 @@ node "generate" "g" {
 		}
 	}
 }
+
+// TestGenerateStripsThinkingBeforeExtraction: with think = "strip" (the
+// default) the code comes from the answer after the think block, with
+// "keep" from the whole answer; raw and thinking are kept either way.
+func TestGenerateStripsThinkingBeforeExtraction(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	const answer = "<think>\n```go\na := 1\nb := 2\n```\n</think>\n```go\nx := 1\n```"
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: answer})
+	defer srv.Close()
+	src := ""
+	for _, mode := range []string{"strip", "keep"} {
+		src += fmt.Sprintf(`
+model %[1]q {
+  id          = "example/%[1]s"
+  endpoint    = %[2]q
+  served_name = "test-model"
+  think       = %[1]q
+}
+node "generate" %[1]q {
+  tasks = node.tasks.shapes
+  model = model.%[1]s
+  limit = 1
+}
+`, mode, srv.URL())
+	}
+	run := runFixture(t, dir, src)
+	for mode, want := range map[string]string{"strip": "x := 1", "keep": "a := 1\nb := 2"} {
+		row := nodetest.Read[tasks.GenerateRow](t, run, "node.generate."+mode)[0]
+		if row.Solution != want || row.Raw != answer || row.Thinking != "```go\na := 1\nb := 2\n```" {
+			t.Errorf("think = %s: solution %q, raw %q, thinking %q", mode, row.Solution, row.Raw, row.Thinking)
+		}
+	}
+}
