@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -92,12 +91,15 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	return t.Write(r, rows)
 }
 
+// readTasks reads every task of a tasks node's output or a filter's (c1,
+// c2, c3: kept or not).
 func readTasks(r nodes.Run, ref nodes.Ref) ([]Row, error) {
-	in, err := r.Input(ref)
-	if err != nil {
-		return nil, err
+	states, err := readTaskStates(r, ref)
+	rows := make([]Row, len(states))
+	for i, s := range states {
+		rows[i] = s.Row
 	}
-	return artifacts.ReadAll[Row](in)
+	return rows, err
 }
 
 // readSolutions reads any table with task_id and solution columns.

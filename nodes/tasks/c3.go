@@ -1,0 +1,81 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+)
+
+func init() { nodes.Register(c3Type{}) }
+
+// c3Config:
+//
+//	node "generate" "c3" { tasks = node.c2.lo  bundles = node.bundle.lo  model = model.strong  cell = "Full" }
+//	node "solve" "c3"    { tasks = node.c2.lo  solutions = node.generate.c3 }
+//	node "c3" "lo"       { tasks = node.c2.lo  samples = node.solve.c3 }
+//
+//lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
+type c3Config struct {
+	Tasks nodes.Ref `hcl:"tasks"`
+	// Samples are the runs of a strong model's answers given the Full
+	// bundle: a solve node's rows for a generate node with cell = "Full".
+	Samples nodes.Ref `hcl:"samples"`
+	// MinPassed is how many samples must pass (default 1).
+	MinPassed *int `hcl:"min_passed,optional"`
+}
+
+func (c *c3Config) minPassed() int { return orDefault(c.MinPassed, 1) }
+
+type c3Type struct {
+	nodes.Static[c3Config, FilterRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = c3Type{}
+	_ nodes.Documented = c3Type{}
+	_ nodes.Validator  = c3Type{}
+)
+
+func (c3Type) Name() string    { return "c3" }
+func (c3Type) Version() string { return "1" }
+func (c3Type) Doc() string {
+	return "C3, informativeness (seed §3.2 stage 4): keeps a task when a strong model given the Full bundle (a generate " +
+		"node with cell Full, run by solve) solves at least min_passed (default 1) of its samples, dropping tasks unsolvable " +
+		"even with complete knowledge. A task with no samples is dropped (\"no samples\"). Dropped tasks stay with " +
+		"keep = false and the reason, as do those dropped before."
+}
+
+func (c3Type) Validate(cfg any) error {
+	if c := cfg.(*c3Config); c.minPassed() < 1 {
+		return nodes.Errorf("min_passed", "Invalid min_passed", "min_passed must be at least 1.")
+	}
+	return nil
+}
+
+// Run keeps the tasks the strong model solves with the bundle.
+func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
+	used := map[string]bool{}
+	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task Row, n, passed int, cells []string) (bool, string, error) {
+		for _, cell := range cells {
+			used[cell] = true
+		}
+		if passed >= c.minPassed() {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("C3: the strong model solved %d of %d samples with the bundle (cell %s), want %d", passed, n, strings.Join(cells, ", "), c.minPassed()), nil
+	})
+	if err != nil {
+		return err
+	}
+	unsolved := counts.in - counts.kept - counts.noSamples
+	extra := []string{}
+	if counts.noSamples > 0 {
+		extra = append(extra, fmt.Sprintf("%d without samples", counts.noSamples))
+	}
+	r.Note("C3: %d tasks, %d kept (strong model solved too few of %d with the bundle, cell %s%s)", counts.in, counts.kept, unsolved, strings.Join(sortedKeys(used), ", "), prefixed(extra))
+	return t.Write(r, rows)
+}

@@ -1,0 +1,451 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/novelapibench/cells"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+func init() { nodes.Register(generateType{}) }
+
+// generateConfig:
+//
+//	node "generate" "qwen_full" {
+//	  tasks       = node.c1.lo        # rows with keep = false are skipped
+//	  bundles     = node.bundle.lo    # the oracle prepend (not needed by baseline)
+//	  model       = model.qwen
+//	  cell        = "Full"
+//	  samples     = 20
+//	  temperature = 0.8
+//	}
+//
+// For C2 (seed §3.2 stage 4) the paper samples 3 answers per task at
+// T = 0.8 without knowledge: cell = "baseline", samples = 3,
+// temperature = 0.8 on the generate node the c2 node's solve reads.
+type generateConfig struct {
+	Tasks   nodes.Ref   `hcl:"tasks"`
+	Bundles nodes.Ref   `hcl:"bundles,optional"`
+	Model   nodes.Model `hcl:"model"`
+	// Cell is the knowledge cell (novelapibench/cells; default
+	// "baseline").
+	Cell string `hcl:"cell,optional"`
+	// Samples is the number of answers per task (default 1).
+	Samples *int `hcl:"samples,optional"`
+	// Sampling settings that override the model block's.
+	Temperature *float64 `hcl:"temperature,optional"`
+	TopP        *float64 `hcl:"top_p,optional"`
+	MaxTokens   *int     `hcl:"max_tokens,optional"`
+	Seed        *int64   `hcl:"seed,optional"`
+	// Limit takes the first N tasks in task_id order (a small slice).
+	Limit *int `hcl:"limit,optional"`
+	// Templates is a directory of prompt templates that replace the
+	// built-in ones by file name (novelapibench/cells/templates), read at
+	// plan time; relative to the pipeline's directory.
+	Templates string `hcl:"templates,optional"`
+}
+
+func (c *generateConfig) cell() string {
+	if c.Cell == "" {
+		return "baseline"
+	}
+	return c.Cell
+}
+
+func (c *generateConfig) samples() int {
+	if c.Samples == nil {
+		return 1
+	}
+	return *c.Samples
+}
+
+// GenerateRow is one answer of a model to a task: the prompt, the answer as
+// sent and the code extracted from it, which solve runs.
+type GenerateRow struct {
+	TaskID string `parquet:"task_id"`
+	// SampleID is cell#index: unique per task across cells.
+	SampleID string `parquet:"sample_id"`
+	Model    string `parquet:"model"` // the model block's id
+	Cell     string `parquet:"cell"`
+	Sample   int32  `parquet:"sample"` // the sample's index
+	APIID    string `parquet:"api_id"`
+	// Prompt is the messages sent, as text ("[system]\n...\n\n[user]\n...",
+	// or the completions prompt).
+	Prompt string `parquet:"prompt"`
+	// Raw is the answer as the server sent it, think blocks included.
+	Raw      string `parquet:"raw"`
+	Thinking string `parquet:"thinking"` // the <think> blocks and any separate reasoning
+	// Solution is the code extracted from the answer (after its think
+	// blocks are stripped, unless the model block says think = "keep");
+	// ExtractedBy says how (llm.ExtractCode).
+	Solution         string `parquet:"solution"`
+	ExtractedBy      string `parquet:"extracted_by"`
+	FinishReason     string `parquet:"finish_reason"`
+	PromptTokens     int64  `parquet:"prompt_tokens"`
+	CompletionTokens int64  `parquet:"completion_tokens"`
+	// LatencyS is the call's latency as the client measured it: 0 for a
+	// call replayed from the call cache (the cache keeps no latency).
+	LatencyS float64 `parquet:"latency_s"`
+}
+
+type generateType struct {
+	nodes.Static[generateConfig, GenerateRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed       = generateType{}
+	_ nodes.Documented  = generateType{}
+	_ nodes.Validator   = generateType{}
+	_ nodes.Resolver    = generateType{}
+	_ nodes.CallPlanner = generateType{}
+)
+
+func (generateType) Name() string    { return "generate" }
+func (generateType) Version() string { return "1" }
+func (generateType) Doc() string {
+	return "Asks a model for the code of every kept task's mask, n samples per task, in one knowledge cell (the task's own " +
+		"bundle prepended: baseline, S_name, S, E, M_prose, M_code, S+M_prose, S+E, S+M_code, S+M_prose+M_code, S+E+M_code, " +
+		"Full; E leaves out the example the task was cut from, which holds its answer); one row per answer with the raw " +
+		"answer, the extracted solution (solve runs it), tokens and latency. Prompts come from novelapibench/cells/templates " +
+		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
+		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
+		"temperature 0.8 in cell baseline."
+}
+
+func (generateType) Validate(cfg any) error {
+	c := cfg.(*generateConfig)
+	cell, err := cells.Lookup(c.cell())
+	if err != nil {
+		return nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	switch {
+	case len(cell.Parts) > 0 && c.Bundles.Node == "":
+		return nodes.Errorf("bundles", "Bundles needed", "cell %s prepends the task's bundle: set bundles = node.bundle.NAME.", cell.Name)
+	case c.Samples != nil && *c.Samples < 1:
+		return nodes.Errorf("samples", "Invalid samples", "samples must be at least 1.")
+	case c.Limit != nil && *c.Limit < 1:
+		return nodes.Errorf("limit", "Invalid limit", "limit must be at least 1.")
+	case c.MaxTokens != nil && *c.MaxTokens < 1:
+		return nodes.Errorf("max_tokens", "Invalid max_tokens", "max_tokens must be at least 1.")
+	case c.Temperature != nil && *c.Temperature < 0:
+		return nodes.Errorf("temperature", "Invalid temperature", "temperature must not be negative.")
+	case c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1):
+		return nodes.Errorf("top_p", "Invalid top_p", "top_p must be in (0, 1].")
+	}
+	return nil
+}
+
+// generatePinned is what Resolve fixed: the model as its server reported
+// it, and the cell's templates, read once.
+type generatePinned struct {
+	model   *llmenv.Model
+	prompts *cells.Prompts
+}
+
+// Resolve reads and checks the cell's templates (a template naming a
+// missing field fails here, with its file and line), then checks the model
+// against its server. The identity is the model's and the digest of the
+// templates the cell uses ("templates"): editing a template recomputes
+// exactly the generate nodes whose cell uses it.
+func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*generateConfig)
+	cell, err := cells.Lookup(c.cell())
+	if err != nil {
+		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	var over map[string]cells.Source
+	attr := "cell"
+	if c.Templates != "" {
+		dir := c.Templates
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.Dir(), dir)
+		}
+		if over, err = cells.ReadDir(dir); err != nil {
+			return nil, nodes.Errorf("templates", "Cannot read templates", "%v", err)
+		}
+		attr = "templates"
+	}
+	prompts, err := cells.New(cell, over)
+	if err != nil {
+		return nil, nodes.Errorf(attr, "Template error", "%v", err)
+	}
+	m, id, err := llmenv.Resolve(ctx, r, "model", "model", c.Model)
+	if err != nil {
+		return nil, err
+	}
+	id["templates"] = prompts.Digest()
+	return &nodes.Pinned{Identity: id, Value: &generatePinned{model: m, prompts: prompts}}, nil
+}
+
+// genCall is one call of a run, with what its row needs.
+type genCall struct {
+	task   Row
+	sample int
+	prompt string
+	call   llm.Call
+}
+
+// calls builds the run's calls, in row order: the kept tasks in task_id
+// order (the first Limit), each with Samples calls.
+func (t generateType) calls(r nodes.Run) ([]genCall, error) {
+	c := t.Config(r)
+	p := r.Pinned().(*generatePinned)
+	states, err := readTaskStates(r, c.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []Row
+	for _, s := range states {
+		if s.Keep {
+			tasks = append(tasks, s.Row)
+		}
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i].TaskID < tasks[j].TaskID })
+	if c.Limit != nil && *c.Limit < len(tasks) {
+		tasks = tasks[:*c.Limit]
+	}
+	bundles := map[string]bundle.Row{}
+	if len(p.prompts.Cell().Parts) > 0 {
+		in, err := r.Input(c.Bundles)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := artifacts.ReadAll[bundle.Row](in)
+		if err != nil {
+			return nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+		}
+		for _, b := range rows {
+			bundles[b.APIID] = b
+		}
+	}
+	m := p.model.Config
+	req := llm.Request{API: m.APIName(), Temperature: m.Temperature, TopP: m.TopP, Stop: m.Stop, Seed: m.Seed}
+	if m.MaxTokens != nil {
+		req.MaxTokens = *m.MaxTokens
+	}
+	if c.Temperature != nil {
+		req.Temperature = c.Temperature
+	}
+	if c.TopP != nil {
+		req.TopP = c.TopP
+	}
+	if c.MaxTokens != nil {
+		req.MaxTokens = *c.MaxTokens
+	}
+	if c.Seed != nil {
+		req.Seed = c.Seed
+	}
+	var out []genCall
+	for _, task := range tasks {
+		b, ok := bundles[task.APIID]
+		if !ok && len(p.prompts.Cell().Parts) > 0 {
+			return nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
+		}
+		msgs, err := p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", task.TaskID, err)
+		}
+		if m.System != nil && *m.System != "" {
+			msgs.System = *m.System
+		}
+		rq := req
+		var prompt string
+		if rq.API == "completions" {
+			rq.Prompt = strings.TrimSpace(msgs.System + "\n\n" + msgs.User)
+			prompt = rq.Prompt
+		} else {
+			rq.Messages = []llm.Message{{Role: "user", Content: msgs.User}}
+			prompt = "[user]\n" + msgs.User
+			if msgs.System != "" {
+				rq.Messages = append([]llm.Message{{Role: "system", Content: msgs.System}}, rq.Messages...)
+				prompt = "[system]\n" + msgs.System + "\n\n" + prompt
+			}
+		}
+		for i := 0; i < c.samples(); i++ {
+			out = append(out, genCall{task: task, sample: i, prompt: prompt, call: llm.Call{Request: rq, Sample: i}})
+		}
+	}
+	return out, nil
+}
+
+// cellTask is what a prompt may show of a task.
+func cellTask(t Row) cells.Task {
+	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
+		Description: t.Description, Context: strings.TrimRight(t.Context, "\n")}
+}
+
+// cellBundle is what a prompt may show of a bundle: its valid examples,
+// less the one the task was cut from (it holds the task's answer).
+func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
+	out := cells.Bundle{Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
+		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
+	for _, p := range b.Params {
+		out.Params = append(out.Params, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
+	}
+	for _, p := range b.Results {
+		out.Results = append(out.Results, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
+	}
+	for _, e := range b.Examples {
+		if e.Valid && e.Name != taskExample {
+			out.Examples = append(out.Examples, cells.Example{Name: e.Name, Code: e.Code, Output: e.Output})
+		}
+	}
+	return out
+}
+
+// Run makes the calls, at most the endpoint's concurrency at once (the
+// limiter every node calling the model in this process shares bounds them
+// further), each answered from the store's call cache when it holds it.
+// The first call that fails after the client's retries stops new calls and
+// fails the node; the calls that completed are cached, so a re-run makes
+// only the missing ones.
+func (t generateType) Run(ctx context.Context, r nodes.Run) error {
+	p := r.Pinned().(*generatePinned)
+	calls, err := t.calls(r)
+	if err != nil {
+		return err
+	}
+	client := p.model.Client(r)
+	rows := make([]GenerateRow, len(calls))
+	think := p.model.Config.ThinkMode()
+	cell := p.prompts.Cell().Name
+
+	var (
+		mu       sync.Mutex
+		done     int64
+		made     int64 // calls made, not replayed
+		tokens   int64 // completion tokens of the calls made
+		firstErr error
+		stop     = make(chan struct{}) // closed at the first failure: no new calls
+	)
+	start := time.Now()
+	total := int64(len(calls))
+	r.Progress(0, total)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, p.model.Endpoint.Concurrency); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				gc := calls[i]
+				resp, err := client.Do(ctx, gc.call)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("task %s sample %d: %w", gc.task.TaskID, gc.sample, err)
+						close(stop)
+					}
+					mu.Unlock()
+					continue
+				}
+				rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, think)
+				done++
+				if !resp.Cached {
+					made++
+					tokens += int64(resp.OutputTokens)
+				}
+				r.Progress(done, total)
+				r.Status("%s", status(done, total, made, tokens, time.Since(start)))
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range calls {
+		select {
+		case work <- i:
+		case <-stop:
+			break feed
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait() // calls in flight complete (and are cached) before the node fails
+	st := client.Stats()
+	r.Report("usage", st)
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the %d missing", firstErr, done, total, total-done)
+	}
+	c := t.Config(r)
+	r.Note("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	return t.Write(r, rows)
+}
+
+// status is the live line: calls done, calls made per second and output
+// tokens per second since the start, and the time left at that rate.
+func status(done, total, made, tokens int64, elapsed time.Duration) string {
+	secs := elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	rate := float64(made) / secs
+	eta := "-"
+	if rate > 0 {
+		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d calls, %.1f calls/s, %.0f tok/s, ETA %s", done, total, rate, float64(tokens)/secs, eta)
+}
+
+// answerRow is the row of one answered call.
+func answerRow(gc genCall, resp *llm.Response, model, cell, think string) GenerateRow {
+	answer, thinking := llm.StripThink(resp.Text)
+	if resp.Reasoning != "" {
+		thinking = strings.TrimSpace(resp.Reasoning + "\n\n" + thinking)
+	}
+	if think == "keep" {
+		answer = resp.Text
+	}
+	code, how := llm.ExtractCode(answer, "go")
+	return GenerateRow{
+		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
+		APIID: gc.task.APIID, Prompt: gc.prompt, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
+		FinishReason: resp.FinishReason, PromptTokens: int64(resp.PromptTokens), CompletionTokens: int64(resp.OutputTokens),
+		LatencyS: resp.Latency.Seconds(),
+	}
+}
+
+// DefaultCompletionEstimate is the completion tokens a plan assumes per
+// call when neither the node nor the model block sets max_tokens.
+const DefaultCompletionEstimate = 512
+
+// PlanCalls counts the calls a run would make and those the call cache
+// holds, and estimates the tokens of the rest: the prompt's characters / 4,
+// and max_tokens (else DefaultCompletionEstimate) per answer.
+func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
+	p := r.Pinned().(*generatePinned)
+	calls, err := t.calls(r)
+	if err != nil {
+		return nil, err
+	}
+	client := p.model.Client(r)
+	plan := nodes.CallPlan{Model: p.model.Config.ID, Calls: int64(len(calls))}
+	for _, gc := range calls {
+		if client.Cached(gc.call) {
+			plan.Cached++
+			continue
+		}
+		plan.PromptTokens += int64(len(gc.prompt)) / 4
+		if n := gc.call.Request.MaxTokens; n > 0 {
+			plan.OutputTokens += int64(n)
+		} else {
+			plan.OutputTokens += DefaultCompletionEstimate
+		}
+	}
+	return []nodes.CallPlan{plan}, nil
+}

@@ -1,0 +1,668 @@
+package tasks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+)
+
+// modelBlock is a model served by an llmtest server at url.
+func modelBlock(url string) string {
+	return fmt.Sprintf(`
+model "coder" {
+  id          = "example/coder"
+  endpoint    = %q
+  served_name = "test-model"
+  concurrency = 4
+}
+`, url)
+}
+
+const c1Node = `
+node "c1" "shapes" { tasks = node.tasks.shapes }
+`
+
+// keptByC1 runs stages 1-3 and C1 in dir and returns the tasks C1 keeps,
+// in task_id order, and every task C1 saw.
+func keptByC1(t *testing.T, dir string) (kept []tasks.Row, all []tasks.C1Row) {
+	t.Helper()
+	run := runFixture(t, dir, c1Node)
+	all = nodetest.Read[tasks.C1Row](t, run, "node.c1.shapes")
+	for _, c := range all {
+		if c.Keep {
+			kept = append(kept, c.Row)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].TaskID < kept[j].TaskID })
+	if len(kept) < 7 {
+		t.Fatalf("C1 keeps %d tasks, the test needs 7", len(kept))
+	}
+	return kept, all
+}
+
+// scripted is a model that knows the answers of some tasks: it answers
+// task k's request with the reference mask (fenced, after a <think> block)
+// when solves(k, cell, seed) says so, and with junk otherwise. It finds the
+// task by the description and the context program the prompt holds.
+type scripted struct {
+	tasks  []tasks.Row
+	solves func(k int, full bool, seed int64) bool
+
+	mu     sync.Mutex
+	errors []string // requests it could not place
+}
+
+const thought = "The description names the library; the call goes where <MASK> is."
+
+func (s *scripted) reply(q llmtest.Request) string {
+	text := q.Text()
+	k := -1
+	for i, t := range s.tasks {
+		if strings.Contains(text, "Task ("+t.Difficulty+"): "+t.Description+"\n") && strings.Contains(text, "```go\n"+strings.TrimRight(t.Context, "\n")+"\n```\n\nWrite") {
+			if k >= 0 {
+				s.fail("two tasks match a request")
+			}
+			k = i
+		}
+	}
+	if k < 0 {
+		s.fail("no task matches a request: " + text)
+		return "?"
+	}
+	var seed int64 = -1
+	if q.Seed != nil {
+		seed = *q.Seed
+	}
+	if s.solves(k, strings.Contains(text, "## Signature (S)"), seed) {
+		return "<think>\n" + thought + "\n</think>\nHere is the code:\n\n```go\n" + s.tasks[k].Mask + "\n```\n"
+	}
+	if k%2 == 0 {
+		return "<think>I have not seen this API.</think>\nI do not know this library."
+	}
+	return "```go\nresult := library.DoIt(\n```"
+}
+
+func (s *scripted) fail(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errors = append(s.errors, msg)
+}
+
+func (s *scripted) check(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.errors {
+		t.Error(e)
+	}
+}
+
+// TestGenerateSolveC2C3: a scripted model answers the reference on some
+// tasks and junk on the others, without knowledge (3 samples, seeded) and
+// with the Full bundle (2 identical samples); solve passes exactly the
+// reference answers, C2 keeps the tasks the model fails at least twice,
+// C3 those it solves with the bundle; running again makes no request.
+func TestGenerateSolveC2C3(t *testing.T) {
+	dir := t.TempDir()
+	kept, c1rows := keptByC1(t, dir)
+	// Without knowledge: task 0 solved on all 3 samples, task 1 on 2,
+	// task 2 on 1, the rest never. With the Full bundle: tasks 2-5.
+	baseSolved := map[int]int{0: 3, 1: 2, 2: 1}
+	model := &scripted{tasks: kept, solves: func(k int, full bool, seed int64) bool {
+		if full {
+			return k >= 2 && k <= 5
+		}
+		return seed >= 100 && int(seed-100) < baseSolved[k]
+	}}
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Reply: model.reply}}})
+	defer srv.Close()
+	src := c1Node + modelBlock(srv.URL()) + `
+node "generate" "base" {
+  tasks       = node.c1.shapes
+  model       = model.coder
+  samples     = 3
+  temperature = 0.8
+  seed        = 100
+}
+node "solve" "base" {
+  tasks     = node.c1.shapes
+  solutions = node.generate.base
+}
+node "c2" "shapes" {
+  tasks   = node.c1.shapes
+  samples = node.solve.base
+}
+node "generate" "full" {
+  tasks   = node.c2.shapes
+  bundles = node.bundle.shapes
+  model   = model.coder
+  cell    = "Full"
+  samples = 2
+}
+node "solve" "full" {
+  tasks     = node.c2.shapes
+  solutions = node.generate.full
+}
+node "c3" "shapes" {
+  tasks   = node.c2.shapes
+  samples = node.solve.full
+}
+`
+	run := runFixture(t, dir, src)
+	model.check(t)
+	index := map[string]int{}
+	for k, task := range kept {
+		index[task.TaskID] = k
+	}
+
+	t.Run("generate rows", func(t *testing.T) {
+		rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.base")
+		if len(rows) != 3*len(kept) {
+			t.Fatalf("%d rows, want %d tasks × 3", len(rows), len(kept))
+		}
+		for i, r := range rows {
+			k := i / 3
+			if r.TaskID != kept[k].TaskID || r.Sample != int32(i%3) || r.SampleID != fmt.Sprintf("baseline#%d", i%3) || r.Cell != "baseline" || r.Model != "example/coder" {
+				t.Errorf("row %d: task %s sample %d id %s cell %s model %s", i, r.TaskID, r.Sample, r.SampleID, r.Cell, r.Model)
+			}
+			if !strings.HasPrefix(r.Prompt, "[system]\n") || !strings.Contains(r.Prompt, kept[k].Description) || strings.Contains(r.Prompt, "Documentation") {
+				t.Errorf("row %d: prompt\n%s", i, r.Prompt)
+			}
+			if r.PromptTokens == 0 || r.CompletionTokens == 0 || r.FinishReason != "stop" {
+				t.Errorf("row %d: tokens %d/%d finish %q", i, r.PromptTokens, r.CompletionTokens, r.FinishReason)
+			}
+			if int(r.Sample) < baseSolved[k] {
+				if strings.TrimSpace(r.Solution) != strings.TrimSpace(kept[k].Mask) || r.Thinking != thought || !strings.HasPrefix(r.Raw, "<think>") || !strings.HasPrefix(r.ExtractedBy, "fence") {
+					t.Errorf("row %d: solution %q (by %s), thinking %q, want the mask %q", i, r.Solution, r.ExtractedBy, r.Thinking, kept[k].Mask)
+				}
+			}
+		}
+	})
+
+	// The Full prompt holds the task's own bundle, less the example the
+	// task was cut from.
+	t.Run("the oracle prepend", func(t *testing.T) {
+		bundles := map[string]bundle.Row{}
+		for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.shapes") {
+			bundles[b.APIID] = b
+		}
+		rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.full")
+		if len(rows) != 2*5 {
+			t.Fatalf("%d Full rows, want 5 tasks × 2", len(rows))
+		}
+		for _, r := range rows {
+			task := kept[index[r.TaskID]]
+			b := bundles[task.APIID]
+			if b.Signature == "" || !strings.Contains(r.Prompt, b.Signature) || !strings.Contains(r.Prompt, b.MCode) || !strings.Contains(r.Prompt, b.MProse) {
+				t.Errorf("%s: the prompt lacks its API's signature, source or prose:\n%s", name(task), r.Prompt)
+			}
+			if strings.Contains(r.Prompt, "\n"+task.Example+":\n") {
+				t.Errorf("%s: the prompt shows the example the task was cut from, %s", name(task), task.Example)
+			}
+			if r.SampleID != fmt.Sprintf("Full#%d", r.Sample) {
+				t.Errorf("%s: sample id %s", name(task), r.SampleID)
+			}
+		}
+	})
+
+	t.Run("solve passes exactly the reference answers", func(t *testing.T) {
+		for _, c := range []struct {
+			addr string
+			want func(k int) int
+			n    int
+		}{
+			{"node.solve.base", func(k int) int { return baseSolved[k] }, 3},
+			{"node.solve.full", func(k int) int {
+				if k >= 2 && k <= 5 {
+					return 2
+				}
+				return 0
+			}, 2},
+		} {
+			passed := map[int]int{}
+			n := map[int]int{}
+			for _, s := range nodetest.Read[tasks.SampleRow](t, run, c.addr) {
+				k, ok := index[s.TaskID]
+				if !ok {
+					t.Fatalf("%s: sample of task %s, which C1 dropped", c.addr, s.TaskID)
+				}
+				n[k]++
+				if s.Passed {
+					passed[k]++
+				}
+				if s.Kind != "model" || s.Model != "example/coder" {
+					t.Errorf("%s: kind %s model %s", c.addr, s.Kind, s.Model)
+				}
+			}
+			for k := range kept {
+				if c.addr == "node.solve.full" && k < 2 {
+					if n[k] != 0 {
+						t.Errorf("%s: task %d, dropped by C2, has %d samples", c.addr, k, n[k])
+					}
+					continue
+				}
+				if n[k] != c.n || passed[k] != c.want(k) {
+					t.Errorf("%s: task %d: %d of %d passed, want %d of %d", c.addr, k, passed[k], n[k], c.want(k), c.n)
+				}
+			}
+		}
+	})
+
+	t.Run("C2 and C3 keep exactly the expected tasks", func(t *testing.T) {
+		c1Reason := map[string]string{}
+		for _, c := range c1rows {
+			if !c.Keep {
+				c1Reason[c.TaskID] = c.Reason
+			}
+		}
+		wantC2 := map[int]string{0: "C2: the model solved 3 of 3 samples without knowledge", 1: "C2: the model solved 2 of 3 samples without knowledge"}
+		wantC3 := map[int]string{0: wantC2[0], 1: wantC2[1], 6: "C3: the strong model solved 0 of 2 samples with the bundle (cell Full), want 1"}
+		for _, c := range []struct {
+			addr   string
+			reason map[int]string
+			note   string
+		}{
+			{"node.c2.shapes", wantC2, "C2: 7 tasks, 5 kept (model solved 2 without knowledge)"},
+			{"node.c3.shapes", wantC3, "C3: 5 tasks, 4 kept (strong model solved too few of 1 with the bundle, cell Full)"},
+		} {
+			rows := nodetest.Read[tasks.FilterRow](t, run, c.addr)
+			if len(rows) != len(c1rows) {
+				t.Fatalf("%s: %d rows for %d tasks", c.addr, len(rows), len(c1rows))
+			}
+			for _, r := range rows {
+				k, ok := index[r.TaskID]
+				want, wantKeep := c1Reason[r.TaskID], false
+				if ok {
+					want = c.reason[k]
+					wantKeep = want == ""
+				}
+				if r.Keep != wantKeep || r.Reason != want {
+					t.Errorf("%s: task %d (%s): keep %v reason %q, want %v %q", c.addr, k, name(r.Row), r.Keep, r.Reason, wantKeep, want)
+				}
+			}
+			if got := run.Notes("done")[c.addr]; got != c.note {
+				t.Errorf("%s: note %q, want %q", c.addr, got, c.note)
+			}
+		}
+	})
+
+	// Samples 0 and 1 of a Full request are the same request: the server
+	// must have been asked twice, once per sample.
+	t.Run("identical requests of different samples are separate calls", func(t *testing.T) {
+		full := 0
+		for _, c := range srv.Calls() {
+			if strings.Contains(c.Request.Text(), "## Signature (S)") {
+				full++
+				if c.Requests != 2 || c.Answers != 2 {
+					t.Errorf("a Full request was sent %d times, answered %d, want 2 (one per sample)", c.Requests, c.Answers)
+				}
+			} else if c.Requests != 1 {
+				t.Errorf("a seeded baseline request was sent %d times", c.Requests)
+			}
+		}
+		if full != 5 {
+			t.Errorf("%d distinct Full requests, want 5 (the tasks C2 keeps)", full)
+		}
+	})
+
+	before := srv.Stats().Requests
+	if want := 3*len(kept) + 2*5; before != want {
+		t.Errorf("%d requests, want %d", before, want)
+	}
+	again := runFixture(t, dir, src)
+	if n := srv.Stats().Requests - before; n != 0 {
+		t.Errorf("running again made %d requests", n)
+	}
+	for addr, res := range again.Nodes {
+		if res.State != "cached" {
+			t.Errorf("%s: %s on the second run", addr, res.State)
+		}
+	}
+}
+
+// TestGenerateKeyFollowsTheTemplatesItsCellUses: editing E.tmpl recomputes
+// the generate node whose cell (S+E) uses it and not the one whose cell (S)
+// does not; a template naming a missing field fails at plan time with its
+// file and line, before any call.
+func TestGenerateKeyFollowsTheTemplatesItsCellUses(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	tpl := filepath.Join(dir, "tpl")
+	if err := os.Mkdir(tpl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(tpl, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("E.tmpl", "Examples:\n{{range .Examples}}{{.Code}}\n{{end}}")
+	src := modelBlock(srv.URL())
+	for _, cell := range []string{"S", "S+E"} {
+		src += fmt.Sprintf(`
+node "generate" %q {
+  tasks     = node.tasks.shapes
+  bundles   = node.bundle.shapes
+  model     = model.coder
+  cell      = %q
+  limit     = 2
+  templates = "tpl"
+}
+`, strings.ReplaceAll(strings.ToLower(cell), "+", "_"), cell)
+	}
+	first := runFixture(t, dir, src)
+	write("E.tmpl", "Examples, edited:\n{{range .Examples}}{{.Code}}\n{{end}}")
+	second := runFixture(t, dir, src)
+	for addr, recomputed := range map[string]bool{"node.generate.s": false, "node.generate.s_e": true} {
+		if changed := first.Nodes[addr].Key != second.Nodes[addr].Key; changed != recomputed {
+			t.Errorf("%s: key changed = %v, want %v", addr, changed, recomputed)
+		}
+		if want := map[bool]string{true: "done", false: "cached"}[recomputed]; string(second.Nodes[addr].State) != want {
+			t.Errorf("%s: %s after the edit, want %s", addr, second.Nodes[addr].State, want)
+		}
+	}
+	rows := nodetest.Read[tasks.GenerateRow](t, second, "node.generate.s_e")
+	if len(rows) != 2 || !strings.Contains(rows[0].Prompt, "Examples, edited:") {
+		t.Errorf("%d rows; the prompt does not use the edited template:\n%s", len(rows), rows[0].Prompt)
+	}
+
+	before := srv.Stats().Requests
+	write("E.tmpl", "Examples:\n{{range .Examples}}{{.Code}}\n{{.Outpt}}{{end}}")
+	bad := nodetest.RunErr(t, dir, pipeline+src)
+	res := bad.Nodes["node.generate.s_e"]
+	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), filepath.Join(tpl, "E.tmpl")+":3:") || !strings.Contains(res.Err.Error(), "Outpt") {
+		t.Errorf("generate with a bad template: %+v", res)
+	}
+	if st := bad.Nodes["node.generate.s"].State; st != "cached" {
+		t.Errorf("the node whose cell does not use E.tmpl is %s", st)
+	}
+	if n := srv.Stats().Requests - before; n != 0 {
+		t.Errorf("%d requests with a bad template", n)
+	}
+}
+
+// TestPlanCountsGenerateCallsAndTheCachedOnes: lacuna plan's count of a
+// generate node's calls: all of them at first; after a run of the first
+// two tasks, the calls of those as cached, and the tokens of the rest
+// (prompt characters / 4, max_tokens per answer). Planning makes no call.
+func TestPlanCountsGenerateCallsAndTheCachedOnes(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	gen := func(limit int) string {
+		return modelBlock(srv.URL()) + fmt.Sprintf(`
+node "generate" "g" {
+  tasks      = node.tasks.shapes
+  model      = model.coder
+  samples    = 2
+  max_tokens = 100
+  limit      = %d
+}
+`, limit)
+	}
+	plan := func() nodes.CallPlan {
+		t.Helper()
+		file := filepath.Join(dir, "p.hcl")
+		g, diags := engine.ExpandSource(file, []byte(pipeline+gen(3)), dir, engine.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+		entries, err := x.Plan(context.Background(), g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Node == "node.generate.g" {
+				if len(e.Calls) != 1 {
+					t.Fatalf("plan entry %+v", e)
+				}
+				return e.Calls[0]
+			}
+		}
+		t.Fatal("no plan entry for node.generate.g")
+		return nodes.CallPlan{}
+	}
+	first := plan()
+	if first.Model != "example/coder" || first.Calls != 6 || first.Cached != 0 || first.OutputTokens != 600 || first.PromptTokens == 0 {
+		t.Errorf("plan before any run: %+v", first)
+	}
+	run := runFixture(t, dir, gen(2))
+	done := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g")
+	var cachedPrompt int64
+	for _, r := range done {
+		cachedPrompt += int64(len(r.Prompt)) / 4
+	}
+	requests := srv.Stats().Requests
+	second := plan()
+	want := nodes.CallPlan{Model: "example/coder", Calls: 6, Cached: 4, PromptTokens: first.PromptTokens - cachedPrompt, OutputTokens: 200}
+	if second != want {
+		t.Errorf("plan after running 2 of 3 tasks: %+v, want %+v", second, want)
+	}
+	if n := srv.Stats().Requests - requests; n != 0 {
+		t.Errorf("planning made %d requests", n)
+	}
+}
+
+// TestGenerateSendsTheModelBlocksSettings: the model block's sampling
+// defaults and system prompt reach the server, the node's settings
+// override them, and api = "completions" sends one prompt.
+func TestGenerateSendsTheModelBlocksSettings(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	src := fmt.Sprintf(`
+model "chat" {
+  id          = "example/chat"
+  endpoint    = %[1]q
+  served_name = "test-model"
+  temperature = 0.2
+  top_p       = 0.9
+  max_tokens  = 50
+  seed        = 7
+  system      = "SYSTEM FROM THE BLOCK"
+}
+model "comp" {
+  id          = "example/comp"
+  endpoint    = %[1]q
+  served_name = "test-model"
+  api         = "completions"
+}
+node "generate" "defaults" {
+  tasks = node.tasks.shapes
+  model = model.chat
+  limit = 1
+}
+node "generate" "overrides" {
+  tasks       = node.tasks.shapes
+  model       = model.chat
+  limit       = 1
+  temperature = 0.8
+  top_p       = 0.5
+  max_tokens  = 20
+  seed        = 9
+}
+node "generate" "completions" {
+  tasks = node.tasks.shapes
+  model = model.comp
+  limit = 1
+}
+`, srv.URL())
+	run := runFixture(t, dir, src)
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	want := map[string]struct {
+		temperature, topP *float64
+		maxTokens         int
+		seed              *int64
+	}{
+		"node.generate.defaults":    {f(0.2), f(0.9), 50, i(7)},
+		"node.generate.overrides":   {f(0.8), f(0.5), 20, i(9)},
+		"node.generate.completions": {nil, nil, 0, nil},
+	}
+	byPrompt := map[string]llmtest.Request{}
+	for _, c := range srv.Calls() {
+		q := c.Request
+		if q.API == "chat" {
+			if len(q.Messages) != 2 || q.Messages[0].Role != "system" || q.Messages[0].Content != "SYSTEM FROM THE BLOCK" {
+				t.Errorf("chat messages %+v", q.Messages)
+			}
+			byPrompt[fmt.Sprint(*q.Temperature)] = q
+		} else {
+			byPrompt["completions"] = q
+		}
+	}
+	if len(srv.Calls()) != 3 {
+		t.Fatalf("%d calls, want 3", len(srv.Calls()))
+	}
+	for addr, w := range want {
+		row := nodetest.Read[tasks.GenerateRow](t, run, addr)[0]
+		key := "completions"
+		if w.temperature != nil {
+			key = fmt.Sprint(*w.temperature)
+		}
+		q := byPrompt[key]
+		got := fmt.Sprint(val(q.Temperature), val(q.TopP), q.MaxTokens, val(q.Seed))
+		if exp := fmt.Sprint(val(w.temperature), val(w.topP), w.maxTokens, val(w.seed)); got != exp {
+			t.Errorf("%s: sent temperature, top_p, max_tokens, seed %s, want %s", addr, got, exp)
+		}
+		if row.Solution != "x := 1" {
+			t.Errorf("%s: solution %q", addr, row.Solution)
+		}
+		if addr == "node.generate.completions" {
+			if q.API != "completions" || row.Prompt != q.Prompt || !strings.HasPrefix(q.Prompt, "You are an expert Go programmer") {
+				t.Errorf("completions: api %s prompt %q, row prompt %q", q.API, q.Prompt, row.Prompt)
+			}
+		} else if !strings.HasPrefix(row.Prompt, "[system]\nSYSTEM FROM THE BLOCK\n\n[user]\n") {
+			t.Errorf("%s: prompt %q", addr, row.Prompt)
+		}
+	}
+}
+
+// val is *p, or "unset".
+func val[T any](p *T) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
+}
+
+// TestGenerateFailsOnAFailedCallAndResumes: a call the server refuses
+// (400, not retried) fails the node with an error that names the task and
+// says what a re-run does; the re-run, against a server that answers,
+// makes only the calls that were not answered.
+func TestGenerateFailsOnAFailedCallAndResumes(t *testing.T) {
+	dir := t.TempDir()
+	byID := readTasks(t, runFixture(t, dir, ""))
+	var ids []string
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	bad := byID[ids[1]]
+	refuse := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```",
+		Script: []llmtest.Rule{{Contains: "Task (" + bad.Difficulty + "): " + bad.Description + "\n", Status: 400}}})
+	defer refuse.Close()
+	src := func(url string) string {
+		return modelBlock(url) + `
+node "generate" "g" {
+  tasks   = node.tasks.shapes
+  model   = model.coder
+  limit   = 4
+  samples = 2
+}
+`
+	}
+	res := nodetest.RunErr(t, dir, pipeline+src(refuse.URL())).Nodes["node.generate.g"]
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "task "+bad.TaskID+" sample ") || !strings.Contains(res.Err.Error(), "a re-run makes only the") || !strings.Contains(res.Err.Error(), "400") {
+		t.Fatalf("error %v", res.Err)
+	}
+	answered := refuse.Stats().Answers
+	answer := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer answer.Close()
+	run := runFixture(t, dir, src(answer.URL()))
+	if got := answer.Stats().Requests; got != 8-answered {
+		t.Errorf("the re-run made %d requests, want %d (8 calls, %d answered before)", got, 8-answered, answered)
+	}
+	if rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g"); len(rows) != 8 {
+		t.Errorf("%d rows, want 8", len(rows))
+	}
+}
+
+// Bad configurations are errors at load time, at the attribute.
+func TestGenerateRejectsBadConfig(t *testing.T) {
+	for _, c := range []struct{ attrs, want string }{
+		{`cell = "Fulll"`, `p.hcl:12,10-17: Unknown cell; unknown cell "Fulll"; the cells are "baseline", "S_name", "S", "E", "M_prose", "M_code", "S+M_prose", "S+E", "S+M_code", "S+M_prose+M_code", "S+E+M_code", "Full". Did you mean "Full"?`},
+		{`cell = "S+E"`, `p.hcl:9,1-20: Bundles needed; cell S+E prepends the task's bundle: set bundles = node.bundle.NAME.`},
+		{`samples = 0`, `p.hcl:12,13-14: Invalid samples; samples must be at least 1.`},
+		{`top_p = 1.5`, `p.hcl:12,11-14: Invalid top_p; top_p must be in (0, 1].`},
+	} {
+		dir := t.TempDir()
+		src := modelBlock("http://127.0.0.1:9/v1") + `node "import" "x" { path = "x.jsonl" }
+node "generate" "g" {
+  tasks = node.import.x
+  model = model.coder
+  ` + c.attrs + `
+}
+`
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if !strings.Contains(diags.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.attrs, diags, c.want)
+		}
+	}
+}
+
+// TestGenerateStripsThinkingBeforeExtraction: with think = "strip" (the
+// default) the code comes from the answer after the think block, with
+// "keep" from the whole answer; raw and thinking are kept either way.
+func TestGenerateStripsThinkingBeforeExtraction(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	const answer = "<think>\n```go\na := 1\nb := 2\n```\n</think>\n```go\nx := 1\n```"
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: answer})
+	defer srv.Close()
+	src := ""
+	for _, mode := range []string{"strip", "keep"} {
+		src += fmt.Sprintf(`
+model %[1]q {
+  id          = "example/%[1]s"
+  endpoint    = %[2]q
+  served_name = "test-model"
+  think       = %[1]q
+}
+node "generate" %[1]q {
+  tasks = node.tasks.shapes
+  model = model.%[1]s
+  limit = 1
+}
+`, mode, srv.URL())
+	}
+	run := runFixture(t, dir, src)
+	for mode, want := range map[string]string{"strip": "x := 1", "keep": "a := 1\nb := 2"} {
+		row := nodetest.Read[tasks.GenerateRow](t, run, "node.generate."+mode)[0]
+		if row.Solution != want || row.Raw != answer || row.Thinking != "```go\na := 1\nb := 2\n```" {
+			t.Errorf("think = %s: solution %q, raw %q, thinking %q", mode, row.Solution, row.Raw, row.Thinking)
+		}
+	}
+}
