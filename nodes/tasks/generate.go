@@ -93,8 +93,9 @@ type GenerateRow struct {
 	FinishReason     string `parquet:"finish_reason"`
 	PromptTokens     int64  `parquet:"prompt_tokens"`
 	CompletionTokens int64  `parquet:"completion_tokens"`
-	// LatencyS is the call's latency as the client measured it: 0 for a
-	// call replayed from the call cache (the cache keeps no latency).
+	// LatencyS is the call's latency as the client measured it; a call
+	// replayed from the call cache keeps the latency it had when made, so
+	// a resumed run writes the same rows as an uninterrupted one.
 	LatencyS float64 `parquet:"latency_s"`
 }
 
