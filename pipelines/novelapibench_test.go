@@ -405,4 +405,3 @@ func readMaps(t *testing.T, st *artifacts.Store, obj artifacts.Object) []map[str
 	}
 	return out
 }
-
