@@ -89,7 +89,7 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "5" }
+func (judgeType) Version() string { return "6" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +

@@ -63,9 +63,11 @@ const argTrouble = `(?:(?:not enough|too many) arguments in call to|in argument 
 //     enough arguments in the call, a value that cannot be used in
 //     argument to it, type arguments that cannot be inferred) →
 //     WrongParam;
-//  2. any other compile error → WrongLogic: every name resolved (the fast
-//     path decides unresolved ones), so the program around them is wrong;
-//  3. the solver's code never calls the target → WrongAPISelection;
+//  2. the solver's code never calls the target → WrongAPISelection,
+//     whether or not it compiles (an answer that does something else
+//     and leaves the context's names undefined is still the wrong API);
+//  3. any other compile error → WrongLogic: the target is called, the
+//     program around the call is wrong;
 //  4. a panic whose innermost frame below the runtime is a function of
 //     the target's package → WrongShapeDtype (a contract violated inside
 //     the API's body);
@@ -86,7 +88,10 @@ func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float
 		if regexp.MustCompile(`(?m)` + strings.ReplaceAll(argTrouble, "NAME", regexp.QuoteMeta(tg.Name))).MatchString(f.CompileError) {
 			return ClassWrongParam, "the compiler rejects the arguments of " + tg.Name + ": " + firstLine(f.CompileError)
 		}
-		return ClassWrongLogic, "does not compile, every name resolves: " + firstLine(f.CompileError)
+		if !callsTarget(prog, code, name, tg) {
+			return ClassWrongAPISelection, "never calls " + tg.Name + " (and does not compile: " + firstLine(f.CompileError) + ")"
+		}
+		return ClassWrongLogic, "calls " + tg.Name + "; the code around it does not compile: " + firstLine(f.CompileError)
 	}
 	if !callsTarget(prog, code, name, tg) {
 		return ClassWrongAPISelection, "never calls " + tg.Name
