@@ -82,6 +82,15 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return outputs[in.index].Digest }))
 			switch {
 			case err != nil:
+				if out, key, ok := w.lastKnown(i.Addr); ok {
+					// The key cannot be computed now (a model server
+					// that is down): read-only commands still reach
+					// what the last run computed, and say so.
+					e.Status, e.Key, e.Digest, e.Rows = PlanCached, key, out.Digest, out.Rows
+					e.Reason = "the last run's result; its key cannot be checked now: " + err.Error()
+					outputs[i.index] = out
+					break
+				}
 				e.Status, e.Reason = PlanError, err.Error()
 			default:
 				e.Key = key

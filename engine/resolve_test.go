@@ -116,3 +116,38 @@ func TestRunComputesFromWhatResolvePinned(t *testing.T) {
 		t.Fatalf("run with another environment: %v %v %+v", states, err, output(res))
 	}
 }
+
+// A node whose key cannot be computed now (its Resolve fails, as with a
+// model server that is down) is an error to plan and run, and its last
+// run's result to the read-only commands (Executor.LastKnown).
+func TestLastKnownResultWhenResolveFails(t *testing.T) {
+	h := newHarness(t)
+	file := filepath.Join(h.dir, "in.txt")
+	if err := os.WriteFile(file, []byte("A"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const src = `node "pinned_file" "f" { path = "in.txt" }`
+	_, res, err := h.run(src, func(*Executor) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first Result
+	for _, r := range res {
+		first = *r
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.plan(src)["node.pinned_file.f"]; p.Status != PlanError {
+		t.Fatalf("plan: %+v, want an error", p)
+	}
+	x := &Executor{Store: h.store, Pipeline: filepath.Join(h.dir, "p.hcl"), LastKnown: true}
+	entries, err := x.Plan(context.Background(), h.graph(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entries[0]
+	if e.Status != PlanCached || e.Key != first.Key || e.Digest != first.Output.Digest || !strings.Contains(e.Reason, "cannot be checked now") {
+		t.Fatalf("last-known plan: %+v, want the first run's %s / %s", e, first.Key, first.Output.Digest)
+	}
+}

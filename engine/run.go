@@ -63,6 +63,12 @@ type Executor struct {
 	// will run (nodes.CallPlanner): that reads the call cache, so only
 	// `lacuna plan` asks for it.
 	CountCalls bool
+	// LastKnown makes Plan report an instance whose key cannot be
+	// computed now (its Resolve fails: a model server that is down) as
+	// cached with the output the pipeline's last run recorded, when the
+	// store still has it, saying so in the entry's reason. For read-only
+	// commands (cat, show, export, gc): run and plan never set it.
+	LastKnown bool
 
 	envOnce sync.Once
 	envMap  map[string]string

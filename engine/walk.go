@@ -77,6 +77,23 @@ func (w *walk) snapshotChanged() bool {
 // when the store still has it (the walk's object index: one read of each
 // cas/ shard per walk), so that an object removed from cas/ is recomputed
 // rather than trusted.
+// lastKnown is the output the pipeline's last run recorded for addr, when
+// the executor reads last-known results (Executor.LastKnown) and the
+// store still has it.
+func (w *walk) lastKnown(addr string) (artifacts.Object, artifacts.Digest, bool) {
+	if !w.x.LastKnown || w.snap == nil {
+		return artifacts.Object{}, "", false
+	}
+	n, ok := w.snap.Nodes[addr]
+	if !ok || n.Failed || n.Output.Digest == "" || !w.objects.Has(n.Output.Digest) {
+		return artifacts.Object{}, "", false
+	}
+	if _, err := w.x.Store.GetAction(n.Key); err != nil {
+		return artifacts.Object{}, "", false
+	}
+	return n.Output, n.Key, true
+}
+
 func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !w.snapValid {
 		return artifacts.SnapshotNode{}, false

@@ -53,7 +53,7 @@ func runGC(ctx context.Context, cmd *Command, args []string) error {
 				return fmt.Errorf("%s uses store %s, not %s: collect one store at a time", p, l.store.Root(), st.Root())
 			}
 			st = l.store
-			plan, err := l.executor().Plan(ctx, l.graph, nil)
+			plan, err := l.reader().Plan(ctx, l.graph, nil)
 			if err != nil {
 				return err
 			}

@@ -269,7 +269,7 @@ func resolve(ctx context.Context, pf *pipelineFlags, pos []string, cmd *Command)
 		if err != nil {
 			return nil, nil, err
 		}
-		entries, err := l.executor().Plan(ctx, l.graph, []string{pos[1]})
+		entries, err := l.reader().Plan(ctx, l.graph, []string{pos[1]})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -283,6 +283,9 @@ func resolve(ctx context.Context, pf *pipelineFlags, pos []string, cmd *Command)
 				a, err := l.store.GetAction(e.Key)
 				if err != nil {
 					return nil, nil, err
+				}
+				if e.Reason != "" { // a last-known result
+					fmt.Fprintf(os.Stderr, "note: %s: %s\n", e.Node, e.Reason)
 				}
 				s.action, s.object = a, a.Output
 			} else {

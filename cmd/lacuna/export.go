@@ -52,7 +52,7 @@ func runExport(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := l.executor().Plan(ctx, l.graph, nil)
+	entries, err := l.reader().Plan(ctx, l.graph, nil)
 	if err != nil {
 		return err
 	}

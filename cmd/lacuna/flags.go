@@ -142,6 +142,15 @@ func (l *loaded) executor() *engine.Executor {
 	return &engine.Executor{Store: l.store, Pipeline: l.path, Environ: nodeEnviron}
 }
 
+// reader is the executor of commands that only read results (cat, show,
+// export, gc): a node whose key cannot be computed now, such as one whose
+// model server is down, is taken at the output the last run recorded.
+func (l *loaded) reader() *engine.Executor {
+	x := l.executor()
+	x.LastKnown = true
+	return x
+}
+
 // onePipeline is the single PIPELINE argument of a command.
 func onePipeline(pos []string, cmd *Command) (string, error) {
 	if len(pos) != 1 {
