@@ -176,7 +176,10 @@ node "c1" "lib" {
 }
 
 # C2 (empirical novelty): 3 samples at T = 0.8 with no knowledge; a task
-# stays when the model fails at least 2 of them.
+# stays when the model fails at least 2 of them. The seed makes these
+# calls other than the sweep's baseline samples (the same prompt at the
+# same temperature): without it the sweep would replay C2's samples, the
+# ones C2 kept the task for failing.
 node "generate" "c2" {
   for_each    = local.pairs
   tasks       = node.c1.lib[each.value.lib]
@@ -185,6 +188,7 @@ node "generate" "c2" {
   cell        = "baseline"
   samples     = 3
   temperature = 0.8
+  seed        = 2
   limit       = local.limit
 }
 
@@ -248,6 +252,16 @@ node "judge" "sweep" {
   samples  = node.solve.sweep[each.key]
   model    = model.judge
   sem      = true
+}
+
+# The judge model's agreement with the classes the calibration solutions
+# stand for by construction (the confusion table: lacuna show
+# node.judge.calibration["lo"], report "calibration").
+node "judge" "calibration" {
+  for_each = var.libraries
+  tasks    = node.tasks.lib[each.key]
+  samples  = node.solve.calibration[each.key]
+  model    = model.judge
 }
 
 # Table 1 and Table 3 of the paper, per model: lacuna cat ... node.metrics.table

@@ -126,7 +126,7 @@ func (s *script) reply(q llmtest.Request) string {
 		if !ok {
 			return junk
 		}
-		if q.Temperature != nil && *q.Temperature == 0.8 { // C2's samples
+		if q.Seed != nil { // C2's samples (the sweep's have no seed)
 			if t.TaskID == s.c2Easy {
 				return fence(s.answers[t.TaskID]["reference"])
 			}
@@ -158,14 +158,13 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judge}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
-		"endpoint":    srv.URL(),
-		"model_id":    underTest,
-		"strong_id":   strong,
-		"judge_id":    judge,
-		"libraries":   `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
-		"cells":       `["baseline", "S", "Full"]`,
-		"samples":     "2",
-		"temperature": "0.5",
+		"endpoint":  srv.URL(),
+		"model_id":  underTest,
+		"strong_id": strong,
+		"judge_id":  judge,
+		"libraries": `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
+		"cells":     `["baseline", "S", "Full"]`,
+		"samples":   "2",
 	}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
