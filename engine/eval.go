@@ -203,7 +203,7 @@ func (c *Config) reference(tr hcl.Traversal, rc refCheck) (string, hcl.Diagnosti
 }
 
 func didYouMean(given string, candidates []string) string {
-	if s := suggest(given, candidates); s != "" {
+	if s := Suggest(given, candidates); s != "" {
 		return fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return ""

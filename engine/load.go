@@ -390,7 +390,7 @@ func (c *Config) addNode(b *hcl.Block) hcl.Diagnostics {
 	t, ok := nodes.Lookup(typeName)
 	if !ok {
 		detail := fmt.Sprintf("There is no node type %q.", typeName)
-		if s := suggest(typeName, nodes.Names()); s != "" {
+		if s := Suggest(typeName, nodes.Names()); s != "" {
 			detail += fmt.Sprintf(" Did you mean %q?", s)
 		} else {
 			detail += " Known types: " + strings.Join(nodes.Names(), ", ") + "."

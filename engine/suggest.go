@@ -2,9 +2,9 @@ package engine
 
 import "github.com/agext/levenshtein"
 
-// suggest returns the candidate closest to given, or "" when none is close
+// Suggest returns the candidate closest to given, or "" when none is close
 // enough to be a plausible typo.
-func suggest(given string, candidates []string) string {
+func Suggest(given string, candidates []string) string {
 	best, bestDist := "", 1<<30
 	for _, c := range candidates {
 		d := levenshtein.Distance(given, c, nil)

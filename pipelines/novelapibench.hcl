@@ -12,7 +12,9 @@
 #
 #   lacuna plan pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
 #   lacuna run  pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
-#   lacuna cat  pipelines/novelapibench.hcl node.metrics.table
+#   lacuna cat  pipelines/novelapibench.hcl node.metrics.table \
+#     --where difficulty=all --where library=all \
+#     --columns model,cell,tasks,pass_at_1,pass_at_5,api_acc,param_corr,sem
 #
 # Every call is cached in the store as it completes (calls/): adding a model
 # or a cell makes only the new calls, and a run killed halfway resumes

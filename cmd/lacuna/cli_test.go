@@ -312,6 +312,19 @@ func TestShowAndCatFormats(t *testing.T) {
 	if strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, `"text":"row 0 of the benchmark table"`) {
 		t.Errorf("cat jsonl: %q", r.stdout)
 	}
+	// --where keeps matching rows, --columns picks and orders columns.
+	r = lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--format", "csv", "--columns", "text,id")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 6 || lines[0] != "text,id" {
+		t.Errorf("cat --columns: %q %s", r.stdout, r.stderr)
+	}
+	first := strings.Split(strings.Split(strings.TrimSpace(r.stdout), "\n")[1], ",")
+	r = lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--format", "csv", "--where", "id="+first[1])
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.Contains(lines[1], first[0]) {
+		t.Errorf("cat --where id=%s: %q %s", first[1], r.stdout, r.stderr)
+	}
+	if r := lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--columns", "txet"); r.code == 0 || !strings.Contains(r.stderr, `did you mean "text"`) {
+		t.Errorf("cat --columns txet: %d %s", r.code, r.stderr)
+	}
 	key := m["action"].(map[string]any)["key"].(string)
 	if r := lacuna(t, dir, "show", key); !strings.Contains(r.stdout, "node.sample.s1") {
 		t.Errorf("show KEY: %s %s", r.stdout, r.stderr)

@@ -12,23 +12,35 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
 )
 
 var cmdCat = newCommand("cat", "[PIPELINE] ADDR|DIGEST",
 	"print an artifact's rows", `
 Cat prints an artifact's rows as a table, one record at a time with values
-in full, CSV or JSON lines. Arguments are as for show.`)
+in full, CSV or JSON lines. Arguments are as for show. --columns picks and
+orders columns and --where keeps the rows whose column has a value, so a
+wide table prints as the view wanted, e.g. the paper's Table 1 from a
+metrics node:
+
+  lacuna cat pipelines/novelapibench.hcl node.metrics.table \
+    --where difficulty=all --where library=all \
+    --columns model,cell,tasks,pass_at_1,pass_at_5,api_acc,param_corr,sem`)
 
 var catFlags struct {
 	pipelineFlags
-	format string
-	limit  int
+	format  string
+	limit   int
+	columns string
+	where   multiFlag
 }
 
 func init() {
 	catFlags.pipelineFlags.add(cmdCat.Flag)
 	cmdCat.Flag.StringVar(&catFlags.format, "format", "table", "table, record (one field a line, values in full), csv or jsonl")
 	cmdCat.Flag.IntVar(&catFlags.limit, "limit", -1, "print at most this many rows (default: 20 for table, all otherwise)")
+	cmdCat.Flag.StringVar(&catFlags.columns, "columns", "", "print only these columns, in this order (comma-separated)")
+	cmdCat.Flag.Var(&catFlags.where, "where", "keep rows whose column has this value: COLUMN=VALUE (repeatable; all must hold)")
 	cmdCat.Run = runCat
 }
 
@@ -52,31 +64,71 @@ func runCat(ctx context.Context, cmd *Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := catRows(os.Stdout, r, catFlags.format, limit); err != nil {
+		if err := catRows(os.Stdout, r, catView{format: catFlags.format, limit: limit, columns: catFlags.columns, where: catFlags.where}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// catView is what cat prints of an artifact.
+type catView struct {
+	format  string
+	limit   int
+	columns string   // comma-separated; "" for all
+	where   []string // COLUMN=VALUE, all must hold
+}
+
 // catRows prints rows as a table, CSV or JSON lines.
-func catRows(w io.Writer, r *artifacts.Reader, format string, limit int) error {
+func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
+	format, limit := v.format, v.limit
 	var cols []string
+	have := map[string]bool{}
 	for _, f := range r.Schema().Fields() {
 		cols = append(cols, f.Name())
+		have[f.Name()] = true
 	}
-	rows := r.Rows()
-	if len(rows) > limit {
-		rows = rows[:limit]
+	if v.columns != "" {
+		cols = strings.Split(v.columns, ",")
+		for i, c := range cols {
+			cols[i] = strings.TrimSpace(c)
+			if !have[cols[i]] {
+				return fmt.Errorf("--columns: no column %q%s", cols[i], didYouMeanColumn(cols[i], have))
+			}
+		}
 	}
-	records := make([]map[string]any, len(rows))
-	for i, row := range rows {
+	where := map[string]string{}
+	for _, kv := range v.where {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--where %q: want COLUMN=VALUE", kv)
+		}
+		if !have[k] {
+			return fmt.Errorf("--where: no column %q%s", k, didYouMeanColumn(k, have))
+		}
+		where[k] = val
+	}
+	var records []map[string]any
+	total := 0
+	for _, row := range r.Rows() {
 		var v any
 		if err := r.Schema().Reconstruct(&v, row); err != nil {
 			return err
 		}
-		records[i], _ = v.(map[string]any)
+		rec, _ := v.(map[string]any)
+		keep := true
+		for k, val := range where {
+			keep = keep && cell(rec[k]) == val
+		}
+		if !keep {
+			continue
+		}
+		total++
+		if len(records) < limit {
+			records = append(records, rec)
+		}
 	}
+	rows := records
 	switch format {
 	case "jsonl":
 		enc := json.NewEncoder(w)
@@ -104,6 +156,9 @@ func catRows(w io.Writer, r *artifacts.Reader, format string, limit int) error {
 			line := make([]string, len(cols))
 			for i, c := range cols {
 				s := strings.ReplaceAll(cell(rec[c]), "\n", "⏎")
+				if rec[c] == nil {
+					s = "-" // null
+				}
 				if rs := []rune(s); len(rs) > 40 {
 					s = string(rs[:39]) + "…"
 				}
@@ -112,8 +167,8 @@ func catRows(w io.Writer, r *artifacts.Reader, format string, limit int) error {
 			t.row(line...)
 		}
 		t.print(w)
-		if r.NumRows() > len(rows) {
-			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(r.NumRows())))
+		if total > len(rows) {
+			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(total)))
 		}
 	case "record":
 		for i, rec := range records {
@@ -122,8 +177,8 @@ func catRows(w io.Writer, r *artifacts.Reader, format string, limit int) error {
 				writeField(w, "", c, rec[c])
 			}
 		}
-		if r.NumRows() > len(rows) {
-			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(r.NumRows())))
+		if total > len(rows) {
+			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(total)))
 		}
 	default:
 		return errors.New("--format: want table, record, csv or jsonl")
@@ -182,4 +237,17 @@ func cell(v any) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
+}
+
+// didYouMeanColumn suggests the column closest to name.
+func didYouMeanColumn(name string, have map[string]bool) string {
+	names := make([]string, 0, len(have))
+	for c := range have {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	if s := engine.Suggest(name, names); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return " (columns: " + strings.Join(names, ", ") + ")"
 }
