@@ -1,8 +1,12 @@
-// Package tasks holds NovelAPIBench stage 3 and 4 node types for Go: tasks
-// (graded coding tasks with execute-then-assert harnesses), solve (running
-// solutions through the harnesses), c1 (the reference passes; calibration
-// solutions fail) and judge (the failure taxonomy's deterministic fast
-// path).
+// Package tasks holds NovelAPIBench's stage 3 and 4 node types and its
+// model runs, for Go: tasks (graded coding tasks with execute-then-assert
+// harnesses), solve (running solutions through the harnesses), c1 (the
+// reference passes; calibration solutions fail), generate (a model's
+// answers to tasks in one knowledge cell, through the store's call cache),
+// c2 and c3 (the model-dependent filters), judge (the failure taxonomy:
+// the deterministic fast path, then a judge model or the fallback) and
+// metrics (pass@k, API_acc, Param_corr, Sem and the failure composition
+// with bootstrap CIs, the paper's tables).
 package tasks
 
 import (
