@@ -89,7 +89,7 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "6" }
+func (judgeType) Version() string { return "7" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
@@ -297,10 +297,14 @@ func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
 
 // ask makes the judge model's calls, at most the model's concurrency at
 // once, and puts usable answers into the rows: a verdict replaces the
-// fallback's class (path llm); a score sets Sem. An unusable answer (the
-// judge unreachable after its retries, the schema not held, not JSON, not
-// a class) leaves the fallback's decision, its rule saying why, and Sem
-// null. problems counts the unusable answers by reason. Answers are
+// fallback's class (path llm); a score sets Sem. An answer is usable when
+// goharness.ParseVerdict (ParseSem) reads it: the JSON object of the
+// schema, a reasoning model's <think> blocks and a fence around it left
+// aside. The client's schema check (Response.SchemaHeld) sees the fence as
+// part of the answer, so it only names the violation of an answer the
+// parser rejects. An unusable answer (the judge unreachable after its
+// retries, the schema not held, not JSON, not a class) leaves the
+// fallback's decision, its rule saying why, and Sem null. problems counts the unusable answers by reason. Answers are
 // cached as they complete (failures never are), but the node's output
 // keeps the fallback's decisions of an unreachable judge like any other
 // row (its key does not change), so the note counts them.
@@ -348,12 +352,9 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 		row := &j.rows[c.Row]
 		a := answers[i]
 		var why string
-		switch {
-		case a.err != nil:
+		if a.err != nil {
 			why = "judge unreachable"
 			r.Logf("%s/%s: %s: %v", row.TaskID, row.SampleID, why, a.err)
-		case a.resp.SchemaHeld != nil && !*a.resp.SchemaHeld:
-			why = "judge answer broke the schema"
 		}
 		if c.Sem {
 			if why == "" {
@@ -373,13 +374,23 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 				row.Class, row.Rule, row.Path = class, rationale, PathLLM
 				continue
 			}
-			why = "judge answer unusable (" + err.Error() + ")"
+			why = unusable(a.resp, err)
 		}
 		problems[strings.SplitN(why, " (", 2)[0]]++
 		row.Rule = why + "; " + row.Rule
 	}
 	r.Report("judge_usage", cl.Stats())
 	return problems, nil
+}
+
+// unusable says why a verdict could not be read: the schema the client
+// found broken (an old server that ignores structured output answers
+// free text), or the parser's reason.
+func unusable(resp *llm.Response, err error) string {
+	if resp.SchemaHeld != nil && !*resp.SchemaHeld {
+		return "judge answer broke the schema (" + resp.SchemaError + ")"
+	}
+	return "judge answer unusable (" + err.Error() + ")"
 }
 
 // CalibrationReport is the judge's agreement with the classes calibration

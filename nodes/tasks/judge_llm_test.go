@@ -31,7 +31,7 @@ func solutionHas(sub string) func(llmtest.Request) bool {
 
 // TestJudgeModelDecidesWhatTheFastPathLeaves runs the calibration samples
 // through a scripted judge model that answers the exit mutants with a valid
-// verdict, the perturbed arguments with another valid one, the goexit
+// verdict after its thinking, in a fence, the perturbed arguments with another valid one, the goexit
 // mutants with garbage and the discarded-result mutants never (503 on
 // every try): each sample's path says who decided, the fallback decides
 // where the model could not, and the calibration table is exact. With sem,
@@ -48,7 +48,9 @@ func TestJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
 				}
 				return `{"equivalent": false, "score": 0}`
 			}},
-			{When: solutionHas("os.Exit(0)"), Answer: `{"class": "WrongLogic", "rationale": "exits before the scenario ends"}`},
+			// A reasoning model: it thinks, then fences its verdict.
+			{When: solutionHas("os.Exit(0)"), Answer: "<think>\nThe call is right; then os.Exit(0).\n</think>\n\n```json\n" +
+				`{"class": "WrongLogic", "rationale": "exits before the scenario ends"}` + "\n```"},
 			{When: solutionHas("runtime.Goexit()"), Answer: `I would say WrongLogic.`},
 			{When: solutionHas(`fmt.Print("`), Status: 503}, // the discarded mutants print the result as a literal
 		},

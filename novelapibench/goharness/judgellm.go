@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
 // expected is the class each calibration solution stands for, by
@@ -225,15 +227,18 @@ func SemPrompt(description, context, solution, reference string) (system, user s
 }
 
 // ParseVerdict reads the judge's answer: a JSON object with a class among
-// the six failure classes and a rationale (clipped to 300 bytes). An
-// answer that is not such an object is an error saying why.
+// the six failure classes and a rationale (clipped to 300 bytes), and no
+// other member (JudgeSchema), found in the answer as answerJSON finds it
+// (a reasoning model's <think> blocks and a fence around the object are
+// not part of it). An answer that is not such an object is an error saying
+// why.
 func ParseVerdict(answer string) (class, rationale string, err error) {
 	var v struct {
 		Class     *string `json:"class"`
-		Rationale string  `json:"rationale"`
+		Rationale *string `json:"rationale"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
-		return "", "", fmt.Errorf("not JSON: %w", err)
+	if err := decodeAnswer(answer, &v); err != nil {
+		return "", "", err
 	}
 	if v.Class == nil || !slices.Contains(FailureClasses, *v.Class) {
 		got := "none"
@@ -242,22 +247,67 @@ func ParseVerdict(answer string) (class, rationale string, err error) {
 		}
 		return "", "", fmt.Errorf("class %s is not one of the six", got)
 	}
-	return *v.Class, clip(strings.TrimSpace(v.Rationale), 300), nil
+	if v.Rationale == nil {
+		return "", "", fmt.Errorf("no rationale")
+	}
+	return *v.Class, clip(strings.TrimSpace(*v.Rationale), 300), nil
 }
 
-// ParseSem reads the semantic-equivalence answer: the score in [0, 1].
+// ParseSem reads the semantic-equivalence answer (SemSchema, found as
+// answerJSON finds it): the score in [0, 1].
 func ParseSem(answer string) (score float64, err error) {
 	var v struct {
 		Equivalent *bool    `json:"equivalent"`
 		Score      *float64 `json:"score"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
-		return 0, fmt.Errorf("not JSON: %w", err)
+	if err := decodeAnswer(answer, &v); err != nil {
+		return 0, err
 	}
 	if v.Equivalent == nil || v.Score == nil || *v.Score < 0 || *v.Score > 1 {
 		return 0, fmt.Errorf("needs equivalent (bool) and score in [0, 1]")
 	}
 	return *v.Score, nil
+}
+
+// decodeAnswer decodes the JSON object of a judge's answer (answerJSON)
+// into v, a struct of the schema's members: a member v does not have is an
+// error, as the schemas forbid additional properties.
+func decodeAnswer(answer string, v any) error {
+	text := answerJSON(answer)
+	if !json.Valid([]byte(text)) {
+		return fmt.Errorf("not JSON: %w", json.Unmarshal([]byte(text), new(any)))
+	}
+	d := json.NewDecoder(strings.NewReader(text))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("not the schema's object: %w", err)
+	}
+	return nil
+}
+
+// answerJSON is the JSON of a judge's answer: the answer without a
+// reasoning model's <think> blocks (llm.StripThink, which also drops the
+// thinking before a lone </think>: R1-style templates open the block in
+// the prompt), and, unless that is a JSON object already, the body of its
+// one fenced block (```json or a bare ```) when it has exactly one,
+// whatever prose surrounds it. Anything else is returned as it is, for the
+// parser to reject.
+func answerJSON(text string) string {
+	const fence = "```"
+	answer, _ := llm.StripThink(text)
+	if strings.HasPrefix(answer, "{") || strings.Count(answer, fence) != 2 {
+		return answer
+	}
+	_, rest, _ := strings.Cut(answer, fence)
+	body, _, _ := strings.Cut(rest, fence)
+	info, inner, ok := strings.Cut(body, "\n")
+	if !ok { // ```{...}``` on one line
+		return strings.TrimSpace(strings.TrimPrefix(body, "json"))
+	}
+	if info = strings.TrimSpace(info); info != "" && !strings.EqualFold(info, "json") {
+		return answer
+	}
+	return strings.TrimSpace(inner)
 }
 
 // clip bounds s to n bytes (on a rune boundary), saying so.

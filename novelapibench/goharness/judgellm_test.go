@@ -104,6 +104,42 @@ func TestParseVerdictAcceptsOnlyTheSixClasses(t *testing.T) {
 	}
 }
 
+// A reasoning model thinks before it answers and may fence its JSON: the
+// verdict is the object all the same.
+func TestParseVerdictReadsReasoningModelsAnswers(t *testing.T) {
+	const obj = `{"class": "WrongParam", "rationale": "passes 3 for 2"}`
+	for _, tc := range []struct {
+		name, answer, class, err string
+	}{
+		{"a think block first", "<think>\nThe call is right, {\"class\": maybe} the argument is not.\n</think>\n\n" + obj, "WrongParam", ""},
+		{"R1: the block opened in the prompt", "The second argument is 3.\n</think>\n" + obj, "WrongParam", ""},
+		{"a json fence", "```json\n" + obj + "\n```", "WrongParam", ""},
+		{"a bare fence with prose around it", "Here is my verdict:\n```\n" + obj + "\n```\nHope this helps.", "WrongParam", ""},
+		{"a fence on one line", "```json " + obj + "```", "WrongParam", ""},
+		{"think, then a fence", "<think>hmm</think>\n```json\n" + obj + "\n```", "WrongParam", ""},
+		{"a fence of another language", "```go\n" + obj + "\n```", "", "not JSON"},
+		{"two fences", "```json\n" + obj + "\n```\nor\n```json\n" + obj + "\n```", "", "not JSON"},
+		{"only thinking (cut at max_tokens)", "<think>The call is", "", "not JSON"},
+		{"a member the schema does not have", `{"class": "WrongParam", "rationale": "x", "confidence": 0.9}`, "", "not the schema's object"},
+		{"no rationale", `{"class": "WrongParam"}`, "", "no rationale"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class, _, err := ParseVerdict(tc.answer)
+			if class != tc.class || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("ParseVerdict(%q) = %q, %v; want %q, %q", tc.answer, class, err, tc.class, tc.err)
+			}
+		})
+	}
+	for _, answer := range []string{"<think>equal?</think>{\"equivalent\": true, \"score\": 0.75}", "```json\n{\"equivalent\": true, \"score\": 0.75}\n```"} {
+		if s, err := ParseSem(answer); err != nil || s != 0.75 {
+			t.Errorf("ParseSem(%q) = %v, %v", answer, s, err)
+		}
+	}
+	if _, err := ParseSem(`{"equivalent": true, "score": 0.5, "why": "same"}`); err == nil {
+		t.Error("ParseSem accepted a member the schema does not have")
+	}
+}
+
 func TestJudgePromptIsBounded(t *testing.T) {
 	chunk := Target{ID: "lo.Chunk", Package: "github.com/samber/lo", Name: "Chunk"}
 	_, user := JudgePrompt(JudgeInput{Target: chunk, Description: "Split xs.", Context: "package main", Solution: "x := lo.Chunk(xs, 3)",
