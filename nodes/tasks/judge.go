@@ -60,8 +60,9 @@ type JudgeRow struct {
 	// a direct call (calls the task's context makes do not count).
 	APICalled bool `parquet:"api_called"`
 	// ParamCorr is goharness.ParamCorr: the solver's call of the target
-	// against the reference's, argument by argument, in [0, 1].
-	ParamCorr float64 `parquet:"param_corr"`
+	// against the reference's, argument by argument, in [0, 1]; null when
+	// the reference has no recognisable call of the target (undefined).
+	ParamCorr *float64 `parquet:"param_corr,optional"`
 	// Sem is the judge model's semantic-equivalence score in [0, 1]; null
 	// without sem, and where the answer was unusable.
 	Sem   *float64 `parquet:"sem,optional"`
@@ -89,7 +90,7 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "7" }
+func (judgeType) Version() string { return "8" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
@@ -177,7 +178,9 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 			row.APICalled = row.APICalled || (c.Target && s.SpyDirect > 0)
 		}
 		ref := refs[s.TaskID]
-		row.ParamCorr = goharness.MatchCalls(calls, ref)
+		if corr, ok := goharness.MatchCalls(calls, ref); ok {
+			row.ParamCorr = &corr
+		}
 		row.Class, row.Rule = goharness.Judge(gs, tg, task.PkgName)
 		if row.Class == goharness.ClassNeedsLLM {
 			fail := goharness.RunFailure{CompileError: s.CompileError, RuntimeError: s.RuntimeError, TimedOut: s.TimedOut, FailedLayers: s.FailedLayers, Failures: s.Failures}

@@ -82,7 +82,7 @@ var (
 )
 
 func (metricsType) Name() string    { return "metrics" }
-func (metricsType) Version() string { return "1" }
+func (metricsType) Version() string { return "2" }
 func (metricsType) Doc() string {
 	return "NovelAPIBench's metrics (seed Table 1, Appendix E) from judge outputs: one row per model × cell × difficulty × library " +
 		"and pooled rows (\"all\") per model × cell, model × cell × difficulty and model × cell × library, with tasks, samples, pass@1, " +
@@ -118,8 +118,8 @@ func (metricsType) Schema() nodes.Schema {
 
 // A metrics row's columns, in order; pass_at_K columns follow pass@1's CI.
 // Percentages are *float64: null where a metric is undefined (pass@k with
-// a task of fewer than k samples, Sem without scores, a CI without
-// resamples).
+// a task of fewer than k samples, Param_corr or Sem without a defined
+// value, a CI without resamples).
 var (
 	headCols = []string{"model", "cell", "difficulty", "library"}
 	countCol = []string{"tasks", "samples"}
@@ -162,8 +162,7 @@ func metricsRowType(ks []int) reflect.Type {
 type judgedRow struct {
 	task, model, cell, library, difficulty, class string
 	passed, apiCalled                             bool
-	paramCorr                                     float64
-	sem                                           *float64
+	paramCorr, sem                                *float64 // nil: undefined
 }
 
 func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
@@ -268,7 +267,7 @@ func readJudged(r nodes.Run, ref nodes.Ref) ([]judgedRow, error) {
 		j.difficulty, _ = m["difficulty"].(string)
 		j.apiCalled, _ = m["api_called"].(bool)
 		if x, ok := number(m["param_corr"]); ok {
-			j.paramCorr = x
+			j.paramCorr = &x
 		}
 		if x, ok := number(m["sem"]); ok {
 			j.sem = &x
@@ -405,19 +404,22 @@ func ciBounds(c *analysis.CI) (lo, hi *float64) {
 //     fewer than k samples;
 //   - API_acc: the fraction of the task's samples whose code calls the
 //     target (api_called);
-//   - Param_corr: the mean param_corr of the task's samples;
+//   - Param_corr: the mean param_corr of the task's samples that have
+//     one (null where the reference has no call of the target to compare
+//     with), over the tasks with any; null when none has;
 //   - Sem: the mean score of the task's samples that have one, over the
 //     tasks with any; null when none has;
 //   - composition: the fraction of the task's samples in each class.
 //
 // The CIs of pass@1, API_acc and Param_corr are analysis.Bootstrap over
-// the per-task values with b resamples, seed and a stream derived from
+// the per-task values the point estimate averages (Param_corr's: the tasks
+// with a defined value) with b resamples, seed and a stream derived from
 // the group's name (adding groups leaves the others' CIs as they were).
 func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	type acc struct {
-		n, c, api, semN int
-		corr, sem       float64
-		classes         map[string]int
+		n, c, api, corrN, semN int
+		corr, sem              float64
+		classes                map[string]int
 	}
 	var order []string
 	per := map[string]*acc{}
@@ -435,7 +437,10 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		if j.apiCalled {
 			a.api++
 		}
-		a.corr += j.paramCorr
+		if j.paramCorr != nil {
+			a.corr += *j.paramCorr
+			a.corrN++
+		}
 		if j.sem != nil {
 			a.sem += *j.sem
 			a.semN++
@@ -451,7 +456,9 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		n := float64(a.n)
 		pass1 = append(pass1, float64(a.c)/n)
 		api = append(api, float64(a.api)/n)
-		corr = append(corr, a.corr/n)
+		if a.corrN > 0 {
+			corr = append(corr, a.corr/float64(a.corrN))
+		}
 		if a.semN > 0 {
 			sems = append(sems, a.sem/float64(a.semN))
 		}

@@ -78,13 +78,15 @@ const argTrouble = `(?:(?:not enough|too many) arguments in call to|in argument 
 //  6. the code names the target but the spy counted no direct call →
 //     WrongAPISelection;
 //  7. the call's arguments differ from the reference's (paramCorr < 1,
-//     see ParamCorr) → WrongParam;
+//     see ParamCorr) → WrongParam; skipped when paramCorr is nil
+//     (undefined: the reference has no call of the target to compare
+//     with);
 //  8. anything else (a wrong result, a panic in the solver's own code, a
 //     hang, a harness layer failed) → WrongLogic.
 //
 // Rule 7 is a heuristic: an argument written differently but equal in
 // value counts as different; that is what the LLM judge is for.
-func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float64) (class, rule string) {
+func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr *float64) (class, rule string) {
 	code, prog, name := solverCode(s.Solution, s.Program, tg, pkgName)
 	if f.CompileError != "" {
 		if regexp.MustCompile(`(?m)` + strings.ReplaceAll(argTrouble, "NAME", regexp.QuoteMeta(tg.Name))).MatchString(f.CompileError) {
@@ -111,16 +113,20 @@ func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float
 	if s.Direct == 0 {
 		return ClassWrongAPISelection, "names " + tg.Name + " but never calls it"
 	}
-	if paramCorr < 1 {
-		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, paramCorr)
+	calls := "calls " + tg.Name + " as the reference does"
+	switch {
+	case paramCorr == nil:
+		calls = "calls " + tg.Name + " (the reference has no call of it: arguments not compared)"
+	case *paramCorr < 1:
+		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, *paramCorr)
 	}
 	switch {
 	case f.TimedOut:
-		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; runs past its time limit"
+		return ClassWrongLogic, calls + "; runs past its time limit"
 	case f.RuntimeError != "":
-		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; fails outside it: " + firstLine(f.RuntimeError)
+		return ClassWrongLogic, calls + "; fails outside it: " + firstLine(f.RuntimeError)
 	}
-	return ClassWrongLogic, "calls " + tg.Name + " as the reference does; the program around it is wrong"
+	return ClassWrongLogic, calls + "; the program around it is wrong"
 }
 
 // panicSite is the function a panic's stack says panicked: the first

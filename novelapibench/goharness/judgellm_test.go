@@ -19,6 +19,7 @@ func TestFallbackRules(t *testing.T) {
 		norun  bool // no record: the harness refused it or it crashed
 		f      RunFailure
 		corr   float64
+		nocorr bool // the reference has no call of the target: corr undefined
 		class  string
 		rule   string
 	}{
@@ -51,6 +52,8 @@ func TestFallbackRules(t *testing.T) {
 			class: ClassWrongLogic, rule: "fails outside it"},
 		{name: "other arguments than the reference's", sol: "x := lo.Chunk(xs, 3)", direct: 1, corr: 0.5,
 			f: RunFailure{FailedLayers: []string{"comparative"}}, class: ClassWrongParam, rule: "param_corr 0.50"},
+		{name: "no reference call to compare the arguments with", sol: "x := lo.Chunk(xs, 3)", direct: 1, nocorr: true,
+			f: RunFailure{FailedLayers: []string{"comparative"}}, class: ClassWrongLogic, rule: "the reference has no call of it: arguments not compared"},
 		{name: "the reference's call, a wrong result", sol: "x := lo.Chunk(xs, 2)\n\tx = nil", direct: 1, corr: 1,
 			f: RunFailure{FailedLayers: []string{"attribution"}}, class: ClassWrongLogic, rule: "the program around it is wrong"},
 		{name: "a hang", sol: "x := lo.Chunk(xs, 2)\n\tselect {}", direct: 1, corr: 1,
@@ -58,7 +61,11 @@ func TestFallbackRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Sample{Program: prog(tc.sol), Solution: tc.sol, CompileError: tc.f.CompileError, Ran: tc.f.CompileError == "" && !tc.norun, Direct: tc.direct}
-			class, rule := Fallback(s, tc.f, chunk, "lo", tc.corr)
+			corr := &tc.corr
+			if tc.nocorr {
+				corr = nil
+			}
+			class, rule := Fallback(s, tc.f, chunk, "lo", corr)
 			if class != tc.class || !strings.Contains(rule, tc.rule) {
 				t.Errorf("Fallback = %s (%q), want %s (%q)", class, rule, tc.class, tc.rule)
 			}
