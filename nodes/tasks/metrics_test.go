@@ -175,6 +175,11 @@ func TestMetricsAndJudgeConfigErrorsNameTheAttribute(t *testing.T) {
   samples = node.import.a
   sem     = true
 }`, "p.hcl:4,13-17: Sem needs a judge model"},
+		{"an unknown on_judge_error", `node "judge" "x" {
+  tasks          = node.import.a
+  samples        = node.import.a
+  on_judge_error = "retry"
+}`, "p.hcl:4,20-27: Invalid on_judge_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
