@@ -383,7 +383,7 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 	if err := ctx.Err(); err != nil {
 		return nil, failed, err
 	}
-	r.Report("judge_usage", cl.Stats())
+	r.Report("usage", cl.Stats())
 	for _, i := range unique {
 		if err := answers[i].err; err != nil {
 			failed.add(err)

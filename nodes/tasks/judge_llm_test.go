@@ -1,8 +1,11 @@
 package tasks_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,6 +111,16 @@ node "judge" "llm" {
 	if note := run.Notes("done")["node.judge.llm"]; !strings.Contains(note, "paths: rule 59, llm 14, fallback 16") || !strings.Contains(note, "9 judge answers unusable") ||
 		!strings.Contains(note, "7 judge calls failed (7 unreachable, 0 refused)") {
 		t.Errorf("note %q", note)
+	}
+	// The judge's usage is a report named usage, as lacuna show documents
+	// it: 78 sem and 23 verdict questions answered, 7 failed.
+	act, err := run.Store.GetAction(run.Nodes["node.judge.llm"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage struct{ Calls, Failed int64 }
+	if err := json.Unmarshal(act.Reports["usage"], &usage); err != nil || usage.Calls != 78+23 || usage.Failed != 7 {
+		t.Errorf("usage report %s (%v), want 101 calls and 7 failed; reports %v", act.Reports["usage"], err, slices.Collect(maps.Keys(act.Reports)))
 	}
 	rep, _ := calibrationReport(t, run, "node.judge.llm")
 	// The offline fixture: 9 tasks, 89 calibration samples; two perturbed
