@@ -32,7 +32,9 @@ type judgeConfig struct {
 	Tasks   nodes.Ref `hcl:"tasks"`
 	Samples nodes.Ref `hcl:"samples"`
 	// Model is the judge model for the samples the fast path leaves
-	// undecided; without it the deterministic fallback decides them.
+	// undecided; without it the deterministic fallback decides them. Its
+	// system, when set, replaces the judge's built-in system prompts
+	// (request).
 	Model *nodes.Model `hcl:"model,optional"`
 	// Sem asks the judge model for each sample's semantic equivalence
 	// with the reference.
@@ -115,11 +117,12 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "9" }
+func (judgeType) Version() string { return "10" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
-		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema; " +
+		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema " +
+		"(the model block's system, when set, replaces the judge's built-in system prompt, for verdicts and sem alike); " +
 		"a deterministic fallback decides when there is no judge model or its answer is unusable. A judge call that fails after its " +
 		"retries (unreachable, or refused with a 4xx) fails the node once the other calls are made and cached, so a re-run makes only " +
 		"the failed ones (on_judge_error = \"fail\", the default); with on_judge_error = \"fallback\" the fallback decides those samples, " +
@@ -237,9 +240,15 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 
 // request is one judge call: the model block's sampling settings
 // (temperature 0 when it sets none: a judge should not vary), the
-// judge's own system message, the answer constrained by schema.
+// judge's own system message unless the model block sets system, which
+// replaces it (for verdicts and sem scores alike: it must then say what
+// the answer is, the six classes or the equivalence score; the schema
+// still constrains the answer), the answer constrained by schema.
 func request(m *llmenv.Model, system, user string, schema []byte, name string) llm.Call {
 	cfg := m.Config
+	if cfg.System != nil && *cfg.System != "" {
+		system = *cfg.System
+	}
 	zero := 0.0
 	req := llm.Request{API: cfg.APIName(), Temperature: cfg.Temperature, TopP: cfg.TopP, Stop: cfg.Stop, Seed: cfg.Seed, Schema: schema, SchemaName: name}
 	if req.Temperature == nil {

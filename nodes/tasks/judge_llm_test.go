@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -245,5 +246,63 @@ node "judge" "fallback" {
 		if (j.Kind == goharness.MutantDiscarded || j.Kind == goharness.MutantExit) && j.Path != tasks.PathLLM {
 			t.Errorf("%s %s: %s by %s (%q), want the judge model's", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
 		}
+	}
+}
+
+// TestJudgeModelSystemReplacesTheBuiltInPrompt: a model block's system is
+// the system message of every judge call, verdicts and sem scores alike;
+// without it, the judge's own.
+func TestJudgeModelSystemReplacesTheBuiltInPrompt(t *testing.T) {
+	var mu sync.Mutex
+	systems := map[string]int{} // the system message of each request
+	srv := llmtest.New(llmtest.Config{
+		Models: []string{"judge-model"},
+		Script: []llmtest.Rule{{When: func(q llmtest.Request) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			sys := "(none)"
+			if len(q.Messages) > 0 && q.Messages[0].Role == "system" {
+				sys = q.Messages[0].Content
+			}
+			systems[sys]++
+			return false
+		}}, {Contains: "Solution to judge:", Answer: `{"equivalent": false, "score": 0}`}},
+		Default: `{"class": "WrongLogic", "rationale": "the program around the call is wrong"}`,
+	})
+	defer srv.Close()
+	const custom = "You are the house judge. Classes: WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic."
+	run := runFixture(t, "", calibration+fmt.Sprintf(`
+model "judge" {
+  id       = "judge-model"
+  endpoint = %q
+  system   = %q
+}
+model "plain" {
+  id       = "judge-model"
+  endpoint = %q
+}
+node "judge" "custom" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.judge
+  sem     = true
+}
+node "judge" "builtin" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.plain
+}
+`, srv.URL(), custom, srv.URL()))
+	llm := 0
+	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.custom") {
+		if j.Path == tasks.PathLLM {
+			llm++
+		}
+	}
+	// 78 sem and 30 verdict questions with the model block's system, 30
+	// verdict questions with the judge's own.
+	sys, _ := goharness.JudgePrompt(goharness.JudgeInput{})
+	if want := map[string]int{custom: 78 + 30, sys: 30}; !reflect.DeepEqual(systems, want) || llm != 30 {
+		t.Errorf("system messages %v, want %v; %d verdicts by the model", systems, want, llm)
 	}
 }
