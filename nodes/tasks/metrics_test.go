@@ -12,22 +12,27 @@ import (
 )
 
 // judged is a hand-built judge table: model m, cell base with task t1
-// (easy, library a, 5 samples) and t2 (medium, library b, 4 samples, one
-// left unclassified), cell S with t1 (2 samples).
-const judged = `{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongLogic","api_called":true,"param_corr":null,"sem":null}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongAPISelection","api_called":false,"param_corr":0.0,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":true,"class":"OK","api_called":true,"param_corr":null,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongSyntax","api_called":false,"param_corr":null,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongImport","api_called":false,"param_corr":null,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":null,"sem":null}
-{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
-{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+// (easy, library a, 5 samples, one without a param_corr) and t2 (medium,
+// library b, 4 samples, one left unclassified, none with a param_corr: its
+// reference has no call of the target), cell S with t1 (2 samples); two
+// calibration rows (kind reference and perturb) that metrics skip.
+const judged = `{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongLogic","api_called":true,"param_corr":null,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongAPISelection","api_called":false,"param_corr":0.0,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":true,"class":"OK","api_called":true,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongSyntax","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongImport","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+{"task_id":"t1","kind":"reference","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t2","kind":"perturb","model":"","cell":"","difficulty":"medium","library":"b","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":null}
 `
 
-// A second judge output: another model, one passing sample.
+// A second judge output: another model, one passing sample, no kind column
+// (every row counts).
 const judged2 = `{"task_id":"t1","model":"m2","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0}
 `
 
@@ -138,7 +143,7 @@ node "metrics" "noci" {
 	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
 		t.Error("k unset: want pass@1 and pass@5 only")
 	}
-	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups") {
+	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups over 12 samples") || !strings.Contains(note, "2 calibration rows skipped") {
 		t.Errorf("note %q", note)
 	}
 	// The log's Table-1 view: one line per model × cell, pooled.
@@ -154,6 +159,26 @@ node "metrics" "noci" {
 		if !strings.Contains(a.Logs, line) {
 			t.Errorf("log lacks %q:\n%s", line, a.Logs)
 		}
+	}
+}
+
+// Metrics of calibration samples alone (a judge of solve's calibration
+// runs) measure the harness and the judge, not a model: an error.
+func TestMetricsRejectAnInputOfCalibrationRowsOnly(t *testing.T) {
+	dir := t.TempDir()
+	calib := `{"task_id":"t1","kind":"reference","model":"","cell":"","passed":true,"class":"OK"}
+{"task_id":"t1","kind":"null","model":"","cell":"","passed":false,"class":"WrongAPISelection"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "calib.jsonl"), []byte(calib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := nodetest.RunErr(t, dir, `
+node "import" "calib" { path = "calib.jsonl" }
+node "metrics" "x" { judged = [node.import.calib] }
+`)
+	err := run.Nodes["node.metrics.x"].Err
+	if err == nil || !strings.Contains(err.Error(), "node.import.calib: its 2 rows are calibration samples") {
+		t.Errorf("error %v", err)
 	}
 }
 
