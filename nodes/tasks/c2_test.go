@@ -36,8 +36,8 @@ func outcomes(id, cell string, passed ...bool) []sample {
 // TestC2AndC3JudgeEachTaskOnItsSamples: C2 keeps a task its model fails
 // at least min_failed of n times, C3 one its model solves at least
 // min_passed times; tasks without samples are dropped with "no samples";
-// a wrong number of samples, a knowledge cell in C2, calibration runs or
-// two models are errors.
+// a wrong number of samples, a knowledge cell in C2, another cell than
+// C3's, calibration runs or two models are errors.
 func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 	dir := t.TempDir()
 	byID := readTasks(t, runFixture(t, dir, ""))
@@ -100,6 +100,19 @@ func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 			samples: [][]sample{outcomes(a, "Full", F, F, P), outcomes(b, "Full", F, F, F)},
 			keep:    map[string]string{a: "", b: "C3: the strong model solved 0 of 3 samples with the bundle (cell Full), want 1"},
 			note:    "C3: 9 tasks, 1 kept (strong model solved too few of 1 with the bundle, cell Full; 7 without samples)",
+		},
+		{
+			name:    "c3 another cell",
+			node:    `node "c3" "f" {`,
+			samples: [][]sample{outcomes(a, "Full", P), outcomes(b, "baseline", P, F, F)},
+			err:     `task ` + b + ` has samples written in cell baseline: C3 judges the strong model given cell Full (set cell = "baseline" to judge those)`,
+		},
+		{
+			name:    "c3 cell",
+			node:    "node \"c3\" \"f\" {\n  cell = \"S+E\"",
+			samples: [][]sample{outcomes(a, "S+E", F, P), outcomes(b, "", F)},
+			keep:    map[string]string{a: "", b: "C3: the strong model solved 0 of 1 samples with the bundle (cell S+E), want 1"},
+			note:    "C3: 9 tasks, 1 kept (strong model solved too few of 1 with the bundle, cell S+E; 7 without samples)",
 		},
 		{
 			name:    "c3 min_passed",
@@ -171,6 +184,7 @@ func TestC2AndC3RejectInvalidBounds(t *testing.T) {
 		{"node \"c2\" \"f\" {\n  n = 3\n  min_failed = 4", "p.hcl:4,16-17: Invalid min_failed; min_failed must be between 1 and n (3)."},
 		{"node \"c2\" \"f\" {\n  n = 0", "p.hcl:3,7-8: Invalid n; n must be at least 1."},
 		{"node \"c3\" \"f\" {\n  min_passed = 0", "p.hcl:3,16-17: Invalid min_passed; min_passed must be at least 1."},
+		{"node \"c3\" \"f\" {\n  cell = \"full\"", `p.hcl:3,10-16: Unknown cell; unknown cell "full"`},
 	} {
 		dir := t.TempDir()
 		src := "node \"import\" \"x\" { path = \"x.jsonl\" }\n" + c.node + `

@@ -3,9 +3,9 @@ package tasks
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 )
 
 func init() { nodes.Register(c3Type{}) }
@@ -22,11 +22,23 @@ type c3Config struct {
 	// Samples are the runs of a strong model's answers given the Full
 	// bundle: a solve node's rows for a generate node with cell = "Full".
 	Samples nodes.Ref `hcl:"samples"`
+	// Cell is the knowledge cell the samples must have been written in
+	// (default "Full", the paper's); samples of another cell are an error,
+	// as C2's are (samples without a cell, from an imported table, are
+	// taken as written in it).
+	Cell *string `hcl:"cell,optional"`
 	// MinPassed is how many samples must pass (default 1).
 	MinPassed *int `hcl:"min_passed,optional"`
 }
 
 func (c *c3Config) minPassed() int { return orDefault(c.MinPassed, 1) }
+
+func (c *c3Config) cell() string {
+	if c.Cell == nil {
+		return "Full"
+	}
+	return *c.Cell
+}
 
 type c3Type struct {
 	nodes.Static[c3Config, FilterRow]
@@ -40,17 +52,21 @@ var (
 )
 
 func (c3Type) Name() string    { return "c3" }
-func (c3Type) Version() string { return "1" }
+func (c3Type) Version() string { return "2" }
 func (c3Type) Doc() string {
 	return "C3, informativeness (seed §3.2 stage 4): keeps a task when a strong model given the Full bundle (a generate " +
 		"node with cell Full, run by solve) solves at least min_passed (default 1) of its samples, dropping tasks unsolvable " +
-		"even with complete knowledge. A task with no samples is dropped (\"no samples\"). Dropped tasks stay with " +
-		"keep = false and the reason, as do those dropped before."
+		"even with complete knowledge. Samples written in a cell other than cell (default Full) are an error. A task with no " +
+		"samples is dropped (\"no samples\"). Dropped tasks stay with keep = false and the reason, as do those dropped before."
 }
 
 func (c3Type) Validate(cfg any) error {
-	if c := cfg.(*c3Config); c.minPassed() < 1 {
+	c := cfg.(*c3Config)
+	if c.minPassed() < 1 {
 		return nodes.Errorf("min_passed", "Invalid min_passed", "min_passed must be at least 1.")
+	}
+	if _, err := cells.Lookup(c.cell()); err != nil {
+		return nodes.Errorf("cell", "Unknown cell", "%v", err)
 	}
 	return nil
 }
@@ -58,15 +74,16 @@ func (c3Type) Validate(cfg any) error {
 // Run keeps the tasks the strong model solves with the bundle.
 func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	used := map[string]bool{}
-	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task Row, n, passed int, cells []string) (bool, string, error) {
-		for _, cell := range cells {
-			used[cell] = true
+	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task Row, n, passed int, written []string) (bool, string, error) {
+		for _, cell := range written {
+			if cell != "" && cell != c.cell() {
+				return false, "", fmt.Errorf("samples: task %s has samples written in cell %s: C3 judges the strong model given cell %s (set cell = %q to judge those)", task.TaskID, cell, c.cell(), cell)
+			}
 		}
 		if passed >= c.minPassed() {
 			return true, "", nil
 		}
-		return false, fmt.Sprintf("C3: the strong model solved %d of %d samples with the bundle (cell %s), want %d", passed, n, strings.Join(cells, ", "), c.minPassed()), nil
+		return false, fmt.Sprintf("C3: the strong model solved %d of %d samples with the bundle (cell %s), want %d", passed, n, c.cell(), c.minPassed()), nil
 	})
 	if err != nil {
 		return err
@@ -76,6 +93,6 @@ func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
 	if counts.noSamples > 0 {
 		extra = append(extra, fmt.Sprintf("%d without samples", counts.noSamples))
 	}
-	r.Note("C3: %d tasks, %d kept (strong model solved too few of %d with the bundle, cell %s%s)", counts.in, counts.kept, unsolved, strings.Join(sortedKeys(used), ", "), prefixed(extra))
+	r.Note("C3: %d tasks, %d kept (strong model solved too few of %d with the bundle, cell %s%s)", counts.in, counts.kept, unsolved, c.cell(), prefixed(extra))
 	return t.Write(r, rows)
 }

@@ -3,7 +3,9 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -20,27 +22,52 @@ func init() { nodes.Register(judgeType{}) }
 // judgeConfig:
 //
 //	node "judge" "qwen" {
-//	  tasks   = node.tasks.lo
-//	  samples = node.solve.qwen
-//	  model   = model.judge   # optional: the LLM judge
-//	  sem     = true          # optional: semantic-equivalence scores (needs model)
+//	  tasks          = node.tasks.lo
+//	  samples        = node.solve.qwen
+//	  model          = model.judge   # optional: the LLM judge
+//	  sem            = true          # optional: semantic-equivalence scores (needs model)
+//	  on_judge_error = "fail"        # or "fallback"
 //	}
 type judgeConfig struct {
 	Tasks   nodes.Ref `hcl:"tasks"`
 	Samples nodes.Ref `hcl:"samples"`
 	// Model is the judge model for the samples the fast path leaves
-	// undecided; without it the deterministic fallback decides them.
+	// undecided; without it the deterministic fallback decides them. Its
+	// system, when set, replaces the judge's built-in system prompts
+	// (request).
 	Model *nodes.Model `hcl:"model,optional"`
 	// Sem asks the judge model for each sample's semantic equivalence
 	// with the reference.
 	Sem bool `hcl:"sem,optional"`
+	// OnJudgeError says what a judge model call that failed after its
+	// retries (unreachable: 5xx, timeouts, dropped connections; refused:
+	// a 4xx) does: "fail" (the default) fails the node once every call
+	// has been made, so that nothing the judge never answered is stored as
+	// if it had, and a re-run makes only the failed calls (the others are
+	// cached); "fallback" lets the fallback decide those samples (path
+	// fallback, the rule saying why) and leaves their Sem null. A
+	// malformed answer goes to the fallback either way.
+	OnJudgeError *string `hcl:"on_judge_error,optional"`
+}
+
+// What a failed judge call does (judgeConfig.OnJudgeError).
+const (
+	OnJudgeErrorFail     = "fail"
+	OnJudgeErrorFallback = "fallback"
+)
+
+func (c *judgeConfig) onJudgeError() string {
+	if c.OnJudgeError == nil {
+		return OnJudgeErrorFail
+	}
+	return *c.OnJudgeError
 }
 
 // Paths: which part of the judge decided a sample's class.
 const (
 	PathRule     = "rule"     // the deterministic fast path (goharness.Judge)
 	PathLLM      = "llm"      // the judge model
-	PathFallback = "fallback" // goharness.Fallback: no judge model, or its answer was unusable
+	PathFallback = "fallback" // goharness.Fallback: no judge model, its answer was unusable, or (on_judge_error = "fallback") its call failed
 )
 
 // JudgeRow is one sample's class in the failure taxonomy (OK or one of the
@@ -60,8 +87,9 @@ type JudgeRow struct {
 	// a direct call (calls the task's context makes do not count).
 	APICalled bool `parquet:"api_called"`
 	// ParamCorr is goharness.ParamCorr: the solver's call of the target
-	// against the reference's, argument by argument, in [0, 1].
-	ParamCorr float64 `parquet:"param_corr"`
+	// against the reference's, argument by argument, in [0, 1]; null when
+	// the reference has no recognisable call of the target (undefined).
+	ParamCorr *float64 `parquet:"param_corr,optional"`
 	// Sem is the judge model's semantic-equivalence score in [0, 1]; null
 	// without sem, and where the answer was unusable.
 	Sem   *float64 `parquet:"sem,optional"`
@@ -89,12 +117,16 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "6" }
+func (judgeType) Version() string { return "10" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
-		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema; " +
-		"a deterministic fallback decides when there is no judge model or its answer is unusable. With sem = true the judge model also " +
+		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema " +
+		"(the model block's system, when set, replaces the judge's built-in system prompt, for verdicts and sem alike); " +
+		"a deterministic fallback decides when there is no judge model or its answer is unusable. A judge call that fails after its " +
+		"retries (unreachable, or refused with a 4xx) fails the node once the other calls are made and cached, so a re-run makes only " +
+		"the failed ones (on_judge_error = \"fail\", the default); with on_judge_error = \"fallback\" the fallback decides those samples, " +
+		"their rule saying \"judge unreachable\" or \"judge refused: HTTP ...\". With sem = true the judge model also " +
 		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
 		"construction (report \"calibration\")."
 }
@@ -103,6 +135,9 @@ func (judgeType) Validate(cfg any) error {
 	c := cfg.(*judgeConfig)
 	if c.Sem && c.Model == nil {
 		return nodes.Errorf("sem", "Sem needs a judge model", "sem = true asks a judge model for semantic equivalence: set model = model.X.")
+	}
+	if m := c.onJudgeError(); m != OnJudgeErrorFail && m != OnJudgeErrorFallback {
+		return nodes.Errorf("on_judge_error", "Invalid on_judge_error", "on_judge_error is %q or %q, not %q.", OnJudgeErrorFail, OnJudgeErrorFallback, m)
 	}
 	return nil
 }
@@ -177,7 +212,9 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 			row.APICalled = row.APICalled || (c.Target && s.SpyDirect > 0)
 		}
 		ref := refs[s.TaskID]
-		row.ParamCorr = goharness.MatchCalls(calls, ref)
+		if corr, ok := goharness.MatchCalls(calls, ref); ok {
+			row.ParamCorr = &corr
+		}
 		row.Class, row.Rule = goharness.Judge(gs, tg, task.PkgName)
 		if row.Class == goharness.ClassNeedsLLM {
 			fail := goharness.RunFailure{CompileError: s.CompileError, RuntimeError: s.RuntimeError, TimedOut: s.TimedOut, FailedLayers: s.FailedLayers, Failures: s.Failures}
@@ -203,9 +240,15 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 
 // request is one judge call: the model block's sampling settings
 // (temperature 0 when it sets none: a judge should not vary), the
-// judge's own system message, the answer constrained by schema.
+// judge's own system message unless the model block sets system, which
+// replaces it (for verdicts and sem scores alike: it must then say what
+// the answer is, the six classes or the equivalence score; the schema
+// still constrains the answer), the answer constrained by schema.
 func request(m *llmenv.Model, system, user string, schema []byte, name string) llm.Call {
 	cfg := m.Config
+	if cfg.System != nil && *cfg.System != "" {
+		system = *cfg.System
+	}
 	zero := 0.0
 	req := llm.Request{API: cfg.APIName(), Temperature: cfg.Temperature, TopP: cfg.TopP, Stop: cfg.Stop, Seed: cfg.Seed, Schema: schema, SchemaName: name}
 	if req.Temperature == nil {
@@ -284,34 +327,43 @@ func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	var problems map[string]int
+	var failed callFailures
 	if m != nil {
-		problems, err = j.ask(ctx, r, m.Client(r), m.Endpoint.Concurrency)
+		problems, failed, err = j.ask(ctx, r, m.Client(r), m.Endpoint.Concurrency, t.Config(r).onJudgeError())
 		if err != nil {
 			return err
 		}
 	}
 	out := j.rows
-	t.log(r, out, problems)
+	t.log(r, out, problems, failed)
 	return t.Write(r, out)
 }
 
 // ask makes the judge model's calls, at most the model's concurrency at
 // once, and puts usable answers into the rows: a verdict replaces the
-// fallback's class (path llm); a score sets Sem. An unusable answer (the
-// judge unreachable after its retries, the schema not held, not JSON, not
-// a class) leaves the fallback's decision, its rule saying why, and Sem
-// null. problems counts the unusable answers by reason. Answers are
-// cached as they complete (failures never are), but the node's output
-// keeps the fallback's decisions of an unreachable judge like any other
-// row (its key does not change), so the note counts them.
-func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int) (map[string]int, error) {
+// fallback's class (path llm); a score sets Sem. An answer is usable when
+// goharness.ParseVerdict (ParseSem) reads it: the JSON object of the
+// schema, a reasoning model's <think> blocks and a fence around it left
+// aside. The client's schema check (Response.SchemaHeld) sees the fence as
+// part of the answer, so it only names the violation of an answer the
+// parser rejects. An unusable answer (the schema not held, not JSON, not a
+// class) leaves the fallback's decision, its rule saying why, and Sem
+// null; problems counts them by reason.
+//
+// A call that failed after its retries is what onError says: with "fail"
+// ask returns an error once every call has been made (the answered ones
+// are cached as they complete, failures never are, so a re-run makes only
+// the failed calls); with "fallback" the sample keeps the fallback's
+// decision, its rule prefixed with the failure (callFailure), and Sem
+// null, and failed counts the calls.
+func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int, onError string) (problems map[string]int, failed callFailures, err error) {
 	type answer struct {
 		resp *llm.Response
 		err  error
 	}
 	unique, first, err := j.unique()
 	if err != nil {
-		return nil, err
+		return nil, failed, err
 	}
 	answers := make([]answer, len(j.calls))
 	conc = max(conc, 1)
@@ -338,48 +390,108 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int)
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, failed, err
+	}
+	r.Report("usage", cl.Stats())
+	for _, i := range unique {
+		if err := answers[i].err; err != nil {
+			failed.add(err)
+		}
+	}
+	if failed.n() > 0 && onError == OnJudgeErrorFail {
+		return nil, failed, fmt.Errorf("judge: %d of %d judge model calls failed after their retries (%s; the first: %w); "+
+			"the %d answered are cached, so a re-run makes only the failed calls (on_judge_error = %q lets the fallback decide their samples instead)",
+			failed.n(), len(unique), failed, failed.first, len(unique)-failed.n(), OnJudgeErrorFallback)
 	}
 	for i := range j.calls {
 		answers[i] = answers[first[i]]
 	}
-	problems := map[string]int{}
+	problems = map[string]int{}
 	for i, c := range j.calls {
 		row := &j.rows[c.Row]
 		a := answers[i]
-		var why string
-		switch {
-		case a.err != nil:
-			why = "judge unreachable"
+		if a.err != nil {
+			why := callFailure(a.err)
 			r.Logf("%s/%s: %s: %v", row.TaskID, row.SampleID, why, a.err)
-		case a.resp.SchemaHeld != nil && !*a.resp.SchemaHeld:
-			why = "judge answer broke the schema"
-		}
-		if c.Sem {
-			if why == "" {
-				s, err := goharness.ParseSem(a.resp.Text)
-				if err == nil {
-					row.Sem = &s
-					continue
-				}
-				why = "sem answer unusable"
+			if !c.Sem {
+				row.Rule = why + "; " + row.Rule
 			}
-			problems["sem: "+why]++
 			continue
 		}
-		if why == "" {
-			class, rationale, err := goharness.ParseVerdict(a.resp.Text)
+		if c.Sem {
+			s, err := goharness.ParseSem(a.resp.Text)
 			if err == nil {
-				row.Class, row.Rule, row.Path = class, rationale, PathLLM
+				row.Sem = &s
 				continue
 			}
-			why = "judge answer unusable (" + err.Error() + ")"
+			problems["sem answer unusable"]++
+			r.Logf("%s/%s: sem answer unusable: %v", row.TaskID, row.SampleID, err)
+			continue
 		}
+		class, rationale, err := goharness.ParseVerdict(a.resp.Text)
+		if err == nil {
+			row.Class, row.Rule, row.Path = class, rationale, PathLLM
+			continue
+		}
+		why := unusable(a.resp, err)
 		problems[strings.SplitN(why, " (", 2)[0]]++
 		row.Rule = why + "; " + row.Rule
 	}
-	r.Report("judge_usage", cl.Stats())
-	return problems, nil
+	return problems, failed, nil
+}
+
+// callFailures counts the judge model's calls that failed after their
+// retries: refused (a 4xx other than 429: the server will not answer this
+// request) or unreachable (anything else: 5xx, 429, timeouts, dropped
+// connections).
+type callFailures struct {
+	unreachable, refused int
+	first                error
+}
+
+func (f *callFailures) add(err error) {
+	if f.first == nil {
+		f.first = err
+	}
+	if strings.HasPrefix(callFailure(err), "judge refused") {
+		f.refused++
+	} else {
+		f.unreachable++
+	}
+}
+
+func (f callFailures) n() int { return f.unreachable + f.refused }
+
+func (f callFailures) String() string {
+	return fmt.Sprintf("%d unreachable, %d refused", f.unreachable, f.refused)
+}
+
+// callFailure names a failed call for a row's rule: "judge refused: HTTP
+// 400 Bad Request: the answer's first line" for a 4xx other than 429,
+// "judge unreachable" otherwise.
+func callFailure(err error) string {
+	var se *llm.StatusError
+	if !errors.As(err, &se) || se.Status/100 != 4 || se.Status == http.StatusTooManyRequests {
+		return "judge unreachable"
+	}
+	why := fmt.Sprintf("judge refused: HTTP %d %s", se.Status, http.StatusText(se.Status))
+	if body, _, _ := strings.Cut(strings.TrimSpace(se.Body), "\n"); body != "" {
+		if len(body) > 120 {
+			body = strings.ToValidUTF8(body[:120], "") + "..."
+		}
+		why += ": " + body
+	}
+	return why
+}
+
+// unusable says why a verdict could not be read: the schema the client
+// found broken (an old server that ignores structured output answers
+// free text), or the parser's reason.
+func unusable(resp *llm.Response, err error) string {
+	if resp.SchemaHeld != nil && !*resp.SchemaHeld {
+		return "judge answer broke the schema (" + resp.SchemaError + ")"
+	}
+	return "judge answer unusable (" + err.Error() + ")"
 }
 
 // CalibrationReport is the judge's agreement with the classes calibration
@@ -456,7 +568,7 @@ func classOrder(classes []string) []string {
 
 // log writes the kind × class table, the calibration agreement and its
 // confusion table, and the note.
-func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int) {
+func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int, failed callFailures) {
 	byKind := map[string]map[string]int{}
 	classes := map[string]int{}
 	paths := map[string]int{}
@@ -484,6 +596,9 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int) {
 	}
 	if unusable > 0 {
 		note += fmt.Sprintf("; %d judge answers unusable (see the log)", unusable)
+	}
+	if failed.n() > 0 {
+		note += fmt.Sprintf("; %d judge calls failed (%s), their samples decided by the fallback and their sem null", failed.n(), failed)
 	}
 	if cal := Calibration(out); cal != nil {
 		r.Report("calibration", cal)

@@ -1,9 +1,14 @@
 package tasks_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
@@ -31,9 +36,10 @@ func solutionHas(sub string) func(llmtest.Request) bool {
 
 // TestJudgeModelDecidesWhatTheFastPathLeaves runs the calibration samples
 // through a scripted judge model that answers the exit mutants with a valid
-// verdict, the perturbed arguments with another valid one, the goexit
-// mutants with garbage and the discarded-result mutants never (503 on
-// every try): each sample's path says who decided, the fallback decides
+// verdict after its thinking, in a fence, the perturbed arguments with
+// another valid one, the goexit mutants with garbage and the
+// discarded-result mutants never (503 on every try; on_judge_error =
+// "fallback"): each sample's path says who decided, the fallback decides
 // where the model could not, and the calibration table is exact. With sem,
 // every sample gets a score: 1 when it is the reference, 0 otherwise.
 func TestJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
@@ -48,7 +54,9 @@ func TestJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
 				}
 				return `{"equivalent": false, "score": 0}`
 			}},
-			{When: solutionHas("os.Exit(0)"), Answer: `{"class": "WrongLogic", "rationale": "exits before the scenario ends"}`},
+			// A reasoning model: it thinks, then fences its verdict.
+			{When: solutionHas("os.Exit(0)"), Answer: "<think>\nThe call is right; then os.Exit(0).\n</think>\n\n```json\n" +
+				`{"class": "WrongLogic", "rationale": "exits before the scenario ends"}` + "\n```"},
 			{When: solutionHas("runtime.Goexit()"), Answer: `I would say WrongLogic.`},
 			{When: solutionHas(`fmt.Print("`), Status: 503}, // the discarded mutants print the result as a literal
 		},
@@ -63,10 +71,11 @@ model "judge" {
   timeout     = "10s"
 }
 node "judge" "llm" {
-  tasks   = node.tasks.shapes
-  samples = node.solve.calibration
-  model   = model.judge
-  sem     = true
+  tasks          = node.tasks.shapes
+  samples        = node.solve.calibration
+  model          = model.judge
+  sem            = true
+  on_judge_error = "fallback"
 }
 `, srv.URL()))
 	rows := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.llm")
@@ -100,8 +109,19 @@ node "judge" "llm" {
 			t.Errorf("%s %s: sem %v, want %v", j.TaskID, j.Kind, fmt.Sprint(j.Sem != nil && *j.Sem == 1), wantSem)
 		}
 	}
-	if note := run.Notes("done")["node.judge.llm"]; !strings.Contains(note, "paths: rule 59, llm 14, fallback 16") || !strings.Contains(note, "16 judge answers unusable") {
+	if note := run.Notes("done")["node.judge.llm"]; !strings.Contains(note, "paths: rule 59, llm 14, fallback 16") || !strings.Contains(note, "9 judge answers unusable") ||
+		!strings.Contains(note, "7 judge calls failed (7 unreachable, 0 refused)") {
 		t.Errorf("note %q", note)
+	}
+	// The judge's usage is a report named usage, as lacuna show documents
+	// it: 78 sem and 23 verdict questions answered, 7 failed.
+	act, err := run.Store.GetAction(run.Nodes["node.judge.llm"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage struct{ Calls, Failed int64 }
+	if err := json.Unmarshal(act.Reports["usage"], &usage); err != nil || usage.Calls != 78+23 || usage.Failed != 7 {
+		t.Errorf("usage report %s (%v), want 101 calls and 7 failed; reports %v", act.Reports["usage"], err, slices.Collect(maps.Keys(act.Reports)))
 	}
 	rep, _ := calibrationReport(t, run, "node.judge.llm")
 	// The offline fixture: 9 tasks, 89 calibration samples; two perturbed
@@ -136,5 +156,153 @@ node "judge" "llm" {
 	if want := map[string]int{"1": 78 + 14 + 9, "2": 7}; !reflect.DeepEqual(asked, want) {
 		t.Errorf("calls by requests each %v, want %v", asked, want)
 	}
+}
 
+// TestJudgeCallFailuresAreNotStoredAsAnswers: a judge model that cannot be
+// reached (503 on every try) or refuses (400) on some calls. With the
+// default on_judge_error = "fail" the node fails once every call is made,
+// saying how many failed; with "fallback" the fallback decides those
+// samples, each row saying why (unreachable, refused with its status). Run
+// again with the judge answering, the failed node makes only the calls
+// that failed; the fallback node's output was stored and is not recomputed.
+func TestJudgeCallFailuresAreNotStoredAsAnswers(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	srv := llmtest.New(llmtest.Config{
+		Models: []string{"judge-model"},
+		Script: []llmtest.Rule{
+			{When: func(q llmtest.Request) bool { return down.Load() && solutionHas("os.Exit(0)")(q) }, Status: 400},
+			{When: func(q llmtest.Request) bool {
+				return down.Load() && solutionHas(`fmt.Print("`)(q) && !solutionHas("runtime.Goexit()")(q)
+			}, Status: 503},
+		},
+		Default: `{"class": "WrongLogic", "rationale": "the program around the call is wrong"}`,
+	})
+	defer srv.Close()
+	dir := t.TempDir()
+	src := calibration + fmt.Sprintf(`
+model "judge" {
+  id          = "judge-model"
+  endpoint    = %q
+  max_retries = 1
+  timeout     = "10s"
+}
+node "judge" "fail" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.judge
+}
+node "judge" "fallback" {
+  tasks          = node.tasks.shapes
+  samples        = node.solve.calibration
+  model          = model.judge
+  on_judge_error = "fallback"
+}
+`, srv.URL())
+	nodetest.OfflineShapes(t)
+	run := nodetest.RunErr(t, dir, pipeline+src)
+	// 7 discarded-result mutants unreachable, 9 exit mutants refused, of
+	// 30 distinct questions (5 perturbed arguments and 9 goexit mutants
+	// besides).
+	err := run.Nodes["node.judge.fail"].Err
+	for _, want := range []string{"16 of 30 judge model calls failed after their retries (7 unreachable, 9 refused", "HTTP 503",
+		"the 14 answered are cached, so a re-run makes only the failed calls", `on_judge_error = "fallback"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("node.judge.fail: error %v, want %q", err, want)
+		}
+	}
+	fb := run.Nodes["node.judge.fallback"]
+	if fb.Err != nil {
+		t.Fatalf("node.judge.fallback: %v", fb.Err)
+	}
+	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fallback") {
+		want := ""
+		switch j.Kind {
+		case goharness.MutantDiscarded:
+			want = "judge unreachable; "
+		case goharness.MutantExit:
+			want = "judge refused: HTTP 400 Bad Request: "
+		default:
+			continue
+		}
+		if j.Path != tasks.PathFallback || !strings.HasPrefix(j.Rule, want) {
+			t.Errorf("%s %s: %s by %s (%q), want the fallback's, rule prefixed %q", j.TaskID, j.Kind, j.Class, j.Path, j.Rule, want)
+		}
+	}
+	if note := run.Notes("done")["node.judge.fallback"]; !strings.Contains(note, "16 judge calls failed (7 unreachable, 9 refused)") {
+		t.Errorf("note %q", note)
+	}
+
+	down.Store(false)
+	before := srv.Stats().Requests
+	run = nodetest.Run(t, dir, pipeline+src)
+	if made := srv.Stats().Requests - before; made != 16 {
+		t.Errorf("the re-run made %d requests, want the 16 that failed", made)
+	}
+	if _, ok := run.Notes("cached")["node.judge.fallback"]; !ok {
+		t.Error("node.judge.fallback was recomputed")
+	}
+	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fail") {
+		if (j.Kind == goharness.MutantDiscarded || j.Kind == goharness.MutantExit) && j.Path != tasks.PathLLM {
+			t.Errorf("%s %s: %s by %s (%q), want the judge model's", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
+		}
+	}
+}
+
+// TestJudgeModelSystemReplacesTheBuiltInPrompt: a model block's system is
+// the system message of every judge call, verdicts and sem scores alike;
+// without it, the judge's own.
+func TestJudgeModelSystemReplacesTheBuiltInPrompt(t *testing.T) {
+	var mu sync.Mutex
+	systems := map[string]int{} // the system message of each request
+	srv := llmtest.New(llmtest.Config{
+		Models: []string{"judge-model"},
+		Script: []llmtest.Rule{{When: func(q llmtest.Request) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			sys := "(none)"
+			if len(q.Messages) > 0 && q.Messages[0].Role == "system" {
+				sys = q.Messages[0].Content
+			}
+			systems[sys]++
+			return false
+		}}, {Contains: "Solution to judge:", Answer: `{"equivalent": false, "score": 0}`}},
+		Default: `{"class": "WrongLogic", "rationale": "the program around the call is wrong"}`,
+	})
+	defer srv.Close()
+	const custom = "You are the house judge. Classes: WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic."
+	run := runFixture(t, "", calibration+fmt.Sprintf(`
+model "judge" {
+  id       = "judge-model"
+  endpoint = %q
+  system   = %q
+}
+model "plain" {
+  id       = "judge-model"
+  endpoint = %q
+}
+node "judge" "custom" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.judge
+  sem     = true
+}
+node "judge" "builtin" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.plain
+}
+`, srv.URL(), custom, srv.URL()))
+	llm := 0
+	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.custom") {
+		if j.Path == tasks.PathLLM {
+			llm++
+		}
+	}
+	// 78 sem and 30 verdict questions with the model block's system, 30
+	// verdict questions with the judge's own.
+	sys, _ := goharness.JudgePrompt(goharness.JudgeInput{})
+	if want := map[string]int{custom: 78 + 30, sys: 30}; !reflect.DeepEqual(systems, want) || llm != 30 {
+		t.Errorf("system messages %v, want %v; %d verdicts by the model", systems, want, llm)
+	}
 }

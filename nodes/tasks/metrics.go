@@ -27,8 +27,11 @@ func init() { nodes.Register(metricsType{}) }
 //	}
 type metricsConfig struct {
 	// Judged are judge outputs, or any tables with their columns: task_id,
-	// passed and class, and optionally model, cell, library, difficulty,
-	// api_called, param_corr and sem.
+	// passed and class, and optionally kind, model, cell, library,
+	// difficulty, api_called, param_corr and sem. Where there is a kind
+	// column, only its "model" rows count: calibration rows (the reference
+	// and the mutants, whose judge the calibration report measures) are
+	// skipped, and an input of nothing else is an error.
 	Judged    []nodes.Ref `hcl:"judged"`
 	K         []int       `hcl:"k,optional"`
 	Bootstrap *int        `hcl:"bootstrap,optional"`
@@ -82,13 +85,14 @@ var (
 )
 
 func (metricsType) Name() string    { return "metrics" }
-func (metricsType) Version() string { return "1" }
+func (metricsType) Version() string { return "3" }
 func (metricsType) Doc() string {
 	return "NovelAPIBench's metrics (seed Table 1, Appendix E) from judge outputs: one row per model × cell × difficulty × library " +
 		"and pooled rows (\"all\") per model × cell, model × cell × difficulty and model × cell × library, with tasks, samples, pass@1, " +
 		"pass@k (Chen et al.'s unbiased estimator), API_acc, Param_corr, Sem, the failure composition over OK and the six classes, " +
 		"and 95% percentile bootstrap CIs resampling tasks (seeded). Values are percentages rounded to 0.01; every metric is a mean " +
-		"over the group's tasks of the task's value, so each task weighs the same."
+		"over the group's tasks of the task's value, so each task weighs the same. Only a model's samples count: rows whose kind is not " +
+		"\"model\" (the calibration samples a judge also classifies) are skipped, and an input holding nothing else is an error."
 }
 
 func (metricsType) Validate(cfg any) error {
@@ -118,8 +122,8 @@ func (metricsType) Schema() nodes.Schema {
 
 // A metrics row's columns, in order; pass_at_K columns follow pass@1's CI.
 // Percentages are *float64: null where a metric is undefined (pass@k with
-// a task of fewer than k samples, Sem without scores, a CI without
-// resamples).
+// a task of fewer than k samples, Param_corr or Sem without a defined
+// value, a CI without resamples).
 var (
 	headCols = []string{"model", "cell", "difficulty", "library"}
 	countCol = []string{"tasks", "samples"}
@@ -162,19 +166,20 @@ func metricsRowType(ks []int) reflect.Type {
 type judgedRow struct {
 	task, model, cell, library, difficulty, class string
 	passed, apiCalled                             bool
-	paramCorr                                     float64
-	sem                                           *float64
+	paramCorr, sem                                *float64 // nil: undefined
 }
 
 func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
 	var rows []judgedRow
+	skipped := 0
 	for _, ref := range c.Judged {
-		in, err := readJudged(r, ref)
+		in, n, err := readJudged(r, ref)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, in...)
+		skipped += n
 	}
 	groups := groups(rows)
 	ks := c.ks()
@@ -229,7 +234,11 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	for _, line := range tableOne(table, ks) {
 		r.Logf("%s", line)
 	}
-	r.Note("%d groups over %d samples, %d model × cell pairs", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	if skipped > 0 {
+		note += fmt.Sprintf("; %d calibration rows skipped", skipped)
+	}
+	r.Note("%s", note)
 	return nil
 }
 
@@ -241,26 +250,34 @@ func countDistinct(rows []judgedRow, key func(judgedRow) string) int {
 	return len(seen)
 }
 
-// readJudged reads the columns metrics need from any table that has them.
-func readJudged(r nodes.Run, ref nodes.Ref) ([]judgedRow, error) {
+// readJudged reads the columns metrics need from any table that has them,
+// skipping the rows whose kind (where the table has a kind column) is not
+// "model"; skipped counts them. An input with rows, none of them a
+// model's, is an error: metrics of calibration samples measure the
+// harness and the judge, not a model.
+func readJudged(r nodes.Run, ref nodes.Ref) (out []judgedRow, skipped int, err error) {
 	in, err := r.Input(ref)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []judgedRow
+	_, hasKind := in.Schema().Lookup("kind")
 	for i, row := range in.Rows() {
 		var v any
 		if err := in.Schema().Reconstruct(&v, row); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		m, _ := v.(map[string]any)
+		if kind, _ := m["kind"].(string); hasKind && kind != "model" {
+			skipped++
+			continue
+		}
 		j := judgedRow{}
 		var ok1, ok2, ok3 bool
 		j.task, ok1 = m["task_id"].(string)
 		j.passed, ok2 = m["passed"].(bool)
 		j.class, ok3 = m["class"].(string)
 		if !ok1 || !ok2 || !ok3 {
-			return nil, fmt.Errorf("%s row %d: needs task_id (string), passed (bool) and class (string)", ref, i)
+			return nil, 0, fmt.Errorf("%s row %d: needs task_id (string), passed (bool) and class (string)", ref, i)
 		}
 		j.model, _ = m["model"].(string)
 		j.cell, _ = m["cell"].(string)
@@ -268,14 +285,18 @@ func readJudged(r nodes.Run, ref nodes.Ref) ([]judgedRow, error) {
 		j.difficulty, _ = m["difficulty"].(string)
 		j.apiCalled, _ = m["api_called"].(bool)
 		if x, ok := number(m["param_corr"]); ok {
-			j.paramCorr = x
+			j.paramCorr = &x
 		}
 		if x, ok := number(m["sem"]); ok {
 			j.sem = &x
 		}
 		out = append(out, j)
 	}
-	return out, nil
+	if len(out) == 0 && skipped > 0 {
+		return nil, 0, fmt.Errorf("%s: its %d rows are calibration samples (kind reference or a mutant), none a model's (kind model): "+
+			"metrics measure a model's samples; the judge's calibration report measures these", ref, skipped)
+	}
+	return out, skipped, nil
 }
 
 func number(v any) (float64, bool) {
@@ -405,19 +426,22 @@ func ciBounds(c *analysis.CI) (lo, hi *float64) {
 //     fewer than k samples;
 //   - API_acc: the fraction of the task's samples whose code calls the
 //     target (api_called);
-//   - Param_corr: the mean param_corr of the task's samples;
+//   - Param_corr: the mean param_corr of the task's samples that have
+//     one (null where the reference has no call of the target to compare
+//     with), over the tasks with any; null when none has;
 //   - Sem: the mean score of the task's samples that have one, over the
 //     tasks with any; null when none has;
 //   - composition: the fraction of the task's samples in each class.
 //
 // The CIs of pass@1, API_acc and Param_corr are analysis.Bootstrap over
-// the per-task values with b resamples, seed and a stream derived from
+// the per-task values the point estimate averages (Param_corr's: the tasks
+// with a defined value) with b resamples, seed and a stream derived from
 // the group's name (adding groups leaves the others' CIs as they were).
 func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	type acc struct {
-		n, c, api, semN int
-		corr, sem       float64
-		classes         map[string]int
+		n, c, api, corrN, semN int
+		corr, sem              float64
+		classes                map[string]int
 	}
 	var order []string
 	per := map[string]*acc{}
@@ -435,7 +459,10 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		if j.apiCalled {
 			a.api++
 		}
-		a.corr += j.paramCorr
+		if j.paramCorr != nil {
+			a.corr += *j.paramCorr
+			a.corrN++
+		}
 		if j.sem != nil {
 			a.sem += *j.sem
 			a.semN++
@@ -451,7 +478,9 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		n := float64(a.n)
 		pass1 = append(pass1, float64(a.c)/n)
 		api = append(api, float64(a.api)/n)
-		corr = append(corr, a.corr/n)
+		if a.corrN > 0 {
+			corr = append(corr, a.corr/float64(a.corrN))
+		}
 		if a.semN > 0 {
 			sems = append(sems, a.sem/float64(a.semN))
 		}

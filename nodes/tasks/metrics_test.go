@@ -12,22 +12,27 @@ import (
 )
 
 // judged is a hand-built judge table: model m, cell base with task t1
-// (easy, library a, 5 samples) and t2 (medium, library b, 4 samples, one
-// left unclassified), cell S with t1 (2 samples).
-const judged = `{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongLogic","api_called":true,"param_corr":1.0,"sem":null}
-{"task_id":"t1","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongAPISelection","api_called":false,"param_corr":0.0,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongSyntax","api_called":false,"param_corr":0.0,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongImport","api_called":false,"param_corr":0.5,"sem":null}
-{"task_id":"t2","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":0.0,"sem":null}
-{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
-{"task_id":"t1","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+// (easy, library a, 5 samples, one without a param_corr) and t2 (medium,
+// library b, 4 samples, one left unclassified, none with a param_corr: its
+// reference has no call of the target), cell S with t1 (2 samples); two
+// calibration rows (kind reference and perturb) that metrics skip.
+const judged = `{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongLogic","api_called":true,"param_corr":null,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongAPISelection","api_called":false,"param_corr":0.0,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":true,"class":"OK","api_called":true,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongSyntax","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"WrongImport","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":null,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+{"task_id":"t1","kind":"reference","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":null}
+{"task_id":"t2","kind":"perturb","model":"","cell":"","difficulty":"medium","library":"b","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":null}
 `
 
-// A second judge output: another model, one passing sample.
+// A second judge output: another model, one passing sample, no kind column
+// (every row counts).
 const judged2 = `{"task_id":"t1","model":"m2","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0}
 `
 
@@ -104,16 +109,16 @@ node "metrics" "noci" {
 	// Every task weighs the same: t1 and t2 of cell base.
 	//   pass@1 = (2/5 + 1/4)/2; pass@2 = (1-C(3,2)/C(5,2) + 1-C(3,2)/C(4,2))/2 = (0.7+0.5)/2;
 	//   pass@5 is undefined for t2 (4 samples); API_acc = (4/5 + 1/4)/2;
-	//   Param_corr = (3.5/5 + 1.5/4)/2; Sem = t1's (1+0.5+0)/3 (t2 has none).
+	//   Param_corr = t1's 2.5/4 (t2 has none, like Sem); Sem = t1's (1+0.5+0)/3.
 	// A group of one task has a CI of that task's value.
 	want := map[string]string{
 		"m/base/all/all": "tasks=2 samples=9 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_5=null " +
-			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=53.75 param_corr_lo=37.5 param_corr_hi=70 sem=50 " +
+			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=62.5 param_corr_lo=62.5 param_corr_hi=62.5 sem=50 " +
 			"ok=32.5 wrong_syntax=12.5 wrong_api_selection=10 wrong_import=12.5 wrong_param=10 wrong_shape_dtype=0 wrong_logic=10 unclassified=12.5",
 		"m/base/easy/all": "tasks=1 samples=5 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_5=100 " +
-			"api_acc=80 param_corr=70 sem=50 ok=40 wrong_api_selection=20 wrong_param=20 wrong_logic=20 unclassified=0",
+			"api_acc=80 param_corr=62.5 sem=50 ok=40 wrong_api_selection=20 wrong_param=20 wrong_logic=20 unclassified=0",
 		"m/base/all/a":    "tasks=1 samples=5 pass_at_1=40 pass_at_2=70 pass_at_5=100",
-		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_5=null api_acc=25 param_corr=37.5 sem=null ok=25 unclassified=25",
+		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_5=null api_acc=25 param_corr=null param_corr_lo=null sem=null ok=25 unclassified=25",
 		"m/S/all/all": "tasks=1 samples=2 pass_at_1=0 pass_at_2=0 pass_at_5=null api_acc=100 param_corr=75 param_corr_lo=75 param_corr_hi=75 " +
 			"sem=null ok=0 wrong_shape_dtype=100",
 		"m2/base/all/all": "tasks=1 samples=1 pass_at_1=100 pass_at_2=null pass_at_5=null api_acc=100 param_corr=100 sem=null ok=100",
@@ -138,7 +143,7 @@ node "metrics" "noci" {
 	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
 		t.Error("k unset: want pass@1 and pass@5 only")
 	}
-	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups") {
+	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups over 12 samples") || !strings.Contains(note, "2 calibration rows skipped") {
 		t.Errorf("note %q", note)
 	}
 	// The log's Table-1 view: one line per model × cell, pooled.
@@ -148,12 +153,32 @@ node "metrics" "noci" {
 	}
 	for _, line := range []string{
 		"model  cell  tasks  n  pass@1  pass@2  pass@5  API_acc  Param_corr  Sem   OK/Syn/API/Imp/Par/Shp/Log",
-		"m      base  2      9  32.5    60.0    -       52.5     53.8        50.0  33/13/10/13/10/0/10",
+		"m      base  2      9  32.5    60.0    -       52.5     62.5        50.0  33/13/10/13/10/0/10",
 		"m2     base  1      1  100.0   -       -       100.0    100.0       -     100/0/0/0/0/0/0",
 	} {
 		if !strings.Contains(a.Logs, line) {
 			t.Errorf("log lacks %q:\n%s", line, a.Logs)
 		}
+	}
+}
+
+// Metrics of calibration samples alone (a judge of solve's calibration
+// runs) measure the harness and the judge, not a model: an error.
+func TestMetricsRejectAnInputOfCalibrationRowsOnly(t *testing.T) {
+	dir := t.TempDir()
+	calib := `{"task_id":"t1","kind":"reference","model":"","cell":"","passed":true,"class":"OK"}
+{"task_id":"t1","kind":"null","model":"","cell":"","passed":false,"class":"WrongAPISelection"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "calib.jsonl"), []byte(calib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := nodetest.RunErr(t, dir, `
+node "import" "calib" { path = "calib.jsonl" }
+node "metrics" "x" { judged = [node.import.calib] }
+`)
+	err := run.Nodes["node.metrics.x"].Err
+	if err == nil || !strings.Contains(err.Error(), "node.import.calib: its 2 rows are calibration samples") {
+		t.Errorf("error %v", err)
 	}
 }
 
@@ -175,6 +200,11 @@ func TestMetricsAndJudgeConfigErrorsNameTheAttribute(t *testing.T) {
   samples = node.import.a
   sem     = true
 }`, "p.hcl:4,13-17: Sem needs a judge model"},
+		{"an unknown on_judge_error", `node "judge" "x" {
+  tasks          = node.import.a
+  samples        = node.import.a
+  on_judge_error = "retry"
+}`, "p.hcl:4,20-27: Invalid on_judge_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
 // expected is the class each calibration solution stands for, by
@@ -76,13 +78,15 @@ const argTrouble = `(?:(?:not enough|too many) arguments in call to|in argument 
 //  6. the code names the target but the spy counted no direct call →
 //     WrongAPISelection;
 //  7. the call's arguments differ from the reference's (paramCorr < 1,
-//     see ParamCorr) → WrongParam;
+//     see ParamCorr) → WrongParam; skipped when paramCorr is nil
+//     (undefined: the reference has no call of the target to compare
+//     with);
 //  8. anything else (a wrong result, a panic in the solver's own code, a
 //     hang, a harness layer failed) → WrongLogic.
 //
 // Rule 7 is a heuristic: an argument written differently but equal in
 // value counts as different; that is what the LLM judge is for.
-func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float64) (class, rule string) {
+func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr *float64) (class, rule string) {
 	code, prog, name := solverCode(s.Solution, s.Program, tg, pkgName)
 	if f.CompileError != "" {
 		if regexp.MustCompile(`(?m)` + strings.ReplaceAll(argTrouble, "NAME", regexp.QuoteMeta(tg.Name))).MatchString(f.CompileError) {
@@ -109,16 +113,20 @@ func Fallback(s Sample, f RunFailure, tg Target, pkgName string, paramCorr float
 	if s.Direct == 0 {
 		return ClassWrongAPISelection, "names " + tg.Name + " but never calls it"
 	}
-	if paramCorr < 1 {
-		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, paramCorr)
+	calls := "calls " + tg.Name + " as the reference does"
+	switch {
+	case paramCorr == nil:
+		calls = "calls " + tg.Name + " (the reference has no call of it: arguments not compared)"
+	case *paramCorr < 1:
+		return ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", tg.Name, *paramCorr)
 	}
 	switch {
 	case f.TimedOut:
-		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; runs past its time limit"
+		return ClassWrongLogic, calls + "; runs past its time limit"
 	case f.RuntimeError != "":
-		return ClassWrongLogic, "calls " + tg.Name + " as the reference does; fails outside it: " + firstLine(f.RuntimeError)
+		return ClassWrongLogic, calls + "; fails outside it: " + firstLine(f.RuntimeError)
 	}
-	return ClassWrongLogic, "calls " + tg.Name + " as the reference does; the program around it is wrong"
+	return ClassWrongLogic, calls + "; the program around it is wrong"
 }
 
 // panicSite is the function a panic's stack says panicked: the first
@@ -225,15 +233,18 @@ func SemPrompt(description, context, solution, reference string) (system, user s
 }
 
 // ParseVerdict reads the judge's answer: a JSON object with a class among
-// the six failure classes and a rationale (clipped to 300 bytes). An
-// answer that is not such an object is an error saying why.
+// the six failure classes and a rationale (clipped to 300 bytes), and no
+// other member (JudgeSchema), found in the answer as answerJSON finds it
+// (a reasoning model's <think> blocks and a fence around the object are
+// not part of it). An answer that is not such an object is an error saying
+// why.
 func ParseVerdict(answer string) (class, rationale string, err error) {
 	var v struct {
 		Class     *string `json:"class"`
-		Rationale string  `json:"rationale"`
+		Rationale *string `json:"rationale"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
-		return "", "", fmt.Errorf("not JSON: %w", err)
+	if err := decodeAnswer(answer, &v); err != nil {
+		return "", "", err
 	}
 	if v.Class == nil || !slices.Contains(FailureClasses, *v.Class) {
 		got := "none"
@@ -242,22 +253,67 @@ func ParseVerdict(answer string) (class, rationale string, err error) {
 		}
 		return "", "", fmt.Errorf("class %s is not one of the six", got)
 	}
-	return *v.Class, clip(strings.TrimSpace(v.Rationale), 300), nil
+	if v.Rationale == nil {
+		return "", "", fmt.Errorf("no rationale")
+	}
+	return *v.Class, clip(strings.TrimSpace(*v.Rationale), 300), nil
 }
 
-// ParseSem reads the semantic-equivalence answer: the score in [0, 1].
+// ParseSem reads the semantic-equivalence answer (SemSchema, found as
+// answerJSON finds it): the score in [0, 1].
 func ParseSem(answer string) (score float64, err error) {
 	var v struct {
 		Equivalent *bool    `json:"equivalent"`
 		Score      *float64 `json:"score"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(answer)), &v); err != nil {
-		return 0, fmt.Errorf("not JSON: %w", err)
+	if err := decodeAnswer(answer, &v); err != nil {
+		return 0, err
 	}
 	if v.Equivalent == nil || v.Score == nil || *v.Score < 0 || *v.Score > 1 {
 		return 0, fmt.Errorf("needs equivalent (bool) and score in [0, 1]")
 	}
 	return *v.Score, nil
+}
+
+// decodeAnswer decodes the JSON object of a judge's answer (answerJSON)
+// into v, a struct of the schema's members: a member v does not have is an
+// error, as the schemas forbid additional properties.
+func decodeAnswer(answer string, v any) error {
+	text := answerJSON(answer)
+	if !json.Valid([]byte(text)) {
+		return fmt.Errorf("not JSON: %w", json.Unmarshal([]byte(text), new(any)))
+	}
+	d := json.NewDecoder(strings.NewReader(text))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("not the schema's object: %w", err)
+	}
+	return nil
+}
+
+// answerJSON is the JSON of a judge's answer: the answer without a
+// reasoning model's <think> blocks (llm.StripThink, which also drops the
+// thinking before a lone </think>: R1-style templates open the block in
+// the prompt), and, unless that is a JSON object already, the body of its
+// one fenced block (```json or a bare ```) when it has exactly one,
+// whatever prose surrounds it. Anything else is returned as it is, for the
+// parser to reject.
+func answerJSON(text string) string {
+	const fence = "```"
+	answer, _ := llm.StripThink(text)
+	if strings.HasPrefix(answer, "{") || strings.Count(answer, fence) != 2 {
+		return answer
+	}
+	_, rest, _ := strings.Cut(answer, fence)
+	body, _, _ := strings.Cut(rest, fence)
+	info, inner, ok := strings.Cut(body, "\n")
+	if !ok { // ```{...}``` on one line
+		return strings.TrimSpace(strings.TrimPrefix(body, "json"))
+	}
+	if info = strings.TrimSpace(info); info != "" && !strings.EqualFold(info, "json") {
+		return answer
+	}
+	return strings.TrimSpace(inner)
 }
 
 // clip bounds s to n bytes (on a rune boundary), saying so.

@@ -19,6 +19,7 @@ func TestFallbackRules(t *testing.T) {
 		norun  bool // no record: the harness refused it or it crashed
 		f      RunFailure
 		corr   float64
+		nocorr bool // the reference has no call of the target: corr undefined
 		class  string
 		rule   string
 	}{
@@ -51,6 +52,8 @@ func TestFallbackRules(t *testing.T) {
 			class: ClassWrongLogic, rule: "fails outside it"},
 		{name: "other arguments than the reference's", sol: "x := lo.Chunk(xs, 3)", direct: 1, corr: 0.5,
 			f: RunFailure{FailedLayers: []string{"comparative"}}, class: ClassWrongParam, rule: "param_corr 0.50"},
+		{name: "no reference call to compare the arguments with", sol: "x := lo.Chunk(xs, 3)", direct: 1, nocorr: true,
+			f: RunFailure{FailedLayers: []string{"comparative"}}, class: ClassWrongLogic, rule: "the reference has no call of it: arguments not compared"},
 		{name: "the reference's call, a wrong result", sol: "x := lo.Chunk(xs, 2)\n\tx = nil", direct: 1, corr: 1,
 			f: RunFailure{FailedLayers: []string{"attribution"}}, class: ClassWrongLogic, rule: "the program around it is wrong"},
 		{name: "a hang", sol: "x := lo.Chunk(xs, 2)\n\tselect {}", direct: 1, corr: 1,
@@ -58,7 +61,11 @@ func TestFallbackRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Sample{Program: prog(tc.sol), Solution: tc.sol, CompileError: tc.f.CompileError, Ran: tc.f.CompileError == "" && !tc.norun, Direct: tc.direct}
-			class, rule := Fallback(s, tc.f, chunk, "lo", tc.corr)
+			corr := &tc.corr
+			if tc.nocorr {
+				corr = nil
+			}
+			class, rule := Fallback(s, tc.f, chunk, "lo", corr)
 			if class != tc.class || !strings.Contains(rule, tc.rule) {
 				t.Errorf("Fallback = %s (%q), want %s (%q)", class, rule, tc.class, tc.rule)
 			}
@@ -101,6 +108,42 @@ func TestParseVerdictAcceptsOnlyTheSixClasses(t *testing.T) {
 		if _, err := ParseSem(bad); err == nil {
 			t.Errorf("ParseSem(%q) accepted", bad)
 		}
+	}
+}
+
+// A reasoning model thinks before it answers and may fence its JSON: the
+// verdict is the object all the same.
+func TestParseVerdictReadsReasoningModelsAnswers(t *testing.T) {
+	const obj = `{"class": "WrongParam", "rationale": "passes 3 for 2"}`
+	for _, tc := range []struct {
+		name, answer, class, err string
+	}{
+		{"a think block first", "<think>\nThe call is right, {\"class\": maybe} the argument is not.\n</think>\n\n" + obj, "WrongParam", ""},
+		{"R1: the block opened in the prompt", "The second argument is 3.\n</think>\n" + obj, "WrongParam", ""},
+		{"a json fence", "```json\n" + obj + "\n```", "WrongParam", ""},
+		{"a bare fence with prose around it", "Here is my verdict:\n```\n" + obj + "\n```\nHope this helps.", "WrongParam", ""},
+		{"a fence on one line", "```json " + obj + "```", "WrongParam", ""},
+		{"think, then a fence", "<think>hmm</think>\n```json\n" + obj + "\n```", "WrongParam", ""},
+		{"a fence of another language", "```go\n" + obj + "\n```", "", "not JSON"},
+		{"two fences", "```json\n" + obj + "\n```\nor\n```json\n" + obj + "\n```", "", "not JSON"},
+		{"only thinking (cut at max_tokens)", "<think>The call is", "", "not JSON"},
+		{"a member the schema does not have", `{"class": "WrongParam", "rationale": "x", "confidence": 0.9}`, "", "not the schema's object"},
+		{"no rationale", `{"class": "WrongParam"}`, "", "no rationale"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class, _, err := ParseVerdict(tc.answer)
+			if class != tc.class || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("ParseVerdict(%q) = %q, %v; want %q, %q", tc.answer, class, err, tc.class, tc.err)
+			}
+		})
+	}
+	for _, answer := range []string{"<think>equal?</think>{\"equivalent\": true, \"score\": 0.75}", "```json\n{\"equivalent\": true, \"score\": 0.75}\n```"} {
+		if s, err := ParseSem(answer); err != nil || s != 0.75 {
+			t.Errorf("ParseSem(%q) = %v, %v", answer, s, err)
+		}
+	}
+	if _, err := ParseSem(`{"equivalent": true, "score": 0.5, "why": "same"}`); err == nil {
+		t.Error("ParseSem accepted a member the schema does not have")
 	}
 }
 

@@ -132,22 +132,23 @@ func exprString(fset *token.FileSet, x ast.Expr) string {
 // fully (1). The receiver of a method call and explicit type arguments
 // are not arguments. When the solver calls the target more than once, the
 // best-matching call counts. It is 0 when the solver's code never calls
-// the target (or does not parse) and when the reference has no call of
-// the target to compare with.
+// the target (or does not parse). It is undefined (ok false) when the
+// reference has no call of the target to compare with: not a mismatch,
+// nothing to measure.
 //
 // solution and program are the sample's answer and the program that ran;
 // reference and refProgram the task's reference answer (Mask) and whole
 // reference program.
-func ParamCorr(solution, program, reference, refProgram string, tg Target, pkgName string) float64 {
+func ParamCorr(solution, program, reference, refProgram string, tg Target, pkgName string) (corr float64, ok bool) {
 	return MatchCalls(CallStructure(solution, program, tg, pkgName), TargetCall(reference, refProgram, tg, pkgName))
 }
 
 // MatchCalls is ParamCorr from the solver's calls (CallStructure) and the
-// reference's call of the target (TargetCall), for callers that have them
-// already.
-func MatchCalls(calls []CallInfo, ref *CallInfo) float64 {
+// reference's call of the target (TargetCall, nil for none: ok false), for
+// callers that have them already.
+func MatchCalls(calls []CallInfo, ref *CallInfo) (corr float64, ok bool) {
 	if ref == nil {
-		return 0
+		return 0, false
 	}
 	best := 0.0
 	for _, c := range calls {
@@ -155,7 +156,7 @@ func MatchCalls(calls []CallInfo, ref *CallInfo) float64 {
 			best = max(best, argMatch(c.Args, ref.Args))
 		}
 	}
-	return best
+	return best, true
 }
 
 // TargetCall is the first call of the target in code (an answer, with

@@ -37,10 +37,25 @@ func TestParamCorrMatchesArgumentsByPosition(t *testing.T) {
 		{"a whole program", chunk, "x := lo.Chunk(xs, 2)", "package main\n\nimport \"github.com/samber/lo\"\n\nfunc main() {\n\tx := lo.Chunk(xs, 3)\n\t_ = x\n}\n", 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ParamCorr(tc.sol, prog, tc.ref, prog, tc.tg, "lo"); got != tc.want {
-				t.Errorf("ParamCorr = %v, want %v (calls %v)", got, tc.want, CallStructure(tc.sol, prog, tc.tg, "lo"))
+			if got, ok := ParamCorr(tc.sol, prog, tc.ref, prog, tc.tg, "lo"); got != tc.want || !ok {
+				t.Errorf("ParamCorr = %v, %v, want %v (calls %v)", got, ok, tc.want, CallStructure(tc.sol, prog, tc.tg, "lo"))
 			}
 		})
+	}
+}
+
+// A reference without a recognisable call of the target leaves nothing to
+// compare with: the match is undefined, not 0, whatever the solver wrote.
+func TestParamCorrIsUndefinedWithoutAReferenceCall(t *testing.T) {
+	chunk := Target{ID: "lo.Chunk", Package: "github.com/samber/lo", Name: "Chunk"}
+	prog := "package main\n\nimport \"github.com/samber/lo\"\n\nfunc main() {}\n"
+	for _, sol := range []string{"x := lo.Chunk(xs, 2)", "x := lo.Flatten(xs)", "x := lo.Chunk(xs, 2"} {
+		if got, ok := ParamCorr(sol, prog, "x := lo.Flatten(lo.Range(3))", prog, chunk, "lo"); ok {
+			t.Errorf("ParamCorr(%q) against a reference that never calls Chunk = %v, defined", sol, got)
+		}
+	}
+	if got, ok := MatchCalls([]CallInfo{{Func: "lo.Chunk", Args: []string{"xs", "2"}, Target: true}}, nil); ok {
+		t.Errorf("MatchCalls without a reference call = %v, defined", got)
 	}
 }
 
@@ -74,7 +89,7 @@ func BenchmarkJudgeOneSample(b *testing.B) {
 	s := Sample{Program: prog, Solution: sol, Ran: true, Direct: 1}
 	for b.Loop() {
 		Judge(s, chunk, "lo")
-		corr := MatchCalls(CallStructure(sol, prog, chunk, "lo"), ref)
-		Fallback(s, RunFailure{FailedLayers: []string{"comparative"}}, chunk, "lo", corr)
+		corr, _ := MatchCalls(CallStructure(sol, prog, chunk, "lo"), ref)
+		Fallback(s, RunFailure{FailedLayers: []string{"comparative"}}, chunk, "lo", &corr)
 	}
 }
