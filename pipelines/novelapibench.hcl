@@ -128,7 +128,7 @@ model "judge" {
   endpoint    = var.judge_endpoint == "" ? var.endpoint : var.judge_endpoint
   served_name = var.judge_id == "" && var.served_name != "" ? var.served_name : null
   api_key_env = var.api_key_env == "" ? null : var.api_key_env
-  max_tokens  = 512
+  max_tokens  = 2048 # room for a reasoning judge's <think> block before its verdict
   temperature = 0
 }
 
