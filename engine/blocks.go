@@ -48,6 +48,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "system", Type: cty.String, Doc: "system prompt"},
 			{Name: "think", Type: cty.String, OneOf: []string{"strip", "keep"}, Doc: "<think> blocks of reasoning models: strip (default) before code extraction, or keep; the raw answer is always kept"},
 			{Name: "params", Type: cty.Map(cty.String), Doc: "extra model parameters"},
+			{Name: "structured_output", Type: cty.String, OneOf: []string{"response_format", "structured_outputs"}, Doc: "how a JSON-schema or choice constraint is sent (not part of the key): response_format (default: OpenAI's json_schema, which vLLM, llama.cpp's server and hosted APIs accept) or structured_outputs (vLLM's own field, for a vLLM whose response_format does not do what you need, e.g. choices answered as bare strings; OpenAI's API refuses it)"},
 		},
 	},
 	"library": {

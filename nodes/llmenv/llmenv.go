@@ -66,6 +66,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if m.MaxRetries != nil {
 		ep.MaxRetries = *m.MaxRetries
 	}
+	if m.StructuredOutput != nil {
+		ep.Structured = *m.StructuredOutput
+	}
 	ids, err := llm.New(ep).Models(ctx)
 	var se *llm.StatusError
 	switch {

@@ -2,12 +2,14 @@ package llmenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/runners/llm"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
 
@@ -80,5 +82,37 @@ func TestIdentityIsNotTheEndpoint(t *testing.T) {
 	}
 	if ids[0]["judge"] != "org/m@r1" || ids[0]["judge.served"] != "org/m" || ids[1]["judge"] != ids[0]["judge"] || idents[0] != idents[1] {
 		t.Errorf("identities %v %v (%q, %q)", ids[0], ids[1], idents[0], idents[1])
+	}
+}
+
+// structured_output picks the one field a constraint is sent in; the
+// default is response_format, which an OpenAI-like server accepts.
+func TestStructuredOutputPicksTheWireField(t *testing.T) {
+	for _, tc := range []struct {
+		attr   *string
+		fields []string
+		sent   string
+	}{
+		{nil, llmtest.OpenAIFields, "response_format"},
+		{ptr("response_format"), llmtest.OpenAIFields, "response_format"},
+		{ptr("structured_outputs"), nil, "structured_outputs"},
+	} {
+		srv := llmtest.New(llmtest.Config{Fields: tc.fields, Default: `{"ok": true}`})
+		m, _, err := llmenv.Resolve(context.Background(), resolveEnv{}, "model", "model", nodes.Model{ID: "test-model", Endpoint: ptr(srv.URL()), StructuredOutput: tc.attr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := llm.Request{API: "chat", Messages: []llm.Message{{Role: "user", Content: "x"}}, Schema: json.RawMessage(`{"type": "object"}`)}
+		r, err := llm.New(m.Endpoint).Do(context.Background(), llm.Call{Request: req})
+		if err != nil || !*r.SchemaHeld {
+			t.Fatalf("%s: %+v, %v", tc.sent, r, err)
+		}
+		body := srv.Calls()[0].Request.Body
+		_, rf := body["response_format"]
+		_, so := body["structured_outputs"]
+		if rf != (tc.sent == "response_format") || so != (tc.sent == "structured_outputs") {
+			t.Errorf("structured_output %v: sent %v, want %s alone", tc.attr, body, tc.sent)
+		}
+		srv.Close()
 	}
 }

@@ -26,7 +26,27 @@ type Endpoint struct {
 	Timeout     time.Duration // per attempt (0: DefaultTimeout)
 	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
 	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries)
+	// Structured is how a request's Schema or Choice goes on the wire:
+	// ResponseFormat ("" means it) or StructuredOutputs. One of the two,
+	// never both: OpenAI's API refuses fields it does not know, and vLLM
+	// refuses two constraints at once. It is not part of a call's key.
+	Structured string
 }
+
+// The ways of sending a structured-output constraint (Endpoint.Structured).
+const (
+	// ResponseFormat sends OpenAI's response_format {type: json_schema},
+	// which vLLM, llama.cpp's server and OpenAI's API accept. A Choice
+	// goes as a schema whose root is a string enum (the answer is a JSON
+	// string); OpenAI's API wants an object at a schema's root, so use a
+	// Schema there.
+	ResponseFormat = "response_format"
+	// StructuredOutputs sends vLLM's own structured_outputs {json} or
+	// {choice} (a Choice is answered as the bare string). Only a vLLM
+	// recent enough to have it knows it: OpenAI's API answers 400, and a
+	// server that ignores unknown fields answers unconstrained.
+	StructuredOutputs = "structured_outputs"
+)
 
 // Defaults for an Endpoint's zero fields.
 const (
@@ -201,6 +221,9 @@ func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 
 func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	req := &call.Request
+	if s := c.ep.Structured; s != "" && s != ResponseFormat && s != StructuredOutputs {
+		return nil, fmt.Errorf("endpoint's structured output %q: want %q or %q", s, ResponseFormat, StructuredOutputs)
+	}
 	sc, err := validate(call)
 	if err != nil {
 		return nil, err
@@ -352,7 +375,8 @@ func validate(call Call) (*schema, error) {
 	return sc, nil
 }
 
-// The wire format of a request (OpenAI's, with vLLM's structured_outputs).
+// The wire format of a request (OpenAI's, or with vLLM's
+// structured_outputs instead of response_format).
 type wireRequest struct {
 	Model             string             `json:"model"`
 	Messages          []Message          `json:"messages,omitempty"`
@@ -415,21 +439,26 @@ func (c *Client) body(call Call) ([]byte, string, error) {
 	if name == "" {
 		name = "answer"
 	}
+	vllm := c.ep.Structured == StructuredOutputs
 	switch {
 	case len(r.Schema) > 0:
 		var b bytes.Buffer
 		if err := json.Compact(&b, r.Schema); err != nil {
 			return nil, "", fmt.Errorf("request's schema: %w", err)
 		}
-		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
-		w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
+		if vllm {
+			w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
+		} else {
+			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
+		}
+	case len(r.Choice) > 0 && vllm:
+		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
 	case len(r.Choice) > 0:
 		enum, err := json.Marshal(map[string]any{"type": "string", "enum": r.Choice})
 		if err != nil {
 			return nil, "", fmt.Errorf("encode choices: %w", err)
 		}
 		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: enum, Strict: true}}
-		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
 	}
 	b, err := json.Marshal(w)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -418,12 +419,18 @@ func TestSchemaHeld(t *testing.T) {
 		"required": ["class", "why"],
 		"additionalProperties": false
 	}`)
-	// The scripted model answers JSON or a bare class when the server
-	// passes it a constraint, and prose when it does not.
+	// The scripted model answers JSON or a class when the server passes it
+	// a constraint (a JSON string for a string-enum schema, bare for
+	// vLLM's choice), and prose when it does not.
 	reply := func(q llmtest.Request) string {
+		var enum struct {
+			Enum []string `json:"enum"`
+		}
 		switch {
 		case q.Choice != nil:
 			return q.Choice[1]
+		case json.Unmarshal(q.Schema, &enum) == nil && enum.Enum != nil:
+			return strconv.Quote(enum.Enum[1])
 		case q.Schema != nil:
 			return `{"class": "API_misuse", "why": "calls lo.Map with a wrong signature"}`
 		}
@@ -443,6 +450,7 @@ func TestSchemaHeld(t *testing.T) {
 		{"chat schema on an old server", "chat", schema, nil, true, reply, false},
 		{"choice on a current server", "chat", nil, classes, false, reply, true},
 		{"choice answered as a JSON string", "completions", nil, classes, false, func(llmtest.Request) string { return `"hallucination"` }, true},
+		{"choice answered bare", "completions", nil, classes, false, func(llmtest.Request) string { return "hallucination" }, true},
 		{"choice on an old server", "chat", nil, classes, true, reply, false},
 		{"JSON missing a required field", "chat", schema, nil, false, func(llmtest.Request) string { return `{"class": "OK"}` }, false},
 		{"JSON with a value off the enum", "chat", schema, nil, false, func(llmtest.Request) string { return `{"class": "fine", "why": ""}` }, false},
@@ -450,40 +458,53 @@ func TestSchemaHeld(t *testing.T) {
 			return "<think>The spy shows no call.</think>\n" + `{"class": "OK", "why": "passes"}`
 		}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.New(llmtest.Config{IgnoreSchema: tc.ignore, Script: []llmtest.Rule{{Reply: tc.reply}}})
-			defer srv.Close()
-			req := llm.Request{API: tc.api, Schema: tc.schema, SchemaName: "judge", Choice: tc.choice}
-			if tc.api == "chat" {
-				req.Messages = []llm.Message{{Role: "user", Content: "classify"}}
-			} else {
-				req.Prompt = "classify"
-			}
-			r, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}).Do(context.Background(), llm.Call{Request: req})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.SchemaHeld == nil || *r.SchemaHeld != tc.held || (r.SchemaError == "") == !tc.held {
-				t.Errorf("answer %q: SchemaHeld %v (%q), want %v", r.Text, r.SchemaHeld, r.SchemaError, tc.held)
-			}
-			body := srv.Calls()[0].Request.Body
-			rf, _ := body["response_format"].(map[string]any)
-			so, _ := body["structured_outputs"].(map[string]any)
-			if rf["type"] != "json_schema" || so == nil {
-				t.Errorf("request %v lacks response_format json_schema or structured_outputs", body)
-			}
-			if js, _ := rf["json_schema"].(map[string]any); js["name"] != "judge" || js["strict"] != true {
-				t.Errorf("response_format.json_schema = %v, want name judge, strict", rf["json_schema"])
-			}
-			if (so["choice"] != nil) != (tc.choice != nil) || (so["json"] != nil) != (tc.schema != nil) {
-				t.Errorf("structured_outputs = %v", so)
-			}
-			for k := range body {
-				if strings.HasPrefix(k, "guided_") {
-					t.Errorf("request sends the removed field %s", k)
+		for _, structured := range []string{"", llm.ResponseFormat, llm.StructuredOutputs} {
+			t.Run(tc.name+" via "+structured, func(t *testing.T) {
+				cfg := llmtest.Config{IgnoreSchema: tc.ignore, Script: []llmtest.Rule{{Reply: tc.reply}}}
+				if structured != llm.StructuredOutputs {
+					// An OpenAI-like server refuses any field it does not
+					// know: a second mechanism would fail the call.
+					cfg.Fields = llmtest.OpenAIFields
 				}
-			}
-		})
+				srv := llmtest.New(cfg)
+				defer srv.Close()
+				req := llm.Request{API: tc.api, Schema: tc.schema, SchemaName: "judge", Choice: tc.choice}
+				if tc.api == "chat" {
+					req.Messages = []llm.Message{{Role: "user", Content: "classify"}}
+				} else {
+					req.Prompt = "classify"
+				}
+				r, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Structured: structured}).Do(context.Background(), llm.Call{Request: req})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.SchemaHeld == nil || *r.SchemaHeld != tc.held || (r.SchemaError == "") == !tc.held {
+					t.Errorf("answer %q: SchemaHeld %v (%q), want %v", r.Text, r.SchemaHeld, r.SchemaError, tc.held)
+				}
+				body := srv.Calls()[0].Request.Body
+				rf, _ := body["response_format"].(map[string]any)
+				so, _ := body["structured_outputs"].(map[string]any)
+				if structured == llm.StructuredOutputs {
+					if rf != nil || so == nil || (so["choice"] != nil) != (tc.choice != nil) || (so["json"] != nil) != (tc.schema != nil) {
+						t.Errorf("request %v: want structured_outputs alone", body)
+					}
+				} else {
+					js, _ := rf["json_schema"].(map[string]any)
+					if so != nil || rf["type"] != "json_schema" || js["name"] != "judge" || js["strict"] != true {
+						t.Errorf("request %v: want response_format json_schema alone, named judge, strict", body)
+					}
+				}
+				for k := range body {
+					if strings.HasPrefix(k, "guided_") {
+						t.Errorf("request sends the removed field %s", k)
+					}
+				}
+			})
+		}
+	}
+	_, err := llm.New(llm.Endpoint{BaseURL: "http://127.0.0.1:1/v1", Structured: "guided_json"}).Do(context.Background(), llm.Call{Request: chat("x")})
+	if err == nil || !strings.Contains(err.Error(), "guided_json") {
+		t.Errorf("an unknown structured output: got %v, want an error before any request", err)
 	}
 	r, err := llm.New(llm.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}).Do(context.Background(), llm.Call{Request: llm.Request{API: "chat", Messages: []llm.Message{{Content: "x"}}, Schema: json.RawMessage(`{"type": "tuple"}`)}})
 	if err == nil || !strings.Contains(err.Error(), "tuple") {

@@ -52,13 +52,15 @@ type Request struct {
 	// none).
 	Logprobs int `json:"logprobs,omitempty"`
 	// Schema constrains the answer to a JSON schema, sent as
-	// response_format json_schema and as vLLM's structured_outputs; the
-	// answer is checked against it (Response.SchemaHeld), because a server
-	// that does not know either field ignores it silently.
+	// response_format json_schema or as vLLM's structured_outputs, as
+	// Endpoint.Structured says; the answer is checked against it
+	// (Response.SchemaHeld), because a server that does not know the
+	// field ignores it silently.
 	Schema     json.RawMessage `json:"schema,omitempty"`
 	SchemaName string          `json:"schema_name,omitempty"`
-	// Choice constrains the answer to one of these strings (vLLM
-	// structured_outputs choice; a JSON-schema enum elsewhere).
+	// Choice constrains the answer to one of these strings: a JSON-schema
+	// string enum in response_format (answered as a JSON string), or
+	// vLLM's structured_outputs choice (answered bare). Either form holds.
 	Choice []string `json:"choice,omitempty"`
 }
 

@@ -250,8 +250,8 @@ func mustJSON(v any) string {
 func checkAnswer(req *Request, sc *schema, text string) (bool, string) {
 	answer, _ := StripThink(text)
 	if len(req.Choice) > 0 {
-		// vLLM's choice constraint answers the bare string; the json_schema
-		// enum sent beside it answers it as a JSON string.
+		// vLLM's structured_outputs choice answers the bare string;
+		// response_format's string enum answers it as a JSON string.
 		cand := answer
 		var s string
 		if json.Unmarshal([]byte(answer), &s) == nil {
