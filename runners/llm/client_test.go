@@ -457,6 +457,9 @@ func TestSchemaHeld(t *testing.T) {
 		{"JSON after a think block", "chat", schema, nil, false, func(llmtest.Request) string {
 			return "<think>The spy shows no call.</think>\n" + `{"class": "OK", "why": "passes"}`
 		}, true},
+		{"fenced JSON after a think block", "chat", schema, nil, false, func(llmtest.Request) string {
+			return "<think>The spy shows no call.</think>\n```json\n" + `{"class": "OK", "why": "passes"}` + "\n```"
+		}, true},
 	} {
 		for _, structured := range []string{"", llm.ResponseFormat, llm.StructuredOutputs} {
 			t.Run(tc.name+" via "+structured, func(t *testing.T) {

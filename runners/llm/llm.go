@@ -14,7 +14,7 @@
 // retry), so the clients of the nodes that share a model's Limiter never
 // have more than its limit of requests in flight together. The Cache a
 // Client is given must be safe for concurrent use (Cache). StripThink,
-// ExtractCode and Key are pure functions.
+// AnswerJSON, ExtractCode and Key are pure functions.
 //
 // The package prints nothing and reads no environment variable: the API
 // key comes in the Endpoint.
