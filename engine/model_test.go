@@ -64,7 +64,7 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 			t.Errorf("%s changed the key:\n%s\n%s", extra, key, k)
 		}
 	}
-	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`}
+	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`, `params = { top_k = 20 }`}
 	for _, change := range differ {
 		attrs := base
 		name, _, _ := strings.Cut(change, " ")

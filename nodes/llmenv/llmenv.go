@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -66,6 +67,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if m.MaxRetries != nil {
 		ep.MaxRetries = *m.MaxRetries
 	}
+	if err := llm.CheckParams(m.Params); err != nil {
+		return nil, nil, nodes.Errorf(attr, "Invalid params", "model %s: %v.", m.ID, err)
+	}
 	if m.StructuredOutput != nil {
 		ep.Structured = *m.StructuredOutput
 	}
@@ -96,6 +100,31 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	}
 	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served}
 	return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": served}, nil
+}
+
+// Params are the model block's params (nil when it has none): extra
+// fields of every request to the model, and key material (they are in
+// the node's key through the model's KeyView, and in each call's key
+// through llm.Request.Params). Nodes that build requests by hand put
+// them in Request.Params; Request does it for them. The map is a copy.
+func (m *Model) Params() map[string]string {
+	return maps.Clone(m.Config.Params)
+}
+
+// Request is a request with the model block's defaults: its API,
+// temperature, top_p, max_tokens, stop, seed and params. The caller adds
+// the messages (with the block's system prompt, Config.System, where it
+// has one) or the prompt, and overrides what its own config sets.
+func (m *Model) Request() llm.Request {
+	c := m.Config
+	req := llm.Request{API: c.APIName(), Temperature: c.Temperature, TopP: c.TopP, Stop: c.Stop, Seed: c.Seed}
+	if c.MaxTokens != nil {
+		req.MaxTokens = *c.MaxTokens
+	}
+	if len(c.Params) > 0 {
+		req.Params = m.Params()
+	}
+	return req
 }
 
 // Client returns the client a run calls the model with: the store's call

@@ -44,6 +44,7 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 		{"wrong key", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("BAD_KEY")}, "API key rejected", []string{"401", "$BAD_KEY"}},
 		{"id mismatch", nodes.Model{ID: "org/other", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("GOOD_KEY")}, "Model id mismatch", []string{`"org/other"`, `"org/served"`, "served_name"}},
 		{"bad timeout", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Timeout: ptr("soon")}, "Invalid timeout", []string{"soon"}},
+		{"param names a client field", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Params: map[string]string{"temperature": "0", "top_k": "2"}}, "Invalid params", []string{"temperature"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,5 +115,33 @@ func TestStructuredOutputPicksTheWireField(t *testing.T) {
 			t.Errorf("structured_output %v: sent %v, want %s alone", tc.attr, body, tc.sent)
 		}
 		srv.Close()
+	}
+}
+
+// The model block's params reach the wire through Request, beside its
+// sampling defaults.
+func TestModelRequestCarriesTheBlocksDefaultsAndParams(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{})
+	defer srv.Close()
+	cfg := nodes.Model{ID: "test-model", Endpoint: ptr(srv.URL()), Temperature: ptr(0.6), MaxTokens: ptr(99), Seed: ptr[int64](5),
+		Params: map[string]string{"top_k": "20", "chat_template_kwargs": `{"enable_thinking":false}`}}
+	m, _, err := llmenv.Resolve(context.Background(), resolveEnv{}, "model", "model", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Params(); len(p) != 2 || p["top_k"] != "20" {
+		t.Errorf("Params() = %v", p)
+	}
+	m.Params()["top_k"] = "1" // a copy: the model keeps its own
+	req := m.Request()
+	req.Messages = []llm.Message{{Role: "user", Content: "x"}}
+	if _, err := llm.New(m.Endpoint).Do(context.Background(), llm.Call{Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(srv.Calls()[0].Request.Body)
+	for _, want := range []string{`"top_k":20`, `"chat_template_kwargs":{"enable_thinking":false}`, `"temperature":0.6`, `"max_tokens":99`, `"seed":5`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("request %s lacks %s", b, want)
+		}
 	}
 }

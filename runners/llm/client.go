@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -365,6 +366,9 @@ func validate(call Call) (*schema, error) {
 	if len(r.Schema) > 0 && len(r.Choice) > 0 {
 		return nil, errors.New("request has both a schema and choices")
 	}
+	if err := CheckParams(r.Params); err != nil {
+		return nil, err
+	}
 	if len(r.Schema) == 0 {
 		return nil, nil
 	}
@@ -373,6 +377,43 @@ func validate(call Call) (*schema, error) {
 		return nil, fmt.Errorf("request's %w", err)
 	}
 	return sc, nil
+}
+
+// reserved are the body fields the client sets itself, or that would
+// change the answer's format under it (stream, n): no param may name one.
+var reserved = []string{
+	"logprobs", "max_tokens", "messages", "model", "n", "prompt", "response_format", "seed",
+	"stop", "stream", "structured_outputs", "temperature", "top_logprobs", "top_p",
+}
+
+// CheckParams reports a param that names a body field the client sets
+// itself or reads the answer by (model, messages, prompt, temperature,
+// top_p, max_tokens, stop, seed, logprobs, top_logprobs,
+// response_format, structured_outputs, stream, n): such fields are set
+// through Request's own fields, never overridden by a param.
+func CheckParams(params map[string]string) error {
+	var bad []string
+	for k := range params {
+		if slices.Contains(reserved, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	return fmt.Errorf("params %s: the client sets these fields itself (use the request's own fields)", strings.Join(bad, ", "))
+}
+
+// paramValue is a param's value on the wire: its JSON when it parses as
+// JSON, else a JSON string.
+func paramValue(v string) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(v)) == nil {
+		return b.Bytes()
+	}
+	q, _ := json.Marshal(v) // a string always encodes
+	return q
 }
 
 // The wire format of a request (OpenAI's, or with vLLM's
@@ -463,6 +504,19 @@ func (c *Client) body(call Call) ([]byte, string, error) {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	if len(r.Params) == 0 {
+		return b, path, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	for k, v := range r.Params {
+		fields[k] = paramValue(v) // CheckParams kept the client's fields out
+	}
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, "", fmt.Errorf("encode request's params: %w", err)
 	}
 	return b, path, nil
 }

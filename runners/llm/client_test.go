@@ -515,6 +515,55 @@ func TestSchemaHeld(t *testing.T) {
 	}
 }
 
+func TestParamsAreSentAsExtraFields(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{})
+	defer srv.Close()
+	c := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model})
+	req := chat("x")
+	req.Temperature = ptr(0.5)
+	req.Params = map[string]string{
+		"top_k":                "20",
+		"min_p":                "0.05",
+		"skip_special_tokens":  "false",
+		"chat_template_kwargs": `{"enable_thinking": false}`,
+		"stop_token_ids":       "[1, 2]",
+		"user":                 "lacuna run 7",
+		"suffix":               `"quoted"`,
+	}
+	if _, err := c.Do(context.Background(), llm.Call{Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(srv.Calls()[0].Request.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(body, &got)
+	want := map[string]any{
+		"top_k": 20.0, "min_p": 0.05, "skip_special_tokens": false,
+		"chat_template_kwargs": map[string]any{"enable_thinking": false}, "stop_token_ids": []any{1.0, 2.0},
+		"user": "lacuna run 7", "suffix": "quoted", "temperature": 0.5, "model": model,
+	}
+	for k, v := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(v) || fmt.Sprintf("%T", got[k]) != fmt.Sprintf("%T", v) {
+			t.Errorf("request %s = %#v, want %#v", k, got[k], v)
+		}
+	}
+
+	// A param may not stand in for a field the client sets: the request
+	// fails before it is sent.
+	for _, name := range []string{"temperature", "model", "max_tokens", "stream", "n", "response_format", "structured_outputs"} {
+		bad := chat("x")
+		bad.Params = map[string]string{name: "1", "top_k": "5"}
+		if _, err := c.Do(context.Background(), llm.Call{Request: bad}); err == nil || !strings.Contains(err.Error(), "params "+name) {
+			t.Errorf("param %s: got %v, want an error naming it", name, err)
+		}
+	}
+	if n := srv.Stats().Requests; n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
+
 func TestChatAndCompletionsRequestsAndAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -698,6 +747,7 @@ func TestKeyIsTheDocumentedDigest(t *testing.T) {
 	for name, other := range map[string]llm.Call{
 		"sample":      {Request: call.Request, Sample: 3},
 		"temperature": {Request: llm.Request{API: "chat", Messages: call.Request.Messages, Temperature: ptr(0.7), Schema: call.Request.Schema}, Sample: 2},
+		"params":      {Request: llm.Request{API: "chat", Messages: call.Request.Messages, Temperature: ptr(0.8), Schema: call.Request.Schema, Params: map[string]string{"top_k": "20"}}, Sample: 2},
 	} {
 		if llm.Key("m@r|served", other) == llm.Key("m@r|served", call) {
 			t.Errorf("changing the %s keeps the key", name)

@@ -62,6 +62,14 @@ type Request struct {
 	// string enum in response_format (answered as a JSON string), or
 	// vLLM's structured_outputs choice (answered bare). Either form holds.
 	Choice []string `json:"choice,omitempty"`
+	// Params are extra top-level fields of the request body (a model
+	// block's params: top_k, min_p, repetition_penalty,
+	// chat_template_kwargs, ...). A value that parses as JSON is sent as
+	// that JSON (a number, a boolean, an object, a quoted string), any
+	// other as a string. A param may not name a field the client sets
+	// itself (CheckParams): Do refuses such a request rather than let
+	// either win.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Call is one sample of a request. Calls with the same request and
