@@ -113,11 +113,59 @@ func TestLimiterWaiterGivesUpOnCancel(t *testing.T) {
 
 func TestSharedLimiterIsOnePerName(t *testing.T) {
 	a := Shared("test-shared-a", 4)
-	if Shared("test-shared-a", 16) != a || a.Max() != 4 {
+	if Shared("test-shared-a", 4) != a {
 		t.Error("Shared returned a second limiter for one name")
 	}
 	if Shared("test-shared-b", 4) == a {
 		t.Error("two names share a limiter")
+	}
+}
+
+func TestSharedLimiterTakesTheLargestMax(t *testing.T) {
+	a := Shared("test-shared-raise", 2)
+	held := make([]slot, 2)
+	for i := range held {
+		held[i], _ = a.acquire(context.Background())
+	}
+	granted := make(chan slot)
+	go func() {
+		s, _ := a.acquire(context.Background())
+		granted <- s
+	}()
+	for { // wait until the third caller queues
+		a.mu.Lock()
+		n := a.waiters.Len()
+		a.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if Shared("test-shared-raise", 3) != a || a.Max() != 3 || a.Limit() != 3 {
+		t.Fatalf("a larger max left the limiter at max %d, limit %d; want 3, 3", a.Max(), a.Limit())
+	}
+	held = append(held, <-granted) // the new slot went to the waiter
+	if Shared("test-shared-raise", 1) != a || a.Max() != 3 || a.Limit() != 3 {
+		t.Errorf("a smaller max lowered the limiter to max %d, limit %d", a.Max(), a.Limit())
+	}
+	for _, s := range held {
+		s.release(neutral)
+	}
+
+	// A limit that 429s cut stays cut, and recovers to the new max.
+	l := NewLimiter(4)
+	s, _ := l.acquire(context.Background())
+	s.release(overload)
+	l.raise(8)
+	if l.Max() != 8 || l.Limit() != 2 {
+		t.Fatalf("raising a cut limiter: max %d, limit %d; want 8, 2", l.Max(), l.Limit())
+	}
+	for range 2 + 3 + 4 + 5 + 6 + 7 {
+		s, _ := l.acquire(context.Background())
+		s.release(success)
+	}
+	if l.Limit() != 8 {
+		t.Errorf("after recovery the limit is %d, want 8", l.Limit())
 	}
 }
 
