@@ -39,7 +39,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a runner that serves the model (e.g. runner.vllm)"},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},
 			{Name: "timeout", Type: cty.String, Doc: "per-request timeout, e.g. \"120s\" (default 300s)"},
-			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8)"},
+			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8; 0: none)"},
 			{Name: "temperature", Type: cty.Number, Doc: "default sampling temperature"},
 			{Name: "top_p", Type: cty.Number, Doc: "default nucleus sampling"},
 			{Name: "max_tokens", Type: cty.Number, Doc: "default completion length bound"},

@@ -65,7 +65,14 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		ep.Timeout = d
 	}
 	if m.MaxRetries != nil {
-		ep.MaxRetries = *m.MaxRetries
+		switch n := *m.MaxRetries; {
+		case n < 0:
+			return nil, nil, nodes.Errorf(attr, "Invalid max_retries", "model %s: max_retries must be 0 (no retries) or more.", m.ID)
+		case n == 0:
+			ep.MaxRetries = llm.NoRetries
+		default:
+			ep.MaxRetries = n
+		}
 	}
 	if err := llm.CheckParams(m.Params); err != nil {
 		return nil, nil, nodes.Errorf(attr, "Invalid params", "model %s: %v.", m.ID, err)

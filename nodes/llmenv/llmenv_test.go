@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
@@ -44,6 +45,7 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 		{"wrong key", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("BAD_KEY")}, "API key rejected", []string{"401", "$BAD_KEY"}},
 		{"id mismatch", nodes.Model{ID: "org/other", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("GOOD_KEY")}, "Model id mismatch", []string{`"org/other"`, `"org/served"`, "served_name"}},
 		{"bad timeout", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Timeout: ptr("soon")}, "Invalid timeout", []string{"soon"}},
+		{"negative max_retries", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), MaxRetries: ptr(-1)}, "Invalid max_retries", []string{"max_retries"}},
 		{"param names a client field", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Params: map[string]string{"temperature": "0", "top_k": "2"}}, "Invalid params", []string{"temperature"}},
 	}
 	for _, c := range cases {
@@ -143,5 +145,34 @@ func TestModelRequestCarriesTheBlocksDefaultsAndParams(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("request %s lacks %s", b, want)
 		}
+	}
+}
+
+// max_retries = 0 means one try; unset means the client's default.
+func TestMaxRetriesZeroMeansOneTry(t *testing.T) {
+	for _, tc := range []struct {
+		attr     *int
+		requests int
+	}{
+		{nil, 2},
+		{ptr(0), 1},
+		{ptr(3), 2},
+	} {
+		srv := llmtest.New(llmtest.Config{RetryAfter: "-", Plan: func(_ string, attempt int) llmtest.Fault {
+			if attempt == 0 {
+				return llmtest.ServerError
+			}
+			return ""
+		}})
+		m, _, err := llmenv.Resolve(context.Background(), resolveEnv{}, "model", "model", nodes.Model{ID: "test-model", Endpoint: ptr(srv.URL()), MaxRetries: tc.attr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := llm.New(m.Endpoint, llm.WithBackoff(llm.Backoff{Base: time.Millisecond, Max: time.Millisecond}))
+		_, err = c.Do(context.Background(), llm.Call{Request: llm.Request{API: "chat", Messages: []llm.Message{{Role: "user", Content: "x"}}}})
+		if got := srv.Stats().Requests; got != tc.requests || (err == nil) != (tc.requests == 2) {
+			t.Errorf("max_retries %v: %d requests (%v), want %d", tc.attr, got, err, tc.requests)
+		}
+		srv.Close()
 	}
 }

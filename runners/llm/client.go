@@ -26,7 +26,7 @@ type Endpoint struct {
 	ServedName  string        // the `model` field of every request
 	Timeout     time.Duration // per attempt (0: DefaultTimeout)
 	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
-	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries)
+	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries; NoRetries: none)
 	// Structured is how a request's Schema or Choice goes on the wire:
 	// ResponseFormat ("" means it) or StructuredOutputs. One of the two,
 	// never both: OpenAI's API refuses fields it does not know, and vLLM
@@ -48,6 +48,10 @@ const (
 	// server that ignores unknown fields answers unconstrained.
 	StructuredOutputs = "structured_outputs"
 )
+
+// NoRetries as Endpoint.MaxRetries makes every call a single try (the
+// zero value means DefaultMaxRetries). Any negative value means the same.
+const NoRetries = -1
 
 // Defaults for an Endpoint's zero fields.
 const (
@@ -133,8 +137,11 @@ func New(ep Endpoint, opts ...Option) *Client {
 	if ep.Concurrency <= 0 {
 		ep.Concurrency = DefaultConcurrency
 	}
-	if ep.MaxRetries <= 0 {
+	switch {
+	case ep.MaxRetries == 0:
 		ep.MaxRetries = DefaultMaxRetries
+	case ep.MaxRetries < 0:
+		ep.MaxRetries = 0
 	}
 	c := &Client{ep: ep, http: sharedHTTP, backoff: DefaultBackoff}
 	for _, o := range opts {

@@ -677,6 +677,33 @@ func TestCancellationStopsACallPromptly(t *testing.T) {
 	}
 }
 
+func TestMaxRetriesZeroIsTheDefaultAndNoRetriesIsNone(t *testing.T) {
+	for _, tc := range []struct {
+		max      int
+		requests int
+		ok       bool
+	}{
+		{0, 2, true},              // the default: the 503 is retried
+		{llm.NoRetries, 1, false}, // a single try
+		{1, 2, true},
+	} {
+		srv := llmtest.New(llmtest.Config{RetryAfter: "-", Plan: func(_ string, attempt int) llmtest.Fault {
+			if attempt == 0 {
+				return llmtest.Unavailable
+			}
+			return ""
+		}})
+		_, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model, MaxRetries: tc.max}, fast).Do(context.Background(), llm.Call{Request: chat("x")})
+		if (err == nil) != tc.ok || srv.Stats().Requests != tc.requests {
+			t.Errorf("MaxRetries %d: %d requests, error %v; want %d requests, success %v", tc.max, srv.Stats().Requests, err, tc.requests, tc.ok)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "after 1 tries")) {
+			t.Errorf("MaxRetries %d: error %v does not say it gave up after one try", tc.max, err)
+		}
+		srv.Close()
+	}
+}
+
 func TestTimeoutsAreRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(_ string, attempt int) llmtest.Fault {
 		if attempt < 2 {
