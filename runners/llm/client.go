@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -213,7 +214,10 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 //
 // A cached call returns at once with Cached set. Otherwise the call is
 // sent, retried on 429, 5xx, timeouts, dropped connections and malformed
-// or empty answers (at most Endpoint.MaxRetries times), and, once
+// or empty answers (at most Endpoint.MaxRetries times, after the
+// Backoff's delay or the server's Retry-After capped at MaxRetryAfter; a
+// Retry-After that would outlast ctx's deadline fails the call at once,
+// saying so), and, once
 // answered, stored in the cache before Do returns: a process killed after
 // Do returned never makes the call again. Any other 4xx fails at once
 // (a *StatusError in the chain). Cancelling ctx stops the call promptly.
@@ -266,7 +270,10 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 		if try >= c.ep.MaxRetries {
 			return nil, fmt.Errorf("giving up after %d tries: %w", try+1, ae.err)
 		}
-		wait := max(c.backoff.delay(try), ae.after)
+		wait := ae.wait(c.backoff, try)
+		if dl, ok := ctx.Deadline(); ok && ae.after > 0 && time.Until(dl) < wait {
+			return nil, fmt.Errorf("the server asks to wait %s before a retry, past the call's deadline (after %d tries; last: %w)", ae.after, try+1, ae.err)
+		}
 		c.stats.retried()
 		t := time.NewTimer(wait)
 		select {
@@ -538,7 +545,17 @@ func (c *Client) auth(req *http.Request) {
 type attemptError struct {
 	err   error
 	retry bool
-	after time.Duration // the server's Retry-After
+	after time.Duration // the server's Retry-After, as it asked
+}
+
+// MaxRetryAfter caps the wait a server's Retry-After can impose before a
+// retry: a server asking for longer is retried after MaxRetryAfter.
+const MaxRetryAfter = 5 * time.Minute
+
+// wait is how long to wait before retry number n: the backoff's delay, or
+// the server's Retry-After (at most MaxRetryAfter) when that is longer.
+func (ae *attemptError) wait(b Backoff, n int) time.Duration {
+	return max(b.delay(n), min(ae.after, MaxRetryAfter))
 }
 
 // attempt sends the request once, holding a slot of the limiter.
@@ -602,17 +619,19 @@ func (c *Client) transportError(ctx context.Context, url string, err error) erro
 	return err
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+// retryAfter reads a Retry-After header: seconds, or an HTTP date. What
+// it returns is what the server asked for, up to a million seconds (the
+// wait itself is capped at MaxRetryAfter).
 func retryAfter(h string, now time.Time) time.Duration {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(h, 64); err == nil {
-		if s <= 0 || s > 1e6 {
+		if s <= 0 || math.IsNaN(s) {
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return time.Duration(min(s, 1e6) * float64(time.Second))
 	}
 	for _, parse := range []func(string) (time.Time, error){http.ParseTime, func(s string) (time.Time, error) { return time.Parse(time.RFC1123, s) }} {
 		if t, err := parse(h); err == nil {

@@ -704,6 +704,20 @@ func TestMaxRetriesZeroIsTheDefaultAndNoRetriesIsNone(t *testing.T) {
 	}
 }
 
+func TestRetryAfterPastTheDeadlineFailsAtOnceSayingSo(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{RetryAfter: "3600", Plan: func(string, int) llmtest.Fault { return llmtest.TooMany }})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}).Do(ctx, llm.Call{Request: chat("x")})
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "asks to wait 1h0m0s") || !strings.Contains(err.Error(), "429") {
+		t.Errorf("got %v; want an error saying the server's wait outlasts the deadline", err)
+	}
+	if n := srv.Stats().Requests; n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
+
 func TestTimeoutsAreRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(_ string, attempt int) llmtest.Fault {
 		if attempt < 2 {

@@ -205,9 +205,30 @@ func TestRetryAfterParses(t *testing.T) {
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
 		{now.Add(4 * time.Second).Format(time.RFC1123), 4 * time.Second},
 		{"soon", 0},
+		{"3600", time.Hour},
+		{"1e12", 1e6 * time.Second},
+		{"NaN", 0},
 	} {
 		if got := retryAfter(tc.h, now); got != tc.want {
 			t.Errorf("Retry-After %q: %v, want %v", tc.h, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfterWaitIsCapped(t *testing.T) {
+	b := Backoff{Base: time.Nanosecond, Max: time.Nanosecond}
+	for _, tc := range []struct {
+		after, want time.Duration
+	}{
+		{0, time.Nanosecond},
+		{30 * time.Second, 30 * time.Second},
+		{MaxRetryAfter, MaxRetryAfter},
+		{time.Hour, MaxRetryAfter},
+		{1e6 * time.Second, MaxRetryAfter},
+	} {
+		ae := &attemptError{after: tc.after}
+		if got := ae.wait(b, 0); got > tc.want || got < tc.want-time.Nanosecond {
+			t.Errorf("Retry-After %v: waits %v, want %v", tc.after, got, tc.want)
 		}
 	}
 }
