@@ -80,6 +80,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if m.StructuredOutput != nil {
 		ep.Structured = *m.StructuredOutput
 	}
+	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
 	ids, err := llm.New(ep).Models(ctx)
 	var se *llm.StatusError
 	switch {
@@ -88,9 +89,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		if ep.APIKey != "" {
 			how = "check the key in $" + *m.APIKeyEnv
 		}
-		return nil, nil, nodes.Errorf(attr, "API key rejected", "model %s at %s: %v (%s).", m.ID, ep.BaseURL, err, how)
+		return nil, nil, nodes.Errorf(attr, "API key rejected", "model %s at %s: %v (%s).", m.ID, shown, err, how)
 	case err != nil:
-		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, ep.BaseURL, err)
+		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, shown, err)
 	}
 	served := ""
 	for _, id := range ids {
@@ -99,7 +100,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		}
 	}
 	if served == "" {
-		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, ep.BaseURL, ep.ServedName, quoteList(ids))
+		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, shown, ep.ServedName, quoteList(ids))
 	}
 	rev := ""
 	if m.Revision != nil {

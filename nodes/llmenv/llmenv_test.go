@@ -45,6 +45,8 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 		{"wrong key", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("BAD_KEY")}, "API key rejected", []string{"401", "$BAD_KEY"}},
 		{"id mismatch", nodes.Model{ID: "org/other", Endpoint: ptr(srv.URL()), APIKeyEnv: ptr("GOOD_KEY")}, "Model id mismatch", []string{`"org/other"`, `"org/served"`, "served_name"}},
 		{"bad timeout", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Timeout: ptr("soon")}, "Invalid timeout", []string{"soon"}},
+		{"server down, credentials in the URL", nodes.Model{ID: "org/m", Endpoint: ptr(strings.Replace(downURL, "http://", "http://user:sekrit@", 1))}, "Model server unreachable", []string{"user:xxxxx@127.0.0.1"}},
+		{"id mismatch, token in the URL", nodes.Model{ID: "org/other", Endpoint: ptr(strings.Replace(srv.URL(), "http://", "http://sekrit@", 1)), APIKeyEnv: ptr("GOOD_KEY")}, "Model id mismatch", []string{"xxxxx@127.0.0.1"}},
 		{"negative max_retries", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), MaxRetries: ptr(-1)}, "Invalid max_retries", []string{"max_retries"}},
 		{"param names a client field", nodes.Model{ID: "org/served", Endpoint: ptr(srv.URL()), Params: map[string]string{"temperature": "0", "top_k": "2"}}, "Invalid params", []string{"temperature"}},
 	}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // Endpoint is how to reach one served model. None of it is part of a call's
 // key: moving the server or changing its limits keeps the cache.
 type Endpoint struct {
-	BaseURL     string        // e.g. http://127.0.0.1:8000/v1
+	BaseURL     string        // e.g. http://127.0.0.1:8000/v1; errors show it through RedactURL
 	APIKey      string        // sent as a bearer token when not empty
 	ServedName  string        // the `model` field of every request
 	Timeout     time.Duration // per attempt (0: DefaultTimeout)
@@ -70,6 +71,7 @@ const maxAnswer = 64 << 20
 // Client calls one endpoint. Its methods are safe for concurrent use.
 type Client struct {
 	ep       Endpoint
+	shown    string // ep.BaseURL, redacted (RedactURL)
 	identity string
 	cache    Cache
 	limiter  *Limiter
@@ -144,7 +146,7 @@ func New(ep Endpoint, opts ...Option) *Client {
 	case ep.MaxRetries < 0:
 		ep.MaxRetries = 0
 	}
-	c := &Client{ep: ep, http: sharedHTTP, backoff: DefaultBackoff}
+	c := &Client{ep: ep, shown: RedactURL(ep.BaseURL), http: sharedHTTP, backoff: DefaultBackoff}
 	for _, o := range opts {
 		o(c)
 	}
@@ -176,23 +178,24 @@ func (e *StatusError) Error() string {
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, time.Minute))
 	defer cancel()
-	url := c.ep.BaseURL + "/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target := c.ep.BaseURL + "/models"
+	shown := c.shown + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
 	}
 	c.auth(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", scrub(err))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, fmt.Errorf("list models: GET %s: %w", url, err)
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("list models: GET %s: %w", url, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
 	}
 	var list struct {
 		Data []struct {
@@ -200,7 +203,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("list models: GET %s: not a model list: %w", url, err)
+		return nil, fmt.Errorf("list models: GET %s: not a model list: %w", shown, err)
 	}
 	ids := make([]string, len(list.Data))
 	for i, m := range list.Data {
@@ -252,10 +255,9 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := c.ep.BaseURL + path
 	var resp *Response
 	for try := 0; ; try++ {
-		r, ae := c.attempt(ctx, url, body, req.API)
+		r, ae := c.attempt(ctx, path, body, req.API)
 		if ae == nil {
 			resp = r
 			resp.Retries = try
@@ -559,7 +561,7 @@ func (ae *attemptError) wait(b Backoff, n int) time.Duration {
 }
 
 // attempt sends the request once, holding a slot of the limiter.
-func (c *Client) attempt(ctx context.Context, url string, body []byte, api string) (*Response, *attemptError) {
+func (c *Client) attempt(ctx context.Context, path string, body []byte, api string) (*Response, *attemptError) {
 	s, err := c.limiter.acquire(ctx)
 	if err != nil {
 		return nil, &attemptError{err: err}
@@ -568,22 +570,23 @@ func (c *Client) attempt(ctx context.Context, url string, body []byte, api strin
 	defer func() { s.release(o) }()
 	actx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	shown := c.shown + path
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err)}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, scrub(err))}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c.auth(req)
 	start := time.Now()
 	hresp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &attemptError{err: c.transportError(ctx, url, err), retry: true}
+		return nil, &attemptError{err: c.transportError(ctx, shown, err), retry: true}
 	}
 	defer hresp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(hresp.Body, maxAnswer+1))
 	if hresp.StatusCode/100 != 2 {
 		se := &StatusError{hresp.StatusCode, excerpt(string(b), 200)}
-		ae := &attemptError{err: fmt.Errorf("POST %s: %w", url, se)}
+		ae := &attemptError{err: fmt.Errorf("POST %s: %w", shown, se)}
 		switch {
 		case hresp.StatusCode == http.StatusTooManyRequests:
 			o = overload
@@ -597,26 +600,67 @@ func (c *Client) attempt(ctx context.Context, url string, body []byte, api strin
 		return nil, ae
 	}
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", url, c.transportError(ctx, url, err)), retry: true}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", shown, c.transportError(ctx, shown, err)), retry: true}
 	}
 	if len(b) > maxAnswer {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d bytes", url, maxAnswer)}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d bytes", shown, maxAnswer)}
 	}
 	r, err := parseAnswer(b, api)
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err), retry: true}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, err), retry: true}
 	}
 	r.Latency = time.Since(start)
 	o = success
 	return r, nil
 }
 
-// transportError names a timeout of the attempt as such.
-func (c *Client) transportError(ctx context.Context, url string, err error) error {
+// transportError names a timeout of the attempt as such, and keeps the
+// credentials of the URL out of the error.
+func (c *Client) transportError(ctx context.Context, shown string, err error) error {
+	err = scrub(err)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("POST %s: no answer within %s: %w", url, c.ep.Timeout, err)
+		return fmt.Errorf("POST %s: no answer within %s: %w", shown, c.ep.Timeout, err)
 	}
 	return err
+}
+
+// scrub redacts the URL of a *url.Error (net/http's errors name the URL,
+// and mask only a password in it).
+func scrub(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, URL: RedactURL(ue.URL), Err: ue.Err}
+	}
+	return err
+}
+
+// RedactURL is rawURL fit for an error or a log: a password in it is
+// masked ((*url.URL).Redacted), and so is a user name that comes without
+// one (a token passed as the user). Of a URL that does not parse, the
+// user info is masked by hand. Every error of this package and of
+// nodes/llmenv shows URLs through it.
+func RedactURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if u.User != nil {
+			if _, ok := u.User.Password(); !ok {
+				u.User = url.User("xxxxx")
+			}
+		}
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		scheme, rest = "", rawURL
+	} else {
+		scheme += "://"
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = "xxxxx@" + rest[at+1:]
+	}
+	return scheme + rest
 }
 
 // retryAfter reads a Retry-After header: seconds, or an HTTP date. What

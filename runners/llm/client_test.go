@@ -718,6 +718,53 @@ func TestRetryAfterPastTheDeadlineFailsAtOnceSayingSo(t *testing.T) {
 	}
 }
 
+func TestErrorsNeverShowTheURLsCredentials(t *testing.T) {
+	const secret = "s3cr3t-tok"
+	down := llmtest.New(llmtest.Config{})
+	down.Close()
+	live := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Contains: "refuse", Status: 400}}})
+	defer live.Close()
+	slow := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(string, int) llmtest.Fault { return llmtest.Slow }})
+	defer slow.Close()
+	keyed := llmtest.New(llmtest.Config{APIKey: "other"})
+	defer keyed.Close()
+	with := func(base, userinfo string) string { return strings.Replace(base, "http://", "http://"+userinfo+"@", 1) }
+	do := func(base, prompt string) error {
+		_, err := llm.New(llm.Endpoint{BaseURL: base, ServedName: model, MaxRetries: llm.NoRetries, Timeout: 50 * time.Millisecond}).Do(context.Background(), llm.Call{Request: chat(prompt)})
+		return err
+	}
+	models := func(base string) error {
+		_, err := llm.New(llm.Endpoint{BaseURL: base}).Models(context.Background())
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"HTTP 400", do(with(live.URL(), "user:"+secret), "refuse")},
+		{"server down", do(with(down.URL(), "user:"+secret), "x")},
+		{"server down, token as the user", do(with(down.URL(), secret), "x")},
+		{"timeout", do(with(slow.URL(), "user:"+secret), "x")},
+		{"a URL that does not parse", do("http://user:"+secret+"@127.0.0.1:port/v1", "x")},
+		{"models: HTTP 401", models(with(keyed.URL(), "user:"+secret))},
+		{"models: server down", models(with(down.URL(), secret))},
+	} {
+		if tc.err == nil || strings.Contains(tc.err.Error(), secret) || !strings.Contains(tc.err.Error(), "127.0.0.1") {
+			t.Errorf("%s: error %v; want one naming the host and not the credentials", tc.name, tc.err)
+		}
+	}
+	for raw, want := range map[string]string{
+		"http://user:" + secret + "@127.0.0.1:8000/v1": "http://user:xxxxx@127.0.0.1:8000/v1",
+		"http://" + secret + "@127.0.0.1:8000/v1":      "http://xxxxx@127.0.0.1:8000/v1",
+		"http://u:" + secret + "@127.0.0.1:x/v1":       "http://xxxxx@127.0.0.1:x/v1",
+		"http://127.0.0.1:8000/v1":                     "http://127.0.0.1:8000/v1",
+	} {
+		if got := llm.RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
 func TestTimeoutsAreRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(_ string, attempt int) llmtest.Fault {
 		if attempt < 2 {
