@@ -65,8 +65,9 @@ const (
 // DefaultBackoff is the retry schedule of a client without WithBackoff.
 var DefaultBackoff = Backoff{Base: 200 * time.Millisecond, Max: 20 * time.Second}
 
-// maxAnswer bounds the bytes read from one answer.
-const maxAnswer = 64 << 20
+// maxAnswer bounds the bytes read from one answer (8 MiB): the buffer one
+// attempt holds.
+const maxAnswer = 8 << 20
 
 // Client calls one endpoint. Its methods are safe for concurrent use.
 type Client struct {
@@ -220,10 +221,12 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 // or empty answers (at most Endpoint.MaxRetries times, after the
 // Backoff's delay or the server's Retry-After capped at MaxRetryAfter; a
 // Retry-After that would outlast ctx's deadline fails the call at once,
-// saying so), and, once
-// answered, stored in the cache before Do returns: a process killed after
-// Do returned never makes the call again. Any other 4xx fails at once
-// (a *StatusError in the chain). Cancelling ctx stops the call promptly.
+// saying so), and, once answered, stored in the cache before Do returns:
+// a process killed after Do returned never makes the call again. Any
+// other 4xx fails at once (a *StatusError in the chain). An attempt reads
+// at most 8 MiB of answer: a longer one fails the call without a retry,
+// so that many calls in flight cannot exhaust memory. Cancelling ctx
+// stops the call promptly.
 func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 	c.stats.begin()
 	resp, err := c.do(ctx, call)
@@ -603,7 +606,7 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", shown, c.transportError(ctx, shown, err)), retry: true}
 	}
 	if len(b) > maxAnswer {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d bytes", shown, maxAnswer)}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d MiB", shown, maxAnswer>>20)}
 	}
 	r, err := parseAnswer(b, api)
 	if err != nil {

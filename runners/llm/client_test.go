@@ -765,6 +765,23 @@ func TestErrorsNeverShowTheURLsCredentials(t *testing.T) {
 	}
 }
 
+func TestAnswersPast8MiBFailWithoutRetry(t *testing.T) {
+	short := strings.Repeat("word ", 7<<20/5)
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Contains: "long", Answer: strings.Repeat("word ", 9<<20/5)}}, Default: short})
+	defer srv.Close()
+	c := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}, fast)
+	if r, err := c.Do(context.Background(), llm.Call{Request: chat("short")}); err != nil || r.Text != short {
+		t.Fatalf("a 7 MiB answer: %v", err)
+	}
+	_, err := c.Do(context.Background(), llm.Call{Request: chat("long")})
+	if err == nil || !strings.Contains(err.Error(), "longer than 8 MiB") {
+		t.Errorf("a 9 MiB answer: got %v, want an error naming the bound", err)
+	}
+	if n := srv.Stats().Requests; n != 2 {
+		t.Errorf("server saw %d requests, want 2 (no retry)", n)
+	}
+}
+
 func TestTimeoutsAreRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(_ string, attempt int) llmtest.Fault {
 		if attempt < 2 {
