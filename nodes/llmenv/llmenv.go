@@ -27,12 +27,6 @@ type Model struct {
 	Identity string
 }
 
-// Defaults of the model block.
-const (
-	DefaultConcurrency = 8
-	DefaultTimeout     = 300 * time.Second
-)
-
 // Resolve checks that m's server answers and serves the model (GET
 // /models lists served_name, or id), and returns it with the identity
 // entries a node adds to its Pinned.Identity, under prefix (e.g. "model",
@@ -40,7 +34,9 @@ const (
 // errors. The API key is read from the environment variable api_key_env
 // names (never stored: not in keys, not in provenance).
 func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.Model) (*Model, map[string]string, error) {
-	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: DefaultConcurrency, Timeout: DefaultTimeout}
+	// The block's defaults are the client's (the limiter shared below
+	// needs the concurrency itself).
+	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: llm.DefaultConcurrency, Timeout: llm.DefaultTimeout}
 	if m.Endpoint == nil || *m.Endpoint == "" {
 		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var).", m.ID)
 	}
