@@ -39,7 +39,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a runner that serves the model (e.g. runner.vllm)"},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},
 			{Name: "timeout", Type: cty.String, Doc: "per-request timeout, e.g. \"120s\" (default 300s)"},
-			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8)"},
+			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8; 0: none)"},
 			{Name: "temperature", Type: cty.Number, Doc: "default sampling temperature"},
 			{Name: "top_p", Type: cty.Number, Doc: "default nucleus sampling"},
 			{Name: "max_tokens", Type: cty.Number, Doc: "default completion length bound"},
@@ -47,7 +47,8 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "seed", Type: cty.Number, Doc: "base sampling seed (sample i is sent seed + i)"},
 			{Name: "system", Type: cty.String, Doc: "system prompt"},
 			{Name: "think", Type: cty.String, OneOf: []string{"strip", "keep"}, Doc: "<think> blocks of reasoning models: strip (default) before code extraction, or keep; the raw answer is always kept"},
-			{Name: "params", Type: cty.Map(cty.String), Doc: "extra model parameters"},
+			{Name: "params", Type: cty.Map(cty.String), Doc: "extra top-level fields of every request, e.g. { top_k = 20, chat_template_kwargs = jsonencode({ enable_thinking = false }) }: a value that parses as JSON is sent as that JSON, any other as a string; part of the key; none may name a field the other attributes set (temperature, max_tokens, stop, seed, ...)"},
+			{Name: "structured_output", Type: cty.String, OneOf: []string{"response_format", "structured_outputs"}, Doc: "how a JSON-schema or choice constraint is sent (not part of the key): response_format (default: OpenAI's json_schema, which vLLM, llama.cpp's server and hosted APIs accept) or structured_outputs (vLLM's own field, for a vLLM whose response_format does not do what you need, e.g. choices answered as bare strings; OpenAI's API refuses it)"},
 		},
 	},
 	"library": {

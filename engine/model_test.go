@@ -53,6 +53,7 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 	same := []string{
 		`endpoint = "http://127.0.0.1:9/v1"`, `api_key_env = "KEY"`, `served_name = "m"`,
 		`concurrency = 64`, `timeout = "10s"`, `max_retries = 2`, `cutoff = "2024-01-01"`,
+		`structured_output = "structured_outputs"`,
 	}
 	for _, extra := range same {
 		k, _, err := modelKey(t, base+"\n"+extra)
@@ -63,7 +64,7 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 			t.Errorf("%s changed the key:\n%s\n%s", extra, key, k)
 		}
 	}
-	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`}
+	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`, `params = { top_k = 20 }`}
 	for _, change := range differ {
 		attrs := base
 		name, _, _ := strings.Cut(change, " ")
@@ -89,7 +90,7 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 }
 
 func TestModelBlockBadValuesNamePosition(t *testing.T) {
-	for _, attrs := range []string{`id = "m"` + "\n" + `api = "embeddings"`, `id = "m"` + "\n" + `think = "drop"`} {
+	for _, attrs := range []string{`id = "m"` + "\n" + `api = "embeddings"`, `id = "m"` + "\n" + `think = "drop"`, `id = "m"` + "\n" + `structured_output = "guided_json"`} {
 		_, _, err := modelKey(t, attrs)
 		if err == nil || !strings.Contains(err.Error(), "p.hcl:3") {
 			t.Errorf("%q: want an error at p.hcl:3, got %v", attrs, err)

@@ -10,7 +10,9 @@ import (
 // (`model = model.qwen`). Only its identity and its sampling defaults are
 // key material (KeyView): the endpoint, the key's variable, the served
 // name, the concurrency and the timeout say how to reach the model, not
-// what it is, so moving the server keeps every key and the call cache.
+// what it is, so moving the server keeps every key and the call cache;
+// so does the structured-output mechanism, which only says how a
+// constraint is spelled on the wire.
 // What the server reports itself to be is checked and pinned by the node's
 // Resolve.
 type Model struct {
@@ -33,6 +35,9 @@ type Model struct {
 	Think       *string           `cty:"think"` // strip (default) | keep
 	Params      map[string]string `cty:"params"`
 	Serve       cty.Value         `cty:"serve"`
+	// StructuredOutput is how constraints go on the wire (response_format
+	// or structured_outputs): not key material, like the endpoint.
+	StructuredOutput *string `cty:"structured_output"`
 }
 
 // ModelKey is the part of a Model that enters action keys.

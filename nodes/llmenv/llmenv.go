@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -26,12 +27,6 @@ type Model struct {
 	Identity string
 }
 
-// Defaults of the model block.
-const (
-	DefaultConcurrency = 8
-	DefaultTimeout     = 300 * time.Second
-)
-
 // Resolve checks that m's server answers and serves the model (GET
 // /models lists served_name, or id), and returns it with the identity
 // entries a node adds to its Pinned.Identity, under prefix (e.g. "model",
@@ -39,7 +34,9 @@ const (
 // errors. The API key is read from the environment variable api_key_env
 // names (never stored: not in keys, not in provenance).
 func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.Model) (*Model, map[string]string, error) {
-	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: DefaultConcurrency, Timeout: DefaultTimeout}
+	// The block's defaults are the client's (the limiter shared below
+	// needs the concurrency itself).
+	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: llm.DefaultConcurrency, Timeout: llm.DefaultTimeout}
 	if m.Endpoint == nil || *m.Endpoint == "" {
 		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var).", m.ID)
 	}
@@ -64,8 +61,22 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		ep.Timeout = d
 	}
 	if m.MaxRetries != nil {
-		ep.MaxRetries = *m.MaxRetries
+		switch n := *m.MaxRetries; {
+		case n < 0:
+			return nil, nil, nodes.Errorf(attr, "Invalid max_retries", "model %s: max_retries must be 0 (no retries) or more.", m.ID)
+		case n == 0:
+			ep.MaxRetries = llm.NoRetries
+		default:
+			ep.MaxRetries = n
+		}
 	}
+	if err := llm.CheckParams(m.Params); err != nil {
+		return nil, nil, nodes.Errorf(attr, "Invalid params", "model %s: %v.", m.ID, err)
+	}
+	if m.StructuredOutput != nil {
+		ep.Structured = *m.StructuredOutput
+	}
+	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
 	ids, err := llm.New(ep).Models(ctx)
 	var se *llm.StatusError
 	switch {
@@ -74,9 +85,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		if ep.APIKey != "" {
 			how = "check the key in $" + *m.APIKeyEnv
 		}
-		return nil, nil, nodes.Errorf(attr, "API key rejected", "model %s at %s: %v (%s).", m.ID, ep.BaseURL, err, how)
+		return nil, nil, nodes.Errorf(attr, "API key rejected", "model %s at %s: %v (%s).", m.ID, shown, err, how)
 	case err != nil:
-		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, ep.BaseURL, err)
+		return nil, nil, nodes.Errorf(attr, "Model server unreachable", "model %s at %s: %v", m.ID, shown, err)
 	}
 	served := ""
 	for _, id := range ids {
@@ -85,7 +96,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		}
 	}
 	if served == "" {
-		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, ep.BaseURL, ep.ServedName, quoteList(ids))
+		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, shown, ep.ServedName, quoteList(ids))
 	}
 	rev := ""
 	if m.Revision != nil {
@@ -93,6 +104,31 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	}
 	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served}
 	return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": served}, nil
+}
+
+// Params are the model block's params (nil when it has none): extra
+// fields of every request to the model, and key material (they are in
+// the node's key through the model's KeyView, and in each call's key
+// through llm.Request.Params). Nodes that build requests by hand put
+// them in Request.Params; Request does it for them. The map is a copy.
+func (m *Model) Params() map[string]string {
+	return maps.Clone(m.Config.Params)
+}
+
+// Request is a request with the model block's defaults: its API,
+// temperature, top_p, max_tokens, stop, seed and params. The caller adds
+// the messages (with the block's system prompt, Config.System, where it
+// has one) or the prompt, and overrides what its own config sets.
+func (m *Model) Request() llm.Request {
+	c := m.Config
+	req := llm.Request{API: c.APIName(), Temperature: c.Temperature, TopP: c.TopP, Stop: c.Stop, Seed: c.Seed}
+	if c.MaxTokens != nil {
+		req.MaxTokens = *c.MaxTokens
+	}
+	if len(c.Params) > 0 {
+		req.Params = m.Params()
+	}
+	return req
 }
 
 // Client returns the client a run calls the model with: the store's call

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,13 +23,37 @@ import (
 // Endpoint is how to reach one served model. None of it is part of a call's
 // key: moving the server or changing its limits keeps the cache.
 type Endpoint struct {
-	BaseURL     string        // e.g. http://127.0.0.1:8000/v1
+	BaseURL     string        // e.g. http://127.0.0.1:8000/v1; errors show it through RedactURL
 	APIKey      string        // sent as a bearer token when not empty
 	ServedName  string        // the `model` field of every request
 	Timeout     time.Duration // per attempt (0: DefaultTimeout)
 	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
-	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries)
+	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries; NoRetries: none)
+	// Structured is how a request's Schema or Choice goes on the wire:
+	// ResponseFormat ("" means it) or StructuredOutputs. One of the two,
+	// never both: OpenAI's API refuses fields it does not know, and vLLM
+	// refuses two constraints at once. It is not part of a call's key.
+	Structured string
 }
+
+// The ways of sending a structured-output constraint (Endpoint.Structured).
+const (
+	// ResponseFormat sends OpenAI's response_format {type: json_schema},
+	// which vLLM, llama.cpp's server and OpenAI's API accept. A Choice
+	// goes as a schema whose root is a string enum (the answer is a JSON
+	// string); OpenAI's API wants an object at a schema's root, so use a
+	// Schema there.
+	ResponseFormat = "response_format"
+	// StructuredOutputs sends vLLM's own structured_outputs {json} or
+	// {choice} (a Choice is answered as the bare string). Only a vLLM
+	// recent enough to have it knows it: OpenAI's API answers 400, and a
+	// server that ignores unknown fields answers unconstrained.
+	StructuredOutputs = "structured_outputs"
+)
+
+// NoRetries as Endpoint.MaxRetries makes every call a single try (the
+// zero value means DefaultMaxRetries). Any negative value means the same.
+const NoRetries = -1
 
 // Defaults for an Endpoint's zero fields.
 const (
@@ -38,12 +65,14 @@ const (
 // DefaultBackoff is the retry schedule of a client without WithBackoff.
 var DefaultBackoff = Backoff{Base: 200 * time.Millisecond, Max: 20 * time.Second}
 
-// maxAnswer bounds the bytes read from one answer.
-const maxAnswer = 64 << 20
+// maxAnswer bounds the bytes read from one answer (8 MiB): the buffer one
+// attempt holds.
+const maxAnswer = 8 << 20
 
 // Client calls one endpoint. Its methods are safe for concurrent use.
 type Client struct {
 	ep       Endpoint
+	shown    string // ep.BaseURL, redacted (RedactURL)
 	identity string
 	cache    Cache
 	limiter  *Limiter
@@ -112,10 +141,13 @@ func New(ep Endpoint, opts ...Option) *Client {
 	if ep.Concurrency <= 0 {
 		ep.Concurrency = DefaultConcurrency
 	}
-	if ep.MaxRetries <= 0 {
+	switch {
+	case ep.MaxRetries == 0:
 		ep.MaxRetries = DefaultMaxRetries
+	case ep.MaxRetries < 0:
+		ep.MaxRetries = 0
 	}
-	c := &Client{ep: ep, http: sharedHTTP, backoff: DefaultBackoff}
+	c := &Client{ep: ep, shown: RedactURL(ep.BaseURL), http: sharedHTTP, backoff: DefaultBackoff}
 	for _, o := range opts {
 		o(c)
 	}
@@ -147,23 +179,24 @@ func (e *StatusError) Error() string {
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, time.Minute))
 	defer cancel()
-	url := c.ep.BaseURL + "/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	target := c.ep.BaseURL + "/models"
+	shown := c.shown + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
 	}
 	c.auth(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", scrub(err))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, fmt.Errorf("list models: GET %s: %w", url, err)
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("list models: GET %s: %w", url, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
+		return nil, fmt.Errorf("list models: GET %s: %w", shown, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
 	}
 	var list struct {
 		Data []struct {
@@ -171,7 +204,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("list models: GET %s: not a model list: %w", url, err)
+		return nil, fmt.Errorf("list models: GET %s: not a model list: %w", shown, err)
 	}
 	ids := make([]string, len(list.Data))
 	for i, m := range list.Data {
@@ -185,10 +218,15 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 //
 // A cached call returns at once with Cached set. Otherwise the call is
 // sent, retried on 429, 5xx, timeouts, dropped connections and malformed
-// or empty answers (at most Endpoint.MaxRetries times), and, once
-// answered, stored in the cache before Do returns: a process killed after
-// Do returned never makes the call again. Any other 4xx fails at once
-// (a *StatusError in the chain). Cancelling ctx stops the call promptly.
+// or empty answers (at most Endpoint.MaxRetries times, after the
+// Backoff's delay or the server's Retry-After capped at MaxRetryAfter; a
+// Retry-After that would outlast ctx's deadline fails the call at once,
+// saying so), and, once answered, stored in the cache before Do returns:
+// a process killed after Do returned never makes the call again. Any
+// other 4xx fails at once (a *StatusError in the chain). An attempt reads
+// at most 8 MiB of answer: a longer one fails the call without a retry,
+// so that many calls in flight cannot exhaust memory. Cancelling ctx
+// stops the call promptly.
 func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 	c.stats.begin()
 	resp, err := c.do(ctx, call)
@@ -201,6 +239,9 @@ func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 
 func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	req := &call.Request
+	if s := c.ep.Structured; s != "" && s != ResponseFormat && s != StructuredOutputs {
+		return nil, fmt.Errorf("endpoint's structured output %q: want %q or %q", s, ResponseFormat, StructuredOutputs)
+	}
 	sc, err := validate(call)
 	if err != nil {
 		return nil, err
@@ -217,10 +258,9 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := c.ep.BaseURL + path
 	var resp *Response
 	for try := 0; ; try++ {
-		r, ae := c.attempt(ctx, url, body, req.API)
+		r, ae := c.attempt(ctx, path, body, req.API)
 		if ae == nil {
 			resp = r
 			resp.Retries = try
@@ -235,7 +275,10 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 		if try >= c.ep.MaxRetries {
 			return nil, fmt.Errorf("giving up after %d tries: %w", try+1, ae.err)
 		}
-		wait := max(c.backoff.delay(try), ae.after)
+		wait := ae.wait(c.backoff, try)
+		if dl, ok := ctx.Deadline(); ok && ae.after > 0 && time.Until(dl) < wait {
+			return nil, fmt.Errorf("the server asks to wait %s before a retry, past the call's deadline (after %d tries; last: %w)", ae.after, try+1, ae.err)
+		}
 		c.stats.retried()
 		t := time.NewTimer(wait)
 		select {
@@ -342,6 +385,9 @@ func validate(call Call) (*schema, error) {
 	if len(r.Schema) > 0 && len(r.Choice) > 0 {
 		return nil, errors.New("request has both a schema and choices")
 	}
+	if err := CheckParams(r.Params); err != nil {
+		return nil, err
+	}
 	if len(r.Schema) == 0 {
 		return nil, nil
 	}
@@ -352,7 +398,45 @@ func validate(call Call) (*schema, error) {
 	return sc, nil
 }
 
-// The wire format of a request (OpenAI's, with vLLM's structured_outputs).
+// reserved are the body fields the client sets itself, or that would
+// change the answer's format under it (stream, n): no param may name one.
+var reserved = []string{
+	"logprobs", "max_tokens", "messages", "model", "n", "prompt", "response_format", "seed",
+	"stop", "stream", "structured_outputs", "temperature", "top_logprobs", "top_p",
+}
+
+// CheckParams reports a param that names a body field the client sets
+// itself or reads the answer by (model, messages, prompt, temperature,
+// top_p, max_tokens, stop, seed, logprobs, top_logprobs,
+// response_format, structured_outputs, stream, n): such fields are set
+// through Request's own fields, never overridden by a param.
+func CheckParams(params map[string]string) error {
+	var bad []string
+	for k := range params {
+		if slices.Contains(reserved, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	return fmt.Errorf("params %s: the client sets these fields itself (use the request's own fields)", strings.Join(bad, ", "))
+}
+
+// paramValue is a param's value on the wire: its JSON when it parses as
+// JSON, else a JSON string.
+func paramValue(v string) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(v)) == nil {
+		return b.Bytes()
+	}
+	q, _ := json.Marshal(v) // a string always encodes
+	return q
+}
+
+// The wire format of a request (OpenAI's, or with vLLM's
+// structured_outputs instead of response_format).
 type wireRequest struct {
 	Model             string             `json:"model"`
 	Messages          []Message          `json:"messages,omitempty"`
@@ -415,25 +499,43 @@ func (c *Client) body(call Call) ([]byte, string, error) {
 	if name == "" {
 		name = "answer"
 	}
+	vllm := c.ep.Structured == StructuredOutputs
 	switch {
 	case len(r.Schema) > 0:
 		var b bytes.Buffer
 		if err := json.Compact(&b, r.Schema); err != nil {
 			return nil, "", fmt.Errorf("request's schema: %w", err)
 		}
-		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
-		w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
+		if vllm {
+			w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
+		} else {
+			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
+		}
+	case len(r.Choice) > 0 && vllm:
+		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
 	case len(r.Choice) > 0:
 		enum, err := json.Marshal(map[string]any{"type": "string", "enum": r.Choice})
 		if err != nil {
 			return nil, "", fmt.Errorf("encode choices: %w", err)
 		}
 		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: enum, Strict: true}}
-		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	if len(r.Params) == 0 {
+		return b, path, nil
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	for k, v := range r.Params {
+		fields[k] = paramValue(v) // CheckParams kept the client's fields out
+	}
+	if b, err = json.Marshal(fields); err != nil {
+		return nil, "", fmt.Errorf("encode request's params: %w", err)
 	}
 	return b, path, nil
 }
@@ -448,11 +550,21 @@ func (c *Client) auth(req *http.Request) {
 type attemptError struct {
 	err   error
 	retry bool
-	after time.Duration // the server's Retry-After
+	after time.Duration // the server's Retry-After, as it asked
+}
+
+// MaxRetryAfter caps the wait a server's Retry-After can impose before a
+// retry: a server asking for longer is retried after MaxRetryAfter.
+const MaxRetryAfter = 5 * time.Minute
+
+// wait is how long to wait before retry number n: the backoff's delay, or
+// the server's Retry-After (at most MaxRetryAfter) when that is longer.
+func (ae *attemptError) wait(b Backoff, n int) time.Duration {
+	return max(b.delay(n), min(ae.after, MaxRetryAfter))
 }
 
 // attempt sends the request once, holding a slot of the limiter.
-func (c *Client) attempt(ctx context.Context, url string, body []byte, api string) (*Response, *attemptError) {
+func (c *Client) attempt(ctx context.Context, path string, body []byte, api string) (*Response, *attemptError) {
 	s, err := c.limiter.acquire(ctx)
 	if err != nil {
 		return nil, &attemptError{err: err}
@@ -461,22 +573,23 @@ func (c *Client) attempt(ctx context.Context, url string, body []byte, api strin
 	defer func() { s.release(o) }()
 	actx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
+	shown := c.shown + path
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err)}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, scrub(err))}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c.auth(req)
 	start := time.Now()
 	hresp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &attemptError{err: c.transportError(ctx, url, err), retry: true}
+		return nil, &attemptError{err: c.transportError(ctx, shown, err), retry: true}
 	}
 	defer hresp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(hresp.Body, maxAnswer+1))
 	if hresp.StatusCode/100 != 2 {
 		se := &StatusError{hresp.StatusCode, excerpt(string(b), 200)}
-		ae := &attemptError{err: fmt.Errorf("POST %s: %w", url, se)}
+		ae := &attemptError{err: fmt.Errorf("POST %s: %w", shown, se)}
 		switch {
 		case hresp.StatusCode == http.StatusTooManyRequests:
 			o = overload
@@ -490,39 +603,82 @@ func (c *Client) attempt(ctx context.Context, url string, body []byte, api strin
 		return nil, ae
 	}
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", url, c.transportError(ctx, url, err)), retry: true}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", shown, c.transportError(ctx, shown, err)), retry: true}
 	}
 	if len(b) > maxAnswer {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d bytes", url, maxAnswer)}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d MiB", shown, maxAnswer>>20)}
 	}
 	r, err := parseAnswer(b, api)
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", url, err), retry: true}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, err), retry: true}
 	}
 	r.Latency = time.Since(start)
 	o = success
 	return r, nil
 }
 
-// transportError names a timeout of the attempt as such.
-func (c *Client) transportError(ctx context.Context, url string, err error) error {
+// transportError names a timeout of the attempt as such, and keeps the
+// credentials of the URL out of the error.
+func (c *Client) transportError(ctx context.Context, shown string, err error) error {
+	err = scrub(err)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("POST %s: no answer within %s: %w", url, c.ep.Timeout, err)
+		return fmt.Errorf("POST %s: no answer within %s: %w", shown, c.ep.Timeout, err)
 	}
 	return err
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+// scrub redacts the URL of a *url.Error (net/http's errors name the URL,
+// and mask only a password in it).
+func scrub(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return &url.Error{Op: ue.Op, URL: RedactURL(ue.URL), Err: ue.Err}
+	}
+	return err
+}
+
+// RedactURL is rawURL fit for an error or a log: a password in it is
+// masked ((*url.URL).Redacted), and so is a user name that comes without
+// one (a token passed as the user). Of a URL that does not parse, the
+// user info is masked by hand. Every error of this package and of
+// nodes/llmenv shows URLs through it.
+func RedactURL(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if u.User != nil {
+			if _, ok := u.User.Password(); !ok {
+				u.User = url.User("xxxxx")
+			}
+		}
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		scheme, rest = "", rawURL
+	} else {
+		scheme += "://"
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = "xxxxx@" + rest[at+1:]
+	}
+	return scheme + rest
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date. What
+// it returns is what the server asked for, up to a million seconds (the
+// wait itself is capped at MaxRetryAfter).
 func retryAfter(h string, now time.Time) time.Duration {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(h, 64); err == nil {
-		if s <= 0 || s > 1e6 {
+		if s <= 0 || math.IsNaN(s) {
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return time.Duration(min(s, 1e6) * float64(time.Second))
 	}
 	for _, parse := range []func(string) (time.Time, error){http.ParseTime, func(s string) (time.Time, error) { return time.Parse(time.RFC1123, s) }} {
 		if t, err := parse(h); err == nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -418,12 +419,18 @@ func TestSchemaHeld(t *testing.T) {
 		"required": ["class", "why"],
 		"additionalProperties": false
 	}`)
-	// The scripted model answers JSON or a bare class when the server
-	// passes it a constraint, and prose when it does not.
+	// The scripted model answers JSON or a class when the server passes it
+	// a constraint (a JSON string for a string-enum schema, bare for
+	// vLLM's choice), and prose when it does not.
 	reply := func(q llmtest.Request) string {
+		var enum struct {
+			Enum []string `json:"enum"`
+		}
 		switch {
 		case q.Choice != nil:
 			return q.Choice[1]
+		case json.Unmarshal(q.Schema, &enum) == nil && enum.Enum != nil:
+			return strconv.Quote(enum.Enum[1])
 		case q.Schema != nil:
 			return `{"class": "API_misuse", "why": "calls lo.Map with a wrong signature"}`
 		}
@@ -443,51 +450,117 @@ func TestSchemaHeld(t *testing.T) {
 		{"chat schema on an old server", "chat", schema, nil, true, reply, false},
 		{"choice on a current server", "chat", nil, classes, false, reply, true},
 		{"choice answered as a JSON string", "completions", nil, classes, false, func(llmtest.Request) string { return `"hallucination"` }, true},
+		{"choice answered bare", "completions", nil, classes, false, func(llmtest.Request) string { return "hallucination" }, true},
 		{"choice on an old server", "chat", nil, classes, true, reply, false},
 		{"JSON missing a required field", "chat", schema, nil, false, func(llmtest.Request) string { return `{"class": "OK"}` }, false},
 		{"JSON with a value off the enum", "chat", schema, nil, false, func(llmtest.Request) string { return `{"class": "fine", "why": ""}` }, false},
 		{"JSON after a think block", "chat", schema, nil, false, func(llmtest.Request) string {
 			return "<think>The spy shows no call.</think>\n" + `{"class": "OK", "why": "passes"}`
 		}, true},
+		{"fenced JSON after a think block", "chat", schema, nil, false, func(llmtest.Request) string {
+			return "<think>The spy shows no call.</think>\n```json\n" + `{"class": "OK", "why": "passes"}` + "\n```"
+		}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.New(llmtest.Config{IgnoreSchema: tc.ignore, Script: []llmtest.Rule{{Reply: tc.reply}}})
-			defer srv.Close()
-			req := llm.Request{API: tc.api, Schema: tc.schema, SchemaName: "judge", Choice: tc.choice}
-			if tc.api == "chat" {
-				req.Messages = []llm.Message{{Role: "user", Content: "classify"}}
-			} else {
-				req.Prompt = "classify"
-			}
-			r, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}).Do(context.Background(), llm.Call{Request: req})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.SchemaHeld == nil || *r.SchemaHeld != tc.held || (r.SchemaError == "") == !tc.held {
-				t.Errorf("answer %q: SchemaHeld %v (%q), want %v", r.Text, r.SchemaHeld, r.SchemaError, tc.held)
-			}
-			body := srv.Calls()[0].Request.Body
-			rf, _ := body["response_format"].(map[string]any)
-			so, _ := body["structured_outputs"].(map[string]any)
-			if rf["type"] != "json_schema" || so == nil {
-				t.Errorf("request %v lacks response_format json_schema or structured_outputs", body)
-			}
-			if js, _ := rf["json_schema"].(map[string]any); js["name"] != "judge" || js["strict"] != true {
-				t.Errorf("response_format.json_schema = %v, want name judge, strict", rf["json_schema"])
-			}
-			if (so["choice"] != nil) != (tc.choice != nil) || (so["json"] != nil) != (tc.schema != nil) {
-				t.Errorf("structured_outputs = %v", so)
-			}
-			for k := range body {
-				if strings.HasPrefix(k, "guided_") {
-					t.Errorf("request sends the removed field %s", k)
+		for _, structured := range []string{"", llm.ResponseFormat, llm.StructuredOutputs} {
+			t.Run(tc.name+" via "+structured, func(t *testing.T) {
+				cfg := llmtest.Config{IgnoreSchema: tc.ignore, Script: []llmtest.Rule{{Reply: tc.reply}}}
+				if structured != llm.StructuredOutputs {
+					// An OpenAI-like server refuses any field it does not
+					// know: a second mechanism would fail the call.
+					cfg.Fields = llmtest.OpenAIFields
 				}
-			}
-		})
+				srv := llmtest.New(cfg)
+				defer srv.Close()
+				req := llm.Request{API: tc.api, Schema: tc.schema, SchemaName: "judge", Choice: tc.choice}
+				if tc.api == "chat" {
+					req.Messages = []llm.Message{{Role: "user", Content: "classify"}}
+				} else {
+					req.Prompt = "classify"
+				}
+				r, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Structured: structured}).Do(context.Background(), llm.Call{Request: req})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.SchemaHeld == nil || *r.SchemaHeld != tc.held || (r.SchemaError == "") == !tc.held {
+					t.Errorf("answer %q: SchemaHeld %v (%q), want %v", r.Text, r.SchemaHeld, r.SchemaError, tc.held)
+				}
+				body := srv.Calls()[0].Request.Body
+				rf, _ := body["response_format"].(map[string]any)
+				so, _ := body["structured_outputs"].(map[string]any)
+				if structured == llm.StructuredOutputs {
+					if rf != nil || so == nil || (so["choice"] != nil) != (tc.choice != nil) || (so["json"] != nil) != (tc.schema != nil) {
+						t.Errorf("request %v: want structured_outputs alone", body)
+					}
+				} else {
+					js, _ := rf["json_schema"].(map[string]any)
+					if so != nil || rf["type"] != "json_schema" || js["name"] != "judge" || js["strict"] != true {
+						t.Errorf("request %v: want response_format json_schema alone, named judge, strict", body)
+					}
+				}
+				for k := range body {
+					if strings.HasPrefix(k, "guided_") {
+						t.Errorf("request sends the removed field %s", k)
+					}
+				}
+			})
+		}
+	}
+	_, err := llm.New(llm.Endpoint{BaseURL: "http://127.0.0.1:1/v1", Structured: "guided_json"}).Do(context.Background(), llm.Call{Request: chat("x")})
+	if err == nil || !strings.Contains(err.Error(), "guided_json") {
+		t.Errorf("an unknown structured output: got %v, want an error before any request", err)
 	}
 	r, err := llm.New(llm.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}).Do(context.Background(), llm.Call{Request: llm.Request{API: "chat", Messages: []llm.Message{{Content: "x"}}, Schema: json.RawMessage(`{"type": "tuple"}`)}})
 	if err == nil || !strings.Contains(err.Error(), "tuple") {
 		t.Errorf("a bad schema: got %+v, %v; want an error before any request", r, err)
+	}
+}
+
+func TestParamsAreSentAsExtraFields(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{})
+	defer srv.Close()
+	c := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model})
+	req := chat("x")
+	req.Temperature = ptr(0.5)
+	req.Params = map[string]string{
+		"top_k":                "20",
+		"min_p":                "0.05",
+		"skip_special_tokens":  "false",
+		"chat_template_kwargs": `{"enable_thinking": false}`,
+		"stop_token_ids":       "[1, 2]",
+		"user":                 "lacuna run 7",
+		"suffix":               `"quoted"`,
+	}
+	if _, err := c.Do(context.Background(), llm.Call{Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(srv.Calls()[0].Request.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(body, &got)
+	want := map[string]any{
+		"top_k": 20.0, "min_p": 0.05, "skip_special_tokens": false,
+		"chat_template_kwargs": map[string]any{"enable_thinking": false}, "stop_token_ids": []any{1.0, 2.0},
+		"user": "lacuna run 7", "suffix": "quoted", "temperature": 0.5, "model": model,
+	}
+	for k, v := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(v) || fmt.Sprintf("%T", got[k]) != fmt.Sprintf("%T", v) {
+			t.Errorf("request %s = %#v, want %#v", k, got[k], v)
+		}
+	}
+
+	// A param may not stand in for a field the client sets: the request
+	// fails before it is sent.
+	for _, name := range []string{"temperature", "model", "max_tokens", "stream", "n", "response_format", "structured_outputs"} {
+		bad := chat("x")
+		bad.Params = map[string]string{name: "1", "top_k": "5"}
+		if _, err := c.Do(context.Background(), llm.Call{Request: bad}); err == nil || !strings.Contains(err.Error(), "params "+name) {
+			t.Errorf("param %s: got %v, want an error naming it", name, err)
+		}
+	}
+	if n := srv.Stats().Requests; n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
 	}
 }
 
@@ -604,6 +677,111 @@ func TestCancellationStopsACallPromptly(t *testing.T) {
 	}
 }
 
+func TestMaxRetriesZeroIsTheDefaultAndNoRetriesIsNone(t *testing.T) {
+	for _, tc := range []struct {
+		max      int
+		requests int
+		ok       bool
+	}{
+		{0, 2, true},              // the default: the 503 is retried
+		{llm.NoRetries, 1, false}, // a single try
+		{1, 2, true},
+	} {
+		srv := llmtest.New(llmtest.Config{RetryAfter: "-", Plan: func(_ string, attempt int) llmtest.Fault {
+			if attempt == 0 {
+				return llmtest.Unavailable
+			}
+			return ""
+		}})
+		_, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model, MaxRetries: tc.max}, fast).Do(context.Background(), llm.Call{Request: chat("x")})
+		if (err == nil) != tc.ok || srv.Stats().Requests != tc.requests {
+			t.Errorf("MaxRetries %d: %d requests, error %v; want %d requests, success %v", tc.max, srv.Stats().Requests, err, tc.requests, tc.ok)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "after 1 tries")) {
+			t.Errorf("MaxRetries %d: error %v does not say it gave up after one try", tc.max, err)
+		}
+		srv.Close()
+	}
+}
+
+func TestRetryAfterPastTheDeadlineFailsAtOnceSayingSo(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{RetryAfter: "3600", Plan: func(string, int) llmtest.Fault { return llmtest.TooMany }})
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}).Do(ctx, llm.Call{Request: chat("x")})
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "asks to wait 1h0m0s") || !strings.Contains(err.Error(), "429") {
+		t.Errorf("got %v; want an error saying the server's wait outlasts the deadline", err)
+	}
+	if n := srv.Stats().Requests; n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
+
+func TestErrorsNeverShowTheURLsCredentials(t *testing.T) {
+	const secret = "s3cr3t-tok"
+	down := llmtest.New(llmtest.Config{})
+	down.Close()
+	live := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Contains: "refuse", Status: 400}}})
+	defer live.Close()
+	slow := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(string, int) llmtest.Fault { return llmtest.Slow }})
+	defer slow.Close()
+	keyed := llmtest.New(llmtest.Config{APIKey: "other"})
+	defer keyed.Close()
+	with := func(base, userinfo string) string { return strings.Replace(base, "http://", "http://"+userinfo+"@", 1) }
+	do := func(base, prompt string) error {
+		_, err := llm.New(llm.Endpoint{BaseURL: base, ServedName: model, MaxRetries: llm.NoRetries, Timeout: 50 * time.Millisecond}).Do(context.Background(), llm.Call{Request: chat(prompt)})
+		return err
+	}
+	models := func(base string) error {
+		_, err := llm.New(llm.Endpoint{BaseURL: base}).Models(context.Background())
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"HTTP 400", do(with(live.URL(), "user:"+secret), "refuse")},
+		{"server down", do(with(down.URL(), "user:"+secret), "x")},
+		{"server down, token as the user", do(with(down.URL(), secret), "x")},
+		{"timeout", do(with(slow.URL(), "user:"+secret), "x")},
+		{"a URL that does not parse", do("http://user:"+secret+"@127.0.0.1:port/v1", "x")},
+		{"models: HTTP 401", models(with(keyed.URL(), "user:"+secret))},
+		{"models: server down", models(with(down.URL(), secret))},
+	} {
+		if tc.err == nil || strings.Contains(tc.err.Error(), secret) || !strings.Contains(tc.err.Error(), "127.0.0.1") {
+			t.Errorf("%s: error %v; want one naming the host and not the credentials", tc.name, tc.err)
+		}
+	}
+	for raw, want := range map[string]string{
+		"http://user:" + secret + "@127.0.0.1:8000/v1": "http://user:xxxxx@127.0.0.1:8000/v1",
+		"http://" + secret + "@127.0.0.1:8000/v1":      "http://xxxxx@127.0.0.1:8000/v1",
+		"http://u:" + secret + "@127.0.0.1:x/v1":       "http://xxxxx@127.0.0.1:x/v1",
+		"http://127.0.0.1:8000/v1":                     "http://127.0.0.1:8000/v1",
+	} {
+		if got := llm.RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestAnswersPast8MiBFailWithoutRetry(t *testing.T) {
+	short := strings.Repeat("word ", 7<<20/5)
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Contains: "long", Answer: strings.Repeat("word ", 9<<20/5)}}, Default: short})
+	defer srv.Close()
+	c := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model}, fast)
+	if r, err := c.Do(context.Background(), llm.Call{Request: chat("short")}); err != nil || r.Text != short {
+		t.Fatalf("a 7 MiB answer: %v", err)
+	}
+	_, err := c.Do(context.Background(), llm.Call{Request: chat("long")})
+	if err == nil || !strings.Contains(err.Error(), "longer than 8 MiB") {
+		t.Errorf("a 9 MiB answer: got %v, want an error naming the bound", err)
+	}
+	if n := srv.Stats().Requests; n != 2 {
+		t.Errorf("server saw %d requests, want 2 (no retry)", n)
+	}
+}
+
 func TestTimeoutsAreRetried(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{SlowFor: time.Hour, Plan: func(_ string, attempt int) llmtest.Fault {
 		if attempt < 2 {
@@ -674,6 +852,7 @@ func TestKeyIsTheDocumentedDigest(t *testing.T) {
 	for name, other := range map[string]llm.Call{
 		"sample":      {Request: call.Request, Sample: 3},
 		"temperature": {Request: llm.Request{API: "chat", Messages: call.Request.Messages, Temperature: ptr(0.7), Schema: call.Request.Schema}, Sample: 2},
+		"params":      {Request: llm.Request{API: "chat", Messages: call.Request.Messages, Temperature: ptr(0.8), Schema: call.Request.Schema, Params: map[string]string{"top_k": "20"}}, Sample: 2},
 	} {
 		if llm.Key("m@r|served", other) == llm.Key("m@r|served", call) {
 			t.Errorf("changing the %s keeps the key", name)

@@ -1,6 +1,9 @@
 package llm
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // StripThink splits a reasoning model's answer into the answer without its
 // <think>...</think> blocks and the thinking (an unclosed block runs to the
@@ -38,6 +41,34 @@ func StripThink(text string) (answer, thinking string) {
 		th[i] = strings.TrimSpace(th[i])
 	}
 	return strings.TrimSpace(strings.Join(ans, "")), strings.Join(nonEmpty(th), "\n\n")
+}
+
+// AnswerJSON is the JSON of an answer asked to be JSON (a Request with a
+// Schema or Choice): the answer without its think blocks (StripThink)
+// and, when all that is left is one fenced block tagged json (any case)
+// or untagged, that block's body; trimmed. Anything else comes back as
+// StripThink leaves it, for the caller's JSON decoder to refuse.
+//
+// Response.SchemaHeld is decided on AnswerJSON(Response.Text): callers
+// that decode a constrained answer (a judge's verdict) decode
+// AnswerJSON(resp.Text), not the raw text, which keeps a reasoning
+// model's <think> block and the fence a model adds when the server did
+// not constrain it.
+func AnswerJSON(text string) string {
+	answer, _ := StripThink(text)
+	lines := strings.Split(answer, "\n")
+	if len(lines) < 2 {
+		return answer
+	}
+	mark, info, ok := openFence(lines[0])
+	if tag := strings.ToLower(info); !ok || tag != "" && tag != "json" {
+		return answer
+	}
+	body := lines[1 : len(lines)-1]
+	if !closesFence(lines[len(lines)-1], mark) || slices.ContainsFunc(body, func(l string) bool { return closesFence(l, mark) }) {
+		return answer
+	}
+	return strings.TrimSpace(strings.Join(body, "\n"))
 }
 
 // nonEmpty drops empty strings.

@@ -6,6 +6,36 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
+func TestAnswerJSONDropsThinkBlocksAndAWholeAnswerFence(t *testing.T) {
+	const v = `{"class": "OK", "why": "passes"}`
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"bare JSON", v, v},
+		{"bare JSON with blank lines", "\n\n" + v + "\n", v},
+		{"R1 think block then JSON", "<think>\nThe spy saw the call.\n</think>\n\n" + v, v},
+		{"R1 opening tag in the prompt", "The spy saw the call.\n</think>\n" + v, v},
+		{"R1 think block then a json fence", "<think>The spy saw the call.</think>\n\n```json\n" + v + "\n```", v},
+		{"json fence", "```json\n" + v + "\n```", v},
+		{"JSON fence in capitals, CRLF", "```JSON\r\n" + v + "\r\n```\r\n", v},
+		{"untagged fence", "```\n" + v + "\n```", v},
+		{"tilde fence", "~~~json\n" + v + "\n~~~", v},
+		{"multi-line JSON in a fence", "```json\n{\n  \"class\": \"OK\"\n}\n```", "{\n  \"class\": \"OK\"\n}"},
+		{"a string answer", `"OK"`, `"OK"`},
+		{"prose before the fence stays", "Here:\n```json\n" + v + "\n```", "Here:\n```json\n" + v + "\n```"},
+		{"two fences stay", "```json\n{}\n```\n```json\n{}\n```", "```json\n{}\n```\n```json\n{}\n```"},
+		{"a go fence stays", "```go\nx := 1\n```", "```go\nx := 1\n```"},
+		{"an unclosed fence stays", "```json\n{\"class\":", "```json\n{\"class\":"},
+		{"all thinking", "<think>cut at max_tokens", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := llm.AnswerJSON(tc.text); got != tc.want {
+				t.Errorf("AnswerJSON(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestStripThink(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, answer, thinking string

@@ -41,7 +41,27 @@ func (l *Limiter) Limit() int {
 }
 
 // Max is the limit the limiter starts at and recovers to.
-func (l *Limiter) Max() int { return l.max }
+func (l *Limiter) Max() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.max
+}
+
+// raise lifts the maximum to max when that is higher. A limit at the old
+// maximum moves to the new one at once (waiters get the new slots); a
+// limit that 429s have cut stays, and recovers up to the new maximum.
+func (l *Limiter) raise(max int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if max <= l.max {
+		return
+	}
+	if l.limit == l.max {
+		l.limit = max
+	}
+	l.max = max
+	l.grant()
+}
 
 // slot is one granted slot; release it exactly once.
 type slot struct {
@@ -130,9 +150,11 @@ var shared = struct {
 }{m: map[string]*Limiter{}}
 
 // Shared returns the process's limiter for name (a model's identity),
-// creating it with max: nodes calling one model at once share it. The
-// first caller's max wins; later callers get the same limiter whatever
-// max they pass.
+// creating it with max: nodes calling one model at once share it. Its
+// maximum is the largest any caller has asked for: a later caller with a
+// larger max raises it (Limiter.raise: at once, unless 429s have cut the
+// limit, which then recovers to the new maximum); one with a smaller max
+// gets the limiter as it is.
 func Shared(name string, max int) *Limiter {
 	shared.Lock()
 	defer shared.Unlock()
@@ -140,6 +162,8 @@ func Shared(name string, max int) *Limiter {
 	if l == nil {
 		l = NewLimiter(max)
 		shared.m[name] = l
+		return l
 	}
+	l.raise(max)
 	return l
 }

@@ -113,11 +113,59 @@ func TestLimiterWaiterGivesUpOnCancel(t *testing.T) {
 
 func TestSharedLimiterIsOnePerName(t *testing.T) {
 	a := Shared("test-shared-a", 4)
-	if Shared("test-shared-a", 16) != a || a.Max() != 4 {
+	if Shared("test-shared-a", 4) != a {
 		t.Error("Shared returned a second limiter for one name")
 	}
 	if Shared("test-shared-b", 4) == a {
 		t.Error("two names share a limiter")
+	}
+}
+
+func TestSharedLimiterTakesTheLargestMax(t *testing.T) {
+	a := Shared("test-shared-raise", 2)
+	held := make([]slot, 2)
+	for i := range held {
+		held[i], _ = a.acquire(context.Background())
+	}
+	granted := make(chan slot)
+	go func() {
+		s, _ := a.acquire(context.Background())
+		granted <- s
+	}()
+	for { // wait until the third caller queues
+		a.mu.Lock()
+		n := a.waiters.Len()
+		a.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if Shared("test-shared-raise", 3) != a || a.Max() != 3 || a.Limit() != 3 {
+		t.Fatalf("a larger max left the limiter at max %d, limit %d; want 3, 3", a.Max(), a.Limit())
+	}
+	held = append(held, <-granted) // the new slot went to the waiter
+	if Shared("test-shared-raise", 1) != a || a.Max() != 3 || a.Limit() != 3 {
+		t.Errorf("a smaller max lowered the limiter to max %d, limit %d", a.Max(), a.Limit())
+	}
+	for _, s := range held {
+		s.release(neutral)
+	}
+
+	// A limit that 429s cut stays cut, and recovers to the new max.
+	l := NewLimiter(4)
+	s, _ := l.acquire(context.Background())
+	s.release(overload)
+	l.raise(8)
+	if l.Max() != 8 || l.Limit() != 2 {
+		t.Fatalf("raising a cut limiter: max %d, limit %d; want 8, 2", l.Max(), l.Limit())
+	}
+	for range 2 + 3 + 4 + 5 + 6 + 7 {
+		s, _ := l.acquire(context.Background())
+		s.release(success)
+	}
+	if l.Limit() != 8 {
+		t.Errorf("after recovery the limit is %d, want 8", l.Limit())
 	}
 }
 
@@ -157,9 +205,30 @@ func TestRetryAfterParses(t *testing.T) {
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
 		{now.Add(4 * time.Second).Format(time.RFC1123), 4 * time.Second},
 		{"soon", 0},
+		{"3600", time.Hour},
+		{"1e12", 1e6 * time.Second},
+		{"NaN", 0},
 	} {
 		if got := retryAfter(tc.h, now); got != tc.want {
 			t.Errorf("Retry-After %q: %v, want %v", tc.h, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfterWaitIsCapped(t *testing.T) {
+	b := Backoff{Base: time.Nanosecond, Max: time.Nanosecond}
+	for _, tc := range []struct {
+		after, want time.Duration
+	}{
+		{0, time.Nanosecond},
+		{30 * time.Second, 30 * time.Second},
+		{MaxRetryAfter, MaxRetryAfter},
+		{time.Hour, MaxRetryAfter},
+		{1e6 * time.Second, MaxRetryAfter},
+	} {
+		ae := &attemptError{after: tc.after}
+		if got := ae.wait(b, 0); got > tc.want || got < tc.want-time.Nanosecond {
+			t.Errorf("Retry-After %v: waits %v, want %v", tc.after, got, tc.want)
 		}
 	}
 }

@@ -14,7 +14,7 @@
 // retry), so the clients of the nodes that share a model's Limiter never
 // have more than its limit of requests in flight together. The Cache a
 // Client is given must be safe for concurrent use (Cache). StripThink,
-// ExtractCode and Key are pure functions.
+// AnswerJSON, ExtractCode and Key are pure functions.
 //
 // The package prints nothing and reads no environment variable: the API
 // key comes in the Endpoint.
@@ -52,14 +52,24 @@ type Request struct {
 	// none).
 	Logprobs int `json:"logprobs,omitempty"`
 	// Schema constrains the answer to a JSON schema, sent as
-	// response_format json_schema and as vLLM's structured_outputs; the
-	// answer is checked against it (Response.SchemaHeld), because a server
-	// that does not know either field ignores it silently.
+	// response_format json_schema or as vLLM's structured_outputs, as
+	// Endpoint.Structured says; the answer is checked against it
+	// (Response.SchemaHeld), because a server that does not know the
+	// field ignores it silently.
 	Schema     json.RawMessage `json:"schema,omitempty"`
 	SchemaName string          `json:"schema_name,omitempty"`
-	// Choice constrains the answer to one of these strings (vLLM
-	// structured_outputs choice; a JSON-schema enum elsewhere).
+	// Choice constrains the answer to one of these strings: a JSON-schema
+	// string enum in response_format (answered as a JSON string), or
+	// vLLM's structured_outputs choice (answered bare). Either form holds.
 	Choice []string `json:"choice,omitempty"`
+	// Params are extra top-level fields of the request body (a model
+	// block's params: top_k, min_p, repetition_penalty,
+	// chat_template_kwargs, ...). A value that parses as JSON is sent as
+	// that JSON (a number, a boolean, an object, a quoted string), any
+	// other as a string. A param may not name a field the client sets
+	// itself (CheckParams): Do refuses such a request rather than let
+	// either win.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Call is one sample of a request. Calls with the same request and

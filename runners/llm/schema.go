@@ -245,13 +245,14 @@ func mustJSON(v any) string {
 }
 
 // checkAnswer reports whether an answer satisfied the request's schema or
-// choice, and why not. A reasoning model's think blocks are not part of the
-// answer.
+// choice, and why not. What is checked is AnswerJSON(text): a reasoning
+// model's think blocks and a fence around the whole answer are not part of
+// it.
 func checkAnswer(req *Request, sc *schema, text string) (bool, string) {
-	answer, _ := StripThink(text)
+	answer := AnswerJSON(text)
 	if len(req.Choice) > 0 {
-		// vLLM's choice constraint answers the bare string; the json_schema
-		// enum sent beside it answers it as a JSON string.
+		// vLLM's structured_outputs choice answers the bare string;
+		// response_format's string enum answers it as a JSON string.
 		cand := answer
 		var s string
 		if json.Unmarshal([]byte(answer), &s) == nil {

@@ -17,7 +17,9 @@ func Example() {
 		Models: []string{"coder"},
 		Script: []llmtest.Rule{
 			{Regexp: regexp.MustCompile(`(?i)sum`), Answer: "```go\nfunc Sum(xs []int) int { return lo.Sum(xs) }\n```"},
-			{Contains: "classify", Reply: func(q llmtest.Request) string { return q.Choice[0] }},
+			// A choice comes as response_format's string enum: the
+			// answer is a JSON string.
+			{Contains: "classify", Answer: `"API_misuse"`},
 		},
 		Default: "I do not know.",
 		Faults:  llmtest.Spread(0.3, llmtest.TooMany, llmtest.ServerError, llmtest.Drop),
@@ -47,7 +49,7 @@ func Example() {
 	}
 	// Output:
 	// fence:go func Sum(xs []int) int { return lo.Sum(xs) }
-	// API_misuse true
+	// "API_misuse" true
 	// I do not know.
 	// 1 answer to Sum a slice with lo.
 	// 1 answer to classify this failure

@@ -56,6 +56,12 @@ type Config struct {
 	// response_format or structured_outputs: Request.Schema and
 	// Request.Choice stay empty, so rules answer as if unconstrained.
 	IgnoreSchema bool
+	// Fields, when not nil, are the top-level request fields the server
+	// knows: a request carrying any other gets 400 "Unrecognized request
+	// argument supplied: NAME", as OpenAI's API answers (OpenAIFields).
+	// When nil, the server ignores fields it does not know, as vLLM and
+	// llama.cpp's server do.
+	Fields []string
 	// APIKey, when set, is the bearer token every request must carry
 	// (401 otherwise).
 	APIKey string
@@ -96,6 +102,19 @@ func (r *Rule) matches(q Request) bool {
 		(r.Contains == "" || strings.Contains(q.Text(), r.Contains)) &&
 		(r.Regexp == nil || r.Regexp.MatchString(q.Text())) &&
 		(r.When == nil || r.When(q))
+}
+
+// OpenAIFields are the request fields OpenAI's chat and completions APIs
+// accept (the union of the two), for Config.Fields: vLLM's
+// structured_outputs is not among them.
+var OpenAIFields = []string{
+	"audio", "best_of", "echo", "frequency_penalty", "function_call", "functions",
+	"logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "messages",
+	"metadata", "modalities", "model", "n", "parallel_tool_calls", "prediction",
+	"presence_penalty", "prompt", "prompt_cache_key", "reasoning_effort",
+	"response_format", "safety_identifier", "seed", "service_tier", "stop", "store",
+	"stream", "stream_options", "suffix", "temperature", "tool_choice", "tools",
+	"top_logprobs", "top_p", "user", "verbosity", "web_search_options",
 }
 
 // Fault is a kind of injected failure.
@@ -353,6 +372,19 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	call.Requests++
 	s.log[entry].ID = q.ID
 	s.mu.Unlock()
+	if s.cfg.Fields != nil {
+		var unknown []string
+		for k := range q.Body {
+			if !slices.Contains(s.cfg.Fields, k) {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			reject(http.StatusBadRequest, "Unrecognized request argument supplied: "+strings.Join(unknown, ", "))
+			return
+		}
+	}
 	if !slices.Contains(s.cfg.Models, q.Model) {
 		reject(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", q.Model))
 		return

@@ -150,6 +150,31 @@ func TestRequestsAreValidated(t *testing.T) {
 	}
 }
 
+func TestOpenAILikeServerRefusesUnknownFields(t *testing.T) {
+	s := New(Config{Fields: OpenAIFields})
+	defer s.Close()
+	for _, tc := range []struct {
+		body   string
+		status int
+		names  string
+	}{
+		{`{"model": "test-model", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "string"}}}}`, 200, ""},
+		{`{"model": "test-model", "messages": [{"role": "user", "content": "x"}], "structured_outputs": {"choice": ["a"]}}`, 400, "structured_outputs"},
+		{`{"model": "test-model", "messages": [{"role": "user", "content": "x"}], "top_k": 2, "guided_json": {}}`, 400, "guided_json, top_k"},
+	} {
+		got, b, err := post(t, s.URL()+"/chat/completions", tc.body)
+		if got != tc.status || err != nil || tc.names != "" && !strings.Contains(string(b), "Unrecognized request argument supplied: "+tc.names) {
+			t.Errorf("%s: %d %s (%v), want %d naming %q", tc.body, got, b, err, tc.status, tc.names)
+		}
+	}
+	// Without Fields the server ignores what it does not know, as vLLM does.
+	lax := New(Config{})
+	defer lax.Close()
+	if got, b, err := post(t, lax.URL()+"/chat/completions", `{"model": "test-model", "messages": [{"role": "user", "content": "x"}], "top_k": 2}`); got != 200 || err != nil {
+		t.Errorf("lax server: %d %s (%v)", got, b, err)
+	}
+}
+
 func TestCallIDsFollowTheRequest(t *testing.T) {
 	s := New(Config{})
 	defer s.Close()
