@@ -231,10 +231,7 @@ func (t generateType) calls(r nodes.Run) ([]genCall, error) {
 		}
 	}
 	m := p.model.Config
-	req := llm.Request{API: m.APIName(), Temperature: m.Temperature, TopP: m.TopP, Stop: m.Stop, Seed: m.Seed}
-	if m.MaxTokens != nil {
-		req.MaxTokens = *m.MaxTokens
-	}
+	req := p.model.Request() // the block's sampling defaults and params
 	if c.Temperature != nil {
 		req.Temperature = c.Temperature
 	}

@@ -482,6 +482,7 @@ model "chat" {
   max_tokens  = 50
   seed        = 7
   system      = "SYSTEM FROM THE BLOCK"
+  params      = { top_k = "20", repetition_penalty = "1.05", guided_note = "text" }
 }
 model "comp" {
   id          = "example/comp"
@@ -529,6 +530,11 @@ node "generate" "completions" {
 				t.Errorf("chat messages %+v", q.Messages)
 			}
 			byPrompt[fmt.Sprint(*q.Temperature)] = q
+			// The block's params reach the server as body fields, JSON
+			// when they parse as JSON.
+			if q.Body["top_k"] != 20.0 || q.Body["repetition_penalty"] != 1.05 || q.Body["guided_note"] != "text" {
+				t.Errorf("params in the body: top_k %v, repetition_penalty %v, guided_note %v", q.Body["top_k"], q.Body["repetition_penalty"], q.Body["guided_note"])
+			}
 		} else {
 			byPrompt["completions"] = q
 		}

@@ -250,13 +250,13 @@ func request(m *llmenv.Model, system, user string, schema []byte, name string) l
 		system = *cfg.System
 	}
 	zero := 0.0
-	req := llm.Request{API: cfg.APIName(), Temperature: cfg.Temperature, TopP: cfg.TopP, Stop: cfg.Stop, Seed: cfg.Seed, Schema: schema, SchemaName: name}
+	req := m.Request() // the block's sampling defaults and params
+	req.Schema, req.SchemaName = schema, name
 	if req.Temperature == nil {
 		req.Temperature = &zero
 	}
-	req.MaxTokens = 512
-	if cfg.MaxTokens != nil {
-		req.MaxTokens = *cfg.MaxTokens
+	if cfg.MaxTokens == nil {
+		req.MaxTokens = 512
 	}
 	if req.API == "completions" {
 		req.Prompt = system + "\n\n" + user + "\n\nAnswer (JSON):\n"

@@ -234,7 +234,7 @@ func SemPrompt(description, context, solution, reference string) (system, user s
 
 // ParseVerdict reads the judge's answer: a JSON object with a class among
 // the six failure classes and a rationale (clipped to 300 bytes), and no
-// other member (JudgeSchema), found in the answer as answerJSON finds it
+// other member (JudgeSchema), found in the answer as llm.AnswerJSON finds it
 // (a reasoning model's <think> blocks and a fence around the object are
 // not part of it). An answer that is not such an object is an error saying
 // why.
@@ -260,7 +260,7 @@ func ParseVerdict(answer string) (class, rationale string, err error) {
 }
 
 // ParseSem reads the semantic-equivalence answer (SemSchema, found as
-// answerJSON finds it): the score in [0, 1].
+// llm.AnswerJSON finds it): the score in [0, 1].
 func ParseSem(answer string) (score float64, err error) {
 	var v struct {
 		Equivalent *bool    `json:"equivalent"`
@@ -275,11 +275,20 @@ func ParseSem(answer string) (score float64, err error) {
 	return *v.Score, nil
 }
 
-// decodeAnswer decodes the JSON object of a judge's answer (answerJSON)
+// decodeAnswer decodes the JSON object of a judge's answer (llm.AnswerJSON)
 // into v, a struct of the schema's members: a member v does not have is an
 // error, as the schemas forbid additional properties.
 func decodeAnswer(answer string, v any) error {
-	text := answerJSON(answer)
+	text := llm.AnswerJSON(answer)
+	if !json.Valid([]byte(text)) {
+		// Prose around one fenced object (a free-text judge's habit);
+		// two fences are two answers, and none is taken.
+		stripped, _ := llm.StripThink(answer)
+		one := strings.Count(stripped, "```")+strings.Count(stripped, "~~~") == 2
+		if code, how := llm.ExtractCode(stripped, "json"); one && strings.HasPrefix(how, "fence") && json.Valid([]byte(code)) {
+			text = code
+		}
+	}
 	if !json.Valid([]byte(text)) {
 		return fmt.Errorf("not JSON: %w", json.Unmarshal([]byte(text), new(any)))
 	}
@@ -289,31 +298,6 @@ func decodeAnswer(answer string, v any) error {
 		return fmt.Errorf("not the schema's object: %w", err)
 	}
 	return nil
-}
-
-// answerJSON is the JSON of a judge's answer: the answer without a
-// reasoning model's <think> blocks (llm.StripThink, which also drops the
-// thinking before a lone </think>: R1-style templates open the block in
-// the prompt), and, unless that is a JSON object already, the body of its
-// one fenced block (```json or a bare ```) when it has exactly one,
-// whatever prose surrounds it. Anything else is returned as it is, for the
-// parser to reject.
-func answerJSON(text string) string {
-	const fence = "```"
-	answer, _ := llm.StripThink(text)
-	if strings.HasPrefix(answer, "{") || strings.Count(answer, fence) != 2 {
-		return answer
-	}
-	_, rest, _ := strings.Cut(answer, fence)
-	body, _, _ := strings.Cut(rest, fence)
-	info, inner, ok := strings.Cut(body, "\n")
-	if !ok { // ```{...}``` on one line
-		return strings.TrimSpace(strings.TrimPrefix(body, "json"))
-	}
-	if info = strings.TrimSpace(info); info != "" && !strings.EqualFold(info, "json") {
-		return answer
-	}
-	return strings.TrimSpace(inner)
 }
 
 // clip bounds s to n bytes (on a rune boundary), saying so.

@@ -58,7 +58,7 @@ func AnswerJSON(text string) string {
 	answer, _ := StripThink(text)
 	lines := strings.Split(answer, "\n")
 	if len(lines) < 2 {
-		return answer
+		return oneLineFence(answer)
 	}
 	mark, info, ok := openFence(lines[0])
 	if tag := strings.ToLower(info); !ok || tag != "" && tag != "json" {
@@ -69,6 +69,26 @@ func AnswerJSON(text string) string {
 		return answer
 	}
 	return strings.TrimSpace(strings.Join(body, "\n"))
+}
+
+// oneLineFence is the body of a fence opened and closed on one line
+// (```json {...}```), or line as it is.
+func oneLineFence(line string) string {
+	for _, mark := range []string{"```", "~~~"} {
+		body, ok := strings.CutPrefix(line, mark)
+		if !ok {
+			continue
+		}
+		body, ok = strings.CutSuffix(body, mark)
+		if !ok || strings.Contains(body, mark) {
+			return line
+		}
+		if tag, rest, ok := strings.Cut(body, " "); ok && strings.EqualFold(tag, "json") {
+			body = rest
+		}
+		return strings.TrimSpace(body)
+	}
+	return line
 }
 
 // nonEmpty drops empty strings.

@@ -19,6 +19,8 @@ func TestAnswerJSONDropsThinkBlocksAndAWholeAnswerFence(t *testing.T) {
 		{"json fence", "```json\n" + v + "\n```", v},
 		{"JSON fence in capitals, CRLF", "```JSON\r\n" + v + "\r\n```\r\n", v},
 		{"untagged fence", "```\n" + v + "\n```", v},
+		{"a fence on one line", "```json " + v + "```", v},
+		{"an untagged fence on one line", "```" + v + "```", v},
 		{"tilde fence", "~~~json\n" + v + "\n~~~", v},
 		{"multi-line JSON in a fence", "```json\n{\n  \"class\": \"OK\"\n}\n```", "{\n  \"class\": \"OK\"\n}"},
 		{"a string answer", `"OK"`, `"OK"`},
