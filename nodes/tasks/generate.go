@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -319,59 +317,22 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	think := p.model.Config.ThinkMode()
 	cell := p.prompts.Cell().Name
 
-	var (
-		mu       sync.Mutex
-		done     int64
-		made     int64 // calls made, not replayed
-		tokens   int64 // completion tokens of the calls made
-		firstErr error
-		stop     = make(chan struct{}) // closed at the first failure: no new calls
-	)
-	start := time.Now()
-	total := int64(len(calls))
-	r.Progress(0, total)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < max(1, p.model.Endpoint.Concurrency); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				gc := calls[i]
-				resp, err := client.Do(ctx, gc.call)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("task %s sample %d: %w", gc.task.TaskID, gc.sample, err)
-						close(stop)
-					}
-					mu.Unlock()
-					continue
-				}
-				rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, think)
-				done++
-				if !resp.Cached {
-					made++
-					tokens += int64(resp.OutputTokens)
-				}
-				r.Progress(done, total)
-				r.Status("%s", status(done, total, made, tokens, time.Since(start)))
-				mu.Unlock()
+	reqs := make([]llm.Call, len(calls))
+	for i, gc := range calls {
+		reqs[i] = gc.call
+	}
+	var firstErr error
+	total := len(calls)
+	done := llmenv.DoAll(ctx, r, client, reqs, p.model.Endpoint.Concurrency, true, func(i int, resp *llm.Response, err error) {
+		gc := calls[i]
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("task %s sample %d: %w", gc.task.TaskID, gc.sample, err)
 			}
-		}()
-	}
-feed:
-	for i := range calls {
-		select {
-		case work <- i:
-		case <-stop:
-			break feed
-		case <-ctx.Done():
-			break feed
+			return
 		}
-	}
-	close(work)
-	wg.Wait() // calls in flight complete (and are cached) before the node fails
+		rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, think)
+	})
 	st := client.Stats()
 	r.Report("usage", st)
 	if firstErr == nil {
@@ -383,21 +344,6 @@ feed:
 	c := t.Config(r)
 	r.Note("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
 	return t.Write(r, rows)
-}
-
-// status is the live line: calls done, calls made per second and output
-// tokens per second since the start, and the time left at that rate.
-func status(done, total, made, tokens int64, elapsed time.Duration) string {
-	secs := elapsed.Seconds()
-	if secs <= 0 {
-		secs = 1e-9
-	}
-	rate := float64(made) / secs
-	eta := "-"
-	if rate > 0 {
-		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
-	}
-	return fmt.Sprintf("%d/%d calls, %.1f calls/s, %.0f tok/s, ETA %s", done, total, rate, float64(tokens)/secs, eta)
 }
 
 // answerRow is the row of one answered call.

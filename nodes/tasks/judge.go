@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -366,29 +365,13 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 		return nil, failed, err
 	}
 	answers := make([]answer, len(j.calls))
-	conc = max(conc, 1)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, conc)
-	var mu sync.Mutex
-	done := 0
-	for _, i := range unique {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			resp, err := cl.Do(ctx, j.calls[i].Call)
-			answers[i] = answer{resp, err}
-			mu.Lock()
-			done++
-			r.Progress(int64(done), int64(len(unique)))
-			r.Status("%d/%d judge calls", done, len(unique))
-			mu.Unlock()
-		}()
+	reqs := make([]llm.Call, len(unique))
+	for n, i := range unique {
+		reqs[n] = j.calls[i].Call
 	}
-	wg.Wait()
+	llmenv.DoAll(ctx, r, cl, reqs, conc, false, func(n int, resp *llm.Response, err error) {
+		answers[unique[n]] = answer{resp, err}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, failed, err
 	}

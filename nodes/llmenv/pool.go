@@ -1,0 +1,98 @@
+package llmenv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+// DoAll makes calls through cl, at most conc at once (the client's limiter
+// may hold them to fewer), and hands each answer or error to each, one at
+// a time, in the order they complete. With stopOnError the first error
+// stops new calls; calls in flight complete (and are cached) before DoAll
+// returns, so a re-run makes only the missing ones. A cancelled ctx stops
+// new calls too. DoAll reports progress and the live status line (calls
+// done of total, calls made per second, completion tokens per second, ETA)
+// through r, and returns how many calls were answered.
+//
+// each runs under DoAll's lock: it may write shared state without its own.
+func DoAll(ctx context.Context, r nodes.Run, cl *llm.Client, calls []llm.Call, conc int, stopOnError bool, each func(i int, resp *llm.Response, err error)) (answered int) {
+	var (
+		mu      sync.Mutex
+		done    int64
+		made    int64 // calls made, not replayed
+		tokens  int64 // completion tokens of the calls made
+		stopped bool
+		stop    = make(chan struct{})
+	)
+	start := time.Now()
+	total := int64(len(calls))
+	r.Progress(0, total)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, conc) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				select {
+				case <-stop: // the feeder may have raced the failure
+					continue
+				default:
+				}
+				resp, err := cl.Do(ctx, calls[i])
+				mu.Lock()
+				each(i, resp, err)
+				if err != nil {
+					if stopOnError && !stopped {
+						stopped = true
+						close(stop)
+					}
+					mu.Unlock()
+					continue
+				}
+				done++
+				if !resp.Cached {
+					made++
+					tokens += int64(resp.OutputTokens)
+				}
+				r.Progress(done, total)
+				r.Status("%s", Status(done, total, made, tokens, time.Since(start)))
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range calls {
+		select {
+		case work <- i:
+		case <-stop:
+			break feed
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return int(done)
+}
+
+// Status is the live line of a node calling a model: calls done, calls
+// made per second and completion tokens per second since the start, and
+// the time left at that rate.
+func Status(done, total, made, tokens int64, elapsed time.Duration) string {
+	secs := elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	rate := float64(made) / secs
+	eta := "-"
+	if rate > 0 {
+		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d calls, %.1f calls/s, %.0f tok/s, ETA %s", done, total, rate, float64(tokens)/secs, eta)
+}
