@@ -59,6 +59,8 @@ func callerValues(r nodes.Run) ([]int64, error) {
 	return out, nil
 }
 
+func (callerType) CallsModels(any) bool { return true }
+
 func (callerType) PlanCalls(_ context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := r.Config().(*callerConfig)
 	if c.FailPlan != nil && *c.FailPlan == "panic" {

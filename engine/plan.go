@@ -75,7 +75,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			e.Status, e.Reason = PlanBlocked, "input "+listAddrs(blocked)+" cannot run"
 		case len(runs) > 0:
 			e.Status, e.Reason = PlanRun, "input "+listAddrs(runs)+" will run"
-			if _, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls {
+			if cp, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls && cp.CallsModels(i.Config) {
 				e.CallsUnknown = "model calls unknown until its inputs exist"
 			}
 		default:

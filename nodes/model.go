@@ -121,6 +121,10 @@ type CallPlan struct {
 // time, once the instance's inputs are in the store and its key is known,
 // PlanCalls counts the calls a run would make and how many are cached.
 // r is a Run whose Output fails; everything else works as in Run.
+// CallsModels says whether an instance with this config calls a model at
+// all (a judge without a judge model does not): plans say so before its
+// inputs exist.
 type CallPlanner interface {
 	PlanCalls(ctx context.Context, r Run) ([]CallPlan, error)
+	CallsModels(cfg any) bool
 }

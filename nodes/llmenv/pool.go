@@ -96,3 +96,35 @@ func Status(done, total, made, tokens int64, elapsed time.Duration) string {
 	}
 	return fmt.Sprintf("%d/%d calls, %.1f calls/s, %.0f tok/s, ETA %s", done, total, rate, float64(tokens)/secs, eta)
 }
+
+// DefaultCompletionEstimate is the completion tokens Estimate assumes per
+// call when neither perAnswer nor the request's max_tokens says.
+const DefaultCompletionEstimate = 512
+
+// Estimate is the plan of calls to model through cl: how many, how many
+// the call cache holds, and the tokens of the rest, estimated as the
+// prompt's bytes / 4 and, per answer, perAnswer when positive, else the
+// request's max_tokens, else DefaultCompletionEstimate.
+func Estimate(cl *llm.Client, model string, calls []llm.Call, perAnswer int) nodes.CallPlan {
+	p := nodes.CallPlan{Model: model, Calls: int64(len(calls))}
+	for _, c := range calls {
+		if cl.Cached(c) {
+			p.Cached++
+			continue
+		}
+		n := len(c.Request.Prompt)
+		for _, m := range c.Request.Messages {
+			n += len(m.Content)
+		}
+		p.PromptTokens += int64(n / 4) // about 4 bytes a token
+		switch {
+		case perAnswer > 0:
+			p.OutputTokens += int64(perAnswer)
+		case c.Request.MaxTokens > 0:
+			p.OutputTokens += int64(c.Request.MaxTokens)
+		default:
+			p.OutputTokens += DefaultCompletionEstimate
+		}
+	}
+	return p
+}

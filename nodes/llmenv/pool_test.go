@@ -19,7 +19,7 @@ type progressRun struct {
 	status      string
 }
 
-func (r *progressRun) Progress(done, total int64) { r.done, r.total = done, total }
+func (r *progressRun) Progress(done, total int64)   { r.done, r.total = done, total }
 func (r *progressRun) Status(f string, args ...any) { r.status = fmt.Sprintf(f, args...) }
 
 func TestDoAll(t *testing.T) {

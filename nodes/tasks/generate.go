@@ -364,32 +364,22 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, think string) Genera
 	}
 }
 
-// DefaultCompletionEstimate is the completion tokens a plan assumes per
-// call when neither the node nor the model block sets max_tokens.
-const DefaultCompletionEstimate = 512
-
 // PlanCalls counts the calls a run would make and those the call cache
 // holds, and estimates the tokens of the rest: the prompt's characters / 4,
-// and max_tokens (else DefaultCompletionEstimate) per answer.
+// and max_tokens (else llmenv.DefaultCompletionEstimate) per answer.
+// CallsModels: generate always calls its model.
+func (generateType) CallsModels(any) bool { return true }
+
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
 	calls, err := t.calls(r)
 	if err != nil {
 		return nil, err
 	}
-	client := p.model.Client(r)
-	plan := nodes.CallPlan{Model: p.model.Config.ID, Calls: int64(len(calls))}
-	for _, gc := range calls {
-		if client.Cached(gc.call) {
-			plan.Cached++
-			continue
-		}
-		plan.PromptTokens += int64(len(gc.prompt)) / 4
-		if n := gc.call.Request.MaxTokens; n > 0 {
-			plan.OutputTokens += int64(n)
-		} else {
-			plan.OutputTokens += DefaultCompletionEstimate
-		}
+	reqs := make([]llm.Call, len(calls))
+	for i, gc := range calls {
+		reqs[i] = gc.call
 	}
+	plan := llmenv.Estimate(p.model.Client(r), p.model.Config.ID, reqs, 0)
 	return []nodes.CallPlan{plan}, nil
 }

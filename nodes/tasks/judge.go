@@ -289,6 +289,9 @@ func (j *judged) unique() (unique, first []int, err error) {
 
 // PlanCalls counts the judge model's calls: one per distinct question of a
 // sample the fast path leaves undecided, and of each sample with sem.
+// CallsModels: the judge calls a model when it has one.
+func (judgeType) CallsModels(cfg any) bool { return cfg.(*judgeConfig).Model != nil }
+
 func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	j, m, err := t.prepare(r)
 	if err != nil || m == nil {
@@ -298,26 +301,11 @@ func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	if err != nil {
 		return nil, err
 	}
-	cl := m.Client(r)
-	p := nodes.CallPlan{Model: m.Config.ID, Calls: int64(len(unique))}
-	for _, i := range unique {
-		c := j.calls[i]
-		if cl.Cached(c.Call) {
-			p.Cached++
-			continue
-		}
-		p.PromptTokens += int64(promptChars(c.Call.Request) / 4) // about 4 bytes a token
-		p.OutputTokens += 60
+	calls := make([]llm.Call, len(unique))
+	for n, i := range unique {
+		calls[n] = j.calls[i].Call
 	}
-	return []nodes.CallPlan{p}, nil
-}
-
-func promptChars(req llm.Request) int {
-	n := len(req.Prompt)
-	for _, m := range req.Messages {
-		n += len(m.Content)
-	}
-	return n
+	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, 60)}, nil // a verdict is short
 }
 
 func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
