@@ -25,13 +25,14 @@ build:
 ENDPOINT ?=
 SERVED_NAME ?=
 QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME))
+# (a variable: a comma inside $(if ...) would end its argument)
+SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,ok,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
 quickstart: deps build
 	$(BIN) validate $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
-	$(if $(ENDPOINT),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all \
-	  --columns model,cell,library,tasks,pass_at_1,api_acc,param_corr,ok,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic --limit 100)
+	$(if $(ENDPOINT),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all --columns $(SLICE_COLUMNS) --limit 100)
 
 # bubblewrap isolates untrusted generated code (runners/sandbox). Installed
 # here when missing and we are root; otherwise the sandbox warns and its
