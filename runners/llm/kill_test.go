@@ -112,6 +112,7 @@ func TestKilledRunRepeatsNoCompletedCall(t *testing.T) {
 		}
 		return m
 	}
+	srv.Settle(200 * time.Millisecond) // the killed process's last requests land first
 	before := byText()
 
 	got := doAll(t, c, calls, 8)

@@ -714,3 +714,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": http.StatusText(status), "code": status}})
 }
+
+// Settle returns once no request has arrived for d: the last requests of
+// a client that was killed may still be on their way into the handlers,
+// and a test that counts requests from now on must not see them.
+func (s *Server) Settle(d time.Duration) {
+	for prev := -1; ; {
+		n := s.Stats().Requests
+		if n == prev {
+			return
+		}
+		prev = n
+		time.Sleep(d)
+	}
+}
