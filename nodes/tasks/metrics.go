@@ -85,14 +85,15 @@ var (
 )
 
 func (metricsType) Name() string    { return "metrics" }
-func (metricsType) Version() string { return "3" }
+func (metricsType) Version() string { return "4" }
 func (metricsType) Doc() string {
 	return "NovelAPIBench's metrics (seed Table 1, Appendix E) from judge outputs: one row per model × cell × difficulty × library " +
 		"and pooled rows (\"all\") per model × cell, model × cell × difficulty and model × cell × library, with tasks, samples, pass@1, " +
 		"pass@k (Chen et al.'s unbiased estimator), API_acc, Param_corr, Sem, the failure composition over OK and the six classes, " +
-		"and 95% percentile bootstrap CIs resampling tasks (seeded). Values are percentages rounded to 0.01; every metric is a mean " +
-		"over the group's tasks of the task's value, so each task weighs the same. Only a model's samples count: rows whose kind is not " +
-		"\"model\" (the calibration samples a judge also classifies) are skipped, and an input holding nothing else is an error."
+		"every metric followed by its 95% percentile bootstrap CI resampling tasks (seeded; columns METRIC_lo and METRIC_hi, null " +
+		"where the metric is). Values are percentages rounded to 0.01; every metric is a mean over the group's tasks of the task's " +
+		"value, so each task weighs the same. Only a model's samples count: rows whose kind is not \"model\" (the calibration " +
+		"samples a judge also classifies) are skipped, and an input holding nothing else is an error."
 }
 
 func (metricsType) Validate(cfg any) error {
@@ -113,24 +114,61 @@ func (metricsType) Validate(cfg any) error {
 
 func (metricsType) Schema() nodes.Schema {
 	return nodes.Schema{
-		Dynamic: "a pass_at_K column for each k",
+		Dynamic: "pass_at_K, pass_at_K_lo and pass_at_K_hi columns for each k",
 		Derive: func(cfg any, _ func(nodes.Ref) *parquet.Schema) *parquet.Schema {
 			return parquet.SchemaOf(reflect.New(metricsRowType(cfg.(*metricsConfig).ks())).Interface())
 		},
 	}
 }
 
-// A metrics row's columns, in order; pass_at_K columns follow pass@1's CI.
-// Percentages are *float64: null where a metric is undefined (pass@k with
-// a task of fewer than k samples, Param_corr or Sem without a defined
-// value, a CI without resamples).
+// A metrics row's columns, in order: headCols, countCol, then each of
+// metricCols followed by its CI's _lo and _hi.
 var (
 	headCols = []string{"model", "cell", "difficulty", "library"}
 	countCol = []string{"tasks", "samples"}
-	pctCols  = []string{"pass_at_1", "pass_at_1_lo", "pass_at_1_hi"}
-	tailCols = []string{"api_acc", "api_acc_lo", "api_acc_hi", "param_corr", "param_corr_lo", "param_corr_hi", "sem",
-		"ok", "wrong_syntax", "wrong_api_selection", "wrong_import", "wrong_param", "wrong_shape_dtype", "wrong_logic", "unclassified"}
 )
+
+// compositionCols name the composition columns of OK and the six failure
+// classes, in the paper's order.
+var compositionCols = []struct{ class, col string }{
+	{goharness.ClassOK, "ok"},
+	{goharness.ClassWrongSyntax, "wrong_syntax"},
+	{goharness.ClassWrongAPISelection, "wrong_api_selection"},
+	{goharness.ClassWrongImport, "wrong_import"},
+	{goharness.ClassWrongParam, "wrong_param"},
+	{goharness.ClassWrongShapeDtype, "wrong_shape_dtype"},
+	{goharness.ClassWrongLogic, "wrong_logic"},
+}
+
+// metricCol is one percentage column of a metrics row: its point value
+// and its CI, each nil where undefined (pass@k with a task of fewer than
+// k samples, Param_corr or Sem without a defined value, a CI without
+// resamples). The name is also the CI's bootstrap stream's, except
+// pass@K's ("pass@K").
+type metricCol struct {
+	name  string
+	value func(*groupMetrics) (*float64, *analysis.CI)
+}
+
+// metricCols are the percentage columns for these ks, in order: pass@1,
+// the other pass@k, API_acc, Param_corr, Sem, the composition and
+// unclassified.
+func metricCols(ks []int) []metricCol {
+	var cols []metricCol
+	for _, k := range ks {
+		cols = append(cols, metricCol{"pass_at_" + strconv.Itoa(k), func(m *groupMetrics) (*float64, *analysis.CI) { return m.PassAt[k], m.PassAtCI[k] }})
+	}
+	cols = append(cols,
+		metricCol{"api_acc", func(m *groupMetrics) (*float64, *analysis.CI) { return m.APIAcc, m.APIAccCI }},
+		metricCol{"param_corr", func(m *groupMetrics) (*float64, *analysis.CI) { return m.ParamCorr, m.ParamCorrCI }},
+		metricCol{"sem", func(m *groupMetrics) (*float64, *analysis.CI) { return m.Sem, m.SemCI }})
+	for _, c := range compositionCols {
+		cols = append(cols, metricCol{c.col, func(m *groupMetrics) (*float64, *analysis.CI) {
+			return pct(m.Composition[c.class]), m.CompositionCI[c.class]
+		}})
+	}
+	return append(cols, metricCol{"unclassified", func(m *groupMetrics) (*float64, *analysis.CI) { return pct(m.Unclassified), m.UnclassifiedCI }})
+}
 
 // metricsRowType is the row struct for these ks, built at run time so that
 // the columns keep their order (a parquet group would sort them).
@@ -150,14 +188,10 @@ func metricsRowType(ks []int) reflect.Type {
 	for _, c := range countCol {
 		add(c, i64, false)
 	}
-	for _, c := range pctCols {
-		add(c, pf, true)
-	}
-	for _, k := range ks[1:] {
-		add("pass_at_"+strconv.Itoa(k), pf, true)
-	}
-	for _, c := range tailCols {
-		add(c, pf, true)
+	for _, c := range metricCols(ks) {
+		add(c.name, pf, true)
+		add(c.name+"_lo", pf, true)
+		add(c.name+"_hi", pf, true)
 	}
 	return reflect.StructOf(fields)
 }
@@ -188,6 +222,7 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
+	cols := metricCols(ks)
 	var table []groupMetrics
 	for _, g := range groups {
 		m := compute(g, ks, c.bootstrap(), c.seed())
@@ -207,26 +242,13 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		set(int64(m.Tasks))
 		set(int64(m.Samples))
-		set(m.PassAt[1])
-		lo, hi := ciBounds(m.PassAt1CI)
-		set(lo)
-		set(hi)
-		for _, k := range ks[1:] {
-			set(m.PassAt[k])
+		for _, c := range cols {
+			p, ci := c.value(&m)
+			lo, hi := ciBounds(ci)
+			set(p)
+			set(lo)
+			set(hi)
 		}
-		set(m.APIAcc)
-		lo, hi = ciBounds(m.APIAccCI)
-		set(lo)
-		set(hi)
-		set(m.ParamCorr)
-		lo, hi = ciBounds(m.ParamCorrCI)
-		set(lo)
-		set(hi)
-		set(m.Sem)
-		for _, cl := range append([]string{goharness.ClassOK}, goharness.FailureClasses...) {
-			set(pct(m.Composition[cl]))
-		}
-		set(pct(m.Unclassified))
 		if err := w.Write(v.Addr().Interface()); err != nil {
 			return err
 		}
@@ -400,13 +422,16 @@ type groupMetrics struct {
 	Model, Cell, Difficulty, Library string
 	Tasks, Samples                   int
 	PassAt                           map[int]*float64
-	PassAt1CI, APIAccCI, ParamCorrCI *analysis.CI
+	PassAtCI                         map[int]*analysis.CI
 	APIAcc, ParamCorr, Sem           *float64
+	APIAccCI, ParamCorrCI, SemCI     *analysis.CI
 	// Composition is the mean over tasks of the fraction of each class
 	// (OK and the six) among the task's samples; Unclassified of anything
 	// else (needs_llm from an old judge).
-	Composition  map[string]float64
-	Unclassified float64
+	Composition    map[string]float64
+	CompositionCI  map[string]*analysis.CI
+	Unclassified   float64
+	UnclassifiedCI *analysis.CI
 }
 
 // ciBounds are an interval's bounds as percentages; nil without one.
@@ -433,10 +458,11 @@ func ciBounds(c *analysis.CI) (lo, hi *float64) {
 //     tasks with any; null when none has;
 //   - composition: the fraction of the task's samples in each class.
 //
-// The CIs of pass@1, API_acc and Param_corr are analysis.Bootstrap over
-// the per-task values the point estimate averages (Param_corr's: the tasks
-// with a defined value) with b resamples, seed and a stream derived from
-// the group's name (adding groups leaves the others' CIs as they were).
+// Every metric's CI is analysis.Bootstrap over the per-task values its
+// point estimate averages (Param_corr's and Sem's: the tasks with a
+// defined value) with b resamples, seed and a stream derived from the
+// group's name and the metric's (adding groups or metrics leaves the
+// others' CIs as they were); nil where the metric is.
 func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	type acc struct {
 		n, c, api, corrN, semN int
@@ -471,8 +497,8 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	}
 	m := groupMetrics{Model: g.Model, Cell: g.Cell, Difficulty: g.Difficulty, Library: g.Library, Tasks: len(order), Samples: len(g.rows),
 		PassAt: map[int]*float64{}, Composition: map[string]float64{}}
-	var pass1, api, corr, sems []float64
-	known := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
+	var pass1, api, corr, sems, unclassified []float64
+	classes := map[string][]float64{}
 	for _, id := range order {
 		a := per[id]
 		n := float64(a.n)
@@ -485,12 +511,23 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 			sems = append(sems, a.sem/float64(a.semN))
 		}
 		other := a.n
-		for _, cl := range known {
-			m.Composition[cl] += float64(a.classes[cl]) / n / float64(len(order))
-			other -= a.classes[cl]
+		for _, c := range compositionCols {
+			m.Composition[c.class] += float64(a.classes[c.class]) / n / float64(len(order))
+			classes[c.class] = append(classes[c.class], float64(a.classes[c.class])/n)
+			other -= a.classes[c.class]
 		}
 		m.Unclassified += float64(other) / n / float64(len(order))
+		unclassified = append(unclassified, float64(other)/n)
 	}
+	name := strings.Join([]string{g.Model, g.Cell, g.Difficulty, g.Library}, "\x00")
+	ci := func(vals []float64, metric string) *analysis.CI {
+		c, ok := analysis.Bootstrap(vals, b, ciLevel, seed, analysis.StreamOf(name+"\x00"+metric))
+		if !ok {
+			return nil
+		}
+		return &c
+	}
+	m.PassAtCI = map[int]*analysis.CI{1: ci(pass1, "pass@1")}
 	for _, k := range ks {
 		var vals []float64
 		for _, id := range order {
@@ -503,21 +540,21 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		}
 		if vals != nil {
 			m.PassAt[k] = pct(analysis.Mean(vals))
+			if k > 1 {
+				m.PassAtCI[k] = ci(vals, "pass@"+strconv.Itoa(k))
+			}
 		}
 	}
 	m.APIAcc, m.ParamCorr = pct(analysis.Mean(api)), pct(analysis.Mean(corr))
 	if len(sems) > 0 {
 		m.Sem = pct(analysis.Mean(sems))
 	}
-	name := strings.Join([]string{g.Model, g.Cell, g.Difficulty, g.Library}, "\x00")
-	ci := func(vals []float64, metric string) *analysis.CI {
-		c, ok := analysis.Bootstrap(vals, b, ciLevel, seed, analysis.StreamOf(name+"\x00"+metric))
-		if !ok {
-			return nil
-		}
-		return &c
+	m.APIAccCI, m.ParamCorrCI, m.SemCI = ci(api, "api_acc"), ci(corr, "param_corr"), ci(sems, "sem")
+	m.CompositionCI = map[string]*analysis.CI{}
+	for _, c := range compositionCols {
+		m.CompositionCI[c.class] = ci(classes[c.class], c.col)
 	}
-	m.PassAt1CI, m.APIAccCI, m.ParamCorrCI = ci(pass1, "pass@1"), ci(api, "api_acc"), ci(corr, "param_corr")
+	m.UnclassifiedCI = ci(unclassified, "unclassified")
 	return m
 }
 
@@ -554,8 +591,8 @@ func tableOne(ms []groupMetrics, ks []int) []string {
 			line = append(line, f(m.PassAt[k]))
 		}
 		var comp []string
-		for _, cl := range append([]string{goharness.ClassOK}, goharness.FailureClasses...) {
-			comp = append(comp, strconv.Itoa(int(math.Round(100*m.Composition[cl]))))
+		for _, c := range compositionCols {
+			comp = append(comp, strconv.Itoa(int(math.Round(100*m.Composition[c.class]))))
 		}
 		line = append(line, f(m.APIAcc), f(m.ParamCorr), f(m.Sem), strings.Join(comp, "/"))
 		rows = append(rows, line)

@@ -37,19 +37,18 @@ const judged2 = `{"task_id":"t1","model":"m2","cell":"base","difficulty":"easy",
 `
 
 // readMetrics reads a metrics output as rows of column → printed value
-// ("null" for null), keyed model/cell/difficulty/library.
-func readMetrics(t *testing.T, run *nodetest.Result, addr string) (map[string]map[string]string, []string) {
+// ("null" for null), keyed model/cell/difficulty/library, with its columns
+// and its rows' keys in order.
+func readMetrics(t *testing.T, run *nodetest.Result, addr string) (rows map[string]map[string]string, cols, order []string) {
 	t.Helper()
 	rd, err := run.Store.Open(run.Nodes[addr].Output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cols []string
 	for _, f := range rd.Schema().Fields() {
 		cols = append(cols, f.Name())
 	}
-	out := map[string]map[string]string{}
-	var order []string
+	rows = map[string]map[string]string{}
 	for _, row := range rd.Rows() {
 		var v any
 		if err := rd.Schema().Reconstruct(&v, row); err != nil {
@@ -65,10 +64,10 @@ func readMetrics(t *testing.T, run *nodetest.Result, addr string) (map[string]ma
 			}
 		}
 		key := strings.Join([]string{rec["model"], rec["cell"], rec["difficulty"], rec["library"]}, "/")
-		out[key] = rec
+		rows[key] = rec
 		order = append(order, key)
 	}
-	return out, append(cols, order...)
+	return rows, cols, order
 }
 
 func TestMetricsOnAHandBuiltJudgeTable(t *testing.T) {
@@ -92,15 +91,20 @@ node "metrics" "noci" {
   bootstrap = 0
 }
 `)
-	rows, info := readMetrics(t, run, "node.metrics.x")
-	cols := strings.Join(info[:29], ",")
-	wantCols := "model,cell,difficulty,library,tasks,samples,pass_at_1,pass_at_1_lo,pass_at_1_hi,pass_at_2,pass_at_5," +
-		"api_acc,api_acc_lo,api_acc_hi,param_corr,param_corr_lo,param_corr_hi,sem," +
-		"ok,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic,unclassified"
-	if !strings.HasPrefix(cols, wantCols) {
+	rows, colList, orderList := readMetrics(t, run, "node.metrics.x")
+	// Every metric is followed by its CI's bounds.
+	cols := strings.Join(colList, ",")
+	wantCols := "model,cell,difficulty,library,tasks,samples,pass_at_1,pass_at_1_lo,pass_at_1_hi," +
+		"pass_at_2,pass_at_2_lo,pass_at_2_hi,pass_at_5,pass_at_5_lo,pass_at_5_hi," +
+		"api_acc,api_acc_lo,api_acc_hi,param_corr,param_corr_lo,param_corr_hi,sem,sem_lo,sem_hi," +
+		"ok,ok_lo,ok_hi,wrong_syntax,wrong_syntax_lo,wrong_syntax_hi,wrong_api_selection,wrong_api_selection_lo,wrong_api_selection_hi," +
+		"wrong_import,wrong_import_lo,wrong_import_hi,wrong_param,wrong_param_lo,wrong_param_hi," +
+		"wrong_shape_dtype,wrong_shape_dtype_lo,wrong_shape_dtype_hi,wrong_logic,wrong_logic_lo,wrong_logic_hi," +
+		"unclassified,unclassified_lo,unclassified_hi"
+	if cols != wantCols {
 		t.Errorf("columns\n %s\nwant\n %s", cols, wantCols)
 	}
-	order := strings.Join(info[26:], " ")
+	order := strings.Join(orderList, " ")
 	wantOrder := "m/base/all/all m/base/easy/all m/base/medium/all m/base/all/a m/base/all/b m/base/easy/a m/base/medium/b " +
 		"m/S/all/all m/S/easy/all m/S/all/a m/S/easy/a m2/base/all/all m2/base/easy/all m2/base/all/a m2/base/easy/a"
 	if order != wantOrder {
@@ -110,18 +114,33 @@ node "metrics" "noci" {
 	//   pass@1 = (2/5 + 1/4)/2; pass@2 = (1-C(3,2)/C(5,2) + 1-C(3,2)/C(4,2))/2 = (0.7+0.5)/2;
 	//   pass@5 is undefined for t2 (4 samples); API_acc = (4/5 + 1/4)/2;
 	//   Param_corr = t1's 2.5/4 (t2 has none, like Sem); Sem = t1's (1+0.5+0)/3.
-	// A group of one task has a CI of that task's value.
+	// A group of one task has a CI of that task's value; with two tasks
+	// (t1 and t2 of cell base) and 1000 resamples, the 2.5% and 97.5%
+	// quantiles are the lower and the higher task's value: t1's and t2's
+	// pass@2 are 70 and 50, their composition (OK, Syn, API, Imp, Par, Shp,
+	// Log, unclassified) 40/0/20/0/20/0/20/0 and 25/25/0/25/0/0/0/25.
+	// A CI is null where its metric is.
 	want := map[string]string{
-		"m/base/all/all": "tasks=2 samples=9 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_5=null " +
-			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=62.5 param_corr_lo=62.5 param_corr_hi=62.5 sem=50 " +
-			"ok=32.5 wrong_syntax=12.5 wrong_api_selection=10 wrong_import=12.5 wrong_param=10 wrong_shape_dtype=0 wrong_logic=10 unclassified=12.5",
-		"m/base/easy/all": "tasks=1 samples=5 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_5=100 " +
-			"api_acc=80 param_corr=62.5 sem=50 ok=40 wrong_api_selection=20 wrong_param=20 wrong_logic=20 unclassified=0",
-		"m/base/all/a":    "tasks=1 samples=5 pass_at_1=40 pass_at_2=70 pass_at_5=100",
-		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_5=null api_acc=25 param_corr=null param_corr_lo=null sem=null ok=25 unclassified=25",
-		"m/S/all/all": "tasks=1 samples=2 pass_at_1=0 pass_at_2=0 pass_at_5=null api_acc=100 param_corr=75 param_corr_lo=75 param_corr_hi=75 " +
-			"sem=null ok=0 wrong_shape_dtype=100",
-		"m2/base/all/all": "tasks=1 samples=1 pass_at_1=100 pass_at_2=null pass_at_5=null api_acc=100 param_corr=100 sem=null ok=100",
+		"m/base/all/all": "tasks=2 samples=9 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_2_lo=50 pass_at_2_hi=70 " +
+			"pass_at_5=null pass_at_5_lo=null pass_at_5_hi=null " +
+			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=62.5 param_corr_lo=62.5 param_corr_hi=62.5 sem=50 sem_lo=50 sem_hi=50 " +
+			"ok=32.5 ok_lo=25 ok_hi=40 wrong_syntax=12.5 wrong_syntax_lo=0 wrong_syntax_hi=25 " +
+			"wrong_api_selection=10 wrong_api_selection_lo=0 wrong_api_selection_hi=20 wrong_import=12.5 wrong_import_lo=0 wrong_import_hi=25 " +
+			"wrong_param=10 wrong_param_lo=0 wrong_param_hi=20 wrong_shape_dtype=0 wrong_shape_dtype_lo=0 wrong_shape_dtype_hi=0 " +
+			"wrong_logic=10 wrong_logic_lo=0 wrong_logic_hi=20 unclassified=12.5 unclassified_lo=0 unclassified_hi=25",
+		"m/base/easy/all": "tasks=1 samples=5 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_2_lo=70 pass_at_2_hi=70 " +
+			"pass_at_5=100 pass_at_5_lo=100 pass_at_5_hi=100 api_acc=80 param_corr=62.5 sem=50 sem_lo=50 sem_hi=50 " +
+			"ok=40 ok_lo=40 ok_hi=40 wrong_api_selection=20 wrong_api_selection_lo=20 wrong_api_selection_hi=20 wrong_param=20 wrong_param_lo=20 " +
+			"wrong_logic=20 wrong_logic_hi=20 unclassified=0 unclassified_lo=0 unclassified_hi=0",
+		"m/base/all/a": "tasks=1 samples=5 pass_at_1=40 pass_at_2=70 pass_at_5=100",
+		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_2_lo=50 pass_at_2_hi=50 pass_at_5=null pass_at_5_lo=null pass_at_5_hi=null " +
+			"api_acc=25 param_corr=null param_corr_lo=null sem=null sem_lo=null sem_hi=null ok=25 ok_lo=25 ok_hi=25 " +
+			"unclassified=25 unclassified_lo=25 unclassified_hi=25",
+		"m/S/all/all": "tasks=1 samples=2 pass_at_1=0 pass_at_2=0 pass_at_2_lo=0 pass_at_2_hi=0 pass_at_5=null api_acc=100 " +
+			"param_corr=75 param_corr_lo=75 param_corr_hi=75 sem=null sem_lo=null sem_hi=null ok=0 ok_lo=0 ok_hi=0 " +
+			"wrong_shape_dtype=100 wrong_shape_dtype_lo=100 wrong_shape_dtype_hi=100",
+		"m2/base/all/all": "tasks=1 samples=1 pass_at_1=100 pass_at_2=null pass_at_2_lo=null pass_at_2_hi=null pass_at_5=null " +
+			"api_acc=100 param_corr=100 sem=null sem_hi=null ok=100 ok_lo=100 ok_hi=100",
 	}
 	for key, fields := range want {
 		row, ok := rows[key]
@@ -136,8 +155,9 @@ node "metrics" "noci" {
 			}
 		}
 	}
-	noci, _ := readMetrics(t, run, "node.metrics.noci")
-	if r := noci["m/base/all/all"]; r["pass_at_1_lo"] != "null" || r["api_acc_hi"] != "null" || r["pass_at_1"] != "32.5" || r["pass_at_5"] != "null" {
+	noci, _, _ := readMetrics(t, run, "node.metrics.noci")
+	if r := noci["m/base/easy/all"]; r["pass_at_1_lo"] != "null" || r["api_acc_hi"] != "null" || r["pass_at_5_lo"] != "null" || r["sem_lo"] != "null" ||
+		r["ok_hi"] != "null" || r["unclassified_lo"] != "null" || r["pass_at_1"] != "40" || r["pass_at_5"] != "100" || r["sem"] != "50" {
 		t.Errorf("bootstrap = 0: %v", r)
 	}
 	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
@@ -214,5 +234,44 @@ func TestMetricsAndJudgeConfigErrorsNameTheAttribute(t *testing.T) {
 				t.Errorf("diagnostics %q, want %q", diags.Error(), tc.want)
 			}
 		})
+	}
+}
+
+// The CIs of version 3 (pass@1, API_acc, Param_corr) keep their values:
+// each metric's resamples come from its own stream, so adding CIs of
+// other metrics leaves them as they were. Six tasks of 3 to 7 samples
+// give means on a fine grid and 100 resamples leave the quantiles
+// sensitive to the draws, so another stream would move them; the values
+// are version 3's output on this table.
+func TestMetricsKeepTheCIsOfEarlierVersions(t *testing.T) {
+	var b strings.Builder
+	for i, task := range []struct{ n, passed, api int }{{3, 1, 2}, {7, 3, 4}, {5, 0, 1}, {6, 2, 3}, {4, 4, 4}, {7, 6, 2}} {
+		for s := range task.n {
+			fmt.Fprintf(&b, `{"task_id":"t%d","model":"m","cell":"c","difficulty":"easy","library":"a","passed":%t,"class":"OK","api_called":%t,"param_corr":%g}`+"\n",
+				i, s < task.passed, s < task.api, float64(s*s)/50)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "judged.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := nodetest.Run(t, dir, `
+node "import" "a" { path = "judged.jsonl" }
+node "metrics" "x" {
+  judged    = [node.import.a]
+  k         = [1, 2]
+  bootstrap = 100
+}
+`)
+	rows, _, _ := readMetrics(t, run, "node.metrics.x")
+	row := rows["m/c/all/all"]
+	for col, want := range map[string]string{
+		"pass_at_1_lo": "27.36", "pass_at_1_hi": "79.86",
+		"api_acc_lo": "31.87", "api_acc_hi": "75.29",
+		"param_corr_lo": "9.22", "param_corr_hi": "20.17",
+	} {
+		if row[col] != want {
+			t.Errorf("%s = %s, want %s", col, row[col], want)
+		}
 	}
 }
