@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,6 +22,10 @@ type PlanEntry struct {
 	Key    artifacts.Digest `json:"key,omitempty"`
 	Digest artifacts.Digest `json:"digest,omitempty"`
 	Rows   int64            `json:"rows,omitempty"`
+	// LastKnown names the instances whose last run's result this entry
+	// is, or stands on, because their keys cannot be computed now
+	// (Executor.LastKnown); empty otherwise.
+	LastKnown []string `json:"last_known,omitempty"`
 	// Calls are the model calls a run would make (Executor.CountCalls;
 	// types that implement nodes.CallPlanner, status run with a known
 	// key): how many, how many the call cache holds, the tokens of the
@@ -82,12 +87,14 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return outputs[in.index].Digest }))
 			switch {
 			case err != nil:
-				if out, key, ok := w.lastKnown(i.Addr); ok {
+				if out, key, ok := w.lastKnown(i, cfg); ok {
 					// The key cannot be computed now (a model server
-					// that is down): read-only commands still reach
-					// what the last run computed, and say so.
+					// that is down) but nothing else changed since the
+					// last run: read-only commands still reach what it
+					// computed, and say so.
 					e.Status, e.Key, e.Digest, e.Rows = PlanCached, key, out.Digest, out.Rows
 					e.Reason = "the last run's result; its key cannot be checked now: " + err.Error()
+					e.LastKnown = []string{i.Addr}
 					outputs[i.index] = out
 					break
 				}
@@ -104,6 +111,16 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				if ok && !x.Force {
 					e.Status, e.Digest, e.Rows = PlanCached, out.Digest, out.Rows
 					outputs[i.index] = out
+					// Computed from last-known results: it stands on
+					// what could not be checked now either.
+					for _, in := range i.Inputs {
+						e.LastKnown = append(e.LastKnown, entries[at[in.index]].LastKnown...)
+					}
+					if len(e.LastKnown) > 0 {
+						slices.Sort(e.LastKnown)
+						e.LastKnown = slices.Compact(e.LastKnown)
+						e.Reason = "computed from last-known results (" + listAddrs(e.LastKnown) + ")"
+					}
 				} else {
 					e.Status, e.Reason = PlanRun, w.why(i, cfg, pinned.Identity)
 					if cp, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls {

@@ -147,7 +147,18 @@ func TestLastKnownResultWhenResolveFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := entries[0]
-	if e.Status != PlanCached || e.Key != first.Key || e.Digest != first.Output.Digest || !strings.Contains(e.Reason, "cannot be checked now") {
+	if e.Status != PlanCached || e.Key != first.Key || e.Digest != first.Output.Digest || !strings.Contains(e.Reason, "cannot be checked now") ||
+		len(e.LastKnown) != 1 || e.LastKnown[0] != "node.pinned_file.f" {
 		t.Fatalf("last-known plan: %+v, want the first run's %s / %s", e, first.Key, first.Output.Digest)
+	}
+
+	// Another config is not the last run's: no last-known result for it.
+	const other = `node "pinned_file" "f" { path = "other.txt" }`
+	entries, err = x.Plan(context.Background(), h.graph(other), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entries[0]; e.Status != PlanError {
+		t.Fatalf("last-known plan after a config change: %+v, want an error", e)
 	}
 }

@@ -182,7 +182,8 @@ func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr stri
 	if rv, ok := i.Type().(nodes.Resolver); ok {
 		p, err := rv.Resolve(ctx, resolveEnv{x: x, inst: i})
 		if err != nil {
-			return "", nil, nil, located(i.Decl, err)
+			// The config is known: Plan compares it with the last run's.
+			return "", cfg, nil, located(i.Decl, err)
 		}
 		if p != nil {
 			pinned = p

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -73,27 +74,30 @@ func (w *walk) snapshotChanged() bool {
 	return false
 }
 
-// fromSnapshot is the output the pipeline's snapshot holds for addr at key,
-// when the store still has it (the walk's object index: one read of each
-// cas/ shard per walk), so that an object removed from cas/ is recomputed
-// rather than trusted.
-// lastKnown is the output the pipeline's last run recorded for addr, when
-// the executor reads last-known results (Executor.LastKnown) and the
-// store still has it.
-func (w *walk) lastKnown(addr string) (artifacts.Object, artifacts.Digest, bool) {
-	if !w.x.LastKnown || w.snap == nil {
+// lastKnown is the output the pipeline's last run recorded for i, when
+// the executor reads last-known results (Executor.LastKnown), the store
+// still has it, and the last run computed it with the same logic version
+// and the same canonical config (cfg, which holds the inputs' digests):
+// only what Resolve pins (a model server's identity) is left unchecked.
+func (w *walk) lastKnown(i *Instance, cfg []byte) (artifacts.Object, artifacts.Digest, bool) {
+	if !w.x.LastKnown || w.snap == nil || cfg == nil {
 		return artifacts.Object{}, "", false
 	}
-	n, ok := w.snap.Nodes[addr]
+	n, ok := w.snap.Nodes[i.Addr]
 	if !ok || n.Failed || n.Output.Digest == "" || !w.objects.Has(n.Output.Digest) {
 		return artifacts.Object{}, "", false
 	}
-	if _, err := w.x.Store.GetAction(n.Key); err != nil {
+	a, err := w.x.Store.GetAction(n.Key)
+	if err != nil || a.Version != i.Type().Version() || !bytes.Equal(compact(a.Config), compact(cfg)) {
 		return artifacts.Object{}, "", false
 	}
 	return n.Output, n.Key, true
 }
 
+// fromSnapshot is the output the pipeline's snapshot holds for addr at key,
+// when the store still has it (the walk's object index: one read of each
+// cas/ shard per walk), so that an object removed from cas/ is recomputed
+// rather than trusted.
 func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !w.snapValid {
 		return artifacts.SnapshotNode{}, false

@@ -57,10 +57,17 @@ func runGC(ctx context.Context, cmd *Command, args []string) error {
 			if err != nil {
 				return err
 			}
+			lastKnown := 0
 			for _, e := range plan {
 				if e.Status == engine.PlanCached {
 					keep[e.Key] = true
+					if len(e.LastKnown) > 0 {
+						lastKnown++
+					}
 				}
+			}
+			if lastKnown > 0 {
+				fmt.Fprintf(os.Stderr, "note: %s: kept %d last-known results whose keys cannot be checked now (a model server down?)\n", p, lastKnown)
 			}
 		}
 		var err error

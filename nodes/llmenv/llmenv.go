@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -32,7 +33,9 @@ type Model struct {
 // entries a node adds to its Pinned.Identity, under prefix (e.g. "model",
 // "judge"). attr names the node's attribute that holds the model, for
 // errors. The API key is read from the environment variable api_key_env
-// names (never stored: not in keys, not in provenance).
+// names (never stored: not in keys, not in provenance). A server's model
+// list is asked for once per process (a plan resolves every node of a
+// sweep), its answer or its error reused by every node after.
 func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.Model) (*Model, map[string]string, error) {
 	// The block's defaults are the client's (the limiter shared below
 	// needs the concurrency itself).
@@ -77,7 +80,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		ep.Structured = *m.StructuredOutput
 	}
 	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
-	ids, err := llm.New(ep).Models(ctx)
+	ids, err := models(ctx, ep)
 	var se *llm.StatusError
 	switch {
 	case errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
@@ -149,4 +152,18 @@ func quoteList(ids []string) string {
 		q[i] = fmt.Sprintf("%q", id)
 	}
 	return strings.Join(q, ", ")
+}
+
+// listed memoises each server's model list, error included, for the
+// process: a plan resolves every node of a sweep, and a server that does
+// not answer must cost one timeout, not one per node.
+var listed sync.Map // endpointKey → func() ([]string, error)
+
+type endpointKey struct{ url, key string }
+
+func models(ctx context.Context, ep llm.Endpoint) ([]string, error) {
+	f, _ := listed.LoadOrStore(endpointKey{ep.BaseURL, ep.APIKey}, sync.OnceValues(func() ([]string, error) {
+		return llm.New(ep).Models(context.WithoutCancel(ctx))
+	}))
+	return f.(func() ([]string, error))()
 }
