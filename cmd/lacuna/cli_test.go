@@ -322,6 +322,14 @@ func TestShowAndCatFormats(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.Contains(lines[1], first[0]) {
 		t.Errorf("cat --where id=%s: %q %s", first[1], r.stdout, r.stderr)
 	}
+	r = lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--format", "jsonl", "--columns", "text,id", "--limit", "1")
+	if !strings.HasPrefix(r.stdout, `{"text":`) || strings.Contains(r.stdout, `"group"`) {
+		t.Errorf("cat jsonl --columns: %q", r.stdout)
+	}
+	r = lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--format", "csv", "--where", "id="+first[1], "--where", "id=no such id")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 {
+		t.Errorf("cat --where twice on one column keeps rows meeting both: %q", r.stdout)
+	}
 	if r := lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1", "--columns", "txet"); r.code == 0 || !strings.Contains(r.stderr, `did you mean "text"`) {
 		t.Errorf("cat --columns txet: %d %s", r.code, r.stderr)
 	}

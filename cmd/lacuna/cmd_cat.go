@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -97,7 +98,8 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 			}
 		}
 	}
-	where := map[string]string{}
+	type cond struct{ col, val string }
+	var where []cond
 	for _, kv := range v.where {
 		k, val, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -106,19 +108,23 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 		if !have[k] {
 			return fmt.Errorf("--where: no column %q%s", k, didYouMeanColumn(k, have))
 		}
-		where[k] = val
+		where = append(where, cond{k, val})
 	}
 	var records []map[string]any
 	total := 0
 	for _, row := range r.Rows() {
+		if len(where) == 0 && len(records) == limit {
+			total = r.NumRows() // no filter: the rest need no decoding
+			break
+		}
 		var v any
 		if err := r.Schema().Reconstruct(&v, row); err != nil {
 			return err
 		}
 		rec, _ := v.(map[string]any)
 		keep := true
-		for k, val := range where {
-			keep = keep && cell(rec[k]) == val
+		for _, c := range where {
+			keep = keep && cell(rec[c.col]) == c.val
 		}
 		if !keep {
 			continue
@@ -134,6 +140,29 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, rec := range records {
+			if v.columns != "" {
+				// Only the columns asked for, in their order.
+				var b bytes.Buffer
+				b.WriteByte('{')
+				for i, c := range cols {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					k, _ := json.Marshal(c)
+					val, err := json.Marshal(rec[c])
+					if err != nil {
+						return err
+					}
+					b.Write(k)
+					b.WriteByte(':')
+					b.Write(val)
+				}
+				b.WriteString("}\n")
+				if _, err := w.Write(b.Bytes()); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := enc.Encode(rec); err != nil {
 				return err
 			}

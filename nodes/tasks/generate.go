@@ -364,12 +364,13 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, think string) Genera
 	}
 }
 
-// PlanCalls counts the calls a run would make and those the call cache
-// holds, and estimates the tokens of the rest: the prompt's characters / 4,
-// and max_tokens (else llmenv.DefaultCompletionEstimate) per answer.
 // CallsModels: generate always calls its model.
 func (generateType) CallsModels(any) bool { return true }
 
+// PlanCalls counts the calls a run would make and those the call cache
+// holds, and estimates the tokens of the rest (llmenv.Estimate: the
+// prompt's bytes / 4, and max_tokens, else llmenv.DefaultCompletionEstimate,
+// per answer).
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
 	calls, err := t.calls(r)
