@@ -296,7 +296,9 @@ func (j *judged) unique() (unique, first []int, err error) {
 }
 
 // PlanCalls counts the judge model's calls: one per distinct question of a
-// sample the fast path leaves undecided, and of each sample with sem.
+// sample the fast path leaves undecided, and of each sample with sem; the
+// completion tokens of each call still to make are estimated as a short
+// verdict (60), or the model block's max_tokens when it sets one.
 // CallsModels: the judge calls a model when it has one.
 func (judgeType) CallsModels(cfg any) bool { return cfg.(*judgeConfig).Model != nil }
 
@@ -313,7 +315,11 @@ func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	for n, i := range unique {
 		calls[n] = j.calls[i].Call
 	}
-	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, 60)}, nil // a verdict is short
+	perAnswer := 60 // a verdict is short...
+	if m.Config.MaxTokens != nil {
+		perAnswer = 0 // ... unless the model block says how long (a reasoning judge thinks first): Estimate takes the request's
+	}
+	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, perAnswer)}, nil
 }
 
 func (t judgeType) Run(ctx context.Context, r nodes.Run) error {

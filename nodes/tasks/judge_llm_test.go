@@ -1,9 +1,12 @@
 package tasks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -349,5 +355,66 @@ node "judge" "builtin" {
 	sys, _ := goharness.JudgePrompt(goharness.JudgeInput{})
 	if want := map[string]int{custom: 78 + 30, sys: 30}; !reflect.DeepEqual(systems, want) || llm != 30 {
 		t.Errorf("system messages %v, want %v; %d verdicts by the model", systems, want, llm)
+	}
+}
+
+// TestJudgePlanEstimatesTheModelsMaxTokens: lacuna plan's estimate of a
+// judge's completion tokens is a short verdict (60) per call, unless the
+// judge's model block sets max_tokens (a reasoning judge thinks first):
+// then that, per call.
+func TestJudgePlanEstimatesTheModelsMaxTokens(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, calibration)
+	srv := llmtest.New(llmtest.Config{Models: []string{"judge-model"}})
+	defer srv.Close()
+	src := pipeline + calibration + fmt.Sprintf(`
+model "short" {
+  id       = "judge-model"
+  endpoint = %[1]q
+}
+model "reasoning" {
+  id         = "judge-model"
+  endpoint   = %[1]q
+  max_tokens = 2048
+}
+node "judge" "short" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.short
+}
+node "judge" "reasoning" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.reasoning
+}
+`, srv.URL())
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+	entries, err := x.Plan(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]nodes.CallPlan{}
+	for _, e := range entries {
+		if len(e.Calls) == 1 {
+			plans[e.Node] = e.Calls[0]
+		}
+	}
+	for node, perCall := range map[string]int64{"node.judge.short": 60, "node.judge.reasoning": 2048} {
+		p, ok := plans[node]
+		if !ok || p.Calls == 0 || p.Cached != 0 || p.OutputTokens != perCall*p.Calls {
+			t.Errorf("%s: plan %+v (found %v), want %d completion tokens per call", node, p, ok, perCall)
+		}
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("planning made %d requests", n)
 	}
 }
