@@ -48,7 +48,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "system", Type: cty.String, Doc: "system prompt"},
 			{Name: "think", Type: cty.String, OneOf: []string{"strip", "keep"}, Doc: "<think> blocks of reasoning models: strip (default) before code extraction, or keep; the raw answer is always kept"},
 			{Name: "params", Type: cty.Map(cty.String), Doc: "extra top-level fields of every request, e.g. { top_k = 20, chat_template_kwargs = jsonencode({ enable_thinking = false }) }: a value that parses as JSON is sent as that JSON, any other as a string; part of the key; none may name a field the other attributes set (temperature, max_tokens, stop, seed, ...)"},
-			{Name: "structured_output", Type: cty.String, OneOf: []string{"response_format", "structured_outputs"}, Doc: "how a JSON-schema or choice constraint is sent (not part of the key): response_format (default: OpenAI's json_schema, which vLLM, llama.cpp's server and hosted APIs accept) or structured_outputs (vLLM's own field, for a vLLM whose response_format does not do what you need, e.g. choices answered as bare strings; OpenAI's API refuses it)"},
+			{Name: "structured_output", Type: cty.String, OneOf: []string{"response_format", "structured_outputs"}, Doc: "how a JSON-schema or choice constraint is sent (part of the key when not the default, so switching it makes constrained calls again): response_format (default: OpenAI's json_schema, which vLLM, llama.cpp's server and hosted APIs accept) or structured_outputs (vLLM's own field, for a vLLM whose response_format does not do what you need, e.g. choices answered as bare strings; OpenAI's API refuses it)"},
 		},
 	},
 	"library": {

@@ -53,7 +53,8 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 	same := []string{
 		`endpoint = "http://127.0.0.1:9/v1"`, `api_key_env = "KEY"`, `served_name = "m"`,
 		`concurrency = 64`, `timeout = "10s"`, `max_retries = 2`, `cutoff = "2024-01-01"`,
-		`structured_output = "structured_outputs"`,
+		// The default mechanism, spelled out, keeps the key.
+		`structured_output = "response_format"`,
 	}
 	for _, extra := range same {
 		k, _, err := modelKey(t, base+"\n"+extra)
@@ -64,7 +65,10 @@ func TestModelKeyIsIdentityNotEndpoint(t *testing.T) {
 			t.Errorf("%s changed the key:\n%s\n%s", extra, key, k)
 		}
 	}
-	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`, `params = { top_k = 20 }`}
+	differ := []string{`revision = "def"`, `temperature = 0.2`, `system = "be brief"`, `think = "keep"`, `api = "completions"`, `max_tokens = 10`, `stop = ["x"]`, `seed = 1`, `params = { top_k = 20 }`,
+		// A non-default mechanism can answer differently: cached answers
+		// are not replayed for it.
+		`structured_output = "structured_outputs"`}
 	for _, change := range differ {
 		attrs := base
 		name, _, _ := strings.Cut(change, " ")
@@ -137,5 +141,21 @@ node "optional_model" "set" { judge = model.j }
 		if set := inst.Addr == "node.optional_model.set"; set != (j != nil) || set && (j.ID != "org/judge" || *j.Endpoint != "http://127.0.0.1:9/v1") {
 			t.Errorf("%s: decoded judge %+v", inst.Addr, j)
 		}
+	}
+}
+
+// A non-default structured_output enters the key as the params entry
+// structured_outputs (a name params may not use), beside the user's own
+// params, which it leaves as they were.
+func TestStructuredOutputsEntersTheKeyAsAParam(t *testing.T) {
+	key, m, err := modelKey(t, `id = "m"`+"\n"+`params = { top_k = 20 }`+"\n"+`structured_output = "structured_outputs"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"params":{"structured_outputs":"true","top_k":"20"}`; !strings.Contains(key, want) {
+		t.Errorf("key %s: want %s in it", key, want)
+	}
+	if len(m.Params) != 1 || m.Params["top_k"] != "20" {
+		t.Errorf("the model's params became %v", m.Params)
 	}
 }

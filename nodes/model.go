@@ -10,9 +10,10 @@ import (
 // (`model = model.qwen`). Only its identity and its sampling defaults are
 // key material (KeyView): the endpoint, the key's variable, the served
 // name, the concurrency and the timeout say how to reach the model, not
-// what it is, so moving the server keeps every key and the call cache;
-// so does the structured-output mechanism, which only says how a
-// constraint is spelled on the wire.
+// what it is, so moving the server keeps every key and the call cache.
+// The structured-output mechanism is key material when it is not the
+// default (KeyView): vLLM answers the two through different code paths,
+// and switching it is what a user does when answers break the schema.
 // What the server reports itself to be is checked and pinned by the node's
 // Resolve.
 type Model struct {
@@ -35,8 +36,8 @@ type Model struct {
 	Think       *string           `cty:"think"` // strip (default) | keep
 	Params      map[string]string `cty:"params"`
 	Serve       cty.Value         `cty:"serve"`
-	// StructuredOutput is how constraints go on the wire (response_format
-	// or structured_outputs): not key material, like the endpoint.
+	// StructuredOutput is how constraints go on the wire (response_format,
+	// the default, or structured_outputs); see KeyView.
 	StructuredOutput *string `cty:"structured_output"`
 }
 
@@ -55,12 +56,24 @@ type ModelKey struct {
 	Params      map[string]string `json:"params"`
 }
 
-// KeyView returns the model's key material, defaults applied.
+// KeyView returns the model's key material, defaults applied. A
+// structured_output other than the default response_format enters as the
+// entry "structured_outputs": "true" of Params: a name no param may take
+// (runners/llm.CheckParams refuses it; Resolve checks), so it cannot
+// collide with one, and every key of a model under the default stays what
+// it was before the mechanism was key material.
 func (m Model) KeyView() ModelKey {
 	k := ModelKey{ID: m.ID, Revision: str(m.Revision), API: m.APIName(), Temperature: m.Temperature, TopP: m.TopP,
 		Stop: m.Stop, Seed: m.Seed, System: str(m.System), Think: m.ThinkMode(), Params: m.Params}
 	if m.MaxTokens != nil {
 		k.MaxTokens = *m.MaxTokens
+	}
+	if so := str(m.StructuredOutput); so != "" && so != "response_format" {
+		k.Params = make(map[string]string, len(m.Params)+1)
+		for n, v := range m.Params {
+			k.Params[n] = v
+		}
+		k.Params["structured_outputs"] = "true"
 	}
 	return k
 }

@@ -39,13 +39,19 @@ type judgeConfig struct {
 	// with the reference.
 	Sem bool `hcl:"sem,optional"`
 	// OnJudgeError says what a judge model call that failed after its
-	// retries (unreachable: 5xx, timeouts, dropped connections; refused:
-	// a 4xx) does: "fail" (the default) fails the node once every call
-	// has been made, so that nothing the judge never answered is stored as
-	// if it had, and a re-run makes only the failed calls (the others are
-	// cached); "fallback" lets the fallback decide those samples (path
-	// fallback, the rule saying why) and leaves their Sem null. A
-	// malformed answer goes to the fallback either way.
+	// retries does when the judge was unreachable (5xx, 429, timeouts,
+	// dropped connections): "fail" (the default) fails the node once every
+	// call has been made, so that nothing the judge never answered is
+	// stored as if it had, and a re-run makes only the failed calls (the
+	// others are cached); "fallback" lets the fallback decide those
+	// samples. A refused call (a 4xx other than 429: the same request is
+	// refused every time, so failing would fail every re-run) goes to the
+	// fallback under either. A fallen-back sample has path fallback, its
+	// rule prefixed "judge unreachable; " or "judge refused: HTTP ...; ",
+	// and Sem null; a malformed answer goes to the fallback either way.
+	// Fallback rows are the node's output like any other: they stay in the
+	// cached output until the node is recomputed (lacuna run --force on
+	// it, or a change of its config), even once the judge would answer.
 	OnJudgeError *string `hcl:"on_judge_error,optional"`
 }
 
@@ -66,7 +72,7 @@ func (c *judgeConfig) onJudgeError() string {
 const (
 	PathRule     = "rule"     // the deterministic fast path (goharness.Judge)
 	PathLLM      = "llm"      // the judge model
-	PathFallback = "fallback" // goharness.Fallback: no judge model, its answer was unusable, or (on_judge_error = "fallback") its call failed
+	PathFallback = "fallback" // goharness.Fallback: no judge model, its answer was unusable, it refused the call, or (on_judge_error = "fallback") it was unreachable
 )
 
 // JudgeRow is one sample's class in the failure taxonomy (OK or one of the
@@ -116,16 +122,18 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "10" }
+func (judgeType) Version() string { return "11" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
 		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema " +
 		"(the model block's system, when set, replaces the judge's built-in system prompt, for verdicts and sem alike); " +
-		"a deterministic fallback decides when there is no judge model or its answer is unusable. A judge call that fails after its " +
-		"retries (unreachable, or refused with a 4xx) fails the node once the other calls are made and cached, so a re-run makes only " +
-		"the failed ones (on_judge_error = \"fail\", the default); with on_judge_error = \"fallback\" the fallback decides those samples, " +
-		"their rule saying \"judge unreachable\" or \"judge refused: HTTP ...\". With sem = true the judge model also " +
+		"a deterministic fallback decides when there is no judge model or its answer is unusable, or when the judge refuses a call " +
+		"(a 4xx other than 429, the rule saying \"judge refused: HTTP ...\"). A judge call still unreachable after its retries " +
+		"fails the node once the other calls are made and cached, so a re-run makes only the failed ones (on_judge_error = \"fail\", " +
+		"the default); with on_judge_error = \"fallback\" the fallback decides those samples too, the rule saying \"judge unreachable\". " +
+		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --force, or a config change). " +
+		"With sem = true the judge model also " +
 		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
 		"construction (report \"calibration\")."
 }
@@ -288,7 +296,9 @@ func (j *judged) unique() (unique, first []int, err error) {
 }
 
 // PlanCalls counts the judge model's calls: one per distinct question of a
-// sample the fast path leaves undecided, and of each sample with sem.
+// sample the fast path leaves undecided, and of each sample with sem; the
+// completion tokens of each call still to make are estimated as a short
+// verdict (60), or the model block's max_tokens when it sets one.
 // CallsModels: the judge calls a model when it has one.
 func (judgeType) CallsModels(cfg any) bool { return cfg.(*judgeConfig).Model != nil }
 
@@ -305,7 +315,11 @@ func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	for n, i := range unique {
 		calls[n] = j.calls[i].Call
 	}
-	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, 60)}, nil // a verdict is short
+	perAnswer := 60 // a verdict is short...
+	if m.Config.MaxTokens != nil {
+		perAnswer = 0 // ... unless the model block says how long (a reasoning judge thinks first): Estimate takes the request's
+	}
+	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, perAnswer)}, nil
 }
 
 func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
@@ -337,12 +351,13 @@ func (t judgeType) Run(ctx context.Context, r nodes.Run) error {
 // class) leaves the fallback's decision, its rule saying why, and Sem
 // null; problems counts them by reason.
 //
-// A call that failed after its retries is what onError says: with "fail"
+// A call the judge refused (callFailure) leaves the sample the
+// fallback's decision, its rule prefixed with the failure, and Sem null.
+// A call unreachable after its retries is what onError says: with "fail"
 // ask returns an error once every call has been made (the answered ones
 // are cached as they complete, failures never are, so a re-run makes only
-// the failed calls); with "fallback" the sample keeps the fallback's
-// decision, its rule prefixed with the failure (callFailure), and Sem
-// null, and failed counts the calls.
+// the failed calls); with "fallback" it goes as a refused one. failed
+// counts the failed calls.
 func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int, onError string) (problems map[string]int, failed callFailures, err error) {
 	type answer struct {
 		resp *llm.Response
@@ -369,10 +384,10 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 			failed.add(err)
 		}
 	}
-	if failed.n() > 0 && onError == OnJudgeErrorFail {
-		return nil, failed, fmt.Errorf("judge: %d of %d judge model calls failed after their retries (%s; the first: %w); "+
-			"the %d answered are cached, so a re-run makes only the failed calls (on_judge_error = %q lets the fallback decide their samples instead)",
-			failed.n(), len(unique), failed, failed.first, len(unique)-failed.n(), OnJudgeErrorFallback)
+	if failed.unreachable > 0 && onError == OnJudgeErrorFail {
+		return nil, failed, fmt.Errorf("judge: %d of %d judge model calls failed after their retries (%s; the first unreachable: %w); "+
+			"the %d answered are cached, so a re-run makes only the failed calls (on_judge_error = %q lets the fallback decide the unreachable ones' samples instead)",
+			failed.n(), len(unique), failed, failed.firstUnreachable, len(unique)-failed.n(), OnJudgeErrorFallback)
 	}
 	for i := range j.calls {
 		answers[i] = answers[first[i]]
@@ -417,18 +432,18 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 // connections).
 type callFailures struct {
 	unreachable, refused int
-	first                error
+	firstUnreachable     error
 }
 
 func (f *callFailures) add(err error) {
-	if f.first == nil {
-		f.first = err
-	}
 	if strings.HasPrefix(callFailure(err), "judge refused") {
 		f.refused++
-	} else {
-		f.unreachable++
+		return
 	}
+	if f.firstUnreachable == nil {
+		f.firstUnreachable = err
+	}
+	f.unreachable++
 }
 
 func (f callFailures) n() int { return f.unreachable + f.refused }

@@ -1,9 +1,12 @@
 package tasks_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -164,8 +170,17 @@ node "judge" "llm" {
 // saying how many failed; with "fallback" the fallback decides those
 // samples, each row saying why (unreachable, refused with its status). Run
 // again with the judge answering, the failed node makes only the calls
-// that failed; the fallback node's output was stored and is not recomputed.
+// that failed; the fallback node's output was stored and is not recomputed
+// (its fallback rows stay until it is). A judge that only refuses (400
+// on the exit mutants, every time) does not fail the default node: the
+// fallback decides those samples, and the node's output keeps them.
 func TestJudgeCallFailuresAreNotStoredAsAnswers(t *testing.T) {
+	refusing := llmtest.New(llmtest.Config{
+		Models:  []string{"judge-model"},
+		Script:  []llmtest.Rule{{When: solutionHas("os.Exit(0)"), Status: 400}},
+		Default: `{"class": "WrongLogic", "rationale": "the program around the call is wrong"}`,
+	})
+	defer refusing.Close()
 	var down atomic.Bool
 	down.Store(true)
 	srv := llmtest.New(llmtest.Config{
@@ -198,14 +213,24 @@ node "judge" "fallback" {
   model          = model.judge
   on_judge_error = "fallback"
 }
-`, srv.URL())
+model "refusing" {
+  id       = "judge-model"
+  endpoint = %q
+  seed     = 7 # a key of its own: the fail node's output is not this one's
+}
+node "judge" "refused" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.refusing
+}
+`, srv.URL(), refusing.URL())
 	nodetest.OfflineShapes(t)
 	run := nodetest.RunErr(t, dir, pipeline+src)
 	// 7 discarded-result mutants unreachable, 9 exit mutants refused, of
 	// 30 distinct questions (5 perturbed arguments and 9 goexit mutants
 	// besides).
 	err := run.Nodes["node.judge.fail"].Err
-	for _, want := range []string{"16 of 30 judge model calls failed after their retries (7 unreachable, 9 refused", "HTTP 503",
+	for _, want := range []string{"16 of 30 judge model calls failed after their retries (7 unreachable, 9 refused; the first unreachable: ", "HTTP 503",
 		"the 14 answered are cached, so a re-run makes only the failed calls", `on_judge_error = "fallback"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("node.judge.fail: error %v, want %q", err, want)
@@ -214,6 +239,29 @@ node "judge" "fallback" {
 	fb := run.Nodes["node.judge.fallback"]
 	if fb.Err != nil {
 		t.Fatalf("node.judge.fallback: %v", fb.Err)
+	}
+	if err := run.Nodes["node.judge.refused"].Err; err != nil {
+		t.Fatalf("node.judge.refused: %v, want the refused calls' samples decided by the fallback", err)
+	}
+	refusedRows := func(run *nodetest.Result) {
+		t.Helper()
+		n := 0
+		for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.refused") {
+			if j.Kind != goharness.MutantExit {
+				continue
+			}
+			n++
+			if j.Path != tasks.PathFallback || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400 Bad Request: ") {
+				t.Errorf("node.judge.refused: %s %s: %s by %s (%q), want the fallback's, rule prefixed judge refused", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
+			}
+		}
+		if n == 0 {
+			t.Error("node.judge.refused: no exit mutants")
+		}
+	}
+	refusedRows(run)
+	if note := run.Notes("done")["node.judge.refused"]; !strings.Contains(note, "9 judge calls failed (0 unreachable, 9 refused)") {
+		t.Errorf("node.judge.refused: note %q", note)
 	}
 	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fallback") {
 		want := ""
@@ -239,9 +287,12 @@ node "judge" "fallback" {
 	if made := srv.Stats().Requests - before; made != 16 {
 		t.Errorf("the re-run made %d requests, want the 16 that failed", made)
 	}
-	if _, ok := run.Notes("cached")["node.judge.fallback"]; !ok {
-		t.Error("node.judge.fallback was recomputed")
+	for _, n := range []string{"node.judge.fallback", "node.judge.refused"} {
+		if _, ok := run.Notes("cached")[n]; !ok {
+			t.Errorf("%s was recomputed", n)
+		}
 	}
+	refusedRows(run)
 	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fail") {
 		if (j.Kind == goharness.MutantDiscarded || j.Kind == goharness.MutantExit) && j.Path != tasks.PathLLM {
 			t.Errorf("%s %s: %s by %s (%q), want the judge model's", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
@@ -304,5 +355,66 @@ node "judge" "builtin" {
 	sys, _ := goharness.JudgePrompt(goharness.JudgeInput{})
 	if want := map[string]int{custom: 78 + 30, sys: 30}; !reflect.DeepEqual(systems, want) || llm != 30 {
 		t.Errorf("system messages %v, want %v; %d verdicts by the model", systems, want, llm)
+	}
+}
+
+// TestJudgePlanEstimatesTheModelsMaxTokens: lacuna plan's estimate of a
+// judge's completion tokens is a short verdict (60) per call, unless the
+// judge's model block sets max_tokens (a reasoning judge thinks first):
+// then that, per call.
+func TestJudgePlanEstimatesTheModelsMaxTokens(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, calibration)
+	srv := llmtest.New(llmtest.Config{Models: []string{"judge-model"}})
+	defer srv.Close()
+	src := pipeline + calibration + fmt.Sprintf(`
+model "short" {
+  id       = "judge-model"
+  endpoint = %[1]q
+}
+model "reasoning" {
+  id         = "judge-model"
+  endpoint   = %[1]q
+  max_tokens = 2048
+}
+node "judge" "short" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.short
+}
+node "judge" "reasoning" {
+  tasks   = node.tasks.shapes
+  samples = node.solve.calibration
+  model   = model.reasoning
+}
+`, srv.URL())
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+	entries, err := x.Plan(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]nodes.CallPlan{}
+	for _, e := range entries {
+		if len(e.Calls) == 1 {
+			plans[e.Node] = e.Calls[0]
+		}
+	}
+	for node, perCall := range map[string]int64{"node.judge.short": 60, "node.judge.reasoning": 2048} {
+		p, ok := plans[node]
+		if !ok || p.Calls == 0 || p.Cached != 0 || p.OutputTokens != perCall*p.Calls {
+			t.Errorf("%s: plan %+v (found %v), want %d completion tokens per call", node, p, ok, perCall)
+		}
+	}
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("planning made %d requests", n)
 	}
 }

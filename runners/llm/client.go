@@ -20,8 +20,9 @@ import (
 	"unicode/utf8"
 )
 
-// Endpoint is how to reach one served model. None of it is part of a call's
-// key: moving the server or changing its limits keeps the cache.
+// Endpoint is how to reach one served model. None of it but Structured is
+// part of a call's key: moving the server or changing its limits keeps the
+// cache.
 type Endpoint struct {
 	BaseURL     string        // e.g. http://127.0.0.1:8000/v1; errors show it through RedactURL
 	APIKey      string        // sent as a bearer token when not empty
@@ -32,7 +33,9 @@ type Endpoint struct {
 	// Structured is how a request's Schema or Choice goes on the wire:
 	// ResponseFormat ("" means it) or StructuredOutputs. One of the two,
 	// never both: OpenAI's API refuses fields it does not know, and vLLM
-	// refuses two constraints at once. It is not part of a call's key.
+	// refuses two constraints at once. StructuredOutputs enters the key
+	// of a constrained call (Client.Do): the two mechanisms are different
+	// servers' code paths and may answer differently.
 	Structured string
 }
 
@@ -248,7 +251,7 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	}
 	key := ""
 	if c.cache != nil {
-		key = Key(c.identity, call)
+		key = c.key(call)
 		if r := c.lookup(key); r != nil {
 			c.stats.replayed()
 			return r, nil
@@ -326,15 +329,34 @@ func (c *Client) Cached(call Call) bool {
 	if c.cache == nil {
 		return false
 	}
-	return c.lookup(Key(c.identity, call)) != nil
+	return c.lookup(c.key(call)) != nil
 }
 
-// Key is the cache key of a call to the model with this identity: the
-// lower-case hex SHA-256 of "lacuna-call-v1", identity, the request's
-// canonical JSON (json.Marshal of Request, its Schema compacted) and the
-// decimal sample index, separated by zero bytes. Timeouts, retries,
-// concurrency and the endpoint are not part of it.
-func Key(identity string, call Call) string {
+// key is the call's cache key through this client: Key, except for a
+// constrained request (Schema or Choice) sent as structured_outputs, whose
+// key has "structured_outputs" after the sample index (a zero byte
+// between): a cached answer obtained through one mechanism is never
+// replayed for the other, while unconstrained calls, which send neither,
+// keep one key.
+func (c *Client) key(call Call) string {
+	if c.ep.Structured == StructuredOutputs && (len(call.Request.Schema) > 0 || len(call.Request.Choice) > 0) {
+		return callKey(c.identity, call, StructuredOutputs)
+	}
+	return Key(c.identity, call)
+}
+
+// Key is the cache key of a call to the model with this identity, its
+// constraint (if any) sent as response_format: the lower-case hex SHA-256
+// of "lacuna-call-v1", identity, the request's canonical JSON (json.Marshal
+// of Request, its Schema compacted) and the decimal sample index, separated
+// by zero bytes. Timeouts, retries, concurrency and the endpoint are not
+// part of it. A client whose endpoint sends constraints as
+// structured_outputs keys constrained calls differently (Client.Do).
+func Key(identity string, call Call) string { return callKey(identity, call, "") }
+
+// callKey is Key with, when via is not empty, a zero byte and via after
+// the sample index.
+func callKey(identity string, call Call, via string) string {
 	h := sha256.New()
 	h.Write([]byte("lacuna-call-v1\x00"))
 	h.Write([]byte(identity))
@@ -342,6 +364,10 @@ func Key(identity string, call Call) string {
 	h.Write(canonical(call.Request))
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(call.Sample)))
+	if via != "" {
+		h.Write([]byte{0})
+		h.Write([]byte(via))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -862,3 +862,60 @@ func TestKeyIsTheDocumentedDigest(t *testing.T) {
 		t.Error("the identity is not in the key")
 	}
 }
+
+// A constrained call sent as structured_outputs is keyed apart from the
+// same call sent as response_format (switching the mechanism makes the
+// call again, never replays the other's answer); an unconstrained call
+// sends neither and keeps its key. Cached agrees with Do.
+func TestStructuredOutputsKeysConstrainedCallsApart(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Reply: func(llmtest.Request) string { return "OK" }}}})
+	defer srv.Close()
+	mc := &memCache{m: map[string][]byte{}}
+	via := func(structured string) *llm.Client {
+		return llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Structured: structured}, llm.WithCache(mc, "m@r|served"))
+	}
+	constrained := llm.Call{Request: llm.Request{API: "chat", Messages: []llm.Message{{Role: "user", Content: "classify"}}, Choice: []string{"OK", "bad"}}}
+	free := llm.Call{Request: chat("q")}
+	for _, step := range []struct {
+		structured string
+		call       llm.Call
+		cached     bool
+	}{
+		{"", constrained, false},
+		{llm.ResponseFormat, constrained, true},
+		{llm.StructuredOutputs, constrained, false},
+		{llm.StructuredOutputs, constrained, true},
+		{"", constrained, true},
+		{llm.StructuredOutputs, free, false},
+		{llm.ResponseFormat, free, true},
+	} {
+		c := via(step.structured)
+		if got := c.Cached(step.call); got != step.cached {
+			t.Errorf("via %q, constrained %v: Cached %v before Do, want %v", step.structured, step.call.Request.Choice != nil, got, step.cached)
+		}
+		r, err := c.Do(context.Background(), step.call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Cached != step.cached {
+			t.Errorf("via %q, constrained %v: Do replayed %v, want %v", step.structured, step.call.Request.Choice != nil, r.Cached, step.cached)
+		}
+	}
+	if n := len(srv.Calls()); n != 3 {
+		t.Errorf("%d calls made, want 3", n)
+	}
+	// The golden keys (computed outside Go from STORE.md's material)
+	// pin the structured_outputs key as the response_format one with
+	// "\x00structured_outputs" after the sample index.
+	for _, k := range []string{
+		"e7ba42b26319e386ef5fce1bb23e3fe64bad5b21713270f12a1604ec05d0ba0d", // response_format
+		"48252e11a485a944273805fb5da77f97e42ad4cf5c2c8e389439e273620235c4", // structured_outputs
+	} {
+		if _, ok := mc.m[k]; !ok {
+			t.Errorf("no cache entry %s", k)
+		}
+	}
+	if k := llm.Key("m@r|served", constrained); k != "e7ba42b26319e386ef5fce1bb23e3fe64bad5b21713270f12a1604ec05d0ba0d" {
+		t.Errorf("Key = %s, want the response_format key", k)
+	}
+}
