@@ -542,3 +542,15 @@ func TestGraphAndFmt(t *testing.T) {
 		t.Errorf("fmt --check after fmt: %d", r.code)
 	}
 }
+
+func TestRunRecomputeRunsACachedNodeAgain(t *testing.T) {
+	dir := benchDAG(t, 2)
+	lacuna(t, dir, "run", "pipeline.hcl")
+	r := lacuna(t, dir, "run", "pipeline.hcl", "--json", "--recompute", "node.sample.s1")
+	if s := summary(t, r.stdout); s["executed"] != 1.0 {
+		t.Errorf("run --recompute node.sample.s1: %v\n%s", s, r.stderr)
+	}
+	if r := lacuna(t, dir, "run", "pipeline.hcl", "--recompute", "node.sample.nope"); r.code != 2 || !strings.Contains(r.stderr, "no such node instance") {
+		t.Errorf("run --recompute of an unknown node: %d %s", r.code, r.stderr)
+	}
+}

@@ -13,13 +13,17 @@ Run executes every node whose result is not in the store, up to -j at a
 time, and commits each result as it finishes. Progress goes to the
 terminal, or as lines to stdout; --json prints one JSON event a line and
 ends with a summary. SIGINT or SIGTERM stops dispatching new nodes: run
-again to resume where it stopped.`)
+again to resume where it stopped. --recompute ADDR runs a node again even
+though its result is cached (a judge whose fallback rows should be asked
+again, now that its model answers) and commits the new result; model calls
+that completed before are still replayed from the call cache.`)
 
 var runFlags struct {
 	pipelineFlags
 	targetFlag
 	jobsFlag
 	keepGoing bool
+	recompute multiFlag
 }
 
 func init() {
@@ -27,6 +31,7 @@ func init() {
 	runFlags.jobsFlag.add(cmdRun.Flag)
 	cmdRun.Flag.BoolVar(&runFlags.keepGoing, "keep-going", false, "keep running independent nodes after a failure")
 	runFlags.targetFlag.add(cmdRun.Flag, "run")
+	cmdRun.Flag.Var(&runFlags.recompute, "recompute", "run this node again even if its result is cached, and commit the new one (repeatable)")
 	cmdRun.Run = runRun
 }
 
@@ -41,6 +46,15 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 	}
 	x := l.executor()
 	x.Jobs, x.KeepGoing = runFlags.n, runFlags.keepGoing
+	for _, addr := range runFlags.recompute {
+		if _, ok := l.graph.Lookup(addr); !ok {
+			return usageError("--recompute " + addr + ": no such node instance in " + path)
+		}
+		if x.Recompute == nil {
+			x.Recompute = map[string]bool{}
+		}
+		x.Recompute[addr] = true
+	}
 	log, err := openRunLog(l.store)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ type judgeConfig struct {
 	// rule prefixed "judge unreachable; " or "judge refused: HTTP ...; ",
 	// and Sem null; a malformed answer goes to the fallback either way.
 	// Fallback rows are the node's output like any other: they stay in the
-	// cached output until the node is recomputed (lacuna run --force on
+	// cached output until the node is recomputed (lacuna run --recompute on
 	// it, or a change of its config), even once the judge would answer.
 	OnJudgeError *string `hcl:"on_judge_error,optional"`
 }
@@ -132,7 +132,7 @@ func (judgeType) Doc() string {
 		"(a 4xx other than 429, the rule saying \"judge refused: HTTP ...\"). A judge call still unreachable after its retries " +
 		"fails the node once the other calls are made and cached, so a re-run makes only the failed ones (on_judge_error = \"fail\", " +
 		"the default); with on_judge_error = \"fallback\" the fallback decides those samples too, the rule saying \"judge unreachable\". " +
-		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --force, or a config change). " +
+		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --recompute ADDR, or a config change). " +
 		"With sem = true the judge model also " +
 		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
 		"construction (report \"calibration\")."
