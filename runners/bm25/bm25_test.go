@@ -42,7 +42,7 @@ func handTerm(idf, tf, dl float64) float64 {
 }
 
 func TestScoresMatchHandComputedBM25Okapi(t *testing.T) {
-	idfRare := math.Log(7.0 / 3)            // b, c, d, e: in 1 of 4 documents
+	idfRare := math.Log(7.0 / 3)              // b, c, d, e: in 1 of 4 documents
 	floor := 0.25 * 3.0 / 5 * math.Log(7.0/3) // a: negative idf floored
 	ix := New(handCorpus, Options{})
 	for _, tc := range []struct {
