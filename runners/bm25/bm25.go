@@ -13,7 +13,12 @@
 //	              idf(q) × tf(q, d) × (K1 + 1) / (tf(q, d) + K1 × (1 − B + B × |d| / avgdl))
 //
 // with the floating-point operations in rank_bm25's order (the mean idf is
-// summed in order of each term's first occurrence in the corpus).
+// summed in order of each term's first occurrence in the corpus). The only
+// difference left is Go's math.Log, which is not correctly rounded and
+// differs from the C library's log in the last bit for some arguments: on the
+// released ToolSense corpus (4,901 documents, 500 queries) 99.6% of scores
+// are bit-identical to rank_bm25's and the largest difference is 7e-15,
+// with identical top-50 rankings (see TestScoresMatchRankBM25OnReleasedData).
 //
 // Where rank_bm25 fails or returns NaN (an empty corpus, or a corpus whose
 // documents are all empty), an Index scores every document 0.
