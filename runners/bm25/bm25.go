@@ -26,7 +26,7 @@ package bm25
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -189,14 +189,51 @@ func (ix *Index) Top(query []string, k int) []Hit {
 	if k <= 0 {
 		return nil
 	}
-	scores := ix.Scores(query)
-	hits := make([]Hit, len(scores))
-	for d, s := range scores {
-		hits[d] = Hit{Doc: d, Score: s}
+	k = min(k, ix.n)
+	// A min-heap of the k best so far, the worst at the root.
+	h := make([]Hit, 0, k)
+	for d, s := range ix.Scores(query) {
+		x := Hit{Doc: d, Score: s}
+		switch {
+		case len(h) < k:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !before(h[p], h[i]) {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+		case before(x, h[0]):
+			h[0] = x
+			for i := 0; ; {
+				w, l, r := i, 2*i+1, 2*i+2
+				if l < k && before(h[w], h[l]) {
+					w = l
+				}
+				if r < k && before(h[w], h[r]) {
+					w = r
+				}
+				if w == i {
+					break
+				}
+				h[i], h[w] = h[w], h[i]
+				i = w
+			}
+		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
-	if k < len(hits) {
-		hits = hits[:k]
-	}
-	return hits
+	slices.SortFunc(h, func(a, b Hit) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// before reports whether a ranks above b: a higher score, or an equal score
+// and a lower document index.
+func before(a, b Hit) bool {
+	return a.Score > b.Score || a.Score == b.Score && a.Doc < b.Doc
 }

@@ -105,6 +105,9 @@ func TestTopRanksByScoreThenDocumentOrder(t *testing.T) {
 		{"highest first", []string{"a", "e"}, 2, []int{3, 0}},
 		{"k beyond Len returns all", []string{"c"}, 10, []int{1, 0, 2, 3}},
 		{"all zero keeps document order", []string{"zzz"}, 3, []int{0, 1, 2}},
+		{"k cuts inside a tie", []string{"a"}, 1, []int{0}},
+		{"k cuts after a tie", []string{"a"}, 2, []int{0, 1}},
+		{"k cuts inside zero scores", []string{"b"}, 3, []int{0, 1, 2}},
 		{"k zero returns nothing", []string{"a"}, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
