@@ -83,14 +83,20 @@ type posting struct {
 	tf  float64
 }
 
+// term is one term of the corpus: its idf (floored) and the documents
+// containing it, in ascending order.
+type term struct {
+	idf      float64
+	postings []posting
+}
+
 // Index is a BM25 index over a fixed corpus. It is immutable after New, so
 // any number of goroutines may call its methods concurrently.
 type Index struct {
-	opts     Options
-	n        int
-	idf      map[string]float64
-	postings map[string][]posting // documents in ascending order
-	norm     []float64            // per document: K1 × (1 − B + B × |d| / avgdl)
+	k1p1  float64 // K1 + 1
+	n     int
+	terms map[string]*term
+	norm  []float64 // per document: K1 × (1 − B + B × |d| / avgdl)
 }
 
 // New indexes docs, each an already tokenized document (see Tokenize);
@@ -99,57 +105,51 @@ type Index struct {
 func New(docs [][]string, opts Options) *Index {
 	opts = opts.withDefaults()
 	ix := &Index{
-		opts:     opts,
-		n:        len(docs),
-		idf:      map[string]float64{},
-		postings: map[string][]posting{},
-		norm:     make([]float64, len(docs)),
+		k1p1:  opts.K1 + 1,
+		n:     len(docs),
+		terms: map[string]*term{},
+		norm:  make([]float64, len(docs)),
 	}
-	var order []string // terms by first occurrence, as rank_bm25's dict
+	var order []*term // by first occurrence, as rank_bm25's dict
+	tf := map[*term]int{}
 	total := 0
 	for d, doc := range docs {
 		total += len(doc)
-		tf := map[string]int{}
-		for _, t := range doc {
-			if tf[t] == 0 {
-				if _, seen := ix.postings[t]; !seen {
-					order = append(order, t)
-					ix.postings[t] = nil
-				}
-				// Append in first-occurrence order within the document;
-				// the count is filled in below.
-				ix.postings[t] = append(ix.postings[t], posting{doc: d})
+		clear(tf)
+		for _, w := range doc {
+			t := ix.terms[w]
+			if t == nil {
+				t = &term{}
+				ix.terms[w] = t
+				order = append(order, t)
 			}
 			tf[t]++
 		}
 		for t, c := range tf {
-			p := ix.postings[t]
-			p[len(p)-1].tf = float64(c)
+			t.postings = append(t.postings, posting{doc: d, tf: float64(c)})
 		}
 	}
 	if ix.n == 0 || total == 0 {
-		ix.postings = map[string][]posting{}
-		return ix
+		return ix // no terms: every score is 0
 	}
 	avgdl := float64(total) / float64(ix.n)
 	for d, doc := range docs {
 		ix.norm[d] = opts.K1 * (1 - opts.B + float64(opts.B*float64(len(doc)))/avgdl)
 	}
 	sum := 0.0
-	var negative []string
+	var negative []*term
 	N := float64(ix.n)
 	for _, t := range order {
-		nt := float64(len(ix.postings[t]))
-		idf := math.Log(N-nt+0.5) - math.Log(nt+0.5)
-		ix.idf[t] = idf
-		sum += idf
-		if idf < 0 {
+		nt := float64(len(t.postings))
+		t.idf = math.Log(N-nt+0.5) - math.Log(nt+0.5)
+		sum += t.idf
+		if t.idf < 0 {
 			negative = append(negative, t)
 		}
 	}
 	floor := opts.Epsilon * (sum / float64(len(order)))
 	for _, t := range negative {
-		ix.idf[t] = floor
+		t.idf = floor
 	}
 	return ix
 }
@@ -163,13 +163,15 @@ func (ix *Index) Len() int { return ix.n }
 // add nothing.
 func (ix *Index) Scores(query []string) []float64 {
 	scores := make([]float64, ix.n)
-	k1p1 := ix.opts.K1 + 1
 	for _, q := range query {
-		idf := ix.idf[q]
-		for _, p := range ix.postings[q] {
+		t := ix.terms[q]
+		if t == nil {
+			continue
+		}
+		for _, p := range t.postings {
 			// float64() rounds the product before the sum: no fused
 			// multiply-add, as in numpy.
-			scores[p.doc] += float64(idf * (p.tf * k1p1 / (p.tf + ix.norm[p.doc])))
+			scores[p.doc] += float64(t.idf * (p.tf * ix.k1p1 / (p.tf + ix.norm[p.doc])))
 		}
 	}
 	return scores
