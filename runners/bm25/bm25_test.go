@@ -3,6 +3,7 @@ package bm25
 import (
 	"math"
 	"reflect"
+	"sync"
 	"testing"
 )
 
@@ -161,5 +162,30 @@ func TestNewDoesNotKeepDocs(t *testing.T) {
 	docs[0][1] = "c"
 	if after := ix.Scores([]string{"b"}); !reflect.DeepEqual(before, after) {
 		t.Errorf("scores changed after the caller's docs changed: %v, then %v", before, after)
+	}
+}
+
+// Run with -race: queries from many goroutines share one Index.
+func TestConcurrentQueriesAgreeWithSequential(t *testing.T) {
+	ix := New(handCorpus, Options{})
+	queries := [][]string{{"a"}, {"b", "b"}, {"a", "e"}, {"d"}, {"zzz"}}
+	want := make([][]Hit, len(queries))
+	for i, q := range queries {
+		want[i] = ix.Top(q, 3)
+	}
+	var wg sync.WaitGroup
+	got := make([][][]Hit, 8)
+	for g := range got {
+		wg.Go(func() {
+			for _, q := range queries {
+				got[g] = append(got[g], ix.Top(q, 3))
+			}
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		if !reflect.DeepEqual(got[g], want) {
+			t.Errorf("goroutine %d got %v, want %v", g, got[g], want)
+		}
 	}
 }
