@@ -96,3 +96,14 @@ node "catalog" "c" {
   from_rrb = node.import.r
 }`), "Missing or conflicting catalog source")
 }
+
+// TestCatalogFromRRBRefusesOneNameWithTwoContents names both rows.
+func TestCatalogFromRRBRefusesOneNameWithTwoContents(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "rrb.jsonl", `{"sample_id": "s1", "tool": {"tool_name": "A&&a", "tool_title": "A"}, "analyzed_tools": [{"tool_name": "A&&a", "tool_title": "A"}]}
+{"sample_id": "s2", "tool": {"tool_name": "A&&a", "tool_title": "A2"}, "analyzed_tools": []}
+`)
+	r := nodetest.RunErr(t, dir, `node "import" "rrb" { path = "rrb.jsonl" }
+node "catalog" "c" { from_rrb = node.import.rrb }`)
+	wantContains(t, nodeErr(t, r, "node.catalog.c"), `tool "A&&a"`, "row 1 (sample_id s1) analyzed_tools", "row 2 (sample_id s2) tool", "different content")
+}
