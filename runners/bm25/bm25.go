@@ -13,7 +13,12 @@
 //	              idf(q) × tf(q, d) × (K1 + 1) / (tf(q, d) + K1 × (1 − B + B × |d| / avgdl))
 //
 // with the floating-point operations in rank_bm25's order (the mean idf is
-// summed in order of each term's first occurrence in the corpus).
+// summed in order of each term's first occurrence in the corpus). The only
+// difference left is Go's math.Log, which is not correctly rounded and
+// differs from the C library's log in the last bit for some arguments: on the
+// released ToolSense corpus (4,901 documents, 500 queries) 99.6% of scores
+// are bit-identical to rank_bm25's and the largest difference is 7e-15,
+// with identical top-50 rankings (see TestScoresMatchRankBM25OnReleasedData).
 //
 // Where rank_bm25 fails or returns NaN (an empty corpus, or a corpus whose
 // documents are all empty), an Index scores every document 0.
@@ -21,7 +26,7 @@ package bm25
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -78,14 +83,20 @@ type posting struct {
 	tf  float64
 }
 
+// term is one term of the corpus: its idf (floored) and the documents
+// containing it, in ascending order.
+type term struct {
+	idf      float64
+	postings []posting
+}
+
 // Index is a BM25 index over a fixed corpus. It is immutable after New, so
 // any number of goroutines may call its methods concurrently.
 type Index struct {
-	opts     Options
-	n        int
-	idf      map[string]float64
-	postings map[string][]posting // documents in ascending order
-	norm     []float64            // per document: K1 × (1 − B + B × |d| / avgdl)
+	k1p1  float64 // K1 + 1
+	n     int
+	terms map[string]*term
+	norm  []float64 // per document: K1 × (1 − B + B × |d| / avgdl)
 }
 
 // New indexes docs, each an already tokenized document (see Tokenize);
@@ -94,57 +105,51 @@ type Index struct {
 func New(docs [][]string, opts Options) *Index {
 	opts = opts.withDefaults()
 	ix := &Index{
-		opts:     opts,
-		n:        len(docs),
-		idf:      map[string]float64{},
-		postings: map[string][]posting{},
-		norm:     make([]float64, len(docs)),
+		k1p1:  opts.K1 + 1,
+		n:     len(docs),
+		terms: map[string]*term{},
+		norm:  make([]float64, len(docs)),
 	}
-	var order []string // terms by first occurrence, as rank_bm25's dict
+	var order []*term // by first occurrence, as rank_bm25's dict
+	tf := map[*term]int{}
 	total := 0
 	for d, doc := range docs {
 		total += len(doc)
-		tf := map[string]int{}
-		for _, t := range doc {
-			if tf[t] == 0 {
-				if _, seen := ix.postings[t]; !seen {
-					order = append(order, t)
-					ix.postings[t] = nil
-				}
-				// Append in first-occurrence order within the document;
-				// the count is filled in below.
-				ix.postings[t] = append(ix.postings[t], posting{doc: d})
+		clear(tf)
+		for _, w := range doc {
+			t := ix.terms[w]
+			if t == nil {
+				t = &term{}
+				ix.terms[w] = t
+				order = append(order, t)
 			}
 			tf[t]++
 		}
 		for t, c := range tf {
-			p := ix.postings[t]
-			p[len(p)-1].tf = float64(c)
+			t.postings = append(t.postings, posting{doc: d, tf: float64(c)})
 		}
 	}
 	if ix.n == 0 || total == 0 {
-		ix.postings = map[string][]posting{}
-		return ix
+		return ix // no terms: every score is 0
 	}
 	avgdl := float64(total) / float64(ix.n)
 	for d, doc := range docs {
 		ix.norm[d] = opts.K1 * (1 - opts.B + float64(opts.B*float64(len(doc)))/avgdl)
 	}
 	sum := 0.0
-	var negative []string
+	var negative []*term
 	N := float64(ix.n)
 	for _, t := range order {
-		nt := float64(len(ix.postings[t]))
-		idf := math.Log(N-nt+0.5) - math.Log(nt+0.5)
-		ix.idf[t] = idf
-		sum += idf
-		if idf < 0 {
+		nt := float64(len(t.postings))
+		t.idf = math.Log(N-nt+0.5) - math.Log(nt+0.5)
+		sum += t.idf
+		if t.idf < 0 {
 			negative = append(negative, t)
 		}
 	}
 	floor := opts.Epsilon * (sum / float64(len(order)))
 	for _, t := range negative {
-		ix.idf[t] = floor
+		t.idf = floor
 	}
 	return ix
 }
@@ -158,13 +163,15 @@ func (ix *Index) Len() int { return ix.n }
 // add nothing.
 func (ix *Index) Scores(query []string) []float64 {
 	scores := make([]float64, ix.n)
-	k1p1 := ix.opts.K1 + 1
 	for _, q := range query {
-		idf := ix.idf[q]
-		for _, p := range ix.postings[q] {
+		t := ix.terms[q]
+		if t == nil {
+			continue
+		}
+		for _, p := range t.postings {
 			// float64() rounds the product before the sum: no fused
 			// multiply-add, as in numpy.
-			scores[p.doc] += float64(idf * (p.tf * k1p1 / (p.tf + ix.norm[p.doc])))
+			scores[p.doc] += float64(t.idf * (p.tf * ix.k1p1 / (p.tf + ix.norm[p.doc])))
 		}
 	}
 	return scores
@@ -184,14 +191,51 @@ func (ix *Index) Top(query []string, k int) []Hit {
 	if k <= 0 {
 		return nil
 	}
-	scores := ix.Scores(query)
-	hits := make([]Hit, len(scores))
-	for d, s := range scores {
-		hits[d] = Hit{Doc: d, Score: s}
+	k = min(k, ix.n)
+	// A min-heap of the k best so far, the worst at the root.
+	h := make([]Hit, 0, k)
+	for d, s := range ix.Scores(query) {
+		x := Hit{Doc: d, Score: s}
+		switch {
+		case len(h) < k:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !before(h[p], h[i]) {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+		case before(x, h[0]):
+			h[0] = x
+			for i := 0; ; {
+				w, l, r := i, 2*i+1, 2*i+2
+				if l < k && before(h[w], h[l]) {
+					w = l
+				}
+				if r < k && before(h[w], h[r]) {
+					w = r
+				}
+				if w == i {
+					break
+				}
+				h[i], h[w] = h[w], h[i]
+				i = w
+			}
+		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
-	if k < len(hits) {
-		hits = hits[:k]
-	}
-	return hits
+	slices.SortFunc(h, func(a, b Hit) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// before reports whether a ranks above b: a higher score, or an equal score
+// and a lower document index.
+func before(a, b Hit) bool {
+	return a.Score > b.Score || a.Score == b.Score && a.Doc < b.Doc
 }
