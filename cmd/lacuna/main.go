@@ -17,6 +17,7 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 	_ "github.com/lacuna-dev/lacuna/nodes/tasks"
+	_ "github.com/lacuna-dev/lacuna/nodes/toolsense"
 )
 
 // exitError carries an exit status without a message of its own.
