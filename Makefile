@@ -4,7 +4,8 @@ BIN := bin/lacuna
 
 STATICCHECK_VERSION := v0.8.2
 # Test tools live in .cache (gitignored): staticcheck, and a Python venv
-# with DuckDB, pandas and pyarrow that reads every export in the tests.
+# with DuckDB, pandas and pyarrow that reads every export in the tests, and
+# rank_bm25, the reference runners/bm25 is checked against.
 CACHE := $(CURDIR)/.cache
 STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 VENV := $(CACHE)/venv
