@@ -261,17 +261,18 @@ func setWeights(b *bert.Model, cfg bert.Config, w map[string]tensor) error {
 	return err
 }
 
-// Tokens returns the word pieces Embed encodes for text: BERT basic
-// tokenization (whitespace and punctuation split; when the model lowercases,
-// lowercase and strip accents) then WordPiece, truncated to MaxTokens-2 and
-// wrapped in [CLS] and [SEP]. Differences from Hugging Face's BertTokenizer:
-// CJK characters are not split into single characters and control
-// characters are not removed.
+// Tokens returns the word pieces Embed encodes for text: Hugging Face
+// BertTokenizer's basic tokenization (control characters dropped, CJK
+// ideographs split apart, whitespace split; when the model lowercases,
+// lowercase and strip accents; every ASCII symbol and Unicode punctuation
+// character a token of its own), then cybertron's WordPiece, truncated to
+// MaxTokens-2 pieces and wrapped in [CLS] and [SEP].
 func (m *Model) Tokens(text string) []string {
-	if m.lower {
-		text = stripAccents(strings.ToLower(text))
+	var words []tokenizers.StringOffsetsPair
+	for _, w := range basicTokens(text, m.lower) {
+		words = append(words, tokenizers.StringOffsetsPair{String: w})
 	}
-	pieces := tokenizers.GetStrings(m.tokenizer.Tokenize(text))
+	pieces := tokenizers.GetStrings(m.tokenizer.WordPieceTokenize(words))
 	if len(pieces) > m.maxTokens-2 {
 		pieces = pieces[:m.maxTokens-2]
 	}
@@ -281,7 +282,71 @@ func (m *Model) Tokens(text string) []string {
 	return append(out, wordpiecetokenizer.DefaultSequenceSeparator)
 }
 
-// stripAccents removes combining marks after canonical decomposition, as
+// basicTokens is BertTokenizer's BasicTokenizer (transformers'
+// tokenization_bert.py) with tokenize_chinese_chars on and strip_accents
+// following lower.
+func basicTokens(text string, lower bool) []string {
+	var clean strings.Builder
+	for _, r := range text {
+		switch {
+		case r == 0 || r == 0xfffd || isControl(r):
+		case isWhitespace(r):
+			clean.WriteByte(' ')
+		case isCJK(r):
+			clean.WriteByte(' ')
+			clean.WriteRune(r)
+			clean.WriteByte(' ')
+		default:
+			clean.WriteRune(r)
+		}
+	}
+	var out []string
+	for _, w := range strings.Fields(clean.String()) {
+		if lower {
+			w = stripAccents(strings.ToLower(w))
+		}
+		start := 0
+		for i, r := range w {
+			if isPunct(r) {
+				if start < i {
+					out = append(out, w[start:i])
+				}
+				out = append(out, string(r))
+				start = i + len(string(r))
+			}
+		}
+		if start < len(w) {
+			out = append(out, w[start:])
+		}
+	}
+	return out
+}
+
+func isWhitespace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || unicode.Is(unicode.Zs, r)
+}
+
+func isControl(r rune) bool {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+}
+
+func isPunct(r rune) bool {
+	if (r >= 33 && r <= 47) || (r >= 58 && r <= 64) || (r >= 91 && r <= 96) || (r >= 123 && r <= 126) {
+		return true
+	}
+	return unicode.IsPunct(r)
+}
+
+func isCJK(r rune) bool {
+	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) || (r >= 0x20000 && r <= 0x2A6DF) ||
+		(r >= 0x2A700 && r <= 0x2B73F) || (r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
+		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
+}
+
+// stripAccents removes nonspacing marks after canonical decomposition, as
 // BertTokenizer does for lowercasing models.
 func stripAccents(s string) string {
 	d := norm.NFD.String(s)

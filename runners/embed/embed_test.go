@@ -330,6 +330,10 @@ func TestTokensLowercaseStripAccentsSplitPunctuationAndTruncate(t *testing.T) {
 		{"The cats", "[CLS] the cat ##s [SEP]"},
 		{"Café, dog!", "[CLS] cafe , dog ! [SEP]"},
 		{"zebra", "[CLS] [UNK] [SEP]"},
+		// "-" and "`" are split off (and unknown to the tiny vocabulary);
+		// the zero-width space is dropped.
+		{"cat-dog`\tran\u200b", "[CLS] cat [UNK] dog [UNK] ran [SEP]"},
+		{"the\u732bcat", "[CLS] the [UNK] cat [SEP]"},
 		{"", "[CLS] [SEP]"},
 		// max_seq_length 8: six word pieces plus [CLS] and [SEP].
 		{"the cat sat on the mat the dog ran", "[CLS] the cat sat on the mat [SEP]"},
