@@ -7,10 +7,13 @@ require (
 	github.com/apache/arrow/go/v17 v17.0.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/nlpodyssey/cybertron v0.2.1
+	github.com/nlpodyssey/spago v1.1.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/zclconf/go-cty v1.20.0
 	golang.org/x/mod v0.29.0
 	golang.org/x/sys v0.38.0
+	golang.org/x/text v0.31.0
 )
 
 require (
@@ -32,7 +35,6 @@ require (
 	golang.org/x/exp v0.0.0-20240222234643-814bf88cf225 // indirect
 	golang.org/x/sync v0.18.0 // indirect
 	golang.org/x/telemetry v0.0.0-20251008203120-078029d740a8 // indirect
-	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/tools v0.38.0 // indirect
 	golang.org/x/xerrors v0.0.0-20231012003039-104605ab7028 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect

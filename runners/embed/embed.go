@@ -1,0 +1,513 @@
+// Package embed computes sentence embeddings in-process with cybertron's BERT
+// encoder and ranks documents by exact cosine similarity.
+//
+// A model directory holds a Hugging Face BERT checkpoint in the layout
+// sentence-transformers ships: config.json (model_type "bert"), vocab.txt,
+// model.safetensors (F32), optionally tokenizer_config.json (do_lower_case)
+// and sentence_bert_config.json (max_seq_length). The weights are converted
+// from safetensors into cybertron's bert.Model in memory at Load; nothing is
+// written to the directory.
+package embed
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/nlpodyssey/cybertron/pkg/models/bert"
+	"github.com/nlpodyssey/cybertron/pkg/tokenizers"
+	"github.com/nlpodyssey/cybertron/pkg/tokenizers/wordpiecetokenizer"
+	"github.com/nlpodyssey/cybertron/pkg/vocabulary"
+	"github.com/nlpodyssey/spago/mat"
+	"github.com/nlpodyssey/spago/nn"
+	emb "github.com/nlpodyssey/spago/nn/embedding"
+	"github.com/nlpodyssey/spago/nn/linear"
+	"github.com/nlpodyssey/spago/nn/normalization/layernorm"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Pooling turns the encoder's last hidden states into one vector.
+type Pooling int
+
+const (
+	// Mean averages the hidden states of every token, [CLS] and [SEP]
+	// included (sentence-transformers' pooling_mode_mean_tokens on an
+	// unpadded sequence), as all-MiniLM-L6-v2 uses.
+	Mean Pooling = iota + 1
+	// CLS takes the raw hidden state of the [CLS] token, without BERT's
+	// pooler layer (sentence-transformers' pooling_mode_cls_token), as
+	// BAAI/bge-small-en-v1.5 uses.
+	CLS
+)
+
+// String returns "mean" or "cls".
+func (p Pooling) String() string {
+	switch p {
+	case Mean:
+		return "mean"
+	case CLS:
+		return "cls"
+	}
+	return fmt.Sprintf("Pooling(%d)", int(p))
+}
+
+// Model is a loaded sentence encoder. Its methods are safe for concurrent
+// use: the weights are read-only after Load.
+type Model struct {
+	bert      *bert.Model
+	tokenizer *wordpiecetokenizer.WordPieceTokenizer
+	lower     bool
+	maxTokens int // including [CLS] and [SEP]
+	pooling   Pooling
+}
+
+// Dim is the length of the vectors Embed returns.
+func (m *Model) Dim() int { return m.bert.Config.HiddenSize }
+
+// MaxTokens is the sequence length, [CLS] and [SEP] included, beyond which
+// Embed truncates a text's word pieces (sentence-transformers' max_seq_length).
+func (m *Model) MaxTokens() int { return m.maxTokens }
+
+// Load reads a BERT sentence encoder from dir with the given pooling. It
+// fails, naming the file, when config.json, vocab.txt or model.safetensors
+// is missing, when config.json declares a model_type other than "bert",
+// when the configuration is inconsistent with the vocabulary, or when a
+// weight the encoder needs is absent or has the wrong shape.
+func Load(dir string, pooling Pooling) (*Model, error) {
+	if pooling != Mean && pooling != CLS {
+		return nil, fmt.Errorf("embed: load %s: unknown pooling %v", dir, pooling)
+	}
+	fail := func(format string, a ...any) (*Model, error) {
+		return nil, fmt.Errorf("embed: load %s: %s", dir, fmt.Sprintf(format, a...))
+	}
+	for _, f := range []string{"config.json", "vocab.txt", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fail("missing %s (want a Hugging Face BERT directory with config.json, vocab.txt and model.safetensors)", f)
+		}
+	}
+	var cfg bert.Config
+	if err := readJSON(filepath.Join(dir, "config.json"), &cfg); err != nil {
+		return fail("%v", err)
+	}
+	if cfg.ModelType != "bert" {
+		return fail("config.json: model_type %q, architectures %v: only BERT encoders (model_type \"bert\") are supported", cfg.ModelType, cfg.Architectures)
+	}
+	if cfg.HiddenSize <= 0 || cfg.NumAttentionHeads <= 0 || cfg.HiddenSize%cfg.NumAttentionHeads != 0 ||
+		cfg.NumHiddenLayers <= 0 || cfg.IntermediateSize <= 0 || cfg.MaxPositionEmbeddings < 3 || cfg.TypeVocabSize <= 0 {
+		return fail("config.json: inconsistent sizes (hidden_size %d, num_attention_heads %d, num_hidden_layers %d, intermediate_size %d, max_position_embeddings %d, type_vocab_size %d)",
+			cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.MaxPositionEmbeddings, cfg.TypeVocabSize)
+	}
+	if cfg.HiddenAct != "gelu" {
+		return fail("config.json: hidden_act %q: only \"gelu\" is supported", cfg.HiddenAct)
+	}
+	cfg.EmbeddingsSize = cfg.HiddenSize
+	vocab, err := readVocab(filepath.Join(dir, "vocab.txt"))
+	if err != nil {
+		return fail("%v", err)
+	}
+	if n := len(vocab.Items()); n != cfg.VocabSize {
+		return fail("vocab.txt has %d entries, config.json vocab_size is %d", n, cfg.VocabSize)
+	}
+	for _, tok := range []string{wordpiecetokenizer.DefaultClassToken, wordpiecetokenizer.DefaultSequenceSeparator, wordpiecetokenizer.DefaultUnknownToken} {
+		if _, ok := vocab.ID(tok); !ok {
+			return fail("vocab.txt has no %s token", tok)
+		}
+	}
+	lower := true // BertTokenizer's default
+	if p := filepath.Join(dir, "tokenizer_config.json"); exists(p) {
+		var tc struct {
+			DoLowerCase *bool `json:"do_lower_case"`
+		}
+		if err := readJSON(p, &tc); err != nil {
+			return fail("%v", err)
+		}
+		if tc.DoLowerCase != nil {
+			lower = *tc.DoLowerCase
+		}
+	}
+	maxTokens := cfg.MaxPositionEmbeddings
+	if p := filepath.Join(dir, "sentence_bert_config.json"); exists(p) {
+		var sc struct {
+			MaxSeqLength int `json:"max_seq_length"`
+		}
+		if err := readJSON(p, &sc); err != nil {
+			return fail("%v", err)
+		}
+		if sc.MaxSeqLength > 0 && sc.MaxSeqLength < maxTokens {
+			maxTokens = sc.MaxSeqLength
+		}
+	}
+	weights, err := readSafetensors(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		return fail("%v", err)
+	}
+	b := bert.New[float32](cfg)
+	b.Embeddings.Vocab = vocab
+	if err := setWeights(b, cfg, weights); err != nil {
+		return fail("model.safetensors: %v", err)
+	}
+	// Inference only: no gradients are tracked or accumulated.
+	nn.ForEachParam(b, func(p *nn.Param) { p.WithGrad(false) })
+	for _, e := range []*emb.Model{b.Embeddings.Tokens, b.Embeddings.Positions, b.Embeddings.TokenTypes} {
+		for _, p := range e.Weights {
+			p.WithGrad(false)
+		}
+	}
+	return &Model{
+		bert:      b,
+		tokenizer: wordpiecetokenizer.New(vocab),
+		lower:     lower,
+		maxTokens: maxTokens,
+		pooling:   pooling,
+	}, nil
+}
+
+// setWeights copies the Hugging Face BERT weights (names with or without the
+// "bert." prefix) into b, splitting the query, key and value projections per
+// attention head as cybertron's multi-head attention stores them, and sets
+// every layer norm's epsilon to the configured layer_norm_eps.
+func setWeights(b *bert.Model, cfg bert.Config, w map[string]tensor) error {
+	get := func(name string, shape ...int) ([]float32, error) {
+		t, ok := w[name]
+		if !ok {
+			t, ok = w["bert."+name]
+		}
+		if !ok {
+			return nil, fmt.Errorf("missing tensor %s", name)
+		}
+		if fmt.Sprint(t.shape) != fmt.Sprint(shape) {
+			return nil, fmt.Errorf("tensor %s has shape %v, want %v", name, t.shape, shape)
+		}
+		return t.data, nil
+	}
+	var err error
+	set := func(dst mat.Tensor, name string, shape ...int) {
+		if err != nil {
+			return
+		}
+		var data []float32
+		if data, err = get(name, shape...); err == nil {
+			mat.SetData[float32](dst, data)
+		}
+	}
+	setRows := func(e []*nn.Param, name string, rows, cols int) {
+		if err != nil {
+			return
+		}
+		var data []float32
+		if data, err = get(name, rows, cols); err == nil {
+			for i := 0; i < rows; i++ {
+				mat.SetData[float32](e[i].Value(), data[i*cols:(i+1)*cols])
+			}
+		}
+	}
+	h, inter, heads := cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads
+	setNorm := func(n *layernorm.Model, prefix string) {
+		set(n.W.Value(), prefix+".weight", h)
+		set(n.B.Value(), prefix+".bias", h)
+		n.Eps = nn.Buf(mat.Scalar(float32(cfg.LayerNormEps)))
+	}
+	setLinear := func(l *linear.Model, prefix string, out, in int) {
+		set(l.W.Value(), prefix+".weight", out, in)
+		set(l.B.Value(), prefix+".bias", out)
+	}
+	e := b.Embeddings
+	setRows(e.Tokens.Weights, "embeddings.word_embeddings.weight", cfg.VocabSize, h)
+	setRows(e.Positions.Weights, "embeddings.position_embeddings.weight", cfg.MaxPositionEmbeddings, h)
+	setRows(e.TokenTypes.Weights, "embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, h)
+	setNorm(e.Norm, "embeddings.LayerNorm")
+	dh := h / heads
+	for i, layer := range b.Encoder.Layers {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		att := layer.SelfAttention.Attention
+		for _, proj := range []string{"query", "key", "value"} {
+			if err != nil {
+				return err
+			}
+			var wq, bq []float32
+			if wq, err = get(p+"attention.self."+proj+".weight", h, h); err != nil {
+				return err
+			}
+			if bq, err = get(p+"attention.self."+proj+".bias", h); err != nil {
+				return err
+			}
+			for j, head := range att.Heads {
+				var l *linear.Model
+				switch proj {
+				case "query":
+					l = head.Query
+				case "key":
+					l = head.Key
+				default:
+					l = head.Value
+				}
+				mat.SetData[float32](l.W.Value(), wq[j*dh*h:(j+1)*dh*h])
+				mat.SetData[float32](l.B.Value(), bq[j*dh:(j+1)*dh])
+			}
+		}
+		setLinear(att.OutputMerge, p+"attention.output.dense", h, h)
+		setNorm(layer.SelfAttention.Norm, p+"attention.output.LayerNorm")
+		setLinear(layer.FF.MLP[0].(*linear.Model), p+"intermediate.dense", inter, h)
+		setLinear(layer.FF.MLP[2].(*linear.Model), p+"output.dense", h, inter)
+		setNorm(layer.FF.Norm, p+"output.LayerNorm")
+	}
+	return err
+}
+
+// Tokens returns the word pieces Embed encodes for text: Hugging Face
+// BertTokenizer's basic tokenization (control characters dropped, CJK
+// ideographs split apart, whitespace split; when the model lowercases,
+// lowercase and strip accents; every ASCII symbol and Unicode punctuation
+// character a token of its own), then cybertron's WordPiece, truncated to
+// MaxTokens-2 pieces and wrapped in [CLS] and [SEP].
+func (m *Model) Tokens(text string) []string {
+	var words []tokenizers.StringOffsetsPair
+	for _, w := range basicTokens(text, m.lower) {
+		words = append(words, tokenizers.StringOffsetsPair{String: w})
+	}
+	pieces := tokenizers.GetStrings(m.tokenizer.WordPieceTokenize(words))
+	if len(pieces) > m.maxTokens-2 {
+		pieces = pieces[:m.maxTokens-2]
+	}
+	out := make([]string, 0, len(pieces)+2)
+	out = append(out, wordpiecetokenizer.DefaultClassToken)
+	out = append(out, pieces...)
+	return append(out, wordpiecetokenizer.DefaultSequenceSeparator)
+}
+
+// basicTokens is BertTokenizer's BasicTokenizer (transformers'
+// tokenization_bert.py) with tokenize_chinese_chars on and strip_accents
+// following lower.
+func basicTokens(text string, lower bool) []string {
+	var clean strings.Builder
+	for _, r := range text {
+		switch {
+		case r == 0 || r == 0xfffd || isControl(r):
+		case isWhitespace(r):
+			clean.WriteByte(' ')
+		case isCJK(r):
+			clean.WriteByte(' ')
+			clean.WriteRune(r)
+			clean.WriteByte(' ')
+		default:
+			clean.WriteRune(r)
+		}
+	}
+	var out []string
+	for _, w := range strings.Fields(clean.String()) {
+		if lower {
+			w = stripAccents(strings.ToLower(w))
+		}
+		start := 0
+		for i, r := range w {
+			if isPunct(r) {
+				if start < i {
+					out = append(out, w[start:i])
+				}
+				out = append(out, string(r))
+				start = i + len(string(r))
+			}
+		}
+		if start < len(w) {
+			out = append(out, w[start:])
+		}
+	}
+	return out
+}
+
+func isWhitespace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || unicode.Is(unicode.Zs, r)
+}
+
+func isControl(r rune) bool {
+	if r == '\t' || r == '\n' || r == '\r' {
+		return false
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
+}
+
+func isPunct(r rune) bool {
+	if (r >= 33 && r <= 47) || (r >= 58 && r <= 64) || (r >= 91 && r <= 96) || (r >= 123 && r <= 126) {
+		return true
+	}
+	return unicode.IsPunct(r)
+}
+
+func isCJK(r rune) bool {
+	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) || (r >= 0x20000 && r <= 0x2A6DF) ||
+		(r >= 0x2A700 && r <= 0x2B73F) || (r >= 0x2B740 && r <= 0x2B81F) || (r >= 0x2B820 && r <= 0x2CEAF) ||
+		(r >= 0xF900 && r <= 0xFAFF) || (r >= 0x2F800 && r <= 0x2FA1F)
+}
+
+// stripAccents removes nonspacing marks after canonical decomposition, as
+// BertTokenizer does for lowercasing models.
+func stripAccents(s string) string {
+	d := norm.NFD.String(s)
+	var b strings.Builder
+	b.Grow(len(d))
+	for _, r := range d {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// embedOne returns the L2-normalised embedding of one text.
+func (m *Model) embedOne(text string) []float32 {
+	states := m.bert.EncodeTokens(m.Tokens(text))
+	out := make([]float32, m.Dim())
+	switch m.pooling {
+	case CLS:
+		copy(out, states[0].Value().Data().F32())
+	default:
+		sum := make([]float64, len(out))
+		for _, s := range states {
+			for i, v := range s.Value().Data().F32() {
+				sum[i] += float64(v)
+			}
+		}
+		for i := range out {
+			out[i] = float32(sum[i] / float64(len(states)))
+		}
+	}
+	normalize(out)
+	return out
+}
+
+// Embed returns one L2-normalised vector of length Dim per text, in input
+// order. cybertron encodes one sequence at a time, so Embed batches on top
+// of it: up to batch texts (batch < 1 means 1) are encoded concurrently,
+// each by its own goroutine; a text's vector does not depend on batch or on
+// the other texts. Texts longer than MaxTokens word pieces are truncated.
+// Embed stops starting new texts once ctx is done and returns ctx.Err().
+// Embed is safe for concurrent use.
+func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float32, error) {
+	if batch < 1 {
+		batch = 1
+	}
+	out := make([][]float32, len(texts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(batch, len(texts)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = m.embedOne(texts[i])
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range texts {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		case next <- i:
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("embed: %w", err)
+	}
+	return out, nil
+}
+
+// Hit is one ranked document: its index in the docs slice and its cosine
+// similarity to the query.
+type Hit struct {
+	Doc   int
+	Score float64
+}
+
+// TopK returns the k documents most cosine-similar to query, best first,
+// ties broken by lower document index; all of them when k exceeds
+// len(docs), none when k < 1. The search is exact (every document is
+// scored). A zero vector has similarity 0 to everything. Every document
+// must have the query's length; TopK panics otherwise.
+func TopK(query []float32, docs [][]float32, k int) []Hit {
+	if k < 1 {
+		return nil
+	}
+	qn := norm2(query)
+	hits := make([]Hit, len(docs))
+	for i, d := range docs {
+		if len(d) != len(query) {
+			panic(fmt.Sprintf("embed.TopK: document %d has length %d, query has %d", i, len(d), len(query)))
+		}
+		var dot float64
+		for j, v := range d {
+			dot += float64(v) * float64(query[j])
+		}
+		s := 0.0
+		if dn := norm2(d); dn > 0 && qn > 0 {
+			s = dot / (dn * qn)
+		}
+		hits[i] = Hit{Doc: i, Score: s}
+	}
+	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
+	return hits[:min(k, len(hits))]
+}
+
+func norm2(v []float32) float64 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s)
+}
+
+func normalize(v []float32) {
+	if n := norm2(v); n > 0 {
+		for i := range v {
+			v[i] = float32(float64(v[i]) / n)
+		}
+	}
+}
+
+// readVocab reads a WordPiece vocabulary, one token a line, the line number
+// (from 0) being the token id. A repeated token is an error: cybertron's
+// vocabulary would silently renumber every later token.
+func readVocab(path string) (*vocabulary.Vocabulary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	seen := make(map[string]int, len(lines))
+	for i, l := range lines {
+		l = strings.TrimSuffix(l, "\r")
+		lines[i] = l
+		if j, ok := seen[l]; ok {
+			return nil, fmt.Errorf("vocab.txt:%d: token %q repeats line %d", i+1, l, j+1)
+		}
+		seen[l] = i
+	}
+	return vocabulary.New(lines), nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,495 @@
+package embed
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// tinyConfig is a 2-layer, 2-head BERT small enough to build in a test.
+var tinyConfig = map[string]any{
+	"architectures":           []string{"BertModel"},
+	"model_type":              "bert",
+	"hidden_act":              "gelu",
+	"hidden_size":             8,
+	"intermediate_size":       16,
+	"num_attention_heads":     2,
+	"num_hidden_layers":       2,
+	"max_position_embeddings": 16,
+	"vocab_size":              16,
+	"type_vocab_size":         2,
+	"layer_norm_eps":          1e-12,
+	"pad_token_id":            0,
+}
+
+var tinyVocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "##s", ",", "!", "cafe"}
+
+// tinyWeights returns seeded random weights with Hugging Face BertModel
+// names and shapes for tinyConfig.
+func tinyWeights(seed int64) map[string]tensor {
+	r := rand.New(rand.NewSource(seed))
+	w := map[string]tensor{}
+	add := func(name string, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		data := make([]float32, n)
+		for i := range data {
+			data[i] = float32(r.NormFloat64() * 0.5)
+		}
+		if strings.HasSuffix(name, "LayerNorm.weight") {
+			for i := range data {
+				data[i] += 1
+			}
+		}
+		w[name] = tensor{shape: shape, data: data}
+	}
+	const h, inter = 8, 16
+	add("embeddings.word_embeddings.weight", len(tinyVocab), h)
+	add("embeddings.position_embeddings.weight", 16, h)
+	add("embeddings.token_type_embeddings.weight", 2, h)
+	add("embeddings.LayerNorm.weight", h)
+	add("embeddings.LayerNorm.bias", h)
+	for l := 0; l < 2; l++ {
+		p := fmt.Sprintf("encoder.layer.%d.", l)
+		for _, proj := range []string{"query", "key", "value"} {
+			add(p+"attention.self."+proj+".weight", h, h)
+			add(p+"attention.self."+proj+".bias", h)
+		}
+		add(p+"attention.output.dense.weight", h, h)
+		add(p+"attention.output.dense.bias", h)
+		add(p+"attention.output.LayerNorm.weight", h)
+		add(p+"attention.output.LayerNorm.bias", h)
+		add(p+"intermediate.dense.weight", inter, h)
+		add(p+"intermediate.dense.bias", inter)
+		add(p+"output.dense.weight", h, inter)
+		add(p+"output.dense.bias", h)
+		add(p+"output.LayerNorm.weight", h)
+		add(p+"output.LayerNorm.bias", h)
+	}
+	add("pooler.dense.weight", h, h)
+	add("pooler.dense.bias", h)
+	return w
+}
+
+// writeSafetensors writes w in the safetensors format with F32 dtype (or
+// the dtype override for one tensor), plus an I64 position_ids buffer as
+// transformers saves it.
+func writeSafetensors(t *testing.T, path string, w map[string]tensor, dtype map[string]string) {
+	t.Helper()
+	names := make([]string, 0, len(w))
+	for n := range w {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var body []byte
+	for _, n := range names {
+		dt := "F32"
+		if d, ok := dtype[n]; ok {
+			dt = d
+		}
+		start := len(body)
+		for _, v := range w[n].data {
+			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
+		}
+		header[n] = map[string]any{"dtype": dt, "shape": w[n].shape, "data_offsets": []int{start, len(body)}}
+	}
+	start := len(body)
+	for i := 0; i < 16; i++ {
+		body = binary.LittleEndian.AppendUint64(body, uint64(i))
+	}
+	header["embeddings.position_ids"] = map[string]any{"dtype": "I64", "shape": []int{1, 16}, "data_offsets": []int{start, len(body)}}
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(append(out, h...), body...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tinyDir writes a tiny BERT model directory; edit may change the config,
+// the vocabulary, the weights or the dtypes before they are written.
+func tinyDir(t *testing.T, edit func(cfg map[string]any, vocab *[]string, w map[string]tensor, dtype map[string]string)) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := map[string]any{}
+	for k, v := range tinyConfig {
+		cfg[k] = v
+	}
+	vocab := append([]string(nil), tinyVocab...)
+	w := tinyWeights(1)
+	dtype := map[string]string{}
+	if edit != nil {
+		edit(cfg, &vocab, w, dtype)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"config.json":               string(b),
+		"vocab.txt":                 strings.Join(vocab, "\n") + "\n",
+		"tokenizer_config.json":     `{"do_lower_case": true}`,
+		"sentence_bert_config.json": `{"max_seq_length": 8}`,
+	}
+	for name, s := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSafetensors(t, filepath.Join(dir, "model.safetensors"), w, dtype)
+	return dir
+}
+
+// referenceEmbedding is an independent float64 forward pass of Hugging
+// Face's BertModel (exact erf GELU, post-layer-norm, absolute positions,
+// token type 0) followed by sentence-transformers pooling and L2
+// normalisation.
+func referenceEmbedding(w map[string]tensor, ids []int, pooling Pooling) []float64 {
+	const h, inter, heads, eps = 8, 16, 2, 1e-12
+	n := len(ids)
+	row := func(name string, i, cols int) []float64 {
+		d := w[name].data[i*cols : (i+1)*cols]
+		out := make([]float64, cols)
+		for j, v := range d {
+			out[j] = float64(v)
+		}
+		return out
+	}
+	linear := func(x []float64, name string, out int) []float64 {
+		in := len(x)
+		y := row(name+".bias", 0, out)
+		for o := 0; o < out; o++ {
+			wr := row(name+".weight", o, in)
+			for i := range x {
+				y[o] += wr[i] * x[i]
+			}
+		}
+		return y
+	}
+	layerNorm := func(x []float64, name string) []float64 {
+		var mean, v float64
+		for _, a := range x {
+			mean += a
+		}
+		mean /= float64(len(x))
+		for _, a := range x {
+			v += (a - mean) * (a - mean)
+		}
+		v /= float64(len(x))
+		g, b := row(name+".weight", 0, len(x)), row(name+".bias", 0, len(x))
+		out := make([]float64, len(x))
+		for i, a := range x {
+			out[i] = (a-mean)/math.Sqrt(v+eps)*g[i] + b[i]
+		}
+		return out
+	}
+	add := func(a, b []float64) []float64 {
+		out := make([]float64, len(a))
+		for i := range a {
+			out[i] = a[i] + b[i]
+		}
+		return out
+	}
+	x := make([][]float64, n)
+	for i, id := range ids {
+		e := add(add(row("embeddings.word_embeddings.weight", id, h), row("embeddings.position_embeddings.weight", i, h)), row("embeddings.token_type_embeddings.weight", 0, h))
+		x[i] = layerNorm(e, "embeddings.LayerNorm")
+	}
+	for l := 0; l < 2; l++ {
+		p := fmt.Sprintf("encoder.layer.%d.", l)
+		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
+		for i := range x {
+			q[i] = linear(x[i], p+"attention.self.query", h)
+			k[i] = linear(x[i], p+"attention.self.key", h)
+			v[i] = linear(x[i], p+"attention.self.value", h)
+		}
+		dh := h / heads
+		ctx := make([][]float64, n)
+		for i := range ctx {
+			ctx[i] = make([]float64, h)
+			for hd := 0; hd < heads; hd++ {
+				scores := make([]float64, n)
+				maxS := math.Inf(-1)
+				for j := 0; j < n; j++ {
+					for d := hd * dh; d < (hd+1)*dh; d++ {
+						scores[j] += q[i][d] * k[j][d]
+					}
+					scores[j] /= math.Sqrt(float64(dh))
+					maxS = math.Max(maxS, scores[j])
+				}
+				var z float64
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - maxS)
+					z += scores[j]
+				}
+				for j := range scores {
+					for d := hd * dh; d < (hd+1)*dh; d++ {
+						ctx[i][d] += scores[j] / z * v[j][d]
+					}
+				}
+			}
+		}
+		for i := range x {
+			a := layerNorm(add(linear(ctx[i], p+"attention.output.dense", h), x[i]), p+"attention.output.LayerNorm")
+			m := linear(a, p+"intermediate.dense", inter)
+			for j, u := range m {
+				m[j] = 0.5 * u * (1 + math.Erf(u/math.Sqrt2))
+			}
+			x[i] = layerNorm(add(linear(m, p+"output.dense", h), a), p+"output.LayerNorm")
+		}
+	}
+	out := make([]float64, h)
+	if pooling == CLS {
+		copy(out, x[0])
+	} else {
+		for _, s := range x {
+			for j := range out {
+				out[j] += s[j] / float64(n)
+			}
+		}
+	}
+	var norm float64
+	for _, a := range out {
+		norm += a * a
+	}
+	for j := range out {
+		out[j] /= math.Sqrt(norm)
+	}
+	return out
+}
+
+func cosine(a []float32, b []float64) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * b[i]
+		na += float64(a[i]) * float64(a[i])
+		nb += b[i] * b[i]
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+func TestEmbedMatchesReferenceBertForward(t *testing.T) {
+	dir := tinyDir(t, nil)
+	w := tinyWeights(1)
+	index := map[string]int{}
+	for i, tok := range tinyVocab {
+		index[tok] = i
+	}
+	texts := []string{"the cat sat on the mat", "The DOG ran!", "Café cats, dogs", "the"}
+	for _, pooling := range []Pooling{Mean, CLS} {
+		t.Run(pooling.String(), func(t *testing.T) {
+			m, err := Load(dir, pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Embed(context.Background(), texts, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, text := range texts {
+				var ids []int
+				for _, tok := range m.Tokens(text) {
+					ids = append(ids, index[tok])
+				}
+				want := referenceEmbedding(w, ids, pooling)
+				// The tolerance covers cybertron's tanh approximation of
+				// GELU against the reference's exact erf form; a wrong weight
+				// mapping (heads, transposes, layer norms) gives far less.
+				if c := cosine(got[i], want); c < 0.9999 {
+					t.Errorf("%q: cosine to the reference forward pass %.6f, want >= 0.9999", text, c)
+				}
+			}
+		})
+	}
+}
+
+func TestTokensLowercaseStripAccentsSplitPunctuationAndTruncate(t *testing.T) {
+	m, err := Load(tinyDir(t, nil), Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		text string
+		want string
+	}{
+		{"The cats", "[CLS] the cat ##s [SEP]"},
+		{"Café, dog!", "[CLS] cafe , dog ! [SEP]"},
+		{"zebra", "[CLS] [UNK] [SEP]"},
+		// "-" and "`" are split off (and unknown to the tiny vocabulary);
+		// the zero-width space is dropped.
+		{"cat-dog`\tran\u200b", "[CLS] cat [UNK] dog [UNK] ran [SEP]"},
+		{"the\u732bcat", "[CLS] the [UNK] cat [SEP]"},
+		{"", "[CLS] [SEP]"},
+		// max_seq_length 8: six word pieces plus [CLS] and [SEP].
+		{"the cat sat on the mat the dog ran", "[CLS] the cat sat on the mat [SEP]"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(m.Tokens(tt.text), " "); got != tt.want {
+			t.Errorf("Tokens(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestEmbedIsUnitLengthAndIndependentOfBatch(t *testing.T) {
+	m, err := Load(tinyDir(t, nil), Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"the cat", "the dog ran", "mat", "on the mat", "cats!", "the cat"}
+	ref, err := m.Embed(context.Background(), texts, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range ref {
+		if len(v) != m.Dim() {
+			t.Fatalf("vector %d has length %d, want %d", i, len(v), m.Dim())
+		}
+		if n := norm2(v); math.Abs(n-1) > 1e-6 {
+			t.Errorf("vector %d has norm %v, want 1", i, n)
+		}
+	}
+	for _, batch := range []int{0, 2, 4, 100} {
+		got, err := m.Embed(context.Background(), texts, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range texts {
+			for j := range got[i] {
+				if got[i][j] != ref[i][j] {
+					t.Fatalf("batch %d: text %d differs from batch 1 at %d: %v vs %v", batch, i, j, got[i][j], ref[i][j])
+				}
+			}
+		}
+	}
+	if got, err := m.Embed(context.Background(), nil, 4); err != nil || len(got) != 0 {
+		t.Errorf("Embed(nil) = %v, %v; want empty, nil", got, err)
+	}
+}
+
+func TestEmbedStopsWhenContextIsDone(t *testing.T) {
+	m, err := Load(tinyDir(t, nil), Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Embed(ctx, []string{"the cat", "the dog"}, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Embed with a cancelled context: err %v, want context.Canceled", err)
+	}
+}
+
+func TestLoadRejectsBadDirectories(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(cfg map[string]any, vocab *[]string, w map[string]tensor, dtype map[string]string)
+		remove  string
+		pooling Pooling
+		want    string
+	}{
+		{name: "missing config", remove: "config.json", want: "missing config.json"},
+		{name: "missing weights", remove: "model.safetensors", want: "missing model.safetensors"},
+		{name: "missing vocab", remove: "vocab.txt", want: "missing vocab.txt"},
+		{name: "wrong architecture", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+			cfg["model_type"] = "roberta"
+			cfg["architectures"] = []string{"RobertaModel"}
+		}, want: `model_type "roberta"`},
+		{name: "unsupported activation", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+			cfg["hidden_act"] = "relu"
+		}, want: `hidden_act "relu"`},
+		{name: "heads do not divide hidden size", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+			cfg["num_attention_heads"] = 3
+		}, want: "inconsistent sizes"},
+		{name: "vocabulary size mismatch", edit: func(_ map[string]any, v *[]string, _ map[string]tensor, _ map[string]string) {
+			*v = (*v)[:len(*v)-1]
+		}, want: "vocab.txt has 15 entries, config.json vocab_size is 16"},
+		{name: "repeated vocabulary token", edit: func(_ map[string]any, v *[]string, _ map[string]tensor, _ map[string]string) {
+			(*v)[10] = "cat"
+		}, want: `vocab.txt:11: token "cat" repeats line 7`},
+		{name: "missing tensor", edit: func(_ map[string]any, _ *[]string, w map[string]tensor, _ map[string]string) {
+			delete(w, "encoder.layer.1.output.dense.weight")
+		}, want: "missing tensor encoder.layer.1.output.dense.weight"},
+		{name: "wrong shape", edit: func(_ map[string]any, _ *[]string, w map[string]tensor, _ map[string]string) {
+			w["encoder.layer.0.intermediate.dense.weight"] = tensor{shape: []int{8, 16}, data: make([]float32, 128)}
+		}, want: "tensor encoder.layer.0.intermediate.dense.weight has shape [8 16], want [16 8]"},
+		{name: "half precision", edit: func(_ map[string]any, _ *[]string, _ map[string]tensor, d map[string]string) {
+			d["embeddings.LayerNorm.bias"] = "F16"
+		}, want: "dtype F16; only F32"},
+		{name: "unknown pooling", pooling: Pooling(7), want: "unknown pooling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edit := tt.edit
+			if edit == nil {
+				edit = func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+					cfg["vocab_size"] = len(tinyVocab)
+				}
+			} else {
+				inner := edit
+				edit = func(cfg map[string]any, v *[]string, w map[string]tensor, d map[string]string) {
+					cfg["vocab_size"] = len(tinyVocab)
+					inner(cfg, v, w, d)
+				}
+			}
+			dir := tinyDir(t, edit)
+			if tt.remove != "" {
+				if err := os.Remove(filepath.Join(dir, tt.remove)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pooling := tt.pooling
+			if pooling == 0 {
+				pooling = Mean
+			}
+			_, err := Load(dir, pooling)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load: err %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTopKRanksByCosineWithTiesByIndex(t *testing.T) {
+	docs := [][]float32{{1, 0}, {0, 1}, {2, 0}, {1, 1}, {0, 0}, {-1, 0}}
+	q := []float32{1, 0}
+	tests := []struct {
+		k    int
+		want []int
+	}{
+		{k: 3, want: []int{0, 2, 3}},
+		{k: 10, want: []int{0, 2, 3, 1, 4, 5}},
+		{k: 1, want: []int{0}},
+		{k: 0, want: nil},
+	}
+	for _, tt := range tests {
+		hits := TopK(q, docs, tt.k)
+		var got []int
+		for _, h := range hits {
+			got = append(got, h.Doc)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("TopK(k=%d) docs %v, want %v", tt.k, got, tt.want)
+		}
+	}
+	hits := TopK(q, docs, 6)
+	want := []float64{1, 1, 1 / math.Sqrt2, 0, 0, -1}
+	for i, h := range hits {
+		if math.Abs(h.Score-want[i]) > 1e-12 {
+			t.Errorf("hit %d score %v, want %v", i, h.Score, want[i])
+		}
+	}
+}

