@@ -4,16 +4,13 @@
 //	bm25 tokens RRB.jsonl TOKENS.json   catalog and queries, tokenized
 //	bm25 time TOKENS.json REPS TOP.i64  timings as one JSON line on stdout
 //
-// The catalog is the union of the RRB rows' analyzed_tools pools keyed by
-// tool_name in order of first occurrence; a tool's document is bm25.Tokenize
-// of tool_title, api_title, tool_description and api_description joined by
-// spaces, "None" and empty fields skipped (the definition of the parity test
-// in runners/bm25). Both sides index the same token lists from TOKENS.json,
-// so tokenization is outside every timing.
+// The catalog and the documents are the retrieve node's
+// (toolsense.ReadRRB, toolsense.DocText, bm25.Tokenize), as in the parity
+// test of runners/bm25. Both sides index the same token lists from
+// TOKENS.json, so tokenization is outside every timing.
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -21,9 +18,9 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
 )
 
@@ -59,42 +56,16 @@ func tokens(rrb, out string) error {
 		return err
 	}
 	defer f.Close()
-	type tool struct {
-		ToolName        string `json:"tool_name"`
-		ToolTitle       string `json:"tool_title"`
-		ToolDescription string `json:"tool_description"`
-		APITitle        string `json:"api_title"`
-		APIDescription  string `json:"api_description"`
+	queries, catalog, err := toolsense.ReadRRB(f, rrb)
+	if err != nil {
+		return err
 	}
 	var c corpus
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		var row struct {
-			Query         string `json:"query"`
-			AnalyzedTools []tool `json:"analyzed_tools"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return fmt.Errorf("%s:%d: %w", rrb, line, err)
-		}
-		c.Queries = append(c.Queries, bm25.Tokenize(row.Query))
-		for _, t := range row.AnalyzedTools {
-			if seen[t.ToolName] {
-				continue
-			}
-			seen[t.ToolName] = true
-			var parts []string
-			for _, s := range []string{t.ToolTitle, t.APITitle, t.ToolDescription, t.APIDescription} {
-				if s != "None" && s != "" {
-					parts = append(parts, s)
-				}
-			}
-			c.Docs = append(c.Docs, bm25.Tokenize(strings.Join(parts, " ")))
-		}
+	for _, q := range queries {
+		c.Queries = append(c.Queries, bm25.Tokenize(q))
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", rrb, err)
+	for _, t := range catalog {
+		c.Docs = append(c.Docs, bm25.Tokenize(toolsense.DocText(t)))
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -1,6 +1,10 @@
-package bm25
+package bm25_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/bm25"
+)
 
 // The benchmarks use the released ToolSense corpus (see released); they skip
 // when it is absent. bench/bm25.sh compares the same work with rank_bm25.
@@ -9,13 +13,13 @@ func BenchmarkNewReleasedCatalog(b *testing.B) {
 	r := loadReleased(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		New(r.docs, Options{})
+		bm25.New(r.docs, bm25.Options{})
 	}
 }
 
 func BenchmarkScoresReleasedQueries(b *testing.B) {
 	r := loadReleased(b)
-	ix := New(r.docs, Options{})
+	ix := bm25.New(r.docs, bm25.Options{})
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -27,7 +31,7 @@ func BenchmarkScoresReleasedQueries(b *testing.B) {
 
 func BenchmarkTop50ReleasedQueries(b *testing.B) {
 	r := loadReleased(b)
-	ix := New(r.docs, Options{})
+	ix := bm25.New(r.docs, bm25.Options{})
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {

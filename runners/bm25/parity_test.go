@@ -1,27 +1,26 @@
-package bm25
+package bm25_test
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes/toolsense"
+	"github.com/lacuna-dev/lacuna/runners/bm25"
 )
 
 // releasedDir is the released ToolSense data, in the shared/ folder beside
 // the repository checkout.
 const releasedDir = "../../../shared/data/toolsense"
 
-// released is the corpus of the parity test and the benchmarks: the catalog
-// is the union of the RRB rows' analyzed_tools pools keyed by tool_name, in
-// order of first occurrence (4,901 tools); a tool's document is Tokenize of
-// its tool_title, api_title, tool_description and api_description joined by
-// single spaces, fields equal to the literal "None" (a missing value) or
-// empty skipped; the queries are the RRB rows' query fields, tokenized.
+// released is the corpus of the parity test and the benchmarks: the
+// catalog and the documents the retrieve node of nodes/toolsense indexes
+// (toolsense.ReadRRB: the union of the RRB pools, 4,901 tools;
+// toolsense.DocText, tokenized), and the RRB queries, tokenized.
 type released struct {
 	tools   []string   // tool_name, catalog order
 	docs    [][]string // tokenized documents, catalog order
@@ -42,43 +41,17 @@ func loadReleased(tb testing.TB) released {
 		tb.Skip(msg)
 	}
 	defer f.Close()
-	type tool struct {
-		ToolName        string `json:"tool_name"`
-		ToolTitle       string `json:"tool_title"`
-		ToolDescription string `json:"tool_description"`
-		APITitle        string `json:"api_title"`
-		APIDescription  string `json:"api_description"`
+	queries, catalog, err := toolsense.ReadRRB(f, path)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	var r released
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		var row struct {
-			Query         string `json:"query"`
-			AnalyzedTools []tool `json:"analyzed_tools"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			tb.Fatalf("%s:%d: %v", path, line, err)
-		}
-		r.queries = append(r.queries, Tokenize(row.Query))
-		for _, t := range row.AnalyzedTools {
-			if seen[t.ToolName] {
-				continue
-			}
-			seen[t.ToolName] = true
-			var parts []string
-			for _, s := range []string{t.ToolTitle, t.APITitle, t.ToolDescription, t.APIDescription} {
-				if s != "None" && s != "" {
-					parts = append(parts, s)
-				}
-			}
-			r.tools = append(r.tools, t.ToolName)
-			r.docs = append(r.docs, Tokenize(strings.Join(parts, " ")))
-		}
+	for _, q := range queries {
+		r.queries = append(r.queries, bm25.Tokenize(q))
 	}
-	if err := sc.Err(); err != nil {
-		tb.Fatalf("%s: %v", path, err)
+	for _, t := range catalog {
+		r.tools = append(r.tools, t.ToolName)
+		r.docs = append(r.docs, bm25.Tokenize(toolsense.DocText(t)))
 	}
 	if len(r.tools) != 4901 || len(r.queries) != 500 {
 		tb.Fatalf("%s: %d tools and %d queries, want the released 4901 and 500", path, len(r.tools), len(r.queries))
@@ -118,7 +91,7 @@ func TestScoresMatchRankBM25OnReleasedData(t *testing.T) {
 	wantTop := make([]int64, nq*k)
 	readLE(t, filepath.Join(dir, "top.i64"), wantTop)
 
-	ix := New(r.docs, Options{})
+	ix := bm25.New(r.docs, bm25.Options{})
 	maxDiff, bitExact := 0.0, 0
 	for qi, q := range r.queries {
 		got := ix.Scores(q)
