@@ -242,7 +242,21 @@ func TestConfigErrorsOfResolveAndPlanCallsNameTheAttribute(t *testing.T) {
 			if c.name != "resolve" {
 				return
 			}
-			x := &Executor{Store: h.store, Pipeline: p, Jobs: 2}
+			// Its input not computed yet, the plan still says what
+			// Resolve found: a wrong endpoint shows before the run.
+			fresh := newHarness(t)
+			fresh.dir = h.dir
+			x := &Executor{Store: fresh.store, Pipeline: p, CountCalls: true}
+			entries, err := x.Plan(context.Background(), h.releasedGraph(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Node == "node.caller.gen" && (e.Status != PlanError || !strings.Contains(e.Reason, c.want)) {
+					t.Errorf("plan before its input exists: %s %q, want an error containing %q", e.Status, e.Reason, c.want)
+				}
+			}
+			x = &Executor{Store: h.store, Pipeline: p, Jobs: 2}
 			res, _, err := x.Run(context.Background(), h.releasedGraph(src), nil)
 			if err == nil {
 				t.Fatal("run succeeded")

@@ -80,8 +80,16 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 			e.Status, e.Reason = PlanBlocked, "input "+listAddrs(blocked)+" cannot run"
 		case len(runs) > 0:
 			e.Status, e.Reason = PlanRun, "input "+listAddrs(runs)+" will run"
-			if cp, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls && cp.CallsModels(i.Config) {
-				e.CallsUnknown = "model calls unknown until its inputs exist"
+			if cp, ok := i.Type().(nodes.CallPlanner); ok && cp.CallsModels(i.Config) {
+				// What a model-calling node resolves (its server, key,
+				// model id, templates) does not wait for its inputs:
+				// a wrong endpoint shows in the plan, not hours into
+				// the run. Its key still waits for them.
+				if err := x.resolveOnly(ctx, i); err != nil {
+					e.Status, e.Reason = PlanError, err.Error()
+				} else if x.CountCalls {
+					e.CallsUnknown = "model calls unknown until its inputs exist"
+				}
 			}
 		default:
 			key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return outputs[in.index].Digest }))

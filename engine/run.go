@@ -192,6 +192,19 @@ func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr stri
 	return actionKey(i, cfg, pinned.Identity), cfg, pinned, nil
 }
 
+// resolveOnly runs i's Resolve, when its type has one, for its error
+// alone (Plan checks model-calling nodes whose inputs will run).
+func (x *Executor) resolveOnly(ctx context.Context, i *Instance) error {
+	rv, ok := i.Type().(nodes.Resolver)
+	if !ok {
+		return nil
+	}
+	if _, err := rv.Resolve(ctx, resolveEnv{x: x, inst: i}); err != nil {
+		return located(i.Decl, err)
+	}
+	return nil
+}
+
 // resolveEnv implements nodes.Resolve for one instance.
 type resolveEnv struct {
 	x    *Executor
