@@ -1,0 +1,460 @@
+package toolsense
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/bm25"
+	"github.com/lacuna-dev/lacuna/runners/embed"
+)
+
+func init() { nodes.Register(neighborsType{}) }
+
+// neighborsConfig:
+//
+//	node "neighbors" "pools" {
+//	  catalog   = node.catalog.rrb
+//	  embedder  = "dense"                # or "bm25"
+//	  model_dir = "models/all-MiniLM-L6-v2"
+//	  pooling   = "mean"                 # or "cls"
+//	  field     = "description"
+//	  k         = 13                     # pool = seed + 13 = 14 tools
+//	  seeds     = 50
+//	  seed      = 1
+//	}
+type neighborsConfig struct {
+	Catalog  nodes.Ref `hcl:"catalog"`
+	Embedder string    `hcl:"embedder,optional"`
+	ModelDir string    `hcl:"model_dir,optional"`
+	Pooling  string    `hcl:"pooling,optional"`
+	Field    string    `hcl:"field,optional"`
+	K        *int      `hcl:"k,optional"`
+	Seeds    *int      `hcl:"seeds,optional"`
+	Seed     *int64    `hcl:"seed,optional"`
+	// Batch is how many texts the dense embedder encodes at once.
+	Batch *int `hcl:"batch,optional"`
+}
+
+// Defaults of neighbors: the paper's pool is the seed and 13 hard
+// negatives (seed 002 Appendix J.1), over-fetching 5 more (Appendix B).
+const (
+	defaultNeighbors = 13
+	overFetch        = 5
+	defaultBatch     = 8
+)
+
+// neighborFields are the texts a tool may be embedded by.
+var neighborFields = map[string]func(CatalogRow) string{
+	"description":      func(t CatalogRow) string { return joinNonEmpty(t.ToolDescription, t.APIDescription) },
+	"tool_description": func(t CatalogRow) string { return t.ToolDescription },
+	"api_description":  func(t CatalogRow) string { return t.APIDescription },
+	"doc":              DocText,
+}
+
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func (c *neighborsConfig) embedder() string {
+	if c.Embedder == "" {
+		return "dense"
+	}
+	return c.Embedder
+}
+
+func (c *neighborsConfig) field() string {
+	if c.Field == "" {
+		return "description"
+	}
+	return c.Field
+}
+
+func (c *neighborsConfig) pooling() string {
+	if c.Pooling == "" {
+		return "mean"
+	}
+	return c.Pooling
+}
+
+func (c *neighborsConfig) k() int {
+	if c.K == nil {
+		return defaultNeighbors
+	}
+	return *c.K
+}
+
+func (c *neighborsConfig) seed() uint64 {
+	if c.Seed == nil {
+		return 1
+	}
+	return uint64(*c.Seed)
+}
+
+func (c *neighborsConfig) batch() int {
+	if c.Batch == nil {
+		return defaultBatch
+	}
+	return *c.Batch
+}
+
+// NeighborsRow is one seed tool and its candidate pool.
+type NeighborsRow struct {
+	// Seed is the anchor tool's tool_name; Service the part of it before
+	// the first "&&" (the stratum it was drawn from); Position its place
+	// in the catalog.
+	Seed     string `parquet:"seed"`
+	Service  string `parquet:"service"`
+	Position int64  `parquet:"position"`
+	// Pool is the seed followed by its K nearest tools, nearest first
+	// (ties by catalog position); Scores are the neighbours' similarities
+	// to the seed (cosine, or BM25 scores), aligned with Pool[1:].
+	Pool   []string  `parquet:"pool,list"`
+	Scores []float64 `parquet:"scores,list"`
+}
+
+type neighborsType struct {
+	nodes.Static[neighborsConfig, NeighborsRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed      = neighborsType{}
+	_ nodes.Documented = neighborsType{}
+	_ nodes.Validator  = neighborsType{}
+	_ nodes.Resolver   = neighborsType{}
+)
+
+func (neighborsType) Name() string    { return "neighbors" }
+func (neighborsType) Version() string { return "1" }
+func (neighborsType) Doc() string {
+	return "Hard-negative candidate pools (seed 002 §3.1, Appendices B and J.1): samples `seeds` anchor tools from a catalog " +
+		"stratified by service (the part of tool_name before its first \"&&\"; see StratifiedSeeds: one per service, the rest " +
+		"by proportional allocation with largest remainders; fewer seeds than services draws that many services weighted by " +
+		"size; seeded by `seed`, default 1; default: every tool) and, for each, ranks every catalog tool by similarity of " +
+		"their `field` text (description = tool_description and api_description, the default; tool_description; " +
+		"api_description; doc = DocText), over-fetches k+5, drops the seed and keeps the k nearest (default 13: a 14-tool " +
+		"pool, seed first). embedder = \"dense\" (default): cosine over L2-normalised embeddings of a local BERT sentence " +
+		"encoder (`model_dir`, its files' digest in the key; `pooling` mean or cls; `batch` texts at once); embedder = " +
+		"\"bm25\": the seed's text as a BM25 query (runners/bm25) against every tool's text, no model needed. Seeds whose " +
+		"text is empty are kept (their neighbours are the catalog's first tools) and counted in the note."
+}
+
+func (neighborsType) Validate(cfg any) error {
+	c := cfg.(*neighborsConfig)
+	switch c.embedder() {
+	case "dense":
+		if c.ModelDir == "" {
+			return nodes.Errorf("model_dir", "Missing model_dir", "embedder = \"dense\" needs model_dir, a local BERT sentence-encoder directory (config.json, vocab.txt, model.safetensors).")
+		}
+	case "bm25":
+		if c.ModelDir != "" {
+			return nodes.Errorf("model_dir", "model_dir without a dense embedder", "model_dir is read only by embedder = \"dense\".")
+		}
+	default:
+		return nodes.Errorf("embedder", "Unknown embedder", "%q is not an embedder; use \"dense\" or \"bm25\".", c.Embedder)
+	}
+	if p := c.pooling(); p != "mean" && p != "cls" {
+		return nodes.Errorf("pooling", "Unknown pooling", "pooling is \"mean\" or \"cls\", not %q.", p)
+	}
+	if _, ok := neighborFields[c.field()]; !ok {
+		return nodes.Errorf("field", "Unknown field", "field is description, tool_description, api_description or doc, not %q.", c.field())
+	}
+	if c.k() < 1 {
+		return nodes.Errorf("k", "Invalid k", "k is the number of neighbours per seed, at least 1; got %d.", c.k())
+	}
+	if c.Seeds != nil && *c.Seeds < 1 {
+		return nodes.Errorf("seeds", "Invalid seeds", "seeds is the number of anchor tools, at least 1; got %d.", *c.Seeds)
+	}
+	if c.Batch != nil && *c.Batch < 1 {
+		return nodes.Errorf("batch", "Invalid batch", "batch must be at least 1; got %d.", *c.Batch)
+	}
+	return nil
+}
+
+// modelFiles are the files of a model directory that Load may read.
+var modelFiles = []string{"config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "sentence_bert_config.json"}
+
+// modelDigest is the xxhash64 of the model directory's files (name, zero
+// byte, length, bytes, for each file present, in modelFiles order).
+func modelDigest(dir string) (string, error) {
+	h := xxhash.New()
+	for _, name := range modelFiles {
+		f, err := os.Open(filepath.Join(dir, name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		st, err := f.Stat()
+		if err == nil {
+			fmt.Fprintf(h, "%s\x00%d\x00", name, st.Size())
+			_, err = io.Copy(h, f)
+		}
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64()), nil
+}
+
+// neighborsPinned is what Resolve fixed: the model directory and its
+// files' digest (dense only).
+type neighborsPinned struct {
+	dir, digest string
+}
+
+// Resolve pins the model directory's files by digest (dense). Run loads
+// the directory and fails when its files no longer have that digest.
+func (neighborsType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*neighborsConfig)
+	if c.embedder() != "dense" {
+		return &nodes.Pinned{}, nil
+	}
+	dir := c.ModelDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(r.Dir(), dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, nodes.Errorf("model_dir", "Model directory not found", "%s is not a directory: want a BERT sentence-encoder directory (config.json, vocab.txt, model.safetensors).", c.ModelDir)
+	}
+	d, err := modelDigest(dir)
+	if err != nil {
+		return nil, nodes.Errorf("model_dir", "Cannot read the model", "%s: %v", c.ModelDir, err)
+	}
+	return &nodes.Pinned{Identity: map[string]string{"model": d}, Value: neighborsPinned{dir: dir, digest: d}}, nil
+}
+
+func (t neighborsType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
+	in, err := r.Input(c.Catalog)
+	if err != nil {
+		return err
+	}
+	tools, err := artifacts.ReadAll[CatalogRow](in)
+	if err != nil {
+		return fmt.Errorf("catalog %s: %w", c.Catalog, err)
+	}
+	if len(tools) < 2 {
+		return fmt.Errorf("catalog %s has %d tools: a pool needs the seed and at least one other", c.Catalog, len(tools))
+	}
+	n := len(tools)
+	if c.Seeds != nil {
+		n = *c.Seeds
+	}
+	services := make([]string, len(tools))
+	for i, tool := range tools {
+		services[i] = serviceOf(tool.ToolName)
+	}
+	seeds, err := StratifiedSeeds(services, n, c.seed())
+	if err != nil {
+		return fmt.Errorf("seeds: %w", err)
+	}
+	text := neighborFields[c.field()]
+	texts := make([]string, len(tools))
+	for i, tool := range tools {
+		texts[i] = text(tool)
+	}
+	rank, err := t.ranker(ctx, r, c, texts)
+	if err != nil {
+		return err
+	}
+	k := min(c.k(), len(tools)-1)
+	rows := make([]NeighborsRow, len(seeds))
+	empty := 0
+	for i, s := range seeds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if texts[s] == "" {
+			empty++
+		}
+		row := NeighborsRow{Seed: tools[s].ToolName, Service: services[s], Position: tools[s].Position, Pool: []string{tools[s].ToolName}, Scores: []float64{}}
+		for _, h := range rank(s, k+overFetch) {
+			if h.doc == s || len(row.Scores) == k {
+				continue
+			}
+			row.Pool = append(row.Pool, tools[h.doc].ToolName)
+			row.Scores = append(row.Scores, h.score)
+		}
+		rows[i] = row
+		r.Progress(int64(i+1), int64(len(seeds)))
+	}
+	strata := map[string]bool{}
+	for _, s := range services {
+		strata[s] = true
+	}
+	r.Note("%d seeds from %d services of %d tools, pools of %d (seed + %d nearest by %s over %s); %d seeds with an empty %s", len(rows), len(strata), len(tools), k+1, k, c.embedder(), c.field(), empty, c.field())
+	return t.Write(r, rows)
+}
+
+type hit struct {
+	doc   int
+	score float64
+}
+
+// ranker returns the function ranking the catalog for seed s (its top n,
+// best first, ties by catalog position).
+func (neighborsType) ranker(ctx context.Context, r nodes.Run, c *neighborsConfig, texts []string) (func(s, n int) []hit, error) {
+	if c.embedder() == "bm25" {
+		docs := make([][]string, len(texts))
+		for i, t := range texts {
+			docs[i] = bm25.Tokenize(t)
+		}
+		ix := bm25.New(docs, bm25.Options{})
+		return func(s, n int) []hit {
+			var out []hit
+			for _, h := range ix.Top(docs[s], n) {
+				out = append(out, hit{h.Doc, h.Score})
+			}
+			return out
+		}, nil
+	}
+	p, ok := r.Pinned().(neighborsPinned)
+	if !ok {
+		return nil, fmt.Errorf("neighbors: the model directory was not resolved")
+	}
+	pool := embed.Mean
+	if c.pooling() == "cls" {
+		pool = embed.CLS
+	}
+	m, err := embed.Load(p.dir, pool)
+	if err != nil {
+		return nil, err
+	}
+	if d, err := modelDigest(p.dir); err != nil || d != p.digest {
+		return nil, fmt.Errorf("model_dir %s changed since the plan (digest %s, now %s, %v): run again", c.ModelDir, p.digest, d, err)
+	}
+	vecs, err := m.Embed(ctx, texts, c.batch())
+	if err != nil {
+		return nil, err
+	}
+	return func(s, n int) []hit {
+		var out []hit
+		for _, h := range embed.TopK(vecs[s], vecs, n) {
+			out = append(out, hit{h.Doc, h.Score})
+		}
+		return out
+	}, nil
+}
+
+// serviceOf is the service of a tool: its tool_name up to the first "&&".
+func serviceOf(toolName string) string {
+	s, _, _ := strings.Cut(toolName, "&&")
+	return s
+}
+
+// StratifiedSeeds draws n of the tools whose services are given (one per
+// tool, in catalog order) and returns their indexes in catalog order.
+// Strata are the distinct services in first-occurrence order; the draw is
+// a function of (services, n, seed) alone, from a PCG stream seeded with
+// (seed, 0):
+//
+//   - n ≥ the number of services S: every service gets one seed, and the
+//     other n − S are allocated proportionally to each service's remaining
+//     tools (size − 1) by largest remainder (Hamilton's method): service s
+//     gets 1 + floor(q_s) with q_s = (n − S)(size_s − 1)/(N − S) (integer
+//     arithmetic), and the seeds left over go one each to the largest
+//     remainders, ties to the earlier service. No service gets more than its size.
+//   - n < S (one per service is impossible): n services are drawn without
+//     replacement with probability proportional to their sizes
+//     (Efraimidis–Spirakis: the n largest u^(1/size), u uniform in (0, 1),
+//     one u per service in stratum order), and each gets one seed.
+//
+// Within a service, its a_s seeds are the first a_s of a Fisher–Yates
+// shuffle of its tools (catalog order; the swap index for position i is
+// the high 64 bits of a 64-bit draw times i+1), services shuffled in
+// stratum order. n larger than the catalog is an error.
+func StratifiedSeeds(services []string, n int, seed uint64) ([]int, error) {
+	N := len(services)
+	if n < 1 || n > N {
+		return nil, fmt.Errorf("%d seeds asked of a catalog of %d tools", n, N)
+	}
+	var order []string
+	members := map[string][]int{}
+	for i, s := range services {
+		if _, ok := members[s]; !ok {
+			order = append(order, s)
+		}
+		members[s] = append(members[s], i)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	S := len(order)
+	alloc := make([]int, S)
+	if n >= S {
+		rest := n - S
+		type rem struct{ s, r int }
+		var rems []rem
+		given := 0
+		for i, s := range order {
+			alloc[i] = 1
+			if rest == 0 {
+				continue
+			}
+			num := rest * (len(members[s]) - 1)
+			alloc[i] += num / (N - S)
+			given += num / (N - S)
+			rems = append(rems, rem{i, num % (N - S)})
+		}
+		sort.SliceStable(rems, func(a, b int) bool { return rems[a].r > rems[b].r })
+		for j := 0; given < rest; j++ {
+			alloc[rems[j].s]++
+			given++
+		}
+	} else {
+		type key struct {
+			s int
+			k float64
+		}
+		keys := make([]key, S)
+		for i, s := range order {
+			u := rng.Float64()
+			for u == 0 {
+				u = rng.Float64()
+			}
+			keys[i] = key{i, logKey(u, len(members[s]))}
+		}
+		sort.SliceStable(keys, func(a, b int) bool { return keys[a].k > keys[b].k })
+		for _, k := range keys[:n] {
+			alloc[k.s] = 1
+		}
+	}
+	var out []int
+	for i, s := range order {
+		if alloc[i] == 0 {
+			continue
+		}
+		m := append([]int(nil), members[s]...)
+		for j := len(m) - 1; j > 0; j-- {
+			hi, _ := bits.Mul64(rng.Uint64(), uint64(j+1))
+			m[j], m[hi] = m[hi], m[j]
+		}
+		out = append(out, m[:alloc[i]]...)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// logKey is log(u^(1/w)) = log(u)/w: Efraimidis–Spirakis keys compared in
+// log space, so that large weights do not round every key to 1.
+func logKey(u float64, w int) float64 {
+	return math.Log(u) / float64(w)
+}

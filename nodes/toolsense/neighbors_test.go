@@ -1,0 +1,298 @@
+package toolsense_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/toolsense"
+	"github.com/lacuna-dev/lacuna/runners/embed"
+)
+
+// tinyBERT writes a 2-layer BERT sentence-encoder directory with seeded
+// random weights (Hugging Face names and shapes) and a vocabulary of the
+// words of the neighbours fixture, as runners/embed's tests build one: no
+// download.
+func tinyBERT(t *testing.T) string {
+	t.Helper()
+	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "qr", "code", "image", "url", "weather", "forecast",
+		"rain", "city", "stock", "price", "market", "quote", "translate", "text", "language"}
+	const h, inter, layers, pos = 8, 16, 2, 32
+	cfg := map[string]any{"architectures": []string{"BertModel"}, "model_type": "bert", "hidden_act": "gelu", "hidden_size": h,
+		"intermediate_size": inter, "num_attention_heads": 2, "num_hidden_layers": layers, "max_position_embeddings": pos,
+		"vocab_size": len(vocab), "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0}
+	r := rand.New(rand.NewSource(1))
+	header := map[string]any{}
+	var body []byte
+	add := func(name string, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		start := len(body)
+		for i := 0; i < n; i++ {
+			v := float32(r.NormFloat64() * 0.5)
+			if strings.HasSuffix(name, "LayerNorm.weight") {
+				v++
+			}
+			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
+		}
+		header[name] = map[string]any{"dtype": "F32", "shape": shape, "data_offsets": []int{start, len(body)}}
+	}
+	add("embeddings.word_embeddings.weight", len(vocab), h)
+	add("embeddings.position_embeddings.weight", pos, h)
+	add("embeddings.token_type_embeddings.weight", 2, h)
+	add("embeddings.LayerNorm.weight", h)
+	add("embeddings.LayerNorm.bias", h)
+	for l := 0; l < layers; l++ {
+		p := fmt.Sprintf("encoder.layer.%d.", l)
+		for _, proj := range []string{"query", "key", "value"} {
+			add(p+"attention.self."+proj+".weight", h, h)
+			add(p+"attention.self."+proj+".bias", h)
+		}
+		add(p+"attention.output.dense.weight", h, h)
+		add(p+"attention.output.dense.bias", h)
+		add(p+"attention.output.LayerNorm.weight", h)
+		add(p+"attention.output.LayerNorm.bias", h)
+		add(p+"intermediate.dense.weight", inter, h)
+		add(p+"intermediate.dense.bias", inter)
+		add(p+"output.dense.weight", h, inter)
+		add(p+"output.dense.bias", h)
+		add(p+"output.LayerNorm.weight", h)
+		add(p+"output.LayerNorm.bias", h)
+	}
+	hb, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st := append(binary.LittleEndian.AppendUint64(nil, uint64(len(hb))), hb...)
+	write(t, dir, "model.safetensors", string(append(st, body...)))
+	write(t, dir, "config.json", string(cb))
+	write(t, dir, "vocab.txt", strings.Join(vocab, "\n")+"\n")
+	write(t, dir, "tokenizer_config.json", `{"do_lower_case": true}`)
+	return dir
+}
+
+// neighborsTools: three services; "QR B&&b" repeats "QR A&&a"'s
+// description, so that the seed's own copy can rank below a twin (cosine
+// ties go to the earlier tool) and over-fetching must still drop it.
+const neighborsTools = `{"tool_name": "QR A&&a", "tool_title": "QR A", "tool_description": "qr code image", "api_title": "a", "api_description": "url"}
+{"tool_name": "QR B&&b", "tool_title": "QR B", "tool_description": "qr code image", "api_title": "b", "api_description": "url"}
+{"tool_name": "QR B&&c", "tool_title": "QR B", "tool_description": "qr code", "api_title": "c", "api_description": "None"}
+{"tool_name": "Weather&&now", "tool_title": "Weather", "tool_description": "weather forecast", "api_title": "now", "api_description": "rain city"}
+{"tool_name": "Weather&&week", "tool_title": "Weather", "tool_description": "weather forecast", "api_title": "week", "api_description": "city forecast"}
+{"tool_name": "Stocks&&quote", "tool_title": "Stocks", "tool_description": "stock market price", "api_title": "quote", "api_description": "stock quote"}
+{"tool_name": "Stocks&&market", "tool_title": "Stocks", "tool_description": "stock market price", "api_title": "market", "api_description": "market price"}
+{"tool_name": "Translate&&text", "tool_title": "Translate", "tool_description": "translate text", "api_title": "text", "api_description": "language"}
+`
+
+// TestNeighborsDensePoolsAreTheNearestByCosine: every pool is the seed
+// followed by the k tools whose description embeddings are nearest to its
+// own (the encoder's vectors and embed.TopK, computed here independently
+// of the node), the seed never among them even where a twin outranks it.
+func TestNeighborsDensePoolsAreTheNearestByCosine(t *testing.T) {
+	model := tinyBERT(t)
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	r := nodetest.Run(t, dir, fmt.Sprintf(`
+node "catalog" "c" { path = "tools.jsonl" }
+node "neighbors" "pools" {
+  catalog   = node.catalog.c
+  model_dir = %q
+  k         = 3
+}
+`, model))
+	got := nodetest.Read[toolsense.NeighborsRow](t, r, "node.neighbors.pools")
+	cat := nodetest.Read[toolsense.CatalogRow](t, r, "node.catalog.c")
+	if len(got) != len(cat) {
+		t.Fatalf("%d pools, want one per tool (%d) without seeds", len(got), len(cat))
+	}
+	m, err := embed.Load(model, embed.Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, len(cat))
+	for i, c := range cat {
+		texts[i] = strings.TrimSpace(c.ToolDescription + " " + c.APIDescription)
+	}
+	vecs, err := m.Embed(context.Background(), texts, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twinAbove := false
+	for i, row := range got {
+		if row.Seed != cat[i].ToolName || row.Pool[0] != row.Seed || row.Position != int64(i) {
+			t.Errorf("row %d: seed %q, pool[0] %q, position %d; want %q first", i, row.Seed, row.Pool[0], row.Position, cat[i].ToolName)
+		}
+		var want []string
+		var scores []float64
+		for j, h := range embed.TopK(vecs[i], vecs, 3+5) {
+			if h.Doc == i {
+				twinAbove = twinAbove || j > 0
+				continue
+			}
+			if len(want) < 3 {
+				want = append(want, cat[h.Doc].ToolName)
+				scores = append(scores, h.Score)
+			}
+		}
+		if !reflect.DeepEqual(row.Pool[1:], want) || !reflect.DeepEqual(row.Scores, scores) {
+			t.Errorf("%s: pool %v scores %v, want %v %v", row.Seed, row.Pool[1:], row.Scores, want, scores)
+		}
+	}
+	if !twinAbove {
+		t.Error("the fixture has no seed ranked below a twin: the over-fetch is not exercised")
+	}
+}
+
+// TestNeighborsBM25RanksByTheSeedsText: with embedder = "bm25" the
+// neighbours are the BM25 ranking of the seed's text, seed dropped; the
+// services are the tool_name prefixes and seeds = 3 of 4 services draws
+// three distinct services.
+func TestNeighborsBM25RanksByTheSeedsText(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	r := nodetest.Run(t, dir, `
+node "catalog" "c" { path = "tools.jsonl" }
+node "neighbors" "all" {
+  catalog  = node.catalog.c
+  embedder = "bm25"
+  field    = "doc"
+  k        = 2
+}
+node "neighbors" "three" {
+  catalog  = node.catalog.c
+  embedder = "bm25"
+  k        = 2
+  seeds    = 3
+  seed     = 7
+}
+`)
+	all := nodetest.Read[toolsense.NeighborsRow](t, r, "node.neighbors.all")
+	weather := all[3]
+	if weather.Seed != "Weather&&now" || weather.Service != "Weather" || !reflect.DeepEqual(weather.Pool, []string{"Weather&&now", "Weather&&week", "QR A&&a"}) {
+		t.Errorf("Weather&&now's pool: %+v; want its sibling (shared words), then a zero-score tie to the first tool", weather)
+	}
+	if weather.Scores[0] <= 0 || weather.Scores[1] != 0 {
+		t.Errorf("scores %v: want the sibling > 0, then 0", weather.Scores)
+	}
+	three := nodetest.Read[toolsense.NeighborsRow](t, r, "node.neighbors.three")
+	services := map[string]bool{}
+	for _, row := range three {
+		services[row.Service] = true
+		if len(row.Pool) != 3 || row.Pool[0] != row.Seed {
+			t.Errorf("pool %v of %s", row.Pool, row.Seed)
+		}
+	}
+	if len(three) != 3 || len(services) != 3 {
+		t.Errorf("seeds = 3 gave %d rows from %d services, want 3 distinct services", len(three), len(services))
+	}
+}
+
+// TestStratifiedSeedsAllocatesProportionallyWithOnePerService checks the
+// allocation per service, the draw's determinism and its errors.
+func TestStratifiedSeedsAllocatesProportionallyWithOnePerService(t *testing.T) {
+	// Services A (10 tools), B (5), C (1), D (4): N = 20, S = 4.
+	var services []string
+	for s, n := range map[string]int{"A": 10, "B": 5, "C": 1, "D": 4} {
+		for i := 0; i < n; i++ {
+			services = append(services, s)
+		}
+	}
+	sort.Strings(services)
+	rand.New(rand.NewSource(3)).Shuffle(len(services), func(i, j int) { services[i], services[j] = services[j], services[i] })
+	for _, tc := range []struct {
+		n    int
+		want map[string]int
+	}{
+		// 4 one each; the other 4 over (9, 4, 0, 3)/16: 2.25, 1, 0, 0.75
+		// → A 2, B 1, D 0 floors, the last one to D (0.75).
+		{8, map[string]int{"A": 3, "B": 2, "C": 1, "D": 2}},
+		{4, map[string]int{"A": 1, "B": 1, "C": 1, "D": 1}},
+		{20, map[string]int{"A": 10, "B": 5, "C": 1, "D": 4}},
+		// 12 − 4 = 8 over 16: 4.5, 2, 0, 1.5 → floors 4, 2, 0, 1; the
+		// remainder tie (A, D at .5) goes to the earlier service.
+		{12, nil},
+	} {
+		got, err := toolsense.StratifiedSeeds(services, tc.n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for i, g := range got {
+			count[services[g]]++
+			if i > 0 && got[i-1] >= g {
+				t.Errorf("n=%d: seeds not in catalog order: %v", tc.n, got)
+			}
+		}
+		want := tc.want
+		if want == nil { // the earlier of A and D in first-occurrence order gets the tie
+			want = map[string]int{"A": 5, "B": 3, "C": 1, "D": 3}
+			for _, s := range services {
+				if s == "D" {
+					want = map[string]int{"A": 5, "B": 3, "C": 1, "D": 3}
+					break
+				}
+				if s == "A" {
+					want = map[string]int{"A": 6, "B": 3, "C": 1, "D": 2}
+					break
+				}
+			}
+		}
+		if len(got) != tc.n || !reflect.DeepEqual(count, want) {
+			t.Errorf("n=%d: %d seeds, per service %v, want %v", tc.n, len(got), count, want)
+		}
+		again, _ := toolsense.StratifiedSeeds(services, tc.n, 1)
+		if !reflect.DeepEqual(got, again) {
+			t.Errorf("n=%d: the same seed drew %v then %v", tc.n, got, again)
+		}
+	}
+	a, _ := toolsense.StratifiedSeeds(services, 8, 1)
+	b, _ := toolsense.StratifiedSeeds(services, 8, 2)
+	if reflect.DeepEqual(a, b) {
+		t.Errorf("seeds 1 and 2 drew the same tools %v", a)
+	}
+	// Fewer seeds than services: distinct services, one tool each.
+	for seed := uint64(0); seed < 20; seed++ {
+		got, _ := toolsense.StratifiedSeeds(services, 2, seed)
+		if len(got) != 2 || services[got[0]] == services[got[1]] {
+			t.Errorf("seed %d: n=2 drew %v (services %s, %s)", seed, got, services[got[0]], services[got[1]])
+		}
+	}
+	for _, n := range []int{0, 21} {
+		if _, err := toolsense.StratifiedSeeds(services, n, 1); err == nil {
+			t.Errorf("n=%d of 20 tools: no error", n)
+		}
+	}
+}
+
+func TestNeighborsRejectsBadConfig(t *testing.T) {
+	head := "node \"catalog\" \"c\" { path = \"tools.jsonl\" }\nnode \"neighbors\" \"n\" {\n  catalog = node.catalog.c\n"
+	for _, tc := range []struct{ body, want string }{
+		{`embedder = "dense"`, "Missing model_dir"},
+		{`embedder = "bm25"` + "\n" + `model_dir = "x"`, "model_dir without a dense embedder"},
+		{`embedder = "tfidf"`, "Unknown embedder"},
+		{`embedder = "bm25"` + "\n" + `field = "name"`, "Unknown field"},
+		{`embedder = "bm25"` + "\n" + `k = 0`, "Invalid k"},
+		{`model_dir = "x"` + "\n" + `pooling = "max"`, "Unknown pooling"},
+	} {
+		wantContains(t, configErr(t, head+tc.body+"\n}\n"), tc.want)
+	}
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	r := nodetest.RunErr(t, dir, head+`model_dir = "nowhere"`+"\n}\n")
+	wantContains(t, nodeErr(t, r, "node.neighbors.n"), "Model directory not found")
+}
