@@ -1,0 +1,747 @@
+package toolsense
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+func init() { nodes.Register(rrbGenerateType{}) }
+
+// The prompts of RRB generation (seed 002 Appendix K.3, Figures 21 and
+// 22), Go templates; their bytes are in every rrb_generate key.
+var (
+	//go:embed prompts/rrb_generate.txt
+	rrbGeneratePrompt string
+	//go:embed prompts/rrb_judge.txt
+	rrbJudgePrompt string
+
+	rrbGenerateTmpl = template.Must(template.New("rrb_generate.txt").Option("missingkey=error").Parse(rrbGeneratePrompt))
+	rrbJudgeTmpl    = template.Must(template.New("rrb_judge.txt").Option("missingkey=error").Parse(rrbJudgePrompt))
+)
+
+// rrbGenerateConfig:
+//
+//	node "rrb_generate" "rrb" {
+//	  catalog = node.catalog.rrb
+//	  pools   = node.neighbors.pools
+//	  model   = model.gen
+//	  judge   = model.judge                       # default: model
+//	  samples = { easy = 3, medium = 3, hard = 2 } # per seed and tier
+//	  retries = 3
+//	}
+type rrbGenerateConfig struct {
+	Catalog nodes.Ref    `hcl:"catalog"`
+	Pools   nodes.Ref    `hcl:"pools"`
+	Model   nodes.Model  `hcl:"model"`
+	Judge   *nodes.Model `hcl:"judge,optional"`
+	// Samples is the number of samples asked per seed and tier; its keys
+	// are the tiers generated (easy, medium, hard).
+	Samples map[string]int `hcl:"samples,optional"`
+	Retries *int           `hcl:"retries,optional"`
+}
+
+// The RRB tiers in output order, and the paper's samples per seed
+// (Appendix J.1).
+var (
+	rrbTiers          = []string{"easy", "medium", "hard"}
+	defaultRRBSamples = map[string]int{"easy": 3, "medium": 3, "hard": 2}
+)
+
+const defaultRRBRetries = 3
+
+func (c *rrbGenerateConfig) samples() map[string]int {
+	if c.Samples == nil {
+		return defaultRRBSamples
+	}
+	return c.Samples
+}
+
+func (c *rrbGenerateConfig) retries() int {
+	if c.Retries == nil {
+		return defaultRRBRetries
+	}
+	return *c.Retries
+}
+
+// RRBRow is one generated Realistic Retrieval Benchmark item, in the
+// released file's shape (sample_id, query, tool, analyzed_tools,
+// complexity: what catalog's from_rrb, retrieve and retrieval_eval read)
+// plus how it was made.
+type RRBRow struct {
+	// SampleID is "<seed tool_name>/<tier>/<index>".
+	SampleID string `parquet:"sample_id"`
+	Query    string `parquet:"query"`
+	// Tool is the answer tools as JSON: one tool object for an easy row,
+	// a list of them otherwise; missing fields are "None", as released.
+	Tool string `parquet:"tool"`
+	// AnalyzedTools is the candidate pool as a JSON list of tool objects,
+	// the seed first.
+	AnalyzedTools string `parquet:"analyzed_tools"`
+	Complexity    string `parquet:"complexity"`
+	Seed          string `parquet:"seed"`
+	// Attempt is the generation attempt (1 to 1 + retries) that produced
+	// the accepted sample.
+	Attempt     int64  `parquet:"attempt"`
+	JudgeReason string `parquet:"judge_reason"`
+}
+
+// RRBDropped is one seed and tier whose samples did not all pass, in the
+// node's "dropped" report.
+type RRBDropped struct {
+	Seed    string   `json:"seed"`
+	Tier    string   `json:"tier"`
+	Missing int      `json:"missing"` // samples asked and not accepted
+	Reasons []string `json:"reasons"` // the last attempt's rejections
+}
+
+type rrbGenerateType struct {
+	nodes.Static[rrbGenerateConfig, RRBRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed       = rrbGenerateType{}
+	_ nodes.Documented  = rrbGenerateType{}
+	_ nodes.Validator   = rrbGenerateType{}
+	_ nodes.Resolver    = rrbGenerateType{}
+	_ nodes.CallPlanner = rrbGenerateType{}
+)
+
+func (rrbGenerateType) Name() string    { return "rrb_generate" }
+func (rrbGenerateType) Version() string { return "1" }
+func (rrbGenerateType) Doc() string {
+	return "Generates the Realistic Retrieval Benchmark (seed 002 §3.1, Appendices J.1 and K.3) from candidate pools " +
+		"(`pools`, a neighbors node: seed first) over a `catalog`: for each seed and tier of `samples` (default easy 3, medium 3, " +
+		"hard 2 per seed) one call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
+		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a programmatic " +
+		"validator (every answer in the pool, no answer twice, the seed among the answers, the tier's cardinality: easy 1, " +
+		"medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences; no answer's tool_name " +
+		"verbatim in the query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at " +
+		"temperature 0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked " +
+		"for, or lacks a verdict, rejects the sample. Samples still missing are asked again, at most `retries` times (default " +
+		"3), the rejection reasons and the queries already accepted fed back. Rows are the released RRB's columns (tool: an " +
+		"object for easy, a list otherwise; analyzed_tools: the pool) plus seed, attempt and judge_reason; a query repeating " +
+		"an earlier row's is dropped. Every sample not produced is counted in the note by reason and listed in the report " +
+		"\"dropped\". The prompts' bytes are in the key. Calls go through the store's call cache: a re-run makes none; plans " +
+		"count the calls of every attempt the cache already decides and one generation and one judge call for each still to make."
+}
+
+func (rrbGenerateType) Validate(cfg any) error {
+	c := cfg.(*rrbGenerateConfig)
+	if len(c.samples()) == 0 {
+		return nodes.Errorf("samples", "No tiers", "samples maps tiers (easy, medium, hard) to samples per seed; it is empty.")
+	}
+	for tier, n := range c.samples() {
+		if _, ok := defaultRRBSamples[tier]; !ok {
+			return nodes.Errorf("samples", "Unknown tier", "%q is not a tier: use easy, medium or hard.", tier)
+		}
+		if n < 1 {
+			return nodes.Errorf("samples", "Invalid samples", "samples[%q] must be at least 1; got %d.", tier, n)
+		}
+	}
+	if c.retries() < 0 {
+		return nodes.Errorf("retries", "Invalid retries", "retries is 0 or more; got %d.", c.retries())
+	}
+	return nil
+}
+
+// rrbPinned is what Resolve fixed: the generator and the judge as their
+// servers reported them.
+type rrbPinned struct {
+	gen, judge *llmenv.Model
+}
+
+// Resolve checks both models against their servers; the identity holds
+// theirs and the prompts' digest ("prompts").
+func (rrbGenerateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*rrbGenerateConfig)
+	gen, id, err := llmenv.Resolve(ctx, r, "model", "model", c.Model)
+	if err != nil {
+		return nil, err
+	}
+	p := &rrbPinned{gen: gen, judge: gen}
+	if c.Judge != nil {
+		j, jid, err := llmenv.Resolve(ctx, r, "judge", "judge", *c.Judge)
+		if err != nil {
+			return nil, err
+		}
+		p.judge = j
+		for k, v := range jid {
+			id[k] = v
+		}
+	}
+	id["prompts"] = fmt.Sprintf("%016x", xxhash.Sum64String(rrbGeneratePrompt+"\x00"+rrbJudgePrompt))
+	return &nodes.Pinned{Identity: id, Value: p}, nil
+}
+
+// rrbSample is one generated (query, answer tools) pair.
+type rrbSample struct {
+	Query  string   `json:"query"`
+	Answer []string `json:"answer"`
+}
+
+// rrbAccepted is a sample that passed both checks.
+type rrbAccepted struct {
+	rrbSample
+	attempt int
+	reason  string
+}
+
+// rrbUnit is the work of one seed and tier.
+type rrbUnit struct {
+	seed     int // index into the pools
+	tier     string
+	want     int
+	accepted []rrbAccepted
+	reasons  []string // the last attempt's rejections
+	pending  bool     // a plan's replay met a call the cache does not hold
+}
+
+func (u *rrbUnit) missing() int { return u.want - len(u.accepted) }
+
+// rrbWork is one run's state: the pools with their tools, the units.
+type rrbWork struct {
+	pools [][]CatalogRow
+	units []*rrbUnit
+}
+
+func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
+	c := t.Config(r)
+	cin, err := r.Input(c.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := artifacts.ReadAll[CatalogRow](cin)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", c.Catalog, err)
+	}
+	byName := map[string]CatalogRow{}
+	for _, tool := range tools {
+		byName[tool.ToolName] = tool
+	}
+	pin, err := r.Input(c.Pools)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := artifacts.ReadAll[NeighborsRow](pin)
+	if err != nil {
+		return nil, fmt.Errorf("pools %s: %w (pools come from a neighbors node)", c.Pools, err)
+	}
+	w := &rrbWork{}
+	for i, p := range pools {
+		if len(p.Pool) == 0 || p.Pool[0] != p.Seed {
+			return nil, fmt.Errorf("pools %s row %d: the pool does not start with its seed %q", c.Pools, i+1, p.Seed)
+		}
+		var pool []CatalogRow
+		for _, name := range p.Pool {
+			tool, ok := byName[name]
+			if !ok {
+				return nil, fmt.Errorf("pools %s row %d (seed %q): tool %q is not in catalog %s", c.Pools, i+1, p.Seed, name, c.Catalog)
+			}
+			pool = append(pool, tool)
+		}
+		w.pools = append(w.pools, pool)
+		for _, tier := range rrbTiers {
+			if n, ok := c.samples()[tier]; ok {
+				w.units = append(w.units, &rrbUnit{seed: i, tier: tier, want: n})
+			}
+		}
+	}
+	return w, nil
+}
+
+// describe is a tool's description in prompts: tool_description and
+// api_description.
+func describe(t CatalogRow) string {
+	return joinNonEmpty(t.ToolDescription, t.APIDescription)
+}
+
+// genCall is the generation call of a unit's attempt (1-based): the
+// sample index is attempt − 1, so that two attempts with the same prompt
+// are different calls.
+func (w *rrbWork) genCall(m *llmenv.Model, u *rrbUnit, attempt int) (llm.Call, error) {
+	pool := w.pools[u.seed]
+	var lines []string
+	for _, tool := range pool {
+		lines = append(lines, "- "+tool.ToolName+": "+describe(tool))
+	}
+	var fb []string
+	if attempt > 1 {
+		fb = append(fb, "Rejected samples:")
+		for _, r := range u.reasons {
+			fb = append(fb, "- "+r)
+		}
+		if len(u.accepted) > 0 {
+			fb = append(fb, fmt.Sprintf("Already accepted (do not repeat them; generate %d new samples):", u.missing()))
+			for _, a := range u.accepted {
+				fb = append(fb, "- "+a.Query)
+			}
+		}
+	}
+	var b strings.Builder
+	err := rrbGenerateTmpl.Execute(&b, map[string]any{
+		"N": u.missing(), "Tier": u.tier, "AnchorName": pool[0].ToolName, "AnchorDescription": describe(pool[0]),
+		"Pool": strings.Join(lines, "\n"), "Feedback": strings.Join(fb, "\n"),
+	})
+	if err != nil {
+		return llm.Call{}, fmt.Errorf("rrb_generate prompt: %w", err)
+	}
+	return llm.Call{Request: chat(m, m.Request(), b.String()), Sample: attempt - 1}, nil
+}
+
+// judgeCall is the judge's call for a unit's valid samples, at
+// temperature 0.
+func (w *rrbWork) judgeCall(m *llmenv.Model, u *rrbUnit, samples []rrbSample) (llm.Call, error) {
+	byName := map[string]CatalogRow{}
+	for _, tool := range w.pools[u.seed] {
+		byName[tool.ToolName] = tool
+	}
+	var s strings.Builder
+	for i, x := range samples {
+		fmt.Fprintf(&s, "Sample %d:\nQuery: %s\nAnswer tools:\n", i+1, x.Query)
+		for _, a := range x.Answer {
+			fmt.Fprintf(&s, "- %s: %s\n", a, describe(byName[a]))
+		}
+	}
+	var b strings.Builder
+	if err := rrbJudgeTmpl.Execute(&b, map[string]any{"Tier": u.tier, "Samples": strings.TrimRight(s.String(), "\n")}); err != nil {
+		return llm.Call{}, fmt.Errorf("rrb_judge prompt: %w", err)
+	}
+	zero := 0.0
+	req := m.Request()
+	req.Temperature = &zero
+	return llm.Call{Request: chat(m, req, b.String())}, nil
+}
+
+// chat puts the prompt into req as the user turn (after the model
+// block's system prompt, when it has one), or as the completions prompt.
+func chat(m *llmenv.Model, req llm.Request, prompt string) llm.Request {
+	sys := ""
+	if m.Config.System != nil {
+		sys = *m.Config.System
+	}
+	if req.API == "completions" {
+		req.Prompt = strings.TrimSpace(sys + "\n\n" + prompt)
+		return req
+	}
+	req.Messages = []llm.Message{{Role: "user", Content: prompt}}
+	if sys != "" {
+		req.Messages = append([]llm.Message{{Role: "system", Content: sys}}, req.Messages...)
+	}
+	return req
+}
+
+// asker answers a round's calls to the generator (judge false) or the
+// judge: a nil response is a call whose answer is not known (a plan's
+// replay of a call the cache lacks).
+type asker func(judge bool, calls []llm.Call) ([]*llm.Response, error)
+
+// rrbCalls is every call a run made or would make, by model.
+type rrbCalls struct {
+	gen, judge []llm.Call
+}
+
+// run is the generation loop, shared by Run and PlanCalls: attempt 1 asks
+// every unit; each later attempt asks the units still missing samples,
+// with the reasons of the previous one. Each attempt is one round of
+// generation calls, then one of judge calls.
+func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
+	var made rrbCalls
+	for attempt := 1; attempt <= 1+retries; attempt++ {
+		var units []*rrbUnit
+		var calls []llm.Call
+		for _, u := range w.units {
+			if u.missing() > 0 && !u.pending {
+				c, err := w.genCall(p.gen, u, attempt)
+				if err != nil {
+					return made, err
+				}
+				units, calls = append(units, u), append(calls, c)
+			}
+		}
+		if len(units) == 0 {
+			break
+		}
+		made.gen = append(made.gen, calls...)
+		answers, err := ask(false, calls)
+		if err != nil {
+			return made, err
+		}
+		type judged struct {
+			u     *rrbUnit
+			valid []rrbSample
+		}
+		var toJudge []judged
+		var jcalls []llm.Call
+		for i, u := range units {
+			if answers[i] == nil {
+				u.pending = true
+				continue
+			}
+			valid, reasons := w.check(u, answers[i].Text)
+			u.reasons = reasons
+			if len(valid) == 0 {
+				continue
+			}
+			c, err := w.judgeCall(p.judge, u, valid)
+			if err != nil {
+				return made, err
+			}
+			toJudge, jcalls = append(toJudge, judged{u, valid}), append(jcalls, c)
+		}
+		if len(jcalls) == 0 {
+			continue
+		}
+		made.judge = append(made.judge, jcalls...)
+		verdicts, err := ask(true, jcalls)
+		if err != nil {
+			return made, err
+		}
+		for i, j := range toJudge {
+			if verdicts[i] == nil {
+				j.u.pending = true
+				continue
+			}
+			ok, why := parseVerdicts(verdicts[i].Text, len(j.valid))
+			for k, s := range j.valid {
+				if ok[k] {
+					j.u.accepted = append(j.u.accepted, rrbAccepted{rrbSample: s, attempt: attempt, reason: why[k]})
+					continue
+				}
+				j.u.reasons = append(j.u.reasons, fmt.Sprintf("judge rejected: %q: %s", s.Query, why[k]))
+			}
+		}
+	}
+	return made, nil
+}
+
+// check parses a generation answer and validates its samples (the first
+// missing() of them): it returns those that pass and the reasons of those
+// that do not, each starting with its rule's name.
+func (w *rrbWork) check(u *rrbUnit, text string) (valid []rrbSample, reasons []string) {
+	answer, _ := llm.StripThink(text)
+	var out struct {
+		Samples []rrbSample `json:"samples"`
+	}
+	if err := json.Unmarshal([]byte(llm.AnswerJSON(answer)), &out); err != nil {
+		return nil, []string{fmt.Sprintf("unparseable: the answer is not the JSON object asked for (%v)", err)}
+	}
+	if len(out.Samples) == 0 {
+		return nil, []string{"unparseable: the answer has no samples"}
+	}
+	seen := map[string]bool{}
+	for _, a := range u.accepted {
+		seen[normQuery(a.Query)] = true
+	}
+	for _, s := range out.Samples[:min(len(out.Samples), u.missing())] {
+		if why := validateRRB(s, u.tier, w.pools[u.seed]); why != "" {
+			reasons = append(reasons, fmt.Sprintf("%s (query %q)", why, s.Query))
+			continue
+		}
+		if seen[normQuery(s.Query)] {
+			reasons = append(reasons, fmt.Sprintf("duplicate query: %q was already given", s.Query))
+			continue
+		}
+		seen[normQuery(s.Query)] = true
+		valid = append(valid, s)
+	}
+	return valid, reasons
+}
+
+// normQuery is a query compared for duplicates: lower case, spaces
+// collapsed.
+func normQuery(q string) string {
+	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
+}
+
+// sentenceEnd splits text into sentences: after ., ! or ? and spaces.
+var sentenceEnd = regexp.MustCompile(`[.!?]+(\s+|$)`)
+
+func sentences(q string) int {
+	n := 0
+	for _, s := range sentenceEnd.Split(strings.TrimSpace(q), -1) {
+		if strings.TrimSpace(s) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// validateRRB is the programmatic filter: "" when s passes, else the
+// first rule it breaks ("rule: detail"). pool[0] is the seed.
+func validateRRB(s rrbSample, tier string, pool []CatalogRow) string {
+	q := strings.TrimSpace(s.Query)
+	if q == "" || !utf8.ValidString(q) {
+		return "empty query: the query is empty or not valid UTF-8"
+	}
+	in := map[string]bool{}
+	for _, t := range pool {
+		in[t.ToolName] = true
+	}
+	seen := map[string]bool{}
+	hasSeed := false
+	for _, a := range s.Answer {
+		switch {
+		case !in[a]:
+			return fmt.Sprintf("not in pool: answer %q is not in the candidate pool", a)
+		case seen[a]:
+			return fmt.Sprintf("duplicate answer: %q is listed twice", a)
+		case strings.Contains(strings.ToLower(q), strings.ToLower(a)):
+			return fmt.Sprintf("name in query: the query names answer tool %q", a)
+		}
+		seen[a] = true
+		hasSeed = hasSeed || a == pool[0].ToolName
+	}
+	n, words := len(s.Answer), len(strings.Fields(q))
+	switch {
+	case tier == "easy" && n != 1, tier == "medium" && (n < 2 || n > 3), tier == "hard" && n < 4:
+		return fmt.Sprintf("cardinality: %d answer tools, the %s tier needs %s", n, tier, map[string]string{"easy": "exactly 1", "medium": "2–3", "hard": "4 or more"}[tier])
+	case !hasSeed:
+		return fmt.Sprintf("seed missing: the target tool %q is not among the answers", pool[0].ToolName)
+	case tier == "easy" && words >= 20:
+		return fmt.Sprintf("too long: %d words, the easy tier needs under 20", words)
+	case tier == "medium" && words >= 25:
+		return fmt.Sprintf("too long: %d words, the medium tier needs under 25", words)
+	case tier == "hard" && sentences(q) > 3:
+		return fmt.Sprintf("too long: %d sentences, the hard tier needs 1–3", sentences(q))
+	}
+	return ""
+}
+
+// parseVerdicts reads the judge's reply for n samples. It fails closed:
+// a reply that is not the JSON object asked for, or has a number of
+// verdicts other than n, rejects every sample; a verdict without a
+// boolean validation_result rejects its sample.
+func parseVerdicts(text string, n int) (ok []bool, why []string) {
+	ok, why = make([]bool, n), make([]string, n)
+	answer, _ := llm.StripThink(text)
+	var out struct {
+		Verdicts []struct {
+			Result *bool  `json:"validation_result"`
+			Reason string `json:"reason"`
+		} `json:"verdicts"`
+	}
+	err := json.Unmarshal([]byte(llm.AnswerJSON(answer)), &out)
+	if err == nil && len(out.Verdicts) != n {
+		err = fmt.Errorf("%d verdicts for %d samples", len(out.Verdicts), n)
+	}
+	if err != nil {
+		for i := range why {
+			why[i] = fmt.Sprintf("judge reply unparseable (%v)", err)
+		}
+		return ok, why
+	}
+	for i, v := range out.Verdicts {
+		switch {
+		case v.Result == nil:
+			why[i] = "judge reply unparseable (a verdict without validation_result)"
+		default:
+			ok[i], why[i] = *v.Result, v.Reason
+		}
+	}
+	return ok, why
+}
+
+// toolJSON is a catalog tool as the released files write it: missing
+// fields "None".
+func toolJSON(t CatalogRow) map[string]string {
+	none := func(s string) string {
+		if s == "" {
+			return "None"
+		}
+		return s
+	}
+	return map[string]string{"tool_name": t.ToolName, "tool_title": none(t.ToolTitle), "tool_description": none(t.ToolDescription),
+		"api_title": none(t.APITitle), "api_description": none(t.APIDescription)}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps and slices of strings always encode
+	}
+	return string(b)
+}
+
+// rows are the accepted samples in unit order (seeds in pool order, tiers
+// easy, medium, hard), a query repeating an earlier row's dropped.
+func (w *rrbWork) rows() (rows []RRBRow, dropped []RRBDropped) {
+	first := map[string]string{}
+	for _, u := range w.units {
+		pool := w.pools[u.seed]
+		byName := map[string]CatalogRow{}
+		var analyzed []map[string]string
+		for _, t := range pool {
+			byName[t.ToolName] = t
+			analyzed = append(analyzed, toolJSON(t))
+		}
+		d := RRBDropped{Seed: pool[0].ToolName, Tier: u.tier, Missing: u.missing(), Reasons: u.reasons}
+		for i, a := range u.accepted {
+			id := fmt.Sprintf("%s/%s/%d", pool[0].ToolName, u.tier, i)
+			if prev, ok := first[normQuery(a.Query)]; ok {
+				d.Missing++
+				d.Reasons = append(d.Reasons, fmt.Sprintf("duplicate query: %q repeats row %s", a.Query, prev))
+				continue
+			}
+			first[normQuery(a.Query)] = id
+			var tools []map[string]string
+			for _, name := range a.Answer {
+				tools = append(tools, toolJSON(byName[name]))
+			}
+			var tool any = tools
+			if u.tier == "easy" {
+				tool = tools[0]
+			}
+			rows = append(rows, RRBRow{SampleID: id, Query: strings.TrimSpace(a.Query), Tool: mustJSON(tool), AnalyzedTools: mustJSON(analyzed),
+				Complexity: u.tier, Seed: pool[0].ToolName, Attempt: int64(a.attempt), JudgeReason: a.reason})
+		}
+		if d.Missing > 0 {
+			dropped = append(dropped, d)
+		}
+	}
+	return rows, dropped
+}
+
+// Run generates, at most the generator's (the judge's) concurrency calls
+// at once per round. A call that fails after the client's retries fails
+// the node once its round is done; every answered call is cached, so a
+// re-run repeats none of them.
+func (t rrbGenerateType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
+	p := r.Pinned().(*rrbPinned)
+	w, err := t.prepare(r)
+	if err != nil {
+		return err
+	}
+	gen, judge := p.gen.Client(r), p.judge.Client(r)
+	ask := func(isJudge bool, calls []llm.Call) ([]*llm.Response, error) {
+		cl, m, what := gen, p.gen, "generation"
+		if isJudge {
+			cl, m, what = judge, p.judge, "judge"
+		}
+		out := make([]*llm.Response, len(calls))
+		var firstErr error
+		failed := 0
+		llmenv.DoAll(ctx, r, cl, calls, m.Endpoint.Concurrency, true, func(i int, resp *llm.Response, err error) {
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[i] = resp
+		})
+		if firstErr == nil {
+			firstErr = ctx.Err()
+		}
+		if firstErr != nil {
+			return nil, fmt.Errorf("rrb_generate: %d of a round's %d %s calls failed: %w; the answered calls are cached, so a re-run makes only the missing ones", failed, len(calls), what, firstErr)
+		}
+		return out, nil
+	}
+	if _, err := w.run(p, c.retries(), ask); err != nil {
+		return err
+	}
+	r.Report("usage", map[string]any{"generator": gen.Stats(), "judge": judge.Stats()})
+	rows, dropped := w.rows()
+	r.Report("dropped", dropped)
+	r.Note("%s", rrbNote(rows, dropped, len(w.pools)))
+	for _, d := range dropped {
+		r.Logf("dropped %d %s sample(s) of seed %q: %s", d.Missing, d.Tier, d.Seed, strings.Join(d.Reasons, "; "))
+	}
+	return t.Write(r, rows)
+}
+
+// rrbNote summarises a run: rows per tier, attempts, and the samples
+// dropped by rule.
+func rrbNote(rows []RRBRow, dropped []RRBDropped, seeds int) string {
+	tiers := map[string]int{}
+	retried := 0
+	for _, r := range rows {
+		tiers[r.Complexity]++
+		if r.Attempt > 1 {
+			retried++
+		}
+	}
+	missing := 0
+	rules := map[string]int{}
+	for _, d := range dropped {
+		missing += d.Missing
+		for _, why := range d.Reasons {
+			rule, _, _ := strings.Cut(why, ":")
+			rules[rule]++
+		}
+	}
+	var by []string
+	for rule, n := range rules {
+		by = append(by, fmt.Sprintf("%s %d", rule, n))
+	}
+	sort.Strings(by)
+	note := fmt.Sprintf("%d RRB rows from %d seeds (easy %d, medium %d, hard %d; %d accepted after a retry); %d samples dropped",
+		len(rows), seeds, tiers["easy"], tiers["medium"], tiers["hard"], retried, missing)
+	if len(by) > 0 {
+		note += " (last rejections: " + strings.Join(by, ", ") + ")"
+	}
+	return note
+}
+
+// CallsModels: rrb_generate always calls its models.
+func (rrbGenerateType) CallsModels(any) bool { return true }
+
+// PlanCalls replays the generation loop from the call cache: every call
+// whose answer the cache holds is counted (cached), and each seed and
+// tier whose next call is not cached counts that call and one judge call
+// (a retry after it cannot be foreseen).
+func (t rrbGenerateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
+	c := t.Config(r)
+	p := r.Pinned().(*rrbPinned)
+	w, err := t.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	gen, judge := p.gen.Client(r), p.judge.Client(r)
+	made, err := w.run(p, c.retries(), func(isJudge bool, calls []llm.Call) ([]*llm.Response, error) {
+		m := p.gen
+		if isJudge {
+			m = p.judge
+		}
+		out := make([]*llm.Response, len(calls))
+		for i, call := range calls {
+			b, ok, err := r.Calls().Get(llm.Key(m.Identity, call))
+			if err != nil || !ok {
+				continue
+			}
+			var resp llm.Response
+			if json.Unmarshal(b, &resp) == nil {
+				out[i] = &resp
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	gp := llmenv.Estimate(gen, p.gen.Config.ID, made.gen, 0)
+	jp := llmenv.Estimate(judge, p.judge.Config.ID, made.judge, 0)
+	for _, u := range w.units {
+		if u.pending {
+			jp.Calls++
+			jp.OutputTokens += llmenv.DefaultCompletionEstimate
+		}
+	}
+	return []nodes.CallPlan{gp, jp}, nil
+}
