@@ -319,3 +319,40 @@ node "rrb_generate" "r" {
 	wantContains(t, configErr(t, head+"samples = { easy = 0 }\n}\n"), "Invalid samples")
 	wantContains(t, configErr(t, head+"retries = -1\n}\n"), "Invalid retries")
 }
+
+// TestRRBGenerateAsksTheJudgeModelWhenGiven: with judge = model.X the
+// verdicts come from that model (its id in the plan), the samples from
+// model.
+func TestRRBGenerateAsksTheJudgeModelWhenGiven(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Models: []string{"gen-model", "judge-model"}, Script: rrbScript(&feedbackLog{})})
+	defer srv.Close()
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	src := fmt.Sprintf(rrbPipeline, srv.URL(), "judge = model.judge") + fmt.Sprintf(`
+model "judge" {
+  id       = "judge-model"
+  endpoint = %q
+}
+`, srv.URL())
+	r := nodetest.Run(t, dir, src)
+	if n := len(nodetest.Read[toolsense.RRBRow](t, r, "node.rrb_generate.rrb")); n != 23 {
+		t.Errorf("%d rows, want 23", n)
+	}
+	judged := 0
+	for _, c := range srv.Calls() {
+		isJudge := strings.Contains(c.Request.Text(), "quality validator")
+		if want := map[bool]string{true: "judge-model", false: "gen-model"}[isJudge]; c.Request.Model != want {
+			t.Errorf("judge %v call went to %s, want %s", isJudge, c.Request.Model, want)
+		}
+		if isJudge {
+			judged++
+		}
+	}
+	if judged != 25 {
+		t.Errorf("%d judge calls, want 25 (22 first attempts with valid samples, 3 retries)", judged)
+	}
+	gen, judge := planCalls(t, dir, fmt.Sprintf(rrbPipeline, srv.URL(), "judge = model.judge\nretries = 3")+fmt.Sprintf("model \"judge\" {\n  id = \"judge-model\"\n  endpoint = %q\n}\n", srv.URL()))
+	if gen.Model != "gen-model" || judge.Model != "judge-model" || judge.Calls != 25 || judge.Cached != 25 {
+		t.Errorf("plan: generator %+v, judge %+v", gen, judge)
+	}
+}
