@@ -226,7 +226,7 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 		if j, dup := seen[it["id"]]; dup {
 			return "", nil, fmt.Errorf("%s: the id is also row %d's", where, j+1)
 		}
-		seen[it["id"]] = i + 1
+		seen[it["id"]] = i
 		tools, err := decodeTools([]byte(it["tool"]))
 		if err != nil || len(tools) != 1 {
 			return "", nil, fmt.Errorf("%s: tool is not one tool object: %v", where, err)
