@@ -295,7 +295,10 @@ func sampleProbeTools(cat []CatalogRow, count *int, seed uint64, kind string) []
 	return out
 }
 
-// probeGen is one run (or plan) of mcq_generate or qa_generate.
+// probeGen is one run (or plan) of mcq_generate or qa_generate. It is
+// used by one goroutine: the calls of a round run concurrently inside
+// llmenv.DoAll, whose callback is serialised, and the round's answers are
+// read after it returns.
 type probeGen struct {
 	kind  string // "mcq" or "qa"
 	cfg   *probeGenConfig

@@ -28,6 +28,7 @@ const probeTools = `{"tool_name": "Happy&&h", "tool_title": "Happy", "tool_descr
 {"tool_name": "Hopeless&&x", "tool_title": "Hopeless", "tool_description": "Does something", "api_title": "x", "api_description": "None"}
 {"tool_name": "Skipped&&s", "tool_title": "Skipped", "tool_description": "None", "api_title": "s", "api_description": "None"}
 {"tool_name": "Mumbled&&m", "tool_title": "Mumbled", "tool_description": "Validates email addresses", "api_title": "m", "api_description": "None"}
+{"tool_name": "Garbled&&g", "tool_title": "Garbled", "tool_description": "Shortens links", "api_title": "g", "api_description": "None"}
 `
 
 // probeModel is a model block served by url.
@@ -86,6 +87,8 @@ func (s *scriptedGenerator) reply(q llmtest.Request) string {
 	}
 	question := fmt.Sprintf("What is the %s main output of this tool?", attempt)
 	switch {
+	case tool == "Garbled" && !retry:
+		return "Sure! Here is a great question about this tool."
 	case tool == "Skipped":
 		return `{"question": "", "correct_answer": "", "wrong_answers": [], "skip": true}`
 	case tool == "Fixable" && !retry:
@@ -145,13 +148,13 @@ node "mcq_generate" "m" {
 		kept = append(kept, k)
 	}
 	slices.Sort(kept)
-	if want := []string{"Disputed", "Fixable", "Happy", "Mumbled"}; !slices.Equal(kept, want) {
+	if want := []string{"Disputed", "Fixable", "Garbled", "Happy", "Mumbled"}; !slices.Equal(kept, want) {
 		t.Fatalf("kept %v, want %v", kept, want)
 	}
 	if q := byTool["Happy"].Question; q != "What is the first main output of this tool?" {
 		t.Errorf("Happy: question %q, want the first attempt's", q)
 	}
-	for _, tool := range []string{"Fixable", "Disputed", "Mumbled"} {
+	for _, tool := range []string{"Fixable", "Disputed", "Mumbled", "Garbled"} {
 		if q := byTool[tool].Question; !strings.Contains(q, "second") {
 			t.Errorf("%s: question %q, want the retry's", tool, q)
 		}
@@ -166,6 +169,7 @@ node "mcq_generate" "m" {
 		"Fixable":  `the question does not say "this tool"`,
 		"Disputed": "the judge rejected it: check 2 failed: the answer is not supported",
 		"Mumbled":  "the judge's verdict could not be read",
+		"Garbled":  "your answer was not usable: not the JSON object asked for",
 		"Hopeless": "the judge rejected it: check 1 failed: too generic",
 	}
 	for tool, want := range feedback {
@@ -191,8 +195,8 @@ node "mcq_generate" "m" {
 		}
 	}
 	note := r.Notes(engine.EventDone)["node.mcq_generate.m"]
-	for _, want := range []string{"4 of 6 tools kept", "2 dropped", "1 rejected after the last retry", "1 the generator skipped the tool (skip = true)",
-		"1 validator", "5 judge rejected", "1 judge reply unusable"} {
+	for _, want := range []string{"5 of 7 tools kept", "2 dropped", "1 rejected after the last retry", "1 the generator skipped the tool (skip = true)",
+		"1 validator", "5 judge rejected", "1 judge reply unusable", "1 generation unusable"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
@@ -200,7 +204,7 @@ node "mcq_generate" "m" {
 
 	// A re-run under a new key (the same calls) makes no call.
 	before := srv.Stats().Requests
-	r = nodetest.Run(t, dir, strings.Replace(src, "retries = 3", "retries = 3\n  count = 6", 1))
+	r = nodetest.Run(t, dir, strings.Replace(src, "retries = 3", "retries = 3\n  count = 7", 1))
 	if n := srv.Stats().Requests - before; n != 0 {
 		t.Errorf("re-run made %d requests, want 0", n)
 	}
@@ -229,8 +233,9 @@ node "qa_generate" "q" {
 	r := nodetest.Run(t, dir, src)
 	rows := nodetest.Read[toolsense.QARow](t, r, "node.qa_generate.q")
 	// Catalog order: Happy Yes, Fixable No, Disputed Yes, Hopeless No,
-	// Skipped Yes, Mumbled No; Hopeless and Skipped are dropped.
-	want := map[string]string{"Happy": "Yes", "Fixable": "No", "Disputed": "Yes", "Mumbled": "No"}
+	// Skipped Yes, Mumbled No, Garbled Yes; Hopeless and Skipped are
+	// dropped.
+	want := map[string]string{"Happy": "Yes", "Fixable": "No", "Disputed": "Yes", "Mumbled": "No", "Garbled": "Yes"}
 	var order []string
 	for _, row := range rows {
 		var tool map[string]string
@@ -243,13 +248,13 @@ node "qa_generate" "q" {
 			t.Errorf("%s: answer %q, question %q; want target %q", title, row.Answer, row.Question, want[title])
 		}
 	}
-	if len(rows) != 4 {
-		t.Fatalf("%d rows, want 4", len(rows))
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 5", len(rows))
 	}
-	if slices.Equal(order, []string{"Happy", "Fixable", "Disputed", "Mumbled"}) {
+	if slices.Equal(order, []string{"Happy", "Fixable", "Disputed", "Mumbled", "Garbled"}) {
 		t.Errorf("rows in catalog order %v: want them shuffled", order)
 	}
-	if note := r.Notes(engine.EventDone)["node.qa_generate.q"]; !strings.Contains(note, "4 of 6 tools kept (2 Yes, 2 No)") {
+	if note := r.Notes(engine.EventDone)["node.qa_generate.q"]; !strings.Contains(note, "5 of 7 tools kept (3 Yes, 2 No)") {
 		t.Errorf("note %q", note)
 	}
 }
@@ -296,13 +301,13 @@ node "mcq_generate" "m" {
 	}
 	// The catalog must be in the store for the plan to read it.
 	nodetest.Run(t, dir, probeModel("gen", srv.URL(), "gen")+`node "catalog" "c" { path = "tools.jsonl" }`)
-	if p := plan(src); p.Calls != 12 || p.Cached != 0 || p.PromptTokens == 0 {
-		t.Errorf("fresh plan %+v, want 6 generation + 6 judge calls, none cached", p)
+	if p := plan(src); p.Calls != 14 || p.Cached != 0 || p.PromptTokens == 0 {
+		t.Errorf("fresh plan %+v, want 7 generation + 7 judge calls, none cached", p)
 	}
 	nodetest.Run(t, dir, src)
 	made := int64(srv.Stats().Answers)
 	// A new key (count = every tool) asks the same calls.
-	p := plan(strings.Replace(src, "model.gen\n", "model.gen\n  count   = 6\n", 1))
+	p := plan(strings.Replace(src, "model.gen\n", "model.gen\n  count   = 7\n", 1))
 	if p.Calls != made || p.Cached != made || p.PromptTokens != 0 {
 		t.Errorf("plan after the run %+v, want the %d calls it made, all cached", p, made)
 	}
