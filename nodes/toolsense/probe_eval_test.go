@@ -237,6 +237,29 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 	}
 }
 
+// TestProbeEvalPlanCountsItsCalls: one call per item, cached once asked.
+func TestProbeEvalPlanCountsItsCalls(t *testing.T) {
+	dir := t.TempDir()
+	probeItemFiles(t, dir)
+	srv := llmtest.New(llmtest.Config{Models: []string{"right"}, Script: []llmtest.Rule{{Reply: evalReply}}})
+	defer srv.Close()
+	src := probeModel("m", srv.URL(), "right") + `
+node "import" "mcq" { path = "mcq.jsonl" }
+node "probe_eval" "e" {
+  items = node.import.mcq
+  model = model.m
+}
+`
+	nodetest.Run(t, dir, probeModel("m", srv.URL(), "right")+`node "import" "mcq" { path = "mcq.jsonl" }`)
+	if p := planCalls(t, dir, src, "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != 0 || p.OutputTokens != 16*probeItemsN {
+		t.Errorf("fresh plan %+v, want %d calls of 16 tokens", p, probeItemsN)
+	}
+	nodetest.Run(t, dir, src)
+	if p := planCalls(t, dir, strings.Replace(src, "model.m\n", "model.m\n  limit = 12\n", 1), "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != probeItemsN {
+		t.Errorf("plan after the run %+v, want every call cached", p)
+	}
+}
+
 // TestProbeEvalRefusesBadItems: malformed items are errors naming the
 // row, not dropped.
 func TestProbeEvalRefusesBadItems(t *testing.T) {

@@ -275,30 +275,7 @@ node "mcq_generate" "m" {
   model   = model.gen
 }
 `
-	plan := func(src string) nodes.CallPlan {
-		t.Helper()
-		file := filepath.Join(dir, "p.hcl")
-		g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-		entries, err := x.Plan(context.Background(), g, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.Node == "node.mcq_generate.m" && len(e.Calls) == 1 {
-				return e.Calls[0]
-			}
-		}
-		t.Fatalf("no single-model plan entry for node.mcq_generate.m: %+v", entries)
-		return nodes.CallPlan{}
-	}
+	plan := func(src string) nodes.CallPlan { return planCalls(t, dir, src, "node.mcq_generate.m") }
 	// The catalog must be in the store for the plan to read it.
 	nodetest.Run(t, dir, probeModel("gen", srv.URL(), "gen")+`node "catalog" "c" { path = "tools.jsonl" }`)
 	if p := plan(src); p.Calls != 14 || p.Cached != 0 || p.PromptTokens == 0 {
@@ -314,4 +291,31 @@ node "mcq_generate" "m" {
 	if n := int64(srv.Stats().Answers); n != made {
 		t.Errorf("planning made %d requests", n-made)
 	}
+}
+
+// planCalls is the plan's single call plan for node addr of pipeline src
+// in dir.
+func planCalls(t *testing.T, dir, src, addr string) nodes.CallPlan {
+	t.Helper()
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+	entries, err := x.Plan(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Node == addr && len(e.Calls) == 1 {
+			return e.Calls[0]
+		}
+	}
+	t.Fatalf("no single-model plan entry for %s: %+v", addr, entries)
+	return nodes.CallPlan{}
 }
