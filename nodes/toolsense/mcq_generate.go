@@ -86,7 +86,7 @@ func (t mcqGenerateType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		rows = append(rows, MCQRow{
 			ID: probeID("mcq", pt.tool.ToolName), Question: *pt.item.Question, CorrectAnswer: *pt.item.CorrectAnswer,
-			WrongAnswers: marshalPlain(pt.item.WrongAnswers), Tool: toolJSON(pt.tool),
+			WrongAnswers: probeMarshal(pt.item.WrongAnswers), Tool: probeToolJSON(pt.tool),
 		})
 	}
 	g.report(r, len(rows), "")

@@ -243,7 +243,7 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 				return "", nil, fmt.Errorf("%s: wrong_answers is not a JSON list of strings: %v", where, err)
 			}
 			orig := append([]string{it["correct_answer"]}, wrong...)
-			if why := checkOptions(orig); why != "" {
+			if why := probeCheckOptions(orig); why != "" {
 				return "", nil, fmt.Errorf("%s: %s", where, why)
 			}
 			perm := probePermutation(c.seed(), row.ID)
@@ -276,16 +276,16 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 	return bench, out, nil
 }
 
-// checkOptions says why an MCQ item's options [correct, wrong...] cannot
+// probeCheckOptions says why an MCQ item's options [correct, wrong...] cannot
 // be asked ("" when they can): three wrong answers, none empty, the four
 // distinct.
-func checkOptions(opts []string) string {
+func probeCheckOptions(opts []string) string {
 	if len(opts) != 4 {
 		return fmt.Sprintf("%d wrong answers, not 3", len(opts)-1)
 	}
 	seen := map[string]bool{}
 	for _, o := range opts {
-		k := normalizeOption(o)
+		k := probeNormalize(o)
 		if k == "" {
 			return "an option is empty"
 		}
@@ -317,9 +317,9 @@ func probeToolRef(t CatalogRow, how string) string {
 
 var (
 	// "Answer: B", "the answer is (B)", "correct option: B".
-	answerIs = regexp.MustCompile(`(?i:answer|option)(?:\s+is)?\s*[:\-]?\s*\(?([A-D])\b`)
+	probeAnswerIs = regexp.MustCompile(`(?i:answer|option)(?:\s+is)?\s*[:\-]?\s*\(?([A-D])\b`)
 	// "B.", "B)", "(B)", "B:" at the start of the answer.
-	leadingLetter = regexp.MustCompile(`^\(?([A-D])(?:[.):]|\)\s|$)`)
+	probeLeadingLetter = regexp.MustCompile(`^\(?([A-D])(?:[.):]|\)\s|$)`)
 )
 
 // parseMCQAnswer reads a letter from an answer: the choice itself (bare
@@ -333,18 +333,18 @@ func parseMCQAnswer(text string, options []string) (letter string, constrained, 
 			return l, true, true
 		}
 	}
-	if m := leadingLetter.FindStringSubmatch(s); m != nil {
+	if m := probeLeadingLetter.FindStringSubmatch(s); m != nil {
 		return m[1], false, true
 	}
 	if len(s) == 1 && strings.Contains("abcd", s) {
 		return strings.ToUpper(s), false, true
 	}
-	if m := answerIs.FindStringSubmatch(s); m != nil {
+	if m := probeAnswerIs.FindStringSubmatch(s); m != nil {
 		return m[1], false, true
 	}
 	hit := -1
 	for j, o := range options {
-		if normalizeOption(strings.TrimRight(s, ".")) == normalizeOption(o) {
+		if probeNormalize(strings.TrimRight(s, ".")) == probeNormalize(o) {
 			if hit >= 0 {
 				return "", false, false
 			}

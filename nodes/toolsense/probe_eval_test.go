@@ -34,17 +34,17 @@ func probeItemFiles(t *testing.T, dir string) {
 }
 
 var (
-	optionLine = regexp.MustCompile(`(?m)^([A-D])\. (.*)$`)
-	toolToken  = regexp.MustCompile(`This tool: <T(\d+)&&t>`)
+	probeOptionLine = regexp.MustCompile(`(?m)^([A-D])\. (.*)$`)
+	probeToolToken  = regexp.MustCompile(`This tool: <T(\d+)&&t>`)
 )
 
-// evalReply answers as the served model: "right" the correct letter (or
+// probeEvalReply answers as the served model: "right" the correct letter (or
 // Yes/No), "always-a" A (Yes), "garbage" prose, "chatty" the correct
 // answer in a sentence; constrained answers as response_format's JSON
 // string.
-func evalReply(q llmtest.Request) string {
+func probeEvalReply(q llmtest.Request) string {
 	text := q.Text()
-	m := toolToken.FindStringSubmatch(text)
+	m := probeToolToken.FindStringSubmatch(text)
 	if m == nil {
 		return "no tool"
 	}
@@ -52,7 +52,7 @@ func evalReply(q llmtest.Request) string {
 	fmt.Sscan(m[1], &i)
 	gold := [2]string{"Yes", "No"}[i%2]
 	if strings.Contains(text, "A, B, C or D") {
-		for _, o := range optionLine.FindAllStringSubmatch(text, -1) {
+		for _, o := range probeOptionLine.FindAllStringSubmatch(text, -1) {
 			if o[2] == fmt.Sprintf("Right answer %d", i) {
 				gold = o[1]
 			}
@@ -75,7 +75,7 @@ func evalReply(q llmtest.Request) string {
 	return "I would need to look at the documentation first."
 }
 
-func evalPipeline(right, ignoring string) string {
+func probeEvalPipeline(right, ignoring string) string {
 	var b strings.Builder
 	for _, m := range []string{"right", "always-a", "garbage"} {
 		b.WriteString(probeModel(strings.ReplaceAll(m, "-", "_"), right, m))
@@ -115,11 +115,11 @@ node "probe_metrics" "all" {
 func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 	dir := t.TempDir()
 	probeItemFiles(t, dir)
-	srv := llmtest.New(llmtest.Config{Models: []string{"right", "always-a", "garbage"}, Script: []llmtest.Rule{{Reply: evalReply}}})
+	srv := llmtest.New(llmtest.Config{Models: []string{"right", "always-a", "garbage"}, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
 	defer srv.Close()
-	loose := llmtest.New(llmtest.Config{Models: []string{"chatty"}, IgnoreSchema: true, Script: []llmtest.Rule{{Reply: evalReply}}})
+	loose := llmtest.New(llmtest.Config{Models: []string{"chatty"}, IgnoreSchema: true, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
 	defer loose.Close()
-	src := evalPipeline(srv.URL(), loose.URL())
+	src := probeEvalPipeline(srv.URL(), loose.URL())
 	r := nodetest.Run(t, dir, src)
 
 	// The constraint went out: A–D for MCQ, Yes/No for QA.
@@ -241,7 +241,7 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 func TestProbeEvalPlanCountsItsCalls(t *testing.T) {
 	dir := t.TempDir()
 	probeItemFiles(t, dir)
-	srv := llmtest.New(llmtest.Config{Models: []string{"right"}, Script: []llmtest.Rule{{Reply: evalReply}}})
+	srv := llmtest.New(llmtest.Config{Models: []string{"right"}, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
 	defer srv.Close()
 	src := probeModel("m", srv.URL(), "right") + `
 node "import" "mcq" { path = "mcq.jsonl" }
@@ -251,11 +251,11 @@ node "probe_eval" "e" {
 }
 `
 	nodetest.Run(t, dir, probeModel("m", srv.URL(), "right")+`node "import" "mcq" { path = "mcq.jsonl" }`)
-	if p := planCalls(t, dir, src, "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != 0 || p.OutputTokens != 16*probeItemsN {
+	if p := probePlanCalls(t, dir, src, "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != 0 || p.OutputTokens != 16*probeItemsN {
 		t.Errorf("fresh plan %+v, want %d calls of 16 tokens", p, probeItemsN)
 	}
 	nodetest.Run(t, dir, src)
-	if p := planCalls(t, dir, strings.Replace(src, "model.m\n", "model.m\n  limit = 12\n", 1), "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != probeItemsN {
+	if p := probePlanCalls(t, dir, strings.Replace(src, "model.m\n", "model.m\n  limit = 12\n", 1), "node.probe_eval.e"); p.Calls != probeItemsN || p.Cached != probeItemsN {
 		t.Errorf("plan after the run %+v, want every call cached", p)
 	}
 }
@@ -289,9 +289,9 @@ node "probe_eval" "e" {
 	}
 }
 
-// releasedData is the released ToolSense folder beside the repository,
+// probeReleasedData is the released ToolSense folder beside the repository,
 // skipping the test without it (failing it in CI).
-func releasedData(t *testing.T) string {
+func probeReleasedData(t *testing.T) string {
 	dir, err := filepath.Abs("../../../shared/data/toolsense")
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +309,7 @@ func releasedData(t *testing.T) string {
 // TestProbeEvalReadsTheReleasedProbes: probe_eval asks every released
 // MCQ (496) and QA (500) item, with a model that answers right.
 func TestProbeEvalReadsTheReleasedProbes(t *testing.T) {
-	data := releasedData(t)
+	data := probeReleasedData(t)
 	correct := map[string]string{} // tool_name + question → the correct answer
 	for _, name := range []string{"mcq", "qa"} {
 		b, err := os.ReadFile(filepath.Join(data, "toolsense-"+name+".jsonl"))
@@ -343,7 +343,7 @@ func TestProbeEvalReadsTheReleasedProbes(t *testing.T) {
 		if want == "Yes" || want == "No" {
 			return `"` + want + `"`
 		}
-		for _, o := range optionLine.FindAllStringSubmatch(q.Text(), -1) {
+		for _, o := range probeOptionLine.FindAllStringSubmatch(q.Text(), -1) {
 			if o[2] == want {
 				return `"` + o[1] + `"`
 			}

@@ -208,9 +208,9 @@ func probeJudgeVerdict(text string) (accept bool, reason string, err error) {
 	return *v.Accept, reason, nil
 }
 
-// normalizeOption is an option as options are compared: lowercase, spaces
+// probeNormalize is an option as options are compared: lowercase, spaces
 // collapsed.
-func normalizeOption(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+func probeNormalize(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 
 // validateProbeItem is the programmatic validator: the reasons an item
 // fails it, none when it passes. Every item: a question that uses "this
@@ -249,7 +249,7 @@ func validateProbeItem(it probeItem, tool CatalogRow, mcq bool, lo, hi int) []st
 		if n := len(strings.Fields(o)); n < lo || n > hi {
 			why = append(why, fmt.Sprintf("%s %q has %d words, not %d–%d", label, o, n, lo, hi))
 		}
-		if k := normalizeOption(o); seen[k] {
+		if k := probeNormalize(o); seen[k] {
 			why = append(why, fmt.Sprintf("%s %q repeats another option", label, o))
 		} else {
 			seen[k] = true
@@ -394,10 +394,10 @@ func probeMessages(m *llmenv.Model, req llm.Request, user string) llm.Request {
 	return req
 }
 
-// asker makes a batch of generation (judge false) or judge calls and
+// probeAsker makes a batch of generation (judge false) or judge calls and
 // returns each answer; a nil answer is a call a plan would make (not
 // cached).
-type asker func(judge bool, calls []llm.Call) ([]*llm.Response, error)
+type probeAsker func(judge bool, calls []llm.Call) ([]*llm.Response, error)
 
 // loop runs the attempts: each round asks the generator for every tool
 // still open, validates the answers, asks the judge about those that pass
@@ -405,7 +405,7 @@ type asker func(judge bool, calls []llm.Call) ([]*llm.Response, error)
 // A generator that sets skip drops its tool at once (Appendix J.2); a tool
 // still rejected after its last retry is dropped with its last reasons.
 // A judge answer that is not the verdict rejects the item (fail closed).
-func (g *probeGen) loop(ask asker) error {
+func (g *probeGen) loop(ask probeAsker) error {
 	lo, hi := g.cfg.optionWords()
 	for round := 0; round <= g.cfg.retries(); round++ {
 		var open []*probeTool
@@ -604,10 +604,10 @@ func (g *probeGen) report(r nodes.Run, kept int, extra string) {
 		N      int    `json:"n"`
 	}
 	var drops, rejects []count
-	for _, k := range sortedMapKeys(dropped) {
+	for _, k := range probeSortedKeys(dropped) {
 		drops = append(drops, count{k, dropped[k]})
 	}
-	for _, k := range sortedMapKeys(g.problems) {
+	for _, k := range probeSortedKeys(g.problems) {
 		rejects = append(rejects, count{k, g.problems[k]})
 	}
 	r.Report("generation", map[string]any{"tools": len(g.tools), "kept": kept, "dropped": drops, "rejected_attempts": rejects})
@@ -637,7 +637,7 @@ func (g *probeGen) report(r nodes.Run, kept int, extra string) {
 	r.Note("%s", note)
 }
 
-func sortedMapKeys[V any](m map[string]V) []string {
+func probeSortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

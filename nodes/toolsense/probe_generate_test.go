@@ -44,8 +44,8 @@ model %q {
 }
 
 var (
-	toolNameLine = regexp.MustCompile(`(?m)^Tool name: (\w+)`)
-	questionLine = regexp.MustCompile(`(?m)^Question\s*: (.*)$`)
+	probeToolNameLine = regexp.MustCompile(`(?m)^Tool name: (\w+)`)
+	probeQuestionLine = regexp.MustCompile(`(?m)^Question\s*: (.*)$`)
 )
 
 // scriptedGenerator answers the generation and judge prompts of the
@@ -57,14 +57,14 @@ type scriptedGenerator struct {
 
 func (s *scriptedGenerator) reply(q llmtest.Request) string {
 	text := q.Text()
-	m := toolNameLine.FindStringSubmatch(text)
+	m := probeToolNameLine.FindStringSubmatch(text)
 	if m == nil {
 		return "no tool"
 	}
 	tool := m[1]
 	retry := strings.Contains(text, "Your previous attempt was rejected")
 	if strings.Contains(text, "You are validating") {
-		question := questionLine.FindStringSubmatch(text)[1]
+		question := probeQuestionLine.FindStringSubmatch(text)[1]
 		switch {
 		case tool == "Hopeless":
 			return `{"accept": false, "reason": "check 1 failed: too generic"}`
@@ -275,7 +275,7 @@ node "mcq_generate" "m" {
   model   = model.gen
 }
 `
-	plan := func(src string) nodes.CallPlan { return planCalls(t, dir, src, "node.mcq_generate.m") }
+	plan := func(src string) nodes.CallPlan { return probePlanCalls(t, dir, src, "node.mcq_generate.m") }
 	// The catalog must be in the store for the plan to read it.
 	nodetest.Run(t, dir, probeModel("gen", srv.URL(), "gen")+`node "catalog" "c" { path = "tools.jsonl" }`)
 	if p := plan(src); p.Calls != 14 || p.Cached != 0 || p.PromptTokens == 0 {
@@ -293,9 +293,9 @@ node "mcq_generate" "m" {
 	}
 }
 
-// planCalls is the plan's single call plan for node addr of pipeline src
+// probePlanCalls is the plan's single call plan for node addr of pipeline src
 // in dir.
-func planCalls(t *testing.T, dir, src, addr string) nodes.CallPlan {
+func probePlanCalls(t *testing.T, dir, src, addr string) nodes.CallPlan {
 	t.Helper()
 	file := filepath.Join(dir, "p.hcl")
 	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})

@@ -86,17 +86,17 @@ func probeDescription(t CatalogRow) string {
 	return strings.Join(lines, "\n")
 }
 
-// toolJSON is a catalog row as the released benchmarks write a tool
+// probeToolJSON is a catalog row as the released benchmarks write a tool
 // object: the five fields in their order, a missing one as "None", no
 // HTML escaping (tool names hold "&&").
-func toolJSON(t CatalogRow) string {
+func probeToolJSON(t CatalogRow) string {
 	none := func(s string) string {
 		if s == "" {
 			return "None"
 		}
 		return s
 	}
-	return marshalPlain(struct {
+	return probeMarshal(struct {
 		ToolName        string `json:"tool_name"`
 		ToolTitle       string `json:"tool_title"`
 		ToolDescription string `json:"tool_description"`
@@ -105,9 +105,9 @@ func toolJSON(t CatalogRow) string {
 	}{t.ToolName, none(t.ToolTitle), none(t.ToolDescription), none(t.APITitle), none(t.APIDescription)})
 }
 
-// marshalPlain is json.Marshal without HTML escaping and without the
+// probeMarshal is json.Marshal without HTML escaping and without the
 // trailing newline; v must be encodable.
-func marshalPlain(v any) string {
+func probeMarshal(v any) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -86,7 +86,7 @@ func (t qaGenerateType) Run(ctx context.Context, r nodes.Run) error {
 		if pt.target == "Yes" {
 			yes++
 		}
-		rows = append(rows, QARow{ID: probeID("qa", pt.tool.ToolName), Question: *pt.item.Question, Answer: pt.target, Tool: toolJSON(pt.tool)})
+		rows = append(rows, QARow{ID: probeID("qa", pt.tool.ToolName), Question: *pt.item.Question, Answer: pt.target, Tool: probeToolJSON(pt.tool)})
 	}
 	// The targets alternate in catalog order: the file must not.
 	rng := rand.New(rand.NewPCG(c.seed(), analysis.StreamOf("qa_generate order")))
