@@ -45,8 +45,8 @@ func (mcqGenerateType) Doc() string {
 		"one correct short answer and three plausible wrong ones (prompts/mcq_generate.txt, Figure 19, JSON constrained by a schema " +
 		"and parsed either way). A programmatic validator checks the item (the question says \"this tool\" and names neither the " +
 		"tool_name nor the tool_title verbatim; exactly three wrong answers; every option `option_words` [min, max] words, default " +
-		"[2, 8]; the four options distinct ignoring case and spacing), then `judge` (default `model`; temperature 0 unless its block " +
-		"sets one) checks the paper's five criteria (prompts/mcq_judge.txt, Figure 20); a judge answer that is not the verdict " +
+		"[2, 8]; the four options distinct ignoring case and spacing), then `judge` (default `model`; always at temperature 0, as the " +
+		"paper runs judges) checks the paper's five criteria (prompts/mcq_judge.txt, Figure 20); a judge answer that is not the verdict " +
 		"rejects the item (fails closed). A rejected item is retried at most `retries` times (default 3), the rejection reasons " +
 		"fed back into the next prompt; a tool the generator skips (skip = true) or still rejected after its last retry is dropped, " +
 		"counted by reason in the note and the report \"generation\", and logged. Rows have the released file's shape: id, " +

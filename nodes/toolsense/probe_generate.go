@@ -39,7 +39,7 @@ type probeGenConfig struct {
 	// paper: the model's default temperature).
 	Model nodes.Model `hcl:"model"`
 	// Judge accepts or rejects each item that passes the validator, at
-	// temperature 0 unless its block sets one; default Model.
+	// temperature 0 whatever its block says; default Model.
 	Judge *nodes.Model `hcl:"judge,optional"`
 	// Count is the number of tools sampled (seeded) from the catalog
 	// (default every tool).
@@ -354,8 +354,10 @@ func (g *probeGen) genCall(t *probeTool) (llm.Call, error) {
 	return llm.Call{Request: probeMessages(g.p.gen, req, user), Sample: t.attempts}, nil
 }
 
-// judgeCall is the judge call of tool t's item: temperature 0 unless the
-// judge's block sets one (seed 002 Appendix I: judges at T = 0).
+// judgeCall is the judge call of tool t's item, at temperature 0 whatever
+// the model block says (seed 002 Appendix I and K.3: every judge call at
+// T = 0; the judge is often the generator's block, whose temperature is
+// the generator's).
 func (g *probeGen) judgeCall(t *probeTool, it probeItem) (llm.Call, error) {
 	data := map[string]any{"Description": probeDescription(t.tool), "Question": *it.Question, "Answer": t.target}
 	if g.mcq() {
@@ -367,10 +369,8 @@ func (g *probeGen) judgeCall(t *probeTool, it probeItem) (llm.Call, error) {
 		return llm.Call{}, err
 	}
 	req := g.p.judge.Request()
-	if req.Temperature == nil {
-		zero := 0.0
-		req.Temperature = &zero
-	}
+	zero := 0.0
+	req.Temperature = &zero
 	req.Schema, req.SchemaName = probeJudgeSchema, "verdict"
 	return llm.Call{Request: probeMessages(g.p.judge, req, user), Sample: t.attempts}, nil
 }

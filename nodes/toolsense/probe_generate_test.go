@@ -118,7 +118,8 @@ func TestMCQGenerateRetriesWithFeedbackJudgesAndCountsDrops(t *testing.T) {
 	gen := &scriptedGenerator{}
 	srv := probeServer(gen)
 	defer srv.Close()
-	src := probeModel("gen", srv.URL(), "gen") + `
+	// The block's temperature is the generator's, never the judge's.
+	src := strings.Replace(probeModel("gen", srv.URL(), "gen"), "concurrency = 4", "concurrency = 4\n  temperature = 0.7", 1) + `
 node "catalog" "c" { path = "tools.jsonl" }
 node "mcq_generate" "m" {
   catalog = node.catalog.c
@@ -188,10 +189,14 @@ node "mcq_generate" "m" {
 	if n := len(gen.prompts["Skipped"]); n != 1 {
 		t.Errorf("Skipped: %d attempts, want 1 (a skip is not retried)", n)
 	}
-	// The judge ran at temperature 0.
+	// The judge ran at temperature 0, the generator at the block's.
 	for _, c := range srv.Calls() {
-		if strings.Contains(c.Request.Text(), "You are validating") && (c.Request.Temperature == nil || *c.Request.Temperature != 0) {
-			t.Errorf("judge call at temperature %v", c.Request.Temperature)
+		want := 0.7
+		if strings.Contains(c.Request.Text(), "You are validating") {
+			want = 0
+		}
+		if c.Request.Temperature == nil || *c.Request.Temperature != want {
+			t.Errorf("call at temperature %v, want %v:\n%s", c.Request.Temperature, want, c.Request.Text())
 		}
 	}
 	note := r.Notes(engine.EventDone)["node.mcq_generate.m"]
