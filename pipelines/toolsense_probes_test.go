@@ -101,6 +101,7 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 			continue
 		}
 		delete(want, m.Eval)
+		t.Logf("%s: n %d, accuracy %v%% [%v, %v], predicted %v, gold %v", m.Eval, m.N, m.Accuracy, m.Lo, m.Hi, m.PredictedShare, m.GoldShare)
 		if m.PredictedShare[0] != 100 || m.Accuracy != m.GoldShare[0] {
 			t.Errorf("%s: the always-A (Yes) model predicted %v and scored %v; gold shares %v", m.Eval, m.PredictedShare, m.Accuracy, m.GoldShare)
 		}
