@@ -662,9 +662,13 @@ func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
 // allowed is the candidates whose ID is in ids (all of them when ids is
 // nil), best first, ties by token.
 func allowed(cands []Candidate, ids []int) []Candidate {
+	set := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
 	var out []Candidate
 	for _, c := range cands {
-		if ids == nil || slices.Contains(ids, c.ID) {
+		if ids == nil || set[c.ID] {
 			out = append(out, c)
 		}
 	}
