@@ -1,9 +1,10 @@
 # ToolSense (seed 002) parametric retrieval on the released Realistic
 # Retrieval Benchmark (500 queries; ../../shared/data/toolsense): a
 # ToolGen-style model (one virtual token per tool) served by vLLM, asked
-# every query twice with the K.2 retrieval prompt, under constrained and
-# under free decoding, over the 4,901-tool union of the RRB candidate
-# pools; retrieval_eval pairs the two for Rc@k, Rf@k and IS@k = Rf@k / Rc@k
+# every query with the K.2 retrieval prompt under constrained decoding
+# (only the catalog's tool tokens, beam B) and under free decoding (the
+# whole vocabulary, beam B, or one greedy answer with free_search =
+# "greedy"), over the 4,901-tool union of the RRB candidate pools; retrieval_eval pairs the two for Rc@k, Rf@k and IS@k = Rf@k / Rc@k
 # per tier with 95% bootstrap CIs (IS by the delta method of Appendix G).
 #
 #   lacuna plan pipelines/toolsense_parametric.hcl --var endpoint=http://127.0.0.1:8000/v1 \
@@ -69,6 +70,12 @@ variable "beam" {
   description = "beam width B of constrained decoding (the paper reports B = 50)"
 }
 
+variable "free_search" {
+  type        = string
+  default     = "beam"
+  description = "free decoding: beam (the paper's free-form beam search of width beam) or greedy (one generation, read back)"
+}
+
 variable "limit" {
   type        = number
   default     = 0
@@ -114,6 +121,7 @@ node "retrieve_parametric" "free" {
   model        = model.toolgen
   decoding     = "free"
   token_format = var.token_format
+  beam         = var.free_search == "beam" ? var.beam : null
   k            = 50
   limit        = var.limit == 0 ? null : var.limit
 }

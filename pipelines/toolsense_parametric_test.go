@@ -19,14 +19,22 @@ import (
 // TestToolSenseParametricPipelineRunsAgainstAScriptedModel runs
 // pipelines/toolsense_parametric.hcl as shipped on the first 6 released
 // RRB queries over the 4,901-tool catalog, against a scripted ToolGen
-// model (skipped without the data, failed in CI). Constrained decoding
-// puts an answer first for queries 0, 2 and 4 and every answer last for
-// the others; free decoding writes an answer's token for queries 0 and 3
-// and an unknown token otherwise. So Rc@k = 3/6, Rf@k = 2/6 and IS@k =
-// 2/3 at every k ≤ 50. The plan counts the calls before the run, and
-// finds them cached after it (for a smaller slice, which re-runs the
-// nodes); a second run makes none.
+// model (skipped without the data, failed in CI), with free decoding's
+// beam search and with its greedy answer. Constrained decoding puts an
+// answer first for queries 0, 2 and 4 and every answer last for the
+// others: Rc@k = 3/6 at every k ≤ 50. Free decoding favours an answer's
+// token for queries 0 and 3 and an unknown one otherwise; its beam search
+// ranks the word "the" above everything: Rf@1 = 0 (so IS@1 = 0) and Rf@k
+// = 2/6, IS@k = 2/3 from k = 2; greedily, Rf@k = 2/6 at every k. The plan
+// counts the calls before the run, and finds them cached after it (for a
+// smaller slice, which re-runs the nodes); a second run makes none.
 func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
+	for _, search := range []string{"beam", "greedy"} {
+		t.Run(search, func(t *testing.T) { testParametricPipeline(t, search) })
+	}
+}
+
+func testParametricPipeline(t *testing.T, search string) {
 	data := "../../shared/data/toolsense/toolsense-realistic-retrieval.jsonl"
 	if _, err := os.Stat(data); err != nil {
 		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
@@ -79,7 +87,7 @@ func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	f.Close()
 
 	dir := t.TempDir()
-	vocab := map[string]int{}
+	vocab := map[string]int{"the": 7}
 	for i, c := range catalog {
 		vocab["<<"+c.ToolName+">>"] = 200000 + i
 	}
@@ -109,10 +117,15 @@ func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 			h := fnv.New64a()
 			h.Write([]byte(query + "\x00" + tok))
 			lp := -float64(h.Sum64()%100000)/1000 - 0.5
+			free := q.AllowedTokenIDs == nil
 			switch {
-			case isAnswer[tok] && i%2 == 0 && tok == answers[query][0]:
+			case tok == "the":
+				lp = -0.01
+			case free && isAnswer[tok] && i%3 == 0 && tok == answers[query][0]:
+				lp = -0.05
+			case !free && isAnswer[tok] && i%2 == 0 && tok == answers[query][0]:
 				lp = -0.1
-			case isAnswer[tok] && i%2 == 1:
+			case isAnswer[tok]:
 				lp = -1000
 			}
 			out = append(out, llmtest.Candidate{Token: tok, ID: id, Logprob: lp})
@@ -135,7 +148,7 @@ func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"endpoint": srv.URL(), "model_id": "toolgen", "tokens": tokens, "limit": fmt.Sprint(limit), "bootstrap": "200"}
+	vars := map[string]string{"endpoint": srv.URL(), "model_id": "toolgen", "tokens": tokens, "limit": fmt.Sprint(limit), "bootstrap": "200", "free_search": search}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +181,11 @@ func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 			continue
 		}
 		all++
-		if row.Queries != limit || row.RcAtK != 50 || row.RfAtK != math.Round(10000.0/3)/100 || row.ISAtK != math.Round(20000.0/3)/10000 ||
+		rf, is := math.Round(10000.0/3)/100, math.Round(20000.0/3)/10000
+		if search == "beam" && row.K == 1 {
+			rf, is = 0, 0
+		}
+		if row.Queries != limit || row.RcAtK != 50 || row.RfAtK != rf || row.ISAtK != is ||
 			!(row.ISLo <= row.ISAtK && row.ISAtK <= row.ISHi) || row.Internalization != toolsense.Measured {
 			t.Errorf("all @%d: %+v", row.K, row)
 		}

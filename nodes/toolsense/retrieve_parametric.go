@@ -94,6 +94,10 @@ func (c *parametricConfig) beam() int {
 	return *c.Beam
 }
 
+// freeBeam says whether free decoding searches with a beam (beam set)
+// rather than generating greedily.
+func (c *parametricConfig) freeBeam() bool { return c.Decoding == freeDecoding && c.Beam != nil }
+
 func (c *parametricConfig) k() int {
 	if c.K == nil {
 		return defaultK
@@ -152,7 +156,10 @@ func (parametricType) Doc() string {
 		"log-probabilities to be taken after the allowed_token_ids mask. decoding = \"free\": one greedy generation (max_tokens, " +
 		"default 64), its virtual tokens read back in order of appearance (hierarchical: an API token followed by one of its " +
 		"endpoint tokens), duplicates dropped; tokens that name no catalog tool are counted in the note and the report, " +
-		"never listed; scores are empty. Calls go through the store's call cache."
+		"never listed; scores are empty. decoding = \"free\" with `beam` set: the paper's free-form beam search (§3.3), done " +
+		"as the constrained one but unmasked: top_logprobs = beam over the whole vocabulary at each step (flat: one step), " +
+		"the best `beam` outputs kept in order; an output that names a catalog tool is listed as its tool_name, any other " +
+		"as its raw token text (it holds its rank and never matches an answer). Calls go through the store's call cache."
 }
 
 func (parametricType) Validate(cfg any) error {
@@ -169,8 +176,8 @@ func (parametricType) Validate(cfg any) error {
 		if c.Tokens != "" {
 			return nodes.Errorf("tokens", "tokens is for constrained decoding", "free decoding does not restrict the server; remove tokens.")
 		}
-		if c.Beam != nil {
-			return nodes.Errorf("beam", "beam is for constrained decoding", "free decoding is one greedy generation, read back in order; remove beam.")
+		if c.Beam != nil && c.MaxTokens != nil {
+			return nodes.Errorf("max_tokens", "max_tokens is for greedy free decoding", "with beam set, free decoding searches one token per step.")
 		}
 	default:
 		return nodes.Errorf("decoding", "Unknown decoding", "%q: use \"constrained\" or \"free\".", c.Decoding)
@@ -182,8 +189,8 @@ func (parametricType) Validate(cfg any) error {
 		return nodes.Errorf("beam", "Invalid beam", "beam is the search's width, at least 1; got %d.", c.beam())
 	case c.k() < 1:
 		return nodes.Errorf("k", "Invalid k", "k is the number of tools kept per query, at least 1; got %d.", c.k())
-	case c.Decoding == constrainedDecoding && c.k() > c.beam():
-		return nodes.Errorf("k", "k above beam", "constrained search keeps at most beam = %d tools; got k = %d.", c.beam(), c.k())
+	case (c.Decoding == constrainedDecoding || c.freeBeam()) && c.k() > c.beam():
+		return nodes.Errorf("k", "k above beam", "a beam search keeps at most beam = %d outputs; got k = %d.", c.beam(), c.k())
 	case c.prompt() != "k2" && c.prompt() != "none":
 		return nodes.Errorf("prompt", "Unknown prompt", "%q: use \"k2\" (seed 002 Appendix K.2) or \"none\" (the bare query, the TG configuration).", c.Prompt)
 	case c.MaxTokens != nil && *c.MaxTokens < 1:
@@ -295,9 +302,16 @@ type trie struct {
 	flat  bool
 	// Flat: token → tool. Hierarchical: API token → its endpoints'
 	// tokens → tool.
-	tool map[string]int
-	apis []api // hierarchical, in first catalog order
-	api  map[string]int
+	tool  map[string]int
+	apis  []api // hierarchical, in first catalog order
+	api   map[string]int
+	names map[string]int // tool_name → tool
+}
+
+// isTool says whether name is a catalog tool's.
+func (t *trie) isTool(name string) bool {
+	_, ok := t.names[name]
+	return ok
 }
 
 type api struct {
@@ -308,8 +322,9 @@ type api struct {
 }
 
 func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
-	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}}
+	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}, names: map[string]int{}}
 	for i, tool := range tools {
+		t.names[tool.ToolName] = i
 		if t.flat {
 			t.tool[open+tool.ToolName+close] = i
 			continue
@@ -423,6 +438,10 @@ func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (
 			return nil, fmt.Errorf("model %s: params sets %s, which retrieve_parametric sets itself", p.model.Config.ID, f)
 		}
 	}
+	if c.freeBeam() {
+		s.base.MaxTokens = 1
+		return s, nil
+	}
 	if c.Decoding == freeDecoding {
 		switch {
 		case c.MaxTokens != nil:
@@ -506,8 +525,8 @@ func (s *searcher) call(query, apiToken, allowedIDs string, n int) llm.Call {
 	}
 	if allowedIDs != "" {
 		rq.Params["allowed_token_ids"] = allowedIDs
-		rq.Logprobs = n
 	}
+	rq.Logprobs = n
 	if len(rq.Params) == 0 {
 		rq.Params = nil
 	}
@@ -517,8 +536,10 @@ func (s *searcher) call(query, apiToken, allowedIDs string, n int) llm.Call {
 // first is a query's first call.
 func (s *searcher) first(query string) llm.Call {
 	switch {
-	case s.c.Decoding == freeDecoding:
+	case s.c.Decoding == freeDecoding && !s.c.freeBeam():
 		return s.call(query, "", "", 0)
+	case s.c.Decoding == freeDecoding:
+		return s.call(query, "", "", s.c.beam())
 	case s.trie.flat:
 		return s.call(query, "", s.flatIDs, min(s.c.beam(), len(s.trie.tool)))
 	}
@@ -528,6 +549,57 @@ func (s *searcher) first(query string) llm.Call {
 // second is the endpoint step of a hierarchical search after API a.
 func (s *searcher) second(query string, a int) llm.Call {
 	return s.call(query, s.trie.apis[a].token, s.endpointIDs[a], min(s.c.beam(), len(s.trie.apis[a].order)))
+}
+
+// freeSecond is the second step of a free beam search after a first
+// token of any text.
+func (s *searcher) freeSecond(query, prefix string) llm.Call {
+	return s.call(query, prefix, "", s.c.beam())
+}
+
+// output is one output of a free beam search: a catalog tool, or the raw
+// text of an output that names none.
+type output struct {
+	name  string
+	score float64
+	pos   int // the order the search met it in, for ties
+}
+
+// freeTop is a free step's answer: every listed token, best first (ties
+// by text), at most beam of them.
+func (s *searcher) freeTop(resp *llm.Response) ([]output, error) {
+	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
+		return nil, errors.New("the server answered without top log-probabilities: free decoding with a beam ranks the first tokens by them (vLLM returns them for logprobs / top_logprobs)")
+	}
+	out := make([]output, 0, len(resp.Logprobs[0].Top))
+	for text, lp := range resp.Logprobs[0].Top {
+		out = append(out, output{name: text, score: lp})
+	}
+	slices.SortFunc(out, func(a, b output) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out[:min(len(out), s.c.beam())], nil
+}
+
+// named is a free output's entry in a ranking: the tool its tokens name
+// (flat: one tool token; hierarchical: an API token then one of its
+// endpoint tokens), or their raw text.
+func (s *searcher) named(first, second string) string {
+	if s.trie.flat {
+		if t, ok := s.trie.tool[first]; ok {
+			return s.trie.tools[t].ToolName
+		}
+		return first
+	}
+	if a, ok := s.trie.api[first]; ok {
+		if t, ok := s.trie.apis[a].endpoints[second]; ok {
+			return s.trie.tools[t].ToolName
+		}
+	}
+	return first + second
 }
 
 // rankFlat is a flat search's result: the listed tools, best first.
@@ -742,8 +814,25 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 	outside := 0
 	var free FreeReport
 	var beams [][]scored
+	var freeBeams [][]output
 	err = do(calls, query, func(i int, resp *llm.Response) error {
 		switch {
+		case c.freeBeam():
+			top, err := s.freeTop(resp)
+			if err != nil {
+				return err
+			}
+			if !s.trie.flat {
+				if freeBeams == nil {
+					freeBeams = make([][]output, len(rows))
+				}
+				freeBeams[i] = top
+				return nil
+			}
+			for j := range top {
+				top[j].name = s.named(top[j].name, "")
+			}
+			setOutputs(&rows[i], top, c.k())
 		case c.Decoding == freeDecoding:
 			found, unknown, dups := s.freeParse(resp.Text)
 			for _, tool := range found[:min(len(found), c.k())] {
@@ -814,6 +903,42 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 			setRanking(&rows[q], tools, cs[:min(len(cs), c.beam())], c.k())
 		}
 	}
+	if freeBeams != nil {
+		type step struct{ q, b int }
+		var steps []step
+		var calls2 []llm.Call
+		for q, bs := range freeBeams {
+			for b := range bs {
+				steps = append(steps, step{q, b})
+				calls2 = append(calls2, s.freeSecond(rows[q].Query, bs[b].name))
+			}
+		}
+		outs := make([][]output, len(rows))
+		err = do(calls2, func(i int) string {
+			st := steps[i]
+			return fmt.Sprintf("%s, second step after %q", query(st.q), freeBeams[st.q][st.b].name)
+		}, func(i int, resp *llm.Response) error {
+			st := steps[i]
+			first := freeBeams[st.q][st.b]
+			top, err := s.freeTop(resp)
+			for j, o := range top {
+				outs[st.q] = append(outs[st.q], output{name: s.named(first.name, o.name), score: first.score + o.score, pos: st.b*c.beam() + j})
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for q, cands := range outs {
+			slices.SortFunc(cands, func(a, b output) int {
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.pos, b.pos)
+			})
+			setOutputs(&rows[q], cands[:min(len(cands), c.beam())], c.k())
+		}
+	}
 	st := client.Stats()
 	r.Report("usage", st)
 	short := 0
@@ -823,15 +948,44 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	calls0 := fmt.Sprintf("%d calls made, %d cached", st.Calls, st.Cached)
-	if c.Decoding == freeDecoding {
+	switch {
+	case c.freeBeam():
+		valid := 0
+		for _, row := range rows {
+			for _, name := range row.Ranked {
+				if s.trie.isTool(name) {
+					valid++
+				}
+			}
+		}
+		r.Note("%d queries, free decoding (%s tokens, beam %d), top %d: %d of %d outputs name a catalog tool; %s",
+			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), calls0)
+	case c.Decoding == freeDecoding:
 		r.Report("free_decoding", free)
 		r.Note("%d queries, free decoding (%s tokens, greedy): %d without a catalog tool, %d unknown tool tokens in %d queries, %d duplicates dropped; %s",
 			len(rows), c.format(), free.NoTool, free.Unknown, free.UnknownQueries, free.Duplicates, calls0)
-	} else {
+	default:
 		r.Note("%d queries, constrained decoding (%s tokens, beam %d), top %d: %d queries with fewer than %d tools listed, %d top_logprobs entries outside the allowed tokens ignored; %s",
 			len(rows), c.format(), c.beam(), c.k(), short, c.k(), outside, calls0)
 	}
 	return t.Write(r, rows)
+}
+
+// setOutputs writes a free beam search's best k outputs into a row.
+func setOutputs(row *RetrieveRow, outs []output, k int) {
+	for _, o := range outs[:min(len(outs), k)] {
+		row.Ranked = append(row.Ranked, o.name)
+		row.Scores = append(row.Scores, o.score)
+	}
+}
+
+// listed counts the entries of the rows' rankings.
+func listed(rows []RetrieveRow) int {
+	n := 0
+	for _, row := range rows {
+		n += len(row.Ranked)
+	}
+	return n
 }
 
 // setRanking writes a search's best k into a row.
@@ -846,10 +1000,10 @@ func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []scored, k int) {
 func (parametricType) CallsModels(any) bool { return true }
 
 // PlanCalls counts the calls a run would make and those the call cache
-// holds. A hierarchical search's endpoint calls follow from its first
-// step's answer: when that is cached they are counted exactly, else as
-// min(beam, APIs) calls not cached (an upper bound), estimated on the
-// catalog's first APIs.
+// holds. A hierarchical beam search's second-step calls follow from its
+// first step's answer: when that is cached they are counted exactly, else
+// as min(beam, APIs) calls (free decoding: beam calls) not cached, an
+// upper bound.
 func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*parametricPinned)
@@ -866,21 +1020,32 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 	for _, row := range rows {
 		first := s.first(row.Query)
 		calls = append(calls, first)
-		if c.Decoding == freeDecoding || s.trie.flat {
+		if s.trie.flat || (c.Decoding == freeDecoding && !c.freeBeam()) {
 			continue
 		}
-		var bs []scored
+		var resp *llm.Response
 		if client.Cached(first) {
-			if resp, err := client.Do(ctx, first); err == nil { // a replay: no call is made
-				bs, _, _ = s.apiBeams(resp)
-			}
-		} else {
-			for a := range min(c.beam(), len(s.trie.apis)) {
-				bs = append(bs, scored{idx: a})
-			}
+			resp, _ = client.Do(ctx, first) // a replay: no call is made
 		}
-		for _, b := range bs {
-			calls = append(calls, s.second(row.Query, b.idx))
+		switch {
+		case c.freeBeam() && resp != nil:
+			top, _ := s.freeTop(resp)
+			for _, o := range top {
+				calls = append(calls, s.freeSecond(row.Query, o.name))
+			}
+		case c.freeBeam():
+			for range c.beam() {
+				calls = append(calls, s.freeSecond(row.Query, ""))
+			}
+		case resp != nil:
+			bs, _, _ := s.apiBeams(resp)
+			for _, b := range bs {
+				calls = append(calls, s.second(row.Query, b.idx))
+			}
+		default:
+			for a := range min(c.beam(), len(s.trie.apis)) {
+				calls = append(calls, s.second(row.Query, a))
+			}
 		}
 	}
 	return []nodes.CallPlan{llmenv.Estimate(client, p.model.Config.ID, calls, 0)}, nil

@@ -350,6 +350,127 @@ func TestFreeDecodingReadsToolTokensBackInOrder(t *testing.T) {
 	}
 }
 
+// freeBruteForce enumerates, with model, a free beam search over the whole vocabulary
+// (flat: one step; hierarchical: two, scores summed) and names each of
+// the best beam outputs: its tool, or its raw text.
+func freeBruteForce(model lpFunc, query string, beam int, hierarchical bool) []ranked {
+	vocab := pmVocab()
+	lp := func(prefix, tok string) float64 {
+		if tok == "the" {
+			return 0
+		}
+		return model(query, prefix, tok)
+	}
+	step := func(prefix string) []ranked {
+		var out []ranked
+		for tok := range vocab {
+			out = append(out, ranked{tok, lp(prefix, tok), 0})
+		}
+		slices.SortFunc(out, func(a, b ranked) int {
+			if c := sortKey(a.score, b.score, 0, 0); c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		return out[:min(beam, len(out))]
+	}
+	name := func(text string) string {
+		for _, n := range pmNames {
+			a, e, _ := strings.Cut(n, "&&")
+			if (!hierarchical && text == "<<"+n+">>") || (hierarchical && text == "<<"+a+">><<"+e+">>") {
+				return n
+			}
+		}
+		return text
+	}
+	first := step("")
+	if !hierarchical {
+		for i := range first {
+			first[i].name = name(first[i].name)
+		}
+		return first
+	}
+	var paths []ranked
+	for b, f := range first {
+		for j, s := range step(f.name) {
+			paths = append(paths, ranked{name(f.name + s.name), f.score + s.score, b*beam + j})
+		}
+	}
+	sortRanked(paths)
+	return paths[:min(beam, len(paths))]
+}
+
+// likesPaths is hashed, but with API tokens first and, after an API
+// token, its endpoint tokens a hundred times likelier (in log space)
+// than the rest: a free search then finds tools.
+func likesPaths(query, prefix, token string) float64 {
+	l := hashed(query, prefix, token)
+	for _, n := range pmNames {
+		a, e, _ := strings.Cut(n, "&&")
+		if (prefix == "" && token == "<<"+a+">>") || (prefix == "<<"+a+">>" && token == "<<"+e+">>") {
+			return l / 100
+		}
+	}
+	return l
+}
+
+// TestFreeBeamSearchMatchesBruteForce: with beam set, free decoding is the
+// unmasked beam search: what enumerating the vocabulary gives, outputs
+// that name no tool (the word "the", a lone API token) holding their ranks.
+func TestFreeBeamSearchMatchesBruteForce(t *testing.T) {
+	for _, format := range []string{"flat", "hierarchical"} {
+		t.Run(format, func(t *testing.T) {
+			model := lpFunc(hashed)
+			if format == "hierarchical" {
+				model = likesPaths
+			}
+			srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: model.next}}, MaxLogprobs: 50})
+			defer srv.Close()
+			const beam = 4
+			r := pmRun(t, t.TempDir(), srv.URL(), fmt.Sprintf(`node "retrieve_parametric" "fb" {
+  catalog      = node.catalog.c
+  queries      = node.import.q
+  model        = model.tg
+  decoding     = "free"
+  token_format = %q
+  beam         = %d
+  k            = %d
+}
+`, format, beam, beam))
+			rows := mustRows(t, r, "node.retrieve_parametric.fb")
+			for _, row := range rows {
+				want := freeBruteForce(model, row.Query, beam, format == "hierarchical")
+				wantRanking(t, row, want)
+				tools := 0
+				for _, w := range want {
+					if slices.Contains(pmNames, w.name) {
+						tools++
+					}
+				}
+				if tools == 0 || tools == len(want) {
+					t.Errorf("%s: %d of %d outputs name tools: the fixture should mix both", row.SampleID, tools, len(want))
+				}
+				if row.Ranked[0] != "the" && row.Ranked[0] != "thethe" {
+					t.Errorf("%s: the word the is the likeliest output, yet first is %q", row.SampleID, row.Ranked[0])
+				}
+			}
+			want := 3
+			if format == "hierarchical" {
+				want = 3 + 3*beam
+			}
+			if n := srv.Stats().Requests; n != want {
+				t.Errorf("%d requests, want %d", n, want)
+			}
+			for _, c := range srv.Calls() {
+				if c.Request.AllowedTokenIDs != nil || c.Request.Logprobs != beam || c.Request.MaxTokens != 1 {
+					t.Errorf("free beam request %+v", c.Request.Body)
+				}
+			}
+			wantContains(t, r.Notes(engine.EventDone)["node.retrieve_parametric.fb"], fmt.Sprintf("free decoding (%s tokens, beam 4), top 4", format))
+		})
+	}
+}
+
 // TestParametricPairGivesRfRcAndISByHand: a constrained and a free run of
 // one model, paired in retrieval_eval, give the Rc@k, Rf@k and IS@k
 // computed by hand; changing k re-runs the retrieval from the call cache
@@ -517,7 +638,8 @@ node "retrieve_parametric" "r" {
 		{`decoding = "constrained"`, "Token ids needed"},
 		{"decoding = \"constrained\"\ntokens = \"t.json\"\nbeam = 5\nk = 10", "k above beam"},
 		{"decoding = \"constrained\"\ntokens = \"t.json\"\ntoken_format = \"tree\"", "Unknown token format"},
-		{"decoding = \"free\"\nbeam = 5", "beam is for constrained decoding"},
+		{"decoding = \"free\"\nbeam = 5", "k above beam"},
+		{"decoding = \"free\"\nbeam = 5\nk = 5\nmax_tokens = 9", "max_tokens is for greedy free decoding"},
 		{"decoding = \"free\"\ntokens = \"t.json\"", "tokens is for constrained decoding"},
 		{"decoding = \"free\"\nprompt = \"k9\"", "Unknown prompt"},
 		{"decoding = \"free\"\ntoken_open = \"\"", "Empty token spelling"},
