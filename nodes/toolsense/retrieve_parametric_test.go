@@ -1,16 +1,20 @@
 package toolsense_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
@@ -63,7 +67,12 @@ type lpFunc func(query, prefix, token string) float64
 func (lp lpFunc) next(q llmtest.Request) []llmtest.Candidate {
 	_, query, _ := strings.Cut(q.Text(), "provided below:\n")
 	prefix := ""
-	if last := q.Messages[len(q.Messages)-1]; last.Role == "assistant" {
+	if q.API == "completions" {
+		// The prompt continues with the first step's token.
+		if i := strings.LastIndex(query, "<<"); i >= 0 && strings.HasSuffix(query, ">>") {
+			query, prefix = query[:i], query[i:]
+		}
+	} else if last := q.Messages[len(q.Messages)-1]; last.Role == "assistant" {
 		prefix = last.Content
 	}
 	var out []llmtest.Candidate
@@ -90,7 +99,10 @@ func pmRun(t *testing.T, dir, url, nodes string) *nodetest.Result {
 	return nodetest.RunErr(t, dir, pmPipeline(t, dir, url)+nodes)
 }
 
-func pmPipeline(t *testing.T, dir, url string) string {
+func pmPipeline(t *testing.T, dir, url string) string { return pmPipelineWith(t, dir, url, "") }
+
+// pmPipelineWith is pmPipeline with more attributes in the model block.
+func pmPipelineWith(t *testing.T, dir, url, modelAttrs string) string {
 	write(t, dir, "tools.jsonl", pmTools)
 	write(t, dir, "queries.jsonl", pmQueries)
 	b, _ := json.Marshal(pmVocab())
@@ -99,10 +111,11 @@ func pmPipeline(t *testing.T, dir, url string) string {
   id          = "example/toolgen"
   endpoint    = %q
   served_name = "test-model"
+%s
 }
 node "catalog" "c" { path = "tools.jsonl" }
 node "import" "q" { path = "queries.jsonl" }
-`, url)
+`, url, modelAttrs)
 }
 
 func constrainedNode(name, format string, beam, k int) string {
@@ -292,6 +305,36 @@ func TestConstrainedHierarchicalBeamSearchMatchesBruteForce(t *testing.T) {
 			if steps[1] != 3 || steps[2] != 3*min(beam, 3) {
 				t.Errorf("calls by step %v, want 3 API steps and %d endpoint steps", steps, 3*min(beam, 3))
 			}
+		})
+	}
+}
+
+// TestConstrainedSearchWorksThroughCompletionsAndTokenIDs: through the
+// completions API the endpoint step appends the API token to the prompt;
+// with vLLM's return_tokens_as_token_ids the top log-probabilities name
+// ids, read back through the tokens file. Both rank as the chat API does.
+func TestConstrainedSearchWorksThroughCompletionsAndTokenIDs(t *testing.T) {
+	for name, attrs := range map[string]string{
+		"completions": `api = "completions"`,
+		"token ids":   `params = { return_tokens_as_token_ids = "true" }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}})
+			defer srv.Close()
+			dir := t.TempDir()
+			r := nodetest.RunErr(t, dir, pmPipelineWith(t, dir, srv.URL(), attrs)+constrainedNode("h", "hierarchical", 50, 5))
+			for _, row := range mustRows(t, r, "node.retrieve_parametric.h") {
+				wantRanking(t, row, bruteForce(row.Query, 50)[:5])
+			}
+			for _, c := range srv.Calls() {
+				if name == "completions" && (c.Request.API != "completions" || !strings.HasPrefix(c.Request.Prompt, "You will be provided")) {
+					t.Errorf("request %+v", c.Request.Body)
+				}
+				if name == "token ids" && c.Request.Body["return_tokens_as_token_ids"] != true {
+					t.Errorf("request %+v", c.Request.Body)
+				}
+			}
+			wantContains(t, r.Notes(engine.EventDone)["node.retrieve_parametric.h"], "0 top_logprobs entries outside the allowed tokens")
 		})
 	}
 }
@@ -646,5 +689,67 @@ node "retrieve_parametric" "r" {
 	}
 	for _, tc := range cases {
 		wantContains(t, configErr(t, head+tc.body+"\n}"), tc.want)
+	}
+}
+
+// TestPlanCountsTheBeamSearchsCalls: before the first step is answered a
+// hierarchical search's endpoint calls are counted as min(beam, APIs) per
+// query; once answered, exactly, and all cached; calls another beam
+// already made are counted cached.
+func TestPlanCountsTheBeamSearchsCalls(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}})
+	defer srv.Close()
+	dir := t.TempDir()
+	head := pmPipeline(t, dir, srv.URL())
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := func(src string) (*engine.Executor, *engine.Graph) {
+		file := filepath.Join(dir, "p.hcl")
+		g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		return &engine.Executor{Store: st, Jobs: 2, Pipeline: file, CountCalls: true}, g
+	}
+	plan := func(src string) nodes.CallPlan {
+		ex, g := x(src)
+		entries, err := ex.Plan(context.Background(), g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Node == "node.retrieve_parametric.h" {
+				if len(e.Calls) != 1 {
+					t.Fatalf("plan entry %+v", e)
+				}
+				return e.Calls[0]
+			}
+		}
+		t.Fatal("no plan entry for the node")
+		return nodes.CallPlan{}
+	}
+	run := func(src string, targets ...string) {
+		ex, g := x(src)
+		if _, _, err := ex.Run(context.Background(), g, targets); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := head + constrainedNode("h", "hierarchical", 2, 2)
+	run(src, "node.catalog.c", "node.import.q")
+	if p := plan(src); p.Calls != 3+3*2 || p.Cached != 0 {
+		t.Errorf("before the run: %+v, want 3 API steps and 3 × 2 endpoint steps, none cached", p)
+	}
+	run(src)
+	if p := plan(head + constrainedNode("h", "hierarchical", 2, 1)); p.Calls != 9 || p.Cached != 9 {
+		t.Errorf("after the run, with k = 1: %+v, want 9 calls, all cached", p)
+	}
+	// Beam 3 asks the API step for 3 top log-probabilities (a new call,
+	// so every API's endpoint step is counted), and each endpoint step
+	// for min(3, its endpoints) = what beam 2 asked: the 2 × 3 the beam-2
+	// run made are cached.
+	if p := plan(head + constrainedNode("h", "hierarchical", 3, 1)); p.Calls != 3+3*3 || p.Cached != 6 {
+		t.Errorf("with beam 3: %+v, want 12 calls, 6 cached", p)
 	}
 }

@@ -762,9 +762,15 @@ func logprobs(q Request, text string) any {
 }
 
 // scripted is the logprobs of a one-token answer, top[0], with the
-// request's count of top alternatives.
+// request's count of top alternatives; with vLLM's
+// return_tokens_as_token_ids, tokens read "token_id:ID".
 func scripted(q Request, top []Candidate) any {
-	top = top[:min(len(top), q.Logprobs)]
+	top = slices.Clone(top[:min(len(top), q.Logprobs)])
+	if b, _ := q.Body["return_tokens_as_token_ids"].(bool); b {
+		for i := range top {
+			top[i].Token = "token_id:" + strconv.Itoa(top[i].ID)
+		}
+	}
 	if q.API == "chat" {
 		alts := make([]any, len(top))
 		for i, c := range top {
