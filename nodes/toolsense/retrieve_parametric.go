@@ -123,6 +123,25 @@ func (c *parametricConfig) spelling() (open, close string) {
 	return open, close
 }
 
+// parametricType is retrieve_parametric (Doc says what it does).
+//
+// Scores. A step's log-probabilities are what the server returns, and a
+// hierarchical path's score is the sum of its two steps'. With vLLM's
+// --logprobs-mode processed_logprobs they are log-softmax over the allowed
+// tokens (the mask applied first): a beam search over the model
+// renormalised on the trie. Hugging Face's constrained beam search (the
+// DisjunctiveTrie search of ToolGen and the paper) adds raw log-softmax
+// values, the mask applied after; the two differ by the log of each
+// step's allowed mass: the same order for flat tokens and for the API
+// step, possibly not over whole hierarchical paths. With vLLM's default
+// raw_logprobs the values are Hugging Face's, but top_logprobs ranks the
+// whole vocabulary, so allowed tokens below other ones go unlisted (the
+// note counts the entries outside the allowed set).
+//
+// Free decoding with a beam searches one token per step and stops there
+// (flat: one step, hierarchical: two), where Hugging Face's beam search
+// runs each beam to its end token and scores whole sequences: the
+// probability of ending after a tool token is left out.
 type parametricType struct {
 	nodes.Static[parametricConfig, RetrieveRow]
 }
