@@ -314,16 +314,15 @@ func checkIDs(ids map[string]int) error {
 	return nil
 }
 
-// trie is the catalog's tool tokens. Flat: one level, tool i's token
-// first[i]. Hierarchical: API tokens, then each API's endpoint tokens.
+// trie is the catalog's tool tokens: flat, one token per tool (tool);
+// hierarchical, API tokens (api, apis) and under each its endpoint
+// tokens. Tools are indexes into tools, which is in catalog order.
 type trie struct {
 	tools []CatalogRow
 	flat  bool
-	// Flat: token → tool. Hierarchical: API token → its endpoints'
-	// tokens → tool.
-	tool  map[string]int
-	apis  []api // hierarchical, in first catalog order
-	api   map[string]int
+	tool  map[string]int // flat: token → tool
+	apis  []api          // hierarchical, in first catalog order
+	api   map[string]int // hierarchical: API token → its index in apis
 	names map[string]int // tool_name → tool
 }
 
@@ -333,6 +332,7 @@ func (t *trie) isTool(name string) bool {
 	return ok
 }
 
+// api is an API token and the endpoint tokens that may follow it.
 type api struct {
 	token     string
 	first     int            // the first tool's position
