@@ -6,7 +6,10 @@
 // /v1/completions (no streaming). Answers come from a script: the first
 // Rule that matches a request answers it, the Config's Default answers the
 // rest. Usage counts whitespace-separated tokens; max_tokens and stop cut
-// the answer as a server would (finish_reason "length" or "stop").
+// the answer as a server would (finish_reason "length" or "stop"). A rule
+// may script a next-token distribution instead (Rule.Next): the server
+// then answers one token with top log-probabilities, honouring vLLM's
+// allowed_token_ids and, with Config.MaxLogprobs, its --max-logprobs.
 //
 // Faults are injected deterministically: the kind of fault the k-th
 // request of a call gets is a function of the seed, the call's ID and k
@@ -81,6 +84,14 @@ type Config struct {
 	// SlowFor is how long a Slow fault waits before answering, unless the
 	// client gives up first (default 30 s).
 	SlowFor time.Duration
+
+	// MaxLogprobs, when above 0, is the most top log-probabilities a
+	// request may ask for: more gets 400, as vLLM answers a request past
+	// its --max-logprobs.
+	MaxLogprobs int
+	// NoLogprobs makes the server one that does not return
+	// log-probabilities: it answers requests that ask for them without.
+	NoLogprobs bool
 }
 
 // Rule is one scripted answer. All of its set conditions must hold. When
@@ -90,6 +101,16 @@ type Rule struct {
 	Contains string         // Request.Text contains this
 	Regexp   *regexp.Regexp // Request.Text matches this
 	When     func(Request) bool
+
+	// Next, when set, scripts the model's next-token distribution
+	// instead of Answer: the answer is one token, the most probable
+	// candidate the request allows (every candidate, or those whose ID
+	// is in the request's allowed_token_ids, as vLLM's mask does), and
+	// the top log-probabilities are the request's count of the best
+	// allowed candidates, best first (ties by token). The log-probabilities
+	// are sent as Next gives them, not renormalised over the allowed set.
+	// An empty allowed set answers 400.
+	Next func(Request) []Candidate
 
 	Answer    string               // the answer's text
 	Reply     func(Request) string // computes the answer instead of Answer
@@ -115,6 +136,14 @@ var OpenAIFields = []string{
 	"response_format", "safety_identifier", "seed", "service_tier", "stop", "store",
 	"stream", "stream_options", "suffix", "temperature", "tool_choice", "tools",
 	"top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+}
+
+// Candidate is a token a scripted model may produce next (Rule.Next):
+// its text, its id in the model's vocabulary and its log-probability.
+type Candidate struct {
+	Token   string
+	ID      int
+	Logprob float64
 }
 
 // Fault is a kind of injected failure.
@@ -161,10 +190,12 @@ type Request struct {
 	MaxTokens   int
 	Stop        []string
 	Seed        *int64
-	Logprobs    int             // top log-probabilities asked for per token (0: none)
-	Schema      json.RawMessage // response_format's json_schema, or structured_outputs' json
-	Choice      []string        // structured_outputs' choice
-	Body        map[string]any  // the whole request
+	Logprobs    int // top log-probabilities asked for per token (0: none)
+	// AllowedTokenIDs is vLLM's allowed_token_ids (nil when absent).
+	AllowedTokenIDs []int
+	Schema          json.RawMessage // response_format's json_schema, or structured_outputs' json
+	Choice          []string        // structured_outputs' choice
+	Body            map[string]any  // the whole request
 }
 
 // Text is what rules match: the last user message, or the prompt.
@@ -397,6 +428,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "messages: at least one message is required")
 		return
 	}
+	if s.cfg.MaxLogprobs > 0 && q.Logprobs > s.cfg.MaxLogprobs {
+		reject(http.StatusBadRequest, fmt.Sprintf("Requested logprobs of %d, which is greater than max allowed: %d", q.Logprobs, s.cfg.MaxLogprobs))
+		return
+	}
 	fault := s.fault(q.ID, attempt)
 	if fault != "" {
 		s.mu.Lock()
@@ -437,13 +472,25 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, reasoning := s.cfg.Default, ""
+	var top []Candidate
 	if rule != nil {
 		text, reasoning = rule.Answer, rule.Reasoning
 		if rule.Reply != nil {
 			text = rule.Reply(q)
 		}
+		if rule.Next != nil {
+			top = allowed(rule.Next(q), q.AllowedTokenIDs)
+			if len(top) == 0 {
+				reject(http.StatusBadRequest, "no candidate token is allowed")
+				return
+			}
+			text = top[0].Token
+		}
 	}
-	body := answer(q, text, reasoning)
+	if s.cfg.NoLogprobs {
+		q.Logprobs = 0
+	}
+	body := answer(q, text, reasoning, top)
 	switch fault {
 	case Drop:
 		drop(w, body)
@@ -542,17 +589,18 @@ func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
 		return Request{}, fmt.Errorf("request body is not a JSON object: %v", err)
 	}
 	var w struct {
-		Model          string          `json:"model"`
-		Messages       []Message       `json:"messages"`
-		Prompt         *string         `json:"prompt"`
-		Temperature    *float64        `json:"temperature"`
-		TopP           *float64        `json:"top_p"`
-		MaxTokens      int             `json:"max_tokens"`
-		Stop           json.RawMessage `json:"stop"`
-		Seed           *int64          `json:"seed"`
-		Logprobs       json.RawMessage `json:"logprobs"`
-		TopLogprobs    int             `json:"top_logprobs"`
-		ResponseFormat *struct {
+		Model           string          `json:"model"`
+		Messages        []Message       `json:"messages"`
+		Prompt          *string         `json:"prompt"`
+		Temperature     *float64        `json:"temperature"`
+		TopP            *float64        `json:"top_p"`
+		MaxTokens       int             `json:"max_tokens"`
+		Stop            json.RawMessage `json:"stop"`
+		Seed            *int64          `json:"seed"`
+		Logprobs        json.RawMessage `json:"logprobs"`
+		TopLogprobs     int             `json:"top_logprobs"`
+		AllowedTokenIDs []int           `json:"allowed_token_ids"`
+		ResponseFormat  *struct {
 			Type       string `json:"type"`
 			JSONSchema *struct {
 				Schema json.RawMessage `json:"schema"`
@@ -575,6 +623,7 @@ func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
 		q.Prompt = *w.Prompt
 	}
 	q.Model, q.Messages, q.Temperature, q.TopP, q.MaxTokens, q.Seed = w.Model, w.Messages, w.Temperature, w.TopP, w.MaxTokens, w.Seed
+	q.AllowedTokenIDs = w.AllowedTokenIDs
 	if len(w.Stop) > 0 && string(w.Stop) != "null" {
 		var one string
 		if json.Unmarshal(w.Stop, &one) == nil {
@@ -610,8 +659,34 @@ func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
 	return q, nil
 }
 
-// answer builds the response body for text.
-func answer(q Request, text, reasoning string) []byte {
+// allowed is the candidates whose ID is in ids (all of them when ids is
+// nil), best first, ties by token.
+func allowed(cands []Candidate, ids []int) []Candidate {
+	set := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	var out []Candidate
+	for _, c := range cands {
+		if ids == nil || set[c.ID] {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		switch {
+		case a.Logprob > b.Logprob:
+			return -1
+		case a.Logprob < b.Logprob:
+			return 1
+		}
+		return strings.Compare(a.Token, b.Token)
+	})
+	return out
+}
+
+// answer builds the response body for text; top, when not nil, is the
+// scripted distribution of its single token (Rule.Next).
+func answer(q Request, text, reasoning string, top []Candidate) []byte {
 	finish := "stop"
 	for _, st := range q.Stop {
 		if i := strings.Index(text, st); st != "" && i >= 0 {
@@ -641,7 +716,10 @@ func answer(q Request, text, reasoning string) []byte {
 	} else {
 		choice["text"] = text
 	}
-	if q.Logprobs > 0 {
+	switch {
+	case q.Logprobs > 0 && top != nil:
+		choice["logprobs"] = scripted(q, top)
+	case q.Logprobs > 0:
 		choice["logprobs"] = logprobs(q, text)
 	}
 	b, err := json.Marshal(map[string]any{
@@ -681,6 +759,30 @@ func logprobs(q Request, text string) any {
 		}
 	}
 	return map[string]any{"tokens": toks, "token_logprobs": lps, "top_logprobs": tops}
+}
+
+// scripted is the logprobs of a one-token answer, top[0], with the
+// request's count of top alternatives; with vLLM's
+// return_tokens_as_token_ids, tokens read "token_id:ID".
+func scripted(q Request, top []Candidate) any {
+	top = slices.Clone(top[:min(len(top), q.Logprobs)])
+	if b, _ := q.Body["return_tokens_as_token_ids"].(bool); b {
+		for i := range top {
+			top[i].Token = "token_id:" + strconv.Itoa(top[i].ID)
+		}
+	}
+	if q.API == "chat" {
+		alts := make([]any, len(top))
+		for i, c := range top {
+			alts[i] = map[string]any{"token": c.Token, "logprob": c.Logprob}
+		}
+		return map[string]any{"content": []any{map[string]any{"token": top[0].Token, "logprob": top[0].Logprob, "top_logprobs": alts}}}
+	}
+	alts := make(map[string]float64, len(top))
+	for _, c := range top {
+		alts[c.Token] = c.Logprob
+	}
+	return map[string]any{"tokens": []string{top[0].Token}, "token_logprobs": []float64{top[0].Logprob}, "top_logprobs": []any{alts}}
 }
 
 func tokens(s string) int { return len(strings.Fields(s)) }

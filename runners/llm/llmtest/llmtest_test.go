@@ -209,3 +209,65 @@ func TestCutTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestNextMasksByAllowedTokenIDsAndCutsTopLogprobs: a scripted next-token
+// distribution is masked by allowed_token_ids, ranked best first (ties by
+// token), cut to top_logprobs; past MaxLogprobs is 400; NoLogprobs
+// answers without them.
+func TestNextMasksByAllowedTokenIDsAndCutsTopLogprobs(t *testing.T) {
+	next := func(Request) []Candidate {
+		return []Candidate{{"<<a>>", 1, -2}, {"<<b>>", 2, -0.5}, {"the", 3, -0.1}, {"<<c>>", 4, -2}}
+	}
+	s := New(Config{Script: []Rule{{Next: next}}, MaxLogprobs: 3})
+	defer s.Close()
+	type top struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	}
+	ask := func(body string) (int, string, []top) {
+		code, b, err := post(t, s.URL()+"/chat/completions", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct {
+			Choices []struct {
+				Message  struct{ Content string }
+				Logprobs *struct {
+					Content []struct {
+						TopLogprobs []top `json:"top_logprobs"`
+					}
+				}
+			}
+		}
+		if code != 200 {
+			return code, string(b), nil
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Choices[0].Logprobs == nil {
+			return code, a.Choices[0].Message.Content, nil
+		}
+		return code, a.Choices[0].Message.Content, a.Choices[0].Logprobs.Content[0].TopLogprobs
+	}
+	const msgs = `"model":"test-model","messages":[{"role":"user","content":"q"}],"max_tokens":1`
+	if code, text, tops := ask(`{` + msgs + `,"logprobs":true,"top_logprobs":3,"allowed_token_ids":[1,2,4]}`); code != 200 || text != "<<b>>" ||
+		fmt.Sprint(tops) != "[{<<b>> -0.5} {<<a>> -2} {<<c>> -2}]" {
+		t.Errorf("masked: %d %q %v", code, text, tops)
+	}
+	if code, text, tops := ask(`{` + msgs + `,"logprobs":true,"top_logprobs":2}`); code != 200 || text != "the" || fmt.Sprint(tops) != "[{the -0.1} {<<b>> -0.5}]" {
+		t.Errorf("unmasked: %d %q %v", code, text, tops)
+	}
+	if code, body, _ := ask(`{` + msgs + `,"logprobs":true,"top_logprobs":4}`); code != 400 || !strings.Contains(body, "greater than max allowed: 3") {
+		t.Errorf("past MaxLogprobs: %d %s", code, body)
+	}
+	if code, body, _ := ask(`{` + msgs + `,"allowed_token_ids":[9]}`); code != 400 {
+		t.Errorf("nothing allowed: %d %s", code, body)
+	}
+	s2 := New(Config{Script: []Rule{{Next: next}}, NoLogprobs: true})
+	defer s2.Close()
+	s = s2
+	if code, text, tops := ask(`{` + msgs + `,"logprobs":true,"top_logprobs":2}`); code != 200 || text != "the" || tops != nil {
+		t.Errorf("no logprobs: %d %q %v", code, text, tops)
+	}
+}

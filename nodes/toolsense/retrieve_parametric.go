@@ -1,0 +1,1071 @@
+package toolsense
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+func init() { nodes.Register(parametricType{}) }
+
+// retrievalPrompt is seed 002's Figure 16 (Appendix K.2), the Stage 2
+// retrieval prompt ToolGen-style models are trained and queried with;
+// {query} is replaced by the query. Its bytes are in every key
+// (Resolve's "prompt").
+//
+//go:embed prompts/retrieval.txt
+var retrievalPrompt string
+
+// parametricConfig:
+//
+//	node "retrieve_parametric" "constrained" {
+//	  catalog      = node.catalog.rrb
+//	  queries      = node.import.rrb
+//	  model        = model.toolgen
+//	  decoding     = "constrained"       # or "free"
+//	  token_format = "flat"              # <<API&&ENDPOINT>>; "hierarchical": <<API>><<ENDPOINT>>
+//	  tokens       = "added_tokens.json" # token → id (constrained decoding)
+//	  beam         = 50
+//	  k            = 50
+//	}
+type parametricConfig struct {
+	Catalog nodes.Ref   `hcl:"catalog"`
+	Queries nodes.Ref   `hcl:"queries"`
+	Model   nodes.Model `hcl:"model"`
+	// Decoding is "constrained" (only catalog tool tokens, top beam by
+	// log-probability) or "free" (one greedy generation, parsed).
+	Decoding    string `hcl:"decoding"`
+	TokenFormat string `hcl:"token_format,optional"`
+	// TokenOpen and TokenClose spell a virtual token around its name
+	// (default "<<" and ">>").
+	TokenOpen  *string `hcl:"token_open,optional"`
+	TokenClose *string `hcl:"token_close,optional"`
+	// Tokens is the model's map from token text to id: a JSON object
+	// {"<<A&&E>>": 128256, ...} (Hugging Face's added_tokens.json) or a
+	// tokenizer.json (its added_tokens list); relative to the pipeline's
+	// directory, read at plan time, its digest in the key.
+	Tokens    string `hcl:"tokens,optional"`
+	Beam      *int   `hcl:"beam,optional"`
+	K         *int   `hcl:"k,optional"`
+	Prompt    string `hcl:"prompt,optional"`     // "k2" (default) or "none" (the bare query)
+	MaxTokens *int   `hcl:"max_tokens,optional"` // free decoding's answer length
+	// Limit takes the first N queries (a small slice).
+	Limit *int `hcl:"limit,optional"`
+}
+
+const (
+	defaultBeam           = 50
+	defaultFreeMaxTokens  = 64
+	flatTokens            = "flat"
+	hierarchicalTokens    = "hierarchical"
+	constrainedDecoding   = "constrained"
+	freeDecoding          = "free"
+	retrieverConstrained  = "parametric-constrained"
+	retrieverFreeDecoding = "parametric-free"
+)
+
+func (c *parametricConfig) format() string {
+	if c.TokenFormat == "" {
+		return flatTokens
+	}
+	return c.TokenFormat
+}
+
+func (c *parametricConfig) beam() int {
+	if c.Beam == nil {
+		return defaultBeam
+	}
+	return *c.Beam
+}
+
+// freeBeam says whether free decoding searches with a beam (beam set)
+// rather than generating greedily.
+func (c *parametricConfig) freeBeam() bool { return c.Decoding == freeDecoding && c.Beam != nil }
+
+func (c *parametricConfig) k() int {
+	if c.K == nil {
+		return defaultK
+	}
+	return *c.K
+}
+
+func (c *parametricConfig) prompt() string {
+	if c.Prompt == "" {
+		return "k2"
+	}
+	return c.Prompt
+}
+
+func (c *parametricConfig) spelling() (open, close string) {
+	open, close = "<<", ">>"
+	if c.TokenOpen != nil {
+		open = *c.TokenOpen
+	}
+	if c.TokenClose != nil {
+		close = *c.TokenClose
+	}
+	return open, close
+}
+
+// parametricType is retrieve_parametric (Doc says what it does).
+//
+// Scores. A step's log-probabilities are what the server returns, and a
+// hierarchical path's score is the sum of its two steps'. With vLLM's
+// --logprobs-mode processed_logprobs they are log-softmax over the allowed
+// tokens (the mask applied first): a beam search over the model
+// renormalised on the trie. Hugging Face's constrained beam search (the
+// DisjunctiveTrie search of ToolGen and the paper) adds raw log-softmax
+// values, the mask applied after; the two differ by the log of each
+// step's allowed mass: the same order for flat tokens and for the API
+// step, possibly not over whole hierarchical paths. With vLLM's default
+// raw_logprobs the values are Hugging Face's, but top_logprobs ranks the
+// whole vocabulary, so allowed tokens below other ones go unlisted (the
+// note counts the entries outside the allowed set).
+//
+// Free decoding with a beam searches one token per step and stops there
+// (flat: one step, hierarchical: two), where Hugging Face's beam search
+// runs each beam to its end token and scores whole sequences: the
+// probability of ending after a tool token is left out.
+type parametricType struct {
+	nodes.Static[parametricConfig, RetrieveRow]
+}
+
+// Compile-time checks: a typo in an optional method must not drop it.
+var (
+	_ nodes.Typed       = parametricType{}
+	_ nodes.Documented  = parametricType{}
+	_ nodes.Validator   = parametricType{}
+	_ nodes.Resolver    = parametricType{}
+	_ nodes.CallPlanner = parametricType{}
+)
+
+func (parametricType) Name() string    { return "retrieve_parametric" }
+func (parametricType) Version() string { return "1" }
+func (parametricType) Doc() string {
+	return "Retrieves tools with a ToolGen-style model (one virtual token per tool, seed 002 §3.3) served by an " +
+		"OpenAI-compatible server (vLLM), as retrieve's rows (retriever parametric-constrained or parametric-free) for " +
+		"retrieval_eval's constrained/free pairs. Each query is asked with the K.2 retrieval prompt " +
+		"(nodes/toolsense/prompts/retrieval.txt; prompt = \"none\" sends the bare query) at temperature 0. " +
+		"decoding = \"constrained\": lacuna searches, the server scores. token_format = \"flat\" (<<tool_title&&api_title>>): " +
+		"one request per query, max_tokens 1, top_logprobs = min(beam, tools), allowed_token_ids = the catalog's tool tokens; " +
+		"the tools ranked by log-probability (ties by catalog order), the top k kept. \"hierarchical\" (<<tool_title>><<api_title>>, " +
+		"tool_name split at its first \"&&\"): beam search of width `beam` over the two steps, each a logprobs request " +
+		"restricted to the prefix-valid tokens (step 2 continues the API token: completions append it to the prompt, chat " +
+		"sends it as a final assistant message with continue_final_message), scores summed, the best `beam` kept. A tool " +
+		"token the server leaves out of top_logprobs is ranked after every listed one: it is not listed, so a query's list " +
+		"may be shorter than k, and counts as not retrieved. The token ids come from `tokens` (a token → id JSON object or " +
+		"tokenizer.json); top_logprobs entries are matched by text, or by id when the server sends \"token_id:N\" " +
+		"(return_tokens_as_token_ids). vLLM needs --max-logprobs ≥ beam, and --logprobs-mode processed_logprobs for the top " +
+		"log-probabilities to be taken after the allowed_token_ids mask. decoding = \"free\": one greedy generation (max_tokens, " +
+		"default 64), its virtual tokens read back in order of appearance (hierarchical: an API token followed by one of its " +
+		"endpoint tokens), duplicates dropped; tokens that name no catalog tool are counted in the note and the report, " +
+		"never listed; scores are empty. decoding = \"free\" with `beam` set: the paper's free-form beam search (§3.3), done " +
+		"as the constrained one but unmasked: top_logprobs = beam over the whole vocabulary at each step (flat: one step), " +
+		"the best `beam` outputs kept in order; an output that names a catalog tool is listed as its tool_name, any other " +
+		"as its raw token text (it holds its rank and never matches an answer). Calls go through the store's call cache."
+}
+
+func (parametricType) Validate(cfg any) error {
+	c := cfg.(*parametricConfig)
+	switch c.Decoding {
+	case constrainedDecoding:
+		if c.Tokens == "" {
+			return nodes.Errorf("tokens", "Token ids needed", "constrained decoding restricts the server to the catalog's tool tokens by id: set tokens = \"PATH\" to the model's added_tokens.json or tokenizer.json.")
+		}
+		if c.MaxTokens != nil {
+			return nodes.Errorf("max_tokens", "max_tokens is for free decoding", "constrained decoding asks one token per step.")
+		}
+	case freeDecoding:
+		if c.Tokens != "" {
+			return nodes.Errorf("tokens", "tokens is for constrained decoding", "free decoding does not restrict the server; remove tokens.")
+		}
+		if c.Beam != nil && c.MaxTokens != nil {
+			return nodes.Errorf("max_tokens", "max_tokens is for greedy free decoding", "with beam set, free decoding searches one token per step.")
+		}
+	default:
+		return nodes.Errorf("decoding", "Unknown decoding", "%q: use \"constrained\" or \"free\".", c.Decoding)
+	}
+	switch {
+	case c.format() != flatTokens && c.format() != hierarchicalTokens:
+		return nodes.Errorf("token_format", "Unknown token format", "%q: use \"flat\" (<<API&&ENDPOINT>>) or \"hierarchical\" (<<API>><<ENDPOINT>>).", c.TokenFormat)
+	case c.beam() < 1:
+		return nodes.Errorf("beam", "Invalid beam", "beam is the search's width, at least 1; got %d.", c.beam())
+	case c.k() < 1:
+		return nodes.Errorf("k", "Invalid k", "k is the number of tools kept per query, at least 1; got %d.", c.k())
+	case (c.Decoding == constrainedDecoding || c.freeBeam()) && c.k() > c.beam():
+		return nodes.Errorf("k", "k above beam", "a beam search keeps at most beam = %d outputs; got k = %d.", c.beam(), c.k())
+	case c.prompt() != "k2" && c.prompt() != "none":
+		return nodes.Errorf("prompt", "Unknown prompt", "%q: use \"k2\" (seed 002 Appendix K.2) or \"none\" (the bare query, the TG configuration).", c.Prompt)
+	case c.MaxTokens != nil && *c.MaxTokens < 1:
+		return nodes.Errorf("max_tokens", "Invalid max_tokens", "max_tokens must be at least 1.")
+	case c.Limit != nil && *c.Limit < 1:
+		return nodes.Errorf("limit", "Invalid limit", "limit must be at least 1.")
+	}
+	open, close := c.spelling()
+	if open == "" || close == "" {
+		return nodes.Errorf("token_open", "Empty token spelling", "token_open and token_close must not be empty: free decoding finds tokens by them.")
+	}
+	return nil
+}
+
+// parametricPinned is what Resolve fixed: the model as its server
+// reported it and the token ids (constrained decoding).
+type parametricPinned struct {
+	model *llmenv.Model
+	ids   map[string]int // token text → id
+}
+
+// Resolve reads the token ids (constrained decoding) and checks the model
+// against its server. The identity is the model's, the digest of the
+// tokens file and that of the retrieval prompt.
+func (parametricType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*parametricConfig)
+	p := &parametricPinned{}
+	id := map[string]string{}
+	if c.Tokens != "" {
+		path := c.Tokens
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(r.Dir(), path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nodes.Errorf("tokens", "Cannot read the token ids", "%v", err)
+		}
+		if p.ids, err = ReadTokenIDs(b); err != nil {
+			return nil, nodes.Errorf("tokens", "Invalid token ids", "%s: %v", c.Tokens, err)
+		}
+		id["tokens"] = digest(b)
+	}
+	m, mid, err := llmenv.Resolve(ctx, r, "model", "model", c.Model)
+	if err != nil {
+		return nil, err
+	}
+	p.model = m
+	for k, v := range mid {
+		id[k] = v
+	}
+	if c.prompt() == "k2" {
+		id["prompt"] = digest([]byte(retrievalPrompt))
+	}
+	return &nodes.Pinned{Identity: id, Value: p}, nil
+}
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:8])
+}
+
+// ReadTokenIDs reads a model's token ids: a JSON object from token text
+// to id (Hugging Face's added_tokens.json), or a tokenizer.json, whose
+// added_tokens list it reads (virtual tokens are added tokens). Two texts
+// with one id, or one text twice, is an error.
+func ReadTokenIDs(b []byte) (map[string]int, error) {
+	var flat map[string]int
+	if err := json.Unmarshal(b, &flat); err == nil {
+		return flat, checkIDs(flat)
+	}
+	var tok struct {
+		AddedTokens []struct {
+			ID      *int    `json:"id"`
+			Content *string `json:"content"`
+		} `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(b, &tok); err != nil || tok.AddedTokens == nil {
+		return nil, errors.New("neither a JSON object from token text to id (added_tokens.json) nor a tokenizer.json with added_tokens")
+	}
+	ids := map[string]int{}
+	for i, t := range tok.AddedTokens {
+		if t.ID == nil || t.Content == nil {
+			return nil, fmt.Errorf("added_tokens[%d] has no id or no content", i)
+		}
+		if _, dup := ids[*t.Content]; dup {
+			return nil, fmt.Errorf("added token %q is listed twice", *t.Content)
+		}
+		ids[*t.Content] = *t.ID
+	}
+	return ids, checkIDs(ids)
+}
+
+func checkIDs(ids map[string]int) error {
+	seen := map[int]string{}
+	for text, id := range ids {
+		if other, dup := seen[id]; dup {
+			a, b := min(text, other), max(text, other)
+			return fmt.Errorf("tokens %q and %q have the same id %d", a, b, id)
+		}
+		seen[id] = text
+	}
+	return nil
+}
+
+// trie is the catalog's tool tokens: flat, one token per tool (tool);
+// hierarchical, API tokens (api, apis) and under each its endpoint
+// tokens. Tools are indexes into tools, which is in catalog order.
+type trie struct {
+	tools []CatalogRow
+	flat  bool
+	tool  map[string]int // flat: token → tool
+	apis  []api          // hierarchical, in first catalog order
+	api   map[string]int // hierarchical: API token → its index in apis
+	names map[string]int // tool_name → tool
+}
+
+// isTool says whether name is a catalog tool's.
+func (t *trie) isTool(name string) bool {
+	_, ok := t.names[name]
+	return ok
+}
+
+// api is an API token and the endpoint tokens that may follow it.
+type api struct {
+	token     string
+	first     int            // the first tool's position
+	endpoints map[string]int // endpoint token → tool
+	order     []string       // endpoint tokens, in catalog order
+}
+
+func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
+	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}, names: map[string]int{}}
+	for i, tool := range tools {
+		t.names[tool.ToolName] = i
+		if t.flat {
+			t.tool[open+tool.ToolName+close] = i
+			continue
+		}
+		a, e, ok := strings.Cut(tool.ToolName, "&&")
+		if !ok {
+			return nil, fmt.Errorf("tool %q has no \"&&\" to split into API and endpoint tokens", tool.ToolName)
+		}
+		at, et := open+a+close, open+e+close
+		j, seen := t.api[at]
+		if !seen {
+			j = len(t.apis)
+			t.api[at] = j
+			t.apis = append(t.apis, api{token: at, first: i, endpoints: map[string]int{}})
+		}
+		t.apis[j].endpoints[et] = i
+		t.apis[j].order = append(t.apis[j].order, et)
+	}
+	return t, nil
+}
+
+// idsOf is the ids of tokens, ascending; a token without an id is an
+// error naming how many lack one and the first few.
+func idsOf(tokens []string, ids map[string]int) ([]int, error) {
+	out := make([]int, 0, len(tokens))
+	var missing []string
+	for _, tok := range tokens {
+		id, ok := ids[tok]
+		if !ok {
+			missing = append(missing, tok)
+			continue
+		}
+		out = append(out, id)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%d catalog tokens have no id in the tokens file (first: %q): the model does not know these tools, or token_format / token_open / token_close spell them differently", len(missing), missing[:min(3, len(missing))])
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// scored is a candidate of the search: a tool (or, at step 1 of a
+// hierarchical search, an API) and its summed log-probability.
+type scored struct {
+	idx   int
+	score float64
+	pos   int // catalog position, for ties
+}
+
+func byScore(a, b scored) int {
+	if c := cmp.Compare(b.score, a.score); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// topOf reads a one-token answer's top log-probabilities as the allowed
+// tokens' scores: an entry is matched by its text, or by id when it reads
+// "token_id:N"; entries outside allowed are returned as outside.
+func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (hits map[int]float64, outside int, err error) {
+	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
+		return nil, 0, errors.New("the server answered without top log-probabilities: constrained decoding ranks the tool tokens by them (vLLM returns them for logprobs / top_logprobs; a server that does not cannot serve constrained decoding)")
+	}
+	hits = map[int]float64{}
+	for text, lp := range resp.Logprobs[0].Top {
+		if s, ok := strings.CutPrefix(text, "token_id:"); ok {
+			if id, err := strconv.Atoi(s); err == nil {
+				if t, ok := byID[id]; ok {
+					text = t
+				}
+			}
+		}
+		i, ok := allowed[text]
+		if !ok {
+			outside++
+			continue
+		}
+		hits[i] = lp
+	}
+	return hits, outside, nil
+}
+
+// searcher builds the requests of one node's search and reads their
+// answers. It is not mutated after newSearcher.
+type searcher struct {
+	c    *parametricConfig
+	p    *parametricPinned
+	trie *trie
+	base llm.Request
+	byID map[int]string
+	// flatIDs / apiIDs / endpointIDs are the allowed ids of each step.
+	flatIDs     string
+	apiIDs      string
+	endpointIDs []string
+}
+
+func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (*searcher, error) {
+	open, close := c.spelling()
+	tr, err := newTrie(tools, c.format(), open, close)
+	if err != nil {
+		return nil, err
+	}
+	s := &searcher{c: c, p: p, trie: tr, base: p.model.Request()}
+	zero := 0.0
+	s.base.Temperature = &zero
+	if s.base.Params == nil {
+		s.base.Params = map[string]string{}
+	}
+	for _, f := range []string{"allowed_token_ids", "continue_final_message", "add_generation_prompt"} {
+		if _, ok := s.base.Params[f]; ok {
+			return nil, fmt.Errorf("model %s: params sets %s, which retrieve_parametric sets itself", p.model.Config.ID, f)
+		}
+	}
+	if c.freeBeam() {
+		s.base.MaxTokens = 1
+		return s, nil
+	}
+	if c.Decoding == freeDecoding {
+		switch {
+		case c.MaxTokens != nil:
+			s.base.MaxTokens = *c.MaxTokens
+		case s.base.MaxTokens == 0:
+			s.base.MaxTokens = defaultFreeMaxTokens
+		}
+		return s, nil
+	}
+	s.base.MaxTokens = 1
+	s.byID = make(map[int]string, len(p.ids))
+	for text, id := range p.ids {
+		s.byID[id] = text
+	}
+	list := func(tokens []string) (string, error) {
+		ids, err := idsOf(tokens, p.ids)
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(ids) // ints always encode
+		return string(b), nil
+	}
+	if tr.flat {
+		toks := make([]string, 0, len(tr.tool))
+		for tok := range tr.tool {
+			toks = append(toks, tok)
+		}
+		s.flatIDs, err = list(toks)
+		return s, err
+	}
+	toks := make([]string, len(tr.apis))
+	for i, a := range tr.apis {
+		toks[i] = a.token
+	}
+	if s.apiIDs, err = list(toks); err != nil {
+		return nil, err
+	}
+	s.endpointIDs = make([]string, len(tr.apis))
+	for i, a := range tr.apis {
+		if s.endpointIDs[i], err = list(a.order); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// text is the user turn of a query.
+func (s *searcher) text(query string) string {
+	if s.c.prompt() == "none" {
+		return query
+	}
+	return strings.ReplaceAll(retrievalPrompt, "{query}", query)
+}
+
+// call is the request for a query: the first step (apiToken ""), or the
+// endpoint step after apiToken (hierarchical), restricted to allowedIDs
+// with n top log-probabilities (constrained decoding; n = 0 for free).
+func (s *searcher) call(query, apiToken, allowedIDs string, n int) llm.Call {
+	rq := s.base
+	rq.Params = make(map[string]string, len(s.base.Params)+3)
+	for k, v := range s.base.Params {
+		rq.Params[k] = v
+	}
+	text := s.text(query)
+	if rq.API == "completions" {
+		sys := s.p.model.Config.System
+		if sys != nil && *sys != "" {
+			text = *sys + "\n\n" + text
+		}
+		rq.Prompt = text + apiToken
+	} else {
+		rq.Messages = []llm.Message{{Role: "user", Content: text}}
+		if sys := s.p.model.Config.System; sys != nil && *sys != "" {
+			rq.Messages = append([]llm.Message{{Role: "system", Content: *sys}}, rq.Messages...)
+		}
+		if apiToken != "" {
+			rq.Messages = append(rq.Messages, llm.Message{Role: "assistant", Content: apiToken})
+			rq.Params["continue_final_message"] = "true"
+			rq.Params["add_generation_prompt"] = "false"
+		}
+	}
+	if allowedIDs != "" {
+		rq.Params["allowed_token_ids"] = allowedIDs
+	}
+	rq.Logprobs = n
+	if len(rq.Params) == 0 {
+		rq.Params = nil
+	}
+	return llm.Call{Request: rq}
+}
+
+// first is a query's first call.
+func (s *searcher) first(query string) llm.Call {
+	switch {
+	case s.c.Decoding == freeDecoding && !s.c.freeBeam():
+		return s.call(query, "", "", 0)
+	case s.c.Decoding == freeDecoding:
+		return s.call(query, "", "", s.c.beam())
+	case s.trie.flat:
+		return s.call(query, "", s.flatIDs, min(s.c.beam(), len(s.trie.tool)))
+	}
+	return s.call(query, "", s.apiIDs, min(s.c.beam(), len(s.trie.apis)))
+}
+
+// second is the endpoint step of a hierarchical search after API a.
+func (s *searcher) second(query string, a int) llm.Call {
+	return s.call(query, s.trie.apis[a].token, s.endpointIDs[a], min(s.c.beam(), len(s.trie.apis[a].order)))
+}
+
+// freeSecond is the second step of a free beam search after a first
+// token of any text.
+func (s *searcher) freeSecond(query, prefix string) llm.Call {
+	return s.call(query, prefix, "", s.c.beam())
+}
+
+// output is one output of a free beam search: a catalog tool, or the raw
+// text of an output that names none.
+type output struct {
+	name  string
+	score float64
+	pos   int // the order the search met it in, for ties
+}
+
+// freeTop is a free step's answer: every listed token, best first (ties
+// by text), at most beam of them.
+func (s *searcher) freeTop(resp *llm.Response) ([]output, error) {
+	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
+		return nil, errors.New("the server answered without top log-probabilities: free decoding with a beam ranks the first tokens by them (vLLM returns them for logprobs / top_logprobs)")
+	}
+	out := make([]output, 0, len(resp.Logprobs[0].Top))
+	for text, lp := range resp.Logprobs[0].Top {
+		out = append(out, output{name: text, score: lp})
+	}
+	slices.SortFunc(out, func(a, b output) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out[:min(len(out), s.c.beam())], nil
+}
+
+// named is a free output's entry in a ranking: the tool its tokens name
+// (flat: one tool token; hierarchical: an API token then one of its
+// endpoint tokens), or their raw text.
+func (s *searcher) named(first, second string) string {
+	if s.trie.flat {
+		if t, ok := s.trie.tool[first]; ok {
+			return s.trie.tools[t].ToolName
+		}
+		return first
+	}
+	if a, ok := s.trie.api[first]; ok {
+		if t, ok := s.trie.apis[a].endpoints[second]; ok {
+			return s.trie.tools[t].ToolName
+		}
+	}
+	return first + second
+}
+
+// rankFlat is a flat search's result: the listed tools, best first.
+func (s *searcher) rankFlat(resp *llm.Response) ([]scored, int, error) {
+	hits, outside, err := topOf(resp, s.trie.tool, s.byID)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]scored, 0, len(hits))
+	for i, lp := range hits {
+		out = append(out, scored{idx: i, score: lp, pos: i})
+	}
+	slices.SortFunc(out, byScore)
+	return out[:min(len(out), s.c.beam())], outside, nil
+}
+
+// apiBeams is a hierarchical search's first step: the best beam APIs.
+func (s *searcher) apiBeams(resp *llm.Response) ([]scored, int, error) {
+	hits, outside, err := topOf(resp, s.trie.api, s.byID)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]scored, 0, len(hits))
+	for a, lp := range hits {
+		out = append(out, scored{idx: a, score: lp, pos: s.trie.apis[a].first})
+	}
+	slices.SortFunc(out, byScore)
+	return out[:min(len(out), s.c.beam())], outside, nil
+}
+
+// endpoints extends beam b (an API) by its second step's answer.
+func (s *searcher) endpoints(b scored, resp *llm.Response) ([]scored, int, error) {
+	hits, outside, err := topOf(resp, s.trie.apis[b.idx].endpoints, s.byID)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]scored, 0, len(hits))
+	for tool, lp := range hits {
+		out = append(out, scored{idx: tool, score: b.score + lp, pos: tool})
+	}
+	return out, outside, nil
+}
+
+// freeParse reads a free-decoding answer back to tools: the virtual
+// tokens in order of appearance (hierarchical: an API token followed by
+// one of its endpoint tokens makes a tool), each tool once. unknown are
+// the tokens (or, hierarchical, unpaired API or endpoint tokens) that
+// name no catalog tool, in order; dups counts repeated tools dropped.
+func (s *searcher) freeParse(answer string) (tools []int, unknown []string, dups int) {
+	open, close := s.c.spelling()
+	var toks []string
+	for rest := answer; ; {
+		i := strings.Index(rest, open)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i+len(open):], close)
+		if j < 0 {
+			break
+		}
+		end := i + len(open) + j + len(close)
+		toks = append(toks, rest[i:end])
+		rest = rest[end:]
+	}
+	seen := map[int]bool{}
+	add := func(t int) {
+		if seen[t] {
+			dups++
+			return
+		}
+		seen[t] = true
+		tools = append(tools, t)
+	}
+	for i := 0; i < len(toks); i++ {
+		if s.trie.flat {
+			if t, ok := s.trie.tool[toks[i]]; ok {
+				add(t)
+			} else {
+				unknown = append(unknown, toks[i])
+			}
+			continue
+		}
+		if a, ok := s.trie.api[toks[i]]; ok && i+1 < len(toks) {
+			if t, ok := s.trie.apis[a].endpoints[toks[i+1]]; ok {
+				add(t)
+				i++
+				continue
+			}
+		}
+		unknown = append(unknown, toks[i])
+	}
+	return tools, unknown, dups
+}
+
+// readQueries reads the catalog and the RRB queries (the first Limit) as
+// rows without rankings.
+func (t parametricType) readQueries(r nodes.Run) ([]CatalogRow, []RetrieveRow, error) {
+	c := t.Config(r)
+	cin, err := r.Input(c.Catalog)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := artifacts.ReadAll[CatalogRow](cin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog %s: %w", c.Catalog, err)
+	}
+	if len(tools) == 0 {
+		return nil, nil, fmt.Errorf("catalog %s has no tools", c.Catalog)
+	}
+	inCatalog := make(map[string]bool, len(tools))
+	for _, tool := range tools {
+		inCatalog[tool.ToolName] = true
+	}
+	qin, err := r.Input(c.Queries)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols, err := columns(qin, "sample_id", "query", "tool", "complexity")
+	if err != nil {
+		return nil, nil, fmt.Errorf("queries %s: %w", c.Queries, err)
+	}
+	if c.Limit != nil && *c.Limit < len(cols) {
+		cols = cols[:*c.Limit]
+	}
+	retriever := retrieverConstrained
+	if c.Decoding == freeDecoding {
+		retriever = retrieverFreeDecoding
+	}
+	rows := make([]RetrieveRow, len(cols))
+	for i, v := range cols {
+		row := RetrieveRow{SampleID: text(v[0]), Query: text(v[1]), Tier: text(v[3]), Retriever: retriever, Answers: []string{}, Ranked: []string{}, Scores: []float64{}}
+		ts, err := decodeTools([]byte(text(v[2])))
+		if err != nil {
+			return nil, nil, fmt.Errorf("queries %s row %d (sample_id %s) tool: %w", c.Queries, i+1, row.SampleID, err)
+		}
+		for _, tool := range ts {
+			if tool.ToolName == nil || *tool.ToolName == "" || *tool.ToolName == "None" {
+				return nil, nil, fmt.Errorf("queries %s row %d (sample_id %s): an answer tool has no tool_name", c.Queries, i+1, row.SampleID)
+			}
+			row.Answers = append(row.Answers, *tool.ToolName)
+			if !inCatalog[*tool.ToolName] {
+				row.AnswersNotInCatalog++
+			}
+		}
+		rows[i] = row
+	}
+	return tools, rows, nil
+}
+
+// callError adds what a real server needs to an error of a constrained
+// call the server refused.
+func callError(c *parametricConfig, err error) error {
+	var se *llm.StatusError
+	if c.Decoding == constrainedDecoding && errors.As(err, &se) && se.Status == http.StatusBadRequest {
+		return fmt.Errorf("%w (constrained decoding asks for top_logprobs = beam (%d) and sends allowed_token_ids: vLLM must run with --max-logprobs ≥ %d)", err, c.beam(), c.beam())
+	}
+	return err
+}
+
+// FreeReport is what free decoding read back, attached to the node's
+// provenance as "free_decoding".
+type FreeReport struct {
+	Queries        int      `json:"queries"`
+	NoTool         int      `json:"queries_without_a_tool"`
+	Unknown        int      `json:"unknown_tokens"`
+	UnknownQueries int      `json:"queries_with_unknown_tokens"`
+	Duplicates     int      `json:"duplicate_tools_dropped"`
+	Examples       []string `json:"unknown_examples,omitempty"` // the first 10
+}
+
+// Run asks every query's first step (all queries at once, at most the
+// endpoint's concurrency in flight), then, for hierarchical constrained
+// decoding, every beam's endpoint step. Each call is answered from the
+// store's call cache when it holds it, so a re-run repeats no completed
+// call. The first failing call stops the node.
+func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
+	c := t.Config(r)
+	p := r.Pinned().(*parametricPinned)
+	tools, rows, err := t.readQueries(r)
+	if err != nil {
+		return err
+	}
+	s, err := newSearcher(c, p, tools)
+	if err != nil {
+		return err
+	}
+	client := p.model.Client(r)
+	conc := p.model.Endpoint.Concurrency
+	do := func(calls []llm.Call, what func(i int) string, each func(i int, resp *llm.Response) error) error {
+		var firstErr error
+		done := llmenv.DoAll(ctx, r, client, calls, conc, true, func(i int, resp *llm.Response, err error) {
+			if err == nil {
+				err = each(i, resp)
+			}
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", what(i), callError(c, err))
+			}
+		})
+		if firstErr == nil {
+			firstErr = ctx.Err()
+		}
+		if firstErr != nil {
+			return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the missing", firstErr, done, len(calls))
+		}
+		return nil
+	}
+	query := func(i int) string { return "query " + rows[i].SampleID }
+	calls := make([]llm.Call, len(rows))
+	for i, row := range rows {
+		calls[i] = s.first(row.Query)
+	}
+	outside := 0
+	var free FreeReport
+	var beams [][]scored
+	var freeBeams [][]output
+	err = do(calls, query, func(i int, resp *llm.Response) error {
+		switch {
+		case c.freeBeam():
+			top, err := s.freeTop(resp)
+			if err != nil {
+				return err
+			}
+			if !s.trie.flat {
+				if freeBeams == nil {
+					freeBeams = make([][]output, len(rows))
+				}
+				freeBeams[i] = top
+				return nil
+			}
+			for j := range top {
+				top[j].name = s.named(top[j].name, "")
+			}
+			setOutputs(&rows[i], top, c.k())
+		case c.Decoding == freeDecoding:
+			found, unknown, dups := s.freeParse(resp.Text)
+			for _, tool := range found[:min(len(found), c.k())] {
+				rows[i].Ranked = append(rows[i].Ranked, tools[tool].ToolName)
+			}
+			free.Duplicates += dups
+			free.Unknown += len(unknown)
+			if len(unknown) > 0 {
+				free.UnknownQueries++
+			}
+			if len(found) == 0 {
+				free.NoTool++
+			}
+			for _, u := range unknown {
+				if len(free.Examples) < 10 {
+					free.Examples = append(free.Examples, u)
+				}
+			}
+		case s.trie.flat:
+			ranked, out, err := s.rankFlat(resp)
+			if err != nil {
+				return err
+			}
+			outside += out
+			setRanking(&rows[i], tools, ranked, c.k())
+		default:
+			b, out, err := s.apiBeams(resp)
+			if err != nil {
+				return err
+			}
+			outside += out
+			if beams == nil {
+				beams = make([][]scored, len(rows))
+			}
+			beams[i] = b
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if beams != nil {
+		type step struct{ q, b int }
+		var steps []step
+		var calls2 []llm.Call
+		for q, bs := range beams {
+			for b := range bs {
+				steps = append(steps, step{q, b})
+				calls2 = append(calls2, s.second(rows[q].Query, bs[b].idx))
+			}
+		}
+		cands := make([][]scored, len(rows))
+		err = do(calls2, func(i int) string {
+			st := steps[i]
+			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.apis[beams[st.q][st.b].idx].token)
+		}, func(i int, resp *llm.Response) error {
+			st := steps[i]
+			ext, out, err := s.endpoints(beams[st.q][st.b], resp)
+			outside += out
+			cands[st.q] = append(cands[st.q], ext...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for q, cs := range cands {
+			slices.SortFunc(cs, byScore)
+			setRanking(&rows[q], tools, cs[:min(len(cs), c.beam())], c.k())
+		}
+	}
+	if freeBeams != nil {
+		type step struct{ q, b int }
+		var steps []step
+		var calls2 []llm.Call
+		for q, bs := range freeBeams {
+			for b := range bs {
+				steps = append(steps, step{q, b})
+				calls2 = append(calls2, s.freeSecond(rows[q].Query, bs[b].name))
+			}
+		}
+		outs := make([][]output, len(rows))
+		err = do(calls2, func(i int) string {
+			st := steps[i]
+			return fmt.Sprintf("%s, second step after %q", query(st.q), freeBeams[st.q][st.b].name)
+		}, func(i int, resp *llm.Response) error {
+			st := steps[i]
+			first := freeBeams[st.q][st.b]
+			top, err := s.freeTop(resp)
+			for j, o := range top {
+				outs[st.q] = append(outs[st.q], output{name: s.named(first.name, o.name), score: first.score + o.score, pos: st.b*c.beam() + j})
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for q, cands := range outs {
+			slices.SortFunc(cands, func(a, b output) int {
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.pos, b.pos)
+			})
+			setOutputs(&rows[q], cands[:min(len(cands), c.beam())], c.k())
+		}
+	}
+	st := client.Stats()
+	r.Report("usage", st)
+	short := 0
+	for _, row := range rows {
+		if len(row.Ranked) < c.k() {
+			short++
+		}
+	}
+	calls0 := fmt.Sprintf("%d calls made, %d cached", st.Calls, st.Cached)
+	switch {
+	case c.freeBeam():
+		valid := 0
+		for _, row := range rows {
+			for _, name := range row.Ranked {
+				if s.trie.isTool(name) {
+					valid++
+				}
+			}
+		}
+		r.Note("%d queries, free decoding (%s tokens, beam %d), top %d: %d of %d outputs name a catalog tool; %s",
+			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), calls0)
+	case c.Decoding == freeDecoding:
+		r.Report("free_decoding", free)
+		r.Note("%d queries, free decoding (%s tokens, greedy): %d without a catalog tool, %d unknown tool tokens in %d queries, %d duplicates dropped; %s",
+			len(rows), c.format(), free.NoTool, free.Unknown, free.UnknownQueries, free.Duplicates, calls0)
+	default:
+		r.Note("%d queries, constrained decoding (%s tokens, beam %d), top %d: %d queries with fewer than %d tools listed, %d top_logprobs entries outside the allowed tokens ignored; %s",
+			len(rows), c.format(), c.beam(), c.k(), short, c.k(), outside, calls0)
+	}
+	return t.Write(r, rows)
+}
+
+// setOutputs writes a free beam search's best k outputs into a row.
+func setOutputs(row *RetrieveRow, outs []output, k int) {
+	for _, o := range outs[:min(len(outs), k)] {
+		row.Ranked = append(row.Ranked, o.name)
+		row.Scores = append(row.Scores, o.score)
+	}
+}
+
+// listed counts the entries of the rows' rankings.
+func listed(rows []RetrieveRow) int {
+	n := 0
+	for _, row := range rows {
+		n += len(row.Ranked)
+	}
+	return n
+}
+
+// setRanking writes a search's best k into a row.
+func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []scored, k int) {
+	for _, sc := range ranked[:min(len(ranked), k)] {
+		row.Ranked = append(row.Ranked, tools[sc.idx].ToolName)
+		row.Scores = append(row.Scores, sc.score)
+	}
+}
+
+// CallsModels: retrieve_parametric always calls its model.
+func (parametricType) CallsModels(any) bool { return true }
+
+// PlanCalls counts the calls a run would make and those the call cache
+// holds. A hierarchical beam search's second-step calls follow from its
+// first step's answer: when that is cached they are counted exactly, else
+// as min(beam, APIs) calls (free decoding: beam calls) not cached, an
+// upper bound.
+func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
+	c := t.Config(r)
+	p := r.Pinned().(*parametricPinned)
+	tools, rows, err := t.readQueries(r)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSearcher(c, p, tools)
+	if err != nil {
+		return nil, err
+	}
+	client := p.model.Client(r)
+	var calls []llm.Call
+	for _, row := range rows {
+		first := s.first(row.Query)
+		calls = append(calls, first)
+		if s.trie.flat || (c.Decoding == freeDecoding && !c.freeBeam()) {
+			continue
+		}
+		var resp *llm.Response
+		if client.Cached(first) {
+			resp, _ = client.Do(ctx, first) // a replay: no call is made
+		}
+		switch {
+		case c.freeBeam() && resp != nil:
+			top, _ := s.freeTop(resp)
+			for _, o := range top {
+				calls = append(calls, s.freeSecond(row.Query, o.name))
+			}
+		case c.freeBeam():
+			for range c.beam() {
+				calls = append(calls, s.freeSecond(row.Query, ""))
+			}
+		case resp != nil:
+			bs, _, _ := s.apiBeams(resp)
+			for _, b := range bs {
+				calls = append(calls, s.second(row.Query, b.idx))
+			}
+		default:
+			for a := range min(c.beam(), len(s.trie.apis)) {
+				calls = append(calls, s.second(row.Query, a))
+			}
+		}
+	}
+	return []nodes.CallPlan{llmenv.Estimate(client, p.model.Config.ID, calls, 0)}, nil
+}
