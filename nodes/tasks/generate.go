@@ -241,7 +241,11 @@ func validateRetrieval(c *generateConfig, cell cells.Cell) error {
 	case size < minSize:
 		return nodes.Errorf("chunk_tokens", "Invalid chunk_tokens", "chunk_tokens must be at least %d.", minSize)
 	case c.ChunkOverlap != nil && (*c.ChunkOverlap < 0 || *c.ChunkOverlap >= size-(minSize-1)):
-		return nodes.Errorf("chunk_overlap", "Invalid chunk_overlap", "chunk_overlap must be at least 0 and less than the %d tokens of a chunk.", size-(minSize-1))
+		what := "tokens of a chunk"
+		if rt == RetrieverDense {
+			what = "word pieces of a chunk (chunk_tokens less [CLS] and [SEP])"
+		}
+		return nodes.Errorf("chunk_overlap", "Invalid chunk_overlap", "chunk_overlap must be at least 0 and less than the %d %s.", size-(minSize-1), what)
 	}
 	return nil
 }
