@@ -322,13 +322,14 @@ type genCall struct {
 }
 
 // calls builds the run's calls, in row order: the kept tasks in task_id
-// order (the first Limit), each with Samples calls.
-func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error) {
+// order (the first Limit), each with Samples calls; and the retrieval that
+// chose their knowledge (nil for the oracle).
+func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*generatePinned)
 	states, err := readTaskStates(r, c.Tasks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var tasks []Row
 	for _, s := range states {
@@ -345,11 +346,11 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error)
 	if len(p.prompts.Cell().Parts) > 0 {
 		in, err := r.Input(c.Bundles)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rows, err := artifacts.ReadAll[bundle.Row](in)
 		if err != nil {
-			return nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+			return nil, nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
 		}
 		for _, b := range rows {
 			bundles[b.APIID] = b
@@ -358,7 +359,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error)
 			g = newRAG(c.retriever(), p.prompts, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
 				orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder)
 			if err := g.prepare(ctx, tasks, sortedBundles(rows)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -380,7 +381,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error)
 	for _, task := range tasks {
 		b, ok := bundles[task.APIID]
 		if !ok && len(p.prompts.Cell().Parts) > 0 {
-			return nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
+			return nil, nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
 		}
 		var msgs cells.Messages
 		retrieved := []RetrievedChunk{}
@@ -392,7 +393,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error)
 			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", task.TaskID, err)
+			return nil, nil, fmt.Errorf("task %s: %w", task.TaskID, err)
 		}
 		if m.System != nil && *m.System != "" {
 			msgs.System = *m.System
@@ -414,7 +415,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, error)
 			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}})
 		}
 	}
-	return out, nil
+	return out, g, nil
 }
 
 // cellTask is what a prompt may show of a task.
@@ -450,7 +451,7 @@ func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
 // only the missing ones.
 func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	p := r.Pinned().(*generatePinned)
-	calls, err := t.calls(ctx, r)
+	calls, g, err := t.calls(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -484,7 +485,11 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	if firstErr != nil {
 		return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the %d missing", firstErr, done, total, total-done)
 	}
-	r.Note("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	note := fmt.Sprintf("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	if g != nil {
+		note += "; " + g.summary()
+	}
+	r.Note("%s", note)
 	return t.Write(r, rows)
 }
 
@@ -515,7 +520,7 @@ func (generateType) CallsModels(any) bool { return true }
 // per answer).
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
-	calls, err := t.calls(ctx, r)
+	calls, _, err := t.calls(ctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -743,6 +743,16 @@ node "generate" %q {
 		}
 	}
 
+	notes := first.Notes("done")
+	for addr, want := range map[string]string{
+		"node.generate.bm25":  "; bm25 retrieval: top 2 of 1 pools, 6 chunks each on average (512 tokens, 64 overlap)",
+		"node.generate.dense": "; dense retrieval: top 2 of 1 pools, 6 chunks each on average (94 word pieces + [CLS] and [SEP], 64 overlap)",
+	} {
+		if !strings.HasSuffix(notes[addr], want) {
+			t.Errorf("%s: note %q, want it to end %q", addr, notes[addr], want)
+		}
+	}
+
 	// Editing a file of the embedder recomputes the dense node only.
 	if err := os.WriteFile(filepath.Join(emb, "tokenizer_config.json"), []byte(`{"do_lower_case": true, "edited": 1}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -75,7 +75,9 @@ type rag struct {
 	model               *embedder // dense only
 
 	hasE   bool
-	counts map[string]int // tokens of a word
+	counts map[string]int         // tokens of a word
+	docs   map[string][]poolChunk // chunks of a bundle's document, by api_id and the example left out
+	toks   map[string][]string    // bm25 tokens of a chunk, by text
 	pools  map[string]*ragPool
 }
 
@@ -93,7 +95,7 @@ type poolChunk struct {
 
 func newRAG(kind string, prompts *cells.Prompts, topK, size, overlap int, model *embedder) *rag {
 	g := &rag{kind: kind, prompts: prompts, topK: topK, size: size, overlap: overlap, model: model,
-		counts: map[string]int{}, pools: map[string]*ragPool{}}
+		counts: map[string]int{}, docs: map[string][]poolChunk{}, toks: map[string][]string{}, pools: map[string]*ragPool{}}
 	for _, p := range prompts.Cell().Parts {
 		g.hasE = g.hasE || p == cells.E
 	}
@@ -149,13 +151,11 @@ func (g *rag) pool(t Row, bundles []bundle.Row) (*ragPool, error) {
 		if b.APIID == t.APIID {
 			leave = t.Example
 		}
-		doc, err := g.prompts.Knowledge(cellBundle(b, leave))
+		chunks, err := g.chunks(b, leave)
 		if err != nil {
-			return nil, fmt.Errorf("bundle %s: %w", b.APIID, err)
+			return nil, err
 		}
-		for i, c := range chunkText(doc, g.size, g.overlap, g.count) {
-			p.chunks = append(p.chunks, poolChunk{id: fmt.Sprintf("%s#%d", b.APIID, i), apiID: b.APIID, text: doc[c.Start:c.End], tokens: c.Tokens})
-		}
+		p.chunks = append(p.chunks, chunks...)
 	}
 	if len(p.chunks) == 0 {
 		return nil, fmt.Errorf("the bundles hold no knowledge of %s %s to retrieve from", t.Module, t.Version)
@@ -163,12 +163,35 @@ func (g *rag) pool(t Row, bundles []bundle.Row) (*ragPool, error) {
 	if g.kind == RetrieverBM25 {
 		docs := make([][]string, len(p.chunks))
 		for i, c := range p.chunks {
-			docs[i] = bm25.Tokenize(c.text)
+			toks, ok := g.toks[c.text]
+			if !ok {
+				toks = bm25.Tokenize(c.text)
+				g.toks[c.text] = toks
+			}
+			docs[i] = toks
 		}
 		p.bm25 = bm25.New(docs, bm25.Options{})
 	}
 	g.pools[key] = p
 	return p, nil
+}
+
+// chunks are the chunks of b's document, less the example named leave.
+func (g *rag) chunks(b bundle.Row, leave string) ([]poolChunk, error) {
+	key := b.Module + "\x00" + b.Version + "\x00" + b.APIID + "\x00" + leave
+	if out, ok := g.docs[key]; ok {
+		return out, nil
+	}
+	doc, err := g.prompts.Knowledge(cellBundle(b, leave))
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.APIID, err)
+	}
+	var out []poolChunk
+	for i, c := range chunkText(doc, g.size, g.overlap, g.count) {
+		out = append(out, poolChunk{id: fmt.Sprintf("%s#%d", b.APIID, i), apiID: b.APIID, text: doc[c.Start:c.End], tokens: c.Tokens})
+	}
+	g.docs[key] = out
+	return out, nil
 }
 
 // prepare builds the pools of tasks and, for dense, embeds every chunk and
@@ -228,6 +251,29 @@ func (g *rag) retrieve(t Row) (string, []RetrievedChunk) {
 		out[i] = RetrievedChunk{ChunkID: c.id, APIID: c.apiID, Score: h.score, Tokens: int32(c.tokens), Text: c.text}
 	}
 	return strings.Join(texts, "\n\n"), out
+}
+
+// summary says what the retrieval searched, for the node's note.
+func (g *rag) summary() string {
+	chunks, oversized := 0, 0
+	for _, p := range g.pools {
+		chunks += len(p.chunks)
+		for _, c := range p.chunks {
+			if c.tokens > g.size {
+				oversized++
+			}
+		}
+	}
+	s := fmt.Sprintf("%s retrieval: top %d of %d pools, %.0f chunks each on average (%d tokens, %d overlap)",
+		g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), g.size, g.overlap)
+	if g.kind == RetrieverDense {
+		s = fmt.Sprintf("%s retrieval: top %d of %d pools, %.0f chunks each on average (%d word pieces + [CLS] and [SEP], %d overlap)",
+			g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), g.size, g.overlap)
+	}
+	if oversized > 0 {
+		s += fmt.Sprintf("; %d chunks are one word longer than a window", oversized)
+	}
+	return s
 }
 
 // sortedBundles returns rows sorted by api_id: the pool's order.
