@@ -264,12 +264,12 @@ func (g *rag) summary() string {
 			}
 		}
 	}
-	s := fmt.Sprintf("%s retrieval: top %d of %d pools, %.0f chunks each on average (%d tokens, %d overlap)",
-		g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), g.size, g.overlap)
+	window := fmt.Sprintf("%d tokens", g.size)
 	if g.kind == RetrieverDense {
-		s = fmt.Sprintf("%s retrieval: top %d of %d pools, %.0f chunks each on average (%d word pieces + [CLS] and [SEP], %d overlap)",
-			g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), g.size, g.overlap)
+		window = fmt.Sprintf("%d word pieces + [CLS] and [SEP]", g.size)
 	}
+	s := fmt.Sprintf("%s retrieval: the top %d chunks of %d pools of %.0f chunks on average (%s, %d overlap)",
+		g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), window, g.overlap)
 	if oversized > 0 {
 		s += fmt.Sprintf("; %d chunks are one word longer than a window", oversized)
 	}
@@ -345,7 +345,7 @@ func embedderFor(dir, digest string, pooling embed.Pooling) (*embedder, error) {
 		return nil, err
 	}
 	// The files may have changed between hashing and loading.
-	if d, err := embedderDigest(dir); err != nil || d != digest {
+	if d, err := hashEmbedder(dir); err != nil || d != digest {
 		return nil, fmt.Errorf("embed: %s changed while it was loaded", dir)
 	}
 	e := &embedder{m: m, vecs: map[string][]float32{}}
@@ -356,10 +356,36 @@ func embedderFor(dir, digest string, pooling embed.Pooling) (*embedder, error) {
 // embedderFiles are the files embed.Load reads.
 var embedderFiles = []string{"config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "sentence_bert_config.json"}
 
+var (
+	digestsMu sync.Mutex
+	digests   = map[string][2]string{} // dir → the files' stamp, their digest
+)
+
 // embedderDigest identifies the model in dir by the content of the files
 // embed.Load reads (name, length and bytes of each that exists), not by its
-// path: a moved directory keeps its digest, an edited one changes it.
+// path: a moved directory keeps its digest, an edited one changes it. The
+// process hashes a directory again only when a file's size or modification
+// time changes (a sweep's nodes share one hashing of the weights).
 func embedderDigest(dir string) (string, error) {
+	var stamp strings.Builder
+	for _, name := range embedderFiles {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			fmt.Fprintf(&stamp, "%s %d %d\n", name, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	digestsMu.Lock()
+	defer digestsMu.Unlock()
+	if d, ok := digests[dir]; ok && d[0] == stamp.String() {
+		return d[1], nil
+	}
+	d, err := hashEmbedder(dir)
+	if err == nil {
+		digests[dir] = [2]string{stamp.String(), d}
+	}
+	return d, err
+}
+
+func hashEmbedder(dir string) (string, error) {
 	h := xxhash.New()
 	for _, name := range embedderFiles {
 		f, err := os.Open(filepath.Join(dir, name))
