@@ -44,7 +44,7 @@ type RetrievedChunk struct {
 	ChunkID string  `parquet:"chunk_id"`
 	APIID   string  `parquet:"api_id"`
 	Score   float64 `parquet:"score"`  // BM25 score, or cosine similarity (dense)
-	Tokens  int32   `parquet:"tokens"` // as the retriever counts them (see rag)
+	Tokens  int32   `parquet:"tokens"` // bm25 words, or the encoder's word pieces without [CLS] and [SEP]
 	Text    string  `parquet:"text"`   // what was prepended
 }
 
@@ -65,7 +65,10 @@ type RetrievedChunk struct {
 // (BM25Okapi defaults); dense counts the embedder's own word pieces
 // (embed.Model.Tokens), the window holding size-2 of them plus [CLS] and
 // [SEP], so that size is the sequence the encoder sees (size may not exceed
-// its max_seq_length), and ranks by exact cosine (embed.TopK).
+// its max_seq_length), and ranks by exact cosine (embed.TopK); a query
+// longer than that sequence is truncated, as embed.Model.Embed truncates.
+// A window holds whole words: a single word longer than a window is a
+// chunk of its own (the note counts them).
 //
 // A rag is used by one goroutine.
 type rag struct {
@@ -271,7 +274,7 @@ func (g *rag) summary() string {
 	s := fmt.Sprintf("%s retrieval: the top %d chunks of %d pools of %.0f chunks on average (%s, %d overlap)",
 		g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), window, g.overlap)
 	if oversized > 0 {
-		s += fmt.Sprintf("; %d chunks are one word longer than a window", oversized)
+		s += fmt.Sprintf("; %d chunks are a single word longer than a window", oversized)
 	}
 	return s
 }

@@ -171,3 +171,27 @@ func TestEmbedderDigestFollowsContentNotPath(t *testing.T) {
 		t.Errorf("digests %s %s %s: want the same for the same files in two directories, another for other files", da, db, dc)
 	}
 }
+
+// The dense chunker counts words alone; that is exact only because the
+// encoder's basic tokenizer splits at every whitespace the chunker splits
+// at before it splits punctuation and word pieces.
+func TestDenseChunkTokensAreTheEncodersOnWholeText(t *testing.T) {
+	dir := WriteBagOfWordsBERT(t, ragVocab, 64)
+	digest, err := embedderDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := embedderFor(dir, digest, embed.Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &rag{kind: RetrieverDense, model: model, counts: map[string]int{}}
+	text := "## Documentation (M_prose)\nClamp\u00a0limits a\tvalue to a Range: x := <MASK>; café\u3000push"
+	n := 0
+	for _, ch := range chunkText(text, 1<<20, 0, g.count) {
+		n += ch.Tokens
+	}
+	if want := len(model.m.Tokens(text)) - 2; n != want || want >= 62 {
+		t.Errorf("chunk word pieces %d, the encoder's on the whole text %d (must stay under its 62)", n, want)
+	}
+}
