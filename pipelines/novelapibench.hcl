@@ -5,7 +5,9 @@
 #
 #   C2  the model, given no knowledge, fails at least 2 of 3 samples at T = 0.8
 #   C3  a strong model solves the task given the Full bundle
-#   the sweep: every kept task × knowledge cell × n samples, oracle prepend
+#   the sweep: every kept task × knowledge cell × retriever × n samples:
+#            the oracle prepend (the task's own bundle) and, in the same
+#            sweep, real retrievers in its place (Appendix E.4, Figure 3)
 #   the judge: the failure taxonomy (fast path, then the judge model)
 #   metrics: pass@1, pass@k, API_acc, Param_corr, Sem and the failure
 #            composition per model × cell × difficulty × library, with CIs
@@ -19,6 +21,21 @@
 # Every call is cached in the store as it completes (calls/): adding a model
 # or a cell makes only the new calls, and a run killed halfway resumes
 # without repeating one. Moving the server (a new endpoint) changes no key.
+#
+# Oracle versus real retriever (Figure 3): every cell with knowledge runs
+# once per retriever of var.retrievers. "oracle" prepends the task's own
+# bundle; "bm25" the top-5 chunks (512 tokens, 64 of overlap) of every
+# bundle of the library version, the task its query; the metrics rows of
+# a retrieved arm name the cell CELL@bm25 (S+E and S+E@bm25 side by side).
+# The dense retriever of the paper (BAAI/bge-small-en-v1.5, CLS pooling)
+# joins the sweep when rag_embedder names its model directory
+# (config.json, vocab.txt, model.safetensors; an absolute path, or one
+# relative to this file's directory):
+#
+#   lacuna run pipelines/novelapibench.hcl --var endpoint=... \
+#     --var rag_embedder=/models/bge-small-en-v1.5
+#
+# retrievers = ["oracle"] runs the oracle sweep alone (half the calls).
 
 variable "endpoint" {
   type        = string
@@ -87,6 +104,24 @@ variable "cells" {
   "S+M_prose+M_code", "S+E+M_code", "Full"]
 }
 
+variable "retrievers" {
+  type        = list(string)
+  default     = ["oracle", "bm25"]
+  description = "what the sweep's cells prepend: oracle (the task's bundle), bm25 (chunks of the bundle pool); dense joins when rag_embedder is set"
+}
+
+variable "rag_embedder" {
+  type        = string
+  default     = ""
+  description = "directory of the dense retriever's BERT sentence encoder (BAAI/bge-small-en-v1.5 in the paper); empty: no dense arm"
+}
+
+variable "rag_pooling" {
+  type        = string
+  default     = "cls"
+  description = "the dense encoder's pooling: cls (bge-small-en-v1.5) or mean (all-MiniLM-L6-v2)"
+}
+
 variable "samples" {
   type        = number
   default     = 20
@@ -138,8 +173,12 @@ locals {
   models = { under_test = model.under_test }
   limit  = var.limit == 0 ? null : var.limit
   pairs  = { for p in setproduct(keys(local.models), keys(var.libraries)) : "${p[0]}/${p[1]}" => { model = p[0], lib = p[1] } }
-  sweep = { for p in setproduct(keys(local.models), keys(var.libraries), var.cells) :
-  "${p[0]}/${p[1]}/${p[2]}" => { model = p[0], lib = p[1], cell = p[2] } }
+  retrievers = var.rag_embedder == "" ? var.retrievers : distinct(concat(var.retrievers, ["dense"]))
+  # An oracle arm is keyed MODEL/LIB/CELL, a retrieved one
+  # MODEL/LIB/CELL@RETRIEVER; baseline prepends nothing to retrieve.
+  sweep = { for p in setproduct(keys(local.models), keys(var.libraries), var.cells, local.retrievers) :
+    "${p[0]}/${p[1]}/${p[2]}${p[3] == "oracle" ? "" : "@${p[3]}"}" => { model = p[0], lib = p[1], cell = p[2], retriever = p[3] }
+  if p[3] == "oracle" || p[2] != "baseline" }
 }
 
 # Stages 1-3 and C1, as in quickstart.hcl (same keys: a store that ran the
@@ -231,13 +270,17 @@ node "c3" "lib" {
   samples  = node.solve.c3[each.key]
 }
 
-# The sweep: every task that passed C1-C3, in every cell, n samples each.
+# The sweep: every task that passed C1-C3, in every cell and with every
+# retriever, n samples each.
 node "generate" "sweep" {
   for_each    = local.sweep
   tasks       = node.c3.lib["${each.value.model}/${each.value.lib}"]
   bundles     = node.bundle.lib[each.value.lib]
   model       = local.models[each.value.model]
   cell        = each.value.cell
+  retriever   = each.value.retriever
+  embedder    = each.value.retriever == "dense" ? var.rag_embedder : null
+  pooling     = each.value.retriever == "dense" ? var.rag_pooling : null
   samples     = var.samples
   temperature = var.temperature
   limit       = local.limit

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +34,9 @@ const (
 	lib       = "shapes"
 )
 
-var sweepCells = []string{"baseline", "S", "Full"}
+// sweepCells are the arms of the sweep: three cells with the oracle
+// prepend, two with BM25 retrieval in its place.
+var sweepCells = []string{"baseline", "S", "Full", "S@bm25", "Full@bm25"}
 
 // The calibration kinds the scripted model answers with in the sweep, in
 // the order tasks take them (each task its own rotation per cell).
@@ -52,6 +55,7 @@ type script struct {
 	c2Easy  string                       // the task the model solves without knowledge (C2 drops it)
 	c3Hard  string                       // the task the strong model cannot solve (C3 drops it)
 	sweep   map[[2]string]string         // (task_id, cell) → kind
+	sent    map[[2]string]string         // (task_id, cell) → the sweep's prompt received
 }
 
 // task finds the task whose description and context the prompt quotes
@@ -67,12 +71,19 @@ func (s *script) task(text string) (tasks.Row, bool) {
 	return best, best.TaskID != ""
 }
 
+// cellOf tells the arm of a sweep prompt: the oracle prepends one bundle
+// (one signature heading), BM25 the top 5 chunks of the fixture's bundles,
+// which hold more (checked against the generate rows below).
 func cellOf(text string) string {
+	arm := ""
+	if strings.Count(text, "## Signature (S)") > 1 {
+		arm = "@bm25"
+	}
 	switch {
 	case strings.Contains(text, "## Source (M_code)"):
-		return "Full"
+		return "Full" + arm
 	case strings.Contains(text, "## Signature (S)"):
-		return "S"
+		return "S" + arm
 	case strings.Contains(text, "## "):
 		return "other"
 	}
@@ -132,6 +143,7 @@ func (s *script) reply(q llmtest.Request) string {
 			}
 			return junk
 		}
+		s.sent[[2]string{t.TaskID, cellOf(text)}] = text
 		return fence(s.answers[t.TaskID][s.sweep[[2]string{t.TaskID, cellOf(text)}]])
 	}
 	return junk
@@ -154,17 +166,18 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &script{answers: map[string]map[string]string{}, sweep: map[[2]string]string{}}
+	s := &script{answers: map[string]map[string]string{}, sweep: map[[2]string]string{}, sent: map[[2]string]string{}}
 	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judge}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
-		"endpoint":  srv.URL(),
-		"model_id":  underTest,
-		"strong_id": strong,
-		"judge_id":  judge,
-		"libraries": `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
-		"cells":     `["baseline", "S", "Full"]`,
-		"samples":   "2",
+		"endpoint":   srv.URL(),
+		"model_id":   underTest,
+		"strong_id":  strong,
+		"judge_id":   judge,
+		"libraries":  `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
+		"cells":      `["baseline", "S", "Full"]`,
+		"retrievers": `["oracle", "bm25"]`,
+		"samples":    "2",
 	}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
@@ -240,6 +253,51 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		}
 		if n != len(s.tasks) {
 			t.Errorf("%s: %d rows of C1-kept tasks, want %d", name, n, len(s.tasks))
+		}
+	}
+
+	// The BM25 arms prepend the top 5 chunks of the whole bundle pool: the
+	// rows list them, best first, and the prompt the server received holds
+	// them in that order. With Full, each bundle one chunk, the task's own
+	// API ranks first for every task; with S alone, lexically thin, BM25
+	// misses it for the first task (shapes.Stack.Len, medium: Stack.Len's
+	// signature comes sixth), the cost Figure 3 measures.
+	goldens := map[string][]string{
+		"S":    {"Scale#0", "TotalArea#0", "Stack.Push#0", "Apply#0", "Clamp#0"},
+		"Full": {"Stack.Len#0", "Scale#0", "Stack.Push#0", "Apply#0", "TotalArea#0"},
+	}
+	for _, cell := range []string{"S", "Full"} {
+		addr := `node.generate.sweep["under_test/shapes/` + cell + `@bm25"]`
+		rows := read[tasks.GenerateRow](t, st, out[addr])
+		if len(rows) != 2*len(rest) {
+			t.Errorf("%s: %d rows, want %d", addr, len(rows), 2*len(rest))
+		}
+		for _, r := range rows {
+			var ids, texts []string
+			for _, c := range r.Retrieved {
+				ids = append(ids, strings.TrimPrefix(c.ChunkID, "example.com/shapes."))
+				texts = append(texts, c.Text)
+			}
+			if r.Cell != cell+"@bm25" || r.Retriever != "bm25" || len(ids) != 5 || cellOf(r.Prompt) != r.Cell {
+				t.Errorf("%s %s: cell %q (the script reads %q), retriever %q, chunks %v", addr, r.TaskID, r.Cell, cellOf(r.Prompt), r.Retriever, ids)
+				continue
+			}
+			if sent := s.sent[[2]string{r.TaskID, r.Cell}]; !strings.Contains(sent, "that the task may need:\n\n"+strings.Join(texts, "\n\n")+"\n\nTask (") {
+				t.Errorf("%s %s: the prompt received does not hold chunks %v in order:\n%s", addr, r.TaskID, ids, sent)
+			}
+			// The example the task was cut from holds its answer: the
+			// pool leaves it out, as the oracle does.
+			for _, task := range rest {
+				if task.TaskID == r.TaskID && strings.Contains(strings.Join(texts, "\n"), "\n"+task.Example+":\n") {
+					t.Errorf("%s %s: a chunk holds the task's own example %s", addr, r.TaskID, task.Example)
+				}
+			}
+			if cell == "Full" && r.Retrieved[0].APIID != r.APIID {
+				t.Errorf("%s %s: chunks %v, want the task's API %s first", addr, r.TaskID, ids, r.APIID)
+			}
+			if want := goldens[cell]; r.TaskID == rest[0].TaskID && !slices.Equal(ids, want) {
+				t.Errorf("%s %s (%s %s): chunks %v, want %v", addr, r.TaskID, rest[0].Qualified, rest[0].Difficulty, ids, want)
+			}
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
+	"github.com/lacuna-dev/lacuna/runners/embed"
 	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
@@ -26,7 +27,14 @@ func init() { nodes.Register(generateType{}) }
 //	  cell        = "Full"
 //	  samples     = 20
 //	  temperature = 0.8
+//	  retriever   = "bm25"            # optional: oracle (default), bm25, dense
 //	}
+//
+// With retriever = "bm25" or "dense" the prepend is the top_k chunks of the
+// whole bundle pool instead of the task's own bundle (seed Appendix E.4,
+// Figure 3; see rag for the pool, the chunks, the query and the tokens);
+// the rows' cell is then "<cell>@<retriever>", so that one metrics node
+// tells the arms apart.
 //
 // For C2 (seed §3.2 stage 4) the paper samples 3 answers per task at
 // T = 0.8 without knowledge: cell = "baseline", samples = 3,
@@ -51,6 +59,53 @@ type generateConfig struct {
 	// built-in ones by file name (novelapibench/cells/templates), read at
 	// plan time; relative to the pipeline's directory.
 	Templates string `hcl:"templates,optional"`
+
+	// Retriever is what a cell with parts prepends: "oracle" (default)
+	// the task's own bundle, "bm25" or "dense" the chunks retrieved from
+	// the whole bundle pool.
+	Retriever string `hcl:"retriever,optional"`
+	// Embedder is the dense retriever's BERT sentence encoder, a
+	// directory runners/embed loads (relative to the pipeline's
+	// directory), keyed by the content of its files; Pooling is "cls"
+	// (default: BAAI/bge-small-en-v1.5, the paper's retriever) or "mean".
+	Embedder string `hcl:"embedder,optional"`
+	Pooling  string `hcl:"pooling,optional"`
+	// TopK, ChunkTokens and ChunkOverlap are the retrieval's chunks
+	// prepended (default 5) and their size and overlap in tokens (default
+	// 512 and 64), the paper's.
+	TopK         *int `hcl:"top_k,optional"`
+	ChunkTokens  *int `hcl:"chunk_tokens,optional"`
+	ChunkOverlap *int `hcl:"chunk_overlap,optional"`
+}
+
+func (c *generateConfig) retriever() string {
+	if c.Retriever == "" {
+		return RetrieverOracle
+	}
+	return c.Retriever
+}
+
+func (c *generateConfig) pooling() embed.Pooling {
+	if c.Pooling == "mean" {
+		return embed.Mean
+	}
+	return embed.CLS
+}
+
+func orInt(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// rowCell is the cell the rows name: the cell, and the retriever unless
+// it is the oracle.
+func (c *generateConfig) rowCell() string {
+	if r := c.retriever(); r != RetrieverOracle {
+		return c.cell() + "@" + r
+	}
+	return c.cell()
 }
 
 func (c *generateConfig) cell() string {
@@ -74,12 +129,18 @@ type GenerateRow struct {
 	// SampleID is cell#index: unique per task across cells.
 	SampleID string `parquet:"sample_id"`
 	Model    string `parquet:"model"` // the model block's id
-	Cell     string `parquet:"cell"`
-	Sample   int32  `parquet:"sample"` // the sample's index
-	APIID    string `parquet:"api_id"`
+	// Cell is the knowledge cell, "@bm25" or "@dense" appended when a
+	// retriever chose the knowledge.
+	Cell   string `parquet:"cell"`
+	Sample int32  `parquet:"sample"` // the sample's index
+	APIID  string `parquet:"api_id"`
 	// Prompt is the messages sent, as text ("[system]\n...\n\n[user]\n...",
 	// or the completions prompt).
 	Prompt string `parquet:"prompt"`
+	// Retriever is oracle, bm25 or dense; Retrieved the chunks it
+	// prepended, best first (empty for the oracle).
+	Retriever string           `parquet:"retriever"`
+	Retrieved []RetrievedChunk `parquet:"retrieved,list"`
 	// Raw is the answer as the server sent it, think blocks included.
 	Raw      string `parquet:"raw"`
 	Thinking string `parquet:"thinking"` // the <think> blocks and any separate reasoning
@@ -111,12 +172,15 @@ var (
 )
 
 func (generateType) Name() string    { return "generate" }
-func (generateType) Version() string { return "1" }
+func (generateType) Version() string { return "2" }
 func (generateType) Doc() string {
 	return "Asks a model for the code of every kept task's mask, n samples per task, in one knowledge cell (the task's own " +
 		"bundle prepended: baseline, S_name, S, E, M_prose, M_code, S+M_prose, S+E, S+M_code, S+M_prose+M_code, S+E+M_code, " +
 		"Full; E leaves out the example the task was cut from, which holds its answer); one row per answer with the raw " +
-		"answer, the extracted solution (solve runs it), tokens and latency. Prompts come from novelapibench/cells/templates " +
+		"answer, the extracted solution (solve runs it), tokens and latency. With retriever = \"bm25\" or \"dense\" " +
+		"(embedder = DIR, a BERT sentence encoder) the prepend is instead the top_k (5) chunks of chunk_tokens (512) with " +
+		"chunk_overlap (64) retrieved from every bundle of the task's module version, the task its query (seed Appendix E.4); " +
+		"the rows' cell is then CELL@RETRIEVER and they list the chunks. Prompts come from novelapibench/cells/templates " +
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline."
@@ -142,14 +206,56 @@ func (generateType) Validate(cfg any) error {
 	case c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1):
 		return nodes.Errorf("top_p", "Invalid top_p", "top_p must be in (0, 1].")
 	}
+	return validateRetrieval(c, cell)
+}
+
+func validateRetrieval(c *generateConfig, cell cells.Cell) error {
+	rt := c.retriever()
+	retrieves := rt == RetrieverBM25 || rt == RetrieverDense
+	size := orInt(c.ChunkTokens, defaultChunkTokens)
+	minSize := 1
+	if rt == RetrieverDense {
+		minSize = 3 // [CLS], one word piece, [SEP]
+	}
+	switch {
+	case rt != RetrieverOracle && !retrieves:
+		return nodes.Errorf("retriever", "Unknown retriever", "retriever must be \"oracle\", \"bm25\" or \"dense\", not %q.", c.Retriever)
+	case retrieves && len(cell.Parts) == 0:
+		return nodes.Errorf("retriever", "Nothing to retrieve", "cell %s prepends no knowledge: a retriever needs a cell with parts.", cell.Name)
+	case rt == RetrieverDense && c.Embedder == "":
+		return nodes.Errorf("retriever", "Embedder needed", "retriever \"dense\" needs embedder = \"DIR\", a BERT sentence encoder's directory (config.json, vocab.txt, model.safetensors).")
+	case rt != RetrieverDense && c.Embedder != "":
+		return nodes.Errorf("embedder", "Embedder unused", "embedder is used by retriever = \"dense\" only.")
+	case rt != RetrieverDense && c.Pooling != "":
+		return nodes.Errorf("pooling", "Pooling unused", "pooling is used by retriever = \"dense\" only.")
+	case c.Pooling != "" && c.Pooling != "cls" && c.Pooling != "mean":
+		return nodes.Errorf("pooling", "Unknown pooling", "pooling must be \"cls\" or \"mean\", not %q.", c.Pooling)
+	case !retrieves && c.TopK != nil:
+		return nodes.Errorf("top_k", "Not retrieving", "top_k is used by retriever = \"bm25\" or \"dense\" only.")
+	case !retrieves && c.ChunkTokens != nil:
+		return nodes.Errorf("chunk_tokens", "Not retrieving", "chunk_tokens is used by retriever = \"bm25\" or \"dense\" only.")
+	case !retrieves && c.ChunkOverlap != nil:
+		return nodes.Errorf("chunk_overlap", "Not retrieving", "chunk_overlap is used by retriever = \"bm25\" or \"dense\" only.")
+	case c.TopK != nil && *c.TopK < 1:
+		return nodes.Errorf("top_k", "Invalid top_k", "top_k must be at least 1.")
+	case size < minSize:
+		return nodes.Errorf("chunk_tokens", "Invalid chunk_tokens", "chunk_tokens must be at least %d.", minSize)
+	case c.ChunkOverlap != nil && (*c.ChunkOverlap < 0 || *c.ChunkOverlap >= size-(minSize-1)):
+		what := "tokens of a chunk"
+		if rt == RetrieverDense {
+			what = "word pieces of a chunk (chunk_tokens less [CLS] and [SEP])"
+		}
+		return nodes.Errorf("chunk_overlap", "Invalid chunk_overlap", "chunk_overlap must be at least 0 and less than the %d %s.", size-(minSize-1), what)
+	}
 	return nil
 }
 
 // generatePinned is what Resolve fixed: the model as its server reported
 // it, and the cell's templates, read once.
 type generatePinned struct {
-	model   *llmenv.Model
-	prompts *cells.Prompts
+	model    *llmenv.Model
+	prompts  *cells.Prompts
+	embedder *embedder // retriever dense
 }
 
 // Resolve reads and checks the cell's templates (a template naming a
@@ -184,25 +290,46 @@ func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned
 		return nil, err
 	}
 	id["templates"] = prompts.Digest()
-	return &nodes.Pinned{Identity: id, Value: &generatePinned{model: m, prompts: prompts}}, nil
+	pinned := &generatePinned{model: m, prompts: prompts}
+	if c.retriever() == RetrieverDense {
+		dir := c.Embedder
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.Dir(), dir)
+		}
+		digest, err := embedderDigest(dir)
+		if err != nil {
+			return nil, nodes.Errorf("embedder", "Cannot read the embedder", "%v", err)
+		}
+		if pinned.embedder, err = embedderFor(dir, digest, c.pooling()); err != nil {
+			return nil, nodes.Errorf("embedder", "Cannot load the embedder", "%v", err)
+		}
+		if max, size := pinned.embedder.m.MaxTokens(), orInt(c.ChunkTokens, defaultChunkTokens); size > max {
+			return nil, nodes.Errorf("chunk_tokens", "Chunks too long", "chunk_tokens %d exceeds the %d tokens the embedder encodes ([CLS] and [SEP] included): "+
+				"the encoder would truncate every full chunk. Set chunk_tokens = %d.", size, max, max)
+		}
+		id["embedder"] = digest
+	}
+	return &nodes.Pinned{Identity: id, Value: pinned}, nil
 }
 
 // genCall is one call of a run, with what its row needs.
 type genCall struct {
-	task   Row
-	sample int
-	prompt string
-	call   llm.Call
+	task      Row
+	sample    int
+	prompt    string
+	retrieved []RetrievedChunk
+	call      llm.Call
 }
 
 // calls builds the run's calls, in row order: the kept tasks in task_id
-// order (the first Limit), each with Samples calls.
-func (t generateType) calls(r nodes.Run) ([]genCall, error) {
+// order (the first Limit), each with Samples calls; and the retrieval that
+// chose their knowledge (nil for the oracle).
+func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*generatePinned)
 	states, err := readTaskStates(r, c.Tasks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var tasks []Row
 	for _, s := range states {
@@ -215,17 +342,25 @@ func (t generateType) calls(r nodes.Run) ([]genCall, error) {
 		tasks = tasks[:*c.Limit]
 	}
 	bundles := map[string]bundle.Row{}
+	var g *rag
 	if len(p.prompts.Cell().Parts) > 0 {
 		in, err := r.Input(c.Bundles)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rows, err := artifacts.ReadAll[bundle.Row](in)
 		if err != nil {
-			return nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+			return nil, nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
 		}
 		for _, b := range rows {
 			bundles[b.APIID] = b
+		}
+		if c.retriever() != RetrieverOracle {
+			g = newRAG(c.retriever(), p.prompts, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
+				orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder)
+			if err := g.prepare(ctx, tasks, sortedBundles(rows)); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	m := p.model.Config
@@ -246,11 +381,19 @@ func (t generateType) calls(r nodes.Run) ([]genCall, error) {
 	for _, task := range tasks {
 		b, ok := bundles[task.APIID]
 		if !ok && len(p.prompts.Cell().Parts) > 0 {
-			return nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
+			return nil, nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
 		}
-		msgs, err := p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
+		var msgs cells.Messages
+		retrieved := []RetrievedChunk{}
+		if g != nil {
+			var knowledge string
+			knowledge, retrieved = g.retrieve(task)
+			msgs, err = p.prompts.RenderKnowledge(cellTask(task), knowledge)
+		} else {
+			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", task.TaskID, err)
+			return nil, nil, fmt.Errorf("task %s: %w", task.TaskID, err)
 		}
 		if m.System != nil && *m.System != "" {
 			msgs.System = *m.System
@@ -269,10 +412,10 @@ func (t generateType) calls(r nodes.Run) ([]genCall, error) {
 			}
 		}
 		for i := 0; i < c.samples(); i++ {
-			out = append(out, genCall{task: task, sample: i, prompt: prompt, call: llm.Call{Request: rq, Sample: i}})
+			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}})
 		}
 	}
-	return out, nil
+	return out, g, nil
 }
 
 // cellTask is what a prompt may show of a task.
@@ -308,14 +451,15 @@ func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
 // only the missing ones.
 func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	p := r.Pinned().(*generatePinned)
-	calls, err := t.calls(r)
+	calls, g, err := t.calls(ctx, r)
 	if err != nil {
 		return err
 	}
 	client := p.model.Client(r)
 	rows := make([]GenerateRow, len(calls))
 	think := p.model.Config.ThinkMode()
-	cell := p.prompts.Cell().Name
+	c := t.Config(r)
+	cell := c.rowCell()
 
 	reqs := make([]llm.Call, len(calls))
 	for i, gc := range calls {
@@ -331,7 +475,7 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 			}
 			return
 		}
-		rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, think)
+		rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, c.retriever(), think)
 	})
 	st := client.Stats()
 	r.Report("usage", st)
@@ -341,13 +485,16 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	if firstErr != nil {
 		return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the %d missing", firstErr, done, total, total-done)
 	}
-	c := t.Config(r)
-	r.Note("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	note := fmt.Sprintf("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	if g != nil {
+		note += "; " + g.summary()
+	}
+	r.Note("%s", note)
 	return t.Write(r, rows)
 }
 
 // answerRow is the row of one answered call.
-func answerRow(gc genCall, resp *llm.Response, model, cell, think string) GenerateRow {
+func answerRow(gc genCall, resp *llm.Response, model, cell, retriever, think string) GenerateRow {
 	answer, thinking := llm.StripThink(resp.Text)
 	if resp.Reasoning != "" {
 		thinking = strings.TrimSpace(resp.Reasoning + "\n\n" + thinking)
@@ -358,7 +505,7 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, think string) Genera
 	code, how := llm.ExtractCode(answer, "go")
 	return GenerateRow{
 		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
-		APIID: gc.task.APIID, Prompt: gc.prompt, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
+		APIID: gc.task.APIID, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
 		FinishReason: resp.FinishReason, PromptTokens: int64(resp.PromptTokens), CompletionTokens: int64(resp.OutputTokens),
 		LatencyS: resp.Latency.Seconds(),
 	}
@@ -373,7 +520,7 @@ func (generateType) CallsModels(any) bool { return true }
 // per answer).
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
-	calls, err := t.calls(r)
+	calls, _, err := t.calls(ctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -625,6 +625,15 @@ func TestGenerateRejectsBadConfig(t *testing.T) {
 		{`cell = "S+E"`, `p.hcl:9,1-20: Bundles needed; cell S+E prepends the task's bundle: set bundles = node.bundle.NAME.`},
 		{`samples = 0`, `p.hcl:12,13-14: Invalid samples; samples must be at least 1.`},
 		{`top_p = 1.5`, `p.hcl:12,11-14: Invalid top_p; top_p must be in (0, 1].`},
+		{`retriever = "bm42"`, "p.hcl:12,15-21: Unknown retriever; retriever must be \"oracle\", \"bm25\" or \"dense\", not \"bm42\"."},
+		{`retriever = "bm25"`, "p.hcl:12,15-21: Nothing to retrieve; cell baseline prepends no knowledge: a retriever needs a cell with parts."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"", "p.hcl:14,15-22: Embedder needed; retriever \"dense\" needs embedder = \"DIR\""},
+		{"cell = \"S\"\n  bundles = node.import.x\n  embedder = \"bge\"", "p.hcl:14,14-19: Embedder unused; embedder is used by retriever = \"dense\" only."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  top_k = 3", "p.hcl:14,11-12: Not retrieving; top_k is used by retriever = \"bm25\" or \"dense\" only."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  top_k = 0", "p.hcl:15,11-12: Invalid top_k; top_k must be at least 1."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  chunk_overlap = 512", "p.hcl:15,19-22: Invalid chunk_overlap; chunk_overlap must be at least 0 and less than the 512 tokens of a chunk."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  chunk_tokens = 66\n  chunk_overlap = 64", "p.hcl:17,19-21: Invalid chunk_overlap; chunk_overlap must be at least 0 and less than the 64 word pieces of a chunk (chunk_tokens less [CLS] and [SEP])."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  pooling = \"max\"", "p.hcl:16,13-18: Unknown pooling; pooling must be \"cls\" or \"mean\", not \"max\"."},
 	} {
 		dir := t.TempDir()
 		src := modelBlock("http://127.0.0.1:9/v1") + `node "import" "x" { path = "x.jsonl" }
@@ -672,5 +681,94 @@ node "generate" %[1]q {
 		if row.Solution != want || row.Raw != answer || row.Thinking != "```go\na := 1\nb := 2\n```" {
 			t.Errorf("think = %s: solution %q, raw %q, thinking %q", mode, row.Solution, row.Raw, row.Thinking)
 		}
+	}
+}
+
+// TestGenerateRetrievesChunksInPlaceOfTheBundle: with retriever = "bm25"
+// or "dense" the prompt holds the retrieved chunks, best first, where the
+// oracle prepend holds the task's bundle; the rows list them and name the
+// cell S@bm25 / S@dense. The dense node's key follows the content of the
+// embedder's files (an edit recomputes it and nothing else), and chunks
+// longer than the encoder's sequence fail the plan.
+func TestGenerateRetrievesChunksInPlaceOfTheBundle(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	emb := tasks.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp stack push pop [ ] t , v lo hi int"), 96)
+	node := func(name, attrs string) string {
+		return fmt.Sprintf(`
+node "generate" %q {
+  tasks   = node.c1.shapes
+  bundles = node.bundle.shapes
+  model   = model.coder
+  cell    = "S"
+  limit   = 3
+  %s
+}
+`, name, attrs)
+	}
+	src := c1Node + modelBlock(srv.URL()) + node("oracle", "") + node("bm25", `retriever = "bm25"
+  top_k = 2`) + node("dense", fmt.Sprintf(`retriever = "dense"
+  embedder = %q
+  pooling = "mean"
+  chunk_tokens = 96
+  top_k = 2`, emb))
+	first := runFixture(t, dir, src)
+	for _, arm := range []string{"oracle", "bm25", "dense"} {
+		rows := nodetest.Read[tasks.GenerateRow](t, first, "node.generate."+arm)
+		if len(rows) != 3 {
+			t.Fatalf("%s: %d rows, want 3", arm, len(rows))
+		}
+		for _, r := range rows {
+			wantCell, wantChunks := "S@"+arm, 2
+			if arm == "oracle" {
+				wantCell, wantChunks = "S", 0
+			}
+			if r.Cell != wantCell || r.Retriever != arm || len(r.Retrieved) != wantChunks || r.SampleID != wantCell+"#0" {
+				t.Errorf("%s %s: cell %q retriever %q sample %q, %d chunks; want %q, %d chunks", arm, r.TaskID, r.Cell, r.Retriever, r.SampleID, len(r.Retrieved), wantCell, wantChunks)
+				continue
+			}
+			// The chunks, in order, are the knowledge of the prompt.
+			var texts []string
+			for i, c := range r.Retrieved {
+				texts = append(texts, c.Text)
+				if !strings.HasPrefix(c.ChunkID, c.APIID+"#") || (i > 0 && c.Score > r.Retrieved[i-1].Score) || c.Tokens < 1 {
+					t.Errorf("%s %s: chunk %d %+v", arm, r.TaskID, i, c)
+				}
+			}
+			if arm != "oracle" && !strings.Contains(r.Prompt, "that the task may need:\n\n"+strings.Join(texts, "\n\n")+"\n\nTask (") {
+				t.Errorf("%s %s: the prompt does not hold the chunks in order:\n%s", arm, r.TaskID, r.Prompt)
+			}
+		}
+	}
+
+	notes := first.Notes("done")
+	for addr, want := range map[string]string{
+		"node.generate.bm25":  "; bm25 retrieval: the top 2 chunks of 1 pools of 6 chunks on average (512 tokens, 64 overlap)",
+		"node.generate.dense": "; dense retrieval: the top 2 chunks of 1 pools of 6 chunks on average (94 word pieces + [CLS] and [SEP], 64 overlap)",
+	} {
+		if !strings.HasSuffix(notes[addr], want) {
+			t.Errorf("%s: note %q, want it to end %q", addr, notes[addr], want)
+		}
+	}
+
+	// Editing a file of the embedder recomputes the dense node only.
+	if err := os.WriteFile(filepath.Join(emb, "tokenizer_config.json"), []byte(`{"do_lower_case": true, "edited": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := runFixture(t, dir, src)
+	for addr, recomputed := range map[string]bool{"node.generate.oracle": false, "node.generate.bm25": false, "node.generate.dense": true} {
+		if changed := first.Nodes[addr].Key != second.Nodes[addr].Key; changed != recomputed {
+			t.Errorf("%s: key changed = %v after the embedder's edit, want %v", addr, changed, recomputed)
+		}
+	}
+
+	long := c1Node + modelBlock(srv.URL()) + node("dense", fmt.Sprintf(`retriever = "dense"
+  embedder = %q
+  chunk_tokens = 97`, emb))
+	res := nodetest.RunErr(t, dir, pipeline+long).Nodes["node.generate.dense"]
+	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "chunk_tokens 97 exceeds the 96 tokens the embedder encodes") {
+		t.Errorf("dense with chunks longer than the encoder's sequence: %+v", res)
 	}
 }

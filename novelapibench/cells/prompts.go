@@ -208,17 +208,35 @@ func (p *Prompts) Digest() string {
 }
 
 // Render renders the messages of one task with its API's bundle (ignored by
-// baseline).
+// baseline): the oracle prepend.
 func (p *Prompts) Render(t Task, b Bundle) (Messages, error) {
+	k, err := p.Knowledge(b)
+	if err != nil {
+		return Messages{}, err
+	}
+	return p.RenderKnowledge(t, k)
+}
+
+// Knowledge renders the cell's parts of a bundle, in order, separated by
+// blank lines: what Render prepends, and what a retriever's pool holds of
+// each bundle. It is "" for baseline.
+func (p *Prompts) Knowledge(b Bundle) (string, error) {
 	var parts []string
 	for _, part := range p.cell.Parts {
 		s, err := p.exec(part.File(), b)
 		if err != nil {
-			return Messages{}, err
+			return "", err
 		}
 		parts = append(parts, s)
 	}
-	data := Prompt{Cell: p.cell.Name, Task: t, Knowledge: strings.Join(parts, "\n\n")}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// RenderKnowledge renders the messages of one task with the given
+// knowledge in place of its bundle's (a retriever's chunks, in place of the
+// oracle prepend).
+func (p *Prompts) RenderKnowledge(t Task, knowledge string) (Messages, error) {
+	data := Prompt{Cell: p.cell.Name, Task: t, Knowledge: knowledge}
 	sys, err := p.exec(SystemFile, data)
 	if err != nil {
 		return Messages{}, err
