@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,6 +79,9 @@ const (
 	freeDecoding          = "free"
 	retrieverConstrained  = "parametric-constrained"
 	retrieverFreeDecoding = "parametric-free"
+	// tokenIDsParam is vLLM's request field that names the top
+	// log-probabilities' tokens "token_id:N".
+	tokenIDsParam = "return_tokens_as_token_ids"
 )
 
 func (c *parametricConfig) format() string {
@@ -133,15 +137,27 @@ func (c *parametricConfig) spelling() (open, close string) {
 // DisjunctiveTrie search of ToolGen and the paper) adds raw log-softmax
 // values, the mask applied after; the two differ by the log of each
 // step's allowed mass: the same order for flat tokens and for the API
-// step, possibly not over whole hierarchical paths. With vLLM's default
-// raw_logprobs the values are Hugging Face's, but top_logprobs ranks the
-// whole vocabulary, so allowed tokens below other ones go unlisted (the
-// note counts the entries outside the allowed set).
+// step, possibly not over whole hierarchical paths; Hugging Face's search
+// also scores the end token after the last tool token, which lacuna does
+// not ask for. The node's note says so. With vLLM's default raw_logprobs
+// top_logprobs ranks the whole vocabulary before the mask, so allowed
+// tokens below other ones go unlisted: an entry outside the allowed set
+// fails the node (before its output is written), naming the fix.
 //
 // Free decoding with a beam searches one token per step and stops there
 // (flat: one step, hierarchical: two), where Hugging Face's beam search
 // runs each beam to its end token and scores whole sequences: the
-// probability of ending after a tool token is left out.
+// probability of ending after a tool token is left out, and there is no
+// length normalisation. The note says so too.
+//
+// Step 2 (hierarchical, and free with a beam) continues step 1's token.
+// Through the completions API the token is appended to the prompt text:
+// the server tokenises it back to the same token (it is an added token),
+// but the prompt is sent without the model's chat template. Through the
+// chat API the token is a final assistant message with
+// continue_final_message: a chat template that rewrites assistant turns
+// (Llama-3's trims their whitespace, Qwen3's adds an empty think block)
+// may make the prefix differ from what step 1 generated.
 type parametricType struct {
 	nodes.Static[parametricConfig, RetrieveRow]
 }
@@ -167,18 +183,29 @@ func (parametricType) Doc() string {
 		"the tools ranked by log-probability (ties by catalog order), the top k kept. \"hierarchical\" (<<tool_title>><<api_title>>, " +
 		"tool_name split at its first \"&&\"): beam search of width `beam` over the two steps, each a logprobs request " +
 		"restricted to the prefix-valid tokens (step 2 continues the API token: completions append it to the prompt, chat " +
-		"sends it as a final assistant message with continue_final_message), scores summed, the best `beam` kept. A tool " +
+		"sends it as a final assistant message with continue_final_message; a chat template that rewrites assistant turns, as " +
+		"Llama-3's trim and Qwen3's think block do, may make that prefix differ from step 1's tokens: check the template, or " +
+		"use api = \"completions\", which appends the token to the prompt exactly but sends no chat template), scores summed, " +
+		"the best `beam` kept. The tools are split into API and endpoint tokens by tool_title and api_title, or, when either " +
+		"is missing, by tool_name at its first \"&&\". Scores: each step's log-probabilities as the server gives them after " +
+		"the mask (vLLM --logprobs-mode processed_logprobs: renormalised over the step's allowed tokens), summed over the " +
+		"steps; Hugging Face's trie-constrained beam search (ToolGen's) sums raw log-softmax values and scores the end token, " +
+		"so hierarchical paths may rank differently (flat rankings are the same). A tool " +
 		"token the server leaves out of top_logprobs is ranked after every listed one: it is not listed, so a query's list " +
 		"may be shorter than k, and counts as not retrieved. The token ids come from `tokens` (a token → id JSON object or " +
-		"tokenizer.json); top_logprobs entries are matched by text, or by id when the server sends \"token_id:N\" " +
-		"(return_tokens_as_token_ids). vLLM needs --max-logprobs ≥ beam, and --logprobs-mode processed_logprobs for the top " +
-		"log-probabilities to be taken after the allowed_token_ids mask. decoding = \"free\": one greedy generation (max_tokens, " +
+		"tokenizer.json); constrained requests set return_tokens_as_token_ids and top_logprobs entries are matched by id " +
+		"(by text only when the server ignores it and sends token texts). vLLM needs --max-logprobs ≥ beam, and " +
+		"--logprobs-mode processed_logprobs for the top log-probabilities to be taken after the allowed_token_ids mask: an " +
+		"entry outside the allowed tokens (raw_logprobs) fails the node, no ranking is written. The first call of each step " +
+		"is made alone, so a server that cannot serve the search fails the node after one call. decoding = \"free\": one greedy generation (max_tokens, " +
 		"default 64), its virtual tokens read back in order of appearance (hierarchical: an API token followed by one of its " +
 		"endpoint tokens), duplicates dropped; tokens that name no catalog tool are counted in the note and the report, " +
 		"never listed; scores are empty. decoding = \"free\" with `beam` set: the paper's free-form beam search (§3.3), done " +
 		"as the constrained one but unmasked: top_logprobs = beam over the whole vocabulary at each step (flat: one step), " +
 		"the best `beam` outputs kept in order; an output that names a catalog tool is listed as its tool_name, any other " +
-		"as its raw token text (it holds its rank and never matches an answer). Calls go through the store's call cache."
+		"as its raw token text (it holds its rank and never matches an answer); one token per step, no end token, no length " +
+		"normalisation. Free decoding reads tokens by text: return_tokens_as_token_ids in the model's params is dropped " +
+		"from its requests. Calls go through the store's call cache."
 }
 
 func (parametricType) Validate(cfg any) error {
@@ -302,12 +329,15 @@ func ReadTokenIDs(b []byte) (map[string]int, error) {
 	return ids, checkIDs(ids)
 }
 
+// checkIDs fails when two texts share an id, naming the first such pair
+// in text order (the same error on every run).
 func checkIDs(ids map[string]int) error {
+	texts := slices.Sorted(maps.Keys(ids))
 	seen := map[int]string{}
-	for text, id := range ids {
+	for _, text := range texts {
+		id := ids[text]
 		if other, dup := seen[id]; dup {
-			a, b := min(text, other), max(text, other)
-			return fmt.Errorf("tokens %q and %q have the same id %d", a, b, id)
+			return fmt.Errorf("tokens %q and %q have the same id %d", other, text, id)
 		}
 		seen[id] = text
 	}
@@ -348,9 +378,9 @@ func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
 			t.tool[open+tool.ToolName+close] = i
 			continue
 		}
-		a, e, ok := strings.Cut(tool.ToolName, "&&")
+		a, e, ok := split(tool)
 		if !ok {
-			return nil, fmt.Errorf("tool %q has no \"&&\" to split into API and endpoint tokens", tool.ToolName)
+			return nil, nodes.Errorf("token_format", "Tool without API and endpoint", "tool %q has no tool_title and api_title, nor a \"&&\" in its tool_name to split it at: hierarchical tokens need both parts", tool.ToolName)
 		}
 		at, et := open+a+close, open+e+close
 		j, seen := t.api[at]
@@ -363,6 +393,17 @@ func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
 		t.apis[j].order = append(t.apis[j].order, et)
 	}
 	return t, nil
+}
+
+// split is a tool's API and endpoint names for hierarchical tokens: its
+// tool_title and api_title, or, when either is missing, its tool_name cut
+// at the first "&&" (a title holding "&&" is split right only by the
+// titles).
+func split(tool CatalogRow) (api, endpoint string, ok bool) {
+	if tool.ToolTitle != "" && tool.APITitle != "" {
+		return tool.ToolTitle, tool.APITitle, true
+	}
+	return strings.Cut(tool.ToolName, "&&")
 }
 
 // idsOf is the ids of tokens, ascending; a token without an id is an
@@ -379,7 +420,8 @@ func idsOf(tokens []string, ids map[string]int) ([]int, error) {
 		out = append(out, id)
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%d catalog tokens have no id in the tokens file (first: %q): the model does not know these tools, or token_format / token_open / token_close spell them differently", len(missing), missing[:min(3, len(missing))])
+		slices.Sort(missing)
+		return nil, nodes.Errorf("tokens", "Catalog tokens without an id", "%d catalog tokens have no id in the tokens file (first: %q): the model does not know these tools, or token_format / token_open / token_close spell them differently", len(missing), missing[:min(3, len(missing))])
 	}
 	slices.Sort(out)
 	return out, nil
@@ -401,29 +443,40 @@ func byScore(a, b scored) int {
 }
 
 // topOf reads a one-token answer's top log-probabilities as the allowed
-// tokens' scores: an entry is matched by its text, or by id when it reads
-// "token_id:N"; entries outside allowed are returned as outside.
-func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (hits map[int]float64, outside int, err error) {
+// tokens' scores. Constrained requests ask for return_tokens_as_token_ids,
+// so an entry reads "token_id:N" and is matched by its id through the
+// tokens file (two tokens of one text stay apart, and the server's way of
+// spelling a token does not matter). An entry in any other form (a server
+// that ignores return_tokens_as_token_ids) is matched by its text, a
+// fallback. An entry outside the allowed tokens is an error: the server
+// ranked before the allowed_token_ids mask (vLLM's raw_logprobs), so its
+// list may leave out allowed tokens and its ranking must not be kept.
+func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (map[int]float64, error) {
 	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
-		return nil, 0, errors.New("the server answered without top log-probabilities: constrained decoding ranks the tool tokens by them (vLLM returns them for logprobs / top_logprobs; a server that does not cannot serve constrained decoding)")
+		return nil, errors.New("the server answered without top log-probabilities: constrained decoding ranks the tool tokens by them (vLLM returns them for logprobs / top_logprobs; a server that does not cannot serve constrained decoding)")
 	}
-	hits = map[int]float64{}
-	for text, lp := range resp.Logprobs[0].Top {
-		if s, ok := strings.CutPrefix(text, "token_id:"); ok {
+	hits := map[int]float64{}
+	var outside []string
+	for entry, lp := range resp.Logprobs[0].Top {
+		text := entry
+		if s, ok := strings.CutPrefix(entry, "token_id:"); ok {
+			text = "" // an id the tokens file does not name is outside
 			if id, err := strconv.Atoi(s); err == nil {
-				if t, ok := byID[id]; ok {
-					text = t
-				}
+				text = byID[id]
 			}
 		}
 		i, ok := allowed[text]
 		if !ok {
-			outside++
+			outside = append(outside, entry)
 			continue
 		}
 		hits[i] = lp
 	}
-	return hits, outside, nil
+	if len(outside) > 0 {
+		slices.Sort(outside)
+		return nil, fmt.Errorf("%d of the %d top log-probabilities are of tokens outside the allowed ones (first: %q): the server ranked the whole vocabulary, not the allowed_token_ids it sampled from, so allowed tokens may be missing from its list; run vLLM with --logprobs-mode processed_logprobs (its default, raw_logprobs, ranks before the mask). If it runs so, the server spells the tool tokens differently from the tokens file and ignored return_tokens_as_token_ids", len(outside), len(resp.Logprobs[0].Top), outside[:min(3, len(outside))])
+	}
+	return hits, nil
 }
 
 // searcher builds the requests of one node's search and reads their
@@ -449,6 +502,7 @@ func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (
 	s := &searcher{c: c, p: p, trie: tr, base: p.model.Request()}
 	zero := 0.0
 	s.base.Temperature = &zero
+	s.base.Params = maps.Clone(s.base.Params)
 	if s.base.Params == nil {
 		s.base.Params = map[string]string{}
 	}
@@ -457,6 +511,11 @@ func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (
 			return nil, fmt.Errorf("model %s: params sets %s, which retrieve_parametric sets itself", p.model.Config.ID, f)
 		}
 	}
+	// Constrained decoding matches the top log-probabilities by id; free
+	// decoding reads tokens by their text (a free beam continues a first
+	// token as text), so a model block shared by both may set it: it is
+	// dropped for free decoding, set for constrained.
+	delete(s.base.Params, tokenIDsParam)
 	if c.freeBeam() {
 		s.base.MaxTokens = 1
 		return s, nil
@@ -471,6 +530,7 @@ func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (
 		return s, nil
 	}
 	s.base.MaxTokens = 1
+	s.base.Params[tokenIDsParam] = "true"
 	s.byID = make(map[int]string, len(p.ids))
 	for text, id := range p.ids {
 		s.byID[id] = text
@@ -622,44 +682,44 @@ func (s *searcher) named(first, second string) string {
 }
 
 // rankFlat is a flat search's result: the listed tools, best first.
-func (s *searcher) rankFlat(resp *llm.Response) ([]scored, int, error) {
-	hits, outside, err := topOf(resp, s.trie.tool, s.byID)
+func (s *searcher) rankFlat(resp *llm.Response) ([]scored, error) {
+	hits, err := topOf(resp, s.trie.tool, s.byID)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	out := make([]scored, 0, len(hits))
 	for i, lp := range hits {
 		out = append(out, scored{idx: i, score: lp, pos: i})
 	}
 	slices.SortFunc(out, byScore)
-	return out[:min(len(out), s.c.beam())], outside, nil
+	return out[:min(len(out), s.c.beam())], nil
 }
 
 // apiBeams is a hierarchical search's first step: the best beam APIs.
-func (s *searcher) apiBeams(resp *llm.Response) ([]scored, int, error) {
-	hits, outside, err := topOf(resp, s.trie.api, s.byID)
+func (s *searcher) apiBeams(resp *llm.Response) ([]scored, error) {
+	hits, err := topOf(resp, s.trie.api, s.byID)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	out := make([]scored, 0, len(hits))
 	for a, lp := range hits {
 		out = append(out, scored{idx: a, score: lp, pos: s.trie.apis[a].first})
 	}
 	slices.SortFunc(out, byScore)
-	return out[:min(len(out), s.c.beam())], outside, nil
+	return out[:min(len(out), s.c.beam())], nil
 }
 
 // endpoints extends beam b (an API) by its second step's answer.
-func (s *searcher) endpoints(b scored, resp *llm.Response) ([]scored, int, error) {
-	hits, outside, err := topOf(resp, s.trie.apis[b.idx].endpoints, s.byID)
+func (s *searcher) endpoints(b scored, resp *llm.Response) ([]scored, error) {
+	hits, err := topOf(resp, s.trie.apis[b.idx].endpoints, s.byID)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	out := make([]scored, 0, len(hits))
 	for tool, lp := range hits {
 		out = append(out, scored{idx: tool, score: b.score + lp, pos: tool})
 	}
-	return out, outside, nil
+	return out, nil
 }
 
 // freeParse reads a free-decoding answer back to tools: the virtual
@@ -679,7 +739,11 @@ func (s *searcher) freeParse(answer string) (tools []int, unknown []string, dups
 		if j < 0 {
 			break
 		}
-		end := i + len(open) + j + len(close)
+		// The token opens at the last open before its close:
+		// "<<<A&&E>>" is "<" then "<<A&&E>>".
+		at := i + len(open) + j
+		i = strings.LastIndex(rest[:at], open)
+		end := at + len(close)
 		toks = append(toks, rest[i:end])
 		rest = rest[end:]
 	}
@@ -768,12 +832,18 @@ func (t parametricType) readQueries(r nodes.Run) ([]CatalogRow, []RetrieveRow, e
 	return tools, rows, nil
 }
 
-// callError adds what a real server needs to an error of a constrained
-// call the server refused.
+// callError adds what a real server needs to an error of a logprobs call
+// (constrained, or free with a beam) the server refused.
 func callError(c *parametricConfig, err error) error {
 	var se *llm.StatusError
-	if c.Decoding == constrainedDecoding && errors.As(err, &se) && se.Status == http.StatusBadRequest {
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
+		return err
+	}
+	switch {
+	case c.Decoding == constrainedDecoding:
 		return fmt.Errorf("%w (constrained decoding asks for top_logprobs = beam (%d) and sends allowed_token_ids: vLLM must run with --max-logprobs ≥ %d)", err, c.beam(), c.beam())
+	case c.freeBeam():
+		return fmt.Errorf("%w (free decoding with a beam asks for top_logprobs = beam (%d): vLLM must run with --max-logprobs ≥ %d)", err, c.beam(), c.beam())
 	}
 	return err
 }
@@ -807,21 +877,28 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	client := p.model.Client(r)
 	conc := p.model.Endpoint.Concurrency
+	// do makes calls, the first alone: an answer each cannot read (a
+	// server without log-probabilities, or one ranking before the mask)
+	// fails the node after one call, not after all of them.
 	do := func(calls []llm.Call, what func(i int) string, each func(i int, resp *llm.Response) error) error {
 		var firstErr error
-		done := llmenv.DoAll(ctx, r, client, calls, conc, true, func(i int, resp *llm.Response, err error) {
-			if err == nil {
-				err = each(i, resp)
+		done := 0
+		for _, part := range [][2]int{{0, min(1, len(calls))}, {min(1, len(calls)), len(calls)}} {
+			done += llmenv.DoAll(ctx, r, client, calls[part[0]:part[1]], conc, true, func(i int, resp *llm.Response, err error) {
+				i += part[0]
+				if err == nil {
+					err = each(i, resp)
+				}
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("%s: %w", what(i), callError(c, err))
+				}
+			})
+			if firstErr == nil {
+				firstErr = ctx.Err()
 			}
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("%s: %w", what(i), callError(c, err))
+			if firstErr != nil {
+				return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the missing", firstErr, done, len(calls))
 			}
-		})
-		if firstErr == nil {
-			firstErr = ctx.Err()
-		}
-		if firstErr != nil {
-			return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the missing", firstErr, done, len(calls))
 		}
 		return nil
 	}
@@ -830,7 +907,6 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 	for i, row := range rows {
 		calls[i] = s.first(row.Query)
 	}
-	outside := 0
 	var free FreeReport
 	var beams [][]scored
 	var freeBeams [][]output
@@ -871,18 +947,16 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 				}
 			}
 		case s.trie.flat:
-			ranked, out, err := s.rankFlat(resp)
+			ranked, err := s.rankFlat(resp)
 			if err != nil {
 				return err
 			}
-			outside += out
 			setRanking(&rows[i], tools, ranked, c.k())
 		default:
-			b, out, err := s.apiBeams(resp)
+			b, err := s.apiBeams(resp)
 			if err != nil {
 				return err
 			}
-			outside += out
 			if beams == nil {
 				beams = make([][]scored, len(rows))
 			}
@@ -909,8 +983,7 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.apis[beams[st.q][st.b].idx].token)
 		}, func(i int, resp *llm.Response) error {
 			st := steps[i]
-			ext, out, err := s.endpoints(beams[st.q][st.b], resp)
-			outside += out
+			ext, err := s.endpoints(beams[st.q][st.b], resp)
 			cands[st.q] = append(cands[st.q], ext...)
 			return err
 		})
@@ -977,17 +1050,34 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 				}
 			}
 		}
-		r.Note("%d queries, free decoding (%s tokens, beam %d), top %d: %d of %d outputs name a catalog tool; %s",
-			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), calls0)
+		r.Note("%d queries, free decoding (%s tokens, beam %d), top %d: %d of %d outputs name a catalog tool; one token per step (%s), scores are summed log-probabilities with no end token and no length normalisation, where Hugging Face's beam search runs each beam to its end token; %s",
+			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), steps(s.trie.flat), calls0)
 	case c.Decoding == freeDecoding:
 		r.Report("free_decoding", free)
 		r.Note("%d queries, free decoding (%s tokens, greedy): %d without a catalog tool, %d unknown tool tokens in %d queries, %d duplicates dropped; %s",
 			len(rows), c.format(), free.NoTool, free.Unknown, free.UnknownQueries, free.Duplicates, calls0)
 	default:
-		r.Note("%d queries, constrained decoding (%s tokens, beam %d), top %d: %d queries with fewer than %d tools listed, %d top_logprobs entries outside the allowed tokens ignored; %s",
-			len(rows), c.format(), c.beam(), c.k(), short, c.k(), outside, calls0)
+		r.Note("%d queries, constrained decoding (%s tokens, beam %d), top %d: %d queries with fewer than %d tools listed; %s; %s",
+			len(rows), c.format(), c.beam(), c.k(), short, c.k(), scoreNote(s.trie.flat), calls0)
 	}
 	return t.Write(r, rows)
+}
+
+// steps says how many tokens a free beam search takes.
+func steps(flat bool) string {
+	if flat {
+		return "flat: one step"
+	}
+	return "hierarchical: two steps"
+}
+
+// scoreNote says what a constrained search's scores are, and how they
+// differ from Hugging Face's trie-constrained beam search (ToolGen's).
+func scoreNote(flat bool) string {
+	if flat {
+		return "scores are the server's log-probabilities after the allowed_token_ids mask (processed_logprobs: renormalised over the catalog's tokens; the order is Hugging Face's)"
+	}
+	return "scores are the two steps' log-probabilities summed, each renormalised over its allowed tokens (processed_logprobs), where Hugging Face's trie search sums raw log-softmax values and scores the end token: whole paths may rank differently"
 }
 
 // setOutputs writes a free beam search's best k outputs into a row.
@@ -1022,7 +1112,8 @@ func (parametricType) CallsModels(any) bool { return true }
 // holds. A hierarchical beam search's second-step calls follow from its
 // first step's answer: when that is cached they are counted exactly, else
 // as min(beam, APIs) calls (free decoding: beam calls) not cached, an
-// upper bound.
+// upper bound, as they are when the cached answer cannot be read (no
+// log-probabilities: the run fails on it).
 func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*parametricPinned)
@@ -1046,9 +1137,22 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 		if client.Cached(first) {
 			resp, _ = client.Do(ctx, first) // a replay: no call is made
 		}
+		// An answer the run cannot read (no log-probabilities) counts
+		// as unanswered: the upper bound.
+		var top []output
+		var bs []scored
+		if resp != nil {
+			if c.freeBeam() {
+				top, err = s.freeTop(resp)
+			} else {
+				bs, err = s.apiBeams(resp)
+			}
+			if err != nil {
+				resp = nil
+			}
+		}
 		switch {
 		case c.freeBeam() && resp != nil:
-			top, _ := s.freeTop(resp)
 			for _, o := range top {
 				calls = append(calls, s.freeSecond(row.Query, o.name))
 			}
@@ -1057,7 +1161,6 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 				calls = append(calls, s.freeSecond(row.Query, ""))
 			}
 		case resp != nil:
-			bs, _, _ := s.apiBeams(resp)
 			for _, b := range bs {
 				calls = append(calls, s.second(row.Query, b.idx))
 			}

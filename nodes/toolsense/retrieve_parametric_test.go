@@ -223,6 +223,11 @@ func TestConstrainedFlatRanksCatalogTokensByTheirLogprobs(t *testing.T) {
 // at least the number of APIs and of any API's endpoints, that is every
 // path, best first.
 func bruteForce(query string, beam int) []ranked {
+	return bruteForceLP(beam, func(prefix, tok string) float64 { return hashed(query, prefix, tok) })
+}
+
+// bruteForceLP is bruteForce with a step's log-probabilities from lp.
+func bruteForceLP(beam int, lp func(prefix, tok string) float64) []ranked {
 	type apiScore struct {
 		name  string
 		score float64
@@ -234,7 +239,7 @@ func bruteForce(query string, beam int) []ranked {
 		a, _, _ := strings.Cut(n, "&&")
 		if !seen[a] {
 			seen[a] = true
-			apis = append(apis, apiScore{a, hashed(query, "", "<<"+a+">>"), i})
+			apis = append(apis, apiScore{a, lp("", "<<"+a+">>"), i})
 		}
 	}
 	slices.SortStableFunc(apis, func(x, y apiScore) int { return sortKey(x.score, y.score, x.pos, y.pos) })
@@ -243,7 +248,7 @@ func bruteForce(query string, beam int) []ranked {
 		var ext []ranked
 		for i, n := range pmNames {
 			if api, e, _ := strings.Cut(n, "&&"); api == a.name {
-				ext = append(ext, ranked{n, a.score + hashed(query, "<<"+a.name+">>", "<<"+e+">>"), i})
+				ext = append(ext, ranked{n, a.score + lp("<<"+a.name+">>", "<<"+e+">>"), i})
 			}
 		}
 		sortRanked(ext)
@@ -309,33 +314,123 @@ func TestConstrainedHierarchicalBeamSearchMatchesBruteForce(t *testing.T) {
 	}
 }
 
-// TestConstrainedSearchWorksThroughCompletionsAndTokenIDs: through the
-// completions API the endpoint step appends the API token to the prompt;
-// with vLLM's return_tokens_as_token_ids the top log-probabilities name
-// ids, read back through the tokens file. Both rank as the chat API does.
-func TestConstrainedSearchWorksThroughCompletionsAndTokenIDs(t *testing.T) {
-	for name, attrs := range map[string]string{
-		"completions": `api = "completions"`,
-		"token ids":   `params = { return_tokens_as_token_ids = "true" }`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}})
+// respelled is a server that spells every token of lp differently from
+// the tokens file (as a tokenizer may spell a non-ASCII name), ids kept.
+func respelled(lp lpFunc) func(llmtest.Request) []llmtest.Candidate {
+	return func(q llmtest.Request) []llmtest.Candidate {
+		cands := lp.next(q)
+		for i := range cands {
+			cands[i].Token = "\u2581" + cands[i].Token
+		}
+		return cands
+	}
+}
+
+// TestConstrainedSearchMatchesTokensByID: constrained requests ask for
+// return_tokens_as_token_ids and the top log-probabilities are matched by
+// id through the tokens file, so a server spelling the tokens otherwise
+// ranks right; through the completions API the endpoint step appends the
+// API token to the prompt; a server that ignores token ids is matched by
+// text, the fallback. All rank as enumerating the paths does.
+func TestConstrainedSearchMatchesTokensByID(t *testing.T) {
+	cases := []struct {
+		name  string
+		attrs string
+		cfg   llmtest.Config
+	}{
+		{"chat", "", llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}}},
+		{"completions", `api = "completions"`, llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}}},
+		{"server spells tokens otherwise", "", llmtest.Config{Script: []llmtest.Rule{{Next: respelled(hashed)}}}},
+		{"server ignores token ids", "", llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, IgnoreTokenIDs: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(tc.cfg)
 			defer srv.Close()
 			dir := t.TempDir()
-			r := nodetest.RunErr(t, dir, pmPipelineWith(t, dir, srv.URL(), attrs)+constrainedNode("h", "hierarchical", 50, 5))
+			r := nodetest.RunErr(t, dir, pmPipelineWith(t, dir, srv.URL(), tc.attrs)+constrainedNode("h", "hierarchical", 50, 5))
 			for _, row := range mustRows(t, r, "node.retrieve_parametric.h") {
 				wantRanking(t, row, bruteForce(row.Query, 50)[:5])
 			}
 			for _, c := range srv.Calls() {
-				if name == "completions" && (c.Request.API != "completions" || !strings.HasPrefix(c.Request.Prompt, "You will be provided")) {
+				if tc.name == "completions" && (c.Request.API != "completions" || !strings.HasPrefix(c.Request.Prompt, "You will be provided")) {
 					t.Errorf("request %+v", c.Request.Body)
 				}
-				if name == "token ids" && c.Request.Body["return_tokens_as_token_ids"] != true {
-					t.Errorf("request %+v", c.Request.Body)
+				if c.Request.Body["return_tokens_as_token_ids"] != true {
+					t.Errorf("request without return_tokens_as_token_ids %+v", c.Request.Body)
 				}
 			}
-			wantContains(t, r.Notes(engine.EventDone)["node.retrieve_parametric.h"], "0 top_logprobs entries outside the allowed tokens")
 		})
+	}
+}
+
+// TestConstrainedSearchRanksProcessedLogprobs: under vLLM's
+// processed_logprobs (each step renormalised over its allowed tokens) the
+// hierarchical search gives what enumerating the paths with renormalised
+// steps gives, and the note says how that differs from Hugging Face's.
+func TestConstrainedSearchRanksProcessedLogprobs(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsMode: llmtest.ProcessedLogprobs})
+	defer srv.Close()
+	const beam = 2
+	r := pmRun(t, t.TempDir(), srv.URL(), constrainedNode("h", "hierarchical", beam, beam))
+	for _, row := range mustRows(t, r, "node.retrieve_parametric.h") {
+		// allowed is each step's allowed tokens: the API tokens, or an
+		// API's endpoint tokens.
+		allowed := func(prefix string) []string {
+			var out []string
+			for _, n := range pmNames {
+				a, e, _ := strings.Cut(n, "&&")
+				tok := "<<" + a + ">>"
+				if prefix != "" {
+					if "<<"+a+">>" != prefix {
+						continue
+					}
+					tok = "<<" + e + ">>"
+				}
+				if !slices.Contains(out, tok) {
+					out = append(out, tok)
+				}
+			}
+			return out
+		}
+		lp := func(prefix, tok string) float64 {
+			z := 0.0
+			for _, o := range allowed(prefix) {
+				z += math.Exp(hashed(row.Query, prefix, o))
+			}
+			return hashed(row.Query, prefix, tok) - math.Log(z)
+		}
+		want := bruteForceLP(beam, lp)
+		if len(row.Ranked) != len(want) {
+			t.Fatalf("%s: ranked %v, want %v", row.SampleID, row.Ranked, want)
+		}
+		for i, w := range want {
+			if row.Ranked[i] != w.name || math.Abs(row.Scores[i]-w.score) > 1e-9 {
+				t.Errorf("%s: ranked %v %v, want %v", row.SampleID, row.Ranked, row.Scores, want)
+				break
+			}
+		}
+	}
+	wantContains(t, r.Notes(engine.EventDone)["node.retrieve_parametric.h"], "Hugging Face's trie search sums raw log-softmax values and scores the end token")
+}
+
+// TestConstrainedDecodingRefusesRawLogprobs: a server ranking before the
+// mask (vLLM's raw_logprobs) lists tokens outside the allowed ones: the
+// node fails after one call, naming the fix, and writes no ranking; a
+// re-run answers the call from the cache and fails again.
+func TestConstrainedDecodingRefusesRawLogprobs(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsMode: llmtest.RawLogprobs})
+	defer srv.Close()
+	dir := t.TempDir()
+	for run := range 2 {
+		r := pmRun(t, dir, srv.URL(), constrainedNode("c", "flat", 50, 50))
+		wantContains(t, nodeErr(t, r, "node.retrieve_parametric.c"), "outside the allowed ones", "--logprobs-mode processed_logprobs")
+		if n := r.Nodes["node.retrieve_parametric.c"]; n.State == engine.StateDone {
+			t.Errorf("run %d: the node is done", run)
+		}
+		if n := srv.Stats().Requests; n != 1 {
+			t.Errorf("run %d: %d requests, want the first query's one", run, n)
+		}
 	}
 }
 
@@ -344,12 +439,12 @@ func TestConstrainedSearchWorksThroughCompletionsAndTokenIDs(t *testing.T) {
 func TestFreeDecodingReadsToolTokensBackInOrder(t *testing.T) {
 	answers := map[string]map[string]string{
 		"flat": {
-			"will it rain tomorrow": "<<Weather&&forecast>>",
+			"will it rain tomorrow": "<<<Weather&&forecast>>",
 			"how do I get there":    "<<Maps&&route>> or <<Nope&&x>>, else <<Maps&&route>><<Tik&&trending>>",
 			"what is on now":        "I do not know the tool.",
 		},
 		"hierarchical": {
-			"will it rain tomorrow": "<<Weather>><<forecast>>",
+			"will it rain tomorrow": "<<<Weather>><<forecast>>",
 			"how do I get there":    "<<Maps>> <<route>> <<Weather>><<trending>> <<Maps>><<route>>",
 			"what is on now":        "<<Weather&&current>>",
 		},
@@ -623,7 +718,75 @@ func TestConstrainedDecodingNeedsLogprobsFromTheServer(t *testing.T) {
 			defer srv.Close()
 			r := pmRun(t, t.TempDir(), srv.URL(), constrainedNode("c", "flat", 50, 50))
 			wantContains(t, nodeErr(t, r, "node.retrieve_parametric.c"), tc.want)
+			if n := srv.Stats().Requests; n != 1 {
+				t.Errorf("%d requests, want the first query's one before failing", n)
+			}
 		})
+	}
+}
+
+func freeBeamNode(format string, beam int) string {
+	return fmt.Sprintf(`node "retrieve_parametric" "fb" {
+  catalog      = node.catalog.c
+  queries      = node.import.q
+  model        = model.tg
+  decoding     = "free"
+  token_format = %q
+  beam         = %d
+  k            = %d
+}
+`, format, beam, beam)
+}
+
+// TestFreeBeamNeedsLogprobsFromTheServer: as constrained decoding, a free
+// beam search fails after one call on a server without log-probabilities,
+// and names --max-logprobs on one that caps them below the beam.
+func TestFreeBeamNeedsLogprobsFromTheServer(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  llmtest.Config
+		want string
+	}{
+		{"no logprobs", llmtest.Config{NoLogprobs: true}, "answered without top log-probabilities"},
+		{"max logprobs below the beam", llmtest.Config{MaxLogprobs: 2}, "vLLM must run with --max-logprobs ≥ 4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Script = []llmtest.Rule{{Next: lpFunc(hashed).next}}
+			srv := llmtest.New(tc.cfg)
+			defer srv.Close()
+			r := pmRun(t, t.TempDir(), srv.URL(), freeBeamNode("hierarchical", 4))
+			wantContains(t, nodeErr(t, r, "node.retrieve_parametric.fb"), tc.want)
+			if n := srv.Stats().Requests; n != 1 {
+				t.Errorf("%d requests, want the first query's one before failing", n)
+			}
+		})
+	}
+}
+
+// TestSharedModelWithTokenIDsServesBothDecodings: a model block setting
+// return_tokens_as_token_ids serves a free beam search (the field is
+// dropped: free outputs are read by text, and a second step continues a
+// first token as text) and a constrained one (matched by id) alike.
+func TestSharedModelWithTokenIDsServesBothDecodings(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(likesPaths).next}}, MaxLogprobs: 50})
+	defer srv.Close()
+	dir := t.TempDir()
+	const beam = 4
+	src := pmPipelineWith(t, dir, srv.URL(), `params = { return_tokens_as_token_ids = "true" }`) +
+		freeBeamNode("hierarchical", beam) + constrainedNode("h", "hierarchical", 50, 5)
+	r := nodetest.RunErr(t, dir, src)
+	for _, row := range mustRows(t, r, "node.retrieve_parametric.fb") {
+		wantRanking(t, row, freeBruteForce(likesPaths, row.Query, beam, true))
+	}
+	for _, row := range mustRows(t, r, "node.retrieve_parametric.h") {
+		wantRanking(t, row, bruteForceLP(50, func(prefix, tok string) float64 { return likesPaths(row.Query, prefix, tok) })[:5])
+	}
+	for _, c := range srv.Calls() {
+		free := c.Request.AllowedTokenIDs == nil
+		if _, set := c.Request.Body["return_tokens_as_token_ids"]; set == free {
+			t.Errorf("free %v, request %+v", free, c.Request.Body)
+		}
 	}
 }
 
@@ -636,7 +799,7 @@ func TestConstrainedDecodingNeedsAnIDForEveryCatalogToken(t *testing.T) {
 	src := pmPipeline(t, dir, srv.URL())
 	write(t, dir, "added_tokens.json", `{"<<Weather&&current>>": 100}`)
 	r := nodetest.RunErr(t, dir, src+constrainedNode("c", "flat", 50, 50))
-	wantContains(t, nodeErr(t, r, "node.retrieve_parametric.c"), "4 catalog tokens have no id in the tokens file")
+	wantContains(t, nodeErr(t, r, "node.retrieve_parametric.c"), "p.hcl:", "4 catalog tokens have no id in the tokens file", `(first: ["<<Maps&&current>>" "<<Maps&&route>>" "<<Tik&&trending>>"])`)
 }
 
 func TestReadTokenIDsReadsAddedTokensOrATokenizer(t *testing.T) {
@@ -648,11 +811,18 @@ func TestReadTokenIDsReadsAddedTokensOrATokenizer(t *testing.T) {
 		{`{"<<a>>": 5, "<<b>>": 6}`, map[string]int{"<<a>>": 5, "<<b>>": 6}, ""},
 		{`{"added_tokens": [{"id": 5, "content": "<<a>>", "special": false}], "model": {"vocab": {"x": 1}}}`, map[string]int{"<<a>>": 5}, ""},
 		{`{"<<a>>": 5, "<<b>>": 5}`, nil, `tokens "<<a>>" and "<<b>>" have the same id 5`},
+		{`{"<<c>>": 5, "<<b>>": 5, "<<a>>": 5, "<<d>>": 6, "<<e>>": 6}`, nil, `tokens "<<a>>" and "<<b>>" have the same id 5`},
 		{`{"added_tokens": [{"id": 5, "content": "<<a>>"}, {"id": 6, "content": "<<a>>"}]}`, nil, `added token "<<a>>" is listed twice`},
 		{`[1, 2]`, nil, "neither a JSON object"},
 	}
 	for _, tc := range cases {
 		got, err := toolsense.ReadTokenIDs([]byte(tc.in))
+		for range 20 { // the same error on every read
+			if _, again := toolsense.ReadTokenIDs([]byte(tc.in)); fmt.Sprint(again) != fmt.Sprint(err) {
+				t.Errorf("%s: error %v, then %v", tc.in, err, again)
+				break
+			}
+		}
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -752,4 +922,38 @@ func TestPlanCountsTheBeamSearchsCalls(t *testing.T) {
 	if p := plan(head + constrainedNode("h", "hierarchical", 3, 1)); p.Calls != 3+3*3 || p.Cached != 6 {
 		t.Errorf("with beam 3: %+v, want 12 calls, 6 cached", p)
 	}
+}
+
+// TestPlanCountsTheUpperBoundWhenTheCachedStepHasNoLogprobs: a first step
+// answered (and cached) without log-probabilities fails the run; the plan
+// counts its endpoint steps as the upper bound, not as none.
+func TestPlanCountsTheUpperBoundWhenTheCachedStepHasNoLogprobs(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, NoLogprobs: true})
+	defer srv.Close()
+	dir := t.TempDir()
+	src := pmPipeline(t, dir, srv.URL()) + constrainedNode("h", "hierarchical", 2, 2)
+	nodeErr(t, nodetest.RunErr(t, dir, src), "node.retrieve_parametric.h") // caches the first query's call
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	ex := &engine.Executor{Store: st, Jobs: 2, Pipeline: file, CountCalls: true}
+	entries, err := ex.Plan(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Node == "node.retrieve_parametric.h" {
+			if len(e.Calls) != 1 || e.Calls[0].Calls != 3+3*2 || e.Calls[0].Cached != 1 {
+				t.Errorf("plan %+v, want 3 API steps (1 cached) and 3 × 2 endpoint steps", e.Calls)
+			}
+			return
+		}
+	}
+	t.Fatal("no plan entry for the node")
 }

@@ -35,6 +35,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"regexp"
@@ -92,7 +93,25 @@ type Config struct {
 	// NoLogprobs makes the server one that does not return
 	// log-probabilities: it answers requests that ask for them without.
 	NoLogprobs bool
+	// LogprobsMode is what a scripted distribution's (Rule.Next) top
+	// log-probabilities are, as vLLM's --logprobs-mode: "" (the
+	// default) masked by allowed_token_ids and sent as Next gives them,
+	// which no vLLM mode does; ProcessedLogprobs masked and renormalised
+	// (log-softmax over the allowed candidates); RawLogprobs the whole
+	// distribution ranked before the mask, as vLLM's default does (the
+	// answer is still the best allowed candidate).
+	LogprobsMode string
+	// IgnoreTokenIDs makes the server one that does not know vLLM's
+	// return_tokens_as_token_ids: top log-probabilities always name
+	// token texts.
+	IgnoreTokenIDs bool
 }
+
+// The modes of Config.LogprobsMode, spelt as vLLM's --logprobs-mode.
+const (
+	ProcessedLogprobs = "processed_logprobs"
+	RawLogprobs       = "raw_logprobs"
+)
 
 // Rule is one scripted answer. All of its set conditions must hold. When
 // and Reply are called from the server's handlers, concurrently.
@@ -108,8 +127,9 @@ type Rule struct {
 	// is in the request's allowed_token_ids, as vLLM's mask does), and
 	// the top log-probabilities are the request's count of the best
 	// allowed candidates, best first (ties by token). The log-probabilities
-	// are sent as Next gives them, not renormalised over the allowed set.
-	// An empty allowed set answers 400.
+	// are sent as Next gives them, not renormalised over the allowed set,
+	// unless Config.LogprobsMode says otherwise. An empty allowed set
+	// answers 400.
 	Next func(Request) []Candidate
 
 	Answer    string               // the answer's text
@@ -479,18 +499,26 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			text = rule.Reply(q)
 		}
 		if rule.Next != nil {
-			top = allowed(rule.Next(q), q.AllowedTokenIDs)
+			all := rule.Next(q)
+			top = allowed(all, q.AllowedTokenIDs)
 			if len(top) == 0 {
 				reject(http.StatusBadRequest, "no candidate token is allowed")
 				return
 			}
 			text = top[0].Token
+			switch s.cfg.LogprobsMode {
+			case ProcessedLogprobs:
+				top = renormalize(top)
+			case RawLogprobs:
+				top = allowed(all, nil)
+			}
 		}
 	}
 	if s.cfg.NoLogprobs {
 		q.Logprobs = 0
 	}
-	body := answer(q, text, reasoning, top)
+	ids, _ := q.Body["return_tokens_as_token_ids"].(bool)
+	body := answer(q, text, reasoning, top, ids && !s.cfg.IgnoreTokenIDs)
 	switch fault {
 	case Drop:
 		drop(w, body)
@@ -684,9 +712,25 @@ func allowed(cands []Candidate, ids []int) []Candidate {
 	return out
 }
 
+// renormalize is cands (best first) with log-probabilities log-softmax
+// over cands: vLLM's processed_logprobs after the allowed_token_ids mask.
+func renormalize(cands []Candidate) []Candidate {
+	out := slices.Clone(cands)
+	best := out[0].Logprob
+	sum := 0.0
+	for _, c := range out {
+		sum += math.Exp(c.Logprob - best)
+	}
+	z := best + math.Log(sum)
+	for i := range out {
+		out[i].Logprob -= z
+	}
+	return out
+}
+
 // answer builds the response body for text; top, when not nil, is the
 // scripted distribution of its single token (Rule.Next).
-func answer(q Request, text, reasoning string, top []Candidate) []byte {
+func answer(q Request, text, reasoning string, top []Candidate, tokenIDs bool) []byte {
 	finish := "stop"
 	for _, st := range q.Stop {
 		if i := strings.Index(text, st); st != "" && i >= 0 {
@@ -718,7 +762,7 @@ func answer(q Request, text, reasoning string, top []Candidate) []byte {
 	}
 	switch {
 	case q.Logprobs > 0 && top != nil:
-		choice["logprobs"] = scripted(q, top)
+		choice["logprobs"] = scripted(q, text, top, tokenIDs)
 	case q.Logprobs > 0:
 		choice["logprobs"] = logprobs(q, text)
 	}
@@ -761,12 +805,21 @@ func logprobs(q Request, text string) any {
 	return map[string]any{"tokens": toks, "token_logprobs": lps, "top_logprobs": tops}
 }
 
-// scripted is the logprobs of a one-token answer, top[0], with the
-// request's count of top alternatives; with vLLM's
-// return_tokens_as_token_ids, tokens read "token_id:ID".
-func scripted(q Request, top []Candidate) any {
+// scripted is the logprobs of a one-token answer, text, with the
+// request's count of top alternatives from top (best first); with
+// tokenIDs (vLLM's return_tokens_as_token_ids), tokens read "token_id:ID".
+// The answer's own entry is its candidate in top (top[0] when text is not
+// there).
+func scripted(q Request, text string, top []Candidate, tokenIDs bool) any {
+	chosen := top[0]
+	if i := slices.IndexFunc(top, func(c Candidate) bool { return c.Token == text }); i >= 0 {
+		chosen = top[i]
+	}
+	if tokenIDs {
+		chosen.Token = "token_id:" + strconv.Itoa(chosen.ID)
+	}
 	top = slices.Clone(top[:min(len(top), q.Logprobs)])
-	if b, _ := q.Body["return_tokens_as_token_ids"].(bool); b {
+	if tokenIDs {
 		for i := range top {
 			top[i].Token = "token_id:" + strconv.Itoa(top[i].ID)
 		}
@@ -776,13 +829,13 @@ func scripted(q Request, top []Candidate) any {
 		for i, c := range top {
 			alts[i] = map[string]any{"token": c.Token, "logprob": c.Logprob}
 		}
-		return map[string]any{"content": []any{map[string]any{"token": top[0].Token, "logprob": top[0].Logprob, "top_logprobs": alts}}}
+		return map[string]any{"content": []any{map[string]any{"token": chosen.Token, "logprob": chosen.Logprob, "top_logprobs": alts}}}
 	}
 	alts := make(map[string]float64, len(top))
 	for _, c := range top {
 		alts[c.Token] = c.Logprob
 	}
-	return map[string]any{"tokens": []string{top[0].Token}, "token_logprobs": []float64{top[0].Logprob}, "top_logprobs": []any{alts}}
+	return map[string]any{"tokens": []string{chosen.Token}, "token_logprobs": []float64{chosen.Logprob}, "top_logprobs": []any{alts}}
 }
 
 func tokens(s string) int { return len(strings.Fields(s)) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -269,5 +270,58 @@ func TestNextMasksByAllowedTokenIDsAndCutsTopLogprobs(t *testing.T) {
 	s = s2
 	if code, text, tops := ask(`{` + msgs + `,"logprobs":true,"top_logprobs":2}`); code != 200 || text != "the" || tops != nil {
 		t.Errorf("no logprobs: %d %q %v", code, text, tops)
+	}
+}
+
+// TestLogprobsModesFollowVLLM: processed_logprobs renormalises the
+// allowed candidates (log-softmax over them); raw_logprobs ranks the
+// whole distribution before the mask, the answer still an allowed token.
+func TestLogprobsModesFollowVLLM(t *testing.T) {
+	next := func(Request) []Candidate {
+		return []Candidate{{"<<a>>", 1, math.Log(0.2)}, {"<<b>>", 2, math.Log(0.3)}, {"the", 3, math.Log(0.5)}}
+	}
+	const body = `{"model":"test-model","messages":[{"role":"user","content":"q"}],"max_tokens":1,"logprobs":true,"top_logprobs":2,"allowed_token_ids":[1,2]}`
+	type entry struct {
+		Token   string  `json:"token"`
+		Logprob float64 `json:"logprob"`
+	}
+	for _, tc := range []struct {
+		mode  string
+		token entry
+		top   []entry
+	}{
+		{"", entry{"<<b>>", math.Log(0.3)}, []entry{{"<<b>>", math.Log(0.3)}, {"<<a>>", math.Log(0.2)}}},
+		{ProcessedLogprobs, entry{"<<b>>", math.Log(0.6)}, []entry{{"<<b>>", math.Log(0.6)}, {"<<a>>", math.Log(0.4)}}},
+		{RawLogprobs, entry{"<<b>>", math.Log(0.3)}, []entry{{"the", math.Log(0.5)}, {"<<b>>", math.Log(0.3)}}},
+	} {
+		s := New(Config{Script: []Rule{{Next: next}}, LogprobsMode: tc.mode})
+		code, b, err := post(t, s.URL()+"/chat/completions", body)
+		s.Close()
+		if err != nil || code != 200 {
+			t.Fatalf("%q: %d %s %v", tc.mode, code, b, err)
+		}
+		var a struct {
+			Choices []struct {
+				Message  struct{ Content string }
+				Logprobs struct {
+					Content []struct {
+						entry
+						TopLogprobs []entry `json:"top_logprobs"`
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		got := a.Choices[0].Logprobs.Content[0]
+		near := func(x, y entry) bool { return x.Token == y.Token && math.Abs(x.Logprob-y.Logprob) < 1e-12 }
+		ok := a.Choices[0].Message.Content == "<<b>>" && near(got.entry, tc.token) && len(got.TopLogprobs) == len(tc.top)
+		for i := range tc.top {
+			ok = ok && near(got.TopLogprobs[i], tc.top[i])
+		}
+		if !ok {
+			t.Errorf("mode %q: answer %q %+v, want %+v %+v", tc.mode, a.Choices[0].Message.Content, got, tc.token, tc.top)
+		}
 	}
 }
