@@ -21,9 +21,30 @@
 # --max-logprobs ≥ beam (vLLM's default, 20, refuses top_logprobs = 50);
 # --logprobs-mode processed_logprobs makes the top log-probabilities those
 # after the allowed_token_ids mask (the default raw_logprobs ranks the
-# whole vocabulary, so tool tokens below non-tool ones go unlisted; the
-# retrieve_parametric note counts such entries). `tokens` is the model's
-# token → id map: its added_tokens.json, or its tokenizer.json.
+# whole vocabulary, so tool tokens below non-tool ones go unlisted:
+# retrieve_parametric fails on such an answer, and writes no ranking).
+# `tokens` is the model's token → id map: its added_tokens.json, or its
+# tokenizer.json; constrained decoding matches the server's answers to it
+# by id (return_tokens_as_token_ids). k is min(50, beam): a beam search
+# keeps at most beam tools.
+#
+# Scores: processed_logprobs renormalises each step over its allowed
+# tokens, and lacuna sums the steps; Hugging Face's trie-constrained beam
+# search (ToolGen's) sums raw log-softmax values and scores the end token,
+# so hierarchical rankings may differ (flat ones do not). Free decoding's
+# beam search takes one token per step (flat: one step, hierarchical:
+# two), with no end token and no length normalisation.
+#
+# The second step (token_format = "hierarchical", and free decoding with a
+# beam) continues the first step's token. Through the chat API (api =
+# "chat", the default) it is sent as a final assistant message with
+# continue_final_message: a chat template that rewrites assistant turns
+# (Llama-3's trims their whitespace, Qwen3's adds an empty think block)
+# may make that prefix differ from the generated tokens, so check the
+# model's template. api = "completions" appends the token to the prompt
+# exactly, but sends the prompt without the chat template the model was
+# trained with: that is why it is not the default. Flat constrained
+# decoding has one step and is exact either way.
 #
 # Every call is cached in the store as it completes: a re-run, or a new k,
 # makes no call.
@@ -70,6 +91,12 @@ variable "beam" {
   description = "beam width B of constrained decoding (the paper reports B = 50)"
 }
 
+variable "api" {
+  type        = string
+  default     = "chat"
+  description = "chat (the model's chat template) or completions (the raw prompt; second steps continue the first token exactly): see the header"
+}
+
 variable "free_search" {
   type        = string
   default     = "beam"
@@ -92,6 +119,7 @@ model "toolgen" {
   id          = var.model_id
   endpoint    = var.endpoint
   served_name = var.served_name == "" ? null : var.served_name
+  api         = var.api
 }
 
 node "import" "rrb" {
@@ -111,7 +139,7 @@ node "retrieve_parametric" "constrained" {
   token_format = var.token_format
   tokens       = var.tokens
   beam         = var.beam
-  k            = 50
+  k            = min(50, var.beam)
   limit        = var.limit == 0 ? null : var.limit
 }
 
@@ -122,7 +150,7 @@ node "retrieve_parametric" "free" {
   decoding     = "free"
   token_format = var.token_format
   beam         = var.free_search == "beam" ? var.beam : null
-  k            = 50
+  k            = min(50, var.beam)
   limit        = var.limit == 0 ? null : var.limit
 }
 

@@ -208,4 +208,16 @@ func testParametricPipeline(t *testing.T, search string) {
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("the second run made %d requests", after-before)
 	}
+	// A beam below 50 keeps k = beam tools.
+	narrow := map[string]string{}
+	for k, v := range vars {
+		narrow[k] = v
+	}
+	narrow["beam"] = "20"
+	out = run(t, st, file, narrow)
+	for _, row := range readRows[toolsense.RetrieveRow](t, st, out[nodesOf[0]]) {
+		if len(row.Ranked) != 20 {
+			t.Errorf("beam 20, %s: %d ranked, want 20", row.SampleID, len(row.Ranked))
+		}
+	}
 }
