@@ -180,8 +180,7 @@ func (parametricType) Doc() string {
 		"(nodes/toolsense/prompts/retrieval.txt; prompt = \"none\" sends the bare query) at temperature 0. " +
 		"decoding = \"constrained\": lacuna searches, the server scores. token_format = \"flat\" (<<tool_title&&api_title>>): " +
 		"one request per query, max_tokens 1, top_logprobs = min(beam, tools), allowed_token_ids = the catalog's tool tokens; " +
-		"the tools ranked by log-probability (ties by catalog order), the top k kept. \"hierarchical\" (<<tool_title>><<api_title>>, " +
-		"tool_name split at its first \"&&\"): beam search of width `beam` over the two steps, each a logprobs request " +
+		"the tools ranked by log-probability (ties by catalog order), the top k kept. \"hierarchical\" (<<tool_title>><<api_title>>): beam search of width `beam` over the two steps, each a logprobs request " +
 		"restricted to the prefix-valid tokens (step 2 continues the API token: completions append it to the prompt, chat " +
 		"sends it as a final assistant message with continue_final_message; a chat template that rewrites assistant turns, as " +
 		"Llama-3's trim and Qwen3's think block do, may make that prefix differ from step 1's tokens: check the template, or " +
@@ -448,9 +447,11 @@ func byScore(a, b scored) int {
 // tokens file (two tokens of one text stay apart, and the server's way of
 // spelling a token does not matter). An entry in any other form (a server
 // that ignores return_tokens_as_token_ids) is matched by its text, a
-// fallback. An entry outside the allowed tokens is an error: the server
-// ranked before the allowed_token_ids mask (vLLM's raw_logprobs), so its
-// list may leave out allowed tokens and its ranking must not be kept.
+// fallback: there a token the server spells otherwise is outside, and
+// two tokens of one text are one entry of the client's map. An entry
+// outside the allowed tokens is an error: the server ranked before the
+// allowed_token_ids mask (vLLM's raw_logprobs), so its list may leave
+// out allowed tokens and its ranking must not be kept.
 func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (map[int]float64, error) {
 	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
 		return nil, errors.New("the server answered without top log-probabilities: constrained decoding ranks the tool tokens by them (vLLM returns them for logprobs / top_logprobs; a server that does not cannot serve constrained decoding)")
@@ -474,7 +475,7 @@ func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (map
 	}
 	if len(outside) > 0 {
 		slices.Sort(outside)
-		return nil, fmt.Errorf("%d of the %d top log-probabilities are of tokens outside the allowed ones (first: %q): the server ranked the whole vocabulary, not the allowed_token_ids it sampled from, so allowed tokens may be missing from its list; run vLLM with --logprobs-mode processed_logprobs (its default, raw_logprobs, ranks before the mask). If it runs so, the server spells the tool tokens differently from the tokens file and ignored return_tokens_as_token_ids", len(outside), len(resp.Logprobs[0].Top), outside[:min(3, len(outside))])
+		return nil, fmt.Errorf("%d of the %d top log-probabilities are of tokens outside the allowed ones (first: %q): the server ranked the whole vocabulary, not the allowed_token_ids it sampled from, so allowed tokens may be missing from its list; run vLLM with --logprobs-mode processed_logprobs (its default, raw_logprobs, ranks before the mask). If it runs so, the server spells the tool tokens differently from the tokens file and ignored return_tokens_as_token_ids. The answer stays in the call cache and fails every re-run: once the server is fixed, set or change the model block's seed (in every call's key; a temperature-0 answer does not depend on it), or run lacuna gc --calls", len(outside), len(resp.Logprobs[0].Top), outside[:min(3, len(outside))])
 	}
 	return hits, nil
 }

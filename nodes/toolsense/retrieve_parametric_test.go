@@ -417,7 +417,8 @@ func TestConstrainedSearchRanksProcessedLogprobs(t *testing.T) {
 // TestConstrainedDecodingRefusesRawLogprobs: a server ranking before the
 // mask (vLLM's raw_logprobs) lists tokens outside the allowed ones: the
 // node fails after one call, naming the fix, and writes no ranking; a
-// re-run answers the call from the cache and fails again.
+// re-run answers the call from the cache and fails again, until a seed
+// in the model block changes the calls' keys.
 func TestConstrainedDecodingRefusesRawLogprobs(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsMode: llmtest.RawLogprobs})
 	defer srv.Close()
@@ -431,6 +432,15 @@ func TestConstrainedDecodingRefusesRawLogprobs(t *testing.T) {
 		if n := srv.Stats().Requests; n != 1 {
 			t.Errorf("run %d: %d requests, want the first query's one", run, n)
 		}
+	}
+	// Fixed, the server is asked again once the model block's seed
+	// changes the calls' keys, as the error says.
+	fixed := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsMode: llmtest.ProcessedLogprobs})
+	defer fixed.Close()
+	nodeErr(t, pmRun(t, dir, fixed.URL(), constrainedNode("c", "flat", 50, 50)), "node.retrieve_parametric.c")
+	r := nodetest.RunErr(t, dir, pmPipelineWith(t, dir, fixed.URL(), "seed = 1")+constrainedNode("c", "flat", 50, 50))
+	if rows := mustRows(t, r, "node.retrieve_parametric.c"); len(rows) != 3 || len(rows[0].Ranked) != 5 {
+		t.Errorf("after the fix: %+v", rows)
 	}
 }
 
