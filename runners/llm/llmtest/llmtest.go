@@ -9,7 +9,9 @@
 // the answer as a server would (finish_reason "length" or "stop"). A rule
 // may script a next-token distribution instead (Rule.Next): the server
 // then answers one token with top log-probabilities, honouring vLLM's
-// allowed_token_ids and, with Config.MaxLogprobs, its --max-logprobs.
+// allowed_token_ids, return_tokens_as_token_ids and, with
+// Config.MaxLogprobs and Config.LogprobsMode, its --max-logprobs and
+// --logprobs-mode.
 //
 // Faults are injected deterministically: the kind of fault the k-th
 // request of a call gets is a function of the seed, the call's ID and k
