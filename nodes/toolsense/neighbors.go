@@ -29,7 +29,7 @@ func init() { nodes.Register(neighborsType{}) }
 //	  model_dir = "models/all-MiniLM-L6-v2"
 //	  pooling   = "mean"                 # or "cls"
 //	  field     = "description"
-//	  k         = 13                     # pool = seed + 13 = 14 tools
+//	  k         = 13                     # pool = seed + 13 = 14 tools (at most the catalog's size - 1)
 //	  seeds     = 50
 //	  seed      = 1
 //	}
@@ -153,7 +153,7 @@ func (neighborsType) Doc() string {
 		"pool, seed first). embedder = \"dense\" (default): cosine over L2-normalised embeddings of a local BERT sentence " +
 		"encoder (`model_dir`, its files' digest in the key; `pooling` mean or cls; `batch` texts at once); embedder = " +
 		"\"bm25\": the seed's text as a BM25 query (runners/bm25) against every tool's text, no model needed. k larger than " +
-		"the catalog less the seed is reduced to it; seeds larger than the catalog, or a tool_name twice in it, is an error. " +
+		"the catalog less the seed is reduced to it; seeds more than the catalog holds, or a tool_name twice in it, are errors. " +
 		"Seeds whose text is empty are kept and counted in the note (with bm25 their neighbours all score 0 and are the " +
 		"catalog's first tools; the dense encoder embeds the empty text like any other)."
 }

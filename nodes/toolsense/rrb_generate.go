@@ -126,22 +126,25 @@ func (rrbGenerateType) Name() string    { return "rrb_generate" }
 func (rrbGenerateType) Version() string { return "1" }
 func (rrbGenerateType) Doc() string {
 	return "Generates the Realistic Retrieval Benchmark (seed 002 §3.1, Appendices J.1 and K.3) from candidate pools " +
-		"(`pools`, a neighbors node: seed first) over a `catalog`: for each seed and tier of `samples` (default easy 3, medium 3, " +
-		"hard 2 per seed; a pool smaller than a tier's answers, medium 2 and hard 4 tools, is an error) one call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
-		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a programmatic " +
-		"validator (every answer in the pool, no answer twice, the seed among the answers, the tier's cardinality: easy 1, " +
-		"medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences, a period after an " +
-		"abbreviation (e.g., U.S., etc., an initial) ending none; no answer's tool_name " +
-		"verbatim in the query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at " +
-		"temperature 0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked " +
-		"for, or lacks a verdict, rejects the sample; fewer samples than asked count as missing (\"too few samples\"). A call the " +
-		"server refuses (a 4xx other than 429) is a rejection: of the attempt (\"generation refused\") or of the samples judged " +
-		"(\"judge refused\"); a server unreachable after the client's retries (5xx, 429, no answer) fails the node. Samples still missing are asked again, at most `retries` times (default " +
-		"3), the rejection reasons and the queries already accepted fed back. Rows are the released RRB's columns (tool: an " +
-		"object for easy, a list otherwise; analyzed_tools: the pool) plus seed, attempt and judge_reason; a query repeating " +
-		"an earlier row's is dropped. Every sample not produced is counted in the note by reason and listed in the report " +
-		"\"dropped\". The prompts' bytes are in the key. Calls go through the store's call cache: a re-run makes none; plans " +
-		"count the calls of every attempt the cache already decides and one generation and one judge call for each still to make."
+		"(`pools`, a neighbors node: seed first) over a `catalog`: for each seed and tier of `samples` (default easy 3, " +
+		"medium 3, hard 2 per seed; a pool smaller than a tier's answers, medium 2 and hard 4 tools, is an error, as is " +
+		"a tool_name twice in the catalog or a pool, or a seed twice) one " +
+		"call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
+		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a " +
+		"programmatic validator (every answer in the pool, no answer twice, the seed among the answers, the tier's " +
+		"cardinality: easy 1, medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences, " +
+		"a period after an abbreviation (e.g., U.S., etc., an initial) ending none; no answer's tool_name verbatim in the " +
+		"query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at temperature " +
+		"0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked for, or " +
+		"lacks a verdict, rejects the sample; fewer samples than asked count as missing (\"too few samples\"). A call the " +
+		"server refuses (a 4xx other than 429) is a rejection: of the attempt (\"generation refused\") or of the samples " +
+		"judged (\"judge refused\"); a server unreachable after the client's retries (5xx, 429, no answer) fails the " +
+		"node. Samples still missing are asked again, at most `retries` times (default 3), the rejection reasons and the " +
+		"queries already accepted fed back. Rows are the released RRB's columns (tool: an object for easy, a list " +
+		"otherwise; analyzed_tools: the pool) plus seed, attempt and judge_reason; a query repeating an earlier row's is " +
+		"dropped. Every sample not produced is counted in the note by reason and listed in the report \"dropped\". The " +
+		"prompts' bytes are in the key. Calls go through the store's call cache: a re-run makes none; plans count the " +
+		"calls of every attempt the cache already decides and one generation and one judge call for each still to make."
 }
 
 func (rrbGenerateType) Validate(cfg any) error {
