@@ -6,58 +6,138 @@ import (
 	"testing"
 )
 
-func TestParseMCQAnswerReadsConstrainedAndFreeTextLetters(t *testing.T) {
+func TestParseMCQAnswerReadsOneClaimedLetter(t *testing.T) {
 	opts := []string{"Image OCR", "Weather data", "Currency rates", "Email checks"}
 	for _, tc := range []struct {
-		text        string
-		letter      string
-		constrained bool
-		ok          bool
+		text   string
+		letter string // "" unparseable
 	}{
-		{"B", "B", true, true},
-		{`"C"`, "C", true, true},
-		{"```json\n\"D\"\n```", "D", true, true},
-		{"<think>A or B?</think>B", "B", true, true},
-		{`{"answer": "A"}`, "A", true, true},
-		{"(C)", "C", false, true},
-		{"C) Currency rates", "C", false, true},
-		{"D. Email checks", "D", false, true},
-		{"b", "B", false, true},
-		{"The answer is (B) because it fits.", "B", false, true},
-		{"Answer: D", "D", false, true},
-		{"weather data.", "B", false, true},
-		{"A tool like this one reads images.", "", false, false},
-		{"I do not know.", "", false, false},
-		{"", "", false, false},
-		{"E", "", false, false},
+		{"B", "B"},
+		{`"C"`, "C"},
+		{"```json\n\"D\"\n```", "D"},
+		{"<think>A or B?</think>B", "B"},
+		{`{"answer": "A"}`, "A"},
+		{"(C)", "C"},
+		{"C) Currency rates", "C"},
+		{"D. Email checks", "D"},
+		{"b", "B"},
+		{"The answer is (B) because it fits.", "B"},
+		{"Answer: D", "D"},
+		{"correct option: B", "B"},
+		{"weather data.", "B"},
+		// An "answer" phrase wins over an "option" one.
+		{"Option A is wrong; the answer is C", "C"},
+		{"The answer is C. Option A is wrong.", "C"},
+		// Several letters claimed: unparseable, not the first.
+		{"Answer: A or B", ""},
+		{"The answer is A, B", ""},
+		{"Option A or option C", ""},
+		{"correct option: B, not D", ""},
+		// A leading letter followed by something else than its option.
+		{"A: no idea", ""},
+		{"A. Or maybe C", ""},
+		{"A tool like this one reads images.", ""},
+		{"I do not know.", ""},
+		{"", ""},
+		{"E", ""},
 	} {
-		l, c, ok := parseMCQAnswer(tc.text, opts)
-		if l != tc.letter || c != tc.constrained || ok != tc.ok {
-			t.Errorf("parseMCQAnswer(%q) = %q, %v, %v; want %q, %v, %v", tc.text, l, c, ok, tc.letter, tc.constrained, tc.ok)
+		l, ok := parseMCQAnswer(tc.text, opts)
+		if l != tc.letter || ok != (tc.letter != "") {
+			t.Errorf("parseMCQAnswer(%q) = %q, %v; want %q", tc.text, l, ok, tc.letter)
 		}
 	}
 }
 
-func TestParseQAAnswerReadsYesOrNo(t *testing.T) {
+func TestParseQAAnswerReadsAWholeYesOrNo(t *testing.T) {
 	for _, tc := range []struct {
-		text        string
-		label       string
-		constrained bool
-		ok          bool
+		text  string
+		label string // "" unparseable
 	}{
-		{"Yes", "Yes", true, true},
-		{`"No"`, "No", true, true},
-		{"yes", "Yes", false, true},
-		{"No, it does not.", "No", false, true},
-		{"**Yes**", "Yes", false, true},
-		{"Answer: no", "No", false, true},
-		{"Probably.", "", false, false},
-		{"Not sure", "", false, false},
+		{"Yes", "Yes"},
+		{`"No"`, "No"},
+		{"yes", "Yes"},
+		{"No, it does not.", "No"},
+		{"No.", "No"},
+		{"Yes! It does", "Yes"},
+		{"No: it reads images only", "No"},
+		{"**Yes**", "Yes"},
+		{"Answer: no", "No"},
+		{"The answer is yes.", "Yes"},
+		{"No idea", ""},
+		{"No information about that", ""},
+		{"Yes, but no", ""},
+		{"No. Well, yes", ""},
+		{"Answer: yes or no", ""},
+		{"Yesterday it did", ""},
+		{"Probably.", ""},
+		{"Not sure", ""},
 	} {
-		l, c, ok := parseQAAnswer(tc.text)
-		if l != tc.label || c != tc.constrained || ok != tc.ok {
-			t.Errorf("parseQAAnswer(%q) = %q, %v, %v; want %q, %v, %v", tc.text, l, c, ok, tc.label, tc.constrained, tc.ok)
+		l, ok := parseQAAnswer(tc.text)
+		if l != tc.label || ok != (tc.label != "") {
+			t.Errorf("parseQAAnswer(%q) = %q, %v; want %q", tc.text, l, ok, tc.label)
 		}
+	}
+}
+
+func TestProbeParsedByFollowsWhetherTheServerHeldTheConstraint(t *testing.T) {
+	held, broken := true, false
+	for _, tc := range []struct {
+		ok   bool
+		held *bool
+		want string
+	}{
+		{true, &held, ParsedConstrained},
+		{true, &broken, ParsedFreeText},
+		{true, nil, ParsedFreeText},
+		{false, &broken, ParsedNone},
+	} {
+		if got := probeParsedBy(tc.ok, tc.held); got != tc.want {
+			t.Errorf("probeParsedBy(%v, %v) = %q, want %q", tc.ok, tc.held, got, tc.want)
+		}
+	}
+}
+
+// TestProbeToolRefSpellsRetrieveParametricsTokens: probe_eval names a tool
+// by the very tokens retrieve_parametric's trie holds for it, in every
+// format and spelling.
+func TestProbeToolRefSpellsRetrieveParametricsTokens(t *testing.T) {
+	tool := CatalogRow{ToolName: "Weather&&forecast"}
+	s := func(v string) *string { return &v }
+	for _, tc := range []struct {
+		cfg  probeEvalConfig
+		want string
+	}{
+		{probeEvalConfig{}, "<<Weather&&forecast>>"},
+		{probeEvalConfig{TokenFormat: "hierarchical"}, "<<Weather>><<forecast>>"},
+		{probeEvalConfig{TokenOpen: s("<|"), TokenClose: s("|>")}, "<|Weather&&forecast|>"},
+		{probeEvalConfig{ToolRef: "name"}, "Weather&&forecast"},
+	} {
+		got, err := probeToolRef(tool, &tc.cfg)
+		if err != nil || got != tc.want {
+			t.Errorf("%+v: %q, %v; want %q", tc.cfg, got, err, tc.want)
+		}
+		if tc.cfg.ToolRef != "" {
+			continue
+		}
+		format, open, close := tc.cfg.tokenSpelling()
+		tr, err := newTrie([]CatalogRow{tool}, format, open, close)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var trieTokens string
+		if tr.flat {
+			for tok := range tr.tool {
+				trieTokens = tok
+			}
+		} else {
+			trieTokens = tr.apis[0].token + tr.apis[0].order[0]
+		}
+		if trieTokens != got {
+			t.Errorf("%+v: probe_eval writes %q, retrieve_parametric's trie holds %q", tc.cfg, got, trieTokens)
+		}
+	}
+	if _, err := probeToolRef(CatalogRow{ToolName: "NoEndpoint"}, &probeEvalConfig{TokenFormat: "hierarchical"}); err == nil {
+		t.Error("a hierarchical token of a tool_name without && was spelled")
 	}
 }
 
