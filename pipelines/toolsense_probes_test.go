@@ -118,8 +118,9 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 			t.Errorf("released QA: always-Yes accuracy %v, want 50", m.Accuracy)
 		}
 	}
-	// The probes name the tool by its virtual token.
-	token := regexp.MustCompile(`(?m)^This tool: <[^>]*&&[^>]*>$`)
+	// The probes name the tool by its ToolGen virtual token, spelled as
+	// retrieve_parametric spells it (<<API&&ENDPOINT>> by default).
+	token := regexp.MustCompile(`(?m)^This tool: <<[^<>]+&&[^<>]+>>$`)
 	asked := 0
 	for _, c := range srv.Calls() {
 		if strings.Contains(c.Request.Text(), "Answer with") && strings.HasPrefix(c.Request.Text(), "This tool:") {

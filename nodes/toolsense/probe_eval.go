@@ -152,13 +152,20 @@ func (probeEvalType) Doc() string {
 	return "Asks a model ToolSense's MCQ or QA probes (seed 002 §3.2, §4): `items` is an MCQ table (id, question, " +
 		"correct_answer, wrong_answers, tool) or a QA table (id, question, answer, tool), the released files imported or " +
 		"mcq_generate / qa_generate output, told apart by their columns. The prompt (prompts/mcq_eval.txt, prompts/qa_eval.txt) " +
-		"names the tool as `tool_ref` says: \"token\" (default, ToolGen's virtual token <tool_name>, the paper's setting), " +
-		"\"name\" or \"description\" (open book). MCQ options are shuffled per item by `seed` (default 1; the permutation is in " +
-		"each row) and the answer is constrained to A–D, QA answers to Yes/No, by the structured-output choice of the model's " +
-		"server (temperature 0 unless the model block sets one; max_tokens default 16); an answer the server did not constrain " +
-		"is parsed (a bare or parenthesised letter, \"Answer: B\", a leading \"B.\", the text of exactly one option; yes/no as a " +
-		"first word) and one that cannot be read counts as wrong, parsed_by \"unparseable\", counted in the note. One row per item; " +
-		"probe_metrics turns them into accuracies with CIs. Calls go through the call cache: a re-run makes none."
+		"names the tool as `tool_ref` says: \"token\" (default, the paper's setting) its ToolGen virtual token spelled exactly as " +
+		"retrieve_parametric spells it, with the same `token_format` (\"flat\" <<API&&ENDPOINT>>, default, or \"hierarchical\" " +
+		"<<API>><<ENDPOINT>>), `token_open` and `token_close` (default \"<<\", \">>\"); \"name\" or \"description\" (open book). " +
+		"MCQ options are shuffled per item by `seed` (default 1; the permutation is in each row) and the answer is constrained to " +
+		"A–D, QA answers to Yes/No, by the structured-output choice of the model's server (temperature 0 unless the model block " +
+		"sets one; max_tokens default 16). parsed_by is \"constrained\" when the server held the constraint (the response " +
+		"satisfied the choice), else an answer is parsed from free text: MCQ the one letter an \"answer\" phrase claims, else " +
+		"that of an \"option\" phrase when no other letter A–D stands as a word, else a leading \"B.\" followed by nothing or by " +
+		"option B's text, else the text of exactly one option; QA yes or no as the whole answer or its first word followed by , . ! " +
+		"or :, or \"answer: yes\". An answer claiming two labels (\"Answer: A or B\", \"Yes, but no\") or none (\"No idea\") " +
+		"counts as wrong, parsed_by \"unparseable\", counted in the note. Answers stopped at max_tokens (finish_reason " +
+		"\"length\", e.g. a reasoning model cut off while thinking) are flagged in the row (cut_off) and counted in the note. One " +
+		"row per item, in items order; `limit` takes the first N. probe_metrics turns them into accuracies with CIs. Calls go " +
+		"through the call cache: a re-run makes none."
 }
 
 func (probeEvalType) Validate(cfg any) error {
