@@ -273,7 +273,8 @@ type probeTool struct {
 // sampleProbeTools draws count tools (all when count is nil) from the
 // catalog with the seed and returns them in catalog order; for QA the
 // target answers alternate Yes, No, Yes, ... in that order (balanced by
-// construction, seed 002 §3.2).
+// construction, seed 002 §3.2; rebalanceQA restores the balance after
+// drops).
 func sampleProbeTools(cat []CatalogRow, count *int, seed uint64, kind string) []*probeTool {
 	idx := make([]int, len(cat))
 	for i := range idx {
@@ -293,6 +294,35 @@ func sampleProbeTools(cat []CatalogRow, count *int, seed uint64, kind string) []
 		}
 	}
 	return out
+}
+
+// probeRebalanced is why rebalanceQA dropped a tool.
+const probeRebalanced = "dropped to rebalance Yes/No"
+
+// rebalanceQA restores the Yes/No balance that drops broke: of the kept
+// tools whose target is the majority's, it drops (marks probeRebalanced)
+// a seeded sample of the surplus, so that as many Yes as No items remain
+// (none when one target has no item left; an odd count loses one).
+func rebalanceQA(tools []*probeTool, seed uint64) {
+	var yes, no []*probeTool
+	for _, t := range tools {
+		switch {
+		case t.dropped != "":
+		case t.target == "Yes":
+			yes = append(yes, t)
+		default:
+			no = append(no, t)
+		}
+	}
+	major, minor := yes, no
+	if len(no) > len(yes) {
+		major, minor = no, yes
+	}
+	rng := rand.New(rand.NewPCG(seed, analysis.StreamOf("qa_generate rebalance")))
+	rng.Shuffle(len(major), func(i, j int) { major[i], major[j] = major[j], major[i] })
+	for _, t := range major[len(minor):] {
+		t.dropped = probeRebalanced
+	}
 }
 
 // probeGen is one run (or plan) of mcq_generate or qa_generate. It is

@@ -205,3 +205,78 @@ func TestProbePromptsRenderAndTheirDigestFollowsTheirBytes(t *testing.T) {
 		t.Error("two prompt files have one digest")
 	}
 }
+
+// TestRebalanceQADropsASeededSurplusOfTheMajority: after drops, the
+// majority target loses its surplus, chosen by the seed, and already
+// dropped tools stay as they were.
+func TestRebalanceQADropsASeededSurplusOfTheMajority(t *testing.T) {
+	tools := func() []*probeTool {
+		var out []*probeTool
+		for i, target := range []string{"Yes", "No", "Yes", "No", "Yes", "No", "Yes", "Yes", "No"} {
+			pt := &probeTool{tool: CatalogRow{ToolName: string(rune('a' + i))}, target: target}
+			if i == 1 || i == 3 {
+				pt.dropped = "rejected after 4 attempts: too generic"
+			}
+			out = append(out, pt)
+		}
+		return out // kept: 5 Yes (a c e g h), 2 No (f i)
+	}
+	dropped := func(seed uint64) string {
+		ts := tools()
+		rebalanceQA(ts, seed)
+		kept := map[string]int{}
+		var names []string
+		for _, pt := range ts {
+			switch pt.dropped {
+			case "":
+				kept[pt.target]++
+			case probeRebalanced:
+				if pt.target != "Yes" {
+					t.Errorf("seed %d: rebalancing dropped a %s tool", seed, pt.target)
+				}
+				names = append(names, pt.tool.ToolName)
+			}
+		}
+		if kept["Yes"] != 2 || kept["No"] != 2 || len(names) != 3 {
+			t.Errorf("seed %d: kept %v, rebalanced away %v; want 2 Yes, 2 No, 3 dropped", seed, kept, names)
+		}
+		return strings.Join(names, "")
+	}
+	if dropped(1) != dropped(1) {
+		t.Error("one seed drops different tools")
+	}
+	choices := map[string]bool{}
+	for seed := uint64(1); seed <= 8; seed++ {
+		choices[dropped(seed)] = true
+	}
+	if len(choices) < 2 {
+		t.Errorf("eight seeds all drop %v", choices)
+	}
+}
+
+// TestProbeMetricsBaselinesComeFromTheItems: chance is 100 over the
+// labels; majority_baseline is the largest gold share of these items (75
+// for a QA set three quarters Yes, not 50).
+func TestProbeMetricsBaselinesComeFromTheItems(t *testing.T) {
+	rows := func(bench string, gold ...string) []ProbeEvalRow {
+		var out []ProbeEvalRow
+		for _, g := range gold {
+			out = append(out, ProbeEvalRow{Benchmark: bench, Gold: g, Predicted: g, Correct: true, ParsedBy: ParsedConstrained})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name             string
+		rows             []ProbeEvalRow
+		chance, majority float64
+	}{
+		{"unbalanced qa", rows(BenchmarkQA, "Yes", "Yes", "No", "Yes"), 50, 75},
+		{"balanced qa", rows(BenchmarkQA, "Yes", "No"), 50, 50},
+		{"mcq", rows(BenchmarkMCQ, "A", "A", "B", "C"), 25, 50},
+	} {
+		m, err := probeMetrics("e", tc.rows, 0, 1)
+		if err != nil || m.Chance != tc.chance || m.MajorityBaseline != tc.majority {
+			t.Errorf("%s: chance %v, majority_baseline %v, %v; want %v, %v", tc.name, m.Chance, m.MajorityBaseline, err, tc.chance, tc.majority)
+		}
+	}
+}

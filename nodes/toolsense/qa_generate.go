@@ -47,7 +47,10 @@ func (qaGenerateType) Doc() string {
 		"the paper's four criteria (prompts/qa_judge.txt, Figure 18); a judge answer that is not the verdict rejects the item " +
 		"(fails closed). A rejected item is retried at most `retries` times (default 3) with the rejection reasons fed back; a tool " +
 		"the generator skips or still rejected after its last retry is dropped, counted by reason in the note and the report " +
-		"\"generation\", and logged (drops can unbalance Yes/No: the note gives the final counts). The rows, in the released " +
+		"\"generation\", and logged. Drops break the Yes/No balance: after the loop a seeded sample (`seed`) of the majority " +
+		"target's surplus is dropped too, counted as \"dropped to rebalance Yes/No\", so the output has as many Yes as No items " +
+		"(an odd number of kept tools loses one; the note gives the final counts). Retrying with feedback departs from the " +
+		"paper's Appendix J.2, which discards a rejected item, as issue 11 asks for retries; `retries = 0` is the paper's rule. The rows, in the released " +
 		"file's shape (id, question, answer, tool as JSON), are shuffled with `seed`. The prompt files' bytes are in the key; calls " +
 		"go through the call cache (a re-run makes none); `lacuna plan` counts them as mcq_generate's plan does."
 }
@@ -77,6 +80,7 @@ func (t qaGenerateType) Run(ctx context.Context, r nodes.Run) error {
 	if err := g.run(ctx, r); err != nil {
 		return fmt.Errorf("qa_generate: %w", err)
 	}
+	rebalanceQA(g.tools, c.seed())
 	var rows []QARow
 	yes := 0
 	for _, pt := range g.tools {
