@@ -47,8 +47,8 @@ type ProbeMetricsRow struct {
 	// GoldShare (50 for a balanced QA set, more when drops unbalanced it;
 	// near 25 for MCQ, whose gold letters the shuffle spreads).
 	MajorityBaseline float64 `parquet:"majority_baseline"`
-	Unparseable int64   `parquet:"unparseable"`
-	FreeText    int64   `parquet:"free_text"` // answers read from free text (the constraint was not held)
+	Unparseable      int64   `parquet:"unparseable"`
+	FreeText         int64   `parquet:"free_text"` // answers read from free text (the constraint was not held)
 	// Labels are A–D (mcq) or Yes, No (qa); PredictedShare is the share
 	// of answers that predicted each (positional bias: a model that always
 	// says A has 100 there), GoldShare the share of items whose correct
