@@ -1,6 +1,9 @@
 package toolsense
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,6 +158,12 @@ func TestValidateProbeItemNamesEveryFailure(t *testing.T) {
 		{"no placeholder, named", probeItem{Question: s("What does QRCheck check?")}, false, []string{`does not say "this tool"`, `names the tool ("QRCheck")`}},
 		{"options", probeItem{Question: s("What does this tool check?"), CorrectAnswer: s("Quality"), WrongAnswers: []string{"quality", "A very long option that goes on and on"}}, true,
 			[]string{"2 wrong answers, not 3", `the correct answer "Quality" has 1 words, not 2–8`, `wrong answer 1 "quality" has 1 words`, `wrong answer 1 "quality" repeats another option`, "has 9 words"}},
+		// Whole words, case aside.
+		{"toolkit is not tool", probeItem{Question: s("Which format does this toolkit export?")}, false, []string{`does not say "this tool"`}},
+		{"possessive", probeItem{Question: s("Is this tool's output JSON?")}, false, nil},
+		{"title in lowercase", probeItem{Question: s("Does this tool run qrcheck scans?")}, false, []string{`names the tool ("QRCheck")`}},
+		{"tool_name in another case", probeItem{Question: s("Does this tool wrap QRCHECK&&QUALITY?")}, false, []string{`names the tool ("QRCheck&&quality")`}},
+		{"title inside a longer word", probeItem{Question: s("Does this tool differ from QRChecker?")}, false, nil},
 	} {
 		why := validateProbeItem(tc.it, tool, tc.mcq, 2, 8)
 		if len(why) != len(tc.want) {
@@ -279,4 +288,89 @@ func TestProbeMetricsBaselinesComeFromTheItems(t *testing.T) {
 			t.Errorf("%s: chance %v, majority_baseline %v, %v; want %v, %v", tc.name, m.Chance, m.MajorityBaseline, err, tc.chance, tc.majority)
 		}
 	}
+}
+
+// TestValidateProbeItemMatchesACommonWordTitleAsAWord: a one-word title
+// that is a common word rejects the word (the documented decision: the
+// retry's feedback names it).
+func TestValidateProbeItemMatchesACommonWordTitleAsAWord(t *testing.T) {
+	tool := CatalogRow{ToolName: "Email&&validate", ToolTitle: "Email"}
+	q := "Does this tool validate email addresses?"
+	if why := validateProbeItem(probeItem{Question: &q}, tool, false, 0, 0); len(why) != 1 || !strings.Contains(why[0], `names the tool ("Email")`) {
+		t.Errorf("reasons %q", why)
+	}
+	q = "Does this tool validate emails?"
+	if why := validateProbeItem(probeItem{Question: &q}, tool, false, 0, 0); len(why) != 0 {
+		t.Errorf("reasons %q for a question without the word", why)
+	}
+}
+
+// TestProbeOptionWordsDefaultToNoLimit: by default the validator counts
+// no words (the released items do not hold the prompt's 2–8); set, it
+// does.
+func TestProbeOptionWordsDefaultToNoLimit(t *testing.T) {
+	q, right := "What does this tool return?", "JSON"
+	it := probeItem{Question: &q, CorrectAnswer: &right, WrongAnswers: []string{"XML", "CSV files", "A long list of rendered image files in a zip archive"}}
+	lo, hi := (&probeGenConfig{}).optionWords()
+	if why := validateProbeItem(it, CatalogRow{ToolName: "X&&y"}, true, lo, hi); len(why) != 0 {
+		t.Errorf("default option_words: reasons %q", why)
+	}
+	lo, hi = (&probeGenConfig{OptionWords: []int{2, 8}}).optionWords()
+	if why := validateProbeItem(it, CatalogRow{ToolName: "X&&y"}, true, lo, hi); len(why) != 3 {
+		t.Errorf("option_words [2, 8]: reasons %q, want 3", why)
+	}
+}
+
+// TestProbeValidatorDefaultsAcceptTheReleasedMCQOptions: with the default
+// config no released MCQ item's options are rejected (with [2, 8] words
+// 38% would be); the share the whole validator rejects is logged.
+func TestProbeValidatorDefaultsAcceptTheReleasedMCQOptions(t *testing.T) {
+	path, err := filepath.Abs("../../../shared/data/toolsense/toolsense-mcq.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	lo, hi := (&probeGenConfig{}).optionWords()
+	n, optionRejects, wordRejects, rejects := 0, 0, 0, map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var it struct {
+			Question      string          `json:"question"`
+			CorrectAnswer string          `json:"correct_answer"`
+			WrongAnswers  []string        `json:"wrong_answers"`
+			Tool          json.RawMessage `json:"tool"`
+		}
+		if err := json.Unmarshal([]byte(line), &it); err != nil {
+			t.Fatal(err)
+		}
+		var tool struct {
+			ToolName  string `json:"tool_name"`
+			ToolTitle string `json:"tool_title"`
+		}
+		if err := json.Unmarshal(it.Tool, &tool); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		item := probeItem{Question: &it.Question, CorrectAnswer: &it.CorrectAnswer, WrongAnswers: it.WrongAnswers}
+		row := CatalogRow{ToolName: tool.ToolName, ToolTitle: tool.ToolTitle}
+		for _, why := range validateProbeItem(item, row, true, lo, hi) {
+			if strings.Contains(why, "answer") {
+				optionRejects++
+			}
+			rejects[strings.SplitN(why, " (", 2)[0]]++
+		}
+		if len(validateProbeItem(item, row, true, 2, 8)) > 0 {
+			wordRejects++
+		}
+	}
+	if n != 496 || optionRejects != 0 {
+		t.Errorf("%d released items, %d option rejections by default; want 496, 0", n, optionRejects)
+	}
+	t.Logf("released MCQ: %d items; default validator reasons %v; with option_words [2, 8] %d rejected", n, rejects, wordRejects)
 }

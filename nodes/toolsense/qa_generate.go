@@ -43,7 +43,7 @@ func (qaGenerateType) Doc() string {
 		"construction: alternated across tools, as the paper does); `model` writes a yes/no question about a verifiable property " +
 		"whose answer is the target and which calls the tool \"this tool\" (prompts/qa_generate.txt, Figure 17, JSON constrained " +
 		"by a schema and parsed either way). A programmatic validator checks the question (it says \"this tool\" and names neither " +
-		"the tool_name nor the tool_title verbatim), then `judge` (default `model`; always at temperature 0, as the paper runs judges) checks " +
+		"the full tool_name nor the tool_title, each matched case-insensitively as whole words, as mcq_generate's does), then `judge` (default `model`; always at temperature 0, as the paper runs judges) checks " +
 		"the paper's four criteria (prompts/qa_judge.txt, Figure 18); a judge answer that is not the verdict rejects the item " +
 		"(fails closed). A rejected item is retried at most `retries` times (default 3) with the rejection reasons fed back; a tool " +
 		"the generator skips or still rejected after its last retry is dropped, counted by reason in the note and the report " +
