@@ -38,7 +38,7 @@ var (
 )
 
 func (mcqGenerateType) Name() string    { return "mcq_generate" }
-func (mcqGenerateType) Version() string { return "1" }
+func (mcqGenerateType) Version() string { return "2" }
 func (mcqGenerateType) Doc() string {
 	return "Generates ToolSense's MCQ probing benchmark (seed 002 §3.2, Appendix J.2) from a catalog: for each of `count` tools " +
 		"sampled with `seed` (default every tool; kept in catalog order), `model` writes a question that calls the tool \"this tool\", " +

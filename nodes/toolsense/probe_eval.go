@@ -147,7 +147,7 @@ var (
 )
 
 func (probeEvalType) Name() string    { return "probe_eval" }
-func (probeEvalType) Version() string { return "1" }
+func (probeEvalType) Version() string { return "2" }
 func (probeEvalType) Doc() string {
 	return "Asks a model ToolSense's MCQ or QA probes (seed 002 §3.2, §4): `items` is an MCQ table (id, question, " +
 		"correct_answer, wrong_answers, tool) or a QA table (id, question, answer, tool), the released files imported or " +

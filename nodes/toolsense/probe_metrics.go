@@ -70,7 +70,7 @@ var (
 )
 
 func (probeMetricsType) Name() string    { return "probe_metrics" }
-func (probeMetricsType) Version() string { return "1" }
+func (probeMetricsType) Version() string { return "2" }
 func (probeMetricsType) Doc() string {
 	return "MCQ and QA probing accuracy (seed 002 §4: exact match) from probe_eval outputs (`evals`): one row " +
 		"per output with n, correct, accuracy in percent and its 95% percentile bootstrap CI resampling items (`bootstrap` " +

@@ -36,7 +36,7 @@ var (
 )
 
 func (qaGenerateType) Name() string    { return "qa_generate" }
-func (qaGenerateType) Version() string { return "1" }
+func (qaGenerateType) Version() string { return "2" }
 func (qaGenerateType) Doc() string {
 	return "Generates ToolSense's QA probing benchmark (seed 002 §3.2, Appendix J.2) from a catalog: `count` tools are sampled " +
 		"with `seed` (default every tool) and, in catalog order, given the target answers Yes, No, Yes, ... (balanced by " +
