@@ -113,7 +113,7 @@ func (c *parametricConfig) prompt() string {
 }
 
 func (c *parametricConfig) spelling() (open, close string) {
-	open, close = "<<", ">>"
+	open, close = defaultTokenOpen, defaultTokenClose
 	if c.TokenOpen != nil {
 		open = *c.TokenOpen
 	}
@@ -344,15 +344,15 @@ func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
 	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}, names: map[string]int{}}
 	for i, tool := range tools {
 		t.names[tool.ToolName] = i
+		toks, err := toolTokens(tool.ToolName, format, open, close)
+		if err != nil {
+			return nil, err
+		}
 		if t.flat {
-			t.tool[open+tool.ToolName+close] = i
+			t.tool[toks[0]] = i
 			continue
 		}
-		a, e, ok := strings.Cut(tool.ToolName, "&&")
-		if !ok {
-			return nil, fmt.Errorf("tool %q has no \"&&\" to split into API and endpoint tokens", tool.ToolName)
-		}
-		at, et := open+a+close, open+e+close
+		at, et := toks[0], toks[1]
 		j, seen := t.api[at]
 		if !seen {
 			j = len(t.apis)
