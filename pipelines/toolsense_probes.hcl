@@ -9,8 +9,9 @@
 #   lacuna run pipelines/toolsense_probes.hcl --var endpoint=http://HOST:PORT/v1 --var model_id=MODEL
 #   lacuna cat pipelines/toolsense_probes.hcl node.probe_metrics.released
 #
-# tool_ref = "token" asks about a ToolGen model's virtual token <tool_name>
-# (the paper's setting); "name" or "description" suit a model without
+# tool_ref = "token" asks about a ToolGen model's virtual token
+# <<tool_name>>, spelled as retrieve_parametric spells it (probe_eval's
+# token_format, token_open and token_close; the paper's setting); "name" or "description" suit a model without
 # tool tokens (description is open book: an upper bound).
 
 variable "data_dir" {
@@ -46,7 +47,13 @@ variable "api_key_env" {
 variable "tool_ref" {
   type        = string
   default     = "token"
-  description = "how the probes name the tool: token (<tool_name>), name or description"
+  description = "how the probes name the tool: token (<<tool_name>>), name or description"
+}
+
+variable "token_format" {
+  type        = string
+  default     = "flat"
+  description = "tool_ref = token: flat (<<API&&ENDPOINT>>) or hierarchical (<<API>><<ENDPOINT>>), as the model was trained"
 }
 
 # The generator and judge of new items (the paper used claude-4.5-sonnet
@@ -96,11 +103,12 @@ node "import" "probes" {
 }
 
 node "probe_eval" "released" {
-  for_each = toset(["mcq", "qa"])
-  items    = node.import.probes[each.value]
-  model    = model.under_test
-  tool_ref = var.tool_ref
-  seed     = 1
+  for_each     = toset(["mcq", "qa"])
+  items        = node.import.probes[each.value]
+  model        = model.under_test
+  tool_ref     = var.tool_ref
+  token_format = var.tool_ref == "token" ? var.token_format : null
+  seed         = 1
 }
 
 # New probes from the 4,901 tools of the RRB candidate pools.
@@ -129,16 +137,18 @@ node "qa_generate" "rrb" {
 }
 
 node "probe_eval" "generated_mcq" {
-  items    = node.mcq_generate.rrb
-  model    = model.under_test
-  tool_ref = var.tool_ref
-  seed     = 1
+  items        = node.mcq_generate.rrb
+  model        = model.under_test
+  tool_ref     = var.tool_ref
+  token_format = var.tool_ref == "token" ? var.token_format : null
+  seed         = 1
 }
 
 node "probe_eval" "generated_qa" {
-  items    = node.qa_generate.rrb
-  model    = model.under_test
-  tool_ref = var.tool_ref
+  items        = node.qa_generate.rrb
+  model        = model.under_test
+  tool_ref     = var.tool_ref
+  token_format = var.tool_ref == "token" ? var.token_format : null
 }
 
 node "probe_metrics" "released" {

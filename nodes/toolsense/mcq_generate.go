@@ -38,17 +38,20 @@ var (
 )
 
 func (mcqGenerateType) Name() string    { return "mcq_generate" }
-func (mcqGenerateType) Version() string { return "1" }
+func (mcqGenerateType) Version() string { return "2" }
 func (mcqGenerateType) Doc() string {
 	return "Generates ToolSense's MCQ probing benchmark (seed 002 §3.2, Appendix J.2) from a catalog: for each of `count` tools " +
 		"sampled with `seed` (default every tool; kept in catalog order), `model` writes a question that calls the tool \"this tool\", " +
 		"one correct short answer and three plausible wrong ones (prompts/mcq_generate.txt, Figure 19, JSON constrained by a schema " +
 		"and parsed either way). A programmatic validator checks the item (the question says \"this tool\" and names neither the " +
-		"tool_name nor the tool_title verbatim; exactly three wrong answers; every option `option_words` [min, max] words, default " +
-		"[2, 8]; the four options distinct ignoring case and spacing), then `judge` (default `model`; always at temperature 0, as the " +
+		"full tool_name nor the tool_title, each matched case-insensitively as whole words, so \"this toolkit\" is not \"this tool\" " +
+		"and a one-word title such as \"Email\" rejects a question using the word email; exactly three wrong answers; the four " +
+		"options distinct ignoring case and spacing; with `option_words` = [min, max] set, every option that many words: unset by " +
+		"default, since the prompt's 2–8 words (Figure 19) is not held by 38% of the released items), then `judge` (default `model`; always at temperature 0, as the " +
 		"paper runs judges) checks the paper's five criteria (prompts/mcq_judge.txt, Figure 20); a judge answer that is not the verdict " +
 		"rejects the item (fails closed). A rejected item is retried at most `retries` times (default 3), the rejection reasons " +
-		"fed back into the next prompt; a tool the generator skips (skip = true) or still rejected after its last retry is dropped, " +
+		"fed back into the next prompt (retrying departs from the paper's Appendix J.2, which discards a rejected item, as issue " +
+		"11 asks for retries; `retries = 0` is the paper's rule); a tool the generator skips (skip = true) or still rejected after its last retry is dropped, " +
 		"counted by reason in the note and the report \"generation\", and logged. Rows have the released file's shape: id, " +
 		"question, correct_answer, wrong_answers (JSON), tool (JSON). The prompt files' bytes are in the key; calls go through " +
 		"the call cache (a re-run makes none); `lacuna plan` counts the calls the cache answers and, on a fresh store, one " +

@@ -29,7 +29,7 @@ func init() { nodes.Register(neighborsType{}) }
 //	  model_dir = "models/all-MiniLM-L6-v2"
 //	  pooling   = "mean"                 # or "cls"
 //	  field     = "description"
-//	  k         = 13                     # pool = seed + 13 = 14 tools
+//	  k         = 13                     # pool = seed + 13 = 14 tools (at most the catalog's size - 1)
 //	  seeds     = 50
 //	  seed      = 1
 //	}
@@ -152,8 +152,10 @@ func (neighborsType) Doc() string {
 		"api_description; doc = DocText), over-fetches k+5, drops the seed and keeps the k nearest (default 13: a 14-tool " +
 		"pool, seed first). embedder = \"dense\" (default): cosine over L2-normalised embeddings of a local BERT sentence " +
 		"encoder (`model_dir`, its files' digest in the key; `pooling` mean or cls; `batch` texts at once); embedder = " +
-		"\"bm25\": the seed's text as a BM25 query (runners/bm25) against every tool's text, no model needed. Seeds whose " +
-		"text is empty are kept (their neighbours are the catalog's first tools) and counted in the note."
+		"\"bm25\": the seed's text as a BM25 query (runners/bm25) against every tool's text, no model needed. k larger than " +
+		"the catalog less the seed is reduced to it; seeds more than the catalog holds, or a tool_name twice in it, are errors. " +
+		"Seeds whose text is empty are kept and counted in the note (with bm25 their neighbours all score 0 and are the " +
+		"catalog's first tools; the dense encoder embeds the empty text like any other)."
 }
 
 func (neighborsType) Validate(cfg any) error {
@@ -254,11 +256,17 @@ func (t neighborsType) Run(ctx context.Context, r nodes.Run) error {
 		return fmt.Errorf("catalog %s: %w", c.Catalog, err)
 	}
 	if len(tools) < 2 {
-		return fmt.Errorf("catalog %s has %d tools: a pool needs the seed and at least one other", c.Catalog, len(tools))
+		return nodes.Errorf("catalog", "Catalog too small", "catalog %s has %d tools: a pool needs the seed and at least one other.", c.Catalog, len(tools))
+	}
+	if _, err := toolIndex(tools); err != nil {
+		return err
 	}
 	n := len(tools)
 	if c.Seeds != nil {
 		n = *c.Seeds
+		if n > len(tools) {
+			return nodes.Errorf("seeds", "Too many seeds", "%d seeds asked of a catalog of %d tools (%s).", n, len(tools), c.Catalog)
+		}
 	}
 	services := make([]string, len(tools))
 	for i, tool := range tools {
@@ -354,6 +362,19 @@ func (neighborsType) ranker(ctx context.Context, r nodes.Run, c *neighborsConfig
 		}
 		return out
 	}, nil
+}
+
+// toolIndex maps each tool_name of a catalog to its row; a name twice is
+// an error at the node's catalog attribute.
+func toolIndex(tools []CatalogRow) (map[string]int, error) {
+	ix := make(map[string]int, len(tools))
+	for i, t := range tools {
+		if j, ok := ix[t.ToolName]; ok {
+			return nil, nodes.Errorf("catalog", "Duplicate tool", "tool %q is at rows %d and %d of the catalog: tool names must be unique.", t.ToolName, j+1, i+1)
+		}
+		ix[t.ToolName] = i
+	}
+	return ix, nil
 }
 
 // serviceOf is the service of a tool: its tool_name up to the first "&&".

@@ -295,4 +295,7 @@ func TestNeighborsRejectsBadConfig(t *testing.T) {
 	write(t, dir, "tools.jsonl", neighborsTools)
 	r := nodetest.RunErr(t, dir, head+`model_dir = "nowhere"`+"\n}\n")
 	wantContains(t, nodeErr(t, r, "node.neighbors.n"), "Model directory not found")
+	// A run-time error about the configuration points at its attribute.
+	r = nodetest.RunErr(t, dir, head+`embedder = "bm25"`+"\n"+`seeds = 9`+"\n}\n")
+	wantContains(t, nodeErr(t, r, "node.neighbors.n"), "p.hcl:5:9: Too many seeds", "9 seeds asked of a catalog of 8 tools")
 }

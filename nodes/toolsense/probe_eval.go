@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -32,11 +34,19 @@ type probeEvalConfig struct {
 	Items nodes.Ref   `hcl:"items"`
 	Model nodes.Model `hcl:"model"`
 	// ToolRef is how the prompt names the tool: "token" (default) its
-	// ToolGen virtual token "<tool_name>", the paper's setting (the model
-	// sees only the token); "name" the tool_name as text; "description"
-	// its names and descriptions (the annotators' open-book setting, an
-	// upper bound).
+	// ToolGen virtual token(s), spelled as retrieve_parametric spells
+	// them (toolTokens: <<tool_name>> by default), the paper's setting
+	// (the model sees only the token); "name" the tool_name as text;
+	// "description" its names and descriptions (the annotators'
+	// open-book setting, an upper bound).
 	ToolRef string `hcl:"tool_ref,optional"`
+	// TokenFormat, TokenOpen and TokenClose spell the virtual token
+	// (tool_ref "token" only), as retrieve_parametric's attributes of
+	// those names: "flat" (default, <<API&&ENDPOINT>>) or "hierarchical"
+	// (<<API>><<ENDPOINT>>), around "<<" and ">>" by default.
+	TokenFormat string  `hcl:"token_format,optional"`
+	TokenOpen   *string `hcl:"token_open,optional"`
+	TokenClose  *string `hcl:"token_close,optional"`
 	// Seed drives the MCQ option shuffle (default 1).
 	Seed *int64 `hcl:"seed,optional"`
 	// Limit takes the first N items in file order.
@@ -51,6 +61,21 @@ func (c *probeEvalConfig) toolRef() string {
 		return "token"
 	}
 	return c.ToolRef
+}
+
+// tokenSpelling is the virtual token's format, open and close strings.
+func (c *probeEvalConfig) tokenSpelling() (format, open, close string) {
+	format, open, close = c.TokenFormat, defaultTokenOpen, defaultTokenClose
+	if format == "" {
+		format = flatTokens
+	}
+	if c.TokenOpen != nil {
+		open = *c.TokenOpen
+	}
+	if c.TokenClose != nil {
+		close = *c.TokenClose
+	}
+	return format, open, close
 }
 
 func (c *probeEvalConfig) seed() uint64 {
@@ -73,8 +98,8 @@ var (
 
 // How a predicted answer was read (ProbeEvalRow.ParsedBy).
 const (
-	ParsedConstrained = "constrained" // the answer is exactly one of the labels (the server held the constraint)
-	ParsedFreeText    = "parsed"      // read from free text (the server ignored the constraint)
+	ParsedConstrained = "constrained" // the server held the constraint (llm.Response.SchemaHeld): the answer is one of the labels
+	ParsedFreeText    = "parsed"      // read from an answer that did not satisfy the constraint (the server ignored it)
 	ParsedNone        = "unparseable" // no label could be read: counted wrong
 )
 
@@ -100,9 +125,12 @@ type ProbeEvalRow struct {
 	Raw       string `parquet:"raw"`
 	Predicted string `parquet:"predicted"`
 	ParsedBy  string `parquet:"parsed_by"`
-	Correct   bool   `parquet:"correct"`
-	Model     string `parquet:"model"`
-	Prompt    string `parquet:"prompt"`
+	// CutOff says the answer stopped at max_tokens (finish_reason
+	// "length"): a reasoning model's answer cut before its label.
+	CutOff  bool   `parquet:"cut_off"`
+	Correct bool   `parquet:"correct"`
+	Model   string `parquet:"model"`
+	Prompt  string `parquet:"prompt"`
 }
 
 type probeEvalType struct {
@@ -119,18 +147,25 @@ var (
 )
 
 func (probeEvalType) Name() string    { return "probe_eval" }
-func (probeEvalType) Version() string { return "1" }
+func (probeEvalType) Version() string { return "2" }
 func (probeEvalType) Doc() string {
 	return "Asks a model ToolSense's MCQ or QA probes (seed 002 §3.2, §4): `items` is an MCQ table (id, question, " +
 		"correct_answer, wrong_answers, tool) or a QA table (id, question, answer, tool), the released files imported or " +
 		"mcq_generate / qa_generate output, told apart by their columns. The prompt (prompts/mcq_eval.txt, prompts/qa_eval.txt) " +
-		"names the tool as `tool_ref` says: \"token\" (default, ToolGen's virtual token <tool_name>, the paper's setting), " +
-		"\"name\" or \"description\" (open book). MCQ options are shuffled per item by `seed` (default 1; the permutation is in " +
-		"each row) and the answer is constrained to A–D, QA answers to Yes/No, by the structured-output choice of the model's " +
-		"server (temperature 0 unless the model block sets one; max_tokens default 16); an answer the server did not constrain " +
-		"is parsed (a bare or parenthesised letter, \"Answer: B\", a leading \"B.\", the text of exactly one option; yes/no as a " +
-		"first word) and one that cannot be read counts as wrong, parsed_by \"unparseable\", counted in the note. One row per item; " +
-		"probe_metrics turns them into accuracies with CIs. Calls go through the call cache: a re-run makes none."
+		"names the tool as `tool_ref` says: \"token\" (default, the paper's setting) its ToolGen virtual token spelled exactly as " +
+		"retrieve_parametric spells it, with the same `token_format` (\"flat\" <<API&&ENDPOINT>>, default, or \"hierarchical\" " +
+		"<<API>><<ENDPOINT>>), `token_open` and `token_close` (default \"<<\", \">>\"); \"name\" or \"description\" (open book). " +
+		"MCQ options are shuffled per item by `seed` (default 1; the permutation is in each row) and the answer is constrained to " +
+		"A–D, QA answers to Yes/No, by the structured-output choice of the model's server (temperature 0 unless the model block " +
+		"sets one; max_tokens default 16). parsed_by is \"constrained\" when the server held the constraint (the response " +
+		"satisfied the choice), else an answer is parsed from free text: MCQ the one letter an \"answer\" phrase claims, else " +
+		"that of an \"option\" phrase when no other letter A–D stands as a word, else a leading \"B.\" followed by nothing or by " +
+		"option B's text, else the text of exactly one option; QA yes or no as the whole answer or its first word followed by , . ! " +
+		"or :, or \"answer: yes\". An answer claiming two labels (\"Answer: A or B\", \"Yes, but no\") or none (\"No idea\") " +
+		"counts as wrong, parsed_by \"unparseable\", counted in the note. Answers stopped at max_tokens (finish_reason " +
+		"\"length\", e.g. a reasoning model cut off while thinking) are flagged in the row (cut_off) and counted in the note. One " +
+		"row per item, in items order; `limit` takes the first N. probe_metrics turns them into accuracies with CIs. Calls go " +
+		"through the call cache: a re-run makes none."
 }
 
 func (probeEvalType) Validate(cfg any) error {
@@ -138,6 +173,12 @@ func (probeEvalType) Validate(cfg any) error {
 	switch {
 	case c.toolRef() != "token" && c.toolRef() != "name" && c.toolRef() != "description":
 		return nodes.Errorf("tool_ref", "Invalid tool_ref", "tool_ref is \"token\", \"name\" or \"description\", not %q.", c.ToolRef)
+	case c.toolRef() != "token" && (c.TokenFormat != "" || c.TokenOpen != nil || c.TokenClose != nil):
+		return nodes.Errorf("token_format", "Token spelling without tokens", "token_format, token_open and token_close spell the virtual token of tool_ref = \"token\"; tool_ref is %q.", c.ToolRef)
+	case c.TokenFormat != "" && c.TokenFormat != flatTokens && c.TokenFormat != hierarchicalTokens:
+		return nodes.Errorf("token_format", "Unknown token format", "%q: use \"flat\" (<<API&&ENDPOINT>>) or \"hierarchical\" (<<API>><<ENDPOINT>>).", c.TokenFormat)
+	case (c.TokenOpen != nil && *c.TokenOpen == "") || (c.TokenClose != nil && *c.TokenClose == ""):
+		return nodes.Errorf("token_open", "Empty token spelling", "token_open and token_close must not be empty.")
 	case c.Limit != nil && *c.Limit < 1:
 		return nodes.Errorf("limit", "Invalid limit", "limit must be at least 1.")
 	case c.MaxTokens != nil && *c.MaxTokens < 1:
@@ -236,7 +277,11 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 			return "", nil, fmt.Errorf("%s: tool: %w", where, err)
 		}
 		row := ProbeEvalRow{Benchmark: bench, ID: it["id"], ToolName: tool.ToolName, Question: it["question"], Model: m.Config.ID}
-		data := map[string]any{"Tool": probeToolRef(tool, c.toolRef()), "Question": it["question"]}
+		ref, err := probeToolRef(tool, c)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", where, err)
+		}
+		data := map[string]any{"Tool": ref, "Question": it["question"]}
 		if bench == BenchmarkMCQ {
 			var wrong []string
 			if err := json.Unmarshal([]byte(it["wrong_answers"]), &wrong); err != nil {
@@ -304,90 +349,145 @@ func probePermutation(seed uint64, id string) []int {
 	return rand.New(rand.NewPCG(seed, xxhash.Sum64String(id))).Perm(4)
 }
 
-// probeToolRef is how a prompt names the tool.
-func probeToolRef(t CatalogRow, how string) string {
-	switch how {
+// probeToolRef is how a prompt names the tool (c.ToolRef): its virtual
+// token(s), spelled by toolTokens as retrieve_parametric spells them and
+// written one after the other (hierarchical: <<API>><<ENDPOINT>>).
+func probeToolRef(t CatalogRow, c *probeEvalConfig) (string, error) {
+	switch c.toolRef() {
 	case "name":
-		return t.ToolName
+		return t.ToolName, nil
 	case "description":
-		return "\n" + probeDescription(t)
+		return "\n" + probeDescription(t), nil
 	}
-	return "<" + t.ToolName + ">"
+	format, open, close := c.tokenSpelling()
+	toks, err := toolTokens(t, format, open, close)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(toks, ""), nil
 }
 
 var (
-	// "Answer: B", "the answer is (B)", "correct option: B".
-	probeAnswerIs = regexp.MustCompile(`(?i:answer|option)(?:\s+is)?\s*[:\-]?\s*\(?([A-D])\b`)
-	// "B.", "B)", "(B)", "B:" at the start of the answer.
-	probeLeadingLetter = regexp.MustCompile(`^\(?([A-D])(?:[.):]|\)\s|$)`)
+	// "Answer: B", "the answer is (B)", "answer: A or B" (group 1 holds
+	// every letter claimed).
+	probeAnswerIs = regexp.MustCompile(`(?i:\banswer)(?:\s+is)?\s*[:\-]?\s*(\(?[A-D]\)?(?:\s*(?:,|/|(?i:or|and))\s*\(?[A-D]\)?)*)(?:\W|$)`)
+	// "correct option: B", "option (B)".
+	probeOptionIs = regexp.MustCompile(`(?i:\boption)(?:\s+is)?\s*[:\-]?\s*\(?([A-D])(?:\W|$)`)
+	// "B.", "B)", "(B)", "B:" at the start of the answer, and what follows.
+	probeLeadingLetter = regexp.MustCompile(`^\(?([A-D])(?:[.):]|\)\s|$)(.*)$`)
+	// A letter A–D standing as its own word.
+	probeLetterWord = regexp.MustCompile(`\b[A-D]\b`)
+	// QA: "Yes" or "No" as the whole answer or followed by , . ! : (so
+	// "No idea" is not No); "answer: no".
+	probeQAFirst    = regexp.MustCompile(`^(?i)\**(yes|no)\**(?:[,.!:]|$)`)
+	probeQAAnswerIs = regexp.MustCompile(`(?i)\banswer(?:\s+is)?\s*[:\-]?\s*\**(yes|no)\b`)
 )
 
 // parseMCQAnswer reads a letter from an answer: the choice itself (bare
-// or as a JSON string), else from free text (a bare or parenthesised
-// letter, "Answer: B", a leading "B." or "B)", the text of exactly one
-// option). ok is false when none can be read.
-func parseMCQAnswer(text string, options []string) (letter string, constrained, ok bool) {
+// or as a JSON string), else from free text, in this order: a bare
+// lowercase letter; the letters an "answer" phrase claims ("Answer: B",
+// "the answer is (C)"), read only when they are one letter; the letter of
+// an "option" phrase ("correct option: B"), read only when every such
+// phrase names one letter and no other letter A–D stands as a word; a
+// leading "B." or "B)" read only when nothing follows it or what follows
+// begins with that option's text ("B. Weather data", not "A: no idea" or
+// "A. or maybe C"); the text of exactly one option. ok is false when none
+// can be read: several letters claimed is unparseable, not the first.
+func parseMCQAnswer(text string, options []string) (letter string, ok bool) {
 	s := probeAnswerText(text)
 	for _, l := range mcqLetters {
-		if s == l {
-			return l, true, true
+		if s == l || s == strings.ToLower(l) {
+			return l, true
 		}
 	}
+	distinct := func(ls []string) []string {
+		slices.Sort(ls)
+		return slices.Compact(ls)
+	}
+	var claimed []string
+	for _, m := range probeAnswerIs.FindAllStringSubmatch(s, -1) {
+		claimed = append(claimed, probeLetterWord.FindAllString(strings.ToUpper(m[1]), -1)...)
+	}
+	if claimed = distinct(claimed); len(claimed) > 0 {
+		if len(claimed) == 1 {
+			return claimed[0], true
+		}
+		return "", false
+	}
+	words := distinct(probeLetterWord.FindAllString(s, -1))
+	for _, m := range probeOptionIs.FindAllStringSubmatch(s, -1) {
+		claimed = append(claimed, m[1])
+	}
+	if claimed = distinct(claimed); len(claimed) > 0 {
+		if len(claimed) == 1 && len(words) == 1 {
+			return claimed[0], true
+		}
+		return "", false
+	}
 	if m := probeLeadingLetter.FindStringSubmatch(s); m != nil {
-		return m[1], false, true
-	}
-	if len(s) == 1 && strings.Contains("abcd", s) {
-		return strings.ToUpper(s), false, true
-	}
-	if m := probeAnswerIs.FindStringSubmatch(s); m != nil {
-		return m[1], false, true
+		rest := probeNormalize(m[2])
+		opt := probeNormalize(options[strings.Index("ABCD", m[1])])
+		if rest == "" || strings.HasPrefix(rest, opt) {
+			return m[1], true
+		}
+		return "", false
 	}
 	hit := -1
 	for j, o := range options {
 		if probeNormalize(strings.TrimRight(s, ".")) == probeNormalize(o) {
 			if hit >= 0 {
-				return "", false, false
+				return "", false
 			}
 			hit = j
 		}
 	}
 	if hit >= 0 {
-		return mcqLetters[hit], false, true
+		return mcqLetters[hit], true
 	}
-	return "", false, false
+	return "", false
 }
 
 // parseQAAnswer reads Yes or No from an answer: the choice itself (bare
-// or as a JSON string), else the first word of free text ("yes, it ...",
-// "No.") or "answer: yes". ok is false when none can be read.
-func parseQAAnswer(text string) (label string, constrained, ok bool) {
+// or as a JSON string), else free text whose first word is yes or no
+// (any case, bold allowed) and is the whole answer or followed by , . !
+// or : ("No, it does not."; "No idea" is not an answer), else "answer:
+// yes". ok is false when none can be read, and when the other label also
+// stands as a word ("Yes, but no").
+func parseQAAnswer(text string) (label string, ok bool) {
 	s := probeAnswerText(text)
 	if s == "Yes" || s == "No" {
-		return s, true, true
+		return s, true
 	}
-	word := func(w string) string {
-		switch strings.ToLower(strings.Trim(w, ".,!:;\"'*()")) {
-		case "yes":
-			return "Yes"
-		case "no":
-			return "No"
-		}
-		return ""
+	m := probeQAFirst.FindStringSubmatch(s)
+	if m == nil {
+		m = probeQAAnswerIs.FindStringSubmatch(s)
 	}
-	words := strings.Fields(s)
-	if len(words) > 0 {
-		if l := word(words[0]); l != "" {
-			return l, false, true
-		}
+	if m == nil {
+		return "", false
 	}
-	for i := 0; i+1 < len(words); i++ {
-		if w := strings.ToLower(strings.Trim(words[i], ":")); w == "answer" || w == "answer:" {
-			if l := word(words[i+1]); l != "" {
-				return l, false, true
-			}
-		}
+	label, other := "Yes", "no"
+	if strings.EqualFold(m[1], "no") {
+		label, other = "No", "yes"
 	}
-	return "", false, false
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) })
+	if slices.Contains(words, other) {
+		return "", false
+	}
+	return label, true
+}
+
+// probeParsedBy is how an answer was read: constrained when a label was
+// read and the server held the constraint (the response's SchemaHeld:
+// its answer satisfied the choice), free text when a label was read from
+// an answer that did not satisfy it.
+func probeParsedBy(ok bool, schemaHeld *bool) string {
+	switch {
+	case !ok:
+		return ParsedNone
+	case schemaHeld != nil && *schemaHeld:
+		return ParsedConstrained
+	}
+	return ParsedFreeText
 }
 
 // probeAnswerText is an answer with its think blocks and a fence left
@@ -446,20 +546,14 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		row := qs[i].row
 		row.Raw = resp.Text
-		var constrained, ok bool
+		row.CutOff = resp.FinishReason == "length"
+		var ok bool
 		if bench == BenchmarkMCQ {
-			row.Predicted, constrained, ok = parseMCQAnswer(resp.Text, row.Options)
+			row.Predicted, ok = parseMCQAnswer(resp.Text, row.Options)
 		} else {
-			row.Predicted, constrained, ok = parseQAAnswer(resp.Text)
+			row.Predicted, ok = parseQAAnswer(resp.Text)
 		}
-		switch {
-		case !ok:
-			row.ParsedBy = ParsedNone
-		case constrained:
-			row.ParsedBy = ParsedConstrained
-		default:
-			row.ParsedBy = ParsedFreeText
-		}
+		row.ParsedBy = probeParsedBy(ok, resp.SchemaHeld)
 		row.Correct = ok && row.Predicted == row.Gold
 		rows[i] = row
 	})
@@ -472,18 +566,22 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 		return fmt.Errorf("probe_eval: %w; %d of %d calls answered and cached: a re-run makes only the %d missing", first, done, len(qs), len(qs)-done)
 	}
 	by := map[string]int{}
-	correct := 0
+	correct, cut := 0, 0
 	for _, row := range rows {
 		by[row.ParsedBy]++
 		if row.Correct {
 			correct++
+		}
+		if row.CutOff {
+			cut++
 		}
 	}
 	acc := 0.0
 	if len(rows) > 0 {
 		acc = 100 * float64(correct) / float64(len(rows))
 	}
-	r.Note("%s: %d items, %d correct (%.1f%%); answers %d constrained, %d parsed from free text, %d unparseable (counted wrong); %d calls made, %d cached",
-		bench, len(rows), correct, acc, by[ParsedConstrained], by[ParsedFreeText], by[ParsedNone], st.Calls, st.Cached)
+	r.Report("answers", map[string]int{"constrained": by[ParsedConstrained], "free_text": by[ParsedFreeText], "unparseable": by[ParsedNone], "cut_off": cut})
+	r.Note("%s: %d items, %d correct (%.1f%%); answers %d constrained, %d parsed from free text, %d unparseable (counted wrong), %d cut off at max_tokens (finish_reason length); %d calls made, %d cached",
+		bench, len(rows), correct, acc, by[ParsedConstrained], by[ParsedFreeText], by[ParsedNone], cut, st.Calls, st.Cached)
 	return t.Write(r, rows)
 }

@@ -21,7 +21,8 @@ const probeItemsN = 12
 
 // probeItemFiles writes mcq.jsonl (item i: tool T<i>, correct answer
 // "Right answer i") and qa.jsonl (item i: answer Yes for even i) in the
-// released files' shape.
+// released files' shape, and mcq_reversed.jsonl: mcq.jsonl's items in
+// reverse order.
 func probeItemFiles(t *testing.T, dir string) {
 	var mcq, qa strings.Builder
 	for i := range probeItemsN {
@@ -30,18 +31,24 @@ func probeItemFiles(t *testing.T, dir string) {
 		fmt.Fprintf(&qa, `{"id": "q%d", "question": "Does this tool do %d?", "answer": %q, "tool": %s}`+"\n", i, i, [2]string{"Yes", "No"}[i%2], tool)
 	}
 	write(t, dir, "mcq.jsonl", mcq.String())
+	lines := strings.SplitAfter(strings.TrimSuffix(mcq.String(), "\n"), "\n")
+	slices.Reverse(lines)
+	write(t, dir, "mcq_reversed.jsonl", strings.Join(lines, "\n")+"\n")
 	write(t, dir, "qa.jsonl", qa.String())
 }
 
 var (
 	probeOptionLine = regexp.MustCompile(`(?m)^([A-D])\. (.*)$`)
-	probeToolToken  = regexp.MustCompile(`This tool: <T(\d+)&&t>`)
+	// ToolGen's virtual token, flat (<<T3&&t>>) or hierarchical
+	// (<<T3>><<t>>).
+	probeToolToken = regexp.MustCompile(`This tool: <<T(\d+)(?:&&|>><<)t>>\n`)
 )
 
 // probeEvalReply answers as the served model: "right" the correct letter (or
 // Yes/No), "always-a" A (Yes), "garbage" prose, "chatty" the correct
-// answer in a sentence; constrained answers as response_format's JSON
-// string.
+// answer in a sentence, "wrapped" the correct label in a JSON object
+// {"answer": ...} (readable, but not the constraint); constrained
+// answers as response_format's JSON string.
 func probeEvalReply(q llmtest.Request) string {
 	text := q.Text()
 	m := probeToolToken.FindStringSubmatch(text)
@@ -66,6 +73,8 @@ func probeEvalReply(q llmtest.Request) string {
 			return `"A"`
 		}
 		return `"Yes"`
+	case "wrapped":
+		return `{"answer": "` + gold + `"}`
 	case "chatty":
 		if len(gold) == 1 {
 			return "The answer is (" + gold + ") because it fits."
@@ -81,11 +90,23 @@ func probeEvalPipeline(right, ignoring string) string {
 		b.WriteString(probeModel(strings.ReplaceAll(m, "-", "_"), right, m))
 	}
 	b.WriteString(probeModel("chatty", ignoring, "chatty"))
+	b.WriteString(probeModel("wrapped", ignoring, "wrapped"))
 	b.WriteString(`
 node "import" "mcq" { path = "mcq.jsonl" }
 node "import" "qa" { path = "qa.jsonl" }
 locals {
-  models = { right = model.right, always_a = model.always_a, garbage = model.garbage, chatty = model.chatty }
+  models = { right = model.right, always_a = model.always_a, garbage = model.garbage, chatty = model.chatty, wrapped = model.wrapped }
+}
+node "probe_eval" "hierarchical" {
+  items        = node.import.mcq
+  model        = model.right
+  seed         = 7
+  token_format = "hierarchical"
+}
+node "probe_eval" "short" {
+  items      = node.import.qa
+  model      = model.garbage
+  max_tokens = 4
 }
 node "probe_eval" "mcq" {
   for_each = local.models
@@ -117,7 +138,7 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 	probeItemFiles(t, dir)
 	srv := llmtest.New(llmtest.Config{Models: []string{"right", "always-a", "garbage"}, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
 	defer srv.Close()
-	loose := llmtest.New(llmtest.Config{Models: []string{"chatty"}, IgnoreSchema: true, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
+	loose := llmtest.New(llmtest.Config{Models: []string{"chatty", "wrapped"}, IgnoreSchema: true, Script: []llmtest.Rule{{Reply: probeEvalReply}}})
 	defer loose.Close()
 	src := probeEvalPipeline(srv.URL(), loose.URL())
 	r := nodetest.Run(t, dir, src)
@@ -176,6 +197,36 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 		}
 	}
 
+	// A readable answer that is not the constraint's (a JSON object
+	// around the label) is parsed, not constrained: parsed_by follows
+	// the response's SchemaHeld.
+	for _, addr := range []string{`node.probe_eval.mcq["wrapped"]`, `node.probe_eval.qa["wrapped"]`} {
+		for _, row := range rows(addr) {
+			if row.ParsedBy != toolsense.ParsedFreeText || !row.Correct {
+				t.Errorf("wrapped answers, %s: %+v", row.ID, row)
+			}
+		}
+	}
+	// Hierarchical tokens: <<API>><<ENDPOINT>>, as retrieve_parametric
+	// spells them.
+	for _, row := range rows("node.probe_eval.hierarchical") {
+		if !strings.Contains(row.Prompt, "This tool: <<"+strings.TrimSuffix(row.ToolName, "&&t")+">><<t>>\n") || !row.Correct {
+			t.Errorf("hierarchical tokens, %s: %+v", row.ID, row)
+		}
+	}
+	// Answers stopped by max_tokens are counted.
+	for _, row := range rows("node.probe_eval.short") {
+		if !row.CutOff || row.ParsedBy != toolsense.ParsedNone {
+			t.Errorf("cut-off answer, %s: %+v", row.ID, row)
+		}
+	}
+	if note := r.Notes(engine.EventDone)["node.probe_eval.short"]; !strings.Contains(note, fmt.Sprintf("%d cut off at max_tokens", probeItemsN)) {
+		t.Errorf("note %q does not count the cut-off answers", note)
+	}
+	if note := r.Notes(engine.EventDone)[`node.probe_eval.mcq["right"]`]; !strings.Contains(note, "0 cut off at max_tokens") {
+		t.Errorf("note %q", note)
+	}
+
 	metrics := map[string]toolsense.ProbeMetricsRow{}
 	for _, m := range nodetest.Read[toolsense.ProbeMetricsRow](t, r, "node.probe_metrics.all") {
 		metrics[m.Eval] = m
@@ -212,15 +263,34 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 		t.Errorf("right model: predicted %v, gold %v", m.PredictedShare, m.GoldShare)
 	}
 
-	// The same seed shuffles the same way whatever the items' order; a
-	// different seed shuffles differently.
+	// The same seed shuffles the same way whatever the items' order: the
+	// items reversed are asked the same questions (no new request) and
+	// each id gets the same row, the rows in the new order.
 	before := srv.Stats().Requests + loose.Stats().Requests
-	again := nodetest.Run(t, dir, strings.Replace(src, "seed     = 7", "seed     = 7\n  limit    = 12", 1))
+	again := nodetest.Run(t, dir, strings.Replace(src, `path = "mcq.jsonl"`, `path = "mcq_reversed.jsonl"`, 1))
 	if n := srv.Stats().Requests + loose.Stats().Requests - before; n != 0 {
-		t.Errorf("re-run made %d requests, want 0", n)
+		t.Errorf("re-run with the items reversed made %d requests, want 0", n)
 	}
-	if got := nodetest.Read[toolsense.ProbeEvalRow](t, again, `node.probe_eval.mcq["right"]`); !slices.EqualFunc(got, rows(`node.probe_eval.mcq["right"]`), func(a, b toolsense.ProbeEvalRow) bool { return reflect.DeepEqual(a, b) }) {
-		t.Errorf("re-run rows differ")
+	first := rows(`node.probe_eval.mcq["right"]`)
+	got := nodetest.Read[toolsense.ProbeEvalRow](t, again, `node.probe_eval.mcq["right"]`)
+	if len(got) != len(first) {
+		t.Fatalf("re-run: %d rows, want %d", len(got), len(first))
+	}
+	for i, row := range got {
+		want := first[len(first)-1-i]
+		if !reflect.DeepEqual(row, want) {
+			t.Errorf("items reversed, row %d: %+v; want %+v (id %s's row before)", i, row, want, want.ID)
+		}
+	}
+	// limit takes the first items in file order, each asked as before.
+	limited := nodetest.Read[toolsense.ProbeEvalRow](t, nodetest.Run(t, dir, strings.Replace(src, "seed     = 7", "seed     = 7\n  limit    = 5", 1)), `node.probe_eval.mcq["right"]`)
+	if len(limited) != 5 {
+		t.Fatalf("limit 5: %d rows", len(limited))
+	}
+	for i, row := range limited {
+		if row.ID != fmt.Sprintf("m%d", i) || !reflect.DeepEqual(row, first[i]) {
+			t.Errorf("limit 5, row %d: %+v; want %+v", i, row, first[i])
+		}
 	}
 	other := nodetest.Run(t, dir, strings.Replace(src, "seed     = 7", "seed     = 8", 1))
 	same := 0
@@ -333,7 +403,7 @@ func TestProbeEvalReadsTheReleasedProbes(t *testing.T) {
 			correct[tool["tool_name"]+"\x00"+it.Question] = it.CorrectAnswer + it.Answer
 		}
 	}
-	tokenQ := regexp.MustCompile(`(?s)^This tool: <(.*?)>\n\n(.*?)\n\n`)
+	tokenQ := regexp.MustCompile(`(?s)^This tool: <<(.*?)>>\n\n(.*?)\n\n`)
 	reply := func(q llmtest.Request) string {
 		m := tokenQ.FindStringSubmatch(q.Text())
 		if m == nil {

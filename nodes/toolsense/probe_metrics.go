@@ -39,10 +39,16 @@ type ProbeMetricsRow struct {
 	Accuracy float64 `parquet:"accuracy"`
 	Lo       float64 `parquet:"lo"`
 	Hi       float64 `parquet:"hi"`
-	// Random is the chance accuracy: 25 (mcq), 50 (qa).
-	Random      float64 `parquet:"random"`
-	Unparseable int64   `parquet:"unparseable"`
-	FreeText    int64   `parquet:"free_text"` // answers read from free text (the constraint was not held)
+	// Chance is the accuracy of a uniform random guess: 100 over the
+	// number of labels (25 mcq, 50 qa), the paper's random baseline.
+	Chance float64 `parquet:"chance"`
+	// MajorityBaseline is the accuracy of always answering the most
+	// frequent gold label, computed from these items: the largest
+	// GoldShare (50 for a balanced QA set, more when drops unbalanced it;
+	// near 25 for MCQ, whose gold letters the shuffle spreads).
+	MajorityBaseline float64 `parquet:"majority_baseline"`
+	Unparseable      int64   `parquet:"unparseable"`
+	FreeText         int64   `parquet:"free_text"` // answers read from free text (the constraint was not held)
 	// Labels are A–D (mcq) or Yes, No (qa); PredictedShare is the share
 	// of answers that predicted each (positional bias: a model that always
 	// says A has 100 there), GoldShare the share of items whose correct
@@ -64,13 +70,15 @@ var (
 )
 
 func (probeMetricsType) Name() string    { return "probe_metrics" }
-func (probeMetricsType) Version() string { return "1" }
+func (probeMetricsType) Version() string { return "2" }
 func (probeMetricsType) Doc() string {
-	return "MCQ and QA probing accuracy (seed 002 §4: exact match, random 25% and 50%) from probe_eval outputs (`evals`): one row " +
+	return "MCQ and QA probing accuracy (seed 002 §4: exact match) from probe_eval outputs (`evals`): one row " +
 		"per output with n, correct, accuracy in percent and its 95% percentile bootstrap CI resampling items (`bootstrap` " +
 		"resamples, default 1000, 0 for none; `seed`, default 1; one stream per output), the unparseable answers (counted wrong) " +
 		"and those read from free text, and the positional bias: the share of answers predicting each label (A–D, or Yes/No) " +
-		"beside the share of items whose correct answer it is, so that a model favouring one letter shows."
+		"beside the share of items whose correct answer it is, so that a model favouring one letter shows. Two baselines: " +
+		"chance, a uniform random guess (25 MCQ, 50 QA: the paper's random rows), and majority_baseline, computed from the items: " +
+		"the accuracy of always answering the most frequent gold label (the largest gold share; above 50 for an unbalanced QA set)."
 }
 
 func (probeMetricsType) Validate(cfg any) error {
@@ -125,9 +133,9 @@ func probeMetrics(eval string, rows []ProbeEvalRow, b int, seed uint64) (ProbeMe
 	m := ProbeMetricsRow{Eval: eval, Benchmark: bench, Model: rows[0].Model, N: int64(len(rows)), Lo: math.NaN(), Hi: math.NaN()}
 	switch bench {
 	case BenchmarkMCQ:
-		m.Labels, m.Random = mcqLetters, 25
+		m.Labels = mcqLetters
 	case BenchmarkQA:
-		m.Labels, m.Random = qaLabels, 50
+		m.Labels = qaLabels
 	default:
 		return m, fmt.Errorf("unknown benchmark %q", bench)
 	}
@@ -150,6 +158,7 @@ func probeMetrics(eval string, rows []ProbeEvalRow, b int, seed uint64) (ProbeMe
 		}
 		pred[i], gold[i] = row.Predicted, row.Gold
 	}
+	m.Chance = pct(1 / float64(len(m.Labels)))
 	m.Accuracy = pct(analysis.Mean(hits))
 	if ci, ok := analysis.Bootstrap(hits, b, ciLevel, seed, analysis.StreamOf(eval)); ok {
 		m.Lo, m.Hi = pct(ci.Lo), pct(ci.Hi)
@@ -159,6 +168,7 @@ func probeMetrics(eval string, rows []ProbeEvalRow, b int, seed uint64) (ProbeMe
 	}
 	for _, s := range analysis.ChoiceShares(gold, m.Labels) {
 		m.GoldShare = append(m.GoldShare, pct(s))
+		m.MajorityBaseline = max(m.MajorityBaseline, pct(s))
 	}
 	return m, nil
 }

@@ -36,18 +36,21 @@ var (
 )
 
 func (qaGenerateType) Name() string    { return "qa_generate" }
-func (qaGenerateType) Version() string { return "1" }
+func (qaGenerateType) Version() string { return "2" }
 func (qaGenerateType) Doc() string {
 	return "Generates ToolSense's QA probing benchmark (seed 002 §3.2, Appendix J.2) from a catalog: `count` tools are sampled " +
 		"with `seed` (default every tool) and, in catalog order, given the target answers Yes, No, Yes, ... (balanced by " +
 		"construction: alternated across tools, as the paper does); `model` writes a yes/no question about a verifiable property " +
 		"whose answer is the target and which calls the tool \"this tool\" (prompts/qa_generate.txt, Figure 17, JSON constrained " +
 		"by a schema and parsed either way). A programmatic validator checks the question (it says \"this tool\" and names neither " +
-		"the tool_name nor the tool_title verbatim), then `judge` (default `model`; always at temperature 0, as the paper runs judges) checks " +
+		"the full tool_name nor the tool_title, each matched case-insensitively as whole words, as mcq_generate's does), then `judge` (default `model`; always at temperature 0, as the paper runs judges) checks " +
 		"the paper's four criteria (prompts/qa_judge.txt, Figure 18); a judge answer that is not the verdict rejects the item " +
 		"(fails closed). A rejected item is retried at most `retries` times (default 3) with the rejection reasons fed back; a tool " +
 		"the generator skips or still rejected after its last retry is dropped, counted by reason in the note and the report " +
-		"\"generation\", and logged (drops can unbalance Yes/No: the note gives the final counts). The rows, in the released " +
+		"\"generation\", and logged. Drops break the Yes/No balance: after the loop a seeded sample (`seed`) of the majority " +
+		"target's surplus is dropped too, counted as \"dropped to rebalance Yes/No\", so the output has as many Yes as No items " +
+		"(an odd number of kept tools loses one; the note gives the final counts). Retrying with feedback departs from the " +
+		"paper's Appendix J.2, which discards a rejected item, as issue 11 asks for retries; `retries = 0` is the paper's rule. The rows, in the released " +
 		"file's shape (id, question, answer, tool as JSON), are shuffled with `seed`. The prompt files' bytes are in the key; calls " +
 		"go through the call cache (a re-run makes none); `lacuna plan` counts them as mcq_generate's plan does."
 }
@@ -77,6 +80,7 @@ func (t qaGenerateType) Run(ctx context.Context, r nodes.Run) error {
 	if err := g.run(ctx, r); err != nil {
 		return fmt.Errorf("qa_generate: %w", err)
 	}
+	rebalanceQA(g.tools, c.seed())
 	var rows []QARow
 	yes := 0
 	for _, pt := range g.tools {

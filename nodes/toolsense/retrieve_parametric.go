@@ -117,7 +117,7 @@ func (c *parametricConfig) prompt() string {
 }
 
 func (c *parametricConfig) spelling() (open, close string) {
-	open, close = "<<", ">>"
+	open, close = defaultTokenOpen, defaultTokenClose
 	if c.TokenOpen != nil {
 		open = *c.TokenOpen
 	}
@@ -171,8 +171,13 @@ var (
 	_ nodes.CallPlanner = parametricType{}
 )
 
-func (parametricType) Name() string    { return "retrieve_parametric" }
-func (parametricType) Version() string { return "1" }
+func (parametricType) Name() string { return "retrieve_parametric" }
+
+// Version 2: rankings matched by token id, raw_logprobs answers refused,
+// free beam outputs read with return_tokens_as_token_ids dropped, free
+// answers parsed from the last open before a close, hierarchical tokens
+// from the titles.
+func (parametricType) Version() string { return "2" }
 func (parametricType) Doc() string {
 	return "Retrieves tools with a ToolGen-style model (one virtual token per tool, seed 002 §3.3) served by an " +
 		"OpenAI-compatible server (vLLM), as retrieve's rows (retriever parametric-constrained or parametric-free) for " +
@@ -373,15 +378,15 @@ func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
 	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}, names: map[string]int{}}
 	for i, tool := range tools {
 		t.names[tool.ToolName] = i
+		toks, err := toolTokens(tool, format, open, close)
+		if err != nil {
+			return nil, nodes.Errorf("token_format", "Tool without API and endpoint", "%v", err)
+		}
 		if t.flat {
-			t.tool[open+tool.ToolName+close] = i
+			t.tool[toks[0]] = i
 			continue
 		}
-		a, e, ok := split(tool)
-		if !ok {
-			return nil, nodes.Errorf("token_format", "Tool without API and endpoint", "tool %q has no tool_title and api_title, nor a \"&&\" in its tool_name to split it at: hierarchical tokens need both parts", tool.ToolName)
-		}
-		at, et := open+a+close, open+e+close
+		at, et := toks[0], toks[1]
 		j, seen := t.api[at]
 		if !seen {
 			j = len(t.apis)
@@ -392,17 +397,6 @@ func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
 		t.apis[j].order = append(t.apis[j].order, et)
 	}
 	return t, nil
-}
-
-// split is a tool's API and endpoint names for hierarchical tokens: its
-// tool_title and api_title, or, when either is missing, its tool_name cut
-// at the first "&&" (a title holding "&&" is split right only by the
-// titles).
-func split(tool CatalogRow) (api, endpoint string, ok bool) {
-	if tool.ToolTitle != "" && tool.APITitle != "" {
-		return tool.ToolTitle, tool.APITitle, true
-	}
-	return strings.Cut(tool.ToolName, "&&")
 }
 
 // idsOf is the ids of tokens, ascending; a token without an id is an

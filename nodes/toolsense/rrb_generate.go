@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
@@ -124,19 +126,25 @@ func (rrbGenerateType) Name() string    { return "rrb_generate" }
 func (rrbGenerateType) Version() string { return "1" }
 func (rrbGenerateType) Doc() string {
 	return "Generates the Realistic Retrieval Benchmark (seed 002 §3.1, Appendices J.1 and K.3) from candidate pools " +
-		"(`pools`, a neighbors node: seed first) over a `catalog`: for each seed and tier of `samples` (default easy 3, medium 3, " +
-		"hard 2 per seed) one call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
-		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a programmatic " +
-		"validator (every answer in the pool, no answer twice, the seed among the answers, the tier's cardinality: easy 1, " +
-		"medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences; no answer's tool_name " +
-		"verbatim in the query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at " +
-		"temperature 0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked " +
-		"for, or lacks a verdict, rejects the sample. Samples still missing are asked again, at most `retries` times (default " +
-		"3), the rejection reasons and the queries already accepted fed back. Rows are the released RRB's columns (tool: an " +
-		"object for easy, a list otherwise; analyzed_tools: the pool) plus seed, attempt and judge_reason; a query repeating " +
-		"an earlier row's is dropped. Every sample not produced is counted in the note by reason and listed in the report " +
-		"\"dropped\". The prompts' bytes are in the key. Calls go through the store's call cache: a re-run makes none; plans " +
-		"count the calls of every attempt the cache already decides and one generation and one judge call for each still to make."
+		"(`pools`, a neighbors node: seed first) over a `catalog`: for each seed and tier of `samples` (default easy 3, " +
+		"medium 3, hard 2 per seed; a pool smaller than a tier's answers, medium 2 and hard 4 tools, is an error, as is " +
+		"a tool_name twice in the catalog or a pool, or a seed twice) one " +
+		"call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
+		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a " +
+		"programmatic validator (every answer in the pool, no answer twice, the seed among the answers, the tier's " +
+		"cardinality: easy 1, medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences, " +
+		"a period after an abbreviation (e.g., U.S., etc., an initial) ending none; no answer's tool_name verbatim in the " +
+		"query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at temperature " +
+		"0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked for, or " +
+		"lacks a verdict, rejects the sample; fewer samples than asked count as missing (\"too few samples\"). A call the " +
+		"server refuses (a 4xx other than 429) is a rejection: of the attempt (\"generation refused\") or of the samples " +
+		"judged (\"judge refused\"); a server unreachable after the client's retries (5xx, 429, no answer) fails the " +
+		"node. Samples still missing are asked again, at most `retries` times (default 3), the rejection reasons and the " +
+		"queries already accepted fed back. Rows are the released RRB's columns (tool: an object for easy, a list " +
+		"otherwise; analyzed_tools: the pool) plus seed, attempt and judge_reason; a query repeating an earlier row's is " +
+		"dropped. Every sample not produced is counted in the note by reason and listed in the report \"dropped\". The " +
+		"prompts' bytes are in the key. Calls go through the store's call cache: a re-run makes none; plans count the " +
+		"calls of every attempt the cache already decides and one generation and one judge call for each still to make."
 }
 
 func (rrbGenerateType) Validate(cfg any) error {
@@ -144,7 +152,13 @@ func (rrbGenerateType) Validate(cfg any) error {
 	if len(c.samples()) == 0 {
 		return nodes.Errorf("samples", "No tiers", "samples maps tiers (easy, medium, hard) to samples per seed; it is empty.")
 	}
-	for tier, n := range c.samples() {
+	tiers := make([]string, 0, len(c.samples()))
+	for tier := range c.samples() {
+		tiers = append(tiers, tier)
+	}
+	sort.Strings(tiers)
+	for _, tier := range tiers {
+		n := c.samples()[tier]
 		if _, ok := defaultRRBSamples[tier]; !ok {
 			return nodes.Errorf("samples", "Unknown tier", "%q is not a tier: use easy, medium or hard.", tier)
 		}
@@ -207,10 +221,14 @@ type rrbUnit struct {
 	want     int
 	accepted []rrbAccepted
 	reasons  []string // the last attempt's rejections
-	pending  bool     // a plan's replay met a call the cache does not hold
+	// A plan's replay met a generation (pendingGen) or judge
+	// (pendingJudge) call the cache does not hold: the unit stops there.
+	pendingGen, pendingJudge bool
 }
 
 func (u *rrbUnit) missing() int { return u.want - len(u.accepted) }
+
+func (u *rrbUnit) pending() bool { return u.pendingGen || u.pendingJudge }
 
 // rrbWork is one run's state: the pools with their tools, the units.
 type rrbWork struct {
@@ -228,9 +246,13 @@ func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", c.Catalog, err)
 	}
-	byName := map[string]CatalogRow{}
-	for _, tool := range tools {
-		byName[tool.ToolName] = tool
+	ix, err := toolIndex(tools)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]CatalogRow, len(tools))
+	for name, i := range ix {
+		byName[name] = tools[i]
 	}
 	pin, err := r.Input(c.Pools)
 	if err != nil {
@@ -241,19 +263,10 @@ func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
 		return nil, fmt.Errorf("pools %s: %w (pools come from a neighbors node)", c.Pools, err)
 	}
 	w := &rrbWork{}
-	for i, p := range pools {
-		if len(p.Pool) == 0 || p.Pool[0] != p.Seed {
-			return nil, fmt.Errorf("pools %s row %d: the pool does not start with its seed %q", c.Pools, i+1, p.Seed)
-		}
-		var pool []CatalogRow
-		for _, name := range p.Pool {
-			tool, ok := byName[name]
-			if !ok {
-				return nil, fmt.Errorf("pools %s row %d (seed %q): tool %q is not in catalog %s", c.Pools, i+1, p.Seed, name, c.Catalog)
-			}
-			pool = append(pool, tool)
-		}
-		w.pools = append(w.pools, pool)
+	if w.pools, err = poolTools(pools, byName, c.samples()); err != nil {
+		return nil, err
+	}
+	for i := range w.pools {
 		for _, tier := range rrbTiers {
 			if n, ok := c.samples()[tier]; ok {
 				w.units = append(w.units, &rrbUnit{seed: i, tier: tier, want: n})
@@ -261,6 +274,48 @@ func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
 		}
 	}
 	return w, nil
+}
+
+// rrbMinPool is the fewest pool tools a tier's answer can have.
+var rrbMinPool = map[string]int{"easy": 1, "medium": 2, "hard": 4}
+
+// poolTools resolves each pool's tool names in the catalog (byName). Its
+// errors are at the node's pools attribute: a pool that does not start
+// with its seed, a seed twice, a tool twice in a pool or not in the
+// catalog, a pool too small for a tier of samples.
+func poolTools(pools []NeighborsRow, byName map[string]CatalogRow, samples map[string]int) ([][]CatalogRow, error) {
+	var out [][]CatalogRow
+	seedRow := map[string]int{}
+	for i, p := range pools {
+		if len(p.Pool) == 0 || p.Pool[0] != p.Seed {
+			return nil, nodes.Errorf("pools", "Pool without its seed", "row %d: the pool does not start with its seed %q.", i+1, p.Seed)
+		}
+		if j, ok := seedRow[p.Seed]; ok {
+			return nil, nodes.Errorf("pools", "Duplicate seed", "seed %q is at rows %d and %d: seeds must be unique.", p.Seed, j+1, i+1)
+		}
+		seedRow[p.Seed] = i
+		var pool []CatalogRow
+		in := map[string]bool{}
+		for _, name := range p.Pool {
+			tool, ok := byName[name]
+			switch {
+			case !ok:
+				return nil, nodes.Errorf("pools", "Tool not in the catalog", "tool %q of row %d (seed %q) is not in the catalog.", name, i+1, p.Seed)
+			case in[name]:
+				return nil, nodes.Errorf("pools", "Duplicate tool in a pool", "tool %q is twice in the pool of row %d (seed %q).", name, i+1, p.Seed)
+			}
+			in[name] = true
+			pool = append(pool, tool)
+		}
+		for _, tier := range rrbTiers {
+			if _, ok := samples[tier]; ok && len(pool) < rrbMinPool[tier] {
+				return nil, nodes.Errorf("pools", "Pools too small", "the %s tier's answers have %d or more tools, but the pool of seed %q (row %d) has %d: "+
+					"raise the neighbors node's k or leave the tier out of samples.", tier, rrbMinPool[tier], p.Seed, i+1, len(pool))
+			}
+		}
+		out = append(out, pool)
+	}
+	return out, nil
 }
 
 // describe is a tool's description in prompts: tool_description and
@@ -280,7 +335,9 @@ func (w *rrbWork) genCall(m *llmenv.Model, u *rrbUnit, attempt int) (llm.Call, e
 	}
 	var fb []string
 	if attempt > 1 {
-		fb = append(fb, "Rejected samples:")
+		if len(u.reasons) > 0 {
+			fb = append(fb, "Rejected samples:")
+		}
 		for _, r := range u.reasons {
 			fb = append(fb, "- "+r)
 		}
@@ -344,10 +401,36 @@ func chat(m *llmenv.Model, req llm.Request, prompt string) llm.Request {
 	return req
 }
 
+// rrbAnswer is one call's outcome: its response, or why the server
+// refused it (refusal), or neither: an answer not known (a plan's replay
+// of a call the cache lacks).
+type rrbAnswer struct {
+	resp    *llm.Response
+	refused string
+}
+
 // asker answers a round's calls to the generator (judge false) or the
-// judge: a nil response is a call whose answer is not known (a plan's
-// replay of a call the cache lacks).
-type asker func(judge bool, calls []llm.Call) ([]*llm.Response, error)
+// judge, one rrbAnswer per call.
+type asker func(judge bool, calls []llm.Call) ([]rrbAnswer, error)
+
+// refusal is why a failed call was refused, "WHO refused: HTTP 400 Bad
+// Request: the body's first line", for a 4xx other than 429 (the server
+// will not answer this request); "" for any other error (5xx, 429,
+// timeouts, dropped connections: the server is unreachable).
+func refusal(who string, err error) string {
+	var se *llm.StatusError
+	if !errors.As(err, &se) || se.Status/100 != 4 || se.Status == http.StatusTooManyRequests {
+		return ""
+	}
+	why := fmt.Sprintf("%s refused: HTTP %d %s", who, se.Status, http.StatusText(se.Status))
+	if body, _, _ := strings.Cut(strings.TrimSpace(se.Body), "\n"); body != "" {
+		if len(body) > 120 {
+			body = strings.ToValidUTF8(body[:120], "") + "..."
+		}
+		why += ": " + body
+	}
+	return why
+}
 
 // rrbCalls is every call a run made or would make, by model.
 type rrbCalls struct {
@@ -357,14 +440,15 @@ type rrbCalls struct {
 // run is the generation loop, shared by Run and PlanCalls: attempt 1 asks
 // every unit; each later attempt asks the units still missing samples,
 // with the reasons of the previous one. Each attempt is one round of
-// generation calls, then one of judge calls.
+// generation calls, then one of judge calls. A refused generation call is
+// a rejected attempt; a refused judge call rejects its samples.
 func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 	var made rrbCalls
 	for attempt := 1; attempt <= 1+retries; attempt++ {
 		var units []*rrbUnit
 		var calls []llm.Call
 		for _, u := range w.units {
-			if u.missing() > 0 && !u.pending {
+			if u.missing() > 0 && !u.pending() {
 				c, err := w.genCall(p.gen, u, attempt)
 				if err != nil {
 					return made, err
@@ -387,11 +471,15 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 		var toJudge []judged
 		var jcalls []llm.Call
 		for i, u := range units {
-			if answers[i] == nil {
-				u.pending = true
+			if why := answers[i].refused; why != "" {
+				u.reasons = []string{why}
 				continue
 			}
-			valid, reasons := w.check(u, answers[i].Text)
+			if answers[i].resp == nil {
+				u.pendingGen = true
+				continue
+			}
+			valid, reasons := w.check(u, answers[i].resp.Text)
 			u.reasons = reasons
 			if len(valid) == 0 {
 				continue
@@ -411,11 +499,17 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 			return made, err
 		}
 		for i, j := range toJudge {
-			if verdicts[i] == nil {
-				j.u.pending = true
+			if why := verdicts[i].refused; why != "" {
+				for _, s := range j.valid {
+					j.u.reasons = append(j.u.reasons, fmt.Sprintf("%s (query %q)", why, s.Query))
+				}
 				continue
 			}
-			ok, why := parseVerdicts(verdicts[i].Text, len(j.valid))
+			if verdicts[i].resp == nil {
+				j.u.pendingJudge = true
+				continue
+			}
+			ok, why := parseVerdicts(verdicts[i].resp.Text, len(j.valid))
 			for k, s := range j.valid {
 				if ok[k] {
 					j.u.accepted = append(j.u.accepted, rrbAccepted{rrbSample: s, attempt: attempt, reason: why[k]})
@@ -430,7 +524,8 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 
 // check parses a generation answer and validates its samples (the first
 // missing() of them): it returns those that pass and the reasons of those
-// that do not, each starting with its rule's name.
+// that do not, each starting with its rule's name; fewer samples than
+// missing() is a reason too.
 func (w *rrbWork) check(u *rrbUnit, text string) (valid []rrbSample, reasons []string) {
 	answer, _ := llm.StripThink(text)
 	var out struct {
@@ -458,6 +553,9 @@ func (w *rrbWork) check(u *rrbUnit, text string) (valid []rrbSample, reasons []s
 		seen[normQuery(s.Query)] = true
 		valid = append(valid, s)
 	}
+	if len(out.Samples) < u.missing() {
+		reasons = append(reasons, fmt.Sprintf("too few samples: %d of %d", len(out.Samples), u.missing()))
+	}
 	return valid, reasons
 }
 
@@ -467,15 +565,35 @@ func normQuery(q string) string {
 	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
 }
 
-// sentenceEnd splits text into sentences: after ., ! or ? and spaces.
-var sentenceEnd = regexp.MustCompile(`[.!?]+(\s+|$)`)
+// sentenceEnd is where a sentence may end: ., ! or ? and spaces (or the
+// end of the text), with the word before it.
+var sentenceEnd = regexp.MustCompile(`(\S*?)([.!?]+)(\s+|$)`)
 
+// notSentenceEnd are words whose trailing period is an abbreviation's
+// (lower case, without it); so are words holding a period of their own
+// (e.g, i.e, U.S) and single letters (initials).
+var notSentenceEnd = map[string]bool{"etc": true, "vs": true, "approx": true, "mr": true, "mrs": true, "ms": true,
+	"dr": true, "st": true, "inc": true, "ltd": true, "co": true, "no": true, "jr": true, "sr": true}
+
+// sentences counts the sentences of q: text up to ., ! or ? and spaces,
+// except a single period after an abbreviation. An abbreviation ending a
+// sentence ("... and so on, etc. Then") joins two sentences into one: the
+// count errs low, the lenient way for the hard tier's limit.
 func sentences(q string) int {
-	n := 0
-	for _, s := range sentenceEnd.Split(strings.TrimSpace(q), -1) {
-		if strings.TrimSpace(s) != "" {
+	q = strings.TrimSpace(q)
+	n, start := 0, 0
+	for _, m := range sentenceEnd.FindAllStringSubmatchIndex(q, -1) {
+		word, punct := q[m[2]:m[3]], q[m[4]:m[5]]
+		if punct == "." && m[5] < len(q) && (strings.Contains(word, ".") || utf8.RuneCountInString(word) == 1 || notSentenceEnd[strings.ToLower(word)]) {
+			continue
+		}
+		if strings.Trim(q[start:m[1]], ".!? \t\n") != "" {
 			n++
 		}
+		start = m[1]
+	}
+	if strings.TrimSpace(q[start:]) != "" {
+		n++
 	}
 	return n
 }
@@ -484,8 +602,8 @@ func sentences(q string) int {
 // first rule it breaks ("rule: detail"). pool[0] is the seed.
 func validateRRB(s rrbSample, tier string, pool []CatalogRow) string {
 	q := strings.TrimSpace(s.Query)
-	if q == "" || !utf8.ValidString(q) {
-		return "empty query: the query is empty or not valid UTF-8"
+	if q == "" {
+		return "empty query: the query is empty"
 	}
 	in := map[string]bool{}
 	for _, t := range pool {
@@ -616,9 +734,11 @@ func (w *rrbWork) rows() (rows []RRBRow, dropped []RRBDropped) {
 }
 
 // Run generates, at most the generator's (the judge's) concurrency calls
-// at once per round. A call that fails after the client's retries fails
-// the node once its round is done; every answered call is cached, so a
-// re-run repeats none of them.
+// at once per round. A call refused (a 4xx other than 429) is a rejection
+// with its reason (refusal); any other call that fails after the client's
+// retries (5xx, 429, an unreachable server) fails the node once its round
+// is done. Every answered call is cached, so a re-run repeats none of
+// them; refusals are not cached, so a re-run asks them again.
 func (t rrbGenerateType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
 	p := r.Pinned().(*rrbPinned)
@@ -627,29 +747,33 @@ func (t rrbGenerateType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	gen, judge := p.gen.Client(r), p.judge.Client(r)
-	ask := func(isJudge bool, calls []llm.Call) ([]*llm.Response, error) {
+	ask := func(isJudge bool, calls []llm.Call) ([]rrbAnswer, error) {
 		cl, m, what := gen, p.gen, "generation"
 		if isJudge {
 			cl, m, what = judge, p.judge, "judge"
 		}
-		out := make([]*llm.Response, len(calls))
+		out := make([]rrbAnswer, len(calls))
 		var firstErr error
 		failed := 0
-		llmenv.DoAll(ctx, r, cl, calls, m.Endpoint.Concurrency, true, func(i int, resp *llm.Response, err error) {
-			if err != nil {
-				failed++
-				if firstErr == nil {
-					firstErr = err
-				}
+		llmenv.DoAll(ctx, r, cl, calls, m.Endpoint.Concurrency, false, func(i int, resp *llm.Response, err error) {
+			if err == nil {
+				out[i].resp = resp
 				return
 			}
-			out[i] = resp
+			if why := refusal(what, err); why != "" {
+				out[i].refused = why
+				return
+			}
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
 		})
-		if firstErr == nil {
-			firstErr = ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		if firstErr != nil {
-			return nil, fmt.Errorf("rrb_generate: %d of a round's %d %s calls failed: %w; the answered calls are cached, so a re-run makes only the missing ones", failed, len(calls), what, firstErr)
+			return nil, fmt.Errorf("rrb_generate: %d of a round's %d %s calls failed after their retries (the first: %w); the answered calls are cached, so a re-run makes only the missing ones", failed, len(calls), what, firstErr)
 		}
 		return out, nil
 	}
@@ -704,8 +828,9 @@ func (rrbGenerateType) CallsModels(any) bool { return true }
 
 // PlanCalls replays the generation loop from the call cache: every call
 // whose answer the cache holds is counted (cached), and each seed and
-// tier whose next call is not cached counts that call and one judge call
-// (a retry after it cannot be foreseen).
+// tier whose next call is not cached counts that call, and one judge call
+// after a generation call (a retry after it cannot be foreseen). A
+// refused call, never cached, counts as a call to make.
 func (t rrbGenerateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*rrbPinned)
@@ -714,12 +839,12 @@ func (t rrbGenerateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Ca
 		return nil, err
 	}
 	gen, judge := p.gen.Client(r), p.judge.Client(r)
-	made, err := w.run(p, c.retries(), func(isJudge bool, calls []llm.Call) ([]*llm.Response, error) {
+	made, err := w.run(p, c.retries(), func(isJudge bool, calls []llm.Call) ([]rrbAnswer, error) {
 		m := p.gen
 		if isJudge {
 			m = p.judge
 		}
-		out := make([]*llm.Response, len(calls))
+		out := make([]rrbAnswer, len(calls))
 		for i, call := range calls {
 			b, ok, err := r.Calls().Get(llm.Key(m.Identity, call))
 			if err != nil || !ok {
@@ -727,7 +852,7 @@ func (t rrbGenerateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Ca
 			}
 			var resp llm.Response
 			if json.Unmarshal(b, &resp) == nil {
-				out[i] = &resp
+				out[i].resp = &resp
 			}
 		}
 		return out, nil
@@ -738,7 +863,7 @@ func (t rrbGenerateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Ca
 	gp := llmenv.Estimate(gen, p.gen.Config.ID, made.gen, 0)
 	jp := llmenv.Estimate(judge, p.judge.Config.ID, made.judge, 0)
 	for _, u := range w.units {
-		if u.pending {
+		if u.pendingGen {
 			jp.Calls++
 			jp.OutputTokens += llmenv.DefaultCompletionEstimate
 		}

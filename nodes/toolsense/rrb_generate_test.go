@@ -356,3 +356,107 @@ model "judge" {
 		t.Errorf("plan: generator %+v, judge %+v", gen, judge)
 	}
 }
+
+// rrbWithRules is rrbScript behind the given rules (the first matching
+// rule answers).
+func rrbWithRules(feedbacks *feedbackLog, rules ...llmtest.Rule) []llmtest.Rule {
+	return append(rules, rrbScript(feedbacks)...)
+}
+
+// TestRRBGeneratePlansWhatAFailedRunLeftUnmade: the judge's server fails
+// (500, no retries), so the run fails after the 24 generation calls are
+// cached and with no judge answer. The plan counts each judge call once:
+// the 22 of the units with valid samples, and one for each of the 2 units
+// whose retry (a generation call not cached) is still to make.
+func TestRRBGeneratePlansWhatAFailedRunLeftUnmade(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Models: []string{"gen-model"},
+		Script: rrbWithRules(&feedbackLog{}, llmtest.Rule{Contains: "You are a quality validator", Status: 500})})
+	defer srv.Close()
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	src := fmt.Sprintf(rrbPipeline, srv.URL(), "")
+	r := nodetest.RunErr(t, dir, src)
+	wantContains(t, nodeErr(t, r, "node.rrb_generate.rrb"), "judge calls failed")
+	gen, judge := planCalls(t, dir, src)
+	if gen.Calls != 26 || gen.Cached != 24 || judge.Calls != 24 || judge.Cached != 0 {
+		t.Errorf("plan after the failed run: generator %+v, judge %+v; want 26 generation calls (24 cached) and 24 judge calls", gen, judge)
+	}
+}
+
+// TestRRBGenerateRejectsWhatTheServerRefuses: a refused call (HTTP 400)
+// does not fail the node: a refused judge call rejects its samples, a
+// refused generation call is a rejected attempt, each with its reason,
+// fed back to the retry and counted in the note.
+func TestRRBGenerateRejectsWhatTheServerRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rule     llmtest.Rule
+		rows     int
+		feedback string // a retry's feedback of QR A&&a/easy carries it
+		note     string
+	}{
+		{"judge", llmtest.Rule{Contains: "You are a quality validator", Status: 400}, 0,
+			`judge refused: HTTP 400 Bad Request`, "0 RRB rows from 8 seeds"},
+		{"generation", llmtest.Rule{Contains: "Tool Name: QR A&&a", Status: 400}, 20,
+			`generation refused: HTTP 400 Bad Request`, "20 RRB rows from 8 seeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			feedbacks := &feedbackLog{}
+			srv := llmtest.New(llmtest.Config{Models: []string{"gen-model"}, Script: rrbWithRules(feedbacks, tc.rule)})
+			defer srv.Close()
+			dir := t.TempDir()
+			write(t, dir, "tools.jsonl", neighborsTools)
+			// retrieval_eval fails on no rows: only rrb_generate must succeed.
+			r := nodetest.RunErr(t, dir, fmt.Sprintf(rrbPipeline, srv.URL(), "retries = 1"))
+			if err := r.Nodes["node.rrb_generate.rrb"].Err; err != nil {
+				t.Fatal(err)
+			}
+			if n := len(nodetest.Read[toolsense.RRBRow](t, r, "node.rrb_generate.rrb")); n != tc.rows {
+				t.Errorf("%d rows, want %d", n, tc.rows)
+			}
+			note := r.Notes(engine.EventDone)["node.rrb_generate.rrb"]
+			wantContains(t, note, tc.note, tc.name+" refused")
+			var retried bool
+			for _, c := range srv.Calls() {
+				if strings.Contains(c.Request.Text(), "Tool Name: QR A&&a") && strings.Contains(c.Request.Text(), tc.feedback) {
+					retried = true
+				}
+			}
+			if !retried {
+				t.Errorf("no retry of QR A&&a's prompts carries %q", tc.feedback)
+			}
+		})
+	}
+}
+
+// TestRRBGenerateAsksAgainForTooFewSamples: a model that answers one
+// sample where two were asked has the other counted as missing, with its
+// reason fed back.
+func TestRRBGenerateAsksAgainForTooFewSamples(t *testing.T) {
+	feedbacks := &feedbackLog{}
+	srv := llmtest.New(llmtest.Config{Models: []string{"gen-model"}, Script: rrbScript(feedbacks)})
+	defer srv.Close()
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	src := strings.Replace(fmt.Sprintf(rrbPipeline, srv.URL(), "retries = 1"), "samples = { easy = 1, medium = 1, hard = 1 }", "samples = { easy = 2 }", 1)
+	r := nodetest.Run(t, dir, src)
+	if fb := feedbacks.get("QR A&&a/easy"); len(fb) != 1 || !strings.Contains(fb[0], "Rejected samples:\n- too few samples: 1 of 2\n") {
+		t.Errorf("QR A&&a/easy's retry feedback %q, want the too-few reason under its header", fb)
+	}
+	wantContains(t, r.Notes(engine.EventDone)["node.rrb_generate.rrb"], "7 RRB rows from 8 seeds")
+}
+
+// TestRRBGenerateRejectsPoolsTooSmallForATier: a hard sample needs 4
+// tools of the pool; pools of 3 fail before any call, at pools.
+func TestRRBGenerateRejectsPoolsTooSmallForATier(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{Models: []string{"gen-model"}, Script: rrbScript(&feedbackLog{})})
+	defer srv.Close()
+	dir := t.TempDir()
+	write(t, dir, "tools.jsonl", neighborsTools)
+	src := strings.Replace(fmt.Sprintf(rrbPipeline, srv.URL(), ""), "k        = 4", "k        = 2", 1)
+	r := nodetest.RunErr(t, dir, src)
+	wantContains(t, nodeErr(t, r, "node.rrb_generate.rrb"), "p.hcl:", "Pools too small", "hard")
+	if n := srv.Stats().Requests; n != 0 {
+		t.Errorf("%d requests, want none", n)
+	}
+}

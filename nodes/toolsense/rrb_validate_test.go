@@ -68,3 +68,42 @@ func TestParseVerdictsFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestSentencesSkipCommonAbbreviations: a period after an abbreviation
+// (e.g., i.e., U.S., etc., a single letter) does not end a sentence.
+func TestSentencesSkipCommonAbbreviations(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want int
+	}{
+		{"Close the quarter. Pay suppliers! Bill clients?", 3},
+		{"List U.S. stock tickers, e.g. AAPL, and their prices, i.e. the last trade. Then chart them.", 2},
+		{"Fetch rates vs. the euro for Mr. Smith etc. and J. Doe.", 1},
+		{"Weather now...   And tomorrow", 2},
+		{"", 0},
+	} {
+		if got := sentences(tc.q); got != tc.want {
+			t.Errorf("sentences(%q) = %d, want %d", tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestRRBValidateNamesTheFirstBadTierInOrder: Validate's message does
+// not depend on map order.
+func TestRRBValidateNamesTheFirstBadTierInOrder(t *testing.T) {
+	cfg := &rrbGenerateConfig{Samples: map[string]int{"medium": 0, "easy": 0, "hard": 0, "trivial": 1, "zany": 1}}
+	first := rrbGenerateType{}.Validate(cfg).Error()
+	for range 30 {
+		if got := (rrbGenerateType{}).Validate(cfg).Error(); got != first {
+			t.Fatalf("Validate said %q, then %q", first, got)
+		}
+	}
+	wantIn(t, first, `samples["easy"]`)
+}
+
+func wantIn(t *testing.T, got, want string) {
+	t.Helper()
+	if !strings.Contains(got, want) {
+		t.Errorf("%q does not contain %q", got, want)
+	}
+}
