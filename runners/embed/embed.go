@@ -362,20 +362,22 @@ func stripAccents(s string) string {
 
 // embedOne returns the L2-normalised embedding of one text.
 func (m *Model) embedOne(text string) []float32 {
-	states := m.bert.EncodeTokens(m.Tokens(text))
-	out := make([]float32, m.Dim())
+	states := encode(m.bert, m.Tokens(text))
+	dim := m.Dim()
+	out := make([]float32, dim)
 	switch m.pooling {
 	case CLS:
-		copy(out, states[0].Value().Data().F32())
+		copy(out, states[:dim])
 	default:
-		sum := make([]float64, len(out))
-		for _, s := range states {
-			for i, v := range s.Value().Data().F32() {
+		sum := make([]float64, dim)
+		for r := 0; r < len(states); r += dim {
+			for i, v := range states[r : r+dim] {
 				sum[i] += float64(v)
 			}
 		}
+		n := float64(len(states) / dim)
 		for i := range out {
-			out[i] = float32(sum[i] / float64(len(states)))
+			out[i] = float32(sum[i] / n)
 		}
 	}
 	normalize(out)
@@ -405,9 +407,16 @@ func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float
 			}
 		}()
 	}
+	// Longest texts first, so that one long text does not leave the other
+	// workers idle at the end.
+	order := make([]int, len(texts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(texts[order[a]]) > len(texts[order[b]]) })
 	var err error
 feed:
-	for i := range texts {
+	for _, i := range order {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
