@@ -42,7 +42,7 @@ func encoderLayer(l *bert.EncoderLayer, x []float32, dim int) []float32 {
 	dh := dim / len(att.Heads)
 	heads := make([]float32, n*dim) // the heads' outputs side by side, per token
 	for h, head := range att.Heads {
-		scale := float64(head.ScaleFactor.Value().Item().F64())
+		scale := float32(head.ScaleFactor.Value().Item().F64())
 		q, k, v := affine(head.Query, x), affine(head.Key, x), affine(head.Value, x)
 		keys := mat.NewDense[float32](mat.WithShape(n, dh), mat.WithBacking(k))
 		values := mat.NewDense[float32](mat.WithShape(dh, n), mat.WithBacking(transpose(v, n, dh)))
@@ -101,20 +101,24 @@ func transpose(a []float32, rows, cols int) []float32 {
 	return t
 }
 
-// softmax replaces s by softmax(scale·s), in float64.
-func softmax(s []float32, scale float64) {
-	top := math.Inf(-1)
+// softmax replaces s by softmax(scale·s). The exponentials are spago's
+// vectorised float32 Exp over the whole row (attention over a 256-token
+// text takes 65,536 per head and layer); the sum is in float64.
+func softmax(s []float32, scale float32) {
+	top := float32(math.Inf(-1))
 	for _, v := range s {
-		top = math.Max(top, scale*float64(v))
+		top = max(top, scale*v)
 	}
-	var sum float64
-	e := make([]float64, len(s))
 	for i, v := range s {
-		e[i] = math.Exp(scale*float64(v) - top)
-		sum += e[i]
+		s[i] = scale*v - top
 	}
-	for i := range s {
-		s[i] = float32(e[i] / sum)
+	e := column(s).Exp().Data().F32()
+	var sum float64
+	for _, v := range e {
+		sum += float64(v)
+	}
+	for i, v := range e {
+		s[i] = float32(float64(v) / sum)
 	}
 }
 
