@@ -25,7 +25,7 @@ go build -o "$OUT/embed" ./bench/embed
 
 GOMAXPROCS=$THREADS /usr/bin/time -f '%M' -o "$OUT/go.rss" "$OUT/embed" "$MODEL" "$TEXTS" "$REPS" "$OUT/go.f32" >"$OUT/go.json"
 for b in 1 16; do
-	OMP_NUM_THREADS=$THREADS /usr/bin/time -f '%M' -o "$OUT/py$b.rss" "$PYTHON" bench/embed_st.py "$MODEL" "$TEXTS" "$REPS" "$THREADS" "$b" "$OUT/py$b.f32" >"$OUT/py$b.json"
+	OMP_NUM_THREADS=$THREADS /usr/bin/time -f '%M' -o "$OUT/py$b.rss" "$PYTHON" bench/embed_st.py "$MODEL" "$TEXTS" "$REPS" "$THREADS" "$b" "$OUT/py$b.f32" >"$OUT/py$b.json" 2>"$OUT/py$b.err" || { cat "$OUT/py$b.err" >&2; exit 1; }
 done
 
 "$PYTHON" - "$OUT" "$REPS" "$(uptime)" <<'PY' | tee "$OUT/results.md"
