@@ -6,7 +6,13 @@
 // model.safetensors (F32), optionally tokenizer_config.json (do_lower_case)
 // and sentence_bert_config.json (max_seq_length). The weights are converted
 // from safetensors into cybertron's bert.Model in memory at Load; nothing is
-// written to the directory.
+// written to the directory. cybertron tokenizes (WordPiece) and embeds the
+// tokens; the encoder layers run over a whole sequence at once on
+// cybertron's weights (encoder.go), without its per-token autograd graph.
+//
+// EmbedCached and TopK are the pieces other nodes reuse: vectors cached per
+// model (Fingerprint) and text under a shared directory, and exact cosine
+// top-k with ties to the lower index.
 package embed
 
 import (
