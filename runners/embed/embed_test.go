@@ -2,156 +2,24 @@ package embed
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/embed/embedtest"
 )
 
-// tinyConfig is a 2-layer, 2-head BERT small enough to build in a test.
-var tinyConfig = map[string]any{
-	"architectures":           []string{"BertModel"},
-	"model_type":              "bert",
-	"hidden_act":              "gelu",
-	"hidden_size":             8,
-	"intermediate_size":       16,
-	"num_attention_heads":     2,
-	"num_hidden_layers":       2,
-	"max_position_embeddings": 16,
-	"vocab_size":              16,
-	"type_vocab_size":         2,
-	"layer_norm_eps":          1e-12,
-	"pad_token_id":            0,
-}
-
-var tinyVocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran", "##s", ",", "!", "cafe"}
-
-// tinyWeights returns seeded random weights with Hugging Face BertModel
-// names and shapes for tinyConfig.
-func tinyWeights(seed int64) map[string]tensor {
-	r := rand.New(rand.NewSource(seed))
-	w := map[string]tensor{}
-	add := func(name string, shape ...int) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		data := make([]float32, n)
-		for i := range data {
-			data[i] = float32(r.NormFloat64() * 0.5)
-		}
-		if strings.HasSuffix(name, "LayerNorm.weight") {
-			for i := range data {
-				data[i] += 1
-			}
-		}
-		w[name] = tensor{shape: shape, data: data}
-	}
-	const h, inter = 8, 16
-	add("embeddings.word_embeddings.weight", len(tinyVocab), h)
-	add("embeddings.position_embeddings.weight", 16, h)
-	add("embeddings.token_type_embeddings.weight", 2, h)
-	add("embeddings.LayerNorm.weight", h)
-	add("embeddings.LayerNorm.bias", h)
-	for l := 0; l < 2; l++ {
-		p := fmt.Sprintf("encoder.layer.%d.", l)
-		for _, proj := range []string{"query", "key", "value"} {
-			add(p+"attention.self."+proj+".weight", h, h)
-			add(p+"attention.self."+proj+".bias", h)
-		}
-		add(p+"attention.output.dense.weight", h, h)
-		add(p+"attention.output.dense.bias", h)
-		add(p+"attention.output.LayerNorm.weight", h)
-		add(p+"attention.output.LayerNorm.bias", h)
-		add(p+"intermediate.dense.weight", inter, h)
-		add(p+"intermediate.dense.bias", inter)
-		add(p+"output.dense.weight", h, inter)
-		add(p+"output.dense.bias", h)
-		add(p+"output.LayerNorm.weight", h)
-		add(p+"output.LayerNorm.bias", h)
-	}
-	add("pooler.dense.weight", h, h)
-	add("pooler.dense.bias", h)
-	return w
-}
-
-// writeSafetensors writes w in the safetensors format with F32 dtype (or
-// the dtype override for one tensor), plus an I64 position_ids buffer as
-// transformers saves it.
-func writeSafetensors(t *testing.T, path string, w map[string]tensor, dtype map[string]string) {
-	t.Helper()
-	names := make([]string, 0, len(w))
-	for n := range w {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
-	var body []byte
-	for _, n := range names {
-		dt := "F32"
-		if d, ok := dtype[n]; ok {
-			dt = d
-		}
-		start := len(body)
-		for _, v := range w[n].data {
-			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
-		}
-		header[n] = map[string]any{"dtype": dt, "shape": w[n].shape, "data_offsets": []int{start, len(body)}}
-	}
-	start := len(body)
-	for i := 0; i < 16; i++ {
-		body = binary.LittleEndian.AppendUint64(body, uint64(i))
-	}
-	header["embeddings.position_ids"] = map[string]any{"dtype": "I64", "shape": []int{1, 16}, "data_offsets": []int{start, len(body)}}
-	h, err := json.Marshal(header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	out = append(append(out, h...), body...)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// tinyDir writes a tiny BERT model directory; edit may change the config,
-// the vocabulary, the weights or the dtypes before they are written.
-func tinyDir(t *testing.T, edit func(cfg map[string]any, vocab *[]string, w map[string]tensor, dtype map[string]string)) string {
+// tinyDir writes a tiny BERT model directory (embedtest.WriteDir).
+func tinyDir(t *testing.T, edit func(cfg map[string]any, vocab *[]string, w map[string]embedtest.Tensor, dtype map[string]string)) string {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := map[string]any{}
-	for k, v := range tinyConfig {
-		cfg[k] = v
-	}
-	vocab := append([]string(nil), tinyVocab...)
-	w := tinyWeights(1)
-	dtype := map[string]string{}
-	if edit != nil {
-		edit(cfg, &vocab, w, dtype)
-	}
-	b, err := json.Marshal(cfg)
-	if err != nil {
+	if err := embedtest.WriteDir(dir, edit); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{
-		"config.json":               string(b),
-		"vocab.txt":                 strings.Join(vocab, "\n") + "\n",
-		"tokenizer_config.json":     `{"do_lower_case": true}`,
-		"sentence_bert_config.json": `{"max_seq_length": 8}`,
-	}
-	for name, s := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeSafetensors(t, filepath.Join(dir, "model.safetensors"), w, dtype)
 	return dir
 }
 
@@ -159,11 +27,11 @@ func tinyDir(t *testing.T, edit func(cfg map[string]any, vocab *[]string, w map[
 // Face's BertModel (exact erf GELU, post-layer-norm, absolute positions,
 // token type 0) followed by sentence-transformers pooling and L2
 // normalisation.
-func referenceEmbedding(w map[string]tensor, ids []int, pooling Pooling) []float64 {
+func referenceEmbedding(w map[string]embedtest.Tensor, ids []int, pooling Pooling) []float64 {
 	const h, inter, heads, eps = 8, 16, 2, 1e-12
 	n := len(ids)
 	row := func(name string, i, cols int) []float64 {
-		d := w[name].data[i*cols : (i+1)*cols]
+		d := w[name].Data[i*cols : (i+1)*cols]
 		out := make([]float64, cols)
 		for j, v := range d {
 			out[j] = float64(v)
@@ -285,9 +153,9 @@ func cosine(a []float32, b []float64) float64 {
 
 func TestEmbedMatchesReferenceBertForward(t *testing.T) {
 	dir := tinyDir(t, nil)
-	w := tinyWeights(1)
+	w := embedtest.Weights(1)
 	index := map[string]int{}
-	for i, tok := range tinyVocab {
+	for i, tok := range embedtest.Vocab {
 		index[tok] = i
 	}
 	texts := []string{"the cat sat on the mat", "The DOG ran!", "Café cats, dogs", "the"}
@@ -307,11 +175,11 @@ func TestEmbedMatchesReferenceBertForward(t *testing.T) {
 					ids = append(ids, index[tok])
 				}
 				want := referenceEmbedding(w, ids, pooling)
-				// The tolerance covers cybertron's tanh approximation of
-				// GELU against the reference's exact erf form; a wrong weight
-				// mapping (heads, transposes, layer norms) gives far less.
-				if c := cosine(got[i], want); c < 0.9999 {
-					t.Errorf("%q: cosine to the reference forward pass %.6f, want >= 0.9999", text, c)
+				// The tolerance covers float32 against float64 rounding; a
+				// wrong weight mapping (heads, transposes, layer norms) or
+				// the tanh approximation of GELU gives less.
+				if c := cosine(got[i], want); c < 0.999999 {
+					t.Errorf("%q: cosine to the reference forward pass %.8f, want >= 0.999999", text, c)
 				}
 			}
 		})
@@ -396,7 +264,7 @@ func TestEmbedStopsWhenContextIsDone(t *testing.T) {
 func TestLoadRejectsBadDirectories(t *testing.T) {
 	tests := []struct {
 		name    string
-		edit    func(cfg map[string]any, vocab *[]string, w map[string]tensor, dtype map[string]string)
+		edit    func(cfg map[string]any, vocab *[]string, w map[string]embedtest.Tensor, dtype map[string]string)
 		remove  string
 		pooling Pooling
 		want    string
@@ -404,29 +272,29 @@ func TestLoadRejectsBadDirectories(t *testing.T) {
 		{name: "missing config", remove: "config.json", want: "missing config.json"},
 		{name: "missing weights", remove: "model.safetensors", want: "missing model.safetensors"},
 		{name: "missing vocab", remove: "vocab.txt", want: "missing vocab.txt"},
-		{name: "wrong architecture", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+		{name: "wrong architecture", edit: func(cfg map[string]any, _ *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
 			cfg["model_type"] = "roberta"
 			cfg["architectures"] = []string{"RobertaModel"}
 		}, want: `model_type "roberta"`},
-		{name: "unsupported activation", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+		{name: "unsupported activation", edit: func(cfg map[string]any, _ *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
 			cfg["hidden_act"] = "relu"
 		}, want: `hidden_act "relu"`},
-		{name: "heads do not divide hidden size", edit: func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
+		{name: "heads do not divide hidden size", edit: func(cfg map[string]any, _ *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
 			cfg["num_attention_heads"] = 3
 		}, want: "inconsistent sizes"},
-		{name: "vocabulary size mismatch", edit: func(_ map[string]any, v *[]string, _ map[string]tensor, _ map[string]string) {
+		{name: "vocabulary size mismatch", edit: func(_ map[string]any, v *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
 			*v = (*v)[:len(*v)-1]
 		}, want: "vocab.txt has 15 entries, config.json vocab_size is 16"},
-		{name: "repeated vocabulary token", edit: func(_ map[string]any, v *[]string, _ map[string]tensor, _ map[string]string) {
+		{name: "repeated vocabulary token", edit: func(_ map[string]any, v *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
 			(*v)[10] = "cat"
 		}, want: `vocab.txt:11: token "cat" repeats line 7`},
-		{name: "missing tensor", edit: func(_ map[string]any, _ *[]string, w map[string]tensor, _ map[string]string) {
+		{name: "missing tensor", edit: func(_ map[string]any, _ *[]string, w map[string]embedtest.Tensor, _ map[string]string) {
 			delete(w, "encoder.layer.1.output.dense.weight")
 		}, want: "missing tensor encoder.layer.1.output.dense.weight"},
-		{name: "wrong shape", edit: func(_ map[string]any, _ *[]string, w map[string]tensor, _ map[string]string) {
-			w["encoder.layer.0.intermediate.dense.weight"] = tensor{shape: []int{8, 16}, data: make([]float32, 128)}
+		{name: "wrong shape", edit: func(_ map[string]any, _ *[]string, w map[string]embedtest.Tensor, _ map[string]string) {
+			w["encoder.layer.0.intermediate.dense.weight"] = embedtest.Tensor{Shape: []int{8, 16}, Data: make([]float32, 128)}
 		}, want: "tensor encoder.layer.0.intermediate.dense.weight has shape [8 16], want [16 8]"},
-		{name: "half precision", edit: func(_ map[string]any, _ *[]string, _ map[string]tensor, d map[string]string) {
+		{name: "half precision", edit: func(_ map[string]any, _ *[]string, _ map[string]embedtest.Tensor, d map[string]string) {
 			d["embeddings.LayerNorm.bias"] = "F16"
 		}, want: "dtype F16; only F32"},
 		{name: "unknown pooling", pooling: Pooling(7), want: "unknown pooling"},
@@ -435,13 +303,13 @@ func TestLoadRejectsBadDirectories(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			edit := tt.edit
 			if edit == nil {
-				edit = func(cfg map[string]any, _ *[]string, _ map[string]tensor, _ map[string]string) {
-					cfg["vocab_size"] = len(tinyVocab)
+				edit = func(cfg map[string]any, _ *[]string, _ map[string]embedtest.Tensor, _ map[string]string) {
+					cfg["vocab_size"] = len(embedtest.Vocab)
 				}
 			} else {
 				inner := edit
-				edit = func(cfg map[string]any, v *[]string, w map[string]tensor, d map[string]string) {
-					cfg["vocab_size"] = len(tinyVocab)
+				edit = func(cfg map[string]any, v *[]string, w map[string]embedtest.Tensor, d map[string]string) {
+					cfg["vocab_size"] = len(embedtest.Vocab)
 					inner(cfg, v, w, d)
 				}
 			}
@@ -491,5 +359,15 @@ func TestTopKRanksByCosineWithTiesByIndex(t *testing.T) {
 		if math.Abs(h.Score-want[i]) > 1e-12 {
 			t.Errorf("hit %d score %v, want %v", i, h.Score, want[i])
 		}
+	}
+}
+
+func TestErf32IsWithin5e7OfMathErf(t *testing.T) {
+	worst := 0.0
+	for x := -6.0; x <= 6; x += 1e-4 {
+		worst = math.Max(worst, math.Abs(float64(erf32(float32(x)))-math.Erf(float64(float32(x)))))
+	}
+	if worst > 5e-7 {
+		t.Errorf("largest |erf32 - math.Erf| on [-6, 6] is %g, want <= 5e-7", worst)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 )
 
@@ -21,11 +20,7 @@ type tensor struct {
 // little-endian tensor bytes. F32 tensors are read as they are; integer
 // tensors (such as BERT's position_ids buffer) are skipped; any other dtype
 // is an error naming the tensor.
-func readSafetensors(path string) (map[string]tensor, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+func readSafetensors(path string, b []byte) (map[string]tensor, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("%s: %d bytes, too short for a safetensors header", path, len(b))
 	}

@@ -1,0 +1,48 @@
+package embed
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/nlpodyssey/spago/mat"
+	"github.com/nlpodyssey/spago/nn/linear"
+)
+
+// TestAffineMatchesFloat64Reference checks affine (dot4x2 where the CPU
+// has it, spago's product otherwise) against a float64 W·x + b, on shapes
+// that take the 4×2 kernel (rows a multiple of 4, columns of 8, odd and
+// even token counts) and shapes that do not.
+func TestAffineMatchesFloat64Reference(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, sh := range []struct{ rows, cols, n int }{
+		{4, 8, 1}, {8, 16, 2}, {36, 40, 3}, {32, 384, 5}, {64, 24, 4}, {5, 8, 3}, {8, 12, 3}, {3, 7, 2},
+	} {
+		l := linear.New[float32](sh.cols, sh.rows)
+		w := make([]float32, sh.rows*sh.cols)
+		b := make([]float32, sh.rows)
+		xs := make([]float32, sh.n*sh.cols)
+		for _, s := range [][]float32{w, b, xs} {
+			for i := range s {
+				s[i] = float32(r.NormFloat64())
+			}
+		}
+		mat.SetData[float32](l.W.Value(), w)
+		mat.SetData[float32](l.B.Value(), b)
+		got := affine(l, xs)
+		if len(got) != sh.n*sh.rows {
+			t.Fatalf("%+v: %d outputs, want %d", sh, len(got), sh.n*sh.rows)
+		}
+		for j := 0; j < sh.n; j++ {
+			for i := 0; i < sh.rows; i++ {
+				want := float64(b[i])
+				for k := 0; k < sh.cols; k++ {
+					want += float64(w[i*sh.cols+k]) * float64(xs[j*sh.cols+k])
+				}
+				if g := float64(got[j*sh.rows+i]); math.Abs(g-want) > 1e-4*(1+math.Abs(want)) {
+					t.Errorf("%+v token %d row %d: %v, want %v", sh, j, i, g, want)
+				}
+			}
+		}
+	}
+}
