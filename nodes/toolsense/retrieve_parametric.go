@@ -420,15 +420,15 @@ func idsOf(tokens []string, ids map[string]int) ([]int, error) {
 	return out, nil
 }
 
-// scored is a candidate of the search: a tool (or, at step 1 of a
+// candidate is one entry of the search: a tool (or, at step 1 of a
 // hierarchical search, an API) and its summed log-probability.
-type scored struct {
+type candidate struct {
 	idx   int
 	score float64
 	pos   int // catalog position, for ties
 }
 
-func byScore(a, b scored) int {
+func byScore(a, b candidate) int {
 	if c := cmp.Compare(b.score, a.score); c != 0 {
 		return c
 	}
@@ -677,42 +677,42 @@ func (s *searcher) named(first, second string) string {
 }
 
 // rankFlat is a flat search's result: the listed tools, best first.
-func (s *searcher) rankFlat(resp *llm.Response) ([]scored, error) {
+func (s *searcher) rankFlat(resp *llm.Response) ([]candidate, error) {
 	hits, err := topOf(resp, s.trie.tool, s.byID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scored, 0, len(hits))
+	out := make([]candidate, 0, len(hits))
 	for i, lp := range hits {
-		out = append(out, scored{idx: i, score: lp, pos: i})
+		out = append(out, candidate{idx: i, score: lp, pos: i})
 	}
 	slices.SortFunc(out, byScore)
 	return out[:min(len(out), s.c.beam())], nil
 }
 
 // apiBeams is a hierarchical search's first step: the best beam APIs.
-func (s *searcher) apiBeams(resp *llm.Response) ([]scored, error) {
+func (s *searcher) apiBeams(resp *llm.Response) ([]candidate, error) {
 	hits, err := topOf(resp, s.trie.api, s.byID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scored, 0, len(hits))
+	out := make([]candidate, 0, len(hits))
 	for a, lp := range hits {
-		out = append(out, scored{idx: a, score: lp, pos: s.trie.apis[a].first})
+		out = append(out, candidate{idx: a, score: lp, pos: s.trie.apis[a].first})
 	}
 	slices.SortFunc(out, byScore)
 	return out[:min(len(out), s.c.beam())], nil
 }
 
 // endpoints extends beam b (an API) by its second step's answer.
-func (s *searcher) endpoints(b scored, resp *llm.Response) ([]scored, error) {
+func (s *searcher) endpoints(b candidate, resp *llm.Response) ([]candidate, error) {
 	hits, err := topOf(resp, s.trie.apis[b.idx].endpoints, s.byID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scored, 0, len(hits))
+	out := make([]candidate, 0, len(hits))
 	for tool, lp := range hits {
-		out = append(out, scored{idx: tool, score: b.score + lp, pos: tool})
+		out = append(out, candidate{idx: tool, score: b.score + lp, pos: tool})
 	}
 	return out, nil
 }
@@ -903,7 +903,7 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		calls[i] = s.first(row.Query)
 	}
 	var free FreeReport
-	var beams [][]scored
+	var beams [][]candidate
 	var freeBeams [][]output
 	err = do(calls, query, func(i int, resp *llm.Response) error {
 		switch {
@@ -953,7 +953,7 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 				return err
 			}
 			if beams == nil {
-				beams = make([][]scored, len(rows))
+				beams = make([][]candidate, len(rows))
 			}
 			beams[i] = b
 		}
@@ -972,7 +972,7 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 				calls2 = append(calls2, s.second(rows[q].Query, bs[b].idx))
 			}
 		}
-		cands := make([][]scored, len(rows))
+		cands := make([][]candidate, len(rows))
 		err = do(calls2, func(i int) string {
 			st := steps[i]
 			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.apis[beams[st.q][st.b].idx].token)
@@ -1093,7 +1093,7 @@ func listed(rows []RetrieveRow) int {
 }
 
 // setRanking writes a search's best k into a row.
-func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []scored, k int) {
+func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []candidate, k int) {
 	for _, sc := range ranked[:min(len(ranked), k)] {
 		row.Ranked = append(row.Ranked, tools[sc.idx].ToolName)
 		row.Scores = append(row.Scores, sc.score)
@@ -1135,7 +1135,7 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 		// An answer the run cannot read (no log-probabilities) counts
 		// as unanswered: the upper bound.
 		var top []output
-		var bs []scored
+		var bs []candidate
 		if resp != nil {
 			if c.freeBeam() {
 				top, err = s.freeTop(resp)
