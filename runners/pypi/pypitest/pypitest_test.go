@@ -1,0 +1,161 @@
+package pypitest_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
+)
+
+// python3 is the interpreter pip runs under; a missing one skips the test
+// locally and fails it under CI=true.
+func python3(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err == nil {
+		if out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput(); err != nil {
+			py, err = "", &exec.Error{Name: "pip", Err: exec.ErrNotFound}
+			t.Logf("python3 -m pip: %s", out)
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3 with pip is needed: %v", err)
+		}
+		t.Skipf("python3 with pip is needed: %v", err)
+	}
+	return py
+}
+
+// TestPipDownloadsFromTheFixtureIndex: real pip resolves a pinned version
+// through the fixture's PEP 691 page, fetches the wheel and checks its
+// hash; the file it saves is the wheel the index built.
+func TestPipDownloadsFromTheFixtureIndex(t *testing.T) {
+	py := python3(t)
+	ix := pypitest.NewIndex()
+	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
+		t.Fatal(err)
+	}
+	url := pypitest.Serve(t, ix)
+	for _, v := range []string{"1.2.0", "1.3.0"} {
+		dir := t.TempDir()
+		cmd := exec.Command(py, "-m", "pip", "download", "--index-url", url, "--no-deps", "--no-cache-dir",
+			"--disable-pip-version-check", "--only-binary", ":all:", pypitest.DemoProject+"=="+v, "-d", dir)
+		cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE=/dev/null", "PIP_NO_INPUT=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pip download %s: %v\n%s", v, err, out)
+		}
+		want, _ := ix.Wheel(pypitest.DemoProject, v)
+		got, err := os.ReadFile(filepath.Join(dir, want.Filename))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Data) {
+			t.Errorf("%s: pip saved other bytes than the index served", v)
+		}
+	}
+}
+
+// TestPipSkipsYankedAndPrereleases: unpinned, pip picks 1.3.0; with the
+// newest as the ceiling (<1.3) it skips yanked 1.2.1 and takes 1.2.0.
+func TestPipSkipsYankedAndPrereleases(t *testing.T) {
+	py := python3(t)
+	ix := pypitest.NewIndex()
+	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
+		t.Fatal(err)
+	}
+	url := pypitest.Serve(t, ix)
+	for spec, want := range map[string]string{"": "1.3.0", "<1.3": "1.2.0", "<1.2": "1.1.0"} {
+		dir := t.TempDir()
+		cmd := exec.Command(py, "-m", "pip", "download", "--index-url", url, "--no-deps", "--no-cache-dir",
+			"--disable-pip-version-check", pypitest.DemoProject+spec, "-d", dir)
+		cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE=/dev/null", "PIP_NO_INPUT=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("pip download %q: %v\n%s", spec, err, out)
+		}
+		w, _ := ix.Wheel(pypitest.DemoProject, want)
+		if _, err := os.Stat(filepath.Join(dir, w.Filename)); err != nil {
+			entries, _ := os.ReadDir(dir)
+			t.Errorf("%q: want %s, pip saved %v", spec, w.Filename, entries)
+		}
+	}
+}
+
+// TestWheelRecordHashesItsFiles: RECORD lists every file with the sha256
+// of its bytes, and the same input builds the same wheel.
+func TestWheelRecordHashesItsFiles(t *testing.T) {
+	files := map[string]string{"pkg/__init__.py": "from .mod import f\n", "pkg/mod.py": "def f():\n    return 1\n"}
+	w, err := pypitest.BuildWheel("My.Pkg", "0.1.0", files, ">=3.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Filename != "my_pkg-0.1.0-py3-none-any.whl" {
+		t.Errorf("file name %s", w.Filename)
+	}
+	again, _ := pypitest.BuildWheel("My.Pkg", "0.1.0", files, ">=3.8")
+	if !bytes.Equal(again.Data, w.Data) {
+		t.Error("the same input built different bytes")
+	}
+	zr, err := zip.NewReader(bytes.NewReader(w.Data), int64(len(w.Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contents := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		contents[f.Name], _ = io.ReadAll(rc)
+		rc.Close()
+	}
+	record := string(contents["my_pkg-0.1.0.dist-info/RECORD"])
+	listed := 0
+	for _, line := range strings.Split(strings.TrimSpace(record), "\n") {
+		parts := strings.Split(line, ",")
+		if parts[0] == "my_pkg-0.1.0.dist-info/RECORD" {
+			continue
+		}
+		listed++
+		b, ok := contents[parts[0]]
+		sum := sha256.Sum256(b)
+		if want := "sha256=" + base64.RawURLEncoding.EncodeToString(sum[:]); !ok || len(parts) != 3 || parts[1] != want || parts[2] != strconv.Itoa(len(b)) {
+			t.Errorf("RECORD line %q, want hash %s", line, want)
+		}
+	}
+	if listed != len(contents)-1 {
+		t.Errorf("RECORD lists %d of %d files", listed, len(contents)-1)
+	}
+	if !strings.Contains(string(contents["my_pkg-0.1.0.dist-info/METADATA"]), "Requires-Python: >=3.8") {
+		t.Error("METADATA lacks Requires-Python")
+	}
+}
+
+// TestIndexServesFilesWithTheirHashes: each file URL on the page answers
+// bytes whose sha256 is the page's.
+func TestIndexServesFilesWithTheirHashes(t *testing.T) {
+	ix := pypitest.NewIndex()
+	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
+		t.Fatal(err)
+	}
+	url := pypitest.Serve(t, ix)
+	w, _ := ix.Wheel(pypitest.DemoProject, "1.1.0")
+	resp, err := http.Get(strings.TrimSuffix(url, "simple/") + "files/" + w.Filename)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := sha256.Sum256(b)
+	if hex.EncodeToString(sum[:]) != w.SHA256 {
+		t.Error("served bytes do not match the hash")
+	}
+}
