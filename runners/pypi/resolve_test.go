@@ -316,10 +316,10 @@ func TestCrossCheckAgainstTheJSONAPI(t *testing.T) {
 
 func TestJSONAPIBesideTheSimpleAPI(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://pypi.org/simple/":                "https://pypi.org/pypi/",
-		"https://test.pypi.org/simple":            "https://test.pypi.org/pypi/",
+		"https://pypi.org/simple/":                 "https://pypi.org/pypi/",
+		"https://test.pypi.org/simple":             "https://test.pypi.org/pypi/",
 		"https://mirror.example/root/pypi/simple/": "https://mirror.example/root/pypi/pypi/",
-		"https://example.com/index/":              "",
+		"https://example.com/index/":               "",
 	} {
 		idx, err := pypi.NewIndex(in)
 		if err != nil {
