@@ -127,7 +127,7 @@ func (ix *Index) CrossCheck(ctx context.Context, p *Project) ([]Disagreement, er
 // parse.
 func versionKey(s string) string {
 	if v, err := ParseVersion(s); err == nil {
-		return v.String()
+		return v.key()
 	}
 	return "raw:" + s
 }

@@ -38,7 +38,7 @@ func Releases(p *Project) []Release {
 		v, err := ParseVersion(listed)
 		key := "raw:" + listed
 		if err == nil {
-			key = v.String()
+			key = v.key()
 		}
 		if r, ok := byKey[key]; ok {
 			return r
@@ -62,7 +62,7 @@ func Releases(p *Project) []Release {
 		}
 		var r *Release
 		if v, err := ParseVersion(ver); err == nil {
-			r = byKey[v.String()]
+			r = byKey[v.key()]
 		}
 		if r == nil {
 			if len(p.Versions) > 0 {

@@ -263,7 +263,8 @@ func TestNewIndexRejectsNonHTTPURLsAndHidesPasswords(t *testing.T) {
 // dates the release; a release is yanked only when every file is.
 func TestReleasesGroupFilesByTheVersionInTheirNames(t *testing.T) {
 	at := func(s string) time.Time { return pypitest.Day(s) }
-	p := &pypi.Project{Name: "python-dateutil", Versions: []string{"2.8.0", "2.9.0.post0", "2.10"}, Files: []pypi.File{
+	p := &pypi.Project{Name: "python-dateutil", Versions: []string{"2.8.0", "2.9.0.post0", "2.10", "3.0"}, Files: []pypi.File{
+		{Filename: "python_dateutil-3.0.0-py3-none-any.whl", UploadTime: at("2025-01-01")},
 		{Filename: "python-dateutil-2.8.0.tar.gz", UploadTime: at("2019-02-05")},
 		{Filename: "python_dateutil-2.8.0-py2.py3-none-any.whl", UploadTime: at("2019-02-04"), Yanked: true},
 		{Filename: "Python-Dateutil-2.9.0.post0.zip", UploadTime: at("2024-03-01"), Yanked: true, YankedReason: "r"},
@@ -272,7 +273,7 @@ func TestReleasesGroupFilesByTheVersionInTheirNames(t *testing.T) {
 		{Filename: "python-dateutil-9.9.tar.gz", UploadTime: at("2024-04-01")},
 	}}
 	rels := pypi.Releases(p)
-	if len(rels) != 3 {
+	if len(rels) != 4 {
 		t.Fatalf("releases %+v", rels)
 	}
 	if r := rels[0]; r.Listed != "2.8.0" || r.Files != 2 || !r.Time.Equal(at("2019-02-04")) || r.Yanked || r.Skip != "" {
@@ -283,6 +284,9 @@ func TestReleasesGroupFilesByTheVersionInTheirNames(t *testing.T) {
 	}
 	if r := rels[2]; r.Listed != "2.10" || r.Files != 0 || r.Skip != "no files" {
 		t.Errorf("2.10: %+v", r)
+	}
+	if r := rels[3]; r.Listed != "3.0" || r.Files != 1 {
+		t.Errorf("3.0 (its file spells it 3.0.0): %+v", r)
 	}
 }
 

@@ -94,6 +94,16 @@ func (v Version) String() string {
 	return b.String()
 }
 
+// key is the normalised form without the release's trailing zeros:
+// versions that compare equal (1.0, 1.0.0) have the same key.
+func (v Version) key() string {
+	w := v
+	if w.release = stripTrailingZeros(v.release); len(w.release) == 0 {
+		w.release = []string{"0"}
+	}
+	return w.String()
+}
+
 // IsPrerelease reports a pre-release or development release (1.0rc1,
 // 1.0.dev0, 1.0.post1.dev2), as pip decides what --pre admits.
 func (v Version) IsPrerelease() bool { return v.pre != "" || v.hasDev }

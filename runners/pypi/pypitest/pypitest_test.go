@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -18,31 +19,51 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
 )
 
-// python3 is the interpreter pip runs under; a missing one skips the test
-// locally and fails it under CI=true.
-func python3(t *testing.T) string {
+// python is the interpreter pip runs under: LACUNA_TEST_PYTHON (the venv
+// `make test` builds) or python3 on PATH. A missing one, or one without
+// pip, skips the test locally and fails it under CI=true.
+func python(t *testing.T) string {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err == nil {
-		if out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput(); err != nil {
-			py, err = "", &exec.Error{Name: "pip", Err: exec.ErrNotFound}
-			t.Logf("python3 -m pip: %s", out)
-		}
+	py := os.Getenv("LACUNA_TEST_PYTHON")
+	if py == "" {
+		py = "python3"
 	}
+	out, err := exec.Command(py, "-m", "pip", "--version").CombinedOutput()
 	if err != nil {
+		msg := fmt.Sprintf("%s with pip is needed: %v %s", py, err, out)
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 with pip is needed: %v", err)
+			t.Fatal(msg)
 		}
-		t.Skipf("python3 with pip is needed: %v", err)
+		t.Skip(msg)
 	}
 	return py
+}
+
+// pipDownload runs pip download from the index alone: no pip
+// configuration or PIP_* variable of the machine (a find-links folder, a
+// mirror) takes part.
+func pipDownload(t *testing.T, py, index, req, dir string, args ...string) {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PIP_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PIP_CONFIG_FILE="+os.DevNull, "PIP_NO_INPUT=1")
+	cmd := exec.Command(py, append([]string{"-m", "pip", "download", "--index-url", index, "--no-deps", "--no-cache-dir",
+		"--disable-pip-version-check", "-d", dir, req}, args...)...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pip download %s: %v\n%s", req, err, out)
+	}
 }
 
 // TestPipDownloadsFromTheFixtureIndex: real pip resolves a pinned version
 // through the fixture's PEP 691 page, fetches the wheel and checks its
 // hash; the file it saves is the wheel the index built.
 func TestPipDownloadsFromTheFixtureIndex(t *testing.T) {
-	py := python3(t)
+	py := python(t)
 	ix := pypitest.NewIndex()
 	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
 		t.Fatal(err)
@@ -50,12 +71,7 @@ func TestPipDownloadsFromTheFixtureIndex(t *testing.T) {
 	url := pypitest.Serve(t, ix)
 	for _, v := range []string{"1.2.0", "1.3.0"} {
 		dir := t.TempDir()
-		cmd := exec.Command(py, "-m", "pip", "download", "--index-url", url, "--no-deps", "--no-cache-dir",
-			"--disable-pip-version-check", "--only-binary", ":all:", pypitest.DemoProject+"=="+v, "-d", dir)
-		cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE=/dev/null", "PIP_NO_INPUT=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("pip download %s: %v\n%s", v, err, out)
-		}
+		pipDownload(t, py, url, pypitest.DemoProject+"=="+v, dir, "--only-binary", ":all:")
 		want, _ := ix.Wheel(pypitest.DemoProject, v)
 		got, err := os.ReadFile(filepath.Join(dir, want.Filename))
 		if err != nil {
@@ -70,7 +86,7 @@ func TestPipDownloadsFromTheFixtureIndex(t *testing.T) {
 // TestPipSkipsYankedAndPrereleases: unpinned, pip picks 1.3.0; with the
 // newest as the ceiling (<1.3) it skips yanked 1.2.1 and takes 1.2.0.
 func TestPipSkipsYankedAndPrereleases(t *testing.T) {
-	py := python3(t)
+	py := python(t)
 	ix := pypitest.NewIndex()
 	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
 		t.Fatal(err)
@@ -78,12 +94,7 @@ func TestPipSkipsYankedAndPrereleases(t *testing.T) {
 	url := pypitest.Serve(t, ix)
 	for spec, want := range map[string]string{"": "1.3.0", "<1.3": "1.2.0", "<1.2": "1.1.0"} {
 		dir := t.TempDir()
-		cmd := exec.Command(py, "-m", "pip", "download", "--index-url", url, "--no-deps", "--no-cache-dir",
-			"--disable-pip-version-check", pypitest.DemoProject+spec, "-d", dir)
-		cmd.Env = append(os.Environ(), "PIP_CONFIG_FILE=/dev/null", "PIP_NO_INPUT=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("pip download %q: %v\n%s", spec, err, out)
-		}
+		pipDownload(t, py, url, pypitest.DemoProject+spec, dir)
 		w, _ := ix.Wheel(pypitest.DemoProject, want)
 		if _, err := os.Stat(filepath.Join(dir, w.Filename)); err != nil {
 			entries, _ := os.ReadDir(dir)
