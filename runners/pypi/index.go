@@ -161,7 +161,7 @@ func (ix *Index) Project(ctx context.Context, name string) (*Project, error) {
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
 	switch mt {
-	case "application/vnd.pypi.simple.v1+json":
+	case "application/vnd.pypi.simple.v1+json", "application/vnd.pypi.simple.latest+json":
 	case "text/html", "application/vnd.pypi.simple.v1+html":
 		return nil, fmt.Errorf("project %s on %s: the index serves only the PEP 503 HTML API, which has no upload times; lacuna needs an index with the PEP 691 JSON API and PEP 700 upload-time (pypi.org, devpi, a recent pypiserver)", norm, ix.URL())
 	default:

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -40,6 +42,9 @@ type Release struct {
 	Files map[string]string
 	// RequiresPython goes to METADATA and the index ("" for none).
 	RequiresPython string
+	// Metadata are more METADATA header lines, such as
+	// "License-Expression: MIT" or "Requires-Dist: typing-extensions".
+	Metadata []string
 	// NoFiles lists the version with no file at all.
 	NoFiles bool
 }
@@ -53,19 +58,22 @@ type Wheel struct {
 	Metadata []byte
 }
 
-// BuildWheel builds the wheel of project at version holding files (path →
+// BuildWheel builds the wheel of release r of project: r.Files (path →
 // content) plus NAME-VERSION.dist-info/{METADATA,WHEEL,RECORD}, RECORD
 // with each file's sha256 and size. The same arguments give the same
 // bytes.
-func BuildWheel(project, version string, files map[string]string, requiresPython string) (Wheel, error) {
-	dist := distName(project)
+func BuildWheel(project string, r Release) (Wheel, error) {
+	dist, version := distName(project), r.Version
 	info := dist + "-" + version + ".dist-info/"
-	meta := "Metadata-Version: 2.1\nName: " + project + "\nVersion: " + version + "\nSummary: lacuna test fixture\nLicense: MIT\n"
-	if requiresPython != "" {
-		meta += "Requires-Python: " + requiresPython + "\n"
+	meta := "Metadata-Version: 2.1\nName: " + project + "\nVersion: " + version + "\nSummary: lacuna test fixture\n"
+	if r.RequiresPython != "" {
+		meta += "Requires-Python: " + r.RequiresPython + "\n"
+	}
+	for _, l := range r.Metadata {
+		meta += strings.TrimRight(l, "\n") + "\n"
 	}
 	all := map[string]string{}
-	for p, c := range files {
+	for p, c := range r.Files {
 		if strings.HasPrefix(p, info) || strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
 			return Wheel{}, fmt.Errorf("wheel file %q: a fixture path must be relative and outside the .dist-info", p)
 		}
@@ -143,7 +151,7 @@ func (ix *Index) Publish(name string, releases ...Release) error {
 		if r.NoFiles {
 			continue
 		}
-		w, err := BuildWheel(name, r.Version, r.Files, r.RequiresPython)
+		w, err := BuildWheel(name, r)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", name, r.Version, err)
 		}
@@ -291,6 +299,28 @@ func (ix *Index) jsonPage(p *project) map[string]any {
 		})
 	}
 	return map[string]any{"info": map[string]string{"name": p.name}, "releases": releases}
+}
+
+// FilesFromDir reads a source tree (such as testdata/demo/1.1.0) into a
+// Release's Files: slash-separated paths relative to dir → contents.
+func FilesFromDir(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fixture files under %s: %w", dir, err)
+	}
+	return files, nil
 }
 
 // Day is noon UTC of a YYYY-MM-DD date, for Release.Uploaded.

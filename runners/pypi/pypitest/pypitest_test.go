@@ -107,14 +107,15 @@ func TestPipSkipsYankedAndPrereleases(t *testing.T) {
 // of its bytes, and the same input builds the same wheel.
 func TestWheelRecordHashesItsFiles(t *testing.T) {
 	files := map[string]string{"pkg/__init__.py": "from .mod import f\n", "pkg/mod.py": "def f():\n    return 1\n"}
-	w, err := pypitest.BuildWheel("My.Pkg", "0.1.0", files, ">=3.8")
+	r := pypitest.Release{Version: "0.1.0", Files: files, RequiresPython: ">=3.8", Metadata: []string{"License-Expression: Apache-2.0"}}
+	w, err := pypitest.BuildWheel("My.Pkg", r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.Filename != "my_pkg-0.1.0-py3-none-any.whl" {
 		t.Errorf("file name %s", w.Filename)
 	}
-	again, _ := pypitest.BuildWheel("My.Pkg", "0.1.0", files, ">=3.8")
+	again, _ := pypitest.BuildWheel("My.Pkg", r)
 	if !bytes.Equal(again.Data, w.Data) {
 		t.Error("the same input built different bytes")
 	}
@@ -145,8 +146,8 @@ func TestWheelRecordHashesItsFiles(t *testing.T) {
 	if listed != len(contents)-1 {
 		t.Errorf("RECORD lists %d of %d files", listed, len(contents)-1)
 	}
-	if !strings.Contains(string(contents["my_pkg-0.1.0.dist-info/METADATA"]), "Requires-Python: >=3.8") {
-		t.Error("METADATA lacks Requires-Python")
+	if meta := string(contents["my_pkg-0.1.0.dist-info/METADATA"]); !strings.Contains(meta, "\nRequires-Python: >=3.8\n") || !strings.Contains(meta, "\nLicense-Expression: Apache-2.0\n") || meta != string(w.Metadata) {
+		t.Errorf("METADATA %q", meta)
 	}
 }
 
@@ -168,5 +169,24 @@ func TestIndexServesFilesWithTheirHashes(t *testing.T) {
 	sum := sha256.Sum256(b)
 	if hex.EncodeToString(sum[:]) != w.SHA256 {
 		t.Error("served bytes do not match the hash")
+	}
+}
+
+func TestFilesFromDirReadsATree(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pkg", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "pkg", "__init__.py"), []byte("x = 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "pkg", "sub", "m.py"), []byte("y = 2\n"), 0o644)
+	files, err := pypitest.FilesFromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files["pkg/__init__.py"] != "x = 1\n" || files["pkg/sub/m.py"] != "y = 2\n" {
+		t.Errorf("files %v", files)
+	}
+	if _, err := pypitest.FilesFromDir(filepath.Join(dir, "absent")); err == nil {
+		t.Error("a missing folder read without error")
 	}
 }
