@@ -14,6 +14,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
+	"github.com/lacuna-dev/lacuna/runners/pypi"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -30,10 +31,14 @@ type versionResolveConfig struct {
 	// New is "latest" (default) or "first_after".
 	New        string `hcl:"new,optional"`
 	Prerelease bool   `hcl:"prerelease,optional"`
-	Retracted  bool   `hcl:"retracted,optional"`
+	// Retracted keeps retracted Go versions (Go only).
+	Retracted bool `hcl:"retracted,optional"`
 	// FollowMajor lets v_new come from the successor major version, a
-	// module of its own in Go (example.com/m/v2).
+	// module of its own in Go (example.com/m/v2). Go only.
 	FollowMajor bool `hcl:"follow_major,optional"`
+	// Yanked keeps Python releases whose files are all yanked (PEP 592).
+	// Python only.
+	Yanked bool `hcl:"yanked,optional"`
 }
 
 // VersionRow is version_resolve's output: one row per library. It holds no
@@ -47,8 +52,9 @@ type VersionRow struct {
 	VOldTime  time.Time `parquet:"v_old_time,timestamp(millisecond)"`
 	VNew      string    `parquet:"v_new"`
 	VNewTime  time.Time `parquet:"v_new_time,timestamp(millisecond)"`
-	// VNewModule is the module v_new belongs to: the library, or its
-	// successor major version (library/v2) with follow_major.
+	// VNewModule is what v_new belongs to: for Go the module, the library
+	// or its successor major version (library/v2) with follow_major; for
+	// Python the project's normalised name (PEP 503).
 	VNewModule string `parquet:"v_new_module"`
 	Why        string `parquet:"why"`
 }
@@ -69,7 +75,9 @@ func (versionResolve) Name() string    { return "version_resolve" }
 func (versionResolve) Version() string { return "2" }
 func (versionResolve) Doc() string {
 	return "Picks v_old (newest release at or before the cutoff) and v_new (newest, or first, release after it) " +
-		"through the Go module proxy (GOPROXY); pre-releases and retracted versions are skipped unless asked."
+		"through the Go module proxy (GOPROXY) or, for ecosystem \"python\", the PEP 691 index pip uses " +
+		"(PIP_INDEX_URL, UV_INDEX_URL, UV_DEFAULT_INDEX, else pypi.org) dated by PEP 700 upload times; " +
+		"pre-releases and retracted (Go) or yanked (Python) versions are skipped unless asked."
 }
 
 type library struct{ name, ecosystem string }
@@ -99,8 +107,23 @@ func (versionResolve) Validate(cfg any) error {
 	if err != nil {
 		return err
 	}
-	if lib.ecosystem != "go" {
-		return nodes.Errorf("library", "Ecosystem not supported yet", "version_resolve handles ecosystem \"go\"; %q arrives in a later release.", lib.ecosystem)
+	switch lib.ecosystem {
+	case "go":
+		if c.Yanked {
+			return nodes.Errorf("yanked", "Not for Go", "yanked applies to Python releases; Go modules retract versions (retracted = true).")
+		}
+	case "python":
+		if c.Retracted {
+			return nodes.Errorf("retracted", "Not for Python", "Python releases are yanked, not retracted: use yanked = true.")
+		}
+		if c.FollowMajor {
+			return nodes.Errorf("follow_major", "Not for Python", "follow_major is for Go, whose major versions are modules of their own; a Python project's major versions are releases of the same project.")
+		}
+		if _, err := pypi.Normalize(lib.name); err != nil {
+			return nodes.Errorf("library", "Invalid Python project name", "%v.", err)
+		}
+	default:
+		return nodes.Errorf("library", "Ecosystem not supported yet", "version_resolve handles ecosystems \"go\" and \"python\"; %q arrives in a later release.", lib.ecosystem)
 	}
 	if c.New != "" && c.New != "latest" && c.New != "first_after" {
 		return nodes.Errorf("new", "Invalid choice of v_new", "new must be \"latest\" or \"first_after\", not %q.", c.New)
@@ -114,12 +137,16 @@ func (versionResolve) Validate(cfg any) error {
 // published after the last run changes the key (v_new may move), an
 // unchanged list keeps it cached, and Run resolves from exactly these
 // lists. Release times and go.mod files are immutable per version, so Run
-// may fetch those.
+// may fetch those. A Python library's project page is pinned instead
+// (resolvePython).
 func (versionResolve) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*versionResolveConfig)
 	lib, err := libraryOf(c.Library)
 	if err != nil {
 		return nil, err
+	}
+	if lib.ecosystem == "python" {
+		return resolvePython(ctx, r, lib)
 	}
 	p, err := modfetch.NewProxy(goenv.Env(r))
 	if err != nil {
@@ -182,6 +209,9 @@ func (t versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
+	if lib.ecosystem == "python" {
+		return t.runPython(ctx, r, c, lib, cutoff)
+	}
 	p, ok := r.Pinned().(*pinnedLists)
 	if !ok {
 		return fmt.Errorf("%s: the version lists were not resolved", r.Node())
@@ -200,6 +230,85 @@ func (t versionResolve) Run(ctx context.Context, r nodes.Run) error {
 		Library: lib.name, Ecosystem: lib.ecosystem,
 		VOld: res.Old.Version, VOldTime: res.Old.Time.UTC(),
 		VNew: res.New.Version, VNewTime: res.New.Time.UTC(), VNewModule: res.NewModule,
+		Why: res.Why,
+	}})
+}
+
+// PythonIndex is the index a user's installer uses: PIP_INDEX_URL, then
+// UV_INDEX_URL, then UV_DEFAULT_INDEX (uv's newer name), else pypi.org.
+func PythonIndex(getenv func(string) string) string {
+	for _, k := range []string{"PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return pypi.DefaultIndex
+}
+
+// pinnedProject is the project page as Resolve read it: Run resolves from
+// it, never from a second fetch.
+type pinnedProject struct {
+	index   *pypi.Index
+	project *pypi.Project
+}
+
+// resolvePython reads the project's page once. The key holds a digest of
+// every release as it dates it (version, first upload, file count,
+// yanked, why it is unusable): a new release, a yank or a late file
+// changes the key; an unchanged page keeps it cached. The index URL is
+// not in the key: two indexes that date the same releases alike give the
+// same rows.
+func resolvePython(ctx context.Context, r nodes.Resolve, lib library) (*nodes.Pinned, error) {
+	idx, err := pypi.NewIndex(PythonIndex(r.Getenv))
+	if err != nil {
+		return nil, err
+	}
+	p, err := idx.Project(ctx, lib.name)
+	if err != nil {
+		return nil, fmt.Errorf("list releases of %s: %w", lib.name, err)
+	}
+	var b strings.Builder
+	for _, rel := range pypi.Releases(p) {
+		fmt.Fprintf(&b, "%s|%s|%d|%v|%s\n", rel.Listed, rel.Time.UTC().Format(time.RFC3339Nano), rel.Files, rel.Yanked, rel.Skip)
+	}
+	id := map[string]string{"releases": fmt.Sprintf("%016x", xxhash.Sum64String(b.String()))}
+	return &nodes.Pinned{Identity: id, Value: &pinnedProject{index: idx, project: p}}, nil
+}
+
+func (t versionResolve) runPython(ctx context.Context, r nodes.Run, c *versionResolveConfig, lib library, cutoff time.Time) error {
+	pp, ok := r.Pinned().(*pinnedProject)
+	if !ok {
+		return fmt.Errorf("%s: the project page was not resolved", r.Node())
+	}
+	res, err := pypi.ResolveProject(pp.project, cutoff, pypi.ResolveOptions{New: c.New, Prerelease: c.Prerelease, Yanked: c.Yanked})
+	if err != nil {
+		return err
+	}
+	r.Logf("%s at cutoff %s on %s: %s", lib.name, c.Cutoff, pp.index.URL(), res.Why)
+	// The JSON API is a second account of the same uploads; it informs
+	// the log, not the row (the key does not cover it).
+	switch d, err := pp.index.CrossCheck(ctx, pp.project); {
+	case err != nil:
+		r.Logf("cross-check with the JSON API not done: %v", err)
+	case len(d) == 0:
+		r.Logf("the JSON API agrees on all %d releases", len(res.Releases))
+	default:
+		for i, x := range d {
+			if i == 10 {
+				r.Logf("… %d more disagreements with the JSON API", len(d)-10)
+				break
+			}
+			r.Logf("JSON API disagrees on %s: %s", x.Version, x.What)
+			if x.Version == res.Old.Listed || x.Version == res.New.Listed {
+				r.Note("%s %s: the JSON API disagrees (%s)", lib.name, x.Version, x.What)
+			}
+		}
+	}
+	r.Note("%s %s (%s) → %s (%s)", lib.name, res.Old.Listed, res.Old.Time.UTC().Format("2006-01-02"), res.New.Listed, res.New.Time.UTC().Format("2006-01-02"))
+	return t.Write(r, []VersionRow{{
+		Library: lib.name, Ecosystem: lib.ecosystem,
+		VOld: res.Old.Listed, VOldTime: res.Old.Time.UTC(),
+		VNew: res.New.Listed, VNewTime: res.New.Time.UTC(), VNewModule: res.Project,
 		Why: res.Why,
 	}})
 }

@@ -92,7 +92,11 @@ func TestVersionResolveRejectsBadConfig(t *testing.T) {
 	}{
 		{"cutoff not a date", "go", `cutoff = "June 2024"`, "Invalid cutoff", `"June 2024"`},
 		{"unknown new", "go", "cutoff = \"2024-06-01\"\n  new = \"oldest\"", "Invalid choice of v_new", `"oldest"`},
-		{"ecosystem not supported", "python", `cutoff = "2024-06-01"`, "Ecosystem not supported yet", "library.lib"},
+		{"ecosystem not supported", "npm", `cutoff = "2024-06-01"`, "Ecosystem not supported yet", "library.lib"},
+		{"yanked on Go", "go", "cutoff = \"2024-06-01\"\n  yanked = true", "Not for Go", "true"},
+		{"follow_major on Python", "python", "cutoff = \"2024-06-01\"\n  follow_major = true", "Not for Python", "true"},
+		{"retracted on Python", "python", "cutoff = \"2024-06-01\"\n  retracted = true", "Not for Python", "true"},
+		{"not a Python project name", "python", `cutoff = "2024-06-01"`, "Invalid Python project name", "library.lib"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := `
