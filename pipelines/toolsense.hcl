@@ -46,7 +46,7 @@
 # generated MCQ and QA items:
 #
 #   lacuna run --var probe_endpoint=http://HOST:PORT/v1 --var probe_model=MODEL pipelines/toolsense.hcl
-#   lacuna cat --var ... pipelines/toolsense.hcl node.probe_metrics.released
+#   lacuna cat --var ... pipelines/toolsense.hcl 'node.probe_metrics.released["under_test"]'
 #
 # tool_ref = "token" asks about a ToolGen model's virtual token
 # <<tool_name>>, spelled as retrieve_parametric spells it (token_format;
