@@ -32,7 +32,7 @@
 #   catalog → mcq_generate, qa_generate (probe_items tools, seeded sample)
 #
 #   lacuna run --var generator_endpoint=http://127.0.0.1:8000/v1 --var generator_id=Qwen/Qwen2.5-7B-Instruct pipelines/toolsense.hcl
-#   lacuna cat ... pipelines/toolsense.hcl 'node.retrieval_eval.generated["generator"]' --columns tier,k,rc_at_k,rc_lo,rc_hi
+#   lacuna cat --var ... pipelines/toolsense.hcl 'node.retrieval_eval.generated["generator"]' --columns tier,k,rc_at_k,rc_lo,rc_hi
 #
 # Without pools_model the pools are BM25 neighbours (no download needed);
 # the paper embeds tool descriptions (text-embedding-3-large): set
@@ -137,6 +137,12 @@ variable "generator_api_key_env" {
   type        = string
   default     = ""
   description = "the environment variable holding the generator's API key (empty: none)"
+}
+
+variable "generator_max_tokens" {
+  type        = number
+  default     = 1024
+  description = "bound on each generation and judge answer (0: none, the server's default)"
 }
 
 variable "generate" {
@@ -269,7 +275,7 @@ model "generator" {
   id          = var.generator_id
   endpoint    = var.generator_endpoint
   api_key_env = var.generator_api_key_env == "" ? null : var.generator_api_key_env
-  max_tokens  = 1024
+  max_tokens  = var.generator_max_tokens == 0 ? null : var.generator_max_tokens
 }
 
 model "under_test" {
