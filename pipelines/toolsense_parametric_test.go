@@ -20,14 +20,15 @@ import (
 // pipelines/toolsense.hcl as shipped with its toolgen variables set, on
 // the first 6 released RRB queries over the 4,901-tool catalog, against a
 // scripted ToolGen model (skipped without the data, failed in CI), with
-// free decoding's beam search and with its greedy answer. Constrained decoding puts an
-// answer first for queries 0, 2 and 4 and every answer last for the
-// others: Rc@k = 3/6 at every k ≤ 50. Free decoding favours an answer's
-// token for queries 0 and 3 and an unknown one otherwise; its beam search
-// ranks the word "the" above everything: Rf@1 = 0 (so IS@1 = 0) and Rf@k
-// = 2/6, IS@k = 2/3 from k = 2; greedily, Rf@k = 2/6 at every k. The plan
-// counts the calls before the run, and finds them cached after it (for a
-// smaller slice, which re-runs the nodes); a second run makes none.
+// free decoding's beam search and with its greedy answer. Constrained
+// decoding puts an answer first for queries 0, 2 and 4 and every answer
+// last for the others: Rc@k = 3/6 at every k ≤ 50. Free decoding favours
+// an answer's token for queries 0 and 3 and an unknown one otherwise; its
+// beam search ranks the word "the" above everything: Rf@1 = 0 (so IS@1 =
+// 0) and Rf@k = 2/6, IS@k = 2/3 from k = 2; greedily, Rf@k = 2/6 at every
+// k. The plan counts the calls before the run, and finds them cached after
+// it (for a smaller slice, which re-runs the nodes); a second run makes
+// none.
 func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for _, search := range []string{"beam", "greedy"} {
 		t.Run(search, func(t *testing.T) { testParametricPipeline(t, search) })
