@@ -62,10 +62,10 @@ func scriptedRRB() []llmtest.Rule {
 }
 
 // TestToolSenseGeneratePipelineRunsAgainstAScriptedModel runs
-// pipelines/toolsense_generate.hcl as shipped, its model a scripted
-// server, on the released data (skipped without it, failed in CI): ten
-// stratified seeds over the 4,901-tool catalog, 8 rows each, evaluated by
-// BM25 per tier.
+// pipelines/toolsense.hcl as shipped with its generator a scripted server
+// and generate = ["rrb"], on the released data (skipped without it, failed
+// in CI): ten stratified seeds over the 4,901-tool catalog, 8 rows each,
+// evaluated by BM25 per tier; no MCQ or QA item is generated.
 func TestToolSenseGeneratePipelineRunsAgainstAScriptedModel(t *testing.T) {
 	if _, err := os.Stat("../../shared/data/toolsense/toolsense-realistic-retrieval.jsonl"); err != nil {
 		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
@@ -76,7 +76,7 @@ func TestToolSenseGeneratePipelineRunsAgainstAScriptedModel(t *testing.T) {
 	}
 	srv := llmtest.New(llmtest.Config{Models: []string{"scripted"}, Script: scriptedRRB()})
 	defer srv.Close()
-	file, err := filepath.Abs("toolsense_generate.hcl")
+	file, err := filepath.Abs("toolsense.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestToolSenseGeneratePipelineRunsAgainstAScriptedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"model_endpoint": srv.URL(), "model_id": "scripted", "bootstrap": "50"}
+	vars := map[string]string{"generator_endpoint": srv.URL(), "generator_id": "scripted", "generate": `["rrb"]`, "bootstrap": "50"}
 	g, diags := engine.ExpandSource(file, src, filepath.Dir(file), engine.Options{Vars: vars})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -102,9 +102,14 @@ func TestToolSenseGeneratePipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for i, r := range res {
 		outputs[i.Addr] = r.Output
 	}
-	pools := readRows[toolsense.NeighborsRow](t, st, outputs["node.neighbors.pools"])
-	rows := readRows[toolsense.RRBRow](t, st, outputs["node.rrb_generate.rrb"])
-	eval := readRows[toolsense.EvalRow](t, st, outputs["node.retrieval_eval.generated"])
+	for addr := range outputs {
+		if strings.Contains(addr, "mcq") || strings.Contains(addr, "qa_") || strings.Contains(addr, "probe") {
+			t.Errorf("generate = [\"rrb\"] ran %s", addr)
+		}
+	}
+	pools := readRows[toolsense.NeighborsRow](t, st, outputs[`node.neighbors.pools["generator"]`])
+	rows := readRows[toolsense.RRBRow](t, st, outputs[`node.rrb_generate.rrb["generator"]`])
+	eval := readRows[toolsense.EvalRow](t, st, outputs[`node.retrieval_eval.generated["generator"]`])
 	services := map[string]bool{}
 	for _, p := range pools {
 		services[p.Service] = true

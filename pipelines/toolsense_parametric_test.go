@@ -17,17 +17,18 @@ import (
 )
 
 // TestToolSenseParametricPipelineRunsAgainstAScriptedModel runs
-// pipelines/toolsense_parametric.hcl as shipped on the first 6 released
-// RRB queries over the 4,901-tool catalog, against a scripted ToolGen
-// model (skipped without the data, failed in CI), with free decoding's
-// beam search and with its greedy answer. Constrained decoding puts an
-// answer first for queries 0, 2 and 4 and every answer last for the
-// others: Rc@k = 3/6 at every k ≤ 50. Free decoding favours an answer's
-// token for queries 0 and 3 and an unknown one otherwise; its beam search
-// ranks the word "the" above everything: Rf@1 = 0 (so IS@1 = 0) and Rf@k
-// = 2/6, IS@k = 2/3 from k = 2; greedily, Rf@k = 2/6 at every k. The plan
-// counts the calls before the run, and finds them cached after it (for a
-// smaller slice, which re-runs the nodes); a second run makes none.
+// pipelines/toolsense.hcl as shipped with its toolgen variables set, on
+// the first 6 released RRB queries over the 4,901-tool catalog, against a
+// scripted ToolGen model (skipped without the data, failed in CI), with
+// free decoding's beam search and with its greedy answer. Constrained
+// decoding puts an answer first for queries 0, 2 and 4 and every answer
+// last for the others: Rc@k = 3/6 at every k ≤ 50. Free decoding favours
+// an answer's token for queries 0 and 3 and an unknown one otherwise; its
+// beam search ranks the word "the" above everything: Rf@1 = 0 (so IS@1 =
+// 0) and Rf@k = 2/6, IS@k = 2/3 from k = 2; greedily, Rf@k = 2/6 at every
+// k. The plan counts the calls before the run, and finds them cached after
+// it (for a smaller slice, which re-runs the nodes); a second run makes
+// none.
 func TestToolSenseParametricPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for _, search := range []string{"beam", "greedy"} {
 		t.Run(search, func(t *testing.T) { testParametricPipeline(t, search) })
@@ -144,16 +145,17 @@ func testParametricPipeline(t *testing.T, search string) {
 	}})
 	defer srv.Close()
 
-	file, err := filepath.Abs("toolsense_parametric.hcl")
+	file, err := filepath.Abs("toolsense.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"endpoint": srv.URL(), "model_id": "toolgen", "tokens": tokens, "limit": fmt.Sprint(limit), "bootstrap": "200", "free_search": search}
+	vars := map[string]string{"toolgen_endpoint": srv.URL(), "toolgen_id": "toolgen", "toolgen_tokens": tokens, "toolgen_limit": fmt.Sprint(limit),
+		"bootstrap": "200", "free_search": search}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodesOf := []string{"node.retrieve_parametric.constrained", "node.retrieve_parametric.free"}
+	nodesOf := []string{`node.retrieve_parametric.constrained["toolgen"]`, `node.retrieve_parametric.free["toolgen"]`}
 	run(t, st, file, vars, "node.catalog.rrb") // a node's calls are counted once its inputs exist
 	plan := planCalls(t, st, file, vars)
 	for _, n := range nodesOf {
@@ -174,7 +176,7 @@ func testParametricPipeline(t *testing.T, search string) {
 			t.Errorf("query %d: first %q, answers %q", i, row.Ranked[0], answers[row.Query])
 		}
 	}
-	eval := readRows[toolsense.EvalRow](t, st, out["node.retrieval_eval.parametric"])
+	eval := readRows[toolsense.EvalRow](t, st, out[`node.retrieval_eval.parametric["toolgen"]`])
 	all := 0
 	for _, row := range eval {
 		if row.Tier != "all" {
@@ -197,7 +199,7 @@ func testParametricPipeline(t *testing.T, search string) {
 	for k, v := range vars {
 		fewer[k] = v
 	}
-	fewer["limit"] = "4"
+	fewer["toolgen_limit"] = "4"
 	for _, n := range nodesOf {
 		if p := planCalls(t, st, file, fewer)[n]; len(p) != 1 || p[0].Calls != 4 || p[0].Cached != 4 {
 			t.Errorf("plan after the run with limit 4, %s: %+v, want 4 calls, all cached", n, p)

@@ -14,7 +14,7 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
 
-// probesReply is a scripted model for toolsense_probes.hcl: it writes a
+// probesReply is a scripted model for toolsense.hcl's probes: it writes a
 // valid item for every generation prompt, accepts every item as judge, and
 // answers every MCQ with A and every QA with Yes.
 func probesReply(q llmtest.Request) string {
@@ -34,11 +34,11 @@ func probesReply(q llmtest.Request) string {
 }
 
 // TestToolSenseProbesPipelineRunsAgainstAScriptedModel runs
-// pipelines/toolsense_probes.hcl as shipped, its model variables pointing
-// at a scripted server, on the released data beside the repository
-// (skipped without it, failed in CI): every released item is asked, the
-// generation makes generate_count items per benchmark, and the metrics
-// show the always-A model's positional bias.
+// pipelines/toolsense.hcl as shipped, its probed model and its generator
+// (generate = ["mcq", "qa"]) a scripted server, on the released data
+// beside the repository (skipped without it, failed in CI): every released
+// item is asked, the generation makes probe_items items per benchmark, and
+// the metrics show the always-A model's positional bias.
 func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	if _, err := os.Stat("../../shared/data/toolsense/toolsense-mcq.jsonl"); err != nil {
 		msg := "ToolSense data is not at ../shared/data/toolsense beside the repository: " + err.Error()
@@ -49,7 +49,7 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	}
 	srv := llmtest.New(llmtest.Config{Models: []string{"probed"}, Script: []llmtest.Rule{{Reply: probesReply}}})
 	defer srv.Close()
-	file, err := filepath.Abs("toolsense_probes.hcl")
+	file, err := filepath.Abs("toolsense.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,8 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"endpoint": srv.URL(), "model_id": "probed", "generate_count": "4", "bootstrap": "200"}
+	vars := map[string]string{"probe_endpoint": srv.URL(), "probe_model": "probed", "generator_endpoint": srv.URL(), "generator_id": "probed",
+		"generate": `["mcq", "qa"]`, "probe_items": "4", "bootstrap": "200"}
 	g, diags := engine.ExpandSource(file, src, filepath.Dir(file), engine.Options{Vars: vars})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -75,8 +76,11 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for i, r := range res {
 		outputs[i.Addr] = r.Output
 	}
-	mcq := readRows[toolsense.MCQRow](t, st, outputs["node.mcq_generate.rrb"])
-	qa := readRows[toolsense.QARow](t, st, outputs["node.qa_generate.rrb"])
+	if _, ok := outputs[`node.rrb_generate.rrb["generator"]`]; ok {
+		t.Errorf("generate = [\"mcq\", \"qa\"] generated an RRB")
+	}
+	mcq := readRows[toolsense.MCQRow](t, st, outputs[`node.mcq_generate.rrb["generator"]`])
+	qa := readRows[toolsense.QARow](t, st, outputs[`node.qa_generate.rrb["generator"]`])
 	if len(mcq) != 4 || len(qa) != 4 {
 		t.Errorf("generated %d MCQ and %d QA items, want 4 each", len(mcq), len(qa))
 	}
@@ -90,10 +94,10 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 		t.Errorf("%d of 4 generated QA items answer Yes, want 2", yes)
 	}
 
-	released := readRows[toolsense.ProbeMetricsRow](t, st, outputs["node.probe_metrics.released"])
-	generated := readRows[toolsense.ProbeMetricsRow](t, st, outputs["node.probe_metrics.generated"])
+	released := readRows[toolsense.ProbeMetricsRow](t, st, outputs[`node.probe_metrics.released["under_test"]`])
+	generated := readRows[toolsense.ProbeMetricsRow](t, st, outputs[`node.probe_metrics.generated["under_test"]`])
 	want := map[string]int64{`node.probe_eval.released["mcq"]`: 496, `node.probe_eval.released["qa"]`: 500,
-		"node.probe_eval.generated_mcq": 4, "node.probe_eval.generated_qa": 4}
+		`node.probe_eval.generated_mcq["generator"]`: 4, `node.probe_eval.generated_qa["generator"]`: 4}
 	for _, m := range append(released, generated...) {
 		n, ok := want[m.Eval]
 		if !ok || m.N != n || m.Unparseable != 0 {

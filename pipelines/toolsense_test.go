@@ -3,10 +3,15 @@ package pipelines_test
 import (
 	"bufio"
 	"context"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -99,6 +104,94 @@ func TestToolSensePipelineEvaluatesBM25OnTheReleasedRRB(t *testing.T) {
 		if i%len(ks) > 0 && row.RcAtK < eval[i-1].RcAtK {
 			t.Errorf("%s: Rc@%d = %v below Rc@%d = %v", tier, row.K, row.RcAtK, eval[i-1].K, eval[i-1].RcAtK)
 		}
+	}
+}
+
+// TestToolSensePipelineGatesEachModelPartOnItsVariable expands
+// pipelines/toolsense.hcl as shipped: with no variable set only the
+// retrieval instances exist, and each model variable adds its part's
+// instances alone.
+func TestToolSensePipelineGatesEachModelPartOnItsVariable(t *testing.T) {
+	retrieval := []string{"node.catalog.rrb", "node.import.rrb", "node.retrieval_eval.rrb", "node.retrieve.bm25"}
+	rrb := []string{`node.neighbors.pools["generator"]`, `node.retrieval_eval.generated["generator"]`,
+		`node.retrieve.generated_bm25["generator"]`, `node.rrb_generate.rrb["generator"]`}
+	mcq := []string{`node.mcq_generate.rrb["generator"]`}
+	qa := []string{`node.qa_generate.rrb["generator"]`}
+	released := []string{`node.import.probes["mcq"]`, `node.import.probes["qa"]`, `node.probe_eval.released["mcq"]`,
+		`node.probe_eval.released["qa"]`, `node.probe_metrics.released["under_test"]`}
+	parametric := []string{`node.retrieval_eval.parametric["toolgen"]`, `node.retrieve_parametric.constrained["toolgen"]`,
+		`node.retrieve_parametric.free["toolgen"]`}
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		want [][]string
+	}{
+		{"no variables", nil, [][]string{retrieval}},
+		{"endpoints without model ids", map[string]string{"generator_endpoint": "http://127.0.0.1:1/v1",
+			"probe_endpoint": "http://127.0.0.1:1/v1", "toolgen_endpoint": "http://127.0.0.1:1/v1"}, [][]string{retrieval}},
+		{"embed_model", map[string]string{"embed_model": "/models/minilm"}, [][]string{retrieval, {`node.retrieve.dense["minilm"]`}}},
+		{"generator", map[string]string{"generator_id": "g"}, [][]string{retrieval, rrb, mcq, qa}},
+		{"generator, rrb only", map[string]string{"generator_id": "g", "generate": `["rrb"]`}, [][]string{retrieval, rrb}},
+		{"generator, qa only", map[string]string{"generator_id": "g", "generate": `["qa"]`}, [][]string{retrieval, qa}},
+		{"probe_model", map[string]string{"probe_model": "p"}, [][]string{retrieval, released}},
+		{"probe_model and generator", map[string]string{"probe_model": "p", "generator_id": "g", "generate": `["mcq"]`},
+			[][]string{retrieval, mcq, released, {`node.probe_eval.generated_mcq["generator"]`, `node.probe_metrics.generated["under_test"]`}}},
+		{"toolgen_id", map[string]string{"toolgen_id": "t", "toolgen_tokens": "/models/toolgen/added_tokens.json"}, [][]string{retrieval, parametric}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file, err := filepath.Abs("toolsense.hcl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, diags := engine.ExpandSource(file, src, filepath.Dir(file), engine.Options{Vars: tc.vars})
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			var got []string
+			for _, i := range g.Instances {
+				got = append(got, i.Addr)
+			}
+			want := slices.Concat(tc.want...)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("instances\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// TestToolSensePipelinePlanWithoutModelIDsContactsNoServer plans
+// pipelines/toolsense.hcl on the released data with every model endpoint
+// pointing at a server that counts requests but no model id set: the plan
+// is the retrieval part's, and the server sees no request.
+func TestToolSensePipelinePlanWithoutModelIDsContactsNoServer(t *testing.T) {
+	releasedRRB(t)
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "no request expected", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	file, err := filepath.Abs("toolsense.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := artifacts.Open(filepath.Join(t.TempDir(), ".lacuna"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"generator_endpoint": srv.URL, "probe_endpoint": srv.URL, "toolgen_endpoint": srv.URL}
+	plan := planCalls(t, st, file, vars)
+	if got := slices.Sorted(maps.Keys(plan)); !slices.Equal(got, []string{"node.catalog.rrb", "node.import.rrb", "node.retrieval_eval.rrb", "node.retrieve.bm25"}) {
+		t.Errorf("planned %v, want the retrieval part alone", got)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the plan sent %d requests to a model server", n)
 	}
 }
 
