@@ -18,14 +18,15 @@ PY_NODEPS := cmd/lacuna/testdata/requirements-nodeps.txt
 STVENV := $(CACHE)/stvenv
 ST_REQS := runners/embed/testdata/requirements-st.txt
 # Creates the venv $(1), installing python3-venv with apt-get when that
-# fails and we are root, as bubblewrap is.
+# fails and we are root, as bubblewrap is. One shell command (a recipe
+# joins it to what follows with &&).
 define make-venv
-	rm -rf $(1)
-	@python3 -m venv $(1) 2>/dev/null || { \
+echo "creating $(1)" && rm -rf $(1) && \
+	{ python3 -m venv $(1) 2>/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing python3-venv"; apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && \
 	    rm -rf $(1) && python3 -m venv $(1); \
-	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }
+	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
 .PHONY: build deps quickstart toolsense test vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
@@ -93,22 +94,33 @@ $(STATICCHECK):
 	GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(CACHE)/bin/staticcheck $@
 
-# A venv is rebuilt when its requirements change (a copy of the files
-# installed last is kept inside it).
+# A venv is rebuilt when its requirements change: a copy of the files
+# installed last is kept inside it, and a requirements file that is only
+# newer (a checkout, a touch) but has the same content just touches that
+# copy. The copy is written last, so an interrupted install is redone.
 test-python: $(VENV)/requirements.txt
 
 $(VENV)/requirements.txt: $(PY_REQS) $(PY_NODEPS)
-	$(call make-venv,$(VENV))
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQS)
-	$(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PY_NODEPS)
-	cat $(PY_REQS) $(PY_NODEPS) > $@
+	@if cat $(PY_REQS) $(PY_NODEPS) | cmp -s - $@; then \
+	  echo "$(VENV): requirements unchanged"; touch $@; \
+	else $(call make-venv,$(VENV)) && \
+	  echo "installing $(PY_REQS) and $(PY_NODEPS) (--no-deps)" && \
+	  $(VENV)/bin/pip install -q --disable-pip-version-check -r $(PY_REQS) && \
+	  $(VENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PY_NODEPS) && \
+	  cat $(PY_REQS) $(PY_NODEPS) > $@; fi
 
 test-stvenv: $(STVENV)/requirements.txt
 
-$(STVENV)/requirements.txt: $(ST_REQS)
-	$(call make-venv,$(STVENV))
-	$(STVENV)/bin/pip install -q --disable-pip-version-check -r $(ST_REQS)
-	cp $(ST_REQS) $@
+# After $(VENV) (order-only: its updates do not rebuild this one), so that
+# `make -j` never runs the two venvs' apt-get at once. PyTorch's wheels
+# are large: pip keeps no copy of them (--no-cache-dir).
+$(STVENV)/requirements.txt: $(ST_REQS) | $(VENV)/requirements.txt
+	@if cmp -s $(ST_REQS) $@; then \
+	  echo "$(STVENV): requirements unchanged"; touch $@; \
+	else $(call make-venv,$(STVENV)) && \
+	  echo "installing $(ST_REQS)" && \
+	  $(STVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir -r $(ST_REQS) && \
+	  cp $(ST_REQS) $@; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -2,6 +2,7 @@ package toolsense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -223,11 +224,12 @@ func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 		rows[i], queries[i] = row, row.Query
 	}
 	var ranked [][]scored
+	unstored := 0
 	switch c.Retriever {
 	case "bm25":
 		ranked, err = rankBM25(ctx, r, tools, queries, c.k())
 	case "dense":
-		ranked, err = rankDense(ctx, r, c, tools, queries)
+		ranked, unstored, err = rankDense(ctx, r, c, tools, queries)
 	}
 	if err != nil {
 		return err
@@ -239,7 +241,11 @@ func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 			rows[i].Ranked[j], rows[i].Scores[j] = tools[h.doc].ToolName, h.score
 		}
 	}
-	r.Note("%d queries over %d tools, top %d by %s; %d queries with answers not in the catalog (kept, flagged)", len(rows), len(tools), c.k(), c.Retriever, flagged)
+	note := fmt.Sprintf("%d queries over %d tools, top %d by %s; %d queries with answers not in the catalog (kept, flagged)", len(rows), len(tools), c.k(), c.Retriever, flagged)
+	if unstored > 0 {
+		note += fmt.Sprintf("; %d vectors not cached (see the log)", unstored)
+	}
+	r.Note("%s", note)
 	return t.Write(r, rows)
 }
 
@@ -274,12 +280,13 @@ const embedChunk = 256
 
 // rankDense returns each query's top k tools by cosine similarity of their
 // embeddings with the model Resolve loaded; vectors come from and go to the
-// store's "embed" cache directory.
-func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []CatalogRow, queries []string) ([][]scored, error) {
+// store's "embed" cache directory. Vectors it could not store (a full
+// disk) are still used: it counts them and logs why.
+func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []CatalogRow, queries []string) ([][]scored, int, error) {
 	m := r.Pinned().(*embed.Model)
 	cache, err := r.CacheDir("embed")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	batch := runtime.GOMAXPROCS(0)
 	if c.Batch != nil {
@@ -291,10 +298,15 @@ func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []Cata
 	}
 	texts = append(texts, queries...)
 	vecs := make([][]float32, 0, len(texts))
+	unstored := 0
 	for start := 0; start < len(texts); start += embedChunk {
 		v, err := m.EmbedCached(ctx, cache, texts[start:min(start+embedChunk, len(texts))], batch)
-		if err != nil {
-			return nil, err
+		var werr *embed.CacheWriteError
+		if errors.As(err, &werr) {
+			unstored += werr.Unstored
+			r.Logf("%v", werr)
+		} else if err != nil {
+			return nil, 0, err
 		}
 		vecs = append(vecs, v...)
 		r.Progress(int64(len(vecs)), int64(len(texts)))
@@ -304,11 +316,11 @@ func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []Cata
 	out := make([][]scored, len(queries))
 	for i, q := range vecs[len(tools):] {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, h := range embed.TopK(q, docs, c.k()) {
 			out[i] = append(out[i], scored{h.Doc, h.Score})
 		}
 	}
-	return out, nil
+	return out, unstored, nil
 }

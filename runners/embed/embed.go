@@ -97,7 +97,8 @@ func (m *Model) MaxTokens() int { return m.maxTokens }
 // Load reads a BERT sentence encoder from dir with the given pooling. It
 // fails, naming the file, when config.json, vocab.txt or model.safetensors
 // is missing, when config.json declares a model_type other than "bert",
-// when the configuration is inconsistent with the vocabulary, or when a
+// when the configuration is inconsistent with the vocabulary, when
+// sentence_bert_config.json's max_seq_length is below 3, or when a
 // weight the encoder needs is absent or has the wrong shape.
 func Load(dir string, pooling Pooling) (*Model, error) {
 	if pooling != Mean && pooling != CLS {
@@ -153,13 +154,16 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 	maxTokens := cfg.MaxPositionEmbeddings
 	if _, ok := files["sentence_bert_config.json"]; ok {
 		var sc struct {
-			MaxSeqLength int `json:"max_seq_length"`
+			MaxSeqLength *int `json:"max_seq_length"`
 		}
 		if err := readJSON(files, "sentence_bert_config.json", &sc); err != nil {
 			return fail("%v", err)
 		}
-		if sc.MaxSeqLength > 0 && sc.MaxSeqLength < maxTokens {
-			maxTokens = sc.MaxSeqLength
+		if n := sc.MaxSeqLength; n != nil {
+			if *n < 3 {
+				return fail("sentence_bert_config.json: max_seq_length %d: want at least 3 ([CLS], one word piece, [SEP])", *n)
+			}
+			maxTokens = min(maxTokens, *n)
 		}
 	}
 	weights, err := readSafetensors("model.safetensors", files["model.safetensors"])
@@ -285,7 +289,9 @@ func setWeights(b *bert.Model, cfg bert.Config, w map[string]tensor) error {
 // ideographs split apart, whitespace split; when the model lowercases,
 // lowercase and strip accents; every ASCII symbol and Unicode punctuation
 // character a token of its own), then cybertron's WordPiece, truncated to
-// MaxTokens-2 pieces and wrapped in [CLS] and [SEP].
+// MaxTokens-2 pieces and wrapped in [CLS] and [SEP]. A change here (or in
+// basicTokens, embedOne's pooling or normalize) that can change a text's
+// vector must bump cacheVersion (cache.go).
 func (m *Model) Tokens(text string) []string {
 	var words []tokenizers.StringOffsetsPair
 	for _, w := range basicTokens(text, m.lower) {

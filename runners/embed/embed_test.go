@@ -331,6 +331,50 @@ func TestLoadRejectsBadDirectories(t *testing.T) {
 	}
 }
 
+func TestLoadTakesMaxSeqLengthOfAtLeastThreeCappedByPositions(t *testing.T) {
+	tests := []struct {
+		config string
+		want   int    // MaxTokens
+		err    string // when Load must fail
+	}{
+		{config: `{"max_seq_length": 1}`, err: "max_seq_length 1: want at least 3"},
+		{config: `{"max_seq_length": 2}`, err: "max_seq_length 2: want at least 3"},
+		{config: `{"max_seq_length": 0}`, err: "max_seq_length 0: want at least 3"},
+		{config: `{"max_seq_length": 3}`, want: 3},
+		{config: `{"max_seq_length": 8}`, want: 8},
+		{config: `{"max_seq_length": 512}`, want: 16}, // max_position_embeddings
+		{config: `{}`, want: 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.config, func(t *testing.T) {
+			dir := tinyDir(t, nil)
+			if err := os.WriteFile(filepath.Join(dir, "sentence_bert_config.json"), []byte(tt.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(dir, Mean)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), "sentence_bert_config.json: "+tt.err) {
+					t.Fatalf("Load: err %v, want it to contain %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.MaxTokens() != tt.want {
+				t.Errorf("MaxTokens %d, want %d", m.MaxTokens(), tt.want)
+			}
+			text := "the cat sat on the mat the cat sat on the mat the cat sat on the mat"
+			if n := len(m.Tokens(text)); n != tt.want {
+				t.Errorf("Tokens of a long text: %d, want MaxTokens %d", n, tt.want)
+			}
+			if _, err := m.Embed(context.Background(), []string{text}, 1); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestTopKRanksByCosineWithTiesByIndex(t *testing.T) {
 	docs := [][]float32{{1, 0}, {0, 1}, {2, 0}, {1, 1}, {0, 0}, {-1, 0}}
 	q := []float32{1, 0}

@@ -22,7 +22,8 @@ import (
 // tokens) where the CPU has it, spago's otherwise; attention's are spago's.
 // GELU is the exact erf form that Hugging Face's "gelu" is (cybertron's is
 // the tanh approximation). Safe for concurrent use: it only reads the
-// weights.
+// weights. A change here (or in encoderLayer, affine, dot4x2) that can
+// change a vector must bump cacheVersion (cache.go).
 func encode(b *bert.Model, tokens []string) []float32 {
 	dim := b.Config.HiddenSize
 	x := make([]float32, 0, len(tokens)*dim)
