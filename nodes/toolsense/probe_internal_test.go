@@ -251,8 +251,8 @@ func TestRebalanceQADropsASeededSurplusOfTheMajority(t *testing.T) {
 		}
 		return strings.Join(names, "")
 	}
-	if dropped(1) != dropped(1) {
-		t.Error("one seed drops different tools")
+	if first, again := dropped(1), dropped(1); first != again {
+		t.Errorf("seed 1 dropped %q, then %q", first, again)
 	}
 	choices := map[string]bool{}
 	for seed := uint64(1); seed <= 8; seed++ {
