@@ -1,0 +1,52 @@
+package pyapi
+
+import "testing"
+
+func TestDiffReconcilesReExportsAliasesAndMoves(t *testing.T) {
+	changes := Diff(fixture(t, "1.0"), fixture(t, "2.0"))
+	got := map[string]Change{}
+	for _, c := range changes {
+		got[c.ID] = c
+	}
+	for _, tc := range []struct {
+		id             string
+		novel          bool
+		sameAs         string
+		oldPath        string
+		oldSignature   string
+		oldImportError bool
+	}{
+		// Point moved to a private module, re-exported at its old path;
+		// its new alias Coord is a path of the same object.
+		{id: "shapes._point:Point", sameAs: "shapes._geometry:Point"},
+		{id: "shapes._point:Point.norm", sameAs: "shapes._geometry:Point.norm"},
+		// Renamed and moved; the old name is an alias: canonical-path drift.
+		{id: "shapes.metric:taxicab", sameAs: "shapes.geo:manhattan", oldPath: "shapes.geo.manhattan"},
+		// Moved without an alias: same name and signature, old identity gone.
+		{id: "shapes.metric:scale", sameAs: "shapes.geo:scale", oldPath: "shapes.geo.scale"},
+		// Same identity, a new keyword.
+		{id: "shapes._geometry:area", oldSignature: "area(w: float, h: float = 1.0) -> float"},
+		{id: "shapes._geometry:internal_only"},
+		// Read from the syntax tree in both versions (broken at import).
+		{id: "shapes.broken:fragile"},
+		{id: "shapes.broken:sturdy", novel: true, oldImportError: true},
+		{id: "shapes._geometry:double", novel: true},
+		{id: "shapes._geometry:nop", novel: true},
+		{id: "shapes._geometry:perimeter_v0", novel: true},
+		{id: "shapes._geometry:Registry", novel: true},
+		{id: "shapes._geometry:Registry.get", novel: true},
+		{id: "shapes._geometry:Canvas.size", novel: true},
+		{id: "shapes._geometry:Box", novel: true},
+		{id: "shapes.noisy:loud", novel: true},
+	} {
+		c, ok := got[tc.id]
+		if !ok {
+			t.Errorf("%s: not in the diff", tc.id)
+			continue
+		}
+		if c.Novel != tc.novel || c.SameAs != tc.sameAs || c.OldPath != tc.oldPath || c.OldSignature != tc.oldSignature || (c.OldImportError != "") != tc.oldImportError {
+			t.Errorf("%s: novel=%v same_as=%q (%s) old_path=%q old_signature=%q old_import_error=%q,\nwant novel=%v same_as=%q old_path=%q old_signature=%q old_import_error=%v",
+				tc.id, c.Novel, c.SameAs, c.How, c.OldPath, c.OldSignature, c.OldImportError, tc.novel, tc.sameAs, tc.oldPath, tc.oldSignature, tc.oldImportError)
+		}
+	}
+}
