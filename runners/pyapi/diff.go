@@ -1,6 +1,9 @@
 package pyapi
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Change is one API of the new version, compared with the old one.
 type Change struct {
@@ -28,7 +31,7 @@ type Change struct {
 
 // Diff compares two surfaces of a package on object identity. An API of
 // the new version is not novel when its identity was in the old one; when
-// one of its paths was the path of an old API (a re-export, or a move or
+// one of its paths (exported or unlisted) was a path of an old API (a re-export, or a move or
 // rename that kept the old name as an alias); or when an old API that is
 // gone had the same kind, class, name and signature (a move without an
 // alias). Methods follow their class: a method of a moved class is
@@ -40,6 +43,11 @@ func Diff(old, new *PackageSurface) []Change {
 		oldIDs[a.ID] = a
 		for _, p := range a.Paths {
 			oldPaths[p] = a.ID
+		}
+		for _, p := range a.UnlistedPaths {
+			if _, ok := oldPaths[p]; !ok {
+				oldPaths[p] = a.ID
+			}
 		}
 	}
 	newIDs := map[string]bool{}
@@ -64,7 +72,7 @@ func Diff(old, new *PackageSurface) []Change {
 		if _, ok := oldIDs[a.ID]; ok {
 			c.Novel, c.How = false, "in the old version"
 		} else {
-			for _, p := range a.Paths {
+			for _, p := range slices.Concat(a.Paths, a.UnlistedPaths) {
 				if id, ok := oldPaths[p]; ok {
 					c.Novel, c.SameAs, c.How = false, id, "reachable at the old path "+p+" (re-export or alias)"
 					break

@@ -30,6 +30,8 @@ func TestDiffReconcilesReExportsAliasesAndMoves(t *testing.T) {
 		// Same identity, a new keyword.
 		{id: "shapes._geometry:area", oldSignature: "area(w: float, h: float = 1.0) -> float"},
 		{id: "shapes._geometry:internal_only"},
+		// Left out of __all__ in 1.0 (unlisted, private), exported in 2.0.
+		{id: "shapes.geo:chebyshev"},
 		// Read from the syntax tree in both versions (broken at import).
 		{id: "shapes.broken:fragile"},
 		{id: "shapes.broken:sturdy", novel: true, oldImportError: true},
@@ -76,7 +78,7 @@ func TestFilterGivesEveryReason(t *testing.T) {
 		{"shapes._geometry:quarter_area", []string{"deprecated (deprecated in the docstring)"}},
 		{"shapes._geometry:Registry", []string{"docstring inherited from the standard library (builtins.dict)"}},
 		{"shapes._geometry:Registry.get", []string{"docstring inherited from the standard library (builtins.dict.get)"}},
-		{"shapes._compat:deprecated", []string{"private: no public path"}},
+		{"shapes._compat:deprecated", []string{"private: no public path (underscore names, or left out of __all__)"}},
 		{"shapes.slow:late", []string{"defining module fails to import"}},
 		{"shapes.broken:sturdy", []string{"defining module fails to import",
 			"novelty uncertain: the module failed to import in the old version (RuntimeError: no backend available (shapes/broken.py:5))"}},

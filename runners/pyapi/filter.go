@@ -6,7 +6,7 @@ import "fmt"
 // each fact, and every reason the API is not kept. A surface_diff row
 // carries them as columns.
 type Filters struct {
-	Private    bool // no public path
+	Private    bool // no public exported path
 	Deprecated bool
 	NoSource   bool // no retrievable Python source
 	// ThinDoc: the docstring (its own, else one inherited from a base in
@@ -47,7 +47,7 @@ func Filter(c Change, minDocWords int) Filters {
 		why = append(why, "not novel: "+c.How)
 	}
 	if f.Private {
-		why = append(why, "private: no public path")
+		why = append(why, "private: no public path (underscore names, or left out of __all__)")
 	}
 	if f.Deprecated {
 		why = append(why, "deprecated ("+c.Deprecated+")")

@@ -46,7 +46,8 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 // shapesFiles are both versions of the fixture package "shapes". From 1.0
 // to 2.0: Point moves to a private module and stays re-exported; Coord is
 // a new alias of Point; geo.manhattan moves to metric.taxicab and stays as
-// an alias; geo.scale moves to metric.scale without an alias; area gains
+// an alias; geo.scale moves to metric.scale without an alias;
+// geo.chebyshev, left out of geo's __all__, is exported; area gains
 // a keyword; the rest of 2.0's public API is new (a deprecated function in
 // each of three ways, a thin docstring, a dict subclass without docs, a
 // doctest with a private helper, a class with every kind of member, a
@@ -83,6 +84,14 @@ class Point:
         return (self.x ** 2 + self.y ** 2) ** 0.5
 `,
 		"shapes/geo.py": `
+__all__ = ["manhattan", "scale"]
+
+
+def chebyshev(a, b):
+    """Chebyshev distance between the two points a and b."""
+    return max(abs(a.x - b.x), abs(a.y - b.y))
+
+
 def manhattan(a, b):
     """Manhattan distance between the two points a and b."""
     return abs(a.x - b.x) + abs(a.y - b.y)
@@ -235,6 +244,11 @@ def scale(p, k: float):
 `,
 		"shapes/geo.py": `
 from shapes.metric import taxicab as manhattan
+
+
+def chebyshev(a, b):
+    """Chebyshev distance between the two points a and b."""
+    return max(abs(a.x - b.x), abs(a.y - b.y))
 `,
 		"shapes/broken.py": `
 def fragile(x: int = 1) -> int:

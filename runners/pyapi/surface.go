@@ -46,11 +46,13 @@ type API struct {
 	// the object's __qualname__, "pkg._impl:Point.norm". Functions
 	// re-exported or aliased under other names keep their identity.
 	ID string `json:"id"`
-	// Path is the canonical path: the public path with the fewest
-	// components, preferring one in the defining module, then the
-	// smallest; a private path only when there is no public one.
+	// Path is the canonical path: see canonical. A private or unlisted
+	// path only when there is no public one.
 	Path  string   `json:"-"`
-	Paths []string `json:"paths"` // every path the object is reachable at, sorted
+	Paths []string `json:"paths"` // every path the object is exported at, sorted
+	// UnlistedPaths are paths in modules that define __all__ and leave the
+	// object out of it: reachable, but not exported.
+	UnlistedPaths []string `json:"unlisted_paths"`
 	// Kind: function, class, method, classmethod, staticmethod, property.
 	Kind      string  `json:"kind"`
 	Name      string  `json:"name"`
@@ -81,8 +83,9 @@ type API struct {
 	// __new__ for a class), or ".. deprecated::" / "Deprecated:" in the
 	// docstring.
 	Deprecated string `json:"deprecated"`
-	// Private: no path of the object is public (every path has a component
-	// starting with "_").
+	// Private: no path of the object is public (every exported path has a
+	// component starting with "_", or it is only reachable at unlisted
+	// paths).
 	Private bool `json:"-"`
 	// Static is true when the defining module failed to import and the API
 	// was read from its syntax tree alone (no re-export paths, no
@@ -261,7 +264,11 @@ func IsPrivatePath(p string) bool {
 // name (shapes.Point over its alias shapes.Coord), then one in the
 // defining module, then the smallest.
 func canonical(a API) (string, bool) {
-	if len(a.Paths) == 0 {
+	paths := a.Paths
+	if len(paths) == 0 {
+		paths = a.UnlistedPaths
+	}
+	if len(paths) == 0 {
 		return "", true
 	}
 	mod, qual := a.Module(), a.QualName()
@@ -278,8 +285,8 @@ func canonical(a API) (string, bool) {
 		}
 		return k
 	}
-	best := a.Paths[0]
-	for _, p := range a.Paths[1:] {
+	best := paths[0]
+	for _, p := range paths[1:] {
 		kp, kb := key(p), key(best)
 		if kp != kb {
 			for i := range kp {
@@ -294,7 +301,7 @@ func canonical(a API) (string, bool) {
 			best = p
 		}
 	}
-	return best, IsPrivatePath(best)
+	return best, len(a.Paths) == 0 || IsPrivatePath(best)
 }
 
 func tail(s string) string {

@@ -119,7 +119,7 @@ def tree_index(path):
             for node in body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     q = prefix + node.name
-                    idx.setdefault(q, node)
+                    idx[q] = node  # the last definition is the one bound at run time (after @overload stubs)
                     inner = q + "." if isinstance(node, ast.ClassDef) else q + ".<locals>."
                     visit(node.body, inner)
                 elif isinstance(node, (ast.If, ast.Try)):
@@ -162,22 +162,24 @@ def last_name(node):
 
 
 def body_warns(node):
-    """Whether the body (nested functions and classes excluded) calls
-    something with a *DeprecationWarning argument, or raises one."""
-    stack = list(getattr(node, "body", []))
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+    """Whether the body warns or raises a *DeprecationWarning
+    unconditionally: in a statement of the body itself, not under an if,
+    a loop, a try or a nested definition (a warning under a condition
+    deprecates a parameter or a behaviour, not the function)."""
+    for stmt in getattr(node, "body", []):
+        if not isinstance(stmt, (ast.Expr, ast.Raise)):
             continue
-        if isinstance(n, ast.Call) and last_name(n.func) not in WARNING_FILTERS:
-            args = [n.func] + list(n.args) + [k.value for k in n.keywords]
-            if any(last_name(a).endswith("DeprecationWarning") for a in args):
-                return True
-        stack.extend(ast.iter_child_nodes(n))
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call) and last_name(n.func) not in WARNING_FILTERS:
+                args = [n.func] + list(n.args) + [k.value for k in n.keywords]
+                if any(last_name(a).endswith("DeprecationWarning") for a in args):
+                    return True
     return False
 
 
-DOC_DEPRECATED = re.compile(r"^\s*(\.\. deprecated::|deprecated(:| since))", re.I | re.M)
+# At the docstring's own indentation: an indented directive sits in a
+# parameter's description and deprecates the parameter.
+DOC_DEPRECATED = re.compile(r"^(\.\. deprecated::|deprecated(:| since))", re.I | re.M)
 
 
 def deprecation(obj, node, doc):
@@ -382,6 +384,7 @@ class Collector:
         self.roots = sorted((os.path.abspath(r) for r in roots), key=len, reverse=True)
         self.apis = {}  # identity -> record
         self.paths = {}  # identity -> set of paths
+        self.unlisted = {}  # identity -> set of paths left out of their module's __all__
 
     def relpath(self, f):
         f = os.path.abspath(f)
@@ -393,7 +396,7 @@ class Collector:
     def ours(self, modname):
         return isinstance(modname, str) and (modname == self.pkg or modname.startswith(self.pkg + "."))
 
-    def add(self, ident, path, make):
+    def add(self, ident, path, make, listed=True):
         if ident not in self.apis:
             rec = {"id": ident}
             try:
@@ -402,7 +405,8 @@ class Collector:
                 rec.setdefault("error", "%s: %s" % (type(e).__name__, e))
             self.apis[ident] = rec
             self.paths[ident] = set()
-        self.paths[ident].add(path)
+            self.unlisted[ident] = set()
+        (self.paths if listed else self.unlisted)[ident].add(path)
 
     def describe(self, obj, kind, name, fn_obj, cls=None):
         rec = {"kind": kind, "name": name}
@@ -443,7 +447,7 @@ class Collector:
             rec["signature_error"] = "%s: %s" % (type(e).__name__, e)
         return rec
 
-    def visit(self, modname, module, names):
+    def visit(self, modname, module, names, listed=True):
         for n in names:
             try:
                 obj = getattr(module, n)
@@ -453,18 +457,22 @@ class Collector:
             path = modname + "." + n
             if inspect.isclass(obj):
                 if self.ours(getattr(obj, "__module__", None)):
-                    self.visit_class(obj, path)
-            elif inspect.isfunction(obj) or inspect.isbuiltin(obj):
+                    self.visit_class(obj, path, listed)
+            elif is_function(obj):
                 mod = getattr(obj, "__module__", None)
                 if self.ours(mod) and getattr(obj, "__qualname__", None):
                     ident = "%s:%s" % (mod, obj.__qualname__)
-                    self.add(ident, path, lambda: self.describe(obj, "function", obj.__name__, obj))
+                    self.add(ident, path, lambda: self.describe(obj, "function", getattr(obj, "__name__", n), obj), listed)
 
-    def visit_class(self, cls, path):
+    def visit_class(self, cls, path, listed=True):
         ident = "%s:%s" % (cls.__module__, cls.__qualname__)
-        self.add(ident, path, lambda: self.describe(cls, "class", cls.__name__, cls, cls))
+        self.add(ident, path, lambda: self.describe(cls, "class", cls.__name__, cls, cls), listed)
         for n, v in list(cls.__dict__.items()):
             if n.startswith("_"):
+                continue
+            if inspect.isclass(v):
+                if v.__qualname__.startswith(cls.__qualname__ + ".") and self.ours(v.__module__):
+                    self.visit_class(v, path + "." + n, listed)  # a nested class
                 continue
             if isinstance(v, staticmethod):
                 kind, fn = "staticmethod", v.__func__
@@ -474,7 +482,7 @@ class Collector:
                 kind, fn = "property", v.fget
             elif type(v).__name__ == "cached_property" and hasattr(v, "func"):
                 kind, fn = "property", v.func
-            elif inspect.isfunction(v):
+            elif is_function(v):
                 kind, fn = "method", v
             elif inspect.ismethoddescriptor(v) and callable(v):
                 kind, fn = "method", v
@@ -490,7 +498,7 @@ class Collector:
                 qual = cls.__qualname__ + "." + n
             member = v if kind == "property" else fn
             self.add("%s:%s" % (mod, qual), path + "." + n,
-                     lambda fn=fn, kind=kind, n=n, member=member: self.describe(member, kind, n, fn, cls))
+                     lambda fn=fn, kind=kind, n=n, member=member: self.describe(member, kind, n, fn, cls), listed)
 
     def static(self, modname, path):
         """APIs of a module that did not import, from its syntax tree."""
@@ -531,11 +539,31 @@ def static_kind(node):
     return "method"
 
 
+def is_function(obj):
+    """A function, a builtin, or a callable object wrapping a function
+    (functools.wraps on an instance, like networkx's dispatchers)."""
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
+        return True
+    if inspect.isclass(obj) or inspect.ismodule(obj) or not callable(obj) or not hasattr(obj, "__wrapped__"):
+        return False
+    try:
+        return inspect.isfunction(inspect.unwrap(obj))
+    except ValueError:
+        return False
+
+
 def public_names(module):
+    """The names a module exports (its __all__, else every name without a
+    leading underscore), and the names it defines but leaves out of its
+    __all__ (still recorded, as unlisted paths, so that an object that
+    becomes exported is not taken for a new one)."""
     names = getattr(module, "__all__", None)
     if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
-        return list(names)
-    return [n for n in vars(module) if not n.startswith("_")]
+        listed = set(names)
+        unlisted = [n for n, v in vars(module).items()
+                    if not n.startswith("_") and n not in listed and getattr(v, "__module__", None) == module.__name__]
+        return list(names), unlisted
+    return [n for n in vars(module) if not n.startswith("_")], []
 
 
 def main(argv):
@@ -600,11 +628,14 @@ def main(argv):
             col.static(name, path)
         emit(rec)
     for name, mod in loaded:
-        col.visit(name, mod, public_names(mod))
+        listed, unlisted = public_names(mod)
+        col.visit(name, mod, listed)
+        col.visit(name, mod, unlisted, listed=False)
     for ident in sorted(col.apis):
         rec = dict(col.apis[ident])
         rec["type"] = "api"
         rec["paths"] = sorted(col.paths[ident])
+        rec["unlisted_paths"] = sorted(col.unlisted[ident] - col.paths[ident])
         emit(rec)
     dist, version = "", ""
     try:

@@ -133,3 +133,14 @@ func TestSurfaceNamesTheModuleWhenTheInterpreterDies(t *testing.T) {
 		t.Fatalf("err = %v, want one naming dies.hard", err)
 	}
 }
+
+func TestSurfaceKeepsNamesLeftOutOfAllAsUnlisted(t *testing.T) {
+	apis := byID(fixture(t, "1.0"))
+	a := apis["shapes.geo:chebyshev"]
+	if !a.Private || len(a.Paths) != 0 || strings.Join(a.UnlistedPaths, " ") != "shapes.geo.chebyshev" || a.Path != "shapes.geo.chebyshev" {
+		t.Errorf("chebyshev: private=%v paths %v unlisted %v path %q, want private, unlisted at shapes.geo.chebyshev", a.Private, a.Paths, a.UnlistedPaths, a.Path)
+	}
+	if m := apis["shapes.geo:manhattan"]; m.Private || len(m.UnlistedPaths) != 0 {
+		t.Errorf("manhattan: private=%v unlisted %v, want exported", m.Private, m.UnlistedPaths)
+	}
+}

@@ -51,6 +51,9 @@ def main(root, pkg):
                 yield from modules(sub)
 
     for m in modules(top):
+        parts = m.path.split(".")[1:]
+        if any(p in ("tests", "test", "conftest") or p.startswith("test_") for p in parts):
+            continue  # as surface.py: test modules are not API
         visit(m, m.path)
     out = [{"canonical": c, "kind": e["kind"], "paths": sorted(e["paths"])} for c, e in sorted(objects.items())]
     json.dump({"griffe": importlib.metadata.version("griffe"), "objects": out}, sys.stdout, indent=1)
