@@ -1,7 +1,6 @@
 package pyapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
@@ -13,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -150,17 +150,13 @@ func WithModuleTimeout(d time.Duration) Option {
 	return func(o *options) { o.moduleTimeout = d }
 }
 
-// Surface lists the public API of package pkg as installed for the
-// interpreter python with the directories paths put first on sys.path
-// (site-packages of an environment, or a source tree). It runs the helper
-// in isolated mode (-I: no PYTHON* variables, no user site, no current
-// directory) without writing bytecode (-B), with a minimal environment.
-// Import-time failures of the library's modules are reported on
-// PackageSurface.Modules; an error is returned when the package cannot be found,
-// the interpreter cannot run, or the helper dies or is stopped by ctx
-// before finishing (the error names the module being imported). Safe for
-// concurrent use; each call is its own process.
-func Surface(ctx context.Context, python string, paths []string, pkg string, opts ...Option) (*PackageSurface, error) {
+// HelperArgs are the interpreter arguments that run the helper on package
+// pkg with the directories paths put first on sys.path: isolated mode (-I:
+// no PYTHON* variables, no user site, no current directory), no bytecode
+// written (-B), UTF-8 mode. A caller that runs the interpreter itself (in
+// a sandbox, with the environment mounted read-only) passes them after the
+// interpreter and hands the standard output to ParseOutput.
+func HelperArgs(paths []string, pkg string, opts ...Option) []string {
 	o := options{moduleTimeout: 30 * time.Second}
 	for _, f := range opts {
 		f(&o)
@@ -169,60 +165,100 @@ func Surface(ctx context.Context, python string, paths []string, pkg string, opt
 	for _, p := range paths {
 		args = append(args, "--path", p)
 	}
-	args = append(args, "--module-timeout", strconv.FormatFloat(o.moduleTimeout.Seconds(), 'f', -1, 64), pkg)
-	cmd := exec.CommandContext(ctx, python, args...)
-	cmd.Dir = os.TempDir()
-	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	s, current, done, err := parse(pkg, &stdout)
-	if err != nil {
-		return nil, fmt.Errorf("surface %s: %w", pkg, err)
-	}
-	if !done {
-		why := "the helper exited before finishing"
-		if runErr != nil {
-			why = runErr.Error()
-		}
-		if ctx.Err() != nil {
-			why = ctx.Err().Error()
-		}
-		if current != "" {
-			why += " while importing " + current
-		}
-		return nil, fmt.Errorf("surface %s: %s%s", pkg, why, tail(stderr.String()))
-	}
-	return s, nil
+	return append(args, "--module-timeout", strconv.FormatFloat(o.moduleTimeout.Seconds(), 'f', -1, 64), pkg)
 }
 
-// parse reads the helper's JSON lines. done is false when the last line
-// is missing; current is the module being imported then.
-func parse(pkg string, r *bytes.Buffer) (s *PackageSurface, current string, done bool, err error) {
-	s = &PackageSurface{Package: pkg}
+// Surface lists the public API of package pkg as installed for the
+// interpreter python with the directories paths put first on sys.path
+// (site-packages of an environment, or a source tree), running the helper
+// (HelperArgs) as a subprocess in its own process group with a minimal
+// environment; ctx ends the group. Import-time failures of the library's
+// modules are reported on PackageSurface.Modules; an error is returned
+// when the package cannot be found, the interpreter cannot run, or the
+// helper dies or is stopped by ctx before finishing (the error names the
+// module being imported or listed, and ends with the helper's stderr).
+// Safe for concurrent use; each call is its own process.
+func Surface(ctx context.Context, python string, paths []string, pkg string, opts ...Option) (*PackageSurface, error) {
+	cmd := exec.CommandContext(ctx, python, HelperArgs(paths, pkg, opts...)...)
+	cmd.Dir = os.TempDir()
+	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout bytes.Buffer
+	stderr := &lastBytes{max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	runErr := cmd.Run()
+	s, err := ParseOutput(pkg, stdout.Bytes())
+	if err == nil {
+		return s, nil
+	}
+	var unfinished *UnfinishedError
+	if errors.As(err, &unfinished) {
+		if ctx.Err() != nil {
+			unfinished.Cause = ctx.Err()
+		} else if runErr != nil {
+			unfinished.Cause = runErr
+		}
+		unfinished.Stderr = strings.TrimSpace(string(stderr.buf))
+	}
+	return nil, fmt.Errorf("surface %s: %w", pkg, err)
+}
+
+// UnfinishedError is returned when the helper's output stops before its
+// last line: the interpreter died (a crash in native code, os._exit) or
+// was stopped.
+type UnfinishedError struct {
+	Stage  string // "importing" or "listing", "" before the first module
+	Module string // the module being imported or listed then
+	Cause  error  // the exit status or the context's error, when known
+	Stderr string // the end of the helper's stderr, when known
+}
+
+func (e *UnfinishedError) Error() string {
+	msg := "the helper stopped before finishing"
+	if e.Cause != nil {
+		msg += " (" + e.Cause.Error() + ")"
+	}
+	if e.Module != "" {
+		msg += " while " + e.Stage + " " + e.Module
+	}
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+func (e *UnfinishedError) Unwrap() error { return e.Cause }
+
+// ParseOutput reads the helper's standard output (JSON lines). It returns
+// an *UnfinishedError when the output stops before the helper's last line,
+// and an error when the helper could not find the package.
+func ParseOutput(pkg string, out []byte) (*PackageSurface, error) {
+	s := &PackageSurface{Package: pkg}
 	byName := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	var stage, current string
+	done := false
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
 		var head struct {
-			Type, Module, Error, Python, Distribution, Version string
+			Type, Module, Stage, Error, Python, Distribution, Version string
 		}
 		if err := json.Unmarshal(line, &head); err != nil {
-			return nil, current, false, fmt.Errorf("helper output: %w", err)
+			return nil, fmt.Errorf("helper output: %w", err)
 		}
 		switch head.Type {
 		case "start":
-			current = head.Module
+			stage, current = head.Stage, head.Module
 		case "module":
 			var m Module
 			if err := json.Unmarshal(line, &m); err != nil {
-				return nil, current, false, fmt.Errorf("helper output: %w", err)
+				return nil, fmt.Errorf("helper output: %w", err)
 			}
 			byName[m.Name] = len(s.Modules)
 			s.Modules = append(s.Modules, m)
-			current = ""
 		case "attribute_error":
 			if i, ok := byName[head.Module]; ok {
 				s.Modules[i].AttributeErrors = append(s.Modules[i].AttributeErrors, head.Error)
@@ -230,22 +266,36 @@ func parse(pkg string, r *bytes.Buffer) (s *PackageSurface, current string, done
 		case "api":
 			var a API
 			if err := json.Unmarshal(line, &a); err != nil {
-				return nil, current, false, fmt.Errorf("helper output: %w", err)
+				return nil, fmt.Errorf("helper output: %w", err)
 			}
 			a.Path, a.Private = canonical(a)
 			s.APIs = append(s.APIs, a)
 		case "error":
-			return nil, current, false, errors.New(head.Error)
+			return nil, errors.New(head.Error)
 		case "done":
 			s.Python, s.Distribution, s.Version = head.Python, head.Distribution, head.Version
 			done = true
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, current, false, fmt.Errorf("helper output: %w", err)
+	if !done {
+		return nil, &UnfinishedError{Stage: stage, Module: current}
 	}
 	sort.Slice(s.APIs, func(i, j int) bool { return s.APIs[i].ID < s.APIs[j].ID })
-	return s, current, done, nil
+	return s, nil
+}
+
+// lastBytes keeps the last max bytes written to it.
+type lastBytes struct {
+	max int
+	buf []byte
+}
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if len(l.buf) > l.max {
+		l.buf = append(l.buf[:0], l.buf[len(l.buf)-l.max:]...)
+	}
+	return len(p), nil
 }
 
 // IsPrivatePath reports whether a dotted path has a component starting
@@ -302,15 +352,4 @@ func canonical(a API) (string, bool) {
 		}
 	}
 	return best, len(a.Paths) == 0 || IsPrivatePath(best)
-}
-
-func tail(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return ": " + s
 }

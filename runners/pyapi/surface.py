@@ -39,8 +39,9 @@ def emit(rec):
     OUT.flush()
 
 
-class ImportTimeout(Exception):
-    pass
+class ImportTimeout(BaseException):
+    """Raised by the timer; a BaseException so that a library's own
+    "except Exception" does not swallow it."""
 
 
 def on_alarm(signum, frame):
@@ -606,7 +607,7 @@ def main(argv):
             rec["skipped"] = "__main__ runs the command line"
             emit(rec)
             continue
-        emit({"type": "start", "module": name})
+        emit({"type": "start", "stage": "importing", "module": name})
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             mod = importlib.import_module(name)
@@ -628,9 +629,18 @@ def main(argv):
             col.static(name, path)
         emit(rec)
     for name, mod in loaded:
-        listed, unlisted = public_names(mod)
-        col.visit(name, mod, listed)
-        col.visit(name, mod, unlisted, listed=False)
+        emit({"type": "start", "stage": "listing", "module": name})
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            listed, unlisted = public_names(mod)
+            col.visit(name, mod, listed)
+            col.visit(name, mod, unlisted, listed=False)
+        except ImportTimeout:
+            emit({"type": "attribute_error", "module": name, "error": "listing timed out after %gs" % timeout})
+        except Exception as e:
+            emit({"type": "attribute_error", "module": name, "error": "listing failed: %s: %s" % (type(e).__name__, e)})
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
     for ident in sorted(col.apis):
         rec = dict(col.apis[ident])
         rec["type"] = "api"

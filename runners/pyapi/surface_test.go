@@ -1,8 +1,11 @@
 package pyapi
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func byID(s *PackageSurface) map[string]API {
@@ -122,15 +125,43 @@ func TestSurfaceOfMissingPackageIsAnError(t *testing.T) {
 	}
 }
 
-func TestSurfaceNamesTheModuleWhenTheInterpreterDies(t *testing.T) {
+func TestSurfaceNamesTheModuleWhenTheInterpreterDiesOrHangs(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
-		"dies/__init__.py": "",
-		"dies/hard.py":     "import os\nos._exit(7)\n",
+		"dies/__init__.py":  "",
+		"dies/hard.py":      "import os\nos._exit(7)\n",
+		"hangs/__init__.py": "",
+		// The module timer cannot interrupt it: only ctx can.
+		"hangs/forever.py": "import signal, time\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])\ntime.sleep(600)\n",
 	})
 	_, err := Surface(t.Context(), python(t), []string{dir}, "dies")
-	if err == nil || !strings.Contains(err.Error(), "while importing dies.hard") {
-		t.Fatalf("err = %v, want one naming dies.hard", err)
+	var unfinished *UnfinishedError
+	if !errors.As(err, &unfinished) || unfinished.Module != "dies.hard" || unfinished.Stage != "importing" || !strings.Contains(err.Error(), "exit status 7") {
+		t.Errorf("err = %v, want one naming dies.hard and its exit status", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	_, err = Surface(ctx, python(t), []string{dir}, "hangs", WithModuleTimeout(time.Second))
+	if !errors.As(err, &unfinished) || unfinished.Module != "hangs.forever" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the deadline, while importing hangs.forever", err)
+	}
+}
+
+func TestParseOutputRejectsGarbageAndTruncation(t *testing.T) {
+	for _, tc := range []struct {
+		name, out  string
+		unfinished bool
+	}{
+		{"not JSON", "hello\n", false},
+		{"no last line", `{"type": "start", "stage": "importing", "module": "m"}` + "\n", true},
+		{"empty", "", true},
+		{"package not found", `{"type": "error", "error": "ModuleNotFoundError: no module named 'x'"}` + "\n", false},
+	} {
+		_, err := ParseOutput("m", []byte(tc.out))
+		var unfinished *UnfinishedError
+		if err == nil || errors.As(err, &unfinished) != tc.unfinished {
+			t.Errorf("%s: err = %v, want an error (unfinished=%v)", tc.name, err, tc.unfinished)
+		}
 	}
 }
 
