@@ -78,6 +78,7 @@ func TestFilterGivesEveryReason(t *testing.T) {
 		{"shapes._geometry:quarter_area", []string{"deprecated (deprecated in the docstring)"}},
 		{"shapes._geometry:Registry", []string{"docstring inherited from the standard library (builtins.dict)"}},
 		{"shapes._geometry:Registry.get", []string{"docstring inherited from the standard library (builtins.dict.get)"}},
+		{"shapes.generated:made", []string{"no retrievable Python source"}},
 		{"shapes._compat:deprecated", []string{"private: no public path (underscore names, or left out of __all__)"}},
 		{"shapes.slow:late", []string{"defining module fails to import"}},
 		{"shapes.broken:sturdy", []string{"defining module fails to import",

@@ -13,7 +13,7 @@ import (
 // python returns the real interpreter (not a shim that needs the user's
 // environment): LACUNA_TEST_PYTHON when set, else python3 on PATH.
 // Missing, it skips, or fails under CI=true.
-func python(t *testing.T) string {
+func python(t testing.TB) string {
 	t.Helper()
 	py := os.Getenv("LACUNA_TEST_PYTHON")
 	if py == "" {
@@ -30,7 +30,7 @@ func python(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-func writeTree(t *testing.T, root string, files map[string]string) {
+func writeTree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -51,7 +51,7 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 // a keyword; the rest of 2.0's public API is new (a deprecated function in
 // each of three ways, a thin docstring, a dict subclass without docs, a
 // doctest with a private helper, a class with every kind of member, a
-// dataclass). broken.py raises at import in both, noisy.py prints, quits.py
+// dataclass, a function made by exec without source). broken.py raises at import in both, noisy.py prints, quits.py
 // calls sys.exit, slow.py sleeps past the module timeout (2.0 only).
 var shapesFiles = map[string]map[string]string{
 	"1.0": {
@@ -279,6 +279,9 @@ sys.exit(3)
 `,
 		"shapes/tests/__init__.py": "",
 		"shapes/tests/test_geo.py": "import pytest\n",
+		"shapes/generated.py": `
+exec("def made(x):\n    'Made at import time by exec, so no file holds its source.'\n    return x\n")
+`,
 		"shapes/slow.py": `
 import time
 time.sleep(60)
