@@ -2,16 +2,21 @@
 
 Usage: python3 -I -B surface.py [--path DIR]... [--module-timeout S] PACKAGE
 
-Stdlib only (ast, importlib, inspect). Every module of PACKAGE is imported
-(introspection: identity, signatures, inherited docs); source details
-(default and annotation text, deprecation markers in the body) come from
-the syntax tree. A module that fails to import is read from its syntax tree
-alone. Records go to the original stdout, one JSON object a line; whatever
-the library writes to stdout goes to stderr instead:
+Stdlib only (ast, importlib, inspect). Every module of PACKAGE (test
+modules and __main__ excepted) is imported, each under a timer; then the
+names each module exports are listed. Introspection gives identity
+(module:__qualname__ of the defining object), signatures, inherited docs;
+the syntax tree gives the source text of defaults and annotations and the
+deprecation markers of the body. A module that fails to import is read
+from its syntax tree alone ("static"). Records go to the original stdout,
+one JSON object a line; whatever the library writes to stdout goes to
+stderr instead:
 
-  {"type": "start", "module": M}             before M is imported
-  {"type": "module", "module": M, ...}       M's outcome (error, skipped)
-  {"type": "api", ...}                       one per defining object
+  {"type": "start", "stage": "importing"|"listing", "module": M}
+  {"type": "module", "module": M, "error"?, "skipped"?, "static"?}
+  {"type": "attribute_error", "module": M, "error": ...}
+  {"type": "api", "id": ..., "paths": [...], "unlisted_paths": [...], ...}
+  {"type": "error", "error": ...}            the package was not found
   {"type": "done", "python": ..., ...}       last line: the run finished
 """
 
