@@ -77,8 +77,10 @@ func pyRun(t *testing.T, e *Env, code string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func TestEachVersionGetsItsPeriodsDependencies(t *testing.T) {
-	c := pipCache(t)
+func TestEachVersionGetsItsPeriodsDependencies(t *testing.T) { checkPeriodDependencies(t, pipCache(t)) }
+
+// checkPeriodDependencies installs both alphas, each as of its release.
+func checkPeriodDependencies(t *testing.T, c *Cache) {
 	ix := standardIndex(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -227,8 +229,10 @@ func TestRemoveDeletesOneEnvironment(t *testing.T) {
 	}
 }
 
-func TestBadInputFailsNamingTheRelease(t *testing.T) {
-	c := pipCache(t)
+func TestBadInputFailsNamingTheRelease(t *testing.T) { checkBadInput(t, pipCache(t)) }
+
+// checkBadInput makes environments that cannot be made.
+func checkBadInput(t *testing.T, c *Cache) {
 	ix := standardIndex(t)
 	for _, tc := range []struct {
 		name, spec string

@@ -205,6 +205,7 @@ func checkInstalled(ctx context.Context, env []string, python string, lock *Lock
 		want = append(want, p.Name+"=="+p.Version)
 	}
 	sort.Strings(have)
+	sort.Strings(want)
 	if strings.Join(have, " ") != strings.Join(want, " ") {
 		return fmt.Errorf("the environment holds %v, the lock says %v", have, want)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // UVVersion is the uv that BootstrapUV installs: the newest on PyPI when
@@ -25,6 +27,7 @@ type UV struct {
 	version string // "uv 0.13.9"
 	cache   string
 	env     []string
+	client  *http.Client
 }
 
 var _ Installer = (*UV)(nil)
@@ -43,7 +46,11 @@ func NewUV(ctx context.Context, bin, cache string, py *Python, opt Options) (*UV
 	if len(f) < 2 || f[0] != "uv" {
 		return nil, fmt.Errorf("pyenv: uv --version said %q", out)
 	}
-	return &UV{bin: bin, version: "uv " + f[1], cache: cache, env: env}, nil
+	client, err := httpClient(opt.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	return &UV{bin: bin, version: "uv " + f[1], cache: cache, env: env, client: client}, nil
 }
 
 // BootstrapUV installs uv UVVersion from index (the default index when
@@ -135,8 +142,13 @@ func (u *UV) resolve(ctx context.Context, py *Python, spec Spec, work string) ([
 		return nil, err
 	}
 	out := filepath.Join(work, "pylock.toml")
+	ix, err := startCutoffIndex(spec.index(), time.Time{}, u.client)
+	if err != nil {
+		return nil, err
+	}
+	defer ix.Close()
 	args := append([]string{"pip", "compile", in, "-o", out, "--format", "pylock.toml", "--python", py.Path, "--no-header"},
-		u.common(spec.index())...)
+		u.common(ix.URL())...)
 	if !spec.ExcludeNewer.IsZero() {
 		args = append(args, "--exclude-newer", spec.ExcludeNewer.UTC().Format("2006-01-02T15:04:05Z"))
 	}
@@ -144,7 +156,7 @@ func (u *UV) resolve(ctx context.Context, py *Python, spec Spec, work string) ([
 	if _, err := run(ctx, u.env, work, u.bin, append(args, "--only-binary", ":all:")...); err != nil {
 		wheelsOnly = false
 		if _, err := run(ctx, u.env, work, u.bin, args...); err != nil {
-			return nil, fmt.Errorf("pyenv: resolve %s with %s: %w", spec, u, err)
+			return nil, indexError(fmt.Sprintf("pyenv: resolve %s with %s", spec, u), err, ix)
 		}
 	}
 	f, err := os.Open(out)
@@ -188,9 +200,14 @@ func (u *UV) install(ctx context.Context, lock *Lock, index, target, work string
 	if err := os.WriteFile(req, []byte(requirements(lock)), 0o644); err != nil {
 		return err
 	}
-	args := append([]string{"pip", "sync", req, "--python", target, "--require-hashes", "--compile-bytecode"}, u.common(index)...)
+	ix, err := startCutoffIndex(index, time.Time{}, u.client)
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	args := append([]string{"pip", "sync", req, "--python", target, "--require-hashes", "--compile-bytecode"}, u.common(ix.URL())...)
 	if _, err := run(ctx, u.env, work, u.bin, args...); err != nil {
-		return fmt.Errorf("uv pip sync: %w", err)
+		return indexError("uv pip sync", err, ix)
 	}
 	return nil
 }
