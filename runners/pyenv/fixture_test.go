@@ -95,7 +95,7 @@ func (ix *fixtureIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Filename   string            `json:"filename"`
 			URL        string            `json:"url"`
 			Hashes     map[string]string `json:"hashes"`
-			UploadTime string            `json:"upload-time"`
+			UploadTime string            `json:"upload-time,omitempty"`
 		}
 		doc := struct {
 			Meta     map[string]string `json:"meta"`
@@ -108,8 +108,11 @@ func (ix *fixtureIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		sort.Strings(doc.Versions)
 		for _, f := range files {
-			doc.Files = append(doc.Files, jf{f.filename, "../../files/" + f.filename,
-				map[string]string{"sha256": f.sha256()}, f.uploaded.UTC().Format("2006-01-02T15:04:05.000000Z")})
+			up := "" // no PEP 700 upload time
+			if !f.uploaded.IsZero() {
+				up = f.uploaded.UTC().Format("2006-01-02T15:04:05.000000Z")
+			}
+			doc.Files = append(doc.Files, jf{f.filename, "../../files/" + f.filename, map[string]string{"sha256": f.sha256()}, up})
 		}
 		w.Header().Set("Content-Type", pep691)
 		json.NewEncoder(w).Encode(doc)
@@ -189,7 +192,7 @@ func day(s string) time.Time {
 // standardIndex: alpha 1.0 (2020-06) and 2.0 (2021-06), both needing
 // beta, of which 1.0 (2020-01) and 1.1 (2021-01) exist; gamma has only a
 // Windows wheel and an sdist that fails to build; delta needs beta==1.0
-// and epsilon, which needs beta>=1.1.
+// and epsilon, which needs beta>=1.1; zeta's file has no upload time.
 func standardIndex(t *testing.T) *fixtureIndex {
 	return newFixtureIndex(t,
 		wheel("beta", "1.0", "", day("2020-01-01")),
@@ -200,5 +203,6 @@ func standardIndex(t *testing.T) *fixtureIndex {
 		failingSdist("gamma", "1.0", day("2020-01-01")),
 		wheel("delta", "1.0", "", day("2022-01-01"), "beta==1.0", "epsilon"),
 		wheel("epsilon", "1.0", "", day("2022-01-01"), "beta>=1.1"),
+		wheel("zeta", "1.0", "", time.Time{}),
 	)
 }

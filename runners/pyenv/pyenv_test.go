@@ -3,6 +3,8 @@ package pyenv
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +134,10 @@ func TestWithoutCutoffTheNewestDependencyIsChosen(t *testing.T) {
 	if got := l.Packages[1].Name + "==" + l.Packages[1].Version; got != "beta==1.1" {
 		t.Errorf("dependency = %s, want beta==1.1", got)
 	}
+	// Without a cutoff a file with no upload time is fine.
+	if _, err := c.Resolve(context.Background(), Spec{Name: "zeta", Version: "1.0", IndexURL: ix.URL()}); err != nil {
+		t.Errorf("zeta without a cutoff: %v", err)
+	}
 }
 
 func TestInstallReusesTheCachedEnvironment(t *testing.T) {
@@ -234,18 +240,30 @@ func TestBadInputFailsNamingTheRelease(t *testing.T) { checkBadInput(t, pipCache
 // checkBadInput makes environments that cannot be made.
 func checkBadInput(t *testing.T, c *Cache) {
 	ix := standardIndex(t)
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", pep691)
+		w.Write([]byte("<html>not json"))
+	}))
+	defer garbage.Close()
 	for _, tc := range []struct {
 		name, spec string
+		cutoff     time.Time
 		want       []string
+		index      string
 	}{
-		{"no wheel and the sdist fails", "gamma==1.0", []string{"gamma==1.0", "building from the sdist failed", "gamma cannot be built here"}},
-		{"index 404", "nosuch==1.0", []string{"nosuch==1.0", "404"}},
-		{"dependency conflict", "delta==1.0", []string{"delta==1.0", "conflicting dependencies", "beta"}},
-		{"no such version", "alpha==9.9", []string{"alpha==9.9", "no such release"}},
+		{"index answers garbage", "alpha==1.0", time.Time{}, []string{"alpha==1.0", "bad JSON"}, garbage.URL + "/simple/"},
+		{"no upload time under a cutoff", "zeta==1.0", day("2030-01-01"), []string{"zeta==1.0", "no such release"}, ""},
+		{"no wheel and the sdist fails", "gamma==1.0", time.Time{}, []string{"gamma==1.0", "building from the sdist failed", "gamma cannot be built here"}, ""},
+		{"index 404", "nosuch==1.0", time.Time{}, []string{"nosuch==1.0", "404"}, ""},
+		{"dependency conflict", "delta==1.0", time.Time{}, []string{"delta==1.0", "conflicting dependencies", "beta"}, ""},
+		{"no such version", "alpha==9.9", time.Time{}, []string{"alpha==9.9", "no such release"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name, ver, _ := strings.Cut(tc.spec, "==")
-			_, err := c.Create(context.Background(), Spec{Name: name, Version: ver, IndexURL: ix.URL()})
+			if tc.index == "" {
+				tc.index = ix.URL()
+			}
+			_, err := c.Create(context.Background(), Spec{Name: name, Version: ver, IndexURL: tc.index, ExcludeNewer: tc.cutoff})
 			if err == nil {
 				t.Fatal("no error")
 			}

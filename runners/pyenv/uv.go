@@ -142,7 +142,10 @@ func (u *UV) resolve(ctx context.Context, py *Python, spec Spec, work string) ([
 		return nil, err
 	}
 	out := filepath.Join(work, "pylock.toml")
-	ix, err := startCutoffIndex(spec.index(), time.Time{}, u.client)
+	// uv applies --exclude-newer itself; the loopback index applies it
+	// too, so that files with no upload time are dropped as under pip,
+	// and records what the upstream index answered.
+	ix, err := startCutoffIndex(spec.index(), spec.ExcludeNewer, u.client)
 	if err != nil {
 		return nil, err
 	}
