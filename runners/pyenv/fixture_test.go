@@ -42,7 +42,7 @@ type fixtureIndex struct {
 	requests atomic.Int64 // every request served
 }
 
-func newFixtureIndex(t *testing.T, files ...fixtureFile) *fixtureIndex {
+func newFixtureIndex(t testing.TB, files ...fixtureFile) *fixtureIndex {
 	ix := &fixtureIndex{files: files}
 	ix.srv = httptest.NewServer(ix)
 	t.Cleanup(ix.srv.Close)
@@ -193,7 +193,7 @@ func day(s string) time.Time {
 // beta, of which 1.0 (2020-01) and 1.1 (2021-01) exist; gamma has only a
 // Windows wheel and an sdist that fails to build; delta needs beta==1.0
 // and epsilon, which needs beta>=1.1; zeta's file has no upload time.
-func standardIndex(t *testing.T) *fixtureIndex {
+func standardIndex(t testing.TB) *fixtureIndex {
 	return newFixtureIndex(t,
 		wheel("beta", "1.0", "", day("2020-01-01")),
 		wheel("beta", "1.1", "", day("2021-01-01")),

@@ -15,7 +15,9 @@ import (
 )
 
 // Pip is the pip installer: the pip that the interpreter's ensurepip
-// bundles, in a tool venv of its own (no network needed to set it up).
+// bundles, in a tool venv of its own (no network needed to set it up); it
+// installs into an environment with `pip --python`, so it must be pip
+// 22.3 or newer (Python 3.11.7 bundles 23.2.1).
 // pip has no --exclude-newer: it resolves through a loopback index that
 // drops the files uploaded after Spec.ExcludeNewer (so the upstream index
 // must serve the PEP 691 JSON API with PEP 700 upload times, as PyPI

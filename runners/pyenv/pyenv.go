@@ -22,14 +22,20 @@
 // then renamed), and is never changed afterwards. Any number of goroutines
 // and processes may Resolve and Install in one cache at once: two that
 // build the same digest both build it, one rename wins and the other's
-// copy is discarded. Remove must not run while something uses the
-// environment it removes (lacuna's gc holds the store exclusively).
+// copy is discarded. Remove and GC must not run while something uses an
+// environment they remove (lacuna's gc holds the store exclusively).
 //
 // An environment is used through its interpreter (Env.Python, and
 // `python -m MODULE` for tools): it was built under tmp/ and moved, so the
 // console scripts in its bin/ carry a stale path in their #! line. For the
 // same reason it may be mounted elsewhere (a sandbox mounting it read-only
 // at another path) as long as the base interpreter stays where it was.
+//
+// Both installers reach the index through a loopback server of this
+// package that applies the cutoff and records what the index answered
+// (so that a 404 or a page that is not JSON is named in the error): the
+// index must serve the PEP 691 JSON simple API with PEP 700 upload times,
+// as PyPI does; a PEP 503 HTML-only index is refused.
 //
 // No function here reads the process environment: what the installers
 // see is Options.Environ, cleaned of the variables that would change what
@@ -46,7 +52,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -101,9 +109,11 @@ func (s Spec) String() string { return Normalize(s.Name) + "==" + s.Version }
 
 // Options configure how the installers are run.
 type Options struct {
-	// Environ is the environment the installers and the interpreter run
-	// in (the CLI passes its own); PIP_*, UV_*, PYTHON*, VIRTUAL_ENV and
-	// CONDA_* are removed from it. Nil: an empty environment.
+	// Environ is the environment the interpreter and the installers run
+	// in (the CLI passes its own; FindPython takes it, and the installers
+	// made for that Python inherit it); PIP_*, UV_*, PYTHON*, VIRTUAL_ENV
+	// and CONDA_* are removed from it. Nil: an empty environment. PATH
+	// matters only for finding the interpreter and an sdist's build tools.
 	Environ []string
 	// CertFile is a PEM bundle of the certificate authorities to trust
 	// for HTTPS (pip's --cert, uv's SSL_CERT_FILE). Empty: each tool's
@@ -398,24 +408,71 @@ func (c *Cache) Remove(digest string) error {
 	if !isSHA256(digest) {
 		return fmt.Errorf("pyenv: %q is not an environment digest", digest)
 	}
-	src := filepath.Join(c.Dir, "envs", digest)
-	if err := os.MkdirAll(filepath.Join(c.Dir, "tmp"), 0o755); err != nil {
-		return err
-	}
-	dst, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "rm-")
+	dst, err := c.tempDir("rm-")
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(src, filepath.Join(dst, "env")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Rename(filepath.Join(c.Dir, "envs", digest), filepath.Join(dst, "env")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		os.Remove(dst)
 		return fmt.Errorf("pyenv: remove %s: %w", digest, err)
 	}
 	return os.RemoveAll(dst)
 }
 
+// GC removes every environment whose digest keep rejects, and what
+// processes that died left in tmp/ (their half-built environments), and
+// returns the digests removed. Like Remove, it must not run while
+// something uses an environment it removes. The cache must be on a file
+// system only this host writes (tmp/ entries are named by process id).
+func (c *Cache) GC(keep func(digest string) bool) ([]string, error) {
+	ds, err := c.List()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, d := range ds {
+		if keep(d) {
+			continue
+		}
+		if err := c.Remove(d); err != nil {
+			return removed, err
+		}
+		removed = append(removed, d)
+	}
+	ents, err := os.ReadDir(filepath.Join(c.Dir, "tmp"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return removed, err
+	}
+	for _, e := range ents {
+		if pid, ok := tempPID(e.Name()); ok && !alive(pid) {
+			if err := os.RemoveAll(filepath.Join(c.Dir, "tmp", e.Name())); err != nil {
+				return removed, err
+			}
+		}
+	}
+	return removed, nil
+}
+
+// tempDir makes tmp/PREFIX-PID-RANDOM.
 func (c *Cache) tempDir(prefix string) (string, error) {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "tmp"), 0o755); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(filepath.Join(c.Dir, "tmp"), prefix)
+	return os.MkdirTemp(filepath.Join(c.Dir, "tmp"), prefix+strconv.Itoa(os.Getpid())+"-")
+}
+
+// tempPID is the process id in a tempDir name.
+func tempPID(name string) (int, bool) {
+	parts := strings.Split(name, "-")
+	if len(parts) != 3 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	return pid, err == nil && pid > 0
+}
+
+// alive says whether process pid exists (EPERM: it does, another user's).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

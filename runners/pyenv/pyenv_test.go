@@ -330,3 +330,80 @@ func TestCleanEnvironDropsInstallerSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestGCKeepsWhatIsAskedAndWhatLiveProcessesBuild(t *testing.T) {
+	c := pipCache(t)
+	ix := standardIndex(t)
+	ctx := context.Background()
+	a, err := c.Create(ctx, Spec{Name: "alpha", Version: "1.0", IndexURL: ix.URL(), ExcludeNewer: day("2020-07-01")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Create(ctx, Spec{Name: "alpha", Version: "2.0", IndexURL: ix.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(c.Dir, "tmp", "env-999999999-1") // above any pid_max
+	live, err := c.tempDir("env-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dead, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := c.GC(func(d string) bool { return d == b.Digest() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != a.Digest() {
+		t.Errorf("removed %v, want [%s]", removed, a.Digest())
+	}
+	if ds, _ := c.List(); len(ds) != 1 || ds[0] != b.Digest() {
+		t.Errorf("left %v, want [%s]", ds, b.Digest())
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead process's build is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("this process's build was removed: %v", err)
+	}
+}
+
+func TestDefaultInstallerFallsBackToPipWithoutUV(t *testing.T) {
+	c := pipCache(t)
+	ix := standardIndex(t) // holds no uv
+	inst, fallback, err := NewInstaller(context.Background(), shared.dir, ix.URL(), c.Python, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(inst.String(), "pip ") {
+		t.Errorf("installer = %s, want pip", inst)
+	}
+	if fallback == nil || !strings.Contains(fallback.Error(), "uv "+UVVersion) {
+		t.Errorf("fallback reason = %v, want one naming uv %s", fallback, UVVersion)
+	}
+}
+
+// BenchmarkCreate measures a cold environment (resolve, venv, install,
+// check) of alpha 2.0 and beta from the fixture index with pip.
+func BenchmarkCreate(b *testing.B) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		b.Skip("python3 not found")
+	}
+	ix := standardIndex(b).URL()
+	py, err := FindPython(context.Background(), "python3", testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pip, err := NewPip(context.Background(), b.TempDir(), py, testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		c := &Cache{Dir: b.TempDir(), Python: py, Installer: pip}
+		if _, err := c.Create(context.Background(), Spec{Name: "alpha", Version: "2.0", IndexURL: ix}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
