@@ -72,7 +72,7 @@ func (ix *cutoffIndex) fail(w http.ResponseWriter, code int, format string, args
 
 func (ix *cutoffIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.Trim(r.URL.Path, "/")
-	if name == "" || strings.Contains(name, "/") {
+	if !validName(name) {
 		http.NotFound(w, r)
 		return
 	}

@@ -200,6 +200,9 @@ func ParseLock(text string) (*Lock, error) {
 		if !ok || len(fields) < 2 {
 			return nil, fmt.Errorf("pyenv: lock line %d: %q", n+5, line)
 		}
+		if !validName(name) || !validVersion(ver) {
+			return nil, fmt.Errorf("pyenv: lock line %d: bad package %q", n+5, fields[0])
+		}
 		p := Package{Name: name, Version: ver}
 		for _, h := range fields[1:] {
 			hex, ok := strings.CutPrefix(h, "sha256:")
@@ -217,11 +220,39 @@ var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func isSHA256(s string) bool { return sha256RE.MatchString(s) }
 
-var normRE = regexp.MustCompile(`[-_.]+`)
+var (
+	normRE    = regexp.MustCompile(`[-_.]+`)
+	nameRE    = regexp.MustCompile(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
+	versionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+!_-]*$`)
+)
+
+// validName says whether s is a project name (PEP 508): these are
+// written into requirement files and command lines, so nothing else may
+// pass.
+func validName(s string) bool { return nameRE.MatchString(s) }
+
+// validVersion says whether s can be a version (PEP 440's characters).
+func validVersion(s string) bool { return versionRE.MatchString(s) }
 
 // Normalize is a project name as PEP 503 compares them.
 func Normalize(name string) string {
 	return strings.ToLower(normRE.ReplaceAllString(name, "-"))
+}
+
+// check refuses a lock with a package that is not a name, version and
+// hashes (the lock becomes a requirements file).
+func (l *Lock) check() error {
+	for _, p := range l.Packages {
+		if !validName(p.Name) || !validVersion(p.Version) || len(p.SHA256) == 0 {
+			return fmt.Errorf("pyenv: lock of %s: bad package %q==%q", l.Root, p.Name, p.Version)
+		}
+		for _, h := range p.SHA256 {
+			if !isSHA256(h) {
+				return fmt.Errorf("pyenv: lock of %s: %s: bad sha256 %q", l.Root, p.Name, h)
+			}
+		}
+	}
+	return nil
 }
 
 // finish sorts the packages and checks the lock holds the root.
@@ -242,7 +273,7 @@ func (l *Lock) finish(spec Spec) error {
 	if !root {
 		return fmt.Errorf("pyenv: %s: the resolution does not contain the release itself", spec)
 	}
-	return nil
+	return l.check()
 }
 
 // Installer resolves and installs environments: uv (NewUV, BootstrapUV)
@@ -283,8 +314,8 @@ const lockFile = "lacuna-lock.txt"
 // Resolve pins spec's environment: the exact lock, made by c's installer
 // for c's interpreter. It installs nothing.
 func (c *Cache) Resolve(ctx context.Context, spec Spec) (*Lock, error) {
-	if spec.Name == "" || spec.Version == "" {
-		return nil, fmt.Errorf("pyenv: resolve: name and version are required (got %q==%q)", spec.Name, spec.Version)
+	if !validName(spec.Name) || !validVersion(spec.Version) {
+		return nil, fmt.Errorf("pyenv: resolve %q==%q: not a project name and version", spec.Name, spec.Version)
 	}
 	work, err := c.tempDir("resolve-")
 	if err != nil {
@@ -338,6 +369,9 @@ func (c *Cache) Get(digest string) (*Env, error) {
 // then checked: the distributions the interpreter sees must be the lock's.
 // The lock must have been made for c's interpreter and installer.
 func (c *Cache) Install(ctx context.Context, lock *Lock, index string) (*Env, error) {
+	if err := lock.check(); err != nil {
+		return nil, err
+	}
 	digest := lock.Digest()
 	if e, err := c.Get(digest); err == nil {
 		return e, nil

@@ -314,6 +314,25 @@ func TestLockTextRoundTripsAndDigestIgnoresFileNames(t *testing.T) {
 	if _, err := ParseLock("lacuna-pyenv-lock-v1\npython x\ninstaller y\nroot z\nalpha==1.0 md5:00\n"); err == nil {
 		t.Error("ParseLock accepted a bad hash")
 	}
+	if _, err := ParseLock("lacuna-pyenv-lock-v1\npython x\ninstaller y\nroot z\n--index-url==1.0 sha256:" + strings.Repeat("a", 64) + "\n"); err == nil {
+		t.Error("ParseLock accepted an option for a name")
+	}
+}
+
+func TestResolveRefusesWhatIsNotANameAndVersion(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()} // refused before any tool runs
+	for _, s := range []Spec{
+		{Name: "", Version: "1.0"},
+		{Name: "alpha", Version: ""},
+		{Name: "--index-url=http://evil/", Version: "1.0"},
+		{Name: "alpha", Version: "1.0 --no-deps"},
+		{Name: "alpha; os_name == 'posix'", Version: "1.0"},
+		{Name: "alpha", Version: "-1"},
+	} {
+		if _, err := c.Resolve(context.Background(), s); err == nil || !strings.Contains(err.Error(), "not a project name and version") {
+			t.Errorf("Resolve(%q==%q) = %v, want a refusal", s.Name, s.Version, err)
+		}
+	}
 }
 
 func TestCleanEnvironDropsInstallerSettings(t *testing.T) {
