@@ -426,3 +426,32 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	}
 }
+
+func TestCancelStopsTheInstaller(t *testing.T) {
+	c := pipCache(t)
+	// An index that never answers: pip waits until the context ends.
+	asked := make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Resolve(ctx, Spec{Name: "alpha", Version: "1.0", IndexURL: hang.URL + "/simple/"})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case err := <-done:
+		t.Fatalf("resolve ended before asking the index: %v", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled resolve: %v, want it killed", err)
+	}
+}

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // Python is a base interpreter environments are made from.
@@ -92,10 +95,18 @@ func runIn(ctx context.Context, env []string, dir string, stdin io.Reader, name 
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdin = stdin
+	// Cancelling kills the installer's whole process group: its build
+	// subprocesses too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var stdout bytes.Buffer
 	all := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(&stdout, all), all
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return stdout.Bytes(), fmt.Errorf("%s stopped: %w", filepath.Base(name), ctx.Err())
+		}
 		return stdout.Bytes(), &toolError{err: err, out: all.String()}
 	}
 	return stdout.Bytes(), nil
