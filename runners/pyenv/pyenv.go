@@ -112,8 +112,9 @@ type Options struct {
 	// Environ is the environment the interpreter and the installers run
 	// in (the CLI passes its own; FindPython takes it, and the installers
 	// made for that Python inherit it); PIP_*, UV_*, PYTHON*, VIRTUAL_ENV
-	// and CONDA_* are removed from it. Nil: an empty environment. PATH
-	// matters only for finding the interpreter and an sdist's build tools.
+	// and CONDA_* are removed from it. Nil: an empty environment. It
+	// needs HOME and PATH where an sdist's build looks for tools, and a
+	// proxy's settings (HTTPS_PROXY) where there is one.
 	Environ []string
 	// CertFile is a PEM bundle of the certificate authorities to trust
 	// for HTTPS (pip's --cert, uv's SSL_CERT_FILE). Empty: each tool's
