@@ -745,7 +745,7 @@ node "generate" %q {
 
 	notes := first.Notes("done")
 	for addr, want := range map[string]string{
-		"node.generate.bm25":  "; bm25 retrieval: the top 2 chunks of 1 pools of 6 chunks on average (512 tokens, 64 overlap)",
+		"node.generate.bm25":  "; bm25 retrieval: the top 2 chunks of 1 pools of 6 chunks on average (512 estimated word pieces, 64 overlap)",
 		"node.generate.dense": "; dense retrieval: the top 2 chunks of 1 pools of 6 chunks on average (94 word pieces + [CLS] and [SEP], 64 overlap)",
 	} {
 		if !strings.HasSuffix(notes[addr], want) {
