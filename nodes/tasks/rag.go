@@ -89,8 +89,8 @@ type rag struct {
 	cache               string       // the embed cache directory (dense)
 	perExample          bool         // the documents depend on the example left out
 
-	counts                          map[string]int // tokens of a word
-	pools, poolChunks, oversized int // what was searched, for summary
+	counts                       map[string]int // tokens of a word
+	pools, poolChunks, oversized int            // what was searched, for summary
 }
 
 type poolChunk struct {
