@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -347,14 +348,16 @@ type genCall struct {
 // chose their knowledge (nil for the oracle). Retrieval runs here, at plan
 // as at run: a call's prompt holds its chunks, and the plan counts the
 // calls the call cache holds by their prompts. Dense vectors go to the
-// store's embed cache, so a run after its plan, and a re-run, embed
-// nothing again.
-func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, error) {
+// store's embed cache, so a re-run embeds nothing again. When planning, a
+// dense retrieval embeds nothing: if a vector is not cached yet, the calls
+// come back without chunks and unembedded is true (their number does not
+// depend on the chunks; PlanCalls estimates the rest).
+func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ []genCall, _ *rag, unembedded bool, _ error) {
 	c := t.Config(r)
 	p := r.Pinned().(*generatePinned)
 	states, err := readTaskStates(r, c.Tasks)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	var tasks []Row
 	for _, s := range states {
@@ -372,18 +375,22 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 	if len(p.prompts.Cell().Parts) > 0 {
 		in, err := r.Input(c.Bundles)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		rows, err := artifacts.ReadAll[bundle.Row](in)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+			return nil, nil, false, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
 		}
 		for _, b := range rows {
 			bundles[b.APIID] = b
 		}
 		if c.retriever() != RetrieverOracle {
-			if hits, g, err = t.retrieve(ctx, r, c, p, tasks, rows); err != nil {
-				return nil, nil, err
+			hits, g, err = t.retrieve(ctx, r, c, p, tasks, rows, planning)
+			switch {
+			case planning && errors.Is(err, errNotEmbedded):
+				unembedded = true
+			case err != nil:
+				return nil, nil, false, err
 			}
 		}
 	}
@@ -405,7 +412,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 	for _, task := range tasks {
 		b, ok := bundles[task.APIID]
 		if !ok && len(p.prompts.Cell().Parts) > 0 {
-			return nil, nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
+			return nil, nil, false, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
 		}
 		var msgs cells.Messages
 		retrieved := []RetrievedChunk{}
@@ -417,7 +424,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("task %s: %w", task.TaskID, err)
+			return nil, nil, false, fmt.Errorf("task %s: %w", task.TaskID, err)
 		}
 		if m.System != nil && *m.System != "" {
 			msgs.System = *m.System
@@ -439,12 +446,12 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}})
 		}
 	}
-	return out, g, nil
+	return out, g, unembedded, nil
 }
 
 // retrieve chooses the knowledge of each task from the pool: the rows of
 // every pool input (bundles, the rows read already, when pool is unset).
-func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig, p *generatePinned, tasks []Row, bundles []bundle.Row) (map[string]ragHit, *rag, error) {
+func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig, p *generatePinned, tasks []Row, bundles []bundle.Row, planning bool) (map[string]ragHit, *rag, error) {
 	var rows []bundle.Row
 	if len(c.Pool) == 0 {
 		rows = bundles
@@ -472,6 +479,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 	}
 	g := newRAG(c.retriever(), p.prompts, p.overridden, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
 		orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder, cache)
+	g.planning = planning
 	hits, err := g.retrieve(ctx, tasks, pool)
 	if err != nil {
 		return nil, nil, err
@@ -512,7 +520,7 @@ func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
 // only the missing ones.
 func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	p := r.Pinned().(*generatePinned)
-	calls, g, err := t.calls(ctx, r)
+	calls, g, _, err := t.calls(ctx, r, false)
 	if err != nil {
 		return err
 	}
@@ -578,10 +586,13 @@ func (generateType) CallsModels(any) bool { return true }
 // PlanCalls counts the calls a run would make and those the call cache
 // holds, and estimates the tokens of the rest (llmenv.Estimate: the
 // prompt's bytes / 4, and max_tokens, else llmenv.DefaultCompletionEstimate,
-// per answer).
+// per answer). A dense retrieval whose pool is not in the embed cache yet
+// is not embedded at plan (that is the run's work): its calls are counted,
+// none as cached (their prompts are not known), each estimated at its
+// prompt without chunks plus top_k × chunk_tokens.
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
-	calls, _, err := t.calls(ctx, r)
+	calls, _, unembedded, err := t.calls(ctx, r, true)
 	if err != nil {
 		return nil, err
 	}
@@ -590,5 +601,9 @@ func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallP
 		reqs[i] = gc.call
 	}
 	plan := llmenv.Estimate(p.model.Client(r), p.model.Config.ID, reqs, 0)
+	if unembedded {
+		c := t.Config(r)
+		plan.PromptTokens += (plan.Calls - plan.Cached) * int64(orInt(c.TopK, defaultTopK)*orInt(c.ChunkTokens, defaultChunkTokens))
+	}
 	return []nodes.CallPlan{plan}, nil
 }

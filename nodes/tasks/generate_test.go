@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -464,6 +465,81 @@ node "generate" "g" {
 	}
 	if n := srv.Stats().Requests - requests; n != 0 {
 		t.Errorf("planning made %d requests", n)
+	}
+}
+
+// TestPlanDoesNotEmbedTheDensePool: lacuna plan counts a dense node's calls
+// without embedding the pool (the run's work, which fills the store's
+// embed cache); once the run has embedded it, the plan retrieves from the
+// cache and counts the calls the run made as cached.
+func TestPlanDoesNotEmbedTheDensePool(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	emb := tasks.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp"), 96)
+	src := func(samples int) string {
+		return modelBlock(srv.URL()) + fmt.Sprintf(`
+node "generate" "g" {
+  tasks        = node.tasks.shapes
+  bundles      = node.bundle.shapes
+  model        = model.coder
+  cell         = "S"
+  retriever    = "dense"
+  embedder     = %q
+  chunk_tokens = 96
+  top_k        = 2
+  max_tokens   = 100
+  limit        = 2
+  samples      = %d
+}
+`, emb, samples)
+	}
+	file := filepath.Join(dir, "p.hcl")
+	plan := func(samples int) nodes.CallPlan {
+		t.Helper()
+		g, diags := engine.ExpandSource(file, []byte(pipeline+src(samples)), dir, engine.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+		entries, err := x.Plan(context.Background(), g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Node == "node.generate.g" && len(e.Calls) == 1 {
+				return e.Calls[0]
+			}
+		}
+		t.Fatalf("no calls planned for node.generate.g: %+v", entries)
+		return nodes.CallPlan{}
+	}
+	vectors := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(dir, ".lacuna", "cache", "embed"), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	first := plan(1)
+	if first.Calls != 2 || first.Cached != 0 || first.PromptTokens < 2*2*96 || vectors() != 0 {
+		t.Errorf("plan before the run: %+v, %d vectors cached; want 2 calls, none cached, the chunks estimated, nothing embedded", first, vectors())
+	}
+	runFixture(t, dir, src(1))
+	if vectors() == 0 {
+		t.Fatal("the run cached no vector")
+	}
+	// Two samples: the run's first of each task is cached.
+	if second := plan(2); second.Calls != 4 || second.Cached != 2 {
+		t.Errorf("plan after the run: %+v, want 4 calls, 2 cached", second)
 	}
 }
 

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -76,7 +77,8 @@ type RetrievedChunk struct {
 // (BM25Okapi defaults) over bm25.Tokenize words, whatever counted the
 // windows; dense ranks by exact cosine (embed.TopK) of vectors from
 // embed.Model.EmbedCached, so a plan's embeddings serve the run and
-// repeated runs. A query longer than the encoder's sequence is truncated,
+// repeated runs; a plan embeds nothing (it reads the vectors the cache
+// holds, and estimates the rest: PlanCalls). A query longer than the encoder's sequence is truncated,
 // as Embed truncates. A window holds whole words: a single word longer
 // than a window is a chunk of its own (the note counts them).
 //
@@ -88,6 +90,9 @@ type rag struct {
 	model               *embed.Model // counts tokens when set; embeds (dense)
 	cache               string       // the embed cache directory (dense)
 	perExample          bool         // the documents depend on the example left out
+	// planning: embed nothing; a text not in the cache fails retrieve
+	// with errNotEmbedded.
+	planning bool
 
 	counts                       map[string]int // tokens of a word
 	pools, poolChunks, oversized int            // what was searched, for summary
@@ -324,7 +329,13 @@ func (g *rag) search(ctx context.Context, tasks []Row, chunks []poolChunk, toks 
 	return out, nil
 }
 
-// embed adds to vecs the vectors of the texts it lacks.
+// errNotEmbedded is retrieve's error at plan when a text's vector is not
+// in the embed cache.
+var errNotEmbedded = errors.New("the pool is not embedded yet")
+
+// embed adds to vecs the vectors of the texts it lacks: from the cache
+// directory, encoding the missing ones (at plan, failing with
+// errNotEmbedded instead).
 func (g *rag) embed(ctx context.Context, texts []string, vecs map[string][]float32) error {
 	var todo []string
 	seen := map[string]bool{}
@@ -335,6 +346,16 @@ func (g *rag) embed(ctx context.Context, texts []string, vecs map[string][]float
 		}
 	}
 	if len(todo) == 0 {
+		return nil
+	}
+	if g.planning {
+		vs, ok := g.model.Cached(g.cache, todo)
+		if !ok {
+			return errNotEmbedded
+		}
+		for i, t := range todo {
+			vecs[t] = vs[i]
+		}
 		return nil
 	}
 	vs, err := g.model.EmbedCached(ctx, g.cache, todo, runtime.GOMAXPROCS(0))
