@@ -145,16 +145,20 @@ func (g *rag) count(w string) int {
 // lower-to-upper case changes ("filterMap": filter, Map), before the last
 // of several capitals followed by a lowercase letter ("HTTPServer": HTTP,
 // Server) and between letters and digits, and each part counts one token
-// per 8 characters begun. The estimate is exact for short words and
-// symbols; WordPiece keeps a common long word whole (this counts 2 for
-// "documentation") and splits a rare short part ("ctx" may be 2), so a
-// window is ~512 WordPiece tokens only on average. It is additive over
-// whitespace-separated words, as chunkText needs.
+// per 5 characters begun. WordPiece keeps a common long word whole (this
+// counts 3 for "documentation") and splits a rare short part, so the
+// estimate holds only on average: over the Go sources of net/http and
+// encoding/json and lacuna's DESIGN.md it counts 0.98 of
+// all-MiniLM-L6-v2's (uncased BERT) word pieces, where bm25.Tokenize's
+// words are 0.375 of them (a window of 512 such words is ~1,360 word
+// pieces). The divisor 5 was chosen on other files (strings, sort, this
+// README: 1.00). It is additive over whitespace-separated words, as
+// chunkText needs.
 func approxPieces(w string) int {
 	rs := []rune(w)
 	n, part := 0, 0
 	flush := func() {
-		n += (part + 7) / 8
+		n += (part + 4) / 5
 		part = 0
 	}
 	for i, r := range rs {

@@ -102,9 +102,9 @@ func TestRAGSearchesTheWholePoolBestFirst(t *testing.T) {
 	}{
 		// m.Clamp and other.Clamp (another module: the pool is every
 		// bundle) share the most with the query and tie, in pool order.
-		// BM25 tokens: approxPieces ("##" 2, "Documentation" 2,
-		// "(M_prose)" 5).
-		{RetrieverBM25, nil, 2, []string{"m.Clamp#0", "other.Clamp#0"}, 16},
+		// BM25 tokens: approxPieces ("##" 2, "Documentation" 3,
+		// "(M_prose)" 5, "limits" 2).
+		{RetrieverBM25, nil, 2, []string{"m.Clamp#0", "other.Clamp#0"}, 18},
 		// The bag-of-words encoder ranks by shared pieces; its tokens
 		// are word pieces ("##" is two, "(M_prose)" five).
 		{RetrieverDense, model, 2, []string{"m.Clamp#0", "other.Clamp#0"}, 15},
@@ -171,18 +171,18 @@ func TestRAGPoolLeavesOutEachTasksOwnExampleOnly(t *testing.T) {
 }
 
 func TestRAGChunkIDsNumberEachAPIsWindows(t *testing.T) {
-	// 12-token windows with 3 of overlap: each 16-token document is two,
-	// each 12-token one one.
+	// 12-token windows with 3 of overlap: the heading is 10 tokens, so
+	// each document is two windows.
 	g := newTestRAG(t, RetrieverBM25, "M_prose", nil, 1, 12, 3, nil, "")
 	h := retrieveAll(t, g, ragTask)[ragTask.TaskID]
 	if ids := ids(h.chunks); !reflect.DeepEqual(ids, []string{"m.Clamp#1"}) {
 		t.Errorf("top chunk %v, want m.Clamp#1", ids)
 	}
-	if h.chunks[0].Text != "clamp limits a value to a range" || h.chunks[0].Tokens != 7 {
+	if h.chunks[0].Text != "clamp limits a value to a range" || h.chunks[0].Tokens != 8 {
 		t.Errorf("m.Clamp#1 is %q (%d tokens)", h.chunks[0].Text, h.chunks[0].Tokens)
 	}
-	if g.pools != 1 || g.poolChunks != 10 {
-		t.Errorf("%d pools of %d chunks, want 1 of 10", g.pools, g.poolChunks)
+	if g.pools != 1 || g.poolChunks != 12 {
+		t.Errorf("%d pools of %d chunks, want 1 of 12", g.pools, g.poolChunks)
 	}
 }
 
@@ -276,10 +276,12 @@ func TestApproxPieces(t *testing.T) {
 		want int
 	}{
 		{"clamp", 1},
-		{"documentation", 2}, // one per 8 characters begun
+		{"documentation", 3}, // one per 5 characters begun
 		{"(M_prose)", 5},     // punctuation one each
-		{"filterMap", 2},
-		{"HTTPServer", 2},
+		{"filterMap", 3}, // filter 2, Map 1
+		{"HTTPServer", 3},
+		{"x2y", 3},
+		{"nai\u0308ve", 2}, // a combining mark joins its letter: 6 characters
 		{"utf8", 2},
 		{"x:=<MASK>;", 7},
 		{"café", 1},
