@@ -278,7 +278,7 @@ func TestApproxPieces(t *testing.T) {
 		{"clamp", 1},
 		{"documentation", 3}, // one per 5 characters begun
 		{"(M_prose)", 5},     // punctuation one each
-		{"filterMap", 3}, // filter 2, Map 1
+		{"filterMap", 3},     // filter 2, Map 1
 		{"HTTPServer", 3},
 		{"x2y", 3},
 		{"nai\u0308ve", 2}, // a combining mark joins its letter: 6 characters
