@@ -190,8 +190,10 @@ func (generateType) Doc() string {
 		"chunk_overlap (64) retrieved from one index over every bundle of pool (bundle nodes, default bundles: list every " +
 		"library's for the paper's pool), the task its query (seed Appendix E.4). Windows are counted in the embedder's " +
 		"WordPiece tokens (dense, or bm25 given an embedder), else in a fixed estimate of them (punctuation and symbols one " +
-		"token each, identifiers split at case and digit changes, one token per 5 characters of a part begun: 0.98 of BERT's count on Go code and docs). The rows' " +
-		"cell is then CELL@RETRIEVER and they list the chunks. Prompts come from novelapibench/cells/templates " +
+		"token each, identifiers split at case and digit changes, one token per 5 characters of a part begun: 0.98 of " +
+		"BERT's count on Go code and docs). The rows' cell is then CELL@RETRIEVER and they list the chunks. A plan embeds " +
+		"no dense pool: before a run has embedded it, the plan counts its calls and estimates their chunks. Prompts come " +
+		"from novelapibench/cells/templates " +
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline."
@@ -310,11 +312,6 @@ func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned
 	}
 	id["templates"] = prompts.Digest()
 	pinned := &generatePinned{model: m, prompts: prompts, overridden: c.Templates != ""}
-	if c.retriever() != RetrieverOracle {
-		// Retrieval's pool and windows as rag documents them (issue 11:
-		// every library's bundles, subword windows).
-		id["retrieval"] = "2"
-	}
 	if c.Embedder != "" {
 		dir := c.Embedder
 		if !filepath.IsAbs(dir) {
