@@ -24,16 +24,22 @@
 #
 # Oracle versus real retriever (Figure 3): every cell with knowledge runs
 # once per retriever of var.retrievers. "oracle" prepends the task's own
-# bundle; "bm25" the top-5 chunks (512 tokens, 64 of overlap) of every
-# bundle of the library version, the task its query; the metrics rows of
-# a retrieved arm name the cell CELL@bm25 (S+E and S+E@bm25 side by side).
-# The dense retriever of the paper (BAAI/bge-small-en-v1.5, CLS pooling)
-# joins the sweep when rag_embedder names its model directory
-# (config.json, vocab.txt, model.safetensors; an absolute path, or one
-# relative to this file's directory):
+# bundle; "bm25" the top-5 chunks (512 tokens, 64 of overlap) of one
+# index over the whole bundle pool (every library's bundles, the task's own
+# example left out), the task its query; the metrics rows of a retrieved
+# arm name the cell CELL@bm25 (S+E and S+E@bm25 side by side). The dense
+# retriever of the paper (BAAI/bge-small-en-v1.5, CLS pooling) joins the
+# sweep when rag_embedder names its model directory (config.json,
+# vocab.txt, model.safetensors; an absolute path, or one relative to this
+# file's directory); both arms then count their windows in its WordPiece
+# tokens (without it bm25 counts an estimate of them):
 #
 #   lacuna run pipelines/novelapibench.hcl --var endpoint=... \
 #     --var rag_embedder=/models/bge-small-en-v1.5
+#
+# all-MiniLM-L6-v2 (mean pooling) encodes 256 tokens, not 512:
+#   --var rag_embedder=/models/all-MiniLM-L6-v2 --var rag_pooling=mean \
+#   --var rag_chunk_tokens=256
 #
 # retrievers = ["oracle"] runs the oracle sweep alone (half the calls).
 
@@ -120,6 +126,12 @@ variable "rag_pooling" {
   type        = string
   default     = "cls"
   description = "the dense encoder's pooling: cls (bge-small-en-v1.5) or mean (all-MiniLM-L6-v2)"
+}
+
+variable "rag_chunk_tokens" {
+  type        = number
+  default     = 512
+  description = "tokens of a retrieved chunk (the paper's 512; at most the encoder's max_seq_length when dense: 256 for all-MiniLM-L6-v2)"
 }
 
 variable "samples" {
@@ -271,19 +283,22 @@ node "c3" "lib" {
 }
 
 # The sweep: every task that passed C1-C3, in every cell and with every
-# retriever, n samples each.
+# retriever, n samples each. A retrieved arm searches one index over every
+# library's bundles (pool).
 node "generate" "sweep" {
-  for_each    = local.sweep
-  tasks       = node.c3.lib["${each.value.model}/${each.value.lib}"]
-  bundles     = node.bundle.lib[each.value.lib]
-  model       = local.models[each.value.model]
-  cell        = each.value.cell
-  retriever   = each.value.retriever
-  embedder    = each.value.retriever == "dense" ? var.rag_embedder : null
-  pooling     = each.value.retriever == "dense" ? var.rag_pooling : null
-  samples     = var.samples
-  temperature = var.temperature
-  limit       = local.limit
+  for_each     = local.sweep
+  tasks        = node.c3.lib["${each.value.model}/${each.value.lib}"]
+  bundles      = node.bundle.lib[each.value.lib]
+  model        = local.models[each.value.model]
+  cell         = each.value.cell
+  retriever    = each.value.retriever
+  pool         = each.value.retriever == "oracle" ? [] : values(node.bundle.lib)
+  embedder     = each.value.retriever == "oracle" || var.rag_embedder == "" ? null : var.rag_embedder
+  pooling      = each.value.retriever == "dense" ? var.rag_pooling : null
+  chunk_tokens = each.value.retriever == "oracle" ? null : var.rag_chunk_tokens
+  samples      = var.samples
+  temperature  = var.temperature
+  limit        = local.limit
 }
 
 node "solve" "sweep" {

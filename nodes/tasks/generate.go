@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -28,13 +29,14 @@ func init() { nodes.Register(generateType{}) }
 //	  samples     = 20
 //	  temperature = 0.8
 //	  retriever   = "bm25"            # optional: oracle (default), bm25, dense
+//	  pool        = values(node.bundle.lib) # the retrieval's bundles (default: bundles)
 //	}
 //
 // With retriever = "bm25" or "dense" the prepend is the top_k chunks of the
-// whole bundle pool instead of the task's own bundle (seed Appendix E.4,
-// Figure 3; see rag for the pool, the chunks, the query and the tokens);
-// the rows' cell is then "<cell>@<retriever>", so that one metrics node
-// tells the arms apart.
+// whole bundle pool (every bundle of pool, every library's: one index, seed
+// Appendix E.4, Figure 3) instead of the task's own bundle (see rag for the
+// pool, the chunks, the query and the tokens); the rows' cell is then
+// "<cell>@<retriever>", so that one metrics node tells the arms apart.
 //
 // For C2 (seed §3.2 stage 4) the paper samples 3 answers per task at
 // T = 0.8 without knowledge: cell = "baseline", samples = 3,
@@ -64,10 +66,16 @@ type generateConfig struct {
 	// the task's own bundle, "bm25" or "dense" the chunks retrieved from
 	// the whole bundle pool.
 	Retriever string `hcl:"retriever,optional"`
-	// Embedder is the dense retriever's BERT sentence encoder, a
-	// directory runners/embed loads (relative to the pipeline's
-	// directory), keyed by the content of its files; Pooling is "cls"
-	// (default: BAAI/bge-small-en-v1.5, the paper's retriever) or "mean".
+	// Pool are the bundle nodes retrieval searches, all of them in one
+	// index (default: bundles alone); the paper's pool is every
+	// library's bundles.
+	Pool []nodes.Ref `hcl:"pool,optional"`
+	// Embedder is a BERT sentence encoder, a directory runners/embed
+	// loads (relative to the pipeline's directory), keyed by the content
+	// of its files: the dense retriever's encoder, and for both
+	// retrievers the WordPiece tokenizer chunk windows are counted in
+	// (optional for bm25; see rag). Pooling is "cls" (default:
+	// BAAI/bge-small-en-v1.5, the paper's retriever) or "mean".
 	Embedder string `hcl:"embedder,optional"`
 	Pooling  string `hcl:"pooling,optional"`
 	// TopK, ChunkTokens and ChunkOverlap are the retrieval's chunks
@@ -179,8 +187,13 @@ func (generateType) Doc() string {
 		"Full; E leaves out the example the task was cut from, which holds its answer); one row per answer with the raw " +
 		"answer, the extracted solution (solve runs it), tokens and latency. With retriever = \"bm25\" or \"dense\" " +
 		"(embedder = DIR, a BERT sentence encoder) the prepend is instead the top_k (5) chunks of chunk_tokens (512) with " +
-		"chunk_overlap (64) retrieved from every bundle of the task's module version, the task its query (seed Appendix E.4); " +
-		"the rows' cell is then CELL@RETRIEVER and they list the chunks. Prompts come from novelapibench/cells/templates " +
+		"chunk_overlap (64) retrieved from one index over every bundle of pool (bundle nodes, default bundles: list every " +
+		"library's for the paper's pool), the task its query (seed Appendix E.4). Windows are counted in the embedder's " +
+		"WordPiece tokens (dense, or bm25 given an embedder), else in a fixed estimate of them (punctuation and symbols one " +
+		"token each, identifiers split at case and digit changes, one token per 5 characters of a part begun: 0.98 of " +
+		"BERT's count on Go code and docs). The rows' cell is then CELL@RETRIEVER and they list the chunks. A plan embeds " +
+		"no dense pool: before a run has embedded it, the plan counts its calls and estimates their chunks. Prompts come " +
+		"from novelapibench/cells/templates " +
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline."
@@ -213,9 +226,14 @@ func validateRetrieval(c *generateConfig, cell cells.Cell) error {
 	rt := c.retriever()
 	retrieves := rt == RetrieverBM25 || rt == RetrieverDense
 	size := orInt(c.ChunkTokens, defaultChunkTokens)
+	overlap := orInt(c.ChunkOverlap, defaultChunkOverlap)
 	minSize := 1
-	if rt == RetrieverDense {
+	if c.Embedder != "" {
 		minSize = 3 // [CLS], one word piece, [SEP]
+	}
+	overlapAt := "chunk_overlap"
+	if c.ChunkOverlap == nil {
+		overlapAt = "chunk_tokens" // the default overlap does not fit the size set
 	}
 	switch {
 	case rt != RetrieverOracle && !retrieves:
@@ -224,8 +242,10 @@ func validateRetrieval(c *generateConfig, cell cells.Cell) error {
 		return nodes.Errorf("retriever", "Nothing to retrieve", "cell %s prepends no knowledge: a retriever needs a cell with parts.", cell.Name)
 	case rt == RetrieverDense && c.Embedder == "":
 		return nodes.Errorf("retriever", "Embedder needed", "retriever \"dense\" needs embedder = \"DIR\", a BERT sentence encoder's directory (config.json, vocab.txt, model.safetensors).")
-	case rt != RetrieverDense && c.Embedder != "":
-		return nodes.Errorf("embedder", "Embedder unused", "embedder is used by retriever = \"dense\" only.")
+	case !retrieves && c.Embedder != "":
+		return nodes.Errorf("embedder", "Embedder unused", "embedder is used by retriever = \"bm25\" or \"dense\" only.")
+	case !retrieves && len(c.Pool) > 0:
+		return nodes.Errorf("pool", "Not retrieving", "pool is used by retriever = \"bm25\" or \"dense\" only.")
 	case rt != RetrieverDense && c.Pooling != "":
 		return nodes.Errorf("pooling", "Pooling unused", "pooling is used by retriever = \"dense\" only.")
 	case c.Pooling != "" && c.Pooling != "cls" && c.Pooling != "mean":
@@ -240,12 +260,12 @@ func validateRetrieval(c *generateConfig, cell cells.Cell) error {
 		return nodes.Errorf("top_k", "Invalid top_k", "top_k must be at least 1.")
 	case size < minSize:
 		return nodes.Errorf("chunk_tokens", "Invalid chunk_tokens", "chunk_tokens must be at least %d.", minSize)
-	case c.ChunkOverlap != nil && (*c.ChunkOverlap < 0 || *c.ChunkOverlap >= size-(minSize-1)):
+	case retrieves && (overlap < 0 || overlap >= size-(minSize-1)):
 		what := "tokens of a chunk"
-		if rt == RetrieverDense {
+		if c.Embedder != "" {
 			what = "word pieces of a chunk (chunk_tokens less [CLS] and [SEP])"
 		}
-		return nodes.Errorf("chunk_overlap", "Invalid chunk_overlap", "chunk_overlap must be at least 0 and less than the %d %s.", size-(minSize-1), what)
+		return nodes.Errorf(overlapAt, "Invalid chunk_overlap", "chunk_overlap (%d) must be at least 0 and less than the %d %s.", overlap, size-(minSize-1), what)
 	}
 	return nil
 }
@@ -253,9 +273,10 @@ func validateRetrieval(c *generateConfig, cell cells.Cell) error {
 // generatePinned is what Resolve fixed: the model as its server reported
 // it, and the cell's templates, read once.
 type generatePinned struct {
-	model    *llmenv.Model
-	prompts  *cells.Prompts
-	embedder *embedder // retriever dense
+	model      *llmenv.Model
+	prompts    *cells.Prompts
+	overridden bool         // templates = DIR
+	embedder   *embed.Model // embedder = DIR
 }
 
 // Resolve reads and checks the cell's templates (a template naming a
@@ -290,24 +311,22 @@ func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned
 		return nil, err
 	}
 	id["templates"] = prompts.Digest()
-	pinned := &generatePinned{model: m, prompts: prompts}
-	if c.retriever() == RetrieverDense {
+	pinned := &generatePinned{model: m, prompts: prompts, overridden: c.Templates != ""}
+	if c.Embedder != "" {
 		dir := c.Embedder
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(r.Dir(), dir)
 		}
-		digest, err := embedderDigest(dir)
-		if err != nil {
-			return nil, nodes.Errorf("embedder", "Cannot read the embedder", "%v", err)
-		}
-		if pinned.embedder, err = embedderFor(dir, digest, c.pooling()); err != nil {
+		if pinned.embedder, err = embedderFor(dir, c.pooling()); err != nil {
 			return nil, nodes.Errorf("embedder", "Cannot load the embedder", "%v", err)
 		}
-		if max, size := pinned.embedder.m.MaxTokens(), orInt(c.ChunkTokens, defaultChunkTokens); size > max {
+		id["embedder"] = pinned.embedder.Fingerprint()
+	}
+	if c.retriever() == RetrieverDense {
+		if max, size := pinned.embedder.MaxTokens(), orInt(c.ChunkTokens, defaultChunkTokens); size > max {
 			return nil, nodes.Errorf("chunk_tokens", "Chunks too long", "chunk_tokens %d exceeds the %d tokens the embedder encodes ([CLS] and [SEP] included): "+
 				"the encoder would truncate every full chunk. Set chunk_tokens = %d.", size, max, max)
 		}
-		id["embedder"] = digest
 	}
 	return &nodes.Pinned{Identity: id, Value: pinned}, nil
 }
@@ -323,13 +342,19 @@ type genCall struct {
 
 // calls builds the run's calls, in row order: the kept tasks in task_id
 // order (the first Limit), each with Samples calls; and the retrieval that
-// chose their knowledge (nil for the oracle).
-func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, error) {
+// chose their knowledge (nil for the oracle). Retrieval runs here, at plan
+// as at run: a call's prompt holds its chunks, and the plan counts the
+// calls the call cache holds by their prompts. Dense vectors go to the
+// store's embed cache, so a re-run embeds nothing again. When planning, a
+// dense retrieval embeds nothing: if a vector is not cached yet, the calls
+// come back without chunks and unembedded is true (their number does not
+// depend on the chunks; PlanCalls estimates the rest).
+func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ []genCall, _ *rag, unembedded bool, _ error) {
 	c := t.Config(r)
 	p := r.Pinned().(*generatePinned)
 	states, err := readTaskStates(r, c.Tasks)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	var tasks []Row
 	for _, s := range states {
@@ -343,23 +368,26 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 	}
 	bundles := map[string]bundle.Row{}
 	var g *rag
+	var hits map[string]ragHit
 	if len(p.prompts.Cell().Parts) > 0 {
 		in, err := r.Input(c.Bundles)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		rows, err := artifacts.ReadAll[bundle.Row](in)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+			return nil, nil, false, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
 		}
 		for _, b := range rows {
 			bundles[b.APIID] = b
 		}
 		if c.retriever() != RetrieverOracle {
-			g = newRAG(c.retriever(), p.prompts, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
-				orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder)
-			if err := g.prepare(ctx, tasks, sortedBundles(rows)); err != nil {
-				return nil, nil, err
+			hits, g, err = t.retrieve(ctx, r, c, p, tasks, rows, planning)
+			switch {
+			case planning && errors.Is(err, errNotEmbedded):
+				unembedded = true
+			case err != nil:
+				return nil, nil, false, err
 			}
 		}
 	}
@@ -381,19 +409,19 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 	for _, task := range tasks {
 		b, ok := bundles[task.APIID]
 		if !ok && len(p.prompts.Cell().Parts) > 0 {
-			return nil, nil, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
+			return nil, nil, false, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
 		}
 		var msgs cells.Messages
 		retrieved := []RetrievedChunk{}
 		if g != nil {
-			var knowledge string
-			knowledge, retrieved = g.retrieve(task)
-			msgs, err = p.prompts.RenderKnowledge(cellTask(task), knowledge)
+			h := hits[task.TaskID]
+			retrieved = h.chunks
+			msgs, err = p.prompts.RenderKnowledge(cellTask(task), h.knowledge)
 		} else {
 			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("task %s: %w", task.TaskID, err)
+			return nil, nil, false, fmt.Errorf("task %s: %w", task.TaskID, err)
 		}
 		if m.System != nil && *m.System != "" {
 			msgs.System = *m.System
@@ -415,7 +443,45 @@ func (t generateType) calls(ctx context.Context, r nodes.Run) ([]genCall, *rag, 
 			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}})
 		}
 	}
-	return out, g, nil
+	return out, g, unembedded, nil
+}
+
+// retrieve chooses the knowledge of each task from the pool: the rows of
+// every pool input (bundles, the rows read already, when pool is unset).
+func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig, p *generatePinned, tasks []Row, bundles []bundle.Row, planning bool) (map[string]ragHit, *rag, error) {
+	var rows []bundle.Row
+	if len(c.Pool) == 0 {
+		rows = bundles
+	}
+	for _, ref := range c.Pool {
+		in, err := r.Input(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs, err := artifacts.ReadAll[bundle.Row](in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pool %s: %w (the pool must list bundle nodes)", ref, err)
+		}
+		rows = append(rows, rs...)
+	}
+	pool, err := sortPool(rows)
+	if err != nil {
+		return nil, nil, nodes.Errorf("pool", "Invalid pool", "%v", err)
+	}
+	cache := ""
+	if c.retriever() == RetrieverDense {
+		if cache, err = r.CacheDir("embed"); err != nil {
+			return nil, nil, err
+		}
+	}
+	g := newRAG(c.retriever(), p.prompts, p.overridden, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
+		orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder, cache)
+	g.planning = planning
+	hits, err := g.retrieve(ctx, tasks, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hits, g, nil
 }
 
 // cellTask is what a prompt may show of a task.
@@ -451,7 +517,7 @@ func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
 // only the missing ones.
 func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	p := r.Pinned().(*generatePinned)
-	calls, g, err := t.calls(ctx, r)
+	calls, g, _, err := t.calls(ctx, r, false)
 	if err != nil {
 		return err
 	}
@@ -517,10 +583,13 @@ func (generateType) CallsModels(any) bool { return true }
 // PlanCalls counts the calls a run would make and those the call cache
 // holds, and estimates the tokens of the rest (llmenv.Estimate: the
 // prompt's bytes / 4, and max_tokens, else llmenv.DefaultCompletionEstimate,
-// per answer).
+// per answer). A dense retrieval whose pool is not in the embed cache yet
+// is not embedded at plan (that is the run's work): its calls are counted,
+// none as cached (their prompts are not known), each estimated at its
+// prompt without chunks plus top_k × chunk_tokens.
 func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	p := r.Pinned().(*generatePinned)
-	calls, _, err := t.calls(ctx, r)
+	calls, _, unembedded, err := t.calls(ctx, r, true)
 	if err != nil {
 		return nil, err
 	}
@@ -529,5 +598,9 @@ func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallP
 		reqs[i] = gc.call
 	}
 	plan := llmenv.Estimate(p.model.Client(r), p.model.Config.ID, reqs, 0)
+	if unembedded {
+		c := t.Config(r)
+		plan.PromptTokens += (plan.Calls - plan.Cached) * int64(orInt(c.TopK, defaultTopK)*orInt(c.ChunkTokens, defaultChunkTokens))
+	}
 	return []nodes.CallPlan{plan}, nil
 }

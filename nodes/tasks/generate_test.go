@@ -3,8 +3,10 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -466,6 +468,81 @@ node "generate" "g" {
 	}
 }
 
+// TestPlanDoesNotEmbedTheDensePool: lacuna plan counts a dense node's calls
+// without embedding the pool (the run's work, which fills the store's
+// embed cache); once the run has embedded it, the plan retrieves from the
+// cache and counts the calls the run made as cached.
+func TestPlanDoesNotEmbedTheDensePool(t *testing.T) {
+	dir := t.TempDir()
+	runFixture(t, dir, "")
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
+	defer srv.Close()
+	emb := tasks.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp"), 96)
+	src := func(samples int) string {
+		return modelBlock(srv.URL()) + fmt.Sprintf(`
+node "generate" "g" {
+  tasks        = node.tasks.shapes
+  bundles      = node.bundle.shapes
+  model        = model.coder
+  cell         = "S"
+  retriever    = "dense"
+  embedder     = %q
+  chunk_tokens = 96
+  top_k        = 2
+  max_tokens   = 100
+  limit        = 2
+  samples      = %d
+}
+`, emb, samples)
+	}
+	file := filepath.Join(dir, "p.hcl")
+	plan := func(samples int) nodes.CallPlan {
+		t.Helper()
+		g, diags := engine.ExpandSource(file, []byte(pipeline+src(samples)), dir, engine.Options{})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+		entries, err := x.Plan(context.Background(), g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Node == "node.generate.g" && len(e.Calls) == 1 {
+				return e.Calls[0]
+			}
+		}
+		t.Fatalf("no calls planned for node.generate.g: %+v", entries)
+		return nodes.CallPlan{}
+	}
+	vectors := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(dir, ".lacuna", "cache", "embed"), func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	first := plan(1)
+	if first.Calls != 2 || first.Cached != 0 || first.PromptTokens < 2*2*96 || vectors() != 0 {
+		t.Errorf("plan before the run: %+v, %d vectors cached; want 2 calls, none cached, the chunks estimated, nothing embedded", first, vectors())
+	}
+	runFixture(t, dir, src(1))
+	if vectors() == 0 {
+		t.Fatal("the run cached no vector")
+	}
+	// Two samples: the run's first of each task is cached.
+	if second := plan(2); second.Calls != 4 || second.Cached != 2 {
+		t.Errorf("plan after the run: %+v, want 4 calls, 2 cached", second)
+	}
+}
+
 // TestGenerateSendsTheModelBlocksSettings: the model block's sampling
 // defaults and system prompt reach the server, the node's settings
 // override them, and api = "completions" sends one prompt.
@@ -628,11 +705,16 @@ func TestGenerateRejectsBadConfig(t *testing.T) {
 		{`retriever = "bm42"`, "p.hcl:12,15-21: Unknown retriever; retriever must be \"oracle\", \"bm25\" or \"dense\", not \"bm42\"."},
 		{`retriever = "bm25"`, "p.hcl:12,15-21: Nothing to retrieve; cell baseline prepends no knowledge: a retriever needs a cell with parts."},
 		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"", "p.hcl:14,15-22: Embedder needed; retriever \"dense\" needs embedder = \"DIR\""},
-		{"cell = \"S\"\n  bundles = node.import.x\n  embedder = \"bge\"", "p.hcl:14,14-19: Embedder unused; embedder is used by retriever = \"dense\" only."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  embedder = \"bge\"", "p.hcl:14,14-19: Embedder unused; embedder is used by retriever = \"bm25\" or \"dense\" only."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  pool = [node.import.x]", "p.hcl:14,10-25: Not retrieving; pool is used by retriever = \"bm25\" or \"dense\" only."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  embedder = \"bge\"\n  pooling = \"cls\"", "p.hcl:16,13-18: Pooling unused; pooling is used by retriever = \"dense\" only."},
+		// The default overlap (64) against a chunk_tokens set alone.
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  chunk_tokens = 64", "p.hcl:15,18-20: Invalid chunk_overlap; chunk_overlap (64) must be at least 0 and less than the 64 tokens of a chunk."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  chunk_tokens = 66", "p.hcl:16,18-20: Invalid chunk_overlap; chunk_overlap (64) must be at least 0 and less than the 64 word pieces of a chunk (chunk_tokens less [CLS] and [SEP])."},
 		{"cell = \"S\"\n  bundles = node.import.x\n  top_k = 3", "p.hcl:14,11-12: Not retrieving; top_k is used by retriever = \"bm25\" or \"dense\" only."},
 		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  top_k = 0", "p.hcl:15,11-12: Invalid top_k; top_k must be at least 1."},
-		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  chunk_overlap = 512", "p.hcl:15,19-22: Invalid chunk_overlap; chunk_overlap must be at least 0 and less than the 512 tokens of a chunk."},
-		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  chunk_tokens = 66\n  chunk_overlap = 64", "p.hcl:17,19-21: Invalid chunk_overlap; chunk_overlap must be at least 0 and less than the 64 word pieces of a chunk (chunk_tokens less [CLS] and [SEP])."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"bm25\"\n  chunk_overlap = 512", "p.hcl:15,19-22: Invalid chunk_overlap; chunk_overlap (512) must be at least 0 and less than the 512 tokens of a chunk."},
+		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  chunk_tokens = 66\n  chunk_overlap = 64", "p.hcl:17,19-21: Invalid chunk_overlap; chunk_overlap (64) must be at least 0 and less than the 64 word pieces of a chunk (chunk_tokens less [CLS] and [SEP])."},
 		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  pooling = \"max\"", "p.hcl:16,13-18: Unknown pooling; pooling must be \"cls\" or \"mean\", not \"max\"."},
 	} {
 		dir := t.TempDir()
@@ -709,6 +791,8 @@ node "generate" %q {
 `, name, attrs)
 	}
 	src := c1Node + modelBlock(srv.URL()) + node("oracle", "") + node("bm25", `retriever = "bm25"
+  top_k = 2`) + node("pooled", `retriever = "bm25"
+  pool = [node.bundle.shapes]
   top_k = 2`) + node("dense", fmt.Sprintf(`retriever = "dense"
   embedder = %q
   pooling = "mean"
@@ -743,9 +827,14 @@ node "generate" %q {
 		}
 	}
 
+	// pool = [bundles] is the default pool.
+	if a, b := nodetest.Read[tasks.GenerateRow](t, first, "node.generate.bm25"), nodetest.Read[tasks.GenerateRow](t, first, "node.generate.pooled"); !reflect.DeepEqual(a[0].Retrieved, b[0].Retrieved) {
+		t.Errorf("pool = [node.bundle.shapes] retrieved %+v, the default pool %+v", b[0].Retrieved, a[0].Retrieved)
+	}
+
 	notes := first.Notes("done")
 	for addr, want := range map[string]string{
-		"node.generate.bm25":  "; bm25 retrieval: the top 2 chunks of 1 pools of 6 chunks on average (512 tokens, 64 overlap)",
+		"node.generate.bm25":  "; bm25 retrieval: the top 2 chunks of 1 pools of 6 chunks on average (512 estimated word pieces, 64 overlap)",
 		"node.generate.dense": "; dense retrieval: the top 2 chunks of 1 pools of 6 chunks on average (94 word pieces + [CLS] and [SEP], 64 overlap)",
 	} {
 		if !strings.HasSuffix(notes[addr], want) {
@@ -764,10 +853,17 @@ node "generate" %q {
 		}
 	}
 
+	twice := c1Node + modelBlock(srv.URL()) + node("twice", `retriever = "bm25"
+  pool = [node.bundle.shapes, node.bundle.shapes]`)
+	res := nodetest.RunErr(t, dir, pipeline+twice).Nodes["node.generate.twice"]
+	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "Invalid pool: the pool holds bundle example.com/shapes.Apply of example.com/shapes v1.1.0 twice") {
+		t.Errorf("a pool naming a bundle node twice: %+v", res)
+	}
+
 	long := c1Node + modelBlock(srv.URL()) + node("dense", fmt.Sprintf(`retriever = "dense"
   embedder = %q
   chunk_tokens = 97`, emb))
-	res := nodetest.RunErr(t, dir, pipeline+long).Nodes["node.generate.dense"]
+	res = nodetest.RunErr(t, dir, pipeline+long).Nodes["node.generate.dense"]
 	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "chunk_tokens 97 exceeds the 96 tokens the embedder encodes") {
 		t.Errorf("dense with chunks longer than the encoder's sequence: %+v", res)
 	}

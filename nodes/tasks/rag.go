@@ -2,16 +2,14 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/cespare/xxhash/v2"
+	"unicode"
 
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
@@ -44,51 +42,60 @@ type RetrievedChunk struct {
 	ChunkID string  `parquet:"chunk_id"`
 	APIID   string  `parquet:"api_id"`
 	Score   float64 `parquet:"score"`  // BM25 score, or cosine similarity (dense)
-	Tokens  int32   `parquet:"tokens"` // bm25 words, or the encoder's word pieces without [CLS] and [SEP]
-	Text    string  `parquet:"text"`   // what was prepended
+	Tokens  int32   `parquet:"tokens"` // the chunk's tokens as the chunker counted them (rag)
+	// Text is what was prepended. The prompt holds it too; it is kept so
+	// that a row's chunks read alone. It is cheap: in memory it is the
+	// same string as the chunk, shared by every sample of the task, and
+	// the output's columns are compressed.
+	Text string `parquet:"text"`
 }
 
 // rag retrieves the knowledge of a generate node whose retriever is bm25
-// or dense. The pool of a task (Appendix E.4: "the full Stage-2 bundle
-// pool") is every bundle of the bundles input with the task's module and
-// version, each rendered as the cell's parts (the part templates the oracle
-// prepend uses), less the example the task was cut from in the task's own
-// bundle, as the oracle leaves it out: it holds the task's answer. Each
-// bundle's document is cut into chunks (chunkText) of at most size tokens
-// sharing at most overlap; the query is the task as the prompt states it
-// (its description, a blank line, the program with <MASK>); the topK
-// chunks, best first (ties in pool order: bundles by api_id, chunks in
-// document order), are joined by blank lines and prepended in place of the
-// bundle.
+// or dense (seed Appendix E.4: one index over "the full Stage-2 bundle
+// pool").
 //
-// Tokens: bm25 counts bm25.Tokenize words and ranks with bm25.Index
-// (BM25Okapi defaults); dense counts the embedder's own word pieces
-// (embed.Model.Tokens), the window holding size-2 of them plus [CLS] and
-// [SEP], so that size is the sequence the encoder sees (size may not exceed
-// its max_seq_length), and ranks by exact cosine (embed.TopK); a query
-// longer than that sequence is truncated, as embed.Model.Embed truncates.
-// A window holds whole words: a single word longer than a window is a
-// chunk of its own (the note counts them).
+// Pool: every bundle of the pool input(s), sorted by api_id (then module
+// and version), each rendered as the cell's parts (the part templates the
+// oracle prepend uses) and cut into chunks (chunkText) of at most size
+// tokens sharing at most overlap. When the parts may show examples (the
+// cell has E, or its templates are overridden and might render them), the
+// task's own bundle (same module, version and api_id) is rendered less the
+// example the task was cut from, as the oracle leaves it out (it holds the
+// task's answer): such a pool is one per API and example, the others one
+// for every task. The query is the task as the prompt states it (its
+// description, a blank line, the program with <MASK>); the topK chunks,
+// best first (ties in pool order: bundles as sorted, chunks in document
+// order), are joined by blank lines and prepended in place of the bundle.
+//
+// Tokens: one subword measure for both arms. With an embedder (required by
+// dense, optional for bm25) it is the encoder's WordPiece
+// (embed.Model.WordPieces, untruncated), a window holding size-2 pieces so
+// that with [CLS] and [SEP] it is the size-token sequence the encoder sees:
+// both arms then cut the same chunks. Without one (bm25 alone: no BERT
+// vocabulary is available offline without a model) it is approxPieces, a
+// fixed estimate of WordPiece's count. bm25 ranks with bm25.Index
+// (BM25Okapi defaults) over bm25.Tokenize words, whatever counted the
+// windows; dense ranks by exact cosine (embed.TopK) of vectors from
+// embed.Model.EmbedCached, so a plan's embeddings serve the run and
+// repeated runs; a plan embeds nothing (it reads the vectors the cache
+// holds, and estimates the rest: PlanCalls). A query longer than the encoder's sequence is truncated,
+// as Embed truncates. A window holds whole words: a single word longer
+// than a window is a chunk of its own (the note counts them).
 //
 // A rag is used by one goroutine.
 type rag struct {
 	kind                string
 	prompts             *cells.Prompts
 	topK, size, overlap int
-	model               *embedder // dense only
+	model               *embed.Model // counts tokens when set; embeds (dense)
+	cache               string       // the embed cache directory (dense)
+	perExample          bool         // the documents depend on the example left out
+	// planning: embed nothing; a text not in the cache fails retrieve
+	// with errNotEmbedded.
+	planning bool
 
-	hasE   bool
-	counts map[string]int         // tokens of a word
-	docs   map[string][]poolChunk // chunks of a bundle's document, by api_id and the example left out
-	toks   map[string][]string    // bm25 tokens of a chunk, by text
-	pools  map[string]*ragPool
-}
-
-// ragPool is the chunks of one pool and their index.
-type ragPool struct {
-	chunks []poolChunk
-	bm25   *bm25.Index
-	vecs   [][]float32
+	counts                       map[string]int // tokens of a word
+	pools, poolChunks, oversized int            // what was searched, for summary
 }
 
 type poolChunk struct {
@@ -96,30 +103,87 @@ type poolChunk struct {
 	tokens          int
 }
 
-func newRAG(kind string, prompts *cells.Prompts, topK, size, overlap int, model *embedder) *rag {
-	g := &rag{kind: kind, prompts: prompts, topK: topK, size: size, overlap: overlap, model: model,
-		counts: map[string]int{}, docs: map[string][]poolChunk{}, toks: map[string][]string{}, pools: map[string]*ragPool{}}
+// ragHit is what retrieval chose for one task.
+type ragHit struct {
+	knowledge string
+	chunks    []RetrievedChunk
+}
+
+// newRAG returns the retrieval of kind; overridden says the cell's
+// templates are not the built-in ones. model is needed by dense.
+func newRAG(kind string, prompts *cells.Prompts, overridden bool, topK, size, overlap int, model *embed.Model, cache string) *rag {
+	g := &rag{kind: kind, prompts: prompts, topK: topK, size: size, overlap: overlap, model: model, cache: cache,
+		perExample: overridden, counts: map[string]int{}}
 	for _, p := range prompts.Cell().Parts {
-		g.hasE = g.hasE || p == cells.E
+		g.perExample = g.perExample || p == cells.E
 	}
-	if kind == RetrieverDense {
+	if model != nil {
 		g.size -= 2 // [CLS] and [SEP]
 	}
 	return g
 }
 
-// count is a word's tokens for the retriever.
+// count is a word's tokens.
 func (g *rag) count(w string) int {
 	if n, ok := g.counts[w]; ok {
 		return n
 	}
 	var n int
-	if g.kind == RetrieverDense {
-		n = len(g.model.m.Tokens(w)) - 2
+	if g.model != nil {
+		n = len(g.model.WordPieces(w))
 	} else {
-		n = len(bm25.Tokenize(w))
+		n = approxPieces(w)
 	}
 	g.counts[w] = n
+	return n
+}
+
+// approxPieces estimates the WordPiece tokens of a whitespace-free word
+// without a vocabulary, as BERT's basic tokenizer splits it: every
+// punctuation or symbol character (and every Han ideograph) is one token;
+// a run of letters, digits and marks is split into identifier parts at
+// lower-to-upper case changes ("filterMap": filter, Map), before the last
+// of several capitals followed by a lowercase letter ("HTTPServer": HTTP,
+// Server) and between letters and digits, and each part counts one token
+// per 5 characters begun. WordPiece keeps a common long word whole (this
+// counts 3 for "documentation") and splits a rare short part, so the
+// estimate holds only on average: over the Go sources of net/http and
+// encoding/json and lacuna's DESIGN.md it counts 0.98 of
+// all-MiniLM-L6-v2's (uncased BERT) word pieces, where bm25.Tokenize's
+// words are 0.375 of them (a window of 512 such words is ~1,360 word
+// pieces). The divisor 5 was chosen on other files (strings, sort, this
+// README: 1.00). It is additive over whitespace-separated words, as
+// chunkText needs.
+func approxPieces(w string) int {
+	rs := []rune(w)
+	n, part := 0, 0
+	flush := func() {
+		n += (part + 4) / 5
+		part = 0
+	}
+	for i, r := range rs {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)) || unicode.Is(unicode.Han, r) {
+			flush()
+			if !unicode.IsControl(r) {
+				n++
+			}
+			continue
+		}
+		if part > 0 {
+			prev := rs[i-1]
+			next := rune(0)
+			if i+1 < len(rs) {
+				next = rs[i+1]
+			}
+			if (unicode.IsLower(prev) || unicode.IsDigit(prev)) && unicode.IsUpper(r) ||
+				unicode.IsUpper(prev) && unicode.IsUpper(r) && unicode.IsLower(next) ||
+				unicode.IsDigit(prev) != unicode.IsDigit(r) && !unicode.IsMark(r) {
+				flush()
+			}
+		}
+		part++
+	}
+	flush()
 	return n
 }
 
@@ -128,63 +192,188 @@ func ragQuery(t Row) string {
 	return t.Description + "\n\n" + strings.TrimRight(t.Context, "\n")
 }
 
-// poolKey names a task's pool: its module and version, and, when the cell
-// shows examples, its API and example (the one left out).
-func (g *rag) poolKey(t Row) string {
-	k := t.Module + "\x00" + t.Version
-	if g.hasE {
-		k += "\x00" + t.APIID + "\x00" + t.Example
-	}
-	return k
+// sameAPI says b is the bundle t was cut from.
+func sameAPI(b bundle.Row, t Row) bool {
+	return b.APIID == t.APIID && b.Module == t.Module && b.Version == t.Version
 }
 
-// pool builds (once) the chunks of a task's pool. bundles are every bundle,
-// sorted by api_id.
-func (g *rag) pool(t Row, bundles []bundle.Row) (*ragPool, error) {
-	key := g.poolKey(t)
-	if p, ok := g.pools[key]; ok {
-		return p, nil
+// retrieve returns, by task_id, the knowledge retrieval prepends to each
+// task and its chunks. pool is every bundle of the pool, sorted (sortPool).
+// Each pool is built, searched by its tasks and dropped in turn: only the
+// hits are kept.
+func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map[string]ragHit, error) {
+	if len(pool) == 0 {
+		return nil, fmt.Errorf("retrieve: the pool holds no bundle")
 	}
-	p := &ragPool{}
-	for _, b := range bundles {
-		if b.Module != t.Module || b.Version != t.Version {
-			continue
+	base := make([][]poolChunk, len(pool)) // each bundle's chunks, no example left out
+	for i, b := range pool {
+		var err error
+		if base[i], err = g.chunks(b, ""); err != nil {
+			return nil, err
 		}
-		leave := ""
-		if b.APIID == t.APIID {
-			leave = t.Example
+	}
+	// Tasks sharing a pool, in task order.
+	groups := map[string][]Row{}
+	var order []string
+	for _, t := range tasks {
+		key := ""
+		if g.perExample {
+			key = t.Module + "\x00" + t.Version + "\x00" + t.APIID + "\x00" + t.Example
 		}
-		chunks, err := g.chunks(b, leave)
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], t)
+	}
+	vecs := map[string][]float32{} // dense: by text
+	if g.kind == RetrieverDense {
+		var texts []string
+		for _, cs := range base {
+			for _, c := range cs {
+				texts = append(texts, c.text)
+			}
+		}
+		for _, t := range tasks {
+			texts = append(texts, ragQuery(t))
+		}
+		if err := g.embed(ctx, texts, vecs); err != nil {
+			return nil, err
+		}
+	}
+	toks := map[string][]string{} // bm25: by text
+	out := make(map[string]ragHit, len(tasks))
+	for _, key := range order {
+		ts := groups[key]
+		var chunks []poolChunk
+		for i, b := range pool {
+			cs := base[i]
+			if g.perExample && sameAPI(b, ts[0]) {
+				var err error
+				if cs, err = g.chunks(b, ts[0].Example); err != nil {
+					return nil, err
+				}
+			}
+			chunks = append(chunks, cs...)
+		}
+		if len(chunks) == 0 {
+			return nil, fmt.Errorf("retrieve: the pool's bundles render no knowledge to retrieve from")
+		}
+		g.pools++
+		g.poolChunks += len(chunks)
+		for _, c := range chunks {
+			if c.tokens > g.size {
+				g.oversized++
+			}
+		}
+		hits, err := g.search(ctx, ts, chunks, toks, vecs)
 		if err != nil {
 			return nil, err
 		}
-		p.chunks = append(p.chunks, chunks...)
-	}
-	if len(p.chunks) == 0 {
-		return nil, fmt.Errorf("the bundles hold no knowledge of %s %s to retrieve from", t.Module, t.Version)
-	}
-	if g.kind == RetrieverBM25 {
-		docs := make([][]string, len(p.chunks))
-		for i, c := range p.chunks {
-			toks, ok := g.toks[c.text]
-			if !ok {
-				toks = bm25.Tokenize(c.text)
-				g.toks[c.text] = toks
-			}
-			docs[i] = toks
+		for i, t := range ts {
+			out[t.TaskID] = hits[i]
 		}
-		p.bm25 = bm25.New(docs, bm25.Options{})
 	}
-	g.pools[key] = p
-	return p, nil
+	return out, nil
+}
+
+// search ranks chunks for each task. toks and vecs cache bm25 tokens and
+// dense vectors by text across pools.
+func (g *rag) search(ctx context.Context, tasks []Row, chunks []poolChunk, toks map[string][]string, vecs map[string][]float32) ([]ragHit, error) {
+	type hit struct {
+		doc   int
+		score float64
+	}
+	var rank func(t Row) []hit
+	if g.kind == RetrieverBM25 {
+		docs := make([][]string, len(chunks))
+		for i, c := range chunks {
+			if _, ok := toks[c.text]; !ok {
+				toks[c.text] = bm25.Tokenize(c.text)
+			}
+			docs[i] = toks[c.text]
+		}
+		ix := bm25.New(docs, bm25.Options{})
+		rank = func(t Row) (out []hit) {
+			for _, h := range ix.Top(bm25.Tokenize(ragQuery(t)), g.topK) {
+				out = append(out, hit{h.Doc, h.Score})
+			}
+			return out
+		}
+	} else {
+		var texts []string
+		for _, c := range chunks {
+			texts = append(texts, c.text)
+		}
+		if err := g.embed(ctx, texts, vecs); err != nil { // the chunks of a document less an example
+			return nil, err
+		}
+		docs := make([][]float32, len(chunks))
+		for i, c := range chunks {
+			docs[i] = vecs[c.text]
+		}
+		rank = func(t Row) (out []hit) {
+			for _, h := range embed.TopK(vecs[ragQuery(t)], docs, g.topK) {
+				out = append(out, hit{h.Doc, h.Score})
+			}
+			return out
+		}
+	}
+	out := make([]ragHit, len(tasks))
+	for i, t := range tasks {
+		hits := rank(t)
+		texts := make([]string, len(hits))
+		rc := make([]RetrievedChunk, len(hits))
+		for j, h := range hits {
+			c := chunks[h.doc]
+			texts[j] = c.text
+			rc[j] = RetrievedChunk{ChunkID: c.id, APIID: c.apiID, Score: h.score, Tokens: int32(c.tokens), Text: c.text}
+		}
+		out[i] = ragHit{strings.Join(texts, "\n\n"), rc}
+	}
+	return out, nil
+}
+
+// errNotEmbedded is retrieve's error at plan when a text's vector is not
+// in the embed cache.
+var errNotEmbedded = errors.New("the pool is not embedded yet")
+
+// embed adds to vecs the vectors of the texts it lacks: from the cache
+// directory, encoding the missing ones (at plan, failing with
+// errNotEmbedded instead).
+func (g *rag) embed(ctx context.Context, texts []string, vecs map[string][]float32) error {
+	var todo []string
+	seen := map[string]bool{}
+	for _, t := range texts {
+		if _, ok := vecs[t]; !ok && !seen[t] {
+			seen[t] = true
+			todo = append(todo, t)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if g.planning {
+		vs, ok := g.model.Cached(g.cache, todo)
+		if !ok {
+			return errNotEmbedded
+		}
+		for i, t := range todo {
+			vecs[t] = vs[i]
+		}
+		return nil
+	}
+	vs, err := g.model.EmbedCached(ctx, g.cache, todo, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return fmt.Errorf("retrieve: %w", err)
+	}
+	for i, t := range todo {
+		vecs[t] = vs[i]
+	}
+	return nil
 }
 
 // chunks are the chunks of b's document, less the example named leave.
 func (g *rag) chunks(b bundle.Row, leave string) ([]poolChunk, error) {
-	key := b.Module + "\x00" + b.Version + "\x00" + b.APIID + "\x00" + leave
-	if out, ok := g.docs[key]; ok {
-		return out, nil
-	}
 	doc, err := g.prompts.Knowledge(cellBundle(b, leave))
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.APIID, err)
@@ -193,220 +382,102 @@ func (g *rag) chunks(b bundle.Row, leave string) ([]poolChunk, error) {
 	for i, c := range chunkText(doc, g.size, g.overlap, g.count) {
 		out = append(out, poolChunk{id: fmt.Sprintf("%s#%d", b.APIID, i), apiID: b.APIID, text: doc[c.Start:c.End], tokens: c.Tokens})
 	}
-	g.docs[key] = out
 	return out, nil
-}
-
-// prepare builds the pools of tasks and, for dense, embeds every chunk and
-// query not embedded yet, in one batch.
-func (g *rag) prepare(ctx context.Context, tasks []Row, bundles []bundle.Row) error {
-	var texts []string
-	for _, t := range tasks {
-		p, err := g.pool(t, bundles)
-		if err != nil {
-			return fmt.Errorf("task %s: retrieve: %w", t.TaskID, err)
-		}
-		if g.kind == RetrieverDense {
-			texts = append(texts, ragQuery(t))
-			for _, c := range p.chunks {
-				texts = append(texts, c.text)
-			}
-		}
-	}
-	if g.kind == RetrieverDense {
-		if err := g.model.embed(ctx, texts); err != nil {
-			return fmt.Errorf("retrieve: %w", err)
-		}
-		for _, p := range g.pools {
-			if p.vecs == nil {
-				for _, c := range p.chunks {
-					p.vecs = append(p.vecs, g.model.vec(c.text))
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// retrieve returns the knowledge to prepend for t, and what it holds.
-// prepare must have seen t.
-func (g *rag) retrieve(t Row) (string, []RetrievedChunk) {
-	p := g.pools[g.poolKey(t)]
-	type hit struct {
-		doc   int
-		score float64
-	}
-	var hits []hit
-	if g.kind == RetrieverBM25 {
-		for _, h := range p.bm25.Top(bm25.Tokenize(ragQuery(t)), g.topK) {
-			hits = append(hits, hit{h.Doc, h.Score})
-		}
-	} else {
-		for _, h := range embed.TopK(g.model.vec(ragQuery(t)), p.vecs, g.topK) {
-			hits = append(hits, hit{h.Doc, h.Score})
-		}
-	}
-	texts := make([]string, len(hits))
-	out := make([]RetrievedChunk, len(hits))
-	for i, h := range hits {
-		c := p.chunks[h.doc]
-		texts[i] = c.text
-		out[i] = RetrievedChunk{ChunkID: c.id, APIID: c.apiID, Score: h.score, Tokens: int32(c.tokens), Text: c.text}
-	}
-	return strings.Join(texts, "\n\n"), out
 }
 
 // summary says what the retrieval searched, for the node's note.
 func (g *rag) summary() string {
-	chunks, oversized := 0, 0
-	for _, p := range g.pools {
-		chunks += len(p.chunks)
-		for _, c := range p.chunks {
-			if c.tokens > g.size {
-				oversized++
-			}
-		}
-	}
-	window := fmt.Sprintf("%d tokens", g.size)
-	if g.kind == RetrieverDense {
+	window := fmt.Sprintf("%d estimated word pieces", g.size)
+	if g.model != nil {
 		window = fmt.Sprintf("%d word pieces + [CLS] and [SEP]", g.size)
 	}
 	s := fmt.Sprintf("%s retrieval: the top %d chunks of %d pools of %.0f chunks on average (%s, %d overlap)",
-		g.kind, g.topK, len(g.pools), float64(chunks)/float64(max(1, len(g.pools))), window, g.overlap)
-	if oversized > 0 {
-		s += fmt.Sprintf("; %d chunks are a single word longer than a window", oversized)
+		g.kind, g.topK, g.pools, float64(g.poolChunks)/float64(max(1, g.pools)), window, g.overlap)
+	if g.oversized > 0 {
+		s += fmt.Sprintf("; %d chunks are a single word longer than a window", g.oversized)
 	}
 	return s
 }
 
-// sortedBundles returns rows sorted by api_id: the pool's order.
-func sortedBundles(rows []bundle.Row) []bundle.Row {
+// sortPool returns rows sorted by api_id, module and version: the pool's
+// order. A bundle twice (a pool naming one bundle node twice) is an error.
+func sortPool(rows []bundle.Row) ([]bundle.Row, error) {
 	out := append([]bundle.Row(nil), rows...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].APIID < out[j].APIID })
-	return out
-}
-
-// embedder is a loaded dense encoder and the embeddings it has computed,
-// by text. It is shared by every generate node of the process using the
-// same model files and pooling (embedderFor), so that a sweep loads the
-// weights once and a plan's embeddings serve the run; safe for concurrent
-// use. The embeddings are kept for the life of the process.
-type embedder struct {
-	m *embed.Model
-
-	mu   sync.Mutex
-	vecs map[string][]float32
-}
-
-// embed computes the embeddings of the texts not computed yet.
-func (e *embedder) embed(ctx context.Context, texts []string) error {
-	e.mu.Lock()
-	var todo []string
-	seen := map[string]bool{}
-	for _, t := range texts {
-		if _, ok := e.vecs[t]; !ok && !seen[t] {
-			seen[t] = true
-			todo = append(todo, t)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.APIID != b.APIID {
+			return a.APIID < b.APIID
+		}
+		if a.Module != b.Module {
+			return a.Module < b.Module
+		}
+		return a.Version < b.Version
+	})
+	for i := 1; i < len(out); i++ {
+		if sameBundle(out[i-1], out[i]) {
+			return nil, fmt.Errorf("the pool holds bundle %s of %s %s twice", out[i].APIID, out[i].Module, out[i].Version)
 		}
 	}
-	e.mu.Unlock()
-	vecs, err := e.m.Embed(ctx, todo, runtime.GOMAXPROCS(0))
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i, t := range todo {
-		e.vecs[t] = vecs[i]
-	}
-	return nil
+	return out, nil
 }
 
-// vec is the embedding of a text embed has computed.
-func (e *embedder) vec(text string) []float32 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.vecs[text]
+func sameBundle(a, b bundle.Row) bool {
+	return a.APIID == b.APIID && a.Module == b.Module && a.Version == b.Version
 }
 
 var (
 	embeddersMu sync.Mutex
-	embedders   = map[string]*embedder{} // by model digest and pooling
+	embedders   = map[string]*embed.Model{} // by embed.Fingerprint and pooling
+	stamps      = map[string][2]string{}    // dir → its files' stamp, their fingerprint
 )
 
-// embedderFor returns the encoder in dir, loaded once per process for each
-// digest (embedderDigest) and pooling.
-func embedderFor(dir, digest string, pooling embed.Pooling) (*embedder, error) {
+// embedderFor returns the encoder in dir with pooling, loaded once per
+// process for each content (embed.Fingerprint) and pooling, so that a
+// sweep's nodes share the weights. The process fingerprints a directory
+// again only when the name, size or modification time of a file in it
+// changes (a sweep's nodes share one hashing of the weights). Safe for
+// concurrent use.
+func embedderFor(dir string, pooling embed.Pooling) (*embed.Model, error) {
 	embeddersMu.Lock()
 	defer embeddersMu.Unlock()
-	key := digest + "\x00" + pooling.String()
-	if e, ok := embedders[key]; ok {
-		return e, nil
+	stamp, err := dirStamp(dir)
+	if err != nil {
+		return nil, fmt.Errorf("embed: %w", err)
+	}
+	fp := stamps[dir][1]
+	if stamps[dir][0] != stamp {
+		if fp, err = embed.Fingerprint(dir); err != nil {
+			return nil, err
+		}
+		stamps[dir] = [2]string{stamp, fp}
+	}
+	key := fp + "\x00" + pooling.String()
+	if m, ok := embedders[key]; ok {
+		return m, nil
 	}
 	m, err := embed.Load(dir, pooling)
 	if err != nil {
 		return nil, err
 	}
-	// The files may have changed between hashing and loading.
-	if d, err := hashEmbedder(dir); err != nil || d != digest {
+	if m.Fingerprint() != fp {
+		delete(stamps, dir)
 		return nil, fmt.Errorf("embed: %s changed while it was loaded", dir)
 	}
-	e := &embedder{m: m, vecs: map[string][]float32{}}
-	embedders[key] = e
-	return e, nil
+	embedders[key] = m
+	return m, nil
 }
 
-// embedderFiles are the files embed.Load reads.
-var embedderFiles = []string{"config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "sentence_bert_config.json"}
-
-var (
-	digestsMu sync.Mutex
-	digests   = map[string][2]string{} // dir → the files' stamp, their digest
-)
-
-// embedderDigest identifies the model in dir by the content of the files
-// embed.Load reads (name, length and bytes of each that exists), not by its
-// path: a moved directory keeps its digest, an edited one changes it. The
-// process hashes a directory again only when a file's size or modification
-// time changes (a sweep's nodes share one hashing of the weights).
-func embedderDigest(dir string) (string, error) {
-	var stamp strings.Builder
-	for _, name := range embedderFiles {
-		if st, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			fmt.Fprintf(&stamp, "%s %d %d\n", name, st.Size(), st.ModTime().UnixNano())
+// dirStamp is the name, size and modification time of every file in dir.
+func dirStamp(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
 		}
 	}
-	digestsMu.Lock()
-	defer digestsMu.Unlock()
-	if d, ok := digests[dir]; ok && d[0] == stamp.String() {
-		return d[1], nil
-	}
-	d, err := hashEmbedder(dir)
-	if err == nil {
-		digests[dir] = [2]string{stamp.String(), d}
-	}
-	return d, err
-}
-
-func hashEmbedder(dir string) (string, error) {
-	h := xxhash.New()
-	for _, name := range embedderFiles {
-		f, err := os.Open(filepath.Join(dir, name))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("embed: %w", err)
-		}
-		st, err := f.Stat()
-		if err == nil {
-			fmt.Fprintf(h, "%s\x00%d\x00", name, st.Size())
-			_, err = io.Copy(h, f)
-		}
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("embed: %s: %w", filepath.Join(dir, name), err)
-		}
-	}
-	return fmt.Sprintf("%016x", h.Sum64()), nil
+	return b.String(), nil
 }

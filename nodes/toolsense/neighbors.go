@@ -3,7 +3,6 @@ package toolsense
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
@@ -190,36 +188,8 @@ func (neighborsType) Validate(cfg any) error {
 	return nil
 }
 
-// modelFiles are the files of a model directory that Load may read.
-var modelFiles = []string{"config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "sentence_bert_config.json"}
-
-// modelDigest is the xxhash64 of the model directory's files (name, zero
-// byte, length, bytes, for each file present, in modelFiles order).
-func modelDigest(dir string) (string, error) {
-	h := xxhash.New()
-	for _, name := range modelFiles {
-		f, err := os.Open(filepath.Join(dir, name))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		st, err := f.Stat()
-		if err == nil {
-			fmt.Fprintf(h, "%s\x00%d\x00", name, st.Size())
-			_, err = io.Copy(h, f)
-		}
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
-		}
-	}
-	return fmt.Sprintf("%016x", h.Sum64()), nil
-}
-
 // neighborsPinned is what Resolve fixed: the model directory and its
-// files' digest (dense only).
+// files' digest, embed.Fingerprint (dense only).
 type neighborsPinned struct {
 	dir, digest string
 }
@@ -238,7 +208,7 @@ func (neighborsType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned,
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nodes.Errorf("model_dir", "Model directory not found", "%s is not a directory: want a BERT sentence-encoder directory (config.json, vocab.txt, model.safetensors).", c.ModelDir)
 	}
-	d, err := modelDigest(dir)
+	d, err := embed.Fingerprint(dir)
 	if err != nil {
 		return nil, nodes.Errorf("model_dir", "Cannot read the model", "%s: %v", c.ModelDir, err)
 	}
@@ -348,8 +318,8 @@ func (neighborsType) ranker(ctx context.Context, r nodes.Run, c *neighborsConfig
 	if err != nil {
 		return nil, err
 	}
-	if d, err := modelDigest(p.dir); err != nil || d != p.digest {
-		return nil, fmt.Errorf("model_dir %s changed since the plan (digest %s, now %s, %v): run again", c.ModelDir, p.digest, d, err)
+	if d := m.Fingerprint(); d != p.digest {
+		return nil, fmt.Errorf("model_dir %s changed since the plan (digest %s, now %s): run again", c.ModelDir, p.digest, d)
 	}
 	vecs, err := m.Embed(ctx, texts, c.batch())
 	if err != nil {

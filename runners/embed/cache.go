@@ -114,6 +114,21 @@ func (m *Model) EmbedCached(ctx context.Context, dir string, texts []string, bat
 	return out, nil
 }
 
+// Cached returns the vectors of texts EmbedCached has stored in dir, and
+// whether every one was there; it encodes nothing (a plan that must not
+// embed looks up with it).
+func (m *Model) Cached(dir string, texts []string) ([][]float32, bool) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v, ok := m.readCached(m.cachePath(dir, t))
+		if !ok {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
 func (m *Model) cachePath(dir, text string) string {
 	return cachePath(dir, cacheVersion, m.fingerprint, m.pooling, m.maxTokens, text)
 }

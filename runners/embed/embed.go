@@ -293,11 +293,7 @@ func setWeights(b *bert.Model, cfg bert.Config, w map[string]tensor) error {
 // basicTokens, embedOne's pooling or normalize) that can change a text's
 // vector must bump cacheVersion (cache.go).
 func (m *Model) Tokens(text string) []string {
-	var words []tokenizers.StringOffsetsPair
-	for _, w := range basicTokens(text, m.lower) {
-		words = append(words, tokenizers.StringOffsetsPair{String: w})
-	}
-	pieces := tokenizers.GetStrings(m.tokenizer.WordPieceTokenize(words))
+	pieces := m.WordPieces(text)
 	if len(pieces) > m.maxTokens-2 {
 		pieces = pieces[:m.maxTokens-2]
 	}
@@ -305,6 +301,17 @@ func (m *Model) Tokens(text string) []string {
 	out = append(out, wordpiecetokenizer.DefaultClassToken)
 	out = append(out, pieces...)
 	return append(out, wordpiecetokenizer.DefaultSequenceSeparator)
+}
+
+// WordPieces returns all the word pieces of text, as Tokens tokenizes it
+// but neither truncated nor wrapped in [CLS] and [SEP]: a text's length in
+// the encoder's tokens, whatever its length.
+func (m *Model) WordPieces(text string) []string {
+	var words []tokenizers.StringOffsetsPair
+	for _, w := range basicTokens(text, m.lower) {
+		words = append(words, tokenizers.StringOffsetsPair{String: w})
+	}
+	return tokenizers.GetStrings(m.tokenizer.WordPieceTokenize(words))
 }
 
 // basicTokens is BertTokenizer's BasicTokenizer (transformers'
