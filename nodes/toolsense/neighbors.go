@@ -2,6 +2,7 @@ package toolsense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -321,8 +322,17 @@ func (neighborsType) ranker(ctx context.Context, r nodes.Run, c *neighborsConfig
 	if d := m.Fingerprint(); d != p.digest {
 		return nil, fmt.Errorf("model_dir %s changed since the plan (digest %s, now %s): run again", c.ModelDir, p.digest, d)
 	}
-	vecs, err := m.Embed(ctx, texts, c.batch())
+	// The store's vector cache, shared with retrieve: a catalog is encoded
+	// once for every node and rerun that uses the same model.
+	cache, err := r.CacheDir("embed")
 	if err != nil {
+		return nil, err
+	}
+	vecs, err := m.EmbedCached(ctx, cache, texts, c.batch())
+	var werr *embed.CacheWriteError
+	if errors.As(err, &werr) {
+		r.Logf("%v", werr)
+	} else if err != nil {
 		return nil, err
 	}
 	return func(s, n int) []hit {
