@@ -100,7 +100,7 @@ def noisy():
 def plain():
     """No examples here."""
 `,
-	"calc/docs/guide.md": "# Guide\n\n```python\n>>> from calc import double\n>>> double(21)\n42\n```\n\nNo more.\n",
+	"calc/docs/guide.md":  "# Guide\n\n```python\n>>> from calc import double\n>>> double(21)\n42\n```\n\nNo more.\n",
 	"calc/docs/wrong.rst": "Wrong\n=====\n\n>>> from calc import double\n>>> double(1)\n3\n",
 	"calc/docs/plain.txt": "no doctests here\n",
 }
