@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -165,4 +166,64 @@ func runHelperInput(ctx context.Context, python string, args []string, stdin []b
 		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr.buf)))
 	}
 	return stdout.Bytes(), nil
+}
+
+// APICode returns M_code of each API of apis, by ID, reading the files
+// the surface located (API.File, relative to one of paths, the sys.path
+// entries the surface was listed with): one helper process per file. An
+// API without retrievable source (NoSource, no file, a file none of paths
+// holds, a qualified name with <locals>) has an error in errs instead.
+func APICode(ctx context.Context, python string, paths []string, apis []API, maxBytes int) (codes map[string]*Code, errs map[string]error, err error) {
+	codes, errs = map[string]*Code{}, map[string]error{}
+	byFile := map[string][]API{}
+	var files []string
+	for _, a := range apis {
+		if a.NoSource || a.File == "" || strings.Contains(a.QualName(), "<locals>") {
+			errs[a.ID] = fmt.Errorf("m_code %s: no retrievable source", a.ID)
+			continue
+		}
+		file := ""
+		for _, p := range paths {
+			f := filepath.Join(p, filepath.FromSlash(a.File))
+			if filepath.IsAbs(a.File) {
+				f = a.File
+			}
+			if _, err := os.Stat(f); err == nil {
+				file = f
+				break
+			}
+		}
+		if file == "" {
+			errs[a.ID] = fmt.Errorf("m_code %s: %s is under none of the paths", a.ID, a.File)
+			continue
+		}
+		if byFile[file] == nil {
+			files = append(files, file)
+		}
+		byFile[file] = append(byFile[file], a)
+	}
+	for _, f := range files {
+		var quals []string
+		for _, a := range byFile[f] {
+			quals = append(quals, a.QualName())
+		}
+		cs, es, err := SourceCode(ctx, python, f, quals, maxBytes)
+		if err != nil {
+			for _, a := range byFile[f] {
+				errs[a.ID] = err
+			}
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for _, a := range byFile[f] {
+			if c, ok := cs[a.QualName()]; ok {
+				codes[a.ID] = c
+			} else {
+				errs[a.ID] = es[a.QualName()]
+			}
+		}
+	}
+	return codes, errs, nil
 }

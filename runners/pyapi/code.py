@@ -85,7 +85,9 @@ def qual_index(tree):
         for node in body:
             if isinstance(node, DEFS):
                 q = prefix + node.name
-                idx[q] = (node, cls)
+                if q in idx and is_accessor(node):
+                    continue  # a property's setter or deleter: the getter is the API
+                idx[q] = (node, cls)  # else the last definition, the one bound (after @overload stubs)
                 if isinstance(node, ast.ClassDef):
                     visit(node.body, q + ".", q)
             elif isinstance(node, (ast.If, ast.Try)):
@@ -94,6 +96,10 @@ def qual_index(tree):
 
     visit(tree.body, "", "")
     return idx
+
+
+def is_accessor(node):
+    return any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in getattr(node, "decorator_list", []))
 
 
 def local_names(node):
