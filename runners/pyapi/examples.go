@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -43,13 +44,18 @@ type Example struct {
 	Steps  []Step
 	Code   string // the steps' sources, in order: the example's program
 	Output string // the steps' expected outputs, in order
+	// Calls are the names its steps call (f of f(...), m of x.m(...)),
+	// sorted, each once: what ties a documentation file's example to the
+	// APIs it exercises.
+	Calls []string
 }
 
 // Step is one ">>>" statement and the output it is expected to print.
 type Step struct {
-	Source string `json:"source"`
-	Want   string `json:"want"`
-	Line   int    `json:"line"` // in Text, from 1
+	Source string   `json:"source"`
+	Want   string   `json:"want"`
+	Line   int      `json:"line"` // in Text, from 1
+	Calls  []string `json:"calls"`
 }
 
 type parsed struct {
@@ -62,11 +68,20 @@ type parsed struct {
 func newExample(name string, steps []Step) Example {
 	e := Example{Name: name, Steps: steps}
 	var code, out strings.Builder
+	calls := map[string]bool{}
 	for _, s := range steps {
 		code.WriteString(s.Source)
 		out.WriteString(s.Want)
+		for _, c := range s.Calls {
+			calls[c] = true
+		}
 	}
 	e.Code, e.Output = code.String(), out.String()
+	e.Calls = make([]string, 0, len(calls))
+	for c := range calls {
+		e.Calls = append(e.Calls, c)
+	}
+	sort.Strings(e.Calls)
 	return e
 }
 

@@ -6,7 +6,8 @@ Usage:
   python3 -I -B examples.py run [--path DIR]... [--flag NAME]...  < {"name", "module", "text"}
 
 Stdlib only (doctest). parse splits texts into examples with
-doctest.DocTestParser: [{"name", "examples": [{"source", "want", "line"}]}].
+doctest.DocTestParser: [{"name", "examples": [{"source", "want", "line",
+"calls"}]}], calls being the names each step calls (f of f(), m of x.m()).
 scan does the same for the documentation files under ROOT that hold
 doctests (*.rst, *.md, *.txt; hidden and __pycache__ directories skipped;
 Markdown code fences read as blank lines so that a fence does not end up
@@ -21,6 +22,7 @@ original stdout (what the library prints goes to stderr):
    "got": output that differed, "error": the exception, "steps": [...]}
 """
 
+import ast
 import doctest
 import json
 import os
@@ -32,10 +34,26 @@ DOC_SUFFIXES = (".rst", ".md", ".txt")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
+def calls(source):
+    """The names a step calls: f for f(...), m for x.m(...)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name:
+                out.append(name)
+    return out
+
+
 def examples_of(name, text):
     out = []
     for ex in doctest.DocTestParser().get_examples(text, name):
-        out.append({"source": ex.source, "want": ex.want, "line": ex.lineno + 1})
+        out.append({"source": ex.source, "want": ex.want, "line": ex.lineno + 1, "calls": calls(ex.source)})
     return out
 
 

@@ -289,3 +289,26 @@ var classifierLicenses = map[string]string{
 	"Common Development and Distribution License 1.0 (CDDL-1.0)":      "CDDL-1.0",
 	"CEA CNRS Inria Logiciel Libre License, version 2.1 (CeCILL-2.1)": "CECILL-2.1",
 }
+
+var nameSeparators = regexp.MustCompile(`[-_.]+`)
+
+// normalizeDist is PEP 503's normalised distribution name.
+func normalizeDist(name string) string {
+	return nameSeparators.ReplaceAllString(strings.ToLower(name), "-")
+}
+
+// DistInfo finds the .dist-info directory of distribution dist (any
+// spelling: "Typing_Extensions", "typing-extensions") at version (any
+// version when "") under the sys.path entries paths.
+func DistInfo(paths []string, dist, version string) (string, error) {
+	for _, p := range paths {
+		matches, _ := filepath.Glob(filepath.Join(p, "*.dist-info"))
+		for _, m := range matches {
+			name, ver, ok := strings.Cut(strings.TrimSuffix(filepath.Base(m), ".dist-info"), "-")
+			if ok && normalizeDist(name) == normalizeDist(dist) && (version == "" || ver == version) {
+				return m, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("licence: no .dist-info of %s %s under %s", dist, version, strings.Join(paths, ", "))
+}

@@ -81,3 +81,24 @@ func TestReadLicenseReadsMetadataThenLicenseFiles(t *testing.T) {
 		t.Errorf("missing METADATA: err %v", err)
 	}
 }
+
+func TestDistInfoFindsTheDistributionInAnySpelling(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"typing_extensions-4.12.2.dist-info", "Foo.Bar-1.0.dist-info", "foo_bar-2.0.dist-info"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ dist, version, want string }{
+		{"typing-extensions", "", "typing_extensions-4.12.2.dist-info"},
+		{"Typing_Extensions", "4.12.2", "typing_extensions-4.12.2.dist-info"},
+		{"foo-bar", "2.0", "foo_bar-2.0.dist-info"},
+		{"foo_bar", "1.0", "Foo.Bar-1.0.dist-info"},
+		{"foo-bar", "3.0", ""},
+	} {
+		got, err := DistInfo([]string{filepath.Join(dir, "missing"), dir}, tc.dist, tc.version)
+		if (tc.want == "") != (err != nil) || (tc.want != "" && got != filepath.Join(dir, tc.want)) {
+			t.Errorf("%s %s: %q, %v; want %q", tc.dist, tc.version, got, err, tc.want)
+		}
+	}
+}
