@@ -139,7 +139,11 @@ def run(argv, out):
         except BaseException as e:  # the library's failure, not ours
             out.write(json.dumps({"status": "runtime_error", "error": "import %s: %s: %s" % (req["module"], type(e).__name__, e), "steps": []}))
             return
-    test = doctest.DocTestParser().get_doctest(req["text"], globs, req["name"], req.get("file") or req["name"], 0)
+    try:
+        test = doctest.DocTestParser().get_doctest(req["text"], globs, req["name"], req.get("file") or req["name"], 0)
+    except ValueError as e:  # inconsistent indentation: not a doctest
+        out.write(json.dumps({"status": "compile_error", "error": "doctest: %s" % e, "steps": []}))
+        return
     runner = Runner(verbose=False, optionflags=flags)
     runner.run(test, clear_globs=False)
     status, got, error = "passed", "", ""
