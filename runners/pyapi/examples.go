@@ -1,0 +1,297 @@
+package pyapi
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+//go:embed examples.py
+var examplesHelper string
+
+// ExamplesHelperSource is the embedded helper Doctests, DocFileExamples
+// and Executor run; callers that cache examples or verdicts put its digest
+// in their key.
+func ExamplesHelperSource() string { return examplesHelper }
+
+// Example is one E unit: the doctest of one docstring, or of one shipped
+// documentation file, run as a whole (its steps share their globals, as
+// doctest runs them).
+type Example struct {
+	// Name is the API's identity for a docstring ("shapes._geometry:double"),
+	// the file's path for a documentation file.
+	Name string
+	// APIID is the API whose docstring holds it; "" for a documentation
+	// file (the bundle ties those to APIs by the names their code uses).
+	APIID string
+	// Module is the module whose globals a docstring's examples run in (a
+	// copy, as doctest.testmod does); "" for a documentation file, whose
+	// examples import what they use.
+	Module string
+	// File is the documentation file, relative to the directory scanned;
+	// "" for a docstring.
+	File string
+	// Text is the doctest run: the docstring, or the file (Markdown
+	// fences blanked).
+	Text   string
+	Steps  []Step
+	Code   string // the steps' sources, in order: the example's program
+	Output string // the steps' expected outputs, in order
+	// Calls are the names its steps call (f of f(...), m of x.m(...)),
+	// sorted, each once: what ties a documentation file's example to the
+	// APIs it exercises.
+	Calls []string
+}
+
+// Step is one ">>>" statement and the output it is expected to print.
+type Step struct {
+	Source string   `json:"source"`
+	Want   string   `json:"want"`
+	Line   int      `json:"line"` // in Text, from 1
+	Calls  []string `json:"calls"`
+}
+
+type parsed struct {
+	Name     string `json:"name"`
+	Text     string `json:"text"`
+	Error    string `json:"error"`
+	Examples []Step `json:"examples"`
+}
+
+func newExample(name string, steps []Step) Example {
+	e := Example{Name: name, Steps: steps}
+	var code, out strings.Builder
+	calls := map[string]bool{}
+	for _, s := range steps {
+		code.WriteString(s.Source)
+		out.WriteString(s.Want)
+		for _, c := range s.Calls {
+			calls[c] = true
+		}
+	}
+	e.Code, e.Output = code.String(), out.String()
+	e.Calls = make([]string, 0, len(calls))
+	for c := range calls {
+		e.Calls = append(e.Calls, c)
+	}
+	sort.Strings(e.Calls)
+	return e
+}
+
+// Doctests splits the docstrings of apis (each API's own, Doc) into
+// examples with doctest.DocTestParser, run by the embedded helper as a
+// subprocess of python (parsing only: nothing of the library is imported).
+// An API without ">>>" in its docstring has none; one whose docstring
+// doctest cannot parse (inconsistent indentation) is in skipped with why.
+func Doctests(ctx context.Context, python string, apis []API) (examples []Example, skipped map[string]string, err error) {
+	type item struct {
+		Name string `json:"name"`
+		Text string `json:"text"`
+	}
+	var items []item
+	byName := map[string]API{}
+	for _, a := range apis {
+		if strings.Contains(a.Doc, ">>>") {
+			items = append(items, item{a.ID, a.Doc})
+			byName[a.ID] = a
+		}
+	}
+	skipped = map[string]string{}
+	if len(items) == 0 {
+		return nil, skipped, nil
+	}
+	in, err := json.Marshal(items)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := runHelperInput(ctx, python, []string{"-I", "-B", "-X", "utf8", "-c", examplesHelper, "parse"}, in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("doctests: %w", err)
+	}
+	var res []parsed
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, nil, fmt.Errorf("doctests: helper output: %w", err)
+	}
+	for _, p := range res {
+		if p.Error != "" {
+			skipped[p.Name] = p.Error
+			continue
+		}
+		if len(p.Examples) == 0 {
+			continue
+		}
+		a := byName[p.Name]
+		e := newExample(p.Name, p.Examples)
+		e.APIID, e.Module, e.Text = a.ID, a.Module(), a.Doc
+		examples = append(examples, e)
+	}
+	return examples, skipped, nil
+}
+
+// DocFileExamples finds the doctests of the documentation files shipped
+// under dir (an installed package's directory): *.rst, *.md and *.txt
+// files holding ">>>", hidden and __pycache__ directories skipped. Only
+// doctest-form examples are taken: a script without expected output (an
+// examples/*.py) cannot be validated against anything but its exit status,
+// and is left out. A file doctest cannot parse is in skipped with why.
+func DocFileExamples(ctx context.Context, python, dir string) (examples []Example, skipped map[string]string, err error) {
+	out, err := runHelper(ctx, python, []string{"-I", "-B", "-X", "utf8", "-c", examplesHelper, "scan", dir})
+	if err != nil {
+		return nil, nil, fmt.Errorf("doc examples in %s: %w", dir, err)
+	}
+	var res []parsed
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, nil, fmt.Errorf("doc examples in %s: helper output: %w", dir, err)
+	}
+	skipped = map[string]string{}
+	for _, p := range res {
+		if p.Error != "" {
+			skipped[p.Name] = p.Error
+			continue
+		}
+		e := newExample(p.Name, p.Examples)
+		e.File, e.Text = p.Name, p.Text
+		examples = append(examples, e)
+	}
+	return examples, skipped, nil
+}
+
+// Example statuses, named as the Go bundle's (gotool) where they agree.
+const (
+	ExamplePassed       = "passed"
+	ExampleFailed       = "failed"        // a step printed other than its expected output
+	ExampleRuntimeError = "runtime_error" // a step raised an exception it did not expect, or the module did not import
+	ExampleCompileError = "compile_error" // a step is not valid Python
+	ExampleTimeout      = "timeout"       // the wall clock ran out
+	ExampleCrashed      = "crashed"       // the interpreter died without a verdict (a signal, a memory limit)
+)
+
+// Verdict is what running one example found.
+type Verdict struct {
+	Status string
+	// Got is the output of the first step that did not pass, when it
+	// printed other than expected.
+	Got string
+	// Error is the exception of the failing step, or why the example could
+	// not run (with the end of stderr for a crash).
+	Error    string
+	Steps    []StepResult
+	Duration time.Duration
+}
+
+// Valid reports whether the example passed: only then does a bundle keep
+// it.
+func (v Verdict) Valid() bool { return v.Status == ExamplePassed }
+
+// StepResult is one step's outcome, in order; the steps after a failing
+// one still run, as doctest runs them.
+type StepResult struct {
+	Source string `json:"source"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// Executor runs examples against an environment, each in its own sandbox
+// run: an interpreter of its own, the environment mounted read-only, no
+// network, a wall clock. Untrusted code never runs in lacuna's process.
+// An Executor is safe for concurrent use when its Sandbox is.
+type Executor struct {
+	Sandbox *sandbox.Sandbox
+	Python  string // the interpreter, e.g. the environment's bin/python
+	// Paths go first on sys.path (site-packages, a source tree); they are
+	// mounted read-only, and must not be under /tmp when the sandbox is
+	// bubblewrap's (/tmp is the sandbox's own).
+	Paths []string
+	// ReadOnly are the other host paths the interpreter needs (a venv's
+	// root, a Python installed outside /usr).
+	ReadOnly []string
+	// Flags are doctest option flags for every example ("ELLIPSIS",
+	// "NORMALIZE_WHITESPACE"); inline directives work regardless.
+	Flags []string
+	// Limits bound each run; Wall is the example's timeout (default 60s).
+	Limits sandbox.Limits
+}
+
+// Args is the interpreter's command line for one run, after the
+// interpreter: part of what a cache of verdicts keys on.
+func (x *Executor) Args() []string {
+	args := []string{"-I", "-B", "-X", "utf8", "-c", examplesHelper, "run"}
+	for _, p := range x.Paths {
+		args = append(args, "--path", p)
+	}
+	for _, f := range x.Flags {
+		args = append(args, "--flag", f)
+	}
+	return args
+}
+
+// Run runs ex and returns its verdict. The error is for what prevented
+// running it at all (the sandbox could not start, an unknown flag);
+// everything the example or the library does is in the verdict.
+func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
+	for _, f := range x.Flags {
+		if !doctestFlags[f] {
+			return Verdict{}, fmt.Errorf("example %s: unknown doctest flag %q", ex.Name, f)
+		}
+	}
+	req, err := json.Marshal(map[string]string{"name": ex.Name, "module": ex.Module, "file": ex.File, "text": ex.Text})
+	if err != nil {
+		return Verdict{}, err
+	}
+	dir, err := os.MkdirTemp("", "lacuna-pyexample-")
+	if err != nil {
+		return Verdict{}, fmt.Errorf("example %s: %w", ex.Name, err)
+	}
+	defer os.RemoveAll(dir)
+	res, err := x.Sandbox.Run(ctx, sandbox.Spec{
+		Argv:     append([]string{x.Python}, x.Args()...),
+		Dir:      dir,
+		ReadOnly: append(append([]string(nil), x.Paths...), x.ReadOnly...),
+		Stdin:    req,
+		Limits:   x.Limits,
+	})
+	if err != nil {
+		return Verdict{}, fmt.Errorf("example %s: %w", ex.Name, err)
+	}
+	v := Verdict{Duration: res.Duration}
+	if res.TimedOut {
+		v.Status, v.Error = ExampleTimeout, "the wall clock ran out after "+res.Duration.Round(time.Millisecond).String()
+		return v, nil
+	}
+	var out struct {
+		Status, Got, Error string
+		Steps              []StepResult
+	}
+	if err := json.Unmarshal(res.Stdout, &out); err != nil || out.Status == "" {
+		why := fmt.Sprintf("exit status %d", res.ExitCode)
+		if res.Signal != "" {
+			why = "signal " + res.Signal
+		}
+		v.Status, v.Error = ExampleCrashed, strings.TrimSpace(why+": "+tail(res.Stderr, 2000))
+		return v, nil
+	}
+	v.Status, v.Got, v.Error, v.Steps = out.Status, out.Got, out.Error, out.Steps
+	return v, nil
+}
+
+var doctestFlags = map[string]bool{
+	"DONT_ACCEPT_TRUE_FOR_1": true, "DONT_ACCEPT_BLANKLINE": true, "NORMALIZE_WHITESPACE": true, "ELLIPSIS": true,
+	"SKIP": true, "IGNORE_EXCEPTION_DETAIL": true, "REPORT_UDIFF": true, "REPORT_CDIFF": true, "REPORT_NDIFF": true,
+	"REPORT_ONLY_FIRST_FAILURE": true, "FAIL_FAST": true,
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

@@ -1,0 +1,329 @@
+package pyapi
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+// docsFiles is a package whose docstrings and shipped docs hold doctests
+// that pass, fail, raise, do not compile, hang, or crash the interpreter.
+var docsFiles = map[string]string{
+	"calc/__init__.py": `
+"""Calc."""
+from calc.core import double, broken_doc, raises, bad_syntax, hangs, crashes, uses_helper, noisy
+`,
+	"calc/core.py": `
+import os
+
+_FACTOR = 2
+
+
+def double(x):
+    """Double x.
+
+    >>> double(2)
+    4
+    >>> y = double(-1)
+    >>> y
+    -2
+    """
+    return x * _FACTOR
+
+
+def broken_doc(x):
+    """Claims the wrong result.
+
+    >>> broken_doc(2)
+    5
+    """
+    return x
+
+
+def raises(x):
+    """Raises where no exception is expected.
+
+    >>> raises(0)
+    0
+    """
+    return 1 / x
+
+
+def bad_syntax():
+    """Not Python.
+
+    >>> def (:
+    """
+
+
+def hangs():
+    """Never returns.
+
+    >>> hangs()
+    """
+    while True:
+        pass
+
+
+def crashes():
+    """Kills its interpreter.
+
+    >>> crashes()
+    """
+    os._exit(3)
+
+
+def uses_helper(x):
+    """Uses a module global without importing it.
+
+    >>> _FACTOR * uses_helper(1)
+    2
+    """
+    return x
+
+
+def noisy():
+    """Prints to the real stdout descriptor as well.
+
+    >>> noisy()
+    ok
+    """
+    os.write(1, b"to fd 1\n")
+    print("ok")
+
+
+def plain():
+    """No examples here."""
+`,
+	"calc/docs/guide.md":  "# Guide\n\n```python\n>>> from calc import double\n>>> double(21)\n42\n```\n\nNo more.\n",
+	"calc/docs/wrong.rst": "Wrong\n=====\n\n>>> from calc import double\n>>> double(1)\n3\n",
+	"calc/docs/plain.txt": "no doctests here\n",
+}
+
+// sandboxFor makes an executor for the fixture tree at root, or skips (fails
+// under CI=true) when bubblewrap is missing, as runners/sandbox's tests do.
+func sandboxFor(t *testing.T, py, root string) *Executor {
+	t.Helper()
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Isolation() != "bubblewrap" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bubblewrap is not installed: no isolation to test the examples in")
+		}
+		t.Skip("SKIPPED LOUDLY: bubblewrap is not installed: no isolation to test the examples in")
+	}
+	py = reachablePython(t, py)
+	x := &Executor{Sandbox: sb, Python: py, Paths: []string{root}, Limits: sandbox.Limits{Wall: 10 * time.Second}}
+	// A venv's interpreter needs its venv; one outside the system
+	// directories needs its installation.
+	if !strings.HasPrefix(py, "/usr/") {
+		x.ReadOnly = append(x.ReadOnly, filepath.Dir(filepath.Dir(py)))
+	}
+	if real, _ := filepath.EvalSymlinks(py); !strings.HasPrefix(real, "/usr/") {
+		x.ReadOnly = append(x.ReadOnly, filepath.Dir(filepath.Dir(real)))
+	}
+	return x
+}
+
+// reachablePython returns py when uid 65534 (whom the sandbox runs
+// programs as under root) can reach it and its installation, else the
+// system's /usr/bin/python3 (a pyenv under /root is private).
+func reachablePython(t *testing.T, py string) string {
+	t.Helper()
+	for _, p := range []string{py, "/usr/bin/python3"} {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil && worldTraversable(filepath.Dir(filepath.Dir(p))) && worldTraversable(filepath.Dir(filepath.Dir(real))) {
+			return p
+		}
+	}
+	msg := "no Python interpreter the sandbox's unprivileged user can reach"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+func worldTraversable(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
+}
+
+// outsideTmp is a world-readable directory outside /tmp, which is the
+// sandbox's own.
+func outsideTmp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "lacuna-pyapi-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func docsAPIs() []API {
+	var out []API
+	for _, name := range []string{"double", "broken_doc", "raises", "bad_syntax", "hangs", "crashes", "uses_helper", "noisy", "plain"} {
+		out = append(out, API{ID: "calc.core:" + name, Kind: "function", Name: name})
+	}
+	return out
+}
+
+// withDocs fills the APIs' docstrings from the fixture, the way Surface
+// would (inspect.cleandoc).
+func withDocs(t *testing.T, py, root string, apis []API) []API {
+	t.Helper()
+	s, err := Surface(context.Background(), py, []string{root}, "calc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{}
+	for _, a := range s.APIs {
+		docs[a.ID] = a.Doc
+	}
+	for i := range apis {
+		apis[i].Doc = docs[apis[i].ID]
+	}
+	return apis
+}
+
+func TestDoctestsSplitDocstringsIntoStepsWithExpectedOutput(t *testing.T) {
+	py := python(t)
+	root := t.TempDir()
+	writeTree(t, root, docsFiles)
+	exs, skipped, err := Doctests(context.Background(), py, withDocs(t, py, root, docsAPIs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(skipped) != 0 {
+		t.Errorf("skipped %v", skipped)
+	}
+	byName := map[string]Example{}
+	for _, e := range exs {
+		byName[e.Name] = e
+	}
+	if _, ok := byName["calc.core:plain"]; ok || len(exs) != 8 {
+		t.Errorf("%d examples (plain included: %v), want 8 without plain", len(exs), ok)
+	}
+	d := byName["calc.core:double"]
+	if d.APIID != "calc.core:double" || d.Module != "calc.core" || len(d.Steps) != 3 ||
+		d.Code != "double(2)\ny = double(-1)\ny\n" || d.Output != "4\n-2\n" || d.Steps[1].Want != "" || !reflect.DeepEqual(d.Calls, []string{"double"}) {
+		t.Errorf("double: %+v", d)
+	}
+}
+
+func TestDocFileExamplesScanShippedDocsWithDoctests(t *testing.T) {
+	py := python(t)
+	root := t.TempDir()
+	writeTree(t, root, docsFiles)
+	exs, skipped, err := DocFileExamples(context.Background(), py, filepath.Join(root, "calc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exs) != 2 || len(skipped) != 0 {
+		t.Fatalf("examples %+v skipped %v, want guide.md and wrong.rst", exs, skipped)
+	}
+	g := exs[0]
+	if g.File != "docs/guide.md" || g.Module != "" || g.Output != "42\n" || strings.Contains(g.Text, "```") || !reflect.DeepEqual(g.Calls, []string{"double"}) {
+		t.Errorf("guide.md: %+v (the fence must not be expected output)", g)
+	}
+}
+
+func TestExecutorRunsEachExampleInTheSandboxWithAVerdict(t *testing.T) {
+	py := python(t)
+	root := outsideTmp(t)
+	writeTree(t, root, docsFiles)
+	x := sandboxFor(t, py, root)
+	x.Limits.Wall = 30 * time.Second
+	short := *x
+	short.Limits.Wall = 2 * time.Second // for the example that hangs
+	ctx := context.Background()
+	exs, _, err := Doctests(ctx, py, withDocs(t, py, root, docsAPIs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := DocFileExamples(ctx, py, filepath.Join(root, "calc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ status, got, errorHas string }{
+		"calc.core:double":      {status: ExamplePassed},
+		"calc.core:uses_helper": {status: ExamplePassed}, // runs in the module's globals
+		"calc.core:noisy":       {status: ExamplePassed}, // a write to descriptor 1 does not spoil the verdict
+		"calc.core:broken_doc":  {status: ExampleFailed, got: "2\n"},
+		"calc.core:raises":      {status: ExampleRuntimeError, errorHas: "ZeroDivisionError"},
+		"calc.core:bad_syntax":  {status: ExampleCompileError, errorHas: "SyntaxError"},
+		"calc.core:hangs":       {status: ExampleTimeout},
+		"calc.core:crashes":     {status: ExampleCrashed, errorHas: "exit status 3"},
+		"docs/guide.md":         {status: ExamplePassed},
+		"docs/wrong.rst":        {status: ExampleFailed, got: "2\n"},
+	}
+	seen := 0
+	for _, e := range append(exs, files...) {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		run := x.Run
+		if w.status == ExampleTimeout {
+			run = short.Run
+		}
+		v, err := run(ctx, e)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		if v.Status != w.status || v.Got != w.got || !strings.Contains(v.Error, w.errorHas) || v.Valid() != (w.status == ExamplePassed) {
+			t.Errorf("%s: %+v, want status %s got %q error containing %q", e.Name, v, w.status, w.got, w.errorHas)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("ran %d examples, want %d", seen, len(want))
+	}
+}
+
+func TestExecutorSeesTheEnvironmentReadOnlyAndNoHostFiles(t *testing.T) {
+	py := python(t)
+	root := outsideTmp(t)
+	writeTree(t, root, map[string]string{"probe/__init__.py": ""})
+	secret := outsideTmp(t)
+	if err := os.WriteFile(filepath.Join(secret, "secret"), []byte("s3cret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := sandboxFor(t, py, root)
+	text := ">>> import probe, os\n" +
+		">>> open(os.path.join(os.path.dirname(probe.__file__), 'w'), 'w')\nTraceback (most recent call last):\nOSError: [Errno 30] Read-only file system: '" + filepath.Join(root, "probe", "w") + "'\n" +
+		">>> os.path.exists(" + `"` + filepath.Join(secret, "secret") + `"` + ")\nFalse\n"
+	v, err := x.Run(context.Background(), Example{Name: "probe", Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != ExamplePassed {
+		t.Errorf("%+v, want the package read-only and the host's files unseen", v)
+	}
+}
+
+func TestExecutorRejectsUnknownFlags(t *testing.T) {
+	x := &Executor{Flags: []string{"ELIPSIS"}}
+	if _, err := x.Run(context.Background(), Example{Name: "x"}); err == nil || !strings.Contains(err.Error(), "ELIPSIS") {
+		t.Errorf("err %v, want the unknown flag named", err)
+	}
+}
