@@ -25,6 +25,7 @@ package pyenv
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,10 @@ type Python struct {
 	// Sandbox runs a library's code; Limits are the node's.
 	Sandbox *sandbox.Sandbox
 	Limits  sandbox.Limits
+	// Unsandboxed says why library code runs outside the sandbox (as a
+	// tool of lacuna's user: resource limits, a wall clock and a minimal
+	// environment only); "" when it runs inside. See Resolve.
+	Unsandboxed string
 	// Fallback says why pip is used when uv was asked for by default and
 	// could not be had; nil otherwise.
 	Fallback error
@@ -106,12 +111,16 @@ func Resolve(ctx context.Context, r nodes.Resolve, lim sandbox.Limits) (*nodes.P
 	if p.Sandbox, err = sandbox.New(); err != nil {
 		return nil, err
 	}
+	p.Unsandboxed = unsandboxed(p.Sandbox, dir, baseInstall(py.Path))
 	id := map[string]string{"python": py.ID(), "installer": inst.String()}
 	for k, v := range p.Sandbox.Identity(lim) {
 		if k != "sandbox" {
 			k = "sandbox." + k
 		}
 		id[k] = v
+	}
+	if p.Unsandboxed != "" {
+		id["sandbox"] = "none"
 	}
 	return &nodes.Pinned{Identity: id, Value: p}, nil
 }
@@ -148,6 +157,9 @@ func From(r nodes.Run) (*Python, error) {
 	if w := p.Sandbox.Warning(); w != "" {
 		r.Logf("%s", w)
 	}
+	if p.Unsandboxed != "" {
+		r.Logf("WARNING: library code runs outside the sandbox, with resource limits only: %s", p.Unsandboxed)
+	}
 	if p.Fallback != nil {
 		r.Logf("installing with %s: uv could not be had: %v", p.Cache.Installer, p.Fallback)
 	}
@@ -170,7 +182,9 @@ func (p *Python) Environment(ctx context.Context, name, version string, released
 // mounted read-only at their paths, the working directory is an empty
 // /work, and the environment holds only PATH, HOME, TMPDIR and LC_ALL.
 // Without bubblewrap it runs with resource limits only, in a temporary
-// directory (From logs the sandbox's warning).
+// directory (From logs the sandbox's warning); when the sandbox cannot
+// mount the environments (p.Unsandboxed) it runs as a tool of lacuna's
+// user (sandbox.RunTool: the same limits, no isolation).
 func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string) (*sandbox.Result, error) {
 	work, err := os.MkdirTemp("", "lacuna-py-")
 	if err != nil {
@@ -181,17 +195,70 @@ func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string)
 	if p.Sandbox.Isolation() != "bubblewrap" {
 		home = work
 	}
+	argv := append([]string{env.Python()}, args...)
+	if p.Unsandboxed != "" {
+		return p.Sandbox.RunTool(ctx, sandbox.Tool{Argv: argv, Dir: work, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + work, "TMPDIR=" + work, "LC_ALL=C.UTF-8"}, Limits: p.Limits})
+	}
 	ro := []string{env.Dir}
 	if base := baseInstall(p.Cache.Python.Path); base != "" {
 		ro = append(ro, base)
 	}
 	return p.Sandbox.Run(ctx, sandbox.Spec{
-		Argv:     append([]string{env.Python()}, args...),
+		Argv:     argv,
 		Dir:      work,
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
 		ReadOnly: ro,
 		Limits:   p.Limits,
 	})
+}
+
+// unsandboxed says why the sandbox cannot run an environment of the
+// cache dir made from the installation base ("" when it can): under
+// bubblewrap it mounts them at their paths, which must be outside /tmp
+// (the sandbox's own); when lacuna runs as root the sandbox runs as uid
+// 65534, which must be able to reach them (a pyenv interpreter under a
+// private /root is not).
+func unsandboxed(sb *sandbox.Sandbox, cache, base string) string {
+	paths := []string{cache}
+	if base != "" {
+		paths = append(paths, base)
+	}
+	for _, d := range paths {
+		if sb.Isolation() == "bubblewrap" {
+			for _, own := range []string{"/tmp", "/work", "/proc", "/dev"} {
+				if d == own || strings.HasPrefix(d, own+"/") {
+					return fmt.Sprintf("%s is under %s, which is the sandbox's own (keep the store elsewhere)", d, own)
+				}
+			}
+		}
+		if os.Geteuid() == 0 {
+			if err := othersReach(d); err != nil {
+				return fmt.Sprintf("the sandbox runs library code as uid 65534, which %v (use an interpreter and a store others may read: LACUNA_PYTHON=/usr/bin/python3)", err)
+			}
+		}
+	}
+	return ""
+}
+
+// othersReach checks that a user who owns nothing on the way (the
+// sandbox's uid) can traverse every directory down to dir and read it.
+func othersReach(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cannot reach %s: %w", dir, err)
+		}
+		need := fs.FileMode(0o001)
+		if d == dir {
+			need = 0o005
+		}
+		if fi.Mode().Perm()&need != need {
+			return fmt.Errorf("cannot reach %s (%s is %s)", dir, d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // baseInstall is the installation the interpreter at exe belongs to
