@@ -288,3 +288,35 @@ func TestSurfaceDiffPythonClassifiesEveryAPIOfTheNewRelease(t *testing.T) {
 		t.Errorf("after 2.1.0: rows of v_new %v", rows[0].VNew)
 	}
 }
+
+// TestSurfaceDiffPythonOnRealPyPI diffs attrs across the cutoff
+// 2024-06-01 on pypi.org, with uv bootstrapped into the store. Opt-in:
+// it needs the network (LACUNA_TEST_NET=1). It checks the counts are
+// sane, not what they are.
+func TestSurfaceDiffPythonOnRealPyPI(t *testing.T) {
+	if os.Getenv("LACUNA_TEST_NET") == "" {
+		t.Skip("set LACUNA_TEST_NET=1 to use pypi.org")
+	}
+	needPython(t)
+	useIndex(t, "")
+	t.Setenv("LACUNA_PY_INSTALLER", "")
+	src := strings.NewReplacer(`"py-shapes"`, `"attrs"`).Replace(pySurfacePipeline)
+	run := nodetest.Run(t, storeDir(t), src)
+	rows := nodetest.Read[discovery.APIRow](t, run, "node.surface_diff.shapes")
+	novel, kept := 0, 0
+	for _, a := range rows {
+		if a.ID == "" {
+			t.Errorf("not analysed: %s %s: %s", a.Kind, a.Package, a.Reasons)
+		}
+		if a.Novel {
+			novel++
+		}
+		if a.Keep {
+			kept++
+		}
+	}
+	if len(rows) == 0 || novel == 0 || novel >= len(rows) || kept == 0 || kept > novel {
+		t.Errorf("attrs: %d APIs, %d novel, %d kept: want 0 < kept <= novel < APIs", len(rows), novel, kept)
+	}
+	t.Logf("attrs %s → %s: %d APIs, %d novel, %d kept", rows[0].VOld, rows[0].VNew, len(rows), novel, kept)
+}
