@@ -1,6 +1,7 @@
 package discovery_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -319,4 +320,57 @@ func TestSurfaceDiffPythonOnRealPyPI(t *testing.T) {
 		t.Errorf("attrs: %d APIs, %d novel, %d kept: want 0 < kept <= novel < APIs", len(rows), novel, kept)
 	}
 	t.Logf("attrs %s → %s: %d APIs, %d novel, %d kept", rows[0].VOld, rows[0].VNew, len(rows), novel, kept)
+}
+
+// TestSurfaceDiffPythonContainsAnImportThatKillsTheInterpreter: 2.0.0's
+// package pycrash calls os._exit at import, which kills the helper. That
+// package becomes one row with the reason; the distribution's other
+// package is diffed as usual.
+func TestSurfaceDiffPythonContainsAnImportThatKillsTheInterpreter(t *testing.T) {
+	needPython(t)
+	ok := func(extra string) string {
+		return `def known(x):
+    """Return x unchanged, as the first release already did."""
+    return x
+` + extra
+	}
+	ix := pypitest.NewIndex()
+	if err := ix.Publish("py-crash",
+		pypitest.Release{Version: "1.0.0", Uploaded: pypitest.Day("2024-01-10"), Files: map[string]string{
+			"pycrash/__init__.py":    "",
+			"pycrash_ok/__init__.py": ok(""),
+		}},
+		pypitest.Release{Version: "2.0.0", Uploaded: pypitest.Day("2024-09-01"), Files: map[string]string{
+			"pycrash/__init__.py": "import os\nos._exit(3)\n",
+			"pycrash_ok/__init__.py": ok(`
+
+def added(x):
+    """Return x doubled, new in the second release of the package."""
+    return 2 * x
+`),
+		}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	useIndex(t, pypitest.Serve(t, ix))
+	t.Setenv("LACUNA_PY_INSTALLER", "pip")
+	src := strings.NewReplacer(`"py-shapes"`, `"py-crash"`).Replace(pySurfacePipeline)
+	run := nodetest.Run(t, storeDir(t), src)
+	rows := nodetest.Read[discovery.APIRow](t, run, "node.surface_diff.shapes")
+	var got []string
+	for _, a := range rows {
+		switch {
+		case a.ID == "" && a.Kind == "package" && a.Package == "pycrash" && strings.Contains(a.Reasons, "py-crash==2.0.0 could not be listed") && strings.Contains(a.Reasons, "exit status 3"):
+			got = append(got, "package pycrash failed")
+		case a.ID != "":
+			got = append(got, fmt.Sprintf("%s novel=%v keep=%v", a.ID, a.Novel, a.Keep))
+		default:
+			t.Errorf("unexpected row %+v", a)
+		}
+	}
+	sort.Strings(got)
+	want := []string{"package pycrash failed", "pycrash_ok:added novel=true keep=true", "pycrash_ok:known novel=false keep=false"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
