@@ -19,6 +19,10 @@ func init() { nodes.Register(surfaceDiff{}) }
 //	node "surface_diff" "lo" { versions = node.version_resolve.lo }
 type surfaceDiffConfig struct {
 	Versions nodes.Ref `hcl:"versions"`
+	// Ecosystem is "go" (default) or "python": the libraries the versions
+	// input holds. It decides what Resolve pins (the Go module cache, or
+	// the interpreter, installer and sandbox of nodes/pyenv).
+	Ecosystem string `hcl:"ecosystem,optional"`
 	// MinDocWords: a doc comment of fewer words is "thin" (default 5).
 	MinDocWords *int `hcl:"min_doc_words,optional"`
 }
@@ -33,6 +37,12 @@ func (c *surfaceDiffConfig) minDocWords() int {
 // APIRow is one exported API of v_new, with whether it is novel and why it
 // would be filtered out. Keep is true when it is novel and no filter
 // applies; Reasons lists every reason it is not kept.
+//
+// Go and Python rows share the columns where the concepts agree (see
+// pyRow for the mapping); the columns after Reasons are Python's and empty
+// in Go rows. A Python library, or one of its packages, that could not be
+// analysed at all (no environment, the helper died) is one row with an
+// empty api_id, kind "library" or "package", and the reason.
 type APIRow struct {
 	Library     string `parquet:"library"`
 	Module      string `parquet:"module"` // the module of v_new: the library, or its successor major version
@@ -65,6 +75,25 @@ type APIRow struct {
 	FamilyRep   bool   `parquet:"family_rep"` // the kept member later stages keep when deduplicating
 	Keep        bool   `parquet:"keep"`
 	Reasons     string `parquet:"reasons"`
+	// Path is the canonical public path of a Python API (shapes.Point.norm);
+	// Paths every path it is exported at (re-exports, aliases), space
+	// separated.
+	Path  string `parquet:"path"`
+	Paths string `parquet:"paths"`
+	// OldPath is the old canonical path when it moved (canonical-path
+	// drift), OldSignature the old signature when it changed.
+	OldPath      string `parquet:"old_path"`
+	OldSignature string `parquet:"old_signature"`
+	// StdlibDoc: no docstring of its own, the inherited one is the
+	// standard library's. ImportError: its module fails to import in v_new
+	// (read from the syntax tree). Uncertain: its module failed to import
+	// in v_old, so it may have been reachable there unseen.
+	StdlibDoc   bool `parquet:"stdlib_doc"`
+	ImportError bool `parquet:"import_error"`
+	Uncertain   bool `parquet:"uncertain"`
+	// VNewEnv is the lock digest of v_new's environment (runners/pyenv):
+	// later stages get the same environment from the cache by it.
+	VNewEnv string `parquet:"v_new_env"`
 }
 
 type surfaceDiff struct {
@@ -80,14 +109,20 @@ var (
 )
 
 func (surfaceDiff) Name() string    { return "surface_diff" }
-func (surfaceDiff) Version() string { return "3" }
+func (surfaceDiff) Version() string { return "4" }
 func (surfaceDiff) Doc() string {
 	return "Downloads v_old and v_new (checksums verified against the checksum database), diffs their exported API " +
-		"on identity (moves and aliases reconciled) and emits every v_new API with novel, filter columns, reasons and a family."
+		"on identity (moves and aliases reconciled) and emits every v_new API with novel, filter columns, reasons and a family. " +
+		"With ecosystem = \"python\": installs both releases into environments of their own release day (uv, else pip), " +
+		"lists their API with an embedded inspect/ast helper run in the sandbox, and applies the paper's filters " +
+		"(private, deprecated, no source, thin or stdlib-inherited docstring)."
 }
 
 func (surfaceDiff) Validate(cfg any) error {
 	c := cfg.(*surfaceDiffConfig)
+	if c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python" {
+		return nodes.Errorf("ecosystem", "Ecosystem not supported", "surface_diff handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
+	}
 	if c.minDocWords() < 0 {
 		return nodes.Errorf("min_doc_words", "Invalid threshold", "min_doc_words must be 0 or more.")
 	}
@@ -97,7 +132,13 @@ func (surfaceDiff) Validate(cfg any) error {
 // Resolve prepares the verified module cache. Downloads are checked
 // against the checksum database, so the modules' content is fixed by their
 // versions (in the input) and adds nothing to the key.
+// For Python the interpreter, the installer, the helper's source and the
+// sandbox are pinned (pyenv.Resolve); each environment is resolved in Run
+// as of its release's day, from the releases the input holds.
 func (surfaceDiff) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	if r.Config().(*surfaceDiffConfig).Ecosystem == "python" {
+		return resolvePythonSurface(ctx, r)
+	}
 	return goenv.Resolve(ctx, r, goenv.Fetch)
 }
 
@@ -111,6 +152,9 @@ func (t surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
+	if c.Ecosystem == "python" {
+		return t.runPython(ctx, r, c, versions)
+	}
 	g, err := goenv.From(r)
 	if err != nil {
 		return err
@@ -120,7 +164,7 @@ func (t surfaceDiff) Run(ctx context.Context, r nodes.Run) error {
 	var notes []string
 	for i, v := range versions {
 		if v.Ecosystem != "go" {
-			return fmt.Errorf("%s: ecosystem %q is not supported yet", v.Library, v.Ecosystem)
+			return fmt.Errorf("%s: ecosystem %q: set ecosystem = %q on surface_diff", v.Library, v.Ecosystem, v.Ecosystem)
 		}
 		old, err := fetcher.Download(ctx, v.Library, v.VOld)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
+	"github.com/lacuna-dev/lacuna/nodes/pyenv"
 	"github.com/lacuna-dev/lacuna/runners/modfetch"
 	"github.com/lacuna-dev/lacuna/runners/pypi"
 	"github.com/zclconf/go-cty/cty"
@@ -234,17 +235,6 @@ func (t versionResolve) Run(ctx context.Context, r nodes.Run) error {
 	}})
 }
 
-// PythonIndex is the index a user's installer uses: PIP_INDEX_URL, then
-// UV_INDEX_URL, then UV_DEFAULT_INDEX (uv's newer name), else pypi.org.
-func PythonIndex(getenv func(string) string) string {
-	for _, k := range []string{"PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"} {
-		if v := getenv(k); v != "" {
-			return v
-		}
-	}
-	return pypi.DefaultIndex
-}
-
 // pinnedProject is the project page as Resolve read it: Run resolves from
 // it, never from a second fetch.
 type pinnedProject struct {
@@ -259,7 +249,7 @@ type pinnedProject struct {
 // not in the key: two indexes that date the same releases alike give the
 // same rows.
 func resolvePython(ctx context.Context, r nodes.Resolve, lib library) (*nodes.Pinned, error) {
-	idx, err := pypi.NewIndex(PythonIndex(r.Getenv))
+	idx, err := pypi.NewIndex(pyenv.Index(r.Getenv))
 	if err != nil {
 		return nil, err
 	}

@@ -156,22 +156,6 @@ func TestVersionResolvePythonFailsClearlyOnBadIndexes(t *testing.T) {
 	}
 }
 
-func TestPythonIndexFollowsPipThenUv(t *testing.T) {
-	for _, c := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{}, "https://pypi.org/simple/"},
-		{map[string]string{"UV_DEFAULT_INDEX": "https://c/simple"}, "https://c/simple"},
-		{map[string]string{"UV_INDEX_URL": "https://b/simple", "UV_DEFAULT_INDEX": "https://c/simple"}, "https://b/simple"},
-		{map[string]string{"PIP_INDEX_URL": "https://a/simple", "UV_INDEX_URL": "https://b/simple"}, "https://a/simple"},
-	} {
-		if got := discovery.PythonIndex(func(k string) string { return c.env[k] }); got != c.want {
-			t.Errorf("%v: %s, want %s", c.env, got, c.want)
-		}
-	}
-}
-
 // TestVersionResolvePythonOnRealPyPI resolves pydantic at 2024-09-19 on
 // pypi.org. Opt-in: it needs the network (LACUNA_TEST_NET=1). It checks
 // the chosen releases' sides of the cutoff, not which they are.

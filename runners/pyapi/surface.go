@@ -309,6 +309,12 @@ func IsPrivatePath(p string) bool {
 	return false
 }
 
+// Canonical is the canonical path of a and whether a is private, as
+// ParseOutput sets Path and Private: for a caller that merges the
+// surfaces of several packages of one distribution (unioning the Paths of
+// an object two of them export).
+func Canonical(a API) (path string, private bool) { return canonical(a) }
+
 // canonical picks the canonical path of a: public before private, then
 // the fewest components, then a path ending in the object's own qualified
 // name (shapes.Point over its alias shapes.Coord), then one in the

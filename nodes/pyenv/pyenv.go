@@ -1,0 +1,275 @@
+// Package pyenv is what the Python node families share: the interpreter,
+// the installer and the index that environments for PyPI releases are made
+// with (runners/pyenv), the store's Python cache ("python": the
+// environments under envs/DIGEST, the installers and their caches; safe to
+// delete) and the sandbox a library's code runs in, resolved once per
+// execution and pinned (nodes.Resolver), the way nodes/goenv does it for
+// Go. Its functions are safe for concurrent use.
+//
+// What it reads of the run's environment (nodes.Resolve.Getenv):
+//
+//   - LACUNA_PYTHON: the base interpreter environments are made from (a
+//     path, or a name looked up in the run's PATH); default python3.
+//   - LACUNA_PY_INSTALLER: "uv" (bootstrapped into the cache from the
+//     index; an error when that fails), "pip" (the interpreter's bundled
+//     pip), or empty: uv, else pip (the fallback is logged).
+//   - PIP_INDEX_URL, UV_INDEX_URL, UV_DEFAULT_INDEX: the index (Index).
+//   - SSL_CERT_FILE: the certificate authorities to trust, when set.
+//
+// The key holds the interpreter (implementation, exact version,
+// platform), the installer's name and version, and the sandbox. The index
+// URL is not in it: the environments' locks name every file by its sha256,
+// so a mirror serving the same files makes the same environments.
+package pyenv
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	rpyenv "github.com/lacuna-dev/lacuna/runners/pyenv"
+	"github.com/lacuna-dev/lacuna/runners/pypi"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+// Index is the index a user's installer uses: PIP_INDEX_URL, then
+// UV_INDEX_URL, then UV_DEFAULT_INDEX (uv's newer name), else pypi.org.
+// version_resolve reads releases from it and environments install from
+// it.
+func Index(getenv func(string) string) string {
+	for _, k := range []string{"PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	return pypi.DefaultIndex
+}
+
+// Python is what a Python node runs on, fixed by Resolve and handed to
+// Run with From.
+type Python struct {
+	// Cache makes and holds the environments (its Python and Installer
+	// are the pinned ones).
+	Cache *rpyenv.Cache
+	// Index is the index environments are resolved and installed from.
+	Index string
+	// Sandbox runs a library's code; Limits are the node's.
+	Sandbox *sandbox.Sandbox
+	Limits  sandbox.Limits
+	// Unsandboxed says why library code runs outside the sandbox (as a
+	// tool of lacuna's user: resource limits, a wall clock and a minimal
+	// environment only); "" when it runs inside. See Resolve.
+	Unsandboxed string
+	// Fallback says why pip is used when uv was asked for by default and
+	// could not be had; nil otherwise.
+	Fallback error
+}
+
+// Resolve prepares the store's Python cache for r's node and pins the
+// interpreter, the installer and the sandbox that runs library code under
+// lim (the node's limits): the identity holds "python" (cpython 3.11.7
+// linux-x86_64), "installer" (uv 0.13.9, pip 23.2.1), "sandbox" and
+// "sandbox.*" (sandbox.Identity). Environments themselves are resolved in
+// Run (Environment): their releases come from the node's inputs, whose
+// digests the key holds, and each is resolved as of its release's own
+// time, so the same input, interpreter and installer give the same lock.
+func Resolve(ctx context.Context, r nodes.Resolve, lim sandbox.Limits) (*nodes.Pinned, error) {
+	dir, err := r.CacheDir("python")
+	if err != nil {
+		return nil, err
+	}
+	opt := rpyenv.Options{Environ: r.Environ(), CertFile: r.Getenv("SSL_CERT_FILE")}
+	exe, err := interpreter(r.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	py, err := rpyenv.FindPython(ctx, exe, opt)
+	if err != nil {
+		return nil, err
+	}
+	p := &Python{Index: Index(r.Getenv), Limits: lim}
+	var inst rpyenv.Installer
+	switch choice := r.Getenv("LACUNA_PY_INSTALLER"); choice {
+	case "":
+		inst, p.Fallback, err = rpyenv.NewInstaller(ctx, dir, p.Index, py, opt)
+	case "uv":
+		inst, err = rpyenv.BootstrapUV(ctx, dir, p.Index, py, opt)
+	case "pip":
+		inst, err = rpyenv.NewPip(ctx, dir, py, opt)
+	default:
+		return nil, fmt.Errorf("LACUNA_PY_INSTALLER=%q: want uv, pip or nothing", choice)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Cache = &rpyenv.Cache{Dir: dir, Python: py, Installer: inst}
+	if p.Sandbox, err = sandbox.New(); err != nil {
+		return nil, err
+	}
+	p.Unsandboxed = unsandboxed(p.Sandbox, dir, baseInstall(py.Path))
+	id := map[string]string{"python": py.ID(), "installer": inst.String()}
+	for k, v := range p.Sandbox.Identity(lim) {
+		if k != "sandbox" {
+			k = "sandbox." + k
+		}
+		id[k] = v
+	}
+	if p.Unsandboxed != "" {
+		id["sandbox"] = "none"
+	}
+	return &nodes.Pinned{Identity: id, Value: p}, nil
+}
+
+// interpreter is LACUNA_PYTHON or python3, a bare name looked up in the
+// run's PATH (not lacuna's own).
+func interpreter(getenv func(string) string) (string, error) {
+	name := getenv("LACUNA_PYTHON")
+	if name == "" {
+		name = "python3"
+	}
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("python: %q not found in the run's PATH (set LACUNA_PYTHON to an interpreter)", name)
+}
+
+// From is the Python environment Resolve pinned for r's execution. It
+// logs the sandbox's warning and why pip replaced uv, if they apply.
+func From(r nodes.Run) (*Python, error) {
+	p, ok := r.Pinned().(*Python)
+	if !ok || p == nil {
+		return nil, fmt.Errorf("%s: no Python environment was resolved for this node (its type must call pyenv.Resolve)", r.Node())
+	}
+	if w := p.Sandbox.Warning(); w != "" {
+		r.Logf("%s", w)
+	}
+	if p.Unsandboxed != "" {
+		r.Logf("WARNING: library code runs outside the sandbox, with resource limits only: %s", p.Unsandboxed)
+	}
+	if p.Fallback != nil {
+		r.Logf("installing with %s: uv could not be had: %v", p.Cache.Installer, p.Fallback)
+	}
+	return p, nil
+}
+
+// Environment returns the environment of release name==version uploaded
+// at released, made as of that day (runners/pyenv.ExcludeNewerFor): its
+// lock is resolved, then installed unless the cache holds it.
+func (p *Python) Environment(ctx context.Context, name, version string, released time.Time) (*rpyenv.Env, error) {
+	lock, err := p.Cache.Resolve(ctx, rpyenv.Spec{Name: name, Version: version, IndexURL: p.Index, ExcludeNewer: rpyenv.ExcludeNewerFor(released)})
+	if err != nil {
+		return nil, err
+	}
+	return p.Cache.Install(ctx, lock, p.Index)
+}
+
+// RunPython runs env's interpreter with args in the sandbox under
+// p.Limits: the environment and the base interpreter's installation are
+// mounted read-only at their paths, the working directory is an empty
+// /work, and the environment holds only PATH, HOME, TMPDIR and LC_ALL.
+// Without bubblewrap it runs with resource limits only, in a temporary
+// directory (From logs the sandbox's warning); when the sandbox cannot
+// mount the environments (p.Unsandboxed) it runs as a tool of lacuna's
+// user (sandbox.RunTool: the same limits, no isolation).
+func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string) (*sandbox.Result, error) {
+	work, err := os.MkdirTemp("", "lacuna-py-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	home := "/work"
+	if p.Sandbox.Isolation() != "bubblewrap" {
+		home = work
+	}
+	argv := append([]string{env.Python()}, args...)
+	if p.Unsandboxed != "" {
+		return p.Sandbox.RunTool(ctx, sandbox.Tool{Argv: argv, Dir: work, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + work, "TMPDIR=" + work, "LC_ALL=C.UTF-8"}, Limits: p.Limits})
+	}
+	ro := []string{env.Dir}
+	if base := baseInstall(p.Cache.Python.Path); base != "" {
+		ro = append(ro, base)
+	}
+	return p.Sandbox.Run(ctx, sandbox.Spec{
+		Argv:     argv,
+		Dir:      work,
+		Env:      []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
+		ReadOnly: ro,
+		Limits:   p.Limits,
+	})
+}
+
+// unsandboxed says why the sandbox cannot run an environment of the
+// cache dir made from the installation base ("" when it can): under
+// bubblewrap it mounts them at their paths, which must be outside /tmp
+// (the sandbox's own); when lacuna runs as root the sandbox runs as uid
+// 65534, which must be able to reach them (a pyenv interpreter under a
+// private /root is not).
+func unsandboxed(sb *sandbox.Sandbox, cache, base string) string {
+	paths := []string{cache}
+	if base != "" {
+		paths = append(paths, base)
+	}
+	for _, d := range paths {
+		if sb.Isolation() == "bubblewrap" {
+			for _, own := range []string{"/tmp", "/work", "/proc", "/dev"} {
+				if d == own || strings.HasPrefix(d, own+"/") {
+					return fmt.Sprintf("%s is under %s, which is the sandbox's own (keep the store elsewhere)", d, own)
+				}
+			}
+		}
+		if os.Geteuid() == 0 {
+			if err := othersReach(d); err != nil {
+				return fmt.Sprintf("the sandbox runs library code as uid 65534, which %v (use an interpreter and a store others may read: LACUNA_PYTHON=/usr/bin/python3)", err)
+			}
+		}
+	}
+	return ""
+}
+
+// othersReach checks that a user who owns nothing on the way (the
+// sandbox's uid) can traverse every directory down to dir and read it.
+func othersReach(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("cannot reach %s: %w", dir, err)
+		}
+		need := fs.FileMode(0o001)
+		if d == dir {
+			need = 0o005
+		}
+		if fi.Mode().Perm()&need != need {
+			return fmt.Errorf("cannot reach %s (%s is %s)", dir, d, fi.Mode().Perm())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// baseInstall is the installation the interpreter at exe belongs to
+// (PREFIX of PREFIX/bin/python3.11), which an environment's interpreter
+// links to; "" when the sandbox mounts it anyway (under /usr).
+func baseInstall(exe string) string {
+	prefix := filepath.Dir(filepath.Dir(exe))
+	for _, sys := range []string{"/usr", "/bin", "/lib", "/lib64", "/sbin"} {
+		if prefix == "/" || prefix == sys || strings.HasPrefix(prefix, sys+"/") {
+			return ""
+		}
+	}
+	return prefix
+}
