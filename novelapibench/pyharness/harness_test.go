@@ -1,0 +1,121 @@
+package pyharness
+
+import (
+	"testing"
+)
+
+func TestReferencePassesAndIsCountedOnlyFromItsOwnLines(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	if !exp.Dependent[0] || !exp.Dependent[1] {
+		t.Errorf("dependent %v: both outcomes come from the target", exp.Dependent)
+	}
+	run := f.run(t, task, task.Reference)
+	if v := Check(exp, run); !v.Passed {
+		t.Fatalf("reference fails: %+v\n%s", v, run.Output)
+	}
+	if run.Record.Direct != 2 {
+		t.Errorf("direct calls %d, want 2 (one per input)", run.Record.Direct)
+	}
+	if run.Record.Patched < 4 {
+		t.Errorf("patched %d places, want at least 4 (fixpkg.scale, fixpkg.rescale, fixpkg._impl.scale, Tools.scale)", run.Record.Patched)
+	}
+	if len(run.Record.Calls) == 0 || run.Record.Calls[0].Args != 1 || len(run.Record.Calls[0].Kwargs) != 1 || run.Record.Calls[0].Kwargs[0] != "factor" {
+		t.Errorf("call shapes %+v, want one positional and factor=", run.Record.Calls)
+	}
+}
+
+func TestEveryAliasOfTheTargetCounts(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	for name, sol := range map[string]string{
+		"alias":           "import fixpkg\nys = fixpkg.rescale(xs, factor=k * 10)\nreturn sum(ys) + len(ys)",
+		"defining module": "from fixpkg._impl import scale as s\nys = s(xs, k * 10)\nreturn sum(ys) + len(ys)",
+		"class attribute": "from fixpkg import Tools\nys = Tools.scale(xs, factor=k * 10)\nreturn sum(ys) + len(ys)",
+		"whole function":  "import fixpkg\n\ndef helper(v, k):\n    return fixpkg.scale(v, k * 10)\n\ndef solve(xs, k):\n    ys = helper(xs, k)\n    return sum(ys) + len(ys)",
+		"callback":        "import fixpkg\nys = list(map(lambda v: fixpkg.scale([v], k * 10)[0], xs))\nreturn sum(ys) + len(ys)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := f.run(t, task, sol)
+			if v := Check(exp, run); !v.Passed {
+				t.Errorf("%+v\n%s", v, run.Output)
+			}
+		})
+	}
+}
+
+func TestMutantsAreRejectedWithTheirClasses(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	audit, err := Calibrate(t.Context(), f.runner, task, "shift", exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !audit.Reference.Passed {
+		t.Fatalf("reference: %+v", audit.Reference)
+	}
+	want := map[string]struct{ layer, class string }{
+		MutantNull:      {LayerStructural, ClassWrongAPISelection},
+		MutantSibling:   {LayerStructural, ClassWrongAPISelection},
+		MutantImport:    {LayerStructural, ClassWrongImport},
+		MutantPerturb:   {LayerComparative, ClassUndecided},
+		MutantSyntax:    {LayerRun, ClassWrongSyntax},
+		MutantExit:      {LayerIntegrity, ClassUndecided},
+		MutantThrowaway: {LayerMock, ClassUndecided},
+	}
+	seen := map[string]bool{}
+	for _, m := range audit.Mutants {
+		seen[m.Kind] = true
+		w := want[m.Kind]
+		if m.Verdict.Passed || m.Verdict.Layer != w.layer || m.Judgement.Class != w.class || !m.OK {
+			t.Errorf("%s: verdict %+v, judged %s (%s); want rejected at %s, %s\n%s", m.Kind, m.Verdict, m.Judgement.Class, m.Judgement.Rule, w.layer, w.class, m.Code)
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			t.Errorf("no %s mutant built", k)
+		}
+	}
+	if keep, why := C1(exp, audit); !keep {
+		t.Errorf("C1 drops the fixture task: %s", why)
+	}
+}
+
+func TestJudgeFastPathOnPythonErrors(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	for _, tc := range []struct {
+		name, sol, class string
+	}{
+		{"syntax", "return scale(xs,", ClassWrongSyntax},
+		{"indentation", "x = 1\n  return x", ClassWrongSyntax},
+		{"missing module", "import fixpkg_nope\nreturn fixpkg_nope.scale(xs, k)", ClassWrongImport},
+		{"name not in package", "from fixpkg import scal\nreturn scal(xs, k)", ClassWrongImport},
+		{"package never imported", "return sum(fixpkg.scale(xs, k * 10)) + len(xs)", ClassWrongImport},
+		{"hallucinated attribute", "import fixpkg\nreturn fixpkg.multiply(xs, k)", ClassWrongAPISelection},
+		{"right name, wrong module", "import fixpkg.other_missing_path as m\nreturn m.scale(xs, k)", ClassWrongImport},
+		{"target at a wrong path", "import fixpkg\nreturn fixpkg.Grid.scale(xs, k)", ClassWrongAPISelection},
+		{"never calls it", "return sum(x * k * 10 for x in xs) + len(xs)", ClassWrongAPISelection},
+		{"wrong value", "from fixpkg import scale\nreturn sum(scale(xs, k)) + len(xs)", ClassUndecided},
+		{"raises inside", "from fixpkg import scale\nreturn sum(scale(None, k))", ClassUndecided},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := f.run(t, task, tc.sol)
+			v := Check(exp, run)
+			if v.Passed {
+				t.Fatalf("passed")
+			}
+			j := Judge(task.Target, v, run)
+			if j.Class != tc.class {
+				t.Errorf("judged %s (%s), want %s; verdict %+v", j.Class, j.Rule, tc.class, v)
+			}
+			if j.Class == ClassUndecided && j.Evidence == "" {
+				t.Error("undecided without evidence")
+			}
+		})
+	}
+}
