@@ -7,11 +7,11 @@ JSON, a space, the JSON. stdin is the configuration (JSON). Whatever the
 process prints decides nothing.
 
 The solver's code runs in a thread of its own, so that its frames never
-reach main's, which hold the key: the only routes from one thread's
-frames to another's (sys._current_frames, the garbage collector's object
-lists, /proc/self/mem, ctypes, trace and profile hooks) are refused by an
-audit hook while the solver's thread runs; an audit hook cannot be
-removed. See the package documentation for what this does not stop.
+reach main's, which hold the key: the routes from one thread's frames
+to another's, and to the key's memory (sys._current_frames, the garbage
+collector's object lists, /proc, ctypes, trace and profile hooks), and
+starting processes, are refused by an audit hook from the first pass on;
+an audit hook cannot be removed. See the package documentation for what this does not stop.
 """
 
 import functools
@@ -39,7 +39,7 @@ DENIED = frozenset(
         "sys._current_frames",
         "sys.settrace",
         "sys.setprofile",
-        "sys.addaudithook",
+        "sys.addaudithook",  # refused silently: the new hook is not added
         "os.fork",
         "os.forkpty",
         "os.posix_spawn",
@@ -78,10 +78,12 @@ def install_guard():
             return
         if event in DENIED:
             raise Refused("lacuna harness: " + event + " is not allowed in a solution")
-        if event == "open" and args and isinstance(args[0], (str, bytes)):
+        # Any path under /proc (open, os.listdir, os.scandir, ...): the
+        # process's memory and descriptors.
+        if args and isinstance(args[0], (str, bytes)) and event != "import":
             p = os.fsdecode(args[0])
             if p == "/proc" or p.startswith("/proc/") or p.startswith("/dev/mem"):
-                raise Refused("lacuna harness: opening " + p + " is not allowed in a solution")
+                raise Refused("lacuna harness: " + event + " of " + p + " is not allowed in a solution")
 
     sys.addaudithook(hook)
     return armed
@@ -341,13 +343,13 @@ def main():
         emit()
     passes = {}
     deadline = float(cfg.get("timeout", 20))
+    # Armed for good: a thread the solution started may outlive its pass.
+    armed[0] = True
     for name, mock in (("real", False), ("mock", True)):
         out = []
         th = threading.Thread(target=run_pass, args=(code, cfg["inputs"], state, mock, out), daemon=True)
-        armed[0] = True
         th.start()
         th.join(deadline)
-        armed[0] = False
         if th.is_alive():
             record["stage"] = "timeout"
             record["error"] = {"type": "Timeout", "message": "the %s pass ran past %gs" % (name, deadline)}
