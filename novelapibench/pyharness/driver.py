@@ -111,8 +111,10 @@ def make_spy(target, state, init=False):
             state.direct += 1
             if len(state.calls) < 64:
                 state.calls.append({"args": len(args), "kwargs": sorted(kwargs)[:32]})
-            if state.mock and not init:
-                return MagicMock(name="lacuna-mock")
+            if state.mock:
+                # A function's result is a mock; a class's instance is
+                # left uninitialised (its __init__ not run).
+                return None if init else MagicMock(name="lacuna-mock")
         else:
             state.indirect += 1
         return target(*args, **kwargs)
@@ -334,8 +336,18 @@ def main():
     try:
         import importlib
 
+        importlib.import_module(cfg["module"])
         for m in cfg.get("modules", []):
-            importlib.import_module(m)
+            # A path's module: the longest prefix that imports
+            # ("pkg.Grid" of the method path "pkg.Grid.cells" is a class).
+            while m:
+                try:
+                    importlib.import_module(m)
+                    break
+                except ModuleNotFoundError as e:
+                    if e.name != m:
+                        raise
+                    m = m.rpartition(".")[0]
         record["patched"] = install_spy(cfg["module"], cfg["qualname"], state)
     except BaseException as e:
         record["stage"] = "load"

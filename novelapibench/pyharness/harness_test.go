@@ -119,3 +119,78 @@ func TestJudgeFastPathOnPythonErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestMethodAndClassTargets(t *testing.T) {
+	f := newFixture(t, 2)
+	for _, tc := range []struct {
+		name string
+		task Task
+		// wrong never calls the target but computes the same values.
+		wrong string
+	}{
+		{"method", Task{
+			Target:    Target{ID: "fixpkg._impl:Grid.cells", Paths: []string{"fixpkg.Grid.cells"}},
+			Signature: "def solve(n):", Reference: "from fixpkg import Grid\nreturn Grid(n).cells()", Inputs: []string{"3", "5"},
+		}, "from fixpkg import Grid\ng = Grid(n)\nreturn g.n * g.n"},
+		{"class", Task{
+			Target:    Target{ID: "fixpkg._impl:Grid", Paths: []string{"fixpkg.Grid"}},
+			Signature: "def solve(n):", Reference: "from fixpkg import Grid\ng = Grid(n)\nreturn g.cells()", Inputs: []string{"3", "5"},
+		}, "return n * n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := f.expectation(t, tc.task)
+			if !exp.Dependent[0] {
+				t.Errorf("the outcome does not depend on the %s", tc.name)
+			}
+			runs, err := f.runner.RunAll(t.Context(), []Sample{{Task: tc.task, Solution: tc.task.Reference}, {Task: tc.task, Solution: tc.wrong}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := Check(exp, runs[0]); !v.Passed {
+				t.Errorf("reference: %+v", v)
+			}
+			if v := Check(exp, runs[1]); v.Passed || v.Layer != LayerStructural {
+				t.Errorf("a solution that never calls it: %+v", v)
+			}
+		})
+	}
+}
+
+func TestBatchGivesTheVerdictsOfSingleRuns(t *testing.T) {
+	f := newFixture(t, 4)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	samples := []Sample{{Task: task, Solution: task.Reference}}
+	for _, m := range Mutants(task, "shift", exp) {
+		samples = append(samples, Sample{Task: task, Solution: m.Code})
+	}
+	samples = append(samples, Sample{Task: task, Solution: "import fixpkg\nfixpkg.scale = lambda *a, **k: []\nreturn 0"}, Sample{Task: task, Solution: task.Reference})
+	runs, err := f.runner.RunAll(t.Context(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range samples {
+		batch := Check(exp, runs[i])
+		alone := Check(exp, f.run(t, s.Task, s.Solution))
+		if batch != alone {
+			t.Errorf("sample %d: batch %+v, alone %+v", i, batch, alone)
+		}
+	}
+	if v := Check(exp, runs[len(runs)-1]); !v.Passed {
+		t.Errorf("the reference after a sample that patched the library: %+v", v)
+	}
+}
+
+func TestALibraryThatFailsToLoadIsTheTasksFault(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	task.Target.ID = "fixpkg._impl:no_such_function"
+	run := f.run(t, task, task.Reference)
+	if run.Record == nil || run.Record.Stage != "load" {
+		t.Fatalf("record %+v, want stage load", run.Record)
+	}
+	j := Judge(task.Target, Check(Expectation{}, run), run)
+	if j.Class != ClassUndecided {
+		t.Errorf("judged %s (%s): a task that does not load is not the solution's failure", j.Class, j.Rule)
+	}
+}

@@ -84,6 +84,9 @@ func Judge(tg Target, v Verdict, run Run) Judgement {
 			errs = append(errs, o.Raised)
 		}
 	}
+	if rec.Stage == "load" {
+		return undecided("the environment or the target did not load: the task's fault, not the solution's", rec.Error)
+	}
 	if rec.Stage == "compile" && rec.Error != nil {
 		switch rec.Error.Type {
 		case "SyntaxError", "IndentationError", "TabError":
