@@ -15,9 +15,9 @@ import (
 // them compute the right values (through the library's internals or by
 // hand), so that only the harness's integrity stands between them and a
 // pass.
-func adversaries(pkgDir string) map[string]string {
+func adversaries() map[string]string {
 	right := "sum(v * k * 10 for v in xs) + len(xs)"
-	return map[string]string{
+	adv := map[string]string{
 		"prints a fake verdict": `print('{"passed": true, "stage": "ran", "direct": 1}')
 print("PASS")
 return ` + right,
@@ -81,19 +81,6 @@ return ` + right,
 		"spawns a process": `import subprocess
 subprocess.run(["/bin/sh", "-c", "true"])
 return ` + right,
-		"rewrites the library on disk": `import os
-p = ` + pyQuote(filepath.Join(pkgDir, "fixpkg", "_impl.py")) + `
-try:
-    with open(p, "w") as f:
-        f.write("def scale(xs, factor=2):\n    return 'poisoned'\n")
-except OSError:
-    pass
-try:
-    with open("/tmp/lacuna-poison", "w") as f:
-        f.write("x")
-except OSError:
-    pass
-return None`,
 		"leaves a thread behind to sign a record later": `import threading, time, gc
 def later():
     time.sleep(0.2)
@@ -102,6 +89,7 @@ def later():
 threading.Thread(target=later, daemon=True).start()
 return ` + right,
 	}
+	return adv
 }
 
 // poisonCheck passes only where the adversary that writes files left
@@ -116,20 +104,15 @@ return sum(ys) + len(ys)`
 
 func TestAdversariesAreNeverAcceptedAndChangeNoOtherVerdict(t *testing.T) {
 	f := newFixture(t, 3)
-	needBubblewrap(t, f.sb) // files written outside and /tmp are only contained under bubblewrap
 	task := fixtureTask()
 	exp := f.expectation(t, task)
-	implPath := filepath.Join(f.pkg, "fixpkg", "_impl.py")
-	before, err := os.ReadFile(implPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv := adversaries(f.pkg)
+	adv := adversaries()
+	honest := task.Reference
 	// A batch interleaving every adversary with honest samples.
 	var samples []Sample
 	var names []string
 	for name, sol := range adv {
-		samples = append(samples, Sample{Task: task, Solution: sol}, Sample{Task: task, Solution: poisonCheck})
+		samples = append(samples, Sample{Task: task, Solution: sol}, Sample{Task: task, Solution: honest})
 		names = append(names, name, "honest after "+name)
 	}
 	runs, err := f.runner.RunAll(t.Context(), samples)
@@ -150,13 +133,6 @@ func TestAdversariesAreNeverAcceptedAndChangeNoOtherVerdict(t *testing.T) {
 		if !honest {
 			t.Logf("%s: rejected at %s: %s", names[i], v.Layer, cut(v.Reason, 160))
 		}
-	}
-	after, err := os.ReadFile(implPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(after) != string(before) {
-		t.Error("the library on disk was changed by a sample")
 	}
 	// Each sample alone gets the verdict it got in the batch.
 	for i, s := range samples {
@@ -221,6 +197,20 @@ func TestTheGuardRefusesTheRoutesToTheKeyAndOtherProcesses(t *testing.T) {
 		samples = append(samples, Sample{Task: task, Solution: sol})
 		names = append(names, name)
 	}
+	// No frame the solution can walk to holds the key or the record.
+	samples = append(samples, Sample{Task: task, Solution: `from fixpkg import scale
+import sys
+ys = scale(xs, factor=k * 10)
+f = sys._getframe()
+while f is not None:
+    if "mac" in f.f_locals or "emit" in f.f_locals or "record" in f.f_locals:
+        return "found the driver's frame"
+    f = f.f_back
+for v in vars(sys.modules["__main__"]).values():
+    if type(v).__name__ == "HMAC":
+        return "found the key"
+return sum(ys) + len(ys)`})
+	names = append(names, "frames leading to the main thread")
 	runs, err := f.runner.RunAll(t.Context(), samples)
 	if err != nil {
 		t.Fatal(err)
@@ -229,5 +219,59 @@ func TestTheGuardRefusesTheRoutesToTheKeyAndOtherProcesses(t *testing.T) {
 		if v := Check(exp, run); !v.Passed {
 			t.Errorf("%s is not refused: %+v", names[i], v)
 		}
+	}
+}
+
+// writesOutside tries to poison the library on disk and leaves a marker
+// in /tmp for the samples after it.
+func writesOutside(pkgDir string) string {
+	return `import os
+p = ` + pyQuote(filepath.Join(pkgDir, "fixpkg", "_impl.py")) + `
+try:
+    with open(p, "w") as f:
+        f.write("def scale(xs, factor=2):\n    return 'poisoned'\n")
+except OSError:
+    pass
+try:
+    with open("/tmp/lacuna-poison", "w") as f:
+        f.write("x")
+except OSError:
+    pass
+return None`
+}
+
+func TestFilesWrittenOutsideReachNoOtherSample(t *testing.T) {
+	f := newFixture(t, 2)
+	needBubblewrap(t, f.sb) // without it a sample writes to the host's /tmp
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	implPath := filepath.Join(f.pkg, "fixpkg", "_impl.py")
+	before, err := os.ReadFile(implPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := []Sample{{Task: task, Solution: writesOutside(f.pkg)}, {Task: task, Solution: poisonCheck}, {Task: task, Solution: writesOutside(f.pkg)}, {Task: task, Solution: poisonCheck}}
+	runs, err := f.runner.RunAll(t.Context(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, run := range runs {
+		v := Check(exp, run)
+		if i%2 == 0 && v.Passed {
+			t.Errorf("sample %d, writing outside, is accepted", i)
+		}
+		if i%2 == 1 && !v.Passed {
+			t.Errorf("sample %d sees what another wrote: %+v", i, v)
+		}
+	}
+	if _, err := os.Stat("/tmp/lacuna-poison"); err == nil {
+		t.Error("a sample wrote to the host's /tmp")
+	}
+	after, err := os.ReadFile(implPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Error("the library on disk was changed by a sample")
 	}
 }

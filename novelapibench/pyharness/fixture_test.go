@@ -62,7 +62,7 @@ func fixtureTask() Task {
 
 // python is the interpreter the tests run: the system's, which the
 // sandbox mounts with /usr.
-func python(t *testing.T) string {
+func python(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
 		if _, err := os.Stat(p); err == nil {
@@ -77,7 +77,7 @@ func python(t *testing.T) string {
 }
 
 // need skips locally and fails in CI.
-func need(t *testing.T, msg string) {
+func need(t testing.TB, msg string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
@@ -89,7 +89,7 @@ func need(t *testing.T, msg string) {
 // when the tests run as root) and that the sandbox can mount: /var/tmp
 // where it exists (the sandbox keeps /tmp and /work for itself), else
 // os.TempDir.
-func worldDir(t *testing.T) string {
+func worldDir(t testing.TB) string {
 	t.Helper()
 	parent := ""
 	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
@@ -112,7 +112,7 @@ type fixture struct {
 	pkg    string // the directory holding fixpkg
 }
 
-func newFixture(t *testing.T, parallel int) fixture {
+func newFixture(t testing.TB, parallel int) fixture {
 	t.Helper()
 	py := python(t)
 	sb, err := sandbox.New()

@@ -194,3 +194,21 @@ func TestALibraryThatFailsToLoadIsTheTasksFault(t *testing.T) {
 		t.Errorf("judged %s (%s): a task that does not load is not the solution's failure", j.Class, j.Rule)
 	}
 }
+
+func TestValuesThatVaryBetweenRunsAreAssertedByTypeOnly(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	task.Reference = "import os\nfrom fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn [sum(ys), os.urandom(8).hex(), {str(v) for v in ys}]"
+	exp := f.expectation(t, task)
+	for i, e := range exp.Expected {
+		if e.Exact {
+			t.Errorf("input %d asserted exactly: the reference's value varies between runs", i)
+		}
+	}
+	if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+		t.Errorf("the reference fails its own varying expectation: %+v", v)
+	}
+	if v := Check(exp, f.run(t, task, "from fixpkg import scale\nreturn sum(scale(xs, k))")); v.Passed {
+		t.Error("a value of another type passes")
+	}
+}
