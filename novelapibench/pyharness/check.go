@@ -210,6 +210,9 @@ func diff(w, g map[string]any, at string) string {
 	if wt != gt {
 		return fmt.Sprintf("%s: a %v, want a %v", at, g["type"], w["type"])
 	}
+	if fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) {
+		return fmt.Sprintf("%s: length %v, want %v", at, g["len"], w["len"])
+	}
 	switch wt {
 	case "float":
 		if !closeNum(w["v"], g["v"]) {
@@ -235,7 +238,7 @@ func diff(w, g map[string]any, at string) string {
 	if wt == "array" && (fmt.Sprint(w["dtype"]) != fmt.Sprint(g["dtype"]) || fmt.Sprint(w["shape"]) != fmt.Sprint(g["shape"])) {
 		return fmt.Sprintf("%s: an array of %v %v, want %v %v", at, g["dtype"], g["shape"], w["dtype"], w["shape"])
 	}
-	if wt == "opaque" || wt == "deep" || wt == "mock" {
+	if wt == "opaque" || wt == "cut" || wt == "mock" {
 		if wt == "mock" {
 			return at + ": a mock"
 		}

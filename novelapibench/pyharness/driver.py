@@ -27,6 +27,7 @@ import traceback
 SOLUTION_FILE = "<lacuna-solution>"
 INPUT_FILE = "<lacuna-input>"
 MAX_ITEMS = 10000
+MAX_NODES = 100000
 MAX_DEPTH = 32
 MAX_TEXT = 1 << 16
 
@@ -178,12 +179,17 @@ def install_spy(module, qualname, state):
     return patched
 
 
-def describe(v, depth=0):
-    """A JSON description of a value: kind, type and content."""
+def describe(v, depth=0, budget=None):
+    """A JSON description of a value: kind, type and content. At most
+    MAX_NODES values are described in all; past that, and past MAX_DEPTH,
+    only the type ("cut")."""
+    if budget is None:
+        budget = [MAX_NODES]
+    budget[0] -= 1
     t = type(v)
     tn = t.__module__ + "." + t.__qualname__
-    if depth > MAX_DEPTH:
-        return {"t": "deep", "type": tn}
+    if depth > MAX_DEPTH or budget[0] < 0:
+        return {"t": "cut", "type": tn}
     if v is None:
         return {"t": "none", "type": tn}
     if isinstance(v, bool):
@@ -195,32 +201,32 @@ def describe(v, depth=0):
     if isinstance(v, complex):
         return {"t": "complex", "type": tn, "v": [num(v.real), num(v.imag)]}
     if isinstance(v, str):
-        return {"t": "str", "type": tn, "v": str(v)[:MAX_TEXT]}
+        return {"t": "str", "type": tn, "v": str(v)[:MAX_TEXT], "len": len(v)}
     if isinstance(v, (bytes, bytearray)):
-        return {"t": "bytes", "type": tn, "v": bytes(v[:MAX_TEXT]).hex()}
+        return {"t": "bytes", "type": tn, "v": bytes(v[:MAX_TEXT]).hex(), "len": len(v)}
     if tn.startswith("unittest.mock."):
         return {"t": "mock", "type": tn}
     if tn == "numpy.ndarray":
         return {"t": "array", "type": tn, "dtype": str(v.dtype), "shape": list(v.shape),
-                "items": [describe(x, depth + 1) for x in v.ravel().tolist()[:MAX_ITEMS]]}
+                "items": [describe(x, depth + 1, budget) for x in v.ravel().tolist()[:MAX_ITEMS]]}
     if t.__module__ == "numpy" and hasattr(v, "item") and hasattr(v, "dtype"):
-        d = describe(v.item(), depth + 1)
+        d = describe(v.item(), depth + 1, budget)
         d["type"] = tn
         return d
     if isinstance(v, (list, tuple)):
-        return {"t": "list" if isinstance(v, list) else "tuple", "type": tn,
-                "items": [describe(x, depth + 1) for x in list(v)[:MAX_ITEMS]]}
+        return {"t": "list" if isinstance(v, list) else "tuple", "type": tn, "len": len(v),
+                "items": [describe(x, depth + 1, budget) for x in list(v)[:MAX_ITEMS]]}
     if isinstance(v, (set, frozenset)):
-        items = [describe(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
+        items = [describe(x, depth + 1, budget) for x in list(v)[:MAX_ITEMS]]
         items.sort(key=lambda d: json.dumps(d, sort_keys=True))
-        return {"t": "set", "type": tn, "items": items}
+        return {"t": "set", "type": tn, "items": items, "len": len(v)}
     if isinstance(v, dict):
-        return {"t": "dict", "type": tn,
-                "items": [[describe(k, depth + 1), describe(x, depth + 1)] for k, x in list(v.items())[:MAX_ITEMS]]}
+        return {"t": "dict", "type": tn, "len": len(v),
+                "items": [[describe(k, depth + 1, budget), describe(x, depth + 1, budget)] for k, x in list(v.items())[:MAX_ITEMS]]}
     attrs = getattr(v, "__dict__", None)
     if isinstance(attrs, dict) and not isinstance(v, type):
         return {"t": "object", "type": tn,
-                "items": [[str(k), describe(x, depth + 1)] for k, x in sorted(attrs.items()) if not str(k).startswith("_")][:MAX_ITEMS]}
+                "items": [[str(k), describe(x, depth + 1, budget)] for k, x in sorted(attrs.items()) if not str(k).startswith("_")][:MAX_ITEMS]}
     return {"t": "opaque", "type": tn}
 
 
@@ -282,21 +288,6 @@ def run_pass(code, inputs, state, mock, out):
 out_name = ["solve"]
 
 
-def plain(x, depth=0):
-    """Whether x holds only exact JSON types (no subclass whose methods a
-    solution wrote)."""
-    if depth > 4 * MAX_DEPTH + 8:
-        return False
-    t = type(x)
-    if t in (str, int, float, bool) or x is None:
-        return True
-    if t is list:
-        return all(plain(i, depth + 1) for i in x)
-    if t is dict:
-        return all(type(k) is str and plain(v, depth + 1) for k, v in x.items())
-    return False
-
-
 def main():
     key = b""
     while True:
@@ -320,6 +311,21 @@ def main():
             line = line[n:]
         close(8)
         exit_(0)
+
+    def plain(x, depth=0):
+        """Whether x holds only exact JSON types (no subclass whose methods a
+        solution wrote). Nested here, out of the solution's reach through the
+        driver's module."""
+        if depth > 4 * MAX_DEPTH + 8:
+            return False
+        t = type(x)
+        if t in (str, int, float, bool) or x is None:
+            return True
+        if t is list:
+            return all(plain(i, depth + 1) for i in x)
+        if t is dict:
+            return all(type(k) is str and plain(v, depth + 1) for k, v in x.items())
+        return False
 
     cfg = json.loads(sys.stdin.buffer.read())
     armed = install_guard()

@@ -89,6 +89,7 @@ func TestCompareValuesWithinFloatTolerance(t *testing.T) {
 		{"numpy scalar for a float", f("0.3"), np, true, true},
 		{"list of floats", list(f("1"), f("2")), list(f("1.0000000001"), f("2")), true, true},
 		{"shorter list", list(f("1"), f("2")), list(f("1")), true, false},
+		{"longer beyond the items described", json.RawMessage(`{"t":"list","type":"builtins.list","len":20000,"items":[]}`), json.RawMessage(`{"t":"list","type":"builtins.list","len":20001,"items":[]}`), true, false},
 		{"array dtype", arr("float64", "1"), arr("float32", "1"), true, false},
 		{"type only", list(f("1")), list(f("5"), f("6")), false, true},
 		{"type only, other type", list(f("1")), f("1"), false, false},
