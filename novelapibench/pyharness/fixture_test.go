@@ -20,6 +20,9 @@ from . import _impl
 
 rescale = scale
 `,
+	"fixpkg/extra.py": `def unrelated():
+    return 0
+`,
 	"fixpkg/_impl.py": `def scale(xs, factor=2):
     """Multiply each item by factor."""
     return [x * factor for x in xs]

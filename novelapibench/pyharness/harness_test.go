@@ -97,8 +97,12 @@ func TestJudgeFastPathOnPythonErrors(t *testing.T) {
 		{"name not in package", "from fixpkg import scal\nreturn scal(xs, k)", ClassWrongImport},
 		{"package never imported", "return sum(fixpkg.scale(xs, k * 10)) + len(xs)", ClassWrongImport},
 		{"hallucinated attribute", "import fixpkg\nreturn fixpkg.multiply(xs, k)", ClassWrongAPISelection},
-		{"right name, wrong module", "import fixpkg.other_missing_path as m\nreturn m.scale(xs, k)", ClassWrongImport},
-		{"target at a wrong path", "import fixpkg\nreturn fixpkg.Grid.scale(xs, k)", ClassWrongAPISelection},
+		{"missing submodule", "import fixpkg.other_missing_path as m\nreturn m.scale(xs, k)", ClassWrongImport},
+		{"right name, wrong module", "import fixpkg.extra\nreturn fixpkg.extra.scale(xs, k)", ClassWrongImport},
+		{"right name, never imported", "return sum(scale(xs, k * 10)) + len(xs)", ClassWrongImport},
+		{"unrelated name, never defined", "return sum(multiply(xs, k * 10)) + len(xs)", ClassWrongAPISelection},
+		{"crashes before its call", "y = undefined_thing\nfrom fixpkg import scale\nreturn sum(scale(xs, k * 10)) + len(xs)", ClassUndecided},
+		{"target at a wrong path", "import fixpkg\nreturn fixpkg.Grid.scale(xs, k)", ClassUndecided},
 		{"never calls it", "return sum(x * k * 10 for x in xs) + len(xs)", ClassWrongAPISelection},
 		{"wrong value", "from fixpkg import scale\nreturn sum(scale(xs, k)) + len(xs)", ClassUndecided},
 		{"raises inside", "from fixpkg import scale\nreturn sum(scale(None, k))", ClassUndecided},
@@ -109,7 +113,7 @@ func TestJudgeFastPathOnPythonErrors(t *testing.T) {
 			if v.Passed {
 				t.Fatalf("passed")
 			}
-			j := Judge(task.Target, v, run)
+			j := Judge(task.Target, tc.sol, v, run)
 			if j.Class != tc.class {
 				t.Errorf("judged %s (%s), want %s; verdict %+v", j.Class, j.Rule, tc.class, v)
 			}
@@ -189,7 +193,7 @@ func TestALibraryThatFailsToLoadIsTheTasksFault(t *testing.T) {
 	if run.Record == nil || run.Record.Stage != "load" {
 		t.Fatalf("record %+v, want stage load", run.Record)
 	}
-	j := Judge(task.Target, Check(Expectation{}, run), run)
+	j := Judge(task.Target, task.Reference, Check(Expectation{}, run), run)
 	if j.Class != ClassUndecided {
 		t.Errorf("judged %s (%s): a task that does not load is not the solution's failure", j.Class, j.Rule)
 	}

@@ -1,6 +1,7 @@
 package pyharness
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -37,19 +38,21 @@ type Judgement struct {
 //   - SyntaxError (IndentationError, TabError) compiling the program →
 //     WrongSyntax;
 //   - ImportError or ModuleNotFoundError anywhere → WrongImport;
-//   - NameError of the target's package (used, never imported) →
-//     WrongImport;
+//   - NameError of the target's package or name (used, never imported)
+//     → WrongImport;
 //   - AttributeError on a module of the target's package: for the
 //     target's own name (the right name at a wrong path) → WrongImport,
 //     for another name (a hallucinated or misremembered symbol) →
 //     WrongAPISelection;
-//   - the program ran and its own lines never called the target →
-//     WrongAPISelection;
+//   - the program ran, its own lines never called the target and the
+//     solution never names it (by its name or the last component of one
+//     of its paths) → WrongAPISelection (one that names it but stopped
+//     before the call is left undecided);
 //   - the rest → undecided, for the LLM judge.
 //
 // A run without an authenticated record is undecided when the process
 // crashed or hung, and is never OK.
-func Judge(tg Target, v Verdict, run Run) Judgement {
+func Judge(tg Target, solution string, v Verdict, run Run) Judgement {
 	if v.Passed {
 		return Judgement{Class: ClassOK, Rule: "passed the harness"}
 	}
@@ -100,8 +103,8 @@ func Judge(tg Target, v Verdict, run Run) Judgement {
 		case "ImportError", "ModuleNotFoundError":
 			return Judgement{Class: ClassWrongImport, Rule: "an import fails: " + e.String()}
 		case "NameError":
-			if e.Name == pkg {
-				return Judgement{Class: ClassWrongImport, Rule: "uses " + pkg + " without importing it"}
+			if e.Name == pkg || e.Name == tg.Name() {
+				return Judgement{Class: ClassWrongImport, Rule: "uses " + e.Name + " without importing it"}
 			}
 		case "AttributeError":
 			if e.ObjModule != "" && inPackage(e.ObjModule) {
@@ -112,14 +115,32 @@ func Judge(tg Target, v Verdict, run Run) Judgement {
 			}
 		}
 	}
-	if rec.Stage == "ran" && rec.Direct == 0 {
-		return Judgement{Class: ClassWrongAPISelection, Rule: "never calls the target"}
+	if rec.Stage == "ran" && rec.Direct == 0 && !namesTarget(solution, tg) {
+		return Judgement{Class: ClassWrongAPISelection, Rule: "never calls the target, and never names it"}
 	}
 	var first *PyError
 	if len(errs) > 0 {
 		first = errs[0]
 	}
+	if rec.Direct == 0 {
+		return undecided("names the target but never called it", first)
+	}
 	return undecided("calls the target; the outcome is wrong", first)
+}
+
+// namesTarget reports whether code names the target: its name or the
+// last component of one of its paths, as a whole word.
+func namesTarget(code string, tg Target) bool {
+	names := []string{tg.Name()}
+	for _, p := range tg.Paths {
+		names = append(names, p[strings.LastIndex(p, ".")+1:])
+	}
+	for _, n := range names {
+		if n != "" && regexp.MustCompile(`\b`+regexp.QuoteMeta(n)+`\b`).MatchString(code) {
+			return true
+		}
+	}
+	return false
 }
 
 func callString(c Call) string {
