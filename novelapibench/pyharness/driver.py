@@ -329,7 +329,7 @@ def main():
 
     cfg = json.loads(sys.stdin.buffer.read())
     armed = install_guard()
-    for p in reversed(cfg.get("paths", [])):
+    for p in reversed(cfg.get("paths") or []):
         sys.path.insert(0, p)
     out_name[0] = cfg["function"]
     state = SpyState((cfg["first"], cfg["last"]))
@@ -343,7 +343,7 @@ def main():
         import importlib
 
         importlib.import_module(cfg["module"])
-        for m in cfg.get("modules", []):
+        for m in cfg.get("modules") or []:
             # A path's module: the longest prefix that imports
             # ("pkg.Grid" of the method path "pkg.Grid.cells" is a class).
             while m:

@@ -1,7 +1,13 @@
 package pyharness
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
 func TestReferencePassesAndIsCountedOnlyFromItsOwnLines(t *testing.T) {
@@ -214,5 +220,81 @@ func TestValuesThatVaryBetweenRunsAreAssertedByTypeOnly(t *testing.T) {
 	}
 	if v := Check(exp, f.run(t, task, "from fixpkg import scale\nreturn sum(scale(xs, k))")); v.Passed {
 		t.Error("a value of another type passes")
+	}
+}
+
+// TestRunsInAVirtualEnvironmentMountedReadOnly: the library installed in
+// a venv's site-packages (as runners/pyenv installs it), nothing on
+// Paths, the venv mounted through InterpreterMounts.
+func TestRunsInAVirtualEnvironmentMountedReadOnly(t *testing.T) {
+	py := python(t)
+	dir := worldDir(t)
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(py, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		need(t, "python3 -m venv: "+err.Error()+"\n"+string(out))
+	}
+	site, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if err != nil || len(site) != 1 {
+		t.Fatalf("site-packages: %v %v", site, err)
+	}
+	for name, src := range fixtureFiles {
+		p := filepath.Join(site[0], name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mounts, err := InterpreterMounts(filepath.Join(venv, "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) == 0 || mounts[0] != venv {
+		t.Errorf("mounts %v, want the venv first", mounts)
+	}
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRunner(sb, Config{Python: filepath.Join(venv, "bin", "python"), ReadOnly: mounts,
+		Limits: sandbox.Limits{Wall: 30 * time.Second, Memory: 1 << 30}, Dir: worldDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	task := fixtureTask()
+	var runs []Run
+	for i := 0; i < 3; i++ {
+		run, err := r.Run(t.Context(), Sample{Task: task, Solution: task.Reference})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	exp, err := Derive(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Check(exp, runs[0]); !v.Passed {
+		t.Errorf("reference in the venv: %+v", v)
+	}
+}
+
+func TestNewRunnerRefusesPathsTheSandboxUserCannotReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the check applies when lacuna runs as root")
+	}
+	dir := worldDir(t)
+	private := filepath.Join(dir, "private")
+	if err := os.MkdirAll(filepath.Join(private, "env"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRunner(sb, Config{Python: python(t), ReadOnly: []string{filepath.Join(private, "env")}, Dir: worldDir(t)}); err == nil {
+		t.Error("accepted a read-only path below a directory of mode 0700")
 	}
 }

@@ -57,7 +57,9 @@ type Config struct {
 	// target directory of installed packages).
 	Paths []string
 	// ReadOnly are the host paths mounted read-only: the environment, the
-	// base interpreter's prefix, Paths.
+	// base interpreter's prefix (InterpreterMounts), Paths. When lacuna
+	// runs as root, they and Python must be reachable by uid 65534 (NewRunner
+	// checks).
 	ReadOnly []string
 	// Limits bound each sample's process; Wall defaults to 60 s, of which
 	// each of the two passes (real and mock) gets at most a third.
@@ -82,6 +84,13 @@ func NewRunner(sb *sandbox.Sandbox, cfg Config) (*Runner, error) {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 1
 	}
+	if os.Geteuid() == 0 {
+		for _, p := range append([]string{cfg.Python}, cfg.ReadOnly...) {
+			if err := reachable(p); err != nil {
+				return nil, err
+			}
+		}
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, "lacuna-pyharness-")
 	if err != nil {
 		return nil, fmt.Errorf("pyharness: %w", err)
@@ -101,6 +110,28 @@ func NewRunner(sb *sandbox.Sandbox, cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("pyharness: %w", err)
 	}
 	return r, nil
+}
+
+// reachable checks that uid 65534, which the sandbox runs programs as when
+// lacuna runs as root, can traverse every directory above p: otherwise
+// every sample would end without a record for a reason of the machine's.
+func reachable(p string) error {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return fmt.Errorf("pyharness: %w", err)
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("pyharness: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("pyharness: %s cannot be reached by the sandbox's user (uid 65534): %s is mode %o", p, d, fi.Mode().Perm())
+		}
+		if d == "/" {
+			return nil
+		}
+	}
 }
 
 // Close removes the runner's files.
