@@ -48,7 +48,9 @@
 //     outcomes of the reference that this changes; a solution must change
 //     each of them too, so a throwaway call beside values computed
 //     another way (or hard-coded) fails. A raise under the mock counts as
-//     a change.
+//     a change. Both passes run in the sample's one process, each in a
+//     fresh namespace: module-level state of the library that the real
+//     pass changed is still changed in the mock pass.
 //   - Stable expectations (Derive): the reference runs in several
 //     processes (hash randomisation differs); values every run agrees on
 //     are asserted exactly, the others by kind and type only.

@@ -131,11 +131,9 @@ def resolve(module, qualname):
     import importlib
 
     obj = importlib.import_module(module)
-    owner = None
     for part in qualname.split("."):
-        owner = obj
         obj = obj.__dict__[part] if isinstance(obj, type) and part in obj.__dict__ else getattr(obj, part)
-    return owner, obj
+    return obj
 
 
 def install_spy(module, qualname, state):
@@ -144,7 +142,7 @@ def install_spy(module, qualname, state):
     staticmethod or classmethod of it). A class target is instrumented in
     place (its __init__), so isinstance and every alias keep working.
     Returns how many places were patched."""
-    owner, target = resolve(module, qualname)
+    target = resolve(module, qualname)
     if isinstance(target, type):
         init = target.__dict__.get("__init__")
         base = init if init is not None else (lambda self, *a, **k: super(target, self).__init__(*a, **k))

@@ -25,10 +25,6 @@ import (
 //go:embed driver.py
 var driverSource string
 
-// DriverSource is the embedded driver (its first line, the interpreter,
-// is added by NewRunner).
-func DriverSource() string { return driverSource }
-
 // Sample is one program to run: a task with a solution in place.
 type Sample struct {
 	Task     Task
