@@ -1,0 +1,109 @@
+// Package pyharness is NovelAPIBench's execute-then-assert harness for
+// Python libraries, the counterpart of goharness where the concepts
+// agree: a task format, a driver that runs one sample in a sandboxed
+// process with the target-API spy, the harness's layers, the calibration
+// mutants, the judge's deterministic fast path, and C1. It knows nothing
+// of the graph: it is given an interpreter, the directories to put on
+// sys.path and the host paths to mount read-only (an environment of
+// runners/pyenv, a fixture package).
+//
+// # Tasks
+//
+// A Task is a program cut from a validated example: a prelude (the
+// imports the context's own code uses, helpers, data), then a solver
+// function whose body is masked (Context). The solver writes the body,
+// import lines included, or a whole definition of the function
+// (Program). The prelude never imports the target's package (Validate):
+// that import is the solver's, and a wrong one is a WrongImport. The
+// harness calls the function on each of Inputs (the example's own
+// arguments, then perturbed ones), so a solution right by accident on one
+// input, or one that ignores its input, fails.
+//
+// # What a verdict rests on
+//
+//   - The spy. Before any solution code runs, the driver imports the
+//     target's defining module and the modules of all its public paths,
+//     then replaces every alias of the target across sys.modules: each
+//     module attribute that is the object, and each attribute of a class
+//     of a loaded module that is it (or a staticmethod or classmethod of
+//     it). A class target is instrumented in place (its __init__), so
+//     isinstance and every alias keep working. A call counts as the
+//     solver's (Record.Direct) only when the calling frame is the
+//     solution's file and lines (Program's range): the library calling
+//     the target internally, the prelude, and the harness do not count.
+//     C functions create no frame, so the target passed as a callback to
+//     map or sorted counts as called by the solution.
+//   - Structural: the solution's own lines called the target at least
+//     once; the shapes of the calls (positional count, keywords) are kept
+//     as evidence for the judge.
+//   - Comparative: each input's outcome equals the reference's: values are
+//     described by the driver (kind, type, content; numpy arrays with
+//     dtype and shape) and compared in lacuna's process, floats within
+//     RelTol and AbsTol; an exception is compared by its type. The
+//     expected values never enter the process a solution runs in.
+//   - Mock-based: every sample runs twice in its process, the second time
+//     with the solution's own calls of the target answered by a
+//     unittest.mock.MagicMock (for a class: the instance left
+//     uninitialised), its body not run. Expectation.Dependent names the
+//     outcomes of the reference that this changes; a solution must change
+//     each of them too, so a throwaway call beside values computed
+//     another way (or hard-coded) fails. A raise under the mock counts as
+//     a change. Both passes run in the sample's one process, each in a
+//     fresh namespace: module-level state of the library that the real
+//     pass changed is still changed in the mock pass.
+//   - Stable expectations (Derive): the reference runs in several
+//     processes (hash randomisation differs); values every run agrees on
+//     are asserted exactly, the others by kind and type only.
+//   - Isolation: every sample runs in a process of its own under
+//     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
+//     the environment read-only, CPU, memory, process and wall-clock
+//     limits), so no sample's crash, exit, hang, files or state reaches
+//     another; RunAll runs them in parallel and gives each the verdict Run
+//     gives it alone.
+//
+// # Integrity and its limits
+//
+// The process asserts nothing: it writes one record, signed with
+// HMAC-SHA256 under a fresh key it reads from descriptor 7 and closes
+// before any task code runs, to descriptor 8. What it prints decides
+// nothing; a record that fails authentication, or any other data on
+// descriptor 8, is tampering; no record is a crash. The solver's code
+// runs in a thread of its own, so its frames never lead to the main
+// thread's, which hold the key (inside OpenSSL's HMAC state). An audit
+// hook (PEP 578; it cannot be removed) refuses, from the first pass on and
+// in every thread: the garbage collector's object walks, other threads'
+// frames, trace and profile hooks, new audit hooks, any path under /proc
+// (the process's memory and descriptors), ctypes, and starting or
+// signalling processes (fork, exec, spawn, system, subprocess, kill).
+//
+// Python cannot hide an object from code in the same interpreter, so
+// this stops the forgeries a model's code could make by accident or by a
+// simple trick (printing a verdict, writing to the record's descriptor,
+// exiting early with 0, os._exit, unwrapping or replacing the spy,
+// calling the target only through the library) and the direct routes to
+// the key, not deliberate attack code written against this driver. Known
+// limits: the spy's state is reachable through its __closure__, so a
+// solution can raise its own call count (the mock layer still rejects it
+// unless it also detects the mock pass); the driver's module is in
+// sys.modules and its functions can be replaced; a thread the solution
+// starts may outlive its pass; a library that imports ctypes or starts
+// processes lazily during the solution fails there (the target's modules
+// are imported before the guard is armed). The paper says it too: the
+// harness is not a security boundary; the sandbox is.
+//
+// Without bubblewrap, runners/sandbox applies resource limits only:
+// samples share /tmp and the host's file system.
+//
+// # The judge's fast path
+//
+// Judge assigns OK, WrongSyntax (SyntaxError compiling the program),
+// WrongImport (ImportError, ModuleNotFoundError; the package or the
+// target's name used without an import; the target's name looked up on a
+// wrong module of its package), WrongAPISelection (another name looked up
+// on a module of the target's package; the program ran, never called the
+// target and never names it), and leaves the rest undecided, with the
+// evidence, for the LLM judge.
+// Calibrate runs the mutants (Mutants) and C1 keeps a task only when the
+// reference passes, some outcome depends on the target, and every mutant
+// is rejected with its class.
+package pyharness

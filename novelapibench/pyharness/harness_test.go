@@ -1,0 +1,300 @@
+package pyharness
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+func TestReferencePassesAndIsCountedOnlyFromItsOwnLines(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	if !exp.Dependent[0] || !exp.Dependent[1] {
+		t.Errorf("dependent %v: both outcomes come from the target", exp.Dependent)
+	}
+	run := f.run(t, task, task.Reference)
+	if v := Check(exp, run); !v.Passed {
+		t.Fatalf("reference fails: %+v\n%s", v, run.Output)
+	}
+	if run.Record.Direct != 2 {
+		t.Errorf("direct calls %d, want 2 (one per input)", run.Record.Direct)
+	}
+	if run.Record.Patched < 4 {
+		t.Errorf("patched %d places, want at least 4 (fixpkg.scale, fixpkg.rescale, fixpkg._impl.scale, Tools.scale)", run.Record.Patched)
+	}
+	if len(run.Record.Calls) == 0 || run.Record.Calls[0].Args != 1 || len(run.Record.Calls[0].Kwargs) != 1 || run.Record.Calls[0].Kwargs[0] != "factor" {
+		t.Errorf("call shapes %+v, want one positional and factor=", run.Record.Calls)
+	}
+}
+
+func TestEveryAliasOfTheTargetCounts(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	for name, sol := range map[string]string{
+		"alias":           "import fixpkg\nys = fixpkg.rescale(xs, factor=k * 10)\nreturn sum(ys) + len(ys)",
+		"defining module": "from fixpkg._impl import scale as s\nys = s(xs, k * 10)\nreturn sum(ys) + len(ys)",
+		"class attribute": "from fixpkg import Tools\nys = Tools.scale(xs, factor=k * 10)\nreturn sum(ys) + len(ys)",
+		"whole function":  "import fixpkg\n\ndef helper(v, k):\n    return fixpkg.scale(v, k * 10)\n\ndef solve(xs, k):\n    ys = helper(xs, k)\n    return sum(ys) + len(ys)",
+		"callback":        "import fixpkg\nys = list(map(lambda v: fixpkg.scale([v], k * 10)[0], xs))\nreturn sum(ys) + len(ys)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := f.run(t, task, sol)
+			if v := Check(exp, run); !v.Passed {
+				t.Errorf("%+v\n%s", v, run.Output)
+			}
+		})
+	}
+}
+
+func TestMutantsAreRejectedWithTheirClasses(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	audit, err := Calibrate(t.Context(), f.runner, task, "shift", exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !audit.Reference.Passed {
+		t.Fatalf("reference: %+v", audit.Reference)
+	}
+	want := map[string]struct{ layer, class string }{
+		MutantNull:      {LayerStructural, ClassWrongAPISelection},
+		MutantSibling:   {LayerStructural, ClassWrongAPISelection},
+		MutantImport:    {LayerStructural, ClassWrongImport},
+		MutantPerturb:   {LayerComparative, ClassUndecided},
+		MutantSyntax:    {LayerRun, ClassWrongSyntax},
+		MutantExit:      {LayerIntegrity, ClassUndecided},
+		MutantThrowaway: {LayerMock, ClassUndecided},
+	}
+	seen := map[string]bool{}
+	for _, m := range audit.Mutants {
+		seen[m.Kind] = true
+		w := want[m.Kind]
+		if m.Verdict.Passed || m.Verdict.Layer != w.layer || m.Judgement.Class != w.class || !m.OK {
+			t.Errorf("%s: verdict %+v, judged %s (%s); want rejected at %s, %s\n%s", m.Kind, m.Verdict, m.Judgement.Class, m.Judgement.Rule, w.layer, w.class, m.Code)
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			t.Errorf("no %s mutant built", k)
+		}
+	}
+	if keep, why := C1(exp, audit); !keep {
+		t.Errorf("C1 drops the fixture task: %s", why)
+	}
+}
+
+func TestJudgeFastPathOnPythonErrors(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	for _, tc := range []struct {
+		name, sol, class string
+	}{
+		{"syntax", "return scale(xs,", ClassWrongSyntax},
+		{"indentation", "x = 1\n  return x", ClassWrongSyntax},
+		{"missing module", "import fixpkg_nope\nreturn fixpkg_nope.scale(xs, k)", ClassWrongImport},
+		{"name not in package", "from fixpkg import scal\nreturn scal(xs, k)", ClassWrongImport},
+		{"package never imported", "return sum(fixpkg.scale(xs, k * 10)) + len(xs)", ClassWrongImport},
+		{"hallucinated attribute", "import fixpkg\nreturn fixpkg.multiply(xs, k)", ClassWrongAPISelection},
+		{"missing submodule", "import fixpkg.other_missing_path as m\nreturn m.scale(xs, k)", ClassWrongImport},
+		{"right name, wrong module", "import fixpkg.extra\nreturn fixpkg.extra.scale(xs, k)", ClassWrongImport},
+		{"right name, never imported", "return sum(scale(xs, k * 10)) + len(xs)", ClassWrongImport},
+		{"unrelated name, never defined", "return sum(multiply(xs, k * 10)) + len(xs)", ClassWrongAPISelection},
+		{"crashes before its call", "y = undefined_thing\nfrom fixpkg import scale\nreturn sum(scale(xs, k * 10)) + len(xs)", ClassUndecided},
+		{"target at a wrong path", "import fixpkg\nreturn fixpkg.Grid.scale(xs, k)", ClassUndecided},
+		{"never calls it", "return sum(x * k * 10 for x in xs) + len(xs)", ClassWrongAPISelection},
+		{"wrong value", "from fixpkg import scale\nreturn sum(scale(xs, k)) + len(xs)", ClassUndecided},
+		{"raises inside", "from fixpkg import scale\nreturn sum(scale(None, k))", ClassUndecided},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := f.run(t, task, tc.sol)
+			v := Check(exp, run)
+			if v.Passed {
+				t.Fatalf("passed")
+			}
+			j := Judge(task.Target, tc.sol, v, run)
+			if j.Class != tc.class {
+				t.Errorf("judged %s (%s), want %s; verdict %+v", j.Class, j.Rule, tc.class, v)
+			}
+			if j.Class == ClassUndecided && j.Evidence == "" {
+				t.Error("undecided without evidence")
+			}
+		})
+	}
+}
+
+func TestMethodAndClassTargets(t *testing.T) {
+	f := newFixture(t, 2)
+	for _, tc := range []struct {
+		name string
+		task Task
+		// wrong never calls the target but computes the same values.
+		wrong string
+	}{
+		{"method", Task{
+			Target:    Target{ID: "fixpkg._impl:Grid.cells", Paths: []string{"fixpkg.Grid.cells"}},
+			Signature: "def solve(n):", Reference: "from fixpkg import Grid\nreturn Grid(n).cells()", Inputs: []string{"3", "5"},
+		}, "from fixpkg import Grid\ng = Grid(n)\nreturn g.n * g.n"},
+		{"class", Task{
+			Target:    Target{ID: "fixpkg._impl:Grid", Paths: []string{"fixpkg.Grid"}},
+			Signature: "def solve(n):", Reference: "from fixpkg import Grid\ng = Grid(n)\nreturn g.cells()", Inputs: []string{"3", "5"},
+		}, "return n * n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := f.expectation(t, tc.task)
+			if !exp.Dependent[0] {
+				t.Errorf("the outcome does not depend on the %s", tc.name)
+			}
+			runs, err := f.runner.RunAll(t.Context(), []Sample{{Task: tc.task, Solution: tc.task.Reference}, {Task: tc.task, Solution: tc.wrong}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := Check(exp, runs[0]); !v.Passed {
+				t.Errorf("reference: %+v", v)
+			}
+			if v := Check(exp, runs[1]); v.Passed || v.Layer != LayerStructural {
+				t.Errorf("a solution that never calls it: %+v", v)
+			}
+		})
+	}
+}
+
+func TestBatchGivesTheVerdictsOfSingleRuns(t *testing.T) {
+	f := newFixture(t, 4)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	samples := []Sample{{Task: task, Solution: task.Reference}}
+	for _, m := range Mutants(task, "shift", exp) {
+		samples = append(samples, Sample{Task: task, Solution: m.Code})
+	}
+	samples = append(samples, Sample{Task: task, Solution: "import fixpkg\nfixpkg.scale = lambda *a, **k: []\nreturn 0"}, Sample{Task: task, Solution: task.Reference})
+	runs, err := f.runner.RunAll(t.Context(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range samples {
+		batch := Check(exp, runs[i])
+		alone := Check(exp, f.run(t, s.Task, s.Solution))
+		if batch != alone {
+			t.Errorf("sample %d: batch %+v, alone %+v", i, batch, alone)
+		}
+	}
+	if v := Check(exp, runs[len(runs)-1]); !v.Passed {
+		t.Errorf("the reference after a sample that patched the library: %+v", v)
+	}
+}
+
+func TestALibraryThatFailsToLoadIsTheTasksFault(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	task.Target.ID = "fixpkg._impl:no_such_function"
+	run := f.run(t, task, task.Reference)
+	if run.Record == nil || run.Record.Stage != "load" {
+		t.Fatalf("record %+v, want stage load", run.Record)
+	}
+	j := Judge(task.Target, task.Reference, Check(Expectation{}, run), run)
+	if j.Class != ClassUndecided {
+		t.Errorf("judged %s (%s): a task that does not load is not the solution's failure", j.Class, j.Rule)
+	}
+}
+
+func TestValuesThatVaryBetweenRunsAreAssertedByTypeOnly(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	task.Reference = "import os\nfrom fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn [sum(ys), os.urandom(8).hex(), {str(v) for v in ys}]"
+	exp := f.expectation(t, task)
+	for i, e := range exp.Expected {
+		if e.Exact {
+			t.Errorf("input %d asserted exactly: the reference's value varies between runs", i)
+		}
+	}
+	if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+		t.Errorf("the reference fails its own varying expectation: %+v", v)
+	}
+	if v := Check(exp, f.run(t, task, "from fixpkg import scale\nreturn sum(scale(xs, k))")); v.Passed {
+		t.Error("a value of another type passes")
+	}
+}
+
+// TestRunsInAVirtualEnvironmentMountedReadOnly: the library installed in
+// a venv's site-packages (as runners/pyenv installs it), nothing on
+// Paths, the venv mounted through InterpreterMounts.
+func TestRunsInAVirtualEnvironmentMountedReadOnly(t *testing.T) {
+	py := python(t)
+	dir := worldDir(t)
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(py, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		need(t, "python3 -m venv: "+err.Error()+"\n"+string(out))
+	}
+	site, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if err != nil || len(site) != 1 {
+		t.Fatalf("site-packages: %v %v", site, err)
+	}
+	for name, src := range fixtureFiles {
+		p := filepath.Join(site[0], name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mounts, err := InterpreterMounts(filepath.Join(venv, "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) == 0 || mounts[0] != venv {
+		t.Errorf("mounts %v, want the venv first", mounts)
+	}
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRunner(sb, Config{Python: filepath.Join(venv, "bin", "python"), ReadOnly: mounts,
+		Limits: sandbox.Limits{Wall: 30 * time.Second, Memory: 1 << 30}, Dir: worldDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	task := fixtureTask()
+	var runs []Run
+	for i := 0; i < 3; i++ {
+		run, err := r.Run(t.Context(), Sample{Task: task, Solution: task.Reference})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	exp, err := Derive(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Check(exp, runs[0]); !v.Passed {
+		t.Errorf("reference in the venv: %+v", v)
+	}
+}
+
+func TestNewRunnerRefusesPathsTheSandboxUserCannotReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the check applies when lacuna runs as root")
+	}
+	dir := worldDir(t)
+	private := filepath.Join(dir, "private")
+	if err := os.MkdirAll(filepath.Join(private, "env"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRunner(sb, Config{Python: python(t), ReadOnly: []string{filepath.Join(private, "env")}, Dir: worldDir(t)}); err == nil {
+		t.Error("accepted a read-only path below a directory of mode 0700")
+	}
+}

@@ -1,0 +1,152 @@
+package pyharness
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+)
+
+// The failure taxonomy is goharness's (NovelAPIBench §3.3).
+const (
+	ClassOK                = goharness.ClassOK
+	ClassWrongSyntax       = goharness.ClassWrongSyntax
+	ClassWrongAPISelection = goharness.ClassWrongAPISelection
+	ClassWrongImport       = goharness.ClassWrongImport
+	ClassWrongParam        = goharness.ClassWrongParam
+	ClassWrongShapeDtype   = goharness.ClassWrongShapeDtype
+	ClassWrongLogic        = goharness.ClassWrongLogic
+	// ClassUndecided is what the fast path leaves to the LLM judge, with
+	// the evidence (Judgement.Evidence).
+	ClassUndecided = "undecided"
+)
+
+// Judgement is the fast path's answer.
+type Judgement struct {
+	Class string
+	Rule  string // the rule that fired
+	// Evidence is what the LLM judge is given for an undecided sample:
+	// the harness's reason, the exception and its traceback, the direct
+	// calls' shapes.
+	Evidence string
+}
+
+// Judge classifies a sample by deterministic rules, the judge's fast path
+// for Python:
+//
+//   - passed → OK;
+//   - SyntaxError (IndentationError, TabError) compiling the program →
+//     WrongSyntax;
+//   - ImportError or ModuleNotFoundError anywhere → WrongImport;
+//   - NameError of the target's package or name (used, never imported)
+//     → WrongImport;
+//   - AttributeError on a module of the target's package: for the
+//     target's own name (the right name at a wrong path) → WrongImport,
+//     for another name (a hallucinated or misremembered symbol) →
+//     WrongAPISelection;
+//   - the program ran, its own lines never called the target and the
+//     solution never names it (by its name or the last component of one
+//     of its paths) → WrongAPISelection (one that names it but stopped
+//     before the call is left undecided);
+//   - the rest → undecided, for the LLM judge.
+//
+// A run without an authenticated record is undecided when the process
+// crashed or hung, and is never OK.
+func Judge(tg Target, solution string, v Verdict, run Run) Judgement {
+	if v.Passed {
+		return Judgement{Class: ClassOK, Rule: "passed the harness"}
+	}
+	undecided := func(rule string, e *PyError) Judgement {
+		ev := "harness: " + v.Layer + ": " + v.Reason
+		if e != nil {
+			ev += "\nexception: " + e.String()
+			if e.Traceback != "" {
+				ev += "\n" + e.Traceback
+			}
+		}
+		if run.Record != nil {
+			for _, c := range run.Record.Calls {
+				ev += "\ncall of the target: " + callString(c)
+			}
+		}
+		if run.Record == nil && run.Output != "" {
+			ev += "\noutput:\n" + cut(run.Output, 4096)
+		}
+		return Judgement{Class: ClassUndecided, Rule: rule, Evidence: ev}
+	}
+	rec := run.Record
+	if rec == nil {
+		return undecided("no authenticated record: "+run.Problem, nil)
+	}
+	var errs []*PyError
+	if rec.Error != nil {
+		errs = append(errs, rec.Error)
+	}
+	for _, o := range rec.Real {
+		if o.Raised != nil {
+			errs = append(errs, o.Raised)
+		}
+	}
+	if rec.Stage == "load" {
+		return undecided("the environment or the target did not load: the task's fault, not the solution's", rec.Error)
+	}
+	if rec.Stage == "compile" && rec.Error != nil {
+		switch rec.Error.Type {
+		case "SyntaxError", "IndentationError", "TabError":
+			return Judgement{Class: ClassWrongSyntax, Rule: "does not compile: " + rec.Error.String()}
+		}
+	}
+	pkg := tg.Package()
+	inPackage := func(mod string) bool { return mod == pkg || strings.HasPrefix(mod, pkg+".") }
+	for _, e := range errs {
+		switch e.Type {
+		case "ImportError", "ModuleNotFoundError":
+			return Judgement{Class: ClassWrongImport, Rule: "an import fails: " + e.String()}
+		case "NameError":
+			if e.Name == pkg || e.Name == tg.Name() {
+				return Judgement{Class: ClassWrongImport, Rule: "uses " + e.Name + " without importing it"}
+			}
+		case "AttributeError":
+			if e.ObjModule != "" && inPackage(e.ObjModule) {
+				if e.Name == tg.Name() {
+					return Judgement{Class: ClassWrongImport, Rule: "module " + e.ObjModule + " has no " + e.Name + ": the right name at a wrong path"}
+				}
+				return Judgement{Class: ClassWrongAPISelection, Rule: "calls " + e.ObjModule + "." + e.Name + ", which does not exist"}
+			}
+		}
+	}
+	if rec.Stage == "ran" && rec.Direct == 0 && !namesTarget(solution, tg) {
+		return Judgement{Class: ClassWrongAPISelection, Rule: "never calls the target, and never names it"}
+	}
+	var first *PyError
+	if len(errs) > 0 {
+		first = errs[0]
+	}
+	if rec.Direct == 0 {
+		return undecided("names the target but never called it", first)
+	}
+	return undecided("calls the target; the outcome is wrong", first)
+}
+
+// namesTarget reports whether code names the target: its name or the
+// last component of one of its paths, as a whole word.
+func namesTarget(code string, tg Target) bool {
+	names := []string{tg.Name()}
+	for _, p := range tg.Paths {
+		names = append(names, p[strings.LastIndex(p, ".")+1:])
+	}
+	for _, n := range names {
+		if n != "" && regexp.MustCompile(`\b`+regexp.QuoteMeta(n)+`\b`).MatchString(code) {
+			return true
+		}
+	}
+	return false
+}
+
+func callString(c Call) string {
+	s := strings.Repeat("_, ", c.Args)
+	for _, k := range c.Kwargs {
+		s += k + "=_, "
+	}
+	return "(" + strings.TrimSuffix(s, ", ") + ")"
+}

@@ -1,0 +1,338 @@
+package pyharness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Calibration mutants: solutions the harness must reject, each with the
+// class the judge's fast path must give it ("" when the fast path leaves
+// it to the LLM judge, as it should: only the LLM tells a wrong parameter
+// from wrong logic).
+const (
+	MutantNull    = "null"    // the body returns None: the target never called
+	MutantSibling = "sibling" // every use of the target's name replaced by a sibling API's
+	MutantImport  = "import"  // the target's package misspelt in the import lines
+	MutantPerturb = "perturb" // the first literal argument of the target's call changed
+	MutantSyntax  = "syntax"  // the last closing parenthesis dropped
+	// MutantExit runs the reference's body up to its final return, then
+	// ends the process with os._exit(0): no record, whatever it printed.
+	MutantExit = "exit"
+	// MutantThrowaway runs the reference's body, calls and all, and then
+	// returns the reference's values as literals, one per call of the
+	// function (a counter in the program's namespace): genuine calls,
+	// correct values, none of them computed through the calls. Only the
+	// mock layer rejects it. Built when every expected value can be
+	// written as a literal and the body ends in a return.
+	MutantThrowaway = "throwaway"
+)
+
+// Mutant is one calibration solution.
+type Mutant struct {
+	Kind string
+	Code string // a body for the task's function
+	// Class is the class the fast path must give it; "" for undecided.
+	Class string
+}
+
+// Mutants builds a task's calibration solutions from its reference.
+// sibling is another API of the target's module to call instead ("" when
+// there is none); exp gives the throwaway mutant its literals. A kind that
+// cannot be built for the task is left out (see each kind's doc). The
+// result depends only on the arguments.
+func Mutants(t Task, sibling string, exp Expectation) []Mutant {
+	ref := strings.Trim(dedent(t.Reference), "\n")
+	name := t.Target.Name()
+	out := []Mutant{{Kind: MutantNull, Code: "return None", Class: ClassWrongAPISelection}}
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	if sibling != "" && sibling != name && word.MatchString(ref) {
+		out = append(out, Mutant{Kind: MutantSibling, Code: word.ReplaceAllString(ref, sibling), Class: ClassWrongAPISelection})
+	}
+	pkg := t.Target.Package()
+	importLine := regexp.MustCompile(`^\s*(import|from)\s`)
+	pkgWord := regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg) + `\b`)
+	lines := strings.Split(ref, "\n")
+	moved := false
+	for i, l := range lines {
+		if importLine.MatchString(l) && pkgWord.MatchString(l) {
+			lines[i] = pkgWord.ReplaceAllString(l, pkg+"_lacuna_missing")
+			moved = true
+		}
+	}
+	if moved {
+		out = append(out, Mutant{Kind: MutantImport, Code: strings.Join(lines, "\n"), Class: ClassWrongImport})
+	}
+	if p, ok := perturb(ref, name); ok {
+		out = append(out, Mutant{Kind: MutantPerturb, Code: p})
+	}
+	if i := strings.LastIndex(ref, ")"); i >= 0 {
+		out = append(out, Mutant{Kind: MutantSyntax, Code: ref[:i] + ref[i+1:], Class: ClassWrongSyntax})
+	}
+	if k := finalReturn(ref); k >= 0 {
+		ls := strings.Split(ref, "\n")
+		body := strings.Join(ls[:k], "\n")
+		out = append(out, Mutant{Kind: MutantExit, Code: body + "\nimport os as _lacuna_os\n_lacuna_os._exit(0)"})
+		var lits []string
+		for _, e := range exp.Expected {
+			lit, ok := "", e.Exact && e.Raises == ""
+			if ok {
+				lit, ok = pyLiteral(e.Value)
+			}
+			if !ok {
+				lits = nil
+				break
+			}
+			lits = append(lits, lit)
+		}
+		if len(lits) > 0 {
+			expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))
+			out = append(out, Mutant{Kind: MutantThrowaway, Code: body + "\n_lacuna_discarded = " + expr +
+				"\nglobal _lacuna_n\n_lacuna_n = globals().get('_lacuna_n', -1) + 1\nreturn [" + strings.Join(lits, ", ") + "][_lacuna_n]"})
+		}
+	}
+	return out
+}
+
+// finalReturn is the index of the body's last line when it is a
+// top-level return with a value (continuation lines not supported), -1
+// otherwise.
+func finalReturn(body string) int {
+	ls := strings.Split(body, "\n")
+	k := len(ls) - 1
+	if k >= 0 && strings.HasPrefix(ls[k], "return ") && strings.Count(ls[k], "(") == strings.Count(ls[k], ")") && strings.Count(ls[k], "[") == strings.Count(ls[k], "]") {
+		return k
+	}
+	return -1
+}
+
+var literalAt = regexp.MustCompile(`^(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+(?:[eE][-+]?[0-9]+)?|True|False|"[^"\\\n]*"|'[^'\\\n]*')`)
+
+// perturb changes the first literal among the arguments of the first call
+// of name: a number plus one, a boolean negated, a string with "x" added.
+func perturb(code, name string) (string, bool) {
+	call := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).FindStringIndex(code)
+	if call == nil {
+		return "", false
+	}
+	depth := 1
+	for i := call[1]; i < len(code) && depth > 0; i++ {
+		c := code[i]
+		switch c {
+		case '(', '[', '{':
+			depth++
+			continue
+		case ')', ']', '}':
+			depth--
+			continue
+		}
+		if i > 0 && (isIdent(code[i-1]) || code[i-1] == '.') {
+			continue
+		}
+		m := literalAt.FindString(code[i:])
+		if m == "" || (i+len(m) < len(code) && isIdent(code[i+len(m)]) && m[0] != '"' && m[0] != '\'') {
+			if c == '"' || c == '\'' { // a string the literal pattern does not take: skip past it
+				if j := strings.IndexByte(code[i+1:], c); j >= 0 {
+					i += j + 1
+				}
+			}
+			continue
+		}
+		var repl string
+		switch {
+		case m == "True":
+			repl = "False"
+		case m == "False":
+			repl = "True"
+		case m[0] == '"' || m[0] == '\'':
+			repl = m[:len(m)-1] + "x" + m[len(m)-1:]
+		default:
+			repl = "(" + m + " + 1)"
+		}
+		return code[:i] + repl + code[i+len(m):], true
+	}
+	return "", false
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// pyLiteral writes a value description as a Python literal, for the kinds
+// that have one (None, bool, int, float, str, bytes, list, tuple, dict,
+// set of builtin type).
+func pyLiteral(raw json.RawMessage) (string, bool) {
+	var d map[string]any
+	if err := decode(raw, &d); err != nil {
+		return "", false
+	}
+	return literal(d)
+}
+
+func literal(d map[string]any) (string, bool) {
+	typ, _ := d["type"].(string)
+	if !strings.HasPrefix(typ, "builtins.") {
+		return "", false
+	}
+	items := func(open, close string) (string, bool) {
+		xs, _ := d["items"].([]any)
+		var parts []string
+		for _, x := range xs {
+			switch x := x.(type) {
+			case map[string]any:
+				s, ok := literal(x)
+				if !ok {
+					return "", false
+				}
+				parts = append(parts, s)
+			case []any:
+				if len(x) != 2 {
+					return "", false
+				}
+				k, kok := x[0].(map[string]any)
+				v, vok := x[1].(map[string]any)
+				if !kok || !vok {
+					return "", false
+				}
+				ks, ok1 := literal(k)
+				vs, ok2 := literal(v)
+				if !ok1 || !ok2 {
+					return "", false
+				}
+				parts = append(parts, ks+": "+vs)
+			}
+		}
+		if open == "(" && len(parts) == 1 {
+			return "(" + parts[0] + ",)", true
+		}
+		if open == "{" && len(parts) == 0 && d["t"] == "set" {
+			return "set()", true
+		}
+		return open + strings.Join(parts, ", ") + close, true
+	}
+	switch d["t"] {
+	case "none":
+		return "None", true
+	case "bool":
+		if d["v"] == true {
+			return "True", true
+		}
+		return "False", true
+	case "int":
+		s, _ := d["v"].(string)
+		_, err := strconv.ParseFloat(s, 64)
+		return s, err == nil
+	case "float":
+		f, ok := toFloat(d["v"])
+		switch {
+		case !ok:
+			return "", false
+		case math.IsNaN(f):
+			return "float('nan')", true
+		case math.IsInf(f, 1):
+			return "float('inf')", true
+		case math.IsInf(f, -1):
+			return "float('-inf')", true
+		}
+		return "float(" + strconv.Quote(strconv.FormatFloat(f, 'g', -1, 64)) + ")", true
+	case "str":
+		s, _ := d["v"].(string)
+		return pyQuote(s), true
+	case "bytes":
+		s, _ := d["v"].(string)
+		return "bytes.fromhex(" + pyQuote(s) + ")", true
+	case "list":
+		return items("[", "]")
+	case "tuple":
+		return items("(", ")")
+	case "set":
+		return items("{", "}")
+	case "dict":
+		return items("{", "}")
+	}
+	return "", false
+}
+
+// pyQuote is a Python string literal for s (JSON's escapes are Python's).
+func pyQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// MutantResult is how the harness and the judge took one mutant.
+type MutantResult struct {
+	Mutant
+	Verdict   Verdict
+	Judgement Judgement
+	// OK: the harness rejected it and the fast path gave it its class
+	// (undecided for a mutant without one).
+	OK bool
+}
+
+// Audit is a task's calibration: the reference's own verdict and every
+// mutant's.
+type Audit struct {
+	Reference Verdict
+	Mutants   []MutantResult
+}
+
+// Calibrate runs the reference and the mutants against exp.
+func Calibrate(ctx context.Context, r *Runner, t Task, sibling string, exp Expectation) (Audit, error) {
+	ms := Mutants(t, sibling, exp)
+	samples := []Sample{{Task: t, Solution: t.Reference}}
+	for _, m := range ms {
+		samples = append(samples, Sample{Task: t, Solution: m.Code})
+	}
+	runs, err := r.RunAll(ctx, samples)
+	if err != nil {
+		return Audit{}, err
+	}
+	a := Audit{Reference: Check(exp, runs[0])}
+	for i, m := range ms {
+		v := Check(exp, runs[i+1])
+		j := Judge(t.Target, m.Code, v, runs[i+1])
+		want := m.Class
+		if want == "" {
+			want = ClassUndecided
+		}
+		a.Mutants = append(a.Mutants, MutantResult{Mutant: m, Verdict: v, Judgement: j, OK: !v.Passed && j.Class == want})
+	}
+	return a, nil
+}
+
+// C1 is reference validity (NovelAPIBench stage 4): the reference passes
+// its own harness, some outcome is computed through the target (the mock
+// layer has something to check), and every calibration mutant is rejected
+// with its class. reason says why a task is dropped.
+func C1(exp Expectation, a Audit) (keep bool, reason string) {
+	if !a.Reference.Passed {
+		return false, "the reference fails its harness: " + a.Reference.Layer + ": " + a.Reference.Reason
+	}
+	dep := false
+	for _, d := range exp.Dependent {
+		dep = dep || d
+	}
+	if !dep {
+		return false, "no outcome depends on the target: the mock layer cannot tell a throwaway call"
+	}
+	for _, m := range a.Mutants {
+		if !m.OK {
+			if m.Verdict.Passed {
+				return false, fmt.Sprintf("the %s mutant passes the harness", m.Kind)
+			}
+			return false, fmt.Sprintf("the %s mutant is judged %s (%s), want %s", m.Kind, m.Judgement.Class, m.Judgement.Rule, orUndecided(m.Class))
+		}
+	}
+	return true, ""
+}
+
+func orUndecided(c string) string {
+	if c == "" {
+		return ClassUndecided
+	}
+	return c
+}

@@ -1,0 +1,169 @@
+package pyharness
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestProgramPlacesTheSolutionAndNamesItsLines(t *testing.T) {
+	task := fixtureTask()
+	for _, tc := range []struct {
+		name, solution, want string
+		first, last          int
+	}{
+		{"body", "ys = f(xs)\nreturn ys", "DATA = [1, 2, 3]\n\ndef solve(xs, k):\n    ys = f(xs)\n    return ys\n", 3, 5},
+		{"indented body", "    ys = f(xs)\n    return ys\n", "DATA = [1, 2, 3]\n\ndef solve(xs, k):\n    ys = f(xs)\n    return ys\n", 3, 5},
+		{"tab-indented body", "\tif xs:\n\t\treturn 1", "DATA = [1, 2, 3]\n\ndef solve(xs, k):\n    if xs:\n        return 1\n", 3, 5},
+		{"whole function", "import m\n\ndef solve(xs, k):\n    return m.f(xs)", "DATA = [1, 2, 3]\n\nimport m\n\ndef solve(xs, k):\n    return m.f(xs)\n", 3, 6},
+		{"empty", "", "DATA = [1, 2, 3]\n\ndef solve(xs, k):\n    pass\n", 3, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, first, last := task.Program(tc.solution)
+			if got != tc.want || first != tc.first || last != tc.last {
+				t.Errorf("got %q lines %d-%d, want %q lines %d-%d", got, first, last, tc.want, tc.first, tc.last)
+			}
+		})
+	}
+	if ctx := task.Context(); !strings.Contains(ctx, MaskMarker) || strings.Contains(ctx, "scale") {
+		t.Errorf("context %q: want the marker and no trace of the target", ctx)
+	}
+}
+
+func TestValidateRefusesAPreludeThatImportsTheTarget(t *testing.T) {
+	ok := fixtureTask()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mutate := range map[string]func(*Task){
+		"prelude imports the package":   func(t *Task) { t.Prelude = "import fixpkg\nDATA = 1" },
+		"prelude imports a submodule":   func(t *Task) { t.Prelude = "from fixpkg._impl import scale" },
+		"prelude imports it among more": func(t *Task) { t.Prelude = "import os, fixpkg" },
+		"no def line":                   func(t *Task) { t.Signature = "solve(xs)" },
+		"no inputs":                     func(t *Task) { t.Inputs = nil },
+		"no qualified name":             func(t *Task) { t.Target.ID = "fixpkg" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := fixtureTask()
+			mutate(&bad)
+			if bad.Validate() == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+	fine := fixtureTask()
+	fine.Prelude = "import fixpkgother\nimport os"
+	if err := fine.Validate(); err != nil {
+		t.Errorf("a package whose name starts like the target's: %v", err)
+	}
+}
+
+func TestCompareValuesWithinFloatTolerance(t *testing.T) {
+	f := func(v string) json.RawMessage {
+		return json.RawMessage(`{"t":"float","type":"builtins.float","v":` + v + `}`)
+	}
+	list := func(items ...json.RawMessage) json.RawMessage {
+		var s []string
+		for _, i := range items {
+			s = append(s, string(i))
+		}
+		return json.RawMessage(`{"t":"list","type":"builtins.list","items":[` + strings.Join(s, ",") + `]}`)
+	}
+	np := json.RawMessage(`{"t":"float","type":"numpy.float64","v":0.30000000000000004}`)
+	arr := func(dtype string, v string) json.RawMessage {
+		return json.RawMessage(`{"t":"array","type":"numpy.ndarray","dtype":"` + dtype + `","shape":[1],"items":[` + string(f(v)) + `]}`)
+	}
+	for _, tc := range []struct {
+		name      string
+		want, got json.RawMessage
+		exact     bool
+		equal     bool
+	}{
+		{"rounding", f("0.3"), f("0.30000000000000004"), true, true},
+		{"different", f("0.3"), f("0.31"), true, false},
+		{"nan", f(`"nan"`), f(`"nan"`), true, true},
+		{"inf against a number", f(`"inf"`), f("1e308"), true, false},
+		{"numpy scalar for a float", f("0.3"), np, true, true},
+		{"list of floats", list(f("1"), f("2")), list(f("1.0000000001"), f("2")), true, true},
+		{"shorter list", list(f("1"), f("2")), list(f("1")), true, false},
+		{"longer beyond the items described", json.RawMessage(`{"t":"list","type":"builtins.list","len":20000,"items":[]}`), json.RawMessage(`{"t":"list","type":"builtins.list","len":20001,"items":[]}`), true, false},
+		{"array dtype", arr("float64", "1"), arr("float32", "1"), true, false},
+		{"type only", list(f("1")), list(f("5"), f("6")), false, true},
+		{"type only, other type", list(f("1")), f("1"), false, false},
+		{"mock", f("1"), json.RawMessage(`{"t":"mock","type":"unittest.mock.MagicMock"}`), true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if ok, why := compareValues(tc.want, tc.got, tc.exact); ok != tc.equal {
+				t.Errorf("equal %v (%s), want %v", ok, why, tc.equal)
+			}
+		})
+	}
+}
+
+func TestRecordsThatFailAuthenticationAreTampering(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	sign := func(body string) string {
+		h := hmac.New(sha256.New, key)
+		h.Write([]byte(body))
+		return hex.EncodeToString(h.Sum(nil)) + " " + body + "\n"
+	}
+	good := sign(`{"stage":"ran","direct":1}`)
+	if rec, problem, tampered := parseRecord(key, []byte(good)); rec == nil || tampered || problem != "" || rec.Direct != 1 {
+		t.Fatalf("a good record: %v %q %v", rec, problem, tampered)
+	}
+	for name, data := range map[string]string{
+		"forged before the real one": `00 {"stage":"ran"}` + "\n" + good,
+		"real then more":             good + "x",
+		"wrong key":                  strings.Replace(good, good[:4], "0000", 1),
+		"unsigned":                   `{"stage":"ran"}` + "\n",
+		"no newline":                 strings.TrimSuffix(good, "\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if rec, _, tampered := parseRecord(key, []byte(data)); rec != nil || !tampered {
+				t.Errorf("accepted: %v", rec)
+			}
+		})
+	}
+	if rec, _, tampered := parseRecord(key, nil); rec != nil || tampered {
+		t.Error("no record is a crash, not tampering")
+	}
+}
+
+func TestPerturbChangesTheFirstLiteralArgumentOfTheCall(t *testing.T) {
+	for _, tc := range []struct{ code, want string }{
+		{"y = scale(xs, factor=k * 10)", "y = scale(xs, factor=k * (10 + 1))"},
+		{"y = m.scale(xs, 2.5)", "y = m.scale(xs, (2.5 + 1))"},
+		{"y = scale(x1, 'a')", "y = scale(x1, 'ax')"},
+		{"y = scale(xs, flag=True)", "y = scale(xs, flag=False)"},
+		{"y = scale(f(3), 4)", "y = scale(f((3 + 1)), 4)"},
+		{"y = other(1)\nz = scale(xs, v2)", ""},
+	} {
+		got, ok := perturb(tc.code, "scale")
+		if !ok {
+			got = ""
+		}
+		if got != tc.want {
+			t.Errorf("perturb(%q) = %q, want %q", tc.code, got, tc.want)
+		}
+	}
+}
+
+func TestPyLiteralWritesBuiltinValues(t *testing.T) {
+	for _, tc := range []struct{ desc, want string }{
+		{`{"t":"int","type":"builtins.int","v":"123456789012345678901234567890"}`, "123456789012345678901234567890"},
+		{`{"t":"float","type":"builtins.float","v":0.1}`, `float("0.1")`},
+		{`{"t":"str","type":"builtins.str","v":"a\"b\n"}`, `"a\"b\n"`},
+		{`{"t":"tuple","type":"builtins.tuple","items":[{"t":"none","type":"builtins.NoneType"}]}`, "(None,)"},
+		{`{"t":"dict","type":"builtins.dict","items":[[{"t":"str","type":"builtins.str","v":"k"},{"t":"bool","type":"builtins.bool","v":true}]]}`, `{"k": True}`},
+		{`{"t":"set","type":"builtins.set","items":[]}`, "set()"},
+		{`{"t":"object","type":"fixpkg.Grid","items":[]}`, ""},
+	} {
+		got, _ := pyLiteral(json.RawMessage(tc.desc))
+		if got != tc.want {
+			t.Errorf("pyLiteral(%s) = %q, want %q", tc.desc, got, tc.want)
+		}
+	}
+}
