@@ -79,7 +79,7 @@ func (s *Sandbox) execWrapper(name string, limited bool, dir string, lim Limits,
 		b.WriteString("exec 3<\"$1\" || exit 125\nshift\n")
 		cmd = append(cmd, s.env, "-i")
 		cmd = append(cmd, defaultEnv("/work", "/tmp")...)
-		args, err := s.bwrapArgs(lim, readOnly, []string{"--perms", "0755", "--ro-bind-data", "3", "/work/prog"})
+		args, err := s.bwrapArgs(lim, readOnly, []string{"--perms", "0755", "--ro-bind-data", "3", "/work/prog"}, false)
 		if err != nil {
 			return "", err
 		}

@@ -111,7 +111,21 @@ type Spec struct {
 	// ReadOnly lists host paths (absolute) the program may read, at the
 	// same path: a toolchain, a verified module copy, a venv.
 	ReadOnly []string
-	Stdin    []byte
+	// MountAsRoot applies when lacuna runs as root under bubblewrap: then
+	// bubblewrap itself runs as root (no user namespace; its own network,
+	// pid, ipc, uts and cgroup namespaces) and opens ReadOnly with root's
+	// rights, and the program drops to uid/gid 65534 inside, with no
+	// supplementary groups, no capabilities (bounding set emptied) and
+	// no_new_privs, before prlimit applies the limits. A ReadOnly path then
+	// need not be reachable by uid 65534 on the host (a pyenv interpreter
+	// under a private /root): the sandbox makes its parents 0755, and only
+	// the path's own permissions apply. Everything else is as without it:
+	// the same mounts, all mounted nosuid and read-only but /work, no
+	// network, the same limits. /work is then root's, mode 0777 (the input
+	// files of Dir keep their modes, owned by root: the program may read,
+	// not change them). Ignored otherwise.
+	MountAsRoot bool
+	Stdin       []byte
 	Limits
 }
 
@@ -241,10 +255,16 @@ func systemMounts() []string {
 // bwrapArgs is bubblewrap's command line up to the program: the system,
 // the read-only paths, a fresh /dev and /proc, /work as a tmpfs of
 // lim.Disk bytes with /tmp in it, then work (what goes into /work), then
-// everything outside /work made read-only.
-func (s *Sandbox) bwrapArgs(lim Limits, readOnly []string, work []string) ([]string, error) {
+// everything outside /work made read-only. asRoot is Spec.MountAsRoot's
+// mode: no user namespace, the read-only paths' parents made 0755 and
+// /work writable by the program's uid.
+func (s *Sandbox) bwrapArgs(lim Limits, readOnly []string, work []string, asRoot bool) ([]string, error) {
 	args := []string{s.bwrap, "--unshare-all", "--die-with-parent", "--new-session"}
+	if asRoot {
+		args = []string{s.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"}
+	}
 	args = append(args, s.system...)
+	made := map[string]bool{}
 	for _, p := range readOnly {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return nil, fmt.Errorf("sandbox: read-only path %q: not an absolute path below /", p)
@@ -258,13 +278,51 @@ func (s *Sandbox) bwrapArgs(lim Limits, readOnly []string, work []string) ([]str
 				return nil, fmt.Errorf("sandbox: read-only path %q: %s belongs to the sandbox", p, own)
 			}
 		}
+		if asRoot {
+			args = append(args, parentDirs(p, made)...)
+		}
 		args = append(args, "--ro-bind", p, p)
 	}
-	args = append(args, "--dev", "/dev", "--proc", "/proc",
-		"--size", strconv.FormatInt(lim.Disk, 10), "--tmpfs", "/work",
-		"--dir", "/work/.tmp", "--symlink", "/work/.tmp", "/tmp")
+	args = append(args, "--dev", "/dev", "--proc", "/proc", "--size", strconv.FormatInt(lim.Disk, 10))
+	if asRoot {
+		args = append(args, "--perms", "0777", "--tmpfs", "/work", "--perms", "01777", "--dir", "/work/.tmp")
+	} else {
+		args = append(args, "--tmpfs", "/work", "--dir", "/work/.tmp")
+	}
+	args = append(args, "--symlink", "/work/.tmp", "/tmp")
 	args = append(args, work...)
 	return append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--"), nil
+}
+
+// parentDirs makes the parents of p in the sandbox's root 0755, top
+// down, those not made yet (made) and not the system's own directories
+// (bound read-only already): bubblewrap would copy their host modes, and a
+// private /root would keep uid 65534 from p.
+func parentDirs(p string, made map[string]bool) []string {
+	var dirs []string
+	for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
+		dirs = append([]string{d}, dirs...)
+	}
+	var args []string
+	for _, d := range dirs {
+		if made[d] || systemDir(d) {
+			continue
+		}
+		made[d] = true
+		args = append(args, "--perms", "0755", "--dir", d)
+	}
+	return args
+}
+
+// systemDir says whether d is in the system's directories, which the
+// sandbox binds whole.
+func systemDir(d string) bool {
+	for _, sys := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"} {
+		if d == sys || strings.HasPrefix(d, sys+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // limitArgs is prlimit's command line up to the program.
@@ -372,9 +430,15 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 			f.Close()
 		}
 	}()
-	args, err := s.bwrapArgs(lim, spec.ReadOnly, work)
+	asRoot := spec.MountAsRoot && p.unprivileged
+	args, err := s.bwrapArgs(lim, spec.ReadOnly, work, asRoot)
 	if err != nil {
 		return nil, err
+	}
+	if asRoot {
+		p.unprivileged = false
+		args = append(args, s.setpriv, "--reuid="+strconv.Itoa(nobody), "--regid="+strconv.Itoa(nobody), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs")
 	}
 	p.argv = append(append(args, s.limitArgs(lim)...), spec.Argv...)
 	p.dir, p.files = "/", files

@@ -702,3 +702,86 @@ func TestExecWrapperForDescriptorsKeepsThemFromOtherProcesses(t *testing.T) {
 		})
 	}
 }
+
+// TestMountAsRootReadsPrivatePathsAndKeepsTheIsolation: as root, a
+// read-only path under a directory uid 65534 cannot enter on the host is
+// readable with MountAsRoot, while the program still runs as uid 65534
+// without capabilities or a way to regain them, without network, unable
+// to write outside /work or to see what it was not given, and unable to
+// read lacuna's environment.
+func TestMountAsRootReadsPrivatePathsAndKeepsTheIsolation(t *testing.T) {
+	s, dir := setup(t)
+	needIsolation(t, s)
+	if os.Geteuid() != 0 {
+		t.Skip("MountAsRoot applies only when lacuna runs as root")
+	}
+	private, err := os.MkdirTemp("/var/tmp", "lacuna-private-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(private) })
+	given := filepath.Join(private, "given")
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(given, "file"), []byte("given-content\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, hiddenFile := worldReadable(t, "hidden-content\n")
+	secret := "sk-lacuna-test-" + strconv.Itoa(os.Getpid())
+	t.Setenv("LACUNA_TEST_API_KEY", secret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("listener-reached\n"))
+			c.Close()
+		}
+	}()
+	script := fmt.Sprintf(`echo uid $(id -u) groups $(id -G)
+grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status
+cat %[1]s/file; cat %[2]s
+(exec 3<>/dev/tcp/127.0.0.1/%[3]d && cat <&3) || echo refused
+echo x > %[1]s/w; echo x > /rootfile; echo x > /var/escaped
+echo made > /work/out && echo work-writable; echo t > /tmp/t && echo tmp-writable
+cat /proc/[0-9]*/environ | tr '\0' '\n' | grep -c LACUNA_TEST_API_KEY
+`, given, hiddenFile, ln.Addr().(*net.TCPAddr).Port)
+	r, err := s.Run(context.Background(), Spec{Argv: []string{"/bin/bash", "-c", script}, Dir: dir, ReadOnly: []string{given}, MountAsRoot: true, Limits: Limits{Wall: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(r.Stdout)
+	for _, want := range []string{"uid 65534 groups 65534\n", "CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n", "NoNewPrivs:\t1\n",
+		"given-content\n", "refused\n", "work-writable\n", "tmp-writable\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s\nstderr:\n%s", want, out, r.Stderr)
+		}
+	}
+	if !strings.HasSuffix(out, "\n0\n") {
+		t.Errorf("lacuna's environment is readable inside:\n%s", out)
+	}
+	for _, bad := range []string{"hidden-content", "listener-reached", secret} {
+		if strings.Contains(out, bad) {
+			t.Errorf("stdout has %q:\n%s", bad, out)
+		}
+	}
+	for _, p := range []string{filepath.Join(given, "w"), "/rootfile", "/var/escaped"} {
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("the sandbox wrote %s on the host", p)
+		}
+	}
+	if !strings.Contains(string(r.Stderr), "/rootfile: Read-only file system") {
+		t.Errorf("stderr: %s", r.Stderr)
+	}
+}
