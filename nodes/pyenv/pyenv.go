@@ -15,11 +15,25 @@
 //     pip), or empty: uv, else pip (the fallback is logged).
 //   - PIP_INDEX_URL, UV_INDEX_URL, UV_DEFAULT_INDEX: the index (Index).
 //   - SSL_CERT_FILE: the certificate authorities to trust, when set.
+//   - LACUNA_PY_UNSANDBOXED=1: run library code outside the sandbox when
+//     the sandbox cannot mount the environments (see Resolve); without it
+//     Resolve fails instead.
 //
 // The key holds the interpreter (implementation, exact version,
 // platform), the installer's name and version, and the sandbox. The index
 // URL is not in it: the environments' locks name every file by its sha256,
 // so a mirror serving the same files makes the same environments.
+//
+// A library's code (its import-time code, its examples) is untrusted: it
+// runs in the sandbox (runners/sandbox) with the environment and the base
+// interpreter's installation mounted read-only, no network, an empty
+// /work of its own and, when lacuna runs as root, uid 65534 with no
+// capabilities (sandbox.Spec.MountAsRoot, so an interpreter under a private
+// /root can be mounted). It cannot write the host's file system, reach
+// the network, read lacuna's environment or see host paths beyond the
+// system's directories, the environment and the interpreter. Without
+// bubblewrap it has resource limits only (the sandbox's Warning is
+// logged).
 package pyenv
 
 import (
@@ -63,7 +77,8 @@ type Python struct {
 	Limits  sandbox.Limits
 	// Unsandboxed says why library code runs outside the sandbox (as a
 	// tool of lacuna's user: resource limits, a wall clock and a minimal
-	// environment only); "" when it runs inside. See Resolve.
+	// environment only; the user opted in with LACUNA_PY_UNSANDBOXED=1);
+	// "" when it runs inside. See Resolve.
 	Unsandboxed string
 	// Fallback says why pip is used when uv was asked for by default and
 	// could not be had; nil otherwise.
@@ -78,6 +93,13 @@ type Python struct {
 // Run (Environment): their releases come from the node's inputs, whose
 // digests the key holds, and each is resolved as of its release's own
 // time, so the same input, interpreter and installer give the same lock.
+//
+// When the sandbox cannot run the environments (the store or the
+// interpreter under /tmp, which is the sandbox's own; or, without
+// bubblewrap as root, paths uid 65534 cannot reach) Resolve fails, saying
+// why, unless LACUNA_PY_UNSANDBOXED=1: then library code runs as a tool
+// of lacuna's user, with its network and file system, and "sandbox" is
+// "none".
 func Resolve(ctx context.Context, r nodes.Resolve, lim sandbox.Limits) (*nodes.Pinned, error) {
 	dir, err := r.CacheDir("python")
 	if err != nil {
@@ -112,6 +134,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, lim sandbox.Limits) (*nodes.P
 		return nil, err
 	}
 	p.Unsandboxed = unsandboxed(p.Sandbox, dir, baseInstall(py.Path))
+	if p.Unsandboxed != "" && r.Getenv("LACUNA_PY_UNSANDBOXED") != "1" {
+		return nil, fmt.Errorf("python: library code cannot run in the sandbox: %s; to run it anyway outside the sandbox, as your user with your network and files (resource limits only), set LACUNA_PY_UNSANDBOXED=1", p.Unsandboxed)
+	}
 	id := map[string]string{"python": py.ID(), "installer": inst.String()}
 	for k, v := range p.Sandbox.Identity(lim) {
 		if k != "sandbox" {
@@ -180,11 +205,12 @@ func (p *Python) Environment(ctx context.Context, name, version string, released
 // RunPython runs env's interpreter with args in the sandbox under
 // p.Limits: the environment and the base interpreter's installation are
 // mounted read-only at their paths, the working directory is an empty
-// /work, and the environment holds only PATH, HOME, TMPDIR and LC_ALL.
-// Without bubblewrap it runs with resource limits only, in a temporary
-// directory (From logs the sandbox's warning); when the sandbox cannot
-// mount the environments (p.Unsandboxed) it runs as a tool of lacuna's
-// user (sandbox.RunTool: the same limits, no isolation).
+// /work, and the environment holds only PATH, HOME, TMPDIR and LC_ALL;
+// as root, bubblewrap mounts them as root and the program runs as uid
+// 65534 (sandbox.Spec.MountAsRoot). Without bubblewrap it runs with
+// resource limits only, in a temporary directory (From logs the sandbox's
+// warning); when the user opted in to p.Unsandboxed it runs as a tool of
+// lacuna's user (sandbox.RunTool: the same limits, no isolation).
 func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string) (*sandbox.Result, error) {
 	work, err := os.MkdirTemp("", "lacuna-py-")
 	if err != nil {
@@ -207,17 +233,20 @@ func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string)
 		Argv:     argv,
 		Dir:      work,
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
-		ReadOnly: ro,
-		Limits:   p.Limits,
+		ReadOnly:    ro,
+		MountAsRoot: true,
+		Limits:      p.Limits,
 	})
 }
 
 // unsandboxed says why the sandbox cannot run an environment of the
-// cache dir made from the installation base ("" when it can): under
+// cache dir made from the installation base ("" when it can). Under
 // bubblewrap it mounts them at their paths, which must be outside /tmp
-// (the sandbox's own); when lacuna runs as root the sandbox runs as uid
-// 65534, which must be able to reach them (a pyenv interpreter under a
-// private /root is not).
+// (the sandbox's own), and as root it mounts them as root
+// (sandbox.Spec.MountAsRoot): the program, uid 65534, then needs only to
+// read the installation itself. Without bubblewrap, as root, the program
+// runs as uid 65534 on the host, which must be able to reach them (a
+// pyenv interpreter under a private /root is not).
 func unsandboxed(sb *sandbox.Sandbox, cache, base string) string {
 	paths := []string{cache}
 	if base != "" {
@@ -231,13 +260,35 @@ func unsandboxed(sb *sandbox.Sandbox, cache, base string) string {
 				}
 			}
 		}
-		if os.Geteuid() == 0 {
-			if err := othersReach(d); err != nil {
-				return fmt.Sprintf("the sandbox runs library code as uid 65534, which %v (use an interpreter and a store others may read: LACUNA_PYTHON=/usr/bin/python3)", err)
+		if os.Geteuid() != 0 {
+			continue
+		}
+		var err error
+		if sb.Isolation() == "bubblewrap" {
+			if d == base {
+				err = othersRead(d)
 			}
+		} else {
+			err = othersReach(d)
+		}
+		if err != nil {
+			return fmt.Sprintf("the sandbox runs library code as uid 65534, which %v (use an interpreter and a store others may read: LACUNA_PYTHON=/usr/bin/python3)", err)
 		}
 	}
 	return ""
+}
+
+// othersRead checks that a user who owns nothing (the sandbox's uid) can
+// list and enter dir.
+func othersRead(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %w", dir, err)
+	}
+	if fi.Mode().Perm()&0o005 != 0o005 {
+		return fmt.Errorf("cannot read %s (it is %s)", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // othersReach checks that a user who owns nothing on the way (the

@@ -79,13 +79,27 @@ func TestLibraryCodeRunsSandboxedWithTheEnvironmentReadOnly(t *testing.T) {
 	if sb.Isolation() != "bubblewrap" {
 		t.Skip("bubblewrap is not installed")
 	}
-	exe := "/usr/bin/python3" // reachable by the sandbox's uid when the test runs as root
-	if _, err := os.Stat(exe); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
+	// The system's interpreter, and python3 of the PATH: on a machine
+	// with pyenv that one lives under a private /root, which the sandbox
+	// mounts as root while the library runs as uid 65534.
+	exes := map[string]bool{}
+	for _, name := range []string{"/usr/bin/python3", "python3"} {
+		if p, err := exec.LookPath(name); err == nil {
+			exes[p] = true
 		}
-		t.Skipf("%v (the test fails instead under CI=true)", err)
 	}
+	if len(exes) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no python3")
+		}
+		t.Skip("no python3 (the test fails instead under CI=true)")
+	}
+	for exe := range exes {
+		t.Run(exe, func(t *testing.T) { runSandboxedProbe(t, sb, exe) })
+	}
+}
+
+func runSandboxedProbe(t *testing.T, sb *sandbox.Sandbox, exe string) {
 	ctx := context.Background()
 	py, err := rpyenv.FindPython(ctx, exe, rpyenv.Options{Environ: os.Environ()})
 	if err != nil {
@@ -158,11 +172,76 @@ func TestUnsandboxedNamesWhatTheSandboxCannotMount(t *testing.T) {
 	if err := os.Chmod(private, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	inPrivate := filepath.Join(private, "python")
+	if err := os.Mkdir(inPrivate, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	got := unsandboxed(sb, "/var/tmp", private)
 	if os.Geteuid() == 0 && !strings.Contains(got, "uid 65534") {
 		t.Errorf("a private base install as root: %q", got)
 	}
 	if os.Geteuid() != 0 && got != "" {
 		t.Errorf("not root: %q, want none", got)
+	}
+	// A readable installation under a private directory (pyenv's under
+	// /root): bubblewrap mounts it as root.
+	if got := unsandboxed(sb, "/var/tmp", inPrivate); got != "" {
+		t.Errorf("a readable base install under a private directory: %q, want none", got)
+	}
+}
+
+// resolve is the part of nodes.Resolve that Resolve uses.
+type resolve struct {
+	env   map[string]string
+	cache string
+}
+
+func (r resolve) Config() any                     { return nil }
+func (r resolve) Node() string                    { return "node.test.py" }
+func (r resolve) Dir() string                     { return "." }
+func (r resolve) Getenv(k string) string          { return r.env[k] }
+func (r resolve) CacheDir(string) (string, error) { return r.cache, os.MkdirAll(r.cache, 0o755) }
+func (r resolve) Environ() []string {
+	var env []string
+	for k, v := range r.env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// TestResolveRefusesToRunUnsandboxedUnlessAskedTo: a store under /tmp
+// cannot be mounted by bubblewrap: Resolve fails, naming
+// LACUNA_PY_UNSANDBOXED=1, and with it pins "sandbox" = "none".
+func TestResolveRefusesToRunUnsandboxedUnlessAskedTo(t *testing.T) {
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Isolation() != "bubblewrap" {
+		t.Skip("bubblewrap is not installed")
+	}
+	exe, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("%v (the test fails instead under CI=true)", err)
+	}
+	cache, err := os.MkdirTemp("/tmp", "lacuna-pyenv-store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(cache) })
+	r := resolve{env: map[string]string{"LACUNA_PYTHON": exe, "LACUNA_PY_INSTALLER": "pip", "PATH": os.Getenv("PATH")}, cache: filepath.Join(cache, "python")}
+	if _, err := Resolve(context.Background(), r, sandbox.Limits{}); err == nil || !strings.Contains(err.Error(), "set LACUNA_PY_UNSANDBOXED=1") || !strings.Contains(err.Error(), "under /tmp") {
+		t.Errorf("a store under /tmp: %v, want a refusal naming LACUNA_PY_UNSANDBOXED=1", err)
+	}
+	r.env["LACUNA_PY_UNSANDBOXED"] = "1"
+	pin, err := Resolve(context.Background(), r, sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin.Identity["sandbox"] != "none" || pin.Value.(*Python).Unsandboxed == "" {
+		t.Errorf("opted in: identity %v, unsandboxed %q", pin.Identity, pin.Value.(*Python).Unsandboxed)
 	}
 }
