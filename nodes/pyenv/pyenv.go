@@ -230,9 +230,9 @@ func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string)
 		ro = append(ro, base)
 	}
 	return p.Sandbox.Run(ctx, sandbox.Spec{
-		Argv:     argv,
-		Dir:      work,
-		Env:      []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
+		Argv:        argv,
+		Dir:         work,
+		Env:         []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
 		ReadOnly:    ro,
 		MountAsRoot: true,
 		Limits:      p.Limits,
