@@ -31,6 +31,7 @@ import re
 import signal
 import sys
 import traceback
+import types
 
 OUT = None
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -500,8 +501,8 @@ class Collector:
             qual = getattr(fn, "__qualname__", None)
             if not self.ours(mod) or not qual:
                 continue
-            if "." not in qual and not inspect.isfunction(fn):
-                qual = cls.__qualname__ + "." + n
+            if ("." not in qual and not inspect.isfunction(fn)) or qual.endswith("<lambda>"):
+                qual = cls.__qualname__ + "." + n  # lambdas share Cls.<lambda>
             member = v if kind == "property" else fn
             self.add("%s:%s" % (mod, qual), path + "." + n,
                      lambda fn=fn, kind=kind, n=n, member=member: self.describe(member, kind, n, fn, cls), listed)
@@ -546,11 +547,21 @@ def static_kind(node):
 
 
 def is_function(obj):
-    """A function, a builtin, or a callable object wrapping a function
-    (functools.wraps on an instance, like networkx's dispatchers)."""
+    """A function, a builtin, a compiled function (Cython's
+    cython_function_or_method: a callable with a code object or a text
+    signature, neither a function nor a builtin to inspect), or a callable
+    object wrapping a function (functools.wraps on an instance, like
+    networkx's dispatchers)."""
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
         return True
-    if inspect.isclass(obj) or inspect.ismodule(obj) or not callable(obj) or not hasattr(obj, "__wrapped__"):
+    if inspect.isclass(obj) or inspect.ismodule(obj) or not callable(obj):
+        return False
+    try:
+        if isinstance(getattr(obj, "__code__", None), types.CodeType) or isinstance(getattr(obj, "__text_signature__", None), str):
+            return True
+    except Exception:
+        return False
+    if not hasattr(obj, "__wrapped__"):
         return False
     try:
         return inspect.isfunction(inspect.unwrap(obj))

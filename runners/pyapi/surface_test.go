@@ -175,3 +175,86 @@ func TestSurfaceKeepsNamesLeftOutOfAllAsUnlisted(t *testing.T) {
 		t.Errorf("manhattan: private=%v unlisted %v, want exported", m.Private, m.UnlistedPaths)
 	}
 }
+
+// TestSurfaceListsCompiledFunctionsAndLambdaPropertiesApart: a compiled
+// function (Cython's cython_function_or_method: callable, with __code__,
+// neither a Python function nor a builtin; made here in Python with the
+// attributes Cython gives it, as the fixture cannot compile Cython) is a
+// function, at module level and in a class; properties built from lambdas
+// each get their own identity (the class and the attribute), not the one
+// Cls.<lambda> they share by __qualname__.
+func TestSurfaceListsCompiledFunctionsAndLambdaPropertiesApart(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"compiled/__init__.py": `
+"""A package with compiled-like functions and lambda properties."""
+from compiled._impl import fast, Vec
+`,
+		"compiled/_impl.py": `
+class cython_function_or_method:
+    """What Cython makes of a def: callable, with the function's
+    attributes, but neither a Python function nor a builtin."""
+
+    def __init__(self, f):
+        for a in ("__name__", "__qualname__", "__module__", "__doc__", "__code__",
+                  "__defaults__", "__kwdefaults__", "__annotations__"):
+            setattr(self, a, getattr(f, a))
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+    def __get__(self, obj, cls=None):
+        return self
+
+
+def _fast(x, n=2):
+    """Return x raised to the power n, computed in compiled code."""
+    return x ** n
+
+
+fast = cython_function_or_method(_fast)
+fast.__qualname__ = fast.__name__ = "fast"
+
+
+def _scale(self, k):
+    """Return the vector scaled by k, computed in compiled code."""
+    return self
+
+
+class Vec:
+    """A two-dimensional vector with properties made from lambdas."""
+
+    x = property(lambda self: 1.0, doc="The first coordinate of the vector.")
+    y = property(lambda self: 2.0, doc="The second coordinate of the vector.")
+    scale = cython_function_or_method(_scale)
+    scale.__qualname__ = "Vec.scale"
+`,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Surface(ctx, python(t), []string{dir}, "compiled", WithModuleTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apis := byID(s)
+	for _, tc := range []struct{ id, path, kind, signature string }{
+		{"compiled._impl:fast", "compiled.fast", "function", "fast(x, n=2)"},
+		{"compiled._impl:Vec.scale", "compiled.Vec.scale", "method", "scale(self, k)"},
+		{"compiled._impl:Vec.x", "compiled.Vec.x", "property", "x(self)"},
+		{"compiled._impl:Vec.y", "compiled.Vec.y", "property", "y(self)"},
+	} {
+		a, ok := apis[tc.id]
+		if !ok {
+			t.Errorf("%s: not in the surface", tc.id)
+			continue
+		}
+		if a.Path != tc.path || a.Kind != tc.kind || a.Signature != tc.signature {
+			t.Errorf("%s: path %q kind %q signature %q, want %q %q %q", tc.id, a.Path, a.Kind, a.Signature, tc.path, tc.kind, tc.signature)
+		}
+	}
+	for id := range apis {
+		if strings.Contains(id, "<lambda>") {
+			t.Errorf("%s: a lambda's qualname as an identity", id)
+		}
+	}
+}
