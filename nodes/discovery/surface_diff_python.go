@@ -26,6 +26,17 @@ import (
 // helper's own module timeout) and its JSON.
 var pySurfaceLimits = sandbox.Limits{Wall: 10 * time.Minute, Memory: 8 << 30, Output: 256 << 20}
 
+// resolvePythonSurface pins what pyenv.Resolve pins (the interpreter, the
+// installer, the index without its credentials, the sandbox) and the
+// helper's source. The rows also depend on the two environments' locks
+// (v_new_env, v_new_hash), which the key cannot hold: they follow from
+// the releases in the input (version_resolve's rows), and nodes.Resolve
+// gives no access to inputs (the engine calls Resolve when it plans too,
+// before upstream has run). The key holds the input's digest instead, and
+// each lock is resolved as of its release's day from the pinned index,
+// interpreter and installer; an index that later changes the files of a
+// past day changes the locks without changing the key (the rows' v_new_env
+// shows it).
 func resolvePythonSurface(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	p, err := pyenv.Resolve(ctx, r, pySurfaceLimits)
 	if err != nil {

@@ -190,7 +190,8 @@ func TestSurfaceDiffPythonClassifiesEveryAPIOfTheNewRelease(t *testing.T) {
 	ix := pypitest.NewIndex()
 	publishShapes(t, ix, "1.0.0", "2024-01-10")
 	publishShapes(t, ix, "2.0.0", "2024-09-01")
-	useIndex(t, pypitest.Serve(t, ix))
+	index := pypitest.Serve(t, ix)
+	useIndex(t, index)
 	t.Setenv("LACUNA_PY_INSTALLER", "pip") // the fixture index holds no uv
 	dir := storeDir(t)
 	run := nodetest.Run(t, dir, pySurfacePipeline)
@@ -265,6 +266,17 @@ func TestSurfaceDiffPythonClassifiesEveryAPIOfTheNewRelease(t *testing.T) {
 			t.Errorf("second run: %s %s, want cached", n, s)
 		}
 	}
+	// Another index, dating the releases alike: version_resolve stays
+	// cached, surface_diff runs again, as its environments come from the
+	// index (which is in its key).
+	useIndex(t, pypitest.Serve(t, ix))
+	other := nodetest.Run(t, dir, pySurfacePipeline)
+	for n, want := range map[string]string{"node.version_resolve.shapes": "cached", "node.surface_diff.shapes": "done"} {
+		if s := other.Nodes[n].State; string(s) != want {
+			t.Errorf("another index: %s %s, want %s", n, s, want)
+		}
+	}
+	useIndex(t, index)
 	// A pre-release changes the page, so version_resolve runs again and
 	// picks the same versions; its row's why counts the new release, so
 	// surface_diff runs again, on the cached environments, and writes the

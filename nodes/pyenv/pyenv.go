@@ -20,9 +20,10 @@
 //     Resolve fails instead.
 //
 // The key holds the interpreter (implementation, exact version,
-// platform), the installer's name and version, and the sandbox. The index
-// URL is not in it: the environments' locks name every file by its sha256,
-// so a mirror serving the same files makes the same environments.
+// platform), the installer's name and version, the sandbox and the index
+// URL (without its credentials): an environment's lock depends on what
+// the index serves, and the locks themselves cannot be in the key (see
+// Resolve).
 //
 // A library's code (its import-time code, its examples) is untrusted: it
 // runs in the sandbox (runners/sandbox) with the environment and the base
@@ -40,6 +41,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +64,18 @@ func Index(getenv func(string) string) string {
 		}
 	}
 	return pypi.DefaultIndex
+}
+
+// IndexID is index as a key holds it: without the user name and password
+// a URL may carry (https://user:token@host/simple), which must not reach
+// the store's action entries.
+func IndexID(index string) string {
+	u, err := url.Parse(index)
+	if err != nil || u.User == nil {
+		return index
+	}
+	u.User = nil
+	return u.String()
 }
 
 // Python is what a Python node runs on, fixed by Resolve and handed to
@@ -88,11 +102,17 @@ type Python struct {
 // Resolve prepares the store's Python cache for r's node and pins the
 // interpreter, the installer and the sandbox that runs library code under
 // lim (the node's limits): the identity holds "python" (cpython 3.11.7
-// linux-x86_64), "installer" (uv 0.13.9, pip 23.2.1), "sandbox" and
-// "sandbox.*" (sandbox.Identity). Environments themselves are resolved in
-// Run (Environment): their releases come from the node's inputs, whose
-// digests the key holds, and each is resolved as of its release's own
-// time, so the same input, interpreter and installer give the same lock.
+// linux-x86_64), "installer" (uv 0.13.9, pip 23.2.1), "index" (IndexID),
+// "sandbox" and "sandbox.*" (sandbox.Identity). Environments themselves
+// are resolved in Run (Environment): their releases come from the node's
+// inputs, which nodes.Resolve does not expose (the engine also resolves
+// before the inputs exist, when it plans), so their locks cannot be in the
+// key; the key holds the inputs' digests, and each environment is
+// resolved as of its release's own time, so the same input, interpreter,
+// installer and index give the same lock as long as the index keeps
+// serving the same files for that day. What it does not pin: an index
+// that later removes, yanks or replaces a file of a past day (the rows
+// record each environment's lock digest, so such a drift shows there).
 //
 // When the sandbox cannot run the environments (the store or the
 // interpreter under /tmp, which is the sandbox's own; or, without
@@ -137,7 +157,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, lim sandbox.Limits) (*nodes.P
 	if p.Unsandboxed != "" && r.Getenv("LACUNA_PY_UNSANDBOXED") != "1" {
 		return nil, fmt.Errorf("python: library code cannot run in the sandbox: %s; to run it anyway outside the sandbox, as your user with your network and files (resource limits only), set LACUNA_PY_UNSANDBOXED=1", p.Unsandboxed)
 	}
-	id := map[string]string{"python": py.ID(), "installer": inst.String()}
+	id := map[string]string{"python": py.ID(), "installer": inst.String(), "index": IndexID(p.Index)}
 	for k, v := range p.Sandbox.Identity(lim) {
 		if k != "sandbox" {
 			k = "sandbox." + k

@@ -29,6 +29,19 @@ func TestIndexFollowsPipThenUv(t *testing.T) {
 	}
 }
 
+func TestIndexIDDropsCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://pypi.org/simple/":                      "https://pypi.org/simple/",
+		"https://user:s3cret@mirror.example/simple/":    "https://mirror.example/simple/",
+		"https://token@mirror.example:8443/pypi/simple": "https://mirror.example:8443/pypi/simple",
+		"http://127.0.0.1:5000/simple/":                 "http://127.0.0.1:5000/simple/",
+	} {
+		if got := IndexID(in); got != want {
+			t.Errorf("IndexID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestInterpreterIsLookedUpInTheRunsPath(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "python3")
@@ -211,7 +224,8 @@ func (r resolve) Environ() []string {
 
 // TestResolveRefusesToRunUnsandboxedUnlessAskedTo: a store under /tmp
 // cannot be mounted by bubblewrap: Resolve fails, naming
-// LACUNA_PY_UNSANDBOXED=1, and with it pins "sandbox" = "none".
+// LACUNA_PY_UNSANDBOXED=1, and with it pins "sandbox" = "none" (and
+// the index, as every Resolve does).
 func TestResolveRefusesToRunUnsandboxedUnlessAskedTo(t *testing.T) {
 	sb, err := sandbox.New()
 	if err != nil {
@@ -237,11 +251,17 @@ func TestResolveRefusesToRunUnsandboxedUnlessAskedTo(t *testing.T) {
 		t.Errorf("a store under /tmp: %v, want a refusal naming LACUNA_PY_UNSANDBOXED=1", err)
 	}
 	r.env["LACUNA_PY_UNSANDBOXED"] = "1"
+	r.env["PIP_INDEX_URL"] = "https://user:s3cret@mirror.example/simple/"
 	pin, err := Resolve(context.Background(), r, sandbox.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pin.Identity["sandbox"] != "none" || pin.Value.(*Python).Unsandboxed == "" {
 		t.Errorf("opted in: identity %v, unsandboxed %q", pin.Identity, pin.Value.(*Python).Unsandboxed)
+	}
+	// The index makes the environments: it is in the key, without its
+	// credentials.
+	if got := pin.Identity["index"]; got != "https://mirror.example/simple/" {
+		t.Errorf("identity index %q, want the index without credentials", got)
 	}
 }
