@@ -785,3 +785,33 @@ cat /proc/[0-9]*/environ | tr '\0' '\n' | grep -c LACUNA_TEST_API_KEY
 		t.Errorf("stderr: %s", r.Stderr)
 	}
 }
+
+// TestMountAsRootWallClockLeavesNothingBehind: the program runs in a
+// session of its own, as another uid than bubblewrap, so killing the
+// process group does not reach it: bubblewrap's death must take the pid
+// namespace with it.
+func TestMountAsRootWallClockLeavesNothingBehind(t *testing.T) {
+	s, dir := setup(t)
+	needIsolation(t, s)
+	if os.Geteuid() != 0 {
+		t.Skip("MountAsRoot applies only when lacuna runs as root")
+	}
+	token := fmt.Sprintf("lacuna-hung-root-%d-%d", os.Getpid(), time.Now().UnixNano())
+	r, err := s.Run(context.Background(), Spec{Argv: []string{"/bin/sh", "-c", "(sleep 300; : " + token + ") & while :; do :; done", token}, Dir: dir, MountAsRoot: true, Limits: Limits{Wall: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.TimedOut || r.ExitCode != -1 {
+		t.Errorf("result %+v", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesWith(token)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := processesWith(token); len(left) > 0 {
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("processes of the killed sandbox still run: %v", left)
+	}
+}
