@@ -13,7 +13,10 @@
 // its caller spells out (bubblewrap itself is started with that
 // environment, so no process inside can read lacuna's), CPU, memory,
 // file-size and process limits, an unprivileged uid (65534 when lacuna runs
-// as root) and a wall clock that kills every process it started.
+// as root) and a wall clock that kills every process it started. As root,
+// Spec.MountAsRoot has bubblewrap mount the read-only paths as root and
+// the program drop to uid 65534 inside, for paths uid 65534 cannot reach
+// on the host; it sees and may do the same.
 //
 // Without bubblewrap only the resource limits, the environment and the uid
 // apply: the program runs in its host directory with the network and the
