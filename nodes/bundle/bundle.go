@@ -96,7 +96,8 @@ type Example struct {
 // float"), s_type_params empty; its examples are doctests.
 type Row struct {
 	Library    string `parquet:"library"`
-	Module     string `parquet:"module"` // the module of Version (a successor major version's path with follow_major)
+	Ecosystem  string `parquet:"ecosystem"` // go or python
+	Module     string `parquet:"module"`    // the module of Version (a successor major version's path with follow_major)
 	Version    string `parquet:"version"`
 	APIID      string `parquet:"api_id"`
 	ImportPath string `parquet:"import_path"`
@@ -191,6 +192,9 @@ func (t bundle) Run(ctx context.Context, r nodes.Run) error {
 		if !a.Keep {
 			continue
 		}
+		if a.VNewEnv != "" {
+			return fmt.Errorf("%s: API %s is a Python library's: set ecosystem = \"python\" on bundle", a.Library, a.ID)
+		}
 		mod := a.Module
 		if mod == "" {
 			mod = a.Library
@@ -280,7 +284,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *
 			name = a.Receiver + "." + a.Name
 		}
 		row := Row{
-			Library: a.Library, Module: mod.Path, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
+			Library: a.Library, Ecosystem: "go", Module: mod.Path, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
 			Kind: a.Kind, Family: a.Family, FamilyRep: a.FamilyRep,
 			Signature: a.Signature, TypeParams: a.TypeParams,
 			Params: []Param{}, Results: []Param{}, Examples: byAPI[a.ID], MCodeHelpers: []string{}, MCodeOmitted: []string{},

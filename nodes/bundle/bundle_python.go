@@ -241,7 +241,7 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 func pyBundleRow(a discovery.APIRow, s pyapi.API, lic pyapi.License) Row {
 	sig := pyapi.Signature(s)
 	return Row{
-		Library: a.Library, Module: a.Module, Version: a.VNew, APIID: a.ID,
+		Library: a.Library, Ecosystem: "python", Module: a.Module, Version: a.VNew, APIID: a.ID,
 		ImportPath: importModule(a.Path, s.QualName()), Qualified: a.Path,
 		Kind: a.Kind, Family: a.Family, FamilyRep: a.FamilyRep,
 		Signature: sig.Signature, Params: toPyParams(sig.Params), Results: toPyParams(sig.Results),

@@ -193,7 +193,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 	}
 	want := map[string]bundle.Row{
 		"pycalc.scale": {
-			Library: "py-calc", Module: "py-calc", Version: "2.0.0", APIID: "pycalc._core:scale", ImportPath: "pycalc", Qualified: "pycalc.scale",
+			Library: "py-calc", Ecosystem: "python", Module: "py-calc", Version: "2.0.0", APIID: "pycalc._core:scale", ImportPath: "pycalc", Qualified: "pycalc.scale",
 			Kind: "function", Family: "pycalc._core:scale", FamilyRep: true,
 			Signature: "def scale(xs, k: int = 2, *, clip: bool = False) -> list",
 			Params: []bundle.Param{
@@ -212,7 +212,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 			License: "MIT", LicenseFile: "License-Expression",
 		},
 		"pygpl.twice": {
-			Library: "py-gpl", Module: "py-gpl", Version: "2.0.0", APIID: "pygpl:twice", ImportPath: "pygpl", Qualified: "pygpl.twice",
+			Library: "py-gpl", Ecosystem: "python", Module: "py-gpl", Version: "2.0.0", APIID: "pygpl:twice", ImportPath: "pygpl", Qualified: "pygpl.twice",
 			Kind: "function", Family: "pygpl:twice", FamilyRep: true,
 			Signature: "def twice(x)",
 			Params:    []bundle.Param{{Name: "x", Kind: "positional_or_keyword"}},
