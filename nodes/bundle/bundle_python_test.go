@@ -277,9 +277,12 @@ func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	}
 }
 
-// TestPythonBundlesOnRealPyPI bundles attrs across the cutoff 2024-06-01
-// on pypi.org. Opt-in: it needs the network (LACUNA_TEST_NET=1). It checks
-// there are bundles, not how many.
+// TestPythonBundlesOnRealPyPI bundles attrs and more-itertools across the
+// cutoff 2024-06-01 on pypi.org. Opt-in: it needs the network
+// (LACUNA_TEST_NET=1). attrs' kept APIs have no doctest, so its bundle
+// keeps APIs without examples (require_example = false); more-itertools'
+// docstrings are doctests, so its bundles have validated examples. It
+// checks there are bundles, not how many.
 func TestPythonBundlesOnRealPyPI(t *testing.T) {
 	if os.Getenv("LACUNA_TEST_NET") == "" {
 		t.Skip("set LACUNA_TEST_NET=1 to use pypi.org")
@@ -293,34 +296,42 @@ model "m" {
   id     = "example/model"
   cutoff = "2024-06-01"
 }
-library "attrs" {
+`
+	for _, l := range []struct{ name, dist, extra string }{{"attrs", "attrs", "require_example = false"}, {"mi", "more-itertools", ""}} {
+		src += strings.NewReplacer("NAME", l.name, "DIST", l.dist, "EXTRA", l.extra).Replace(`
+library "NAME" {
   ecosystem = "python"
-  name      = "attrs"
+  name      = "DIST"
 }
-node "version_resolve" "attrs" {
-  library = library.attrs
+node "version_resolve" "NAME" {
+  library = library.NAME
   cutoff  = model.m.cutoff
 }
-node "surface_diff" "attrs" {
-  versions  = node.version_resolve.attrs
+node "surface_diff" "NAME" {
+  versions  = node.version_resolve.NAME
   ecosystem = "python"
 }
-node "bundle" "attrs" {
-  apis      = node.surface_diff.attrs
+node "bundle" "NAME" {
+  apis      = node.surface_diff.NAME
   ecosystem = "python"
+  EXTRA
 }
-`
+`)
+	}
 	run := nodetest.Run(t, nodetest.StoreDir(t), src)
-	rows := nodetest.Read[bundle.Row](t, run, "node.bundle.attrs")
-	if len(rows) == 0 {
-		t.Errorf("attrs: no bundles; note %q", run.Notes(engine.EventDone)["node.bundle.attrs"])
-	}
-	for _, b := range rows {
-		if b.ValidExamples == 0 || b.MCode == "" || b.License != "MIT" || b.Copyleft {
-			t.Errorf("%s: %d valid examples, M_code %d bytes, licence %s copyleft %v", b.Qualified, b.ValidExamples, len(b.MCode), b.License, b.Copyleft)
+	for _, name := range []string{"attrs", "mi"} {
+		rows := nodetest.Read[bundle.Row](t, run, "node.bundle."+name)
+		note := run.Notes(engine.EventDone)["node.bundle."+name]
+		if len(rows) == 0 {
+			t.Errorf("%s: no bundles; note %q", name, note)
 		}
+		for _, b := range rows {
+			if b.MCode == "" || b.License != "MIT" || b.Copyleft || name == "mi" && b.ValidExamples == 0 {
+				t.Errorf("%s: %d valid examples, M_code %d bytes, licence %s copyleft %v", b.Qualified, b.ValidExamples, len(b.MCode), b.License, b.Copyleft)
+			}
+		}
+		t.Logf("%s: %s", name, note)
 	}
-	t.Logf("attrs: %s", run.Notes(engine.EventDone)["node.bundle.attrs"])
 }
 
 func sorted(s []string) []string {
