@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -257,10 +258,13 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 
 // TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked: with
 // require_example = false, mean's failing doctest is in its bundle with
-// the verdict and what it printed, and total has an empty E.
+// the verdict and what it printed, and total has an empty E. Then, with
+// the environments deleted from the store's cache, a bundle that runs
+// again says why each library has no bundles, and does not fail.
 func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	offlinePython(t)
-	run := nodetest.Run(t, nodetest.StoreDir(t), strings.Replace(pyPipeline, "EXTRA", "require_example = false", 1))
+	dir := nodetest.StoreDir(t)
+	run := nodetest.Run(t, dir, strings.Replace(pyPipeline, "EXTRA", "require_example = false", 1))
 	got := map[string]bundle.Row{}
 	for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.py") {
 		got[b.Qualified] = b
@@ -274,6 +278,23 @@ func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	}
 	if e := got["pycalc.total"].Examples; len(e) != 0 {
 		t.Errorf("total's examples: %+v", e)
+	}
+
+	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
+		t.Fatal(err)
+	}
+	gone := nodetest.Run(t, dir, strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9000", 1))
+	if s := gone.Nodes["node.surface_diff.calc"].State; s != "cached" {
+		t.Errorf("surface_diff %s, want cached", s)
+	}
+	if rows := nodetest.Read[bundle.Row](t, gone, "node.bundle.py"); len(rows) != 0 {
+		t.Errorf("%d bundles without environments", len(rows))
+	}
+	note := gone.Notes(engine.EventDone)["node.bundle.py"]
+	for _, lib := range []string{"py-calc 2.0.0: 4 kept, no bundles (environment ", "py-gpl 2.0.0: 1 kept, no bundles (environment "} {
+		if !strings.Contains(note, lib) || !strings.Contains(note, "is no longer in the store's Python cache") {
+			t.Errorf("note %q, want %q... and why", note, lib)
+		}
 	}
 }
 
