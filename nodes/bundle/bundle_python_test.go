@@ -360,3 +360,14 @@ func sorted(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestBundleRejectsAnUnknownEcosystemAtItsAttribute: the error names the
+// file, line and column of the attribute.
+func TestBundleRejectsAnUnknownEcosystemAtItsAttribute(t *testing.T) {
+	dir := t.TempDir()
+	src := strings.Replace(pyPipeline, "ecosystem = \"python\"\n  EXTRA", "ecosystem = \"rust\"", 1)
+	_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+	if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, "p.hcl:35,15-21") || !strings.Contains(got, `not "rust"`) {
+		t.Errorf("diagnostics %q, want the ecosystem attribute's position and the value", got)
+	}
+}
