@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,6 +27,11 @@ func init() { nodes.Register(bundle{}) }
 //	node "bundle" "lo" { apis = node.surface_diff.lo }
 type config struct {
 	APIs nodes.Ref `hcl:"apis"`
+	// Ecosystem is "go" (default) or "python": the libraries the apis
+	// input holds (a surface_diff of the same ecosystem). It decides what
+	// Resolve pins: the Go toolchain and sandbox, or the interpreter,
+	// installer, helpers and sandbox of nodes/pyenv.
+	Ecosystem string `hcl:"ecosystem,optional"`
 	// MaxCodeBytes bounds M_code, helpers included (default 8000).
 	MaxCodeBytes *int `hcl:"max_code_bytes,optional"`
 	// RequireCode and RequireExample are the paper's rule: an API
@@ -35,7 +39,8 @@ type config struct {
 	// true).
 	RequireCode    *bool `hcl:"require_code,optional"`
 	RequireExample *bool `hcl:"require_example,optional"`
-	// ExampleTimeout bounds one example test binary (default "60s").
+	// ExampleTimeout bounds one example test binary, or one Python
+	// example's interpreter (default "60s").
 	ExampleTimeout string `hcl:"example_timeout,optional"`
 }
 
@@ -56,12 +61,18 @@ func (c *config) timeout() time.Duration {
 	return d
 }
 
-// Param is a parameter or result in S.
+// Param is a parameter or result in S. Kind and Default are Python's
+// (empty and null in Go rows): Kind is how it is passed
+// (positional_only, positional_or_keyword, var_positional, keyword_only,
+// var_keyword; "" for a result), Default its default as written in the
+// source, null when it has none.
 type Param struct {
-	Name     string `parquet:"name"`
-	Type     string `parquet:"type"`
-	Variadic bool   `parquet:"variadic"`
-	Doc      string `parquet:"doc"` // what the doc comment says of it ("" when nothing)
+	Name     string  `parquet:"name"`
+	Type     string  `parquet:"type"`
+	Variadic bool    `parquet:"variadic"`
+	Doc      string  `parquet:"doc"` // what the doc comment says of it ("" when nothing)
+	Kind     string  `parquet:"kind"`
+	Default  *string `parquet:"default,optional"`
 }
 
 // Example is one E entry: a standalone program and what validating it in
@@ -72,16 +83,21 @@ type Example struct {
 	Code      string `parquet:"code"`   // the standalone program ("" when it could not be made standalone)
 	Output    string `parquet:"output"` // the expected output
 	Unordered bool   `parquet:"unordered"`
-	Status    string `parquet:"status"` // passed, failed, no_output, compile_error, runtime_error, timeout, not_standalone
+	Status    string `parquet:"status"` // passed, failed, no_output, compile_error, runtime_error, timeout, not_standalone; Python: crashed, not_run
 	Valid     bool   `parquet:"valid"`  // ran in the sandbox and printed Output
 	Got       string `parquet:"got"`    // the output, when it differs
 	Error     string `parquet:"error"`
 }
 
-// Row is one knowledge bundle.
+// Row is one knowledge bundle. A Python row (bundle_python.go) fills the
+// same columns: import_path is the public module to import the API from,
+// qualified_name its canonical path (pyshapes.Point.dist), kind Python's,
+// s_signature the declaration ("def perimeter(w: float, h: float) ->
+// float"), s_type_params empty; its examples are doctests.
 type Row struct {
 	Library    string `parquet:"library"`
-	Module     string `parquet:"module"` // the module of Version (a successor major version's path with follow_major)
+	Ecosystem  string `parquet:"ecosystem"` // go or python
+	Module     string `parquet:"module"`    // the module of Version (a successor major version's path with follow_major)
 	Version    string `parquet:"version"`
 	APIID      string `parquet:"api_id"`
 	ImportPath string `parquet:"import_path"`
@@ -122,14 +138,19 @@ var (
 )
 
 func (bundle) Name() string    { return "bundle" }
-func (bundle) Version() string { return "3" }
+func (bundle) Version() string { return "4" }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
-		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence."
+		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence. " +
+		"With ecosystem = \"python\": from v_new's environment, S with kinds and defaults, E the doctests of the docstring " +
+		"and of the shipped documentation files run in the sandbox, M_code from the syntax tree, the licence from the metadata."
 }
 
 func (bundle) Validate(cfg any) error {
 	c := cfg.(*config)
+	if c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python" {
+		return nodes.Errorf("ecosystem", "Ecosystem not supported", "bundle handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
+	}
 	if c.maxCode() < 200 {
 		return nodes.Errorf("max_code_bytes", "Bound too small", "max_code_bytes must be at least 200.")
 	}
@@ -142,8 +163,12 @@ func (bundle) Validate(cfg any) error {
 }
 
 // Resolve pins the toolchain and the sandbox the examples are validated
-// with: both are in the key.
+// with: both are in the key. For Python: the interpreter, the installer,
+// the sandbox and the helpers (resolvePython).
 func (bundle) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	if r.Config().(*config).Ecosystem == "python" {
+		return resolvePython(ctx, r)
+	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
@@ -157,12 +182,18 @@ func (t bundle) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
+	if c.Ecosystem == "python" {
+		return t.runPython(ctx, r, c, apis)
+	}
 	type modKey struct{ lib, version, hash string }
 	groups := map[modKey][]discovery.APIRow{}
 	var order []modKey
 	for _, a := range apis {
 		if !a.Keep {
 			continue
+		}
+		if a.VNewEnv != "" {
+			return fmt.Errorf("%s: API %s is a Python library's: set ecosystem = \"python\" on bundle", a.Library, a.ID)
 		}
 		mod := a.Module
 		if mod == "" {
@@ -253,7 +284,7 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *
 			name = a.Receiver + "." + a.Name
 		}
 		row := Row{
-			Library: a.Library, Module: mod.Path, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
+			Library: a.Library, Ecosystem: "go", Module: mod.Path, Version: a.VNew, APIID: a.ID, ImportPath: a.Package, Qualified: path.Base(p.Name) + "." + name,
 			Kind: a.Kind, Family: a.Family, FamilyRep: a.FamilyRep,
 			Signature: a.Signature, TypeParams: a.TypeParams,
 			Params: []Param{}, Results: []Param{}, Examples: byAPI[a.ID], MCodeHelpers: []string{}, MCodeOmitted: []string{},
@@ -289,17 +320,8 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *
 			rows = append(rows, row)
 		}
 	}
-	keys := make([]string, 0, len(statuses))
-	for k := range statuses {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var st []string
-	for _, k := range keys {
-		st = append(st, fmt.Sprintf("%s %d", k, statuses[k]))
-	}
 	r.Logf("%s@%s (%s, licence %s): %d kept APIs, %d examples for them (%s); %d APIs with a validated example; dropped %d without M_code, %d without a valid example; %d bundles",
-		mod.Path, mod.Version, mod.Verified, lic.SPDX, len(apis), len(exs), strings.Join(st, ", "), withValid, noCode, noExample, len(rows))
+		mod.Path, mod.Version, mod.Verified, lic.SPDX, len(apis), len(exs), countList(statuses), withValid, noCode, noExample, len(rows))
 	short := mod.Path[strings.LastIndex(mod.Path, "/")+1:]
 	return rows, fmt.Sprintf("%s %s: %d kept, %d with validated examples, %d bundles", short, mod.Version, len(apis), withValid, len(rows)), nil
 }

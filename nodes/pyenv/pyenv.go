@@ -245,18 +245,27 @@ func (p *Python) RunPython(ctx context.Context, env *rpyenv.Env, args ...string)
 	if p.Unsandboxed != "" {
 		return p.Sandbox.RunTool(ctx, sandbox.Tool{Argv: argv, Dir: work, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + work, "TMPDIR=" + work, "LC_ALL=C.UTF-8"}, Limits: p.Limits})
 	}
-	ro := []string{env.Dir}
-	if base := baseInstall(p.Cache.Python.Path); base != "" {
-		ro = append(ro, base)
-	}
 	return p.Sandbox.Run(ctx, sandbox.Spec{
 		Argv:        argv,
 		Dir:         work,
 		Env:         []string{"PATH=/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home, "LC_ALL=C.UTF-8"},
-		ReadOnly:    ro,
+		ReadOnly:    p.Mounts(env),
 		MountAsRoot: true,
 		Limits:      p.Limits,
 	})
+}
+
+// Mounts are the host paths a sandboxed run of env's interpreter needs
+// read-only: the environment and, when it is outside the system
+// directories, the base interpreter's installation. As root, uid 65534
+// may not reach them on the host (a pyenv under /root): run with
+// sandbox.Spec.MountAsRoot, as RunPython does.
+func (p *Python) Mounts(env *rpyenv.Env) []string {
+	ro := []string{env.Dir}
+	if base := baseInstall(p.Cache.Python.Path); base != "" {
+		ro = append(ro, base)
+	}
+	return ro
 }
 
 // unsandboxed says why the sandbox cannot run an environment of the

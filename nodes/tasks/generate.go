@@ -493,10 +493,14 @@ func cellTask(t Row) cells.Task {
 // cellBundle is what a prompt may show of a bundle: its valid examples,
 // less the one the task was cut from (it holds the task's answer).
 func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
-	out := cells.Bundle{Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
+	out := cells.Bundle{Language: b.Ecosystem, Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
 		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
 	for _, p := range b.Params {
-		out.Params = append(out.Params, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
+		cp := cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc, Kind: p.Kind}
+		if p.Default != nil {
+			cp.Default, cp.HasDefault = *p.Default, true
+		}
+		out.Params = append(out.Params, cp)
 	}
 	for _, p := range b.Results {
 		out.Results = append(out.Results, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})

@@ -2,10 +2,7 @@ package toolsense_test
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand"
 	"reflect"
 	"sort"
@@ -15,74 +12,30 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/embed"
+	"github.com/lacuna-dev/lacuna/runners/embed/embedtest"
 )
 
-// tinyBERT writes a 2-layer BERT sentence-encoder directory with seeded
-// random weights (Hugging Face names and shapes) and a vocabulary of the
-// words of the neighbours fixture, as runners/embed's tests build one: no
-// download.
+// tinyBERT writes embedtest's 2-layer BERT sentence-encoder directory
+// with a vocabulary of the words of the neighbours fixture (and word
+// embeddings to match, seeded): no download.
 func tinyBERT(t *testing.T) string {
 	t.Helper()
-	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "qr", "code", "image", "url", "weather", "forecast",
-		"rain", "city", "stock", "price", "market", "quote", "translate", "text", "language"}
-	const h, inter, layers, pos = 8, 16, 2, 32
-	cfg := map[string]any{"architectures": []string{"BertModel"}, "model_type": "bert", "hidden_act": "gelu", "hidden_size": h,
-		"intermediate_size": inter, "num_attention_heads": 2, "num_hidden_layers": layers, "max_position_embeddings": pos,
-		"vocab_size": len(vocab), "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0}
-	r := rand.New(rand.NewSource(1))
-	header := map[string]any{}
-	var body []byte
-	add := func(name string, shape ...int) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		start := len(body)
-		for i := 0; i < n; i++ {
-			v := float32(r.NormFloat64() * 0.5)
-			if strings.HasSuffix(name, "LayerNorm.weight") {
-				v++
-			}
-			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
-		}
-		header[name] = map[string]any{"dtype": "F32", "shape": shape, "data_offsets": []int{start, len(body)}}
-	}
-	add("embeddings.word_embeddings.weight", len(vocab), h)
-	add("embeddings.position_embeddings.weight", pos, h)
-	add("embeddings.token_type_embeddings.weight", 2, h)
-	add("embeddings.LayerNorm.weight", h)
-	add("embeddings.LayerNorm.bias", h)
-	for l := 0; l < layers; l++ {
-		p := fmt.Sprintf("encoder.layer.%d.", l)
-		for _, proj := range []string{"query", "key", "value"} {
-			add(p+"attention.self."+proj+".weight", h, h)
-			add(p+"attention.self."+proj+".bias", h)
-		}
-		add(p+"attention.output.dense.weight", h, h)
-		add(p+"attention.output.dense.bias", h)
-		add(p+"attention.output.LayerNorm.weight", h)
-		add(p+"attention.output.LayerNorm.bias", h)
-		add(p+"intermediate.dense.weight", inter, h)
-		add(p+"intermediate.dense.bias", inter)
-		add(p+"output.dense.weight", h, inter)
-		add(p+"output.dense.bias", h)
-		add(p+"output.LayerNorm.weight", h)
-		add(p+"output.LayerNorm.bias", h)
-	}
-	hb, err := json.Marshal(header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	st := append(binary.LittleEndian.AppendUint64(nil, uint64(len(hb))), hb...)
-	write(t, dir, "model.safetensors", string(append(st, body...)))
-	write(t, dir, "config.json", string(cb))
-	write(t, dir, "vocab.txt", strings.Join(vocab, "\n")+"\n")
-	write(t, dir, "tokenizer_config.json", `{"do_lower_case": true}`)
+	err := embedtest.WriteDir(dir, func(cfg map[string]any, vocab *[]string, w map[string]embedtest.Tensor, _ map[string]string) {
+		*vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "qr", "code", "image", "url", "weather", "forecast",
+			"rain", "city", "stock", "price", "market", "quote", "translate", "text", "language"}
+		cfg["vocab_size"] = len(*vocab)
+		h := cfg["hidden_size"].(int)
+		r := rand.New(rand.NewSource(1))
+		data := make([]float32, len(*vocab)*h)
+		for i := range data {
+			data[i] = float32(r.NormFloat64() * 0.5)
+		}
+		w["embeddings.word_embeddings.weight"] = embedtest.Tensor{Shape: []int{len(*vocab), h}, Data: data}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 

@@ -229,3 +229,65 @@ func ExampleLookup() {
 	fmt.Println(c.Parts, c.Files())
 	// Output: [S E] [system.tmpl task.tmpl S.tmpl E.tmpl]
 }
+
+// TestPartsRenderGoAndPythonBundlesInTheirLanguage: a Go bundle renders as
+// before (go fences, "package", "...T" variadics); a Python bundle
+// (Language "python") renders with python fences, "module", and its
+// parameters as runners/pyapi's S.Text writes them.
+func TestPartsRenderGoAndPythonBundlesInTheirLanguage(t *testing.T) {
+	c, err := cells.Lookup("Full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cells.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goBundle := cells.Bundle{Qualified: "shapes.Sum", ImportPath: "example.com/shapes", Signature: "func Sum(xs ...int) int",
+		Params: []cells.Param{{Name: "xs", Type: "int", Variadic: true, Doc: "the numbers"}}, Results: []cells.Param{{Type: "int"}},
+		Examples: []cells.Example{{Name: "ExampleSum", Code: "package main", Output: "6\n"}}, Prose: "Sum adds.", Code: "func Sum(xs ...int) int { return 0 }"}
+	pyBundle := cells.Bundle{Language: "python", Qualified: "pycalc.scale", ImportPath: "pycalc",
+		Signature: "def scale(xs, *args, k: int = 2, clip=False, **opts) -> list",
+		Params: []cells.Param{
+			{Name: "xs", Type: "list", Doc: "The numbers.", Kind: "positional_or_keyword"},
+			{Name: "args", Variadic: true, Kind: "var_positional"},
+			{Name: "k", Type: "int", Kind: "keyword_only", Default: "2", HasDefault: true},
+			{Name: "clip", Kind: "keyword_only", Default: "False", HasDefault: true},
+			{Name: "opts", Kind: "var_keyword"},
+		},
+		Results:  []cells.Param{{Type: "list", Doc: "The scaled numbers."}},
+		Examples: []cells.Example{{Name: "pycalc._core:scale", Code: "scale([1, 2])", Output: "[2, 4]"}},
+		Prose:    "Multiply.", Code: "def scale(xs):\n    return xs"}
+	for _, c := range []struct {
+		name string
+		b    cells.Bundle
+		want string
+	}{
+		{"go", goBundle, "## Signature (S)\nPackage \"example.com/shapes\":\n\n```go\nfunc Sum(xs ...int) int\n```\n\nParameters:\n- xs ...int: the numbers\n\nResults:\n- int\n\n" +
+			"## Examples (E)\n\nExampleSum:\n```go\npackage main\n```\nOutput:\n```\n6\n\n```\n\n## Documentation (M_prose)\nSum adds.\n\n## Source (M_code)\n```go\nfunc Sum(xs ...int) int { return 0 }\n```"},
+		{"python", pyBundle, "## Signature (S)\nModule \"pycalc\":\n\n```python\ndef scale(xs, *args, k: int = 2, clip=False, **opts) -> list\n```\n\n" +
+			"Parameters:\n- xs list: The numbers.\n- *args\n- k int = 2\n- clip = False\n- **opts\n\nResults:\n- list: The scaled numbers.\n\n" +
+			"## Examples (E)\n\npycalc._core:scale:\n```python\nscale([1, 2])\n```\nOutput:\n```\n[2, 4]\n```\n\n## Documentation (M_prose)\nMultiply.\n\n## Source (M_code)\n```python\ndef scale(xs):\n    return xs\n```"},
+	} {
+		got, err := p.Knowledge(c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s bundle:\n%s\nwant\n%s", c.name, got, c.want)
+		}
+	}
+	sn, err := cells.Lookup("S_name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := cells.New(sn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, want := range map[*cells.Bundle]string{&goBundle: "`shapes.Sum` (package \"example.com/shapes\")", &pyBundle: "`pycalc.scale` (module \"pycalc\")"} {
+		if got, err := ps.Knowledge(*b); err != nil || !strings.HasSuffix(got, want) {
+			t.Errorf("S_name: %q (%v), want it to end with %q", got, err, want)
+		}
+	}
+}

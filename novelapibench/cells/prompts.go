@@ -32,9 +32,14 @@ type Task struct {
 }
 
 // Bundle is what the part templates see of the target's knowledge bundle.
+// The embedded templates render a Python bundle (Language "python") as
+// Python: code fenced as python, "module" for package, parameters as S.Text
+// of runners/pyapi writes them (*args, **kwargs, "= default").
 type Bundle struct {
+	// Language is the bundle's ecosystem: "go" (or "") or "python".
+	Language string
 	// S_name
-	Qualified  string // shapes.Clamp, shapes.Stack.Push
+	Qualified  string // shapes.Clamp, shapes.Stack.Push; pyshapes.Point.dist
 	Kind       string // func, method, type, ...
 	ImportPath string
 	Module     string
@@ -53,12 +58,27 @@ type Bundle struct {
 	Code string
 }
 
-// Param is a parameter or result in S.
+// Python reports whether the bundle is a Python library's.
+func (b Bundle) Python() bool { return b.Language == "python" }
+
+// Fence is the language of the bundle's code fences: "python" or "go".
+func (b Bundle) Fence() string {
+	if b.Python() {
+		return "python"
+	}
+	return "go"
+}
+
+// Param is a parameter or result in S. Kind, Default and HasDefault are
+// Python's (bundle.Param).
 type Param struct {
-	Name     string
-	Type     string
-	Variadic bool
-	Doc      string
+	Name       string
+	Type       string
+	Variadic   bool
+	Doc        string
+	Kind       string // var_keyword for **kwargs, ...
+	Default    string
+	HasDefault bool
 }
 
 // Example is one E entry.
@@ -170,6 +190,9 @@ func New(cell Cell, overrides map[string]Source) (*Prompts, error) {
 		default:
 			probes = []any{Bundle{}, probeBundle}
 		}
+		if name != SystemFile && name != TaskFile {
+			probes = append(probes, probePython)
+		}
 		for _, v := range probes {
 			if err := p.parsed[name].Execute(&bytes.Buffer{}, v); err != nil {
 				return nil, err
@@ -183,9 +206,17 @@ func New(cell Cell, overrides map[string]Source) (*Prompts, error) {
 // list with an entry, so that the branches a zero value skips run too.
 var (
 	probePrompt = Prompt{Cell: "x", Knowledge: "x", Task: Task{Library: "x", Module: "x", Version: "x", Difficulty: "x", Description: "x", Context: "x"}}
-	probeParam  = Param{Name: "x", Type: "x", Variadic: true, Doc: "x"}
-	probeBundle = Bundle{Qualified: "x", Kind: "x", ImportPath: "x", Module: "x", Version: "x", Signature: "x", TypeParams: "x",
+	probeParam  = Param{Name: "x", Type: "x", Variadic: true, Doc: "x", Kind: "x", Default: "x", HasDefault: true}
+	probeBundle = Bundle{Language: "x", Qualified: "x", Kind: "x", ImportPath: "x", Module: "x", Version: "x", Signature: "x", TypeParams: "x",
 		Params: []Param{probeParam}, Results: []Param{probeParam}, Examples: []Example{{Name: "x", Code: "x", Output: "x"}}, Prose: "x", Code: "x"}
+	probePython = func() Bundle {
+		b := probeBundle
+		b.Language = "python"
+		kw := probeParam
+		kw.Variadic, kw.Kind = false, "var_keyword"
+		b.Params = []Param{probeParam, kw}
+		return b
+	}()
 )
 
 // Cell is the cell the prompts render.

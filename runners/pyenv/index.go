@@ -125,6 +125,9 @@ func (ix *cutoffIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 		}
+		// PEP 714's old name for core-metadata: pip before 23.1 (Debian's
+		// system pip 23.0.1) fails with a TypeError on its hashes form.
+		delete(fm, "dist-info-metadata")
 		if s, ok := fm["url"].(string); ok {
 			if abs, err := page.Parse(s); err == nil {
 				fm["url"] = abs.String()
