@@ -203,6 +203,9 @@ type StepResult struct {
 // Executor runs examples against an environment, each in its own sandbox
 // run: an interpreter of its own, the environment mounted read-only, no
 // network, a wall clock. Untrusted code never runs in lacuna's process.
+// As root, bubblewrap mounts the paths as root and the example runs as uid
+// 65534 (sandbox.Spec.MountAsRoot): a path need not be reachable by that
+// uid on the host, only readable itself.
 // An Executor is safe for concurrent use when its Sandbox is.
 type Executor struct {
 	Sandbox *sandbox.Sandbox
@@ -256,8 +259,10 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 		Argv:     append([]string{x.Python}, x.Args()...),
 		Dir:      dir,
 		ReadOnly: append(append([]string(nil), x.Paths...), x.ReadOnly...),
-		Stdin:    req,
-		Limits:   x.Limits,
+		// As root: mounted as root, run as uid 65534 (a pyenv under /root).
+		MountAsRoot: true,
+		Stdin:       req,
+		Limits:      x.Limits,
 	})
 	if err != nil {
 		return Verdict{}, fmt.Errorf("example %s: %w", ex.Name, err)

@@ -3,6 +3,7 @@ package pyapi
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -325,5 +326,37 @@ func TestExecutorRejectsUnknownFlags(t *testing.T) {
 	x := &Executor{Flags: []string{"ELIPSIS"}}
 	if _, err := x.Run(context.Background(), Example{Name: "x"}); err == nil || !strings.Contains(err.Error(), "ELIPSIS") {
 		t.Errorf("err %v, want the unknown flag named", err)
+	}
+}
+
+// TestExecutorRunsAnInterpreterUnderAPrivateDirectory: as root, the
+// sandbox's uid 65534 cannot reach a venv under a private directory (a
+// pyenv's under /root); the Executor has it mounted as root
+// (sandbox.Spec.MountAsRoot) and the example runs.
+func TestExecutorRunsAnInterpreterUnderAPrivateDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox changes uid only when lacuna runs as root")
+	}
+	py := python(t)
+	root := outsideTmp(t)
+	writeTree(t, root, docsFiles)
+	x := sandboxFor(t, py, root)
+	private := outsideTmp(t)
+	venv := filepath.Join(private, "venv")
+	if out, err := exec.Command(x.Python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("venv: %v\n%s", err, out)
+	}
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	x.Python, x.ReadOnly = filepath.Join(venv, "bin", "python"), append(x.ReadOnly, venv)
+	x.Limits.Wall = 30 * time.Second
+	files, _, err := DocFileExamples(context.Background(), py, filepath.Join(root, "calc"))
+	if err != nil || len(files) == 0 || files[0].File != "docs/guide.md" {
+		t.Fatalf("examples %+v, %v: want docs/guide.md first", files, err)
+	}
+	v, err := x.Run(context.Background(), files[0])
+	if err != nil || v.Status != ExamplePassed {
+		t.Errorf("verdict %+v, %v: want passed", v, err)
 	}
 }
