@@ -38,9 +38,14 @@
 //     as evidence for the judge.
 //   - Comparative: each input's outcome equals the reference's: values are
 //     described by the driver (kind, type, content; numpy arrays with
-//     dtype and shape) and compared in lacuna's process, floats within
-//     RelTol and AbsTol; an exception is compared by its type. The
-//     expected values never enter the process a solution runs in.
+//     dtype and shape; a dict's items in the order of their keys, as ==
+//     ignores order; an Enum member by its name and value; an object by
+//     its public attributes, or its private ones when it has no public
+//     one, and by its repr when its type has a repr of its own without
+//     an address in it: datetime, Decimal, Fraction, Path) and compared
+//     in lacuna's process, floats within RelTol and AbsTol; an exception
+//     is compared by its type. The expected values never enter the
+//     process a solution runs in.
 //   - Mock-based: every sample runs twice in its process, the second time
 //     with the solution's own calls of the target answered by a
 //     unittest.mock.MagicMock (for a class: the instance left
@@ -52,8 +57,10 @@
 //     fresh namespace: module-level state of the library that the real
 //     pass changed is still changed in the mock pass.
 //   - Stable expectations (Derive): the reference runs in several
-//     processes (hash randomisation differs); values every run agrees on
-//     are asserted exactly, the others by kind and type only.
+//     processes (hash randomisation differs); each part of a value where
+//     the runs disagree (a leaf, or a container whose length or type
+//     differs; a repr that differs is dropped) is asserted by its kind
+//     and type only, the rest exactly.
 //   - Isolation: every sample runs in a process of its own under
 //     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
 //     the environment read-only, CPU, memory, process and wall-clock

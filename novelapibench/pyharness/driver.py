@@ -14,6 +14,8 @@ it captured before the solver started. See the package documentation for
 what this does not stop.
 """
 
+import collections
+import enum
 import functools
 import hashlib
 import hmac
@@ -225,13 +227,32 @@ def describe(v, depth=0, budget=None):
         items.sort(key=lambda d: json.dumps(d, sort_keys=True))
         return {"t": "set", "type": tn, "items": items, "len": len(v)}
     if isinstance(v, dict):
-        return {"t": "dict", "type": tn, "len": len(v),
-                "items": [[describe(k, depth + 1, budget), describe(x, depth + 1, budget)] for k, x in list(v.items())[:MAX_ITEMS]]}
+        items = [[describe(k, depth + 1, budget), describe(x, depth + 1, budget)] for k, x in list(v.items())[:MAX_ITEMS]]
+        if not isinstance(v, collections.OrderedDict):
+            # == on a dict ignores order: so does the comparison (the
+            # order of a dict built from a set varies between runs).
+            items.sort(key=lambda kv: json.dumps(kv[0], sort_keys=True))
+        return {"t": "dict", "type": tn, "len": len(v), "items": items}
+    if isinstance(v, enum.Enum):
+        return {"t": "enum", "type": tn, "items": [["name", describe(v.name, depth + 1, budget)], ["value", describe(v.value, depth + 1, budget)]]}
     attrs = getattr(v, "__dict__", None)
+    d = {"t": "opaque", "type": tn}
     if isinstance(attrs, dict) and not isinstance(v, type):
-        return {"t": "object", "type": tn,
-                "items": [[str(k), describe(x, depth + 1, budget)] for k, x in sorted(attrs.items()) if not str(k).startswith("_")][:MAX_ITEMS]}
-    return {"t": "opaque", "type": tn}
+        pairs = [(str(k), x) for k, x in sorted(attrs.items(), key=lambda kv: str(kv[0])) if not str(k).startswith("__")]
+        public = [kx for kx in pairs if not kx[0].startswith("_")]
+        # Objects whose state is all private are compared by it.
+        d = {"t": "object", "type": tn, "items": [[k, describe(x, depth + 1, budget)] for k, x in (public or pairs)[:MAX_ITEMS]]}
+    if type(v).__repr__ is not object.__repr__:
+        # A repr of the type's own carries what it shows of the value
+        # (datetime, Decimal, Fraction, Path, a graph's size); one with an
+        # address in it does not.
+        try:
+            r = repr(v)
+        except Exception:
+            r = None
+        if isinstance(r, str) and " at 0x" not in r:
+            d["repr"] = r[:MAX_TEXT]
+    return d
 
 
 def num(f):

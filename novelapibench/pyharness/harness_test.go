@@ -298,3 +298,58 @@ func TestNewRunnerRefusesPathsTheSandboxUserCannotReach(t *testing.T) {
 		t.Error("accepted a read-only path below a directory of mode 0700")
 	}
 }
+
+// TestValuesWithoutPublicStateAreComparedByValue: an Enum member, the
+// standard library's value types (no __dict__: datetime, Decimal,
+// Fraction, Path) and an object whose state is all private are compared
+// by what they hold, so a wrong value of the right type fails.
+func TestValuesWithoutPublicStateAreComparedByValue(t *testing.T) {
+	f := newFixture(t, 2)
+	call := "from fixpkg import scale\nn = sum(scale(xs, factor=k * 10))\n"
+	for _, tc := range []struct {
+		name, prelude, ref, wrong string
+	}{
+		{"enum member", "import enum\nclass Color(enum.Enum):\n    RED = 1\n    BLUE = 2",
+			"return Color.RED if n > 0 else Color.BLUE", "return Color.BLUE if n > 0 else Color.RED"},
+		{"date", "import datetime", "return datetime.date(2000, 1, 1) + datetime.timedelta(days=n)",
+			"return datetime.date(2000, 1, 1) + datetime.timedelta(days=n + 1)"},
+		{"datetime", "import datetime", "return datetime.datetime(2000, 1, 1) + datetime.timedelta(seconds=n)",
+			"return datetime.datetime(2000, 1, 1) + datetime.timedelta(seconds=n + 1)"},
+		{"decimal", "import decimal", "return decimal.Decimal(n) / 7", "return decimal.Decimal(n + 1) / 7"},
+		{"fraction", "import fractions", "return fractions.Fraction(n, 7)", "return fractions.Fraction(n + 1, 7)"},
+		{"path", "import pathlib", "return pathlib.PurePosixPath('/d') / str(n)", "return pathlib.PurePosixPath('/d') / str(n + 1)"},
+		{"object with private state only", "class Box:\n    def __init__(self, v):\n        self._v = v",
+			"return Box(n)", "return Box(n + 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := fixtureTask()
+			task.Prelude += "\n" + tc.prelude
+			task.Reference = call + tc.ref
+			exp := f.expectation(t, task)
+			if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+				t.Fatalf("the reference fails: %+v", v)
+			}
+			if v := Check(exp, f.run(t, task, call+tc.wrong)); v.Passed || v.Layer != LayerComparative {
+				t.Errorf("a wrong value of the right type: %+v, want rejected at %s", v, LayerComparative)
+			}
+		})
+	}
+}
+
+// TestOneVaryingPartLeavesTheRestExact: the reference's dict is built
+// from a set of strings (its order varies with hash randomisation) beside
+// a random token; the dict is still asserted exactly.
+func TestOneVaryingPartLeavesTheRestExact(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	task.Prelude += "\nimport os"
+	task.Reference = "from fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn ({s: len(s) for s in {'v' * (1 + y % 7) + str(y) for y in ys}}, os.urandom(4).hex())"
+	exp := f.expectation(t, task)
+	if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+		t.Fatalf("the reference fails: %+v", v)
+	}
+	wrong := "from fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn ({s: 0 for s in {'v' * (1 + y % 7) + str(y) for y in ys}}, os.urandom(4).hex())"
+	if v := Check(exp, f.run(t, task, wrong)); v.Passed || v.Layer != LayerComparative {
+		t.Errorf("a dict of wrong values: %+v, want rejected at %s", v, LayerComparative)
+	}
+}
