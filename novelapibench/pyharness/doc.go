@@ -125,12 +125,16 @@
 // # The judge's fast path
 //
 // Judge assigns OK, WrongSyntax (SyntaxError compiling the program),
-// WrongImport (ImportError, ModuleNotFoundError; the package or the
+// WrongImport (ImportError, ModuleNotFoundError raised by the program's
+// own code or for a module of the target's package; the package or the
 // target's name used without an import; the target's name looked up on a
 // wrong module of its package), WrongAPISelection (another name looked up
 // on a module of the target's package; the program ran, never called the
 // target and never names it), and leaves the rest undecided, with the
-// evidence, for the LLM judge.
+// evidence, for the LLM judge: an import failing inside a library for
+// another module (an optional dependency the environment lacks) among
+// them. An exception the reference raised on the same input counts for
+// none of these rules.
 // Calibrate runs the mutants (Mutants) and C1 keeps a task only when the
 // reference passes, some outcome depends on the target, and every mutant
 // is rejected with its class.

@@ -277,6 +277,14 @@ def error_info(e, with_traceback=True):
         info["obj_module"] = str(getattr(obj, "__name__", ""))
     if isinstance(e, SyntaxError):
         info["line"] = int(e.lineno or 0)
+    # The file of the innermost frame that raised it, the import
+    # machinery's left out: the solution's, or the library's.
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if isinstance(name, str) and not name.startswith("<frozen "):
+            info["file"] = name
+        tb = tb.tb_next
     if with_traceback:
         try:
             tb = traceback.format_exception(type(e), e, e.__traceback__)
