@@ -325,13 +325,20 @@ def run_pass(code, inputs, state, mock, out, done):
 out_name = ["solve"]
 
 
-def read_all(fd):
-    data = b""
+MAX_REPORT = 16 << 20  # the record's limit on lacuna's side
+
+
+def read_all(fd, limit=MAX_REPORT):
+    """What fd carries up to its end, or None past limit bytes."""
+    chunks, n = [], 0
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return data
-        data += chunk
+            return b"".join(chunks)
+        n += len(chunk)
+        if n > limit:
+            return None
+        chunks.append(chunk)
 
 
 def main():
@@ -385,8 +392,14 @@ def main():
         child(cfg, code, state, armed, nonce, w)
     os.close(w)
     data = read_all(r)
+    if data is None:
+        os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
+    if data is None:
+        record["stage"] = "tampered"
+        record["error"] = {"type": "Tampered", "message": "the child's report is larger than %d bytes" % MAX_REPORT}
+        sign_and_exit(record, 0)
     if not data:
         # The child ended without reporting: no record (a crash).
         os._exit(code if code > 0 else 1)
