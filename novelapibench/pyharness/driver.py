@@ -395,19 +395,19 @@ def main():
     if data is None:
         os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    exit_code = os.waitstatus_to_exitcode(status)
     if data is None:
         record["stage"] = "tampered"
         record["error"] = {"type": "Tampered", "message": "the child's report is larger than %d bytes" % MAX_REPORT}
         sign_and_exit(record, 0)
     if not data:
         # The child ended without reporting: no record (a crash).
-        os._exit(code if code > 0 else 1)
+        os._exit(exit_code if exit_code > 0 else 1)
     report = None
     if data.startswith(nonce):
         try:
             report = json.loads(data[len(nonce):])
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     if type(report) is not dict or set(report) - REPORTED:
         record["stage"] = "tampered"
@@ -451,7 +451,7 @@ def child(cfg, code, state, armed, nonce, w):
     encode = _json.make_encoder(None, None, _json.encode_basestring_ascii, None, ":", ",", True, False, True)
     to_bytes = str.encode
     new_lock, start = _thread.allocate_lock, _thread.start_new_thread
-    type_, str_, int_, float_, bool_, list_, dict_, len_, items = type, str, int, float, bool, list, dict, len, dict.items
+    type_, str_, int_, float_, bool_, list_, dict_, items = type, str, int, float, bool, list, dict, dict.items
     depth_max = 4 * MAX_DEPTH + 8
     keep = []  # every object the solver's thread handed over stays alive here (no finaliser runs in this thread)
     record = {}
