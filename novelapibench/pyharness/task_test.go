@@ -201,3 +201,24 @@ func TestDeriveMarksOnlyThePartsWhereRunsDisagree(t *testing.T) {
 		}
 	}
 }
+
+// TestDeriveDropsAReprThatVaries: an object whose repr differs between
+// runs (an id, a time in it) is still compared by its attributes.
+func TestDeriveDropsAReprThatVaries(t *testing.T) {
+	obj := func(repr, v string) json.RawMessage {
+		return json.RawMessage(`{"t":"object","type":"m.Job","repr":"` + repr + `","items":[["size",{"t":"int","type":"builtins.int","v":"` + v + `"}]]}`)
+	}
+	run := func(repr string) Run {
+		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: obj(repr, "3")}}, Mock: []Outcome{{Value: obj("mock", "0")}}}}
+	}
+	exp, err := Derive([]Run{run("Job(1)"), run("Job(2)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := compareValues(exp.Expected[0].Value, obj("Job(7)", "3")); !ok {
+		t.Errorf("another repr, the same attributes: %s", why)
+	}
+	if ok, _ := compareValues(exp.Expected[0].Value, obj("Job(1)", "4")); ok {
+		t.Error("another attribute passes")
+	}
+}
