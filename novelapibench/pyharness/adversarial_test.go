@@ -27,6 +27,13 @@ return ` + right,
 		"writes a forged record and exits": `import os
 os.write(8, b'00 {"stage": "ran", "direct": 1, "real": [], "mock": []}\n')
 os._exit(0)`,
+		"writes a forged report to every descriptor and exits": `import os
+for fd in range(3, 256):
+    try:
+        os.write(fd, b'{"stage": "ran", "direct": 1, "real": [], "mock": []}')
+    except OSError:
+        pass
+os._exit(0)`,
 		"closes the record descriptor": `import os
 os.close(8)
 from fixpkg import scale
@@ -43,8 +50,8 @@ return sum(ys) + len(ys)`,
 		"forges the spy's counter through its closure": `import fixpkg
 for cell in fixpkg.scale.__closure__ or ():
     c = cell.cell_contents
-    if hasattr(c, "direct"):
-        c.direct += 1
+    if type(c) is list and len(c) == 5:
+        c[0] += 1
 return ` + right,
 		"calls the target only through the library": `from fixpkg import pipeline
 ys = pipeline(xs, k * 10)
@@ -88,6 +95,115 @@ def later():
         pass
 threading.Thread(target=later, daemon=True).start()
 return ` + right,
+	}
+	// Code that, run anywhere the driver's record is in reach, edits it
+	// into a pass (the direct call and a mock pass that differs) and
+	// emits it. Each adversary below gets it run by patching something
+	// the driver calls after the solution has run.
+	forge := `import sys as _sys
+_busy = []
+def _forge():
+    if _busy:
+        return False
+    _busy.append(1)
+    try:
+        f = _sys._getframe(1)
+        while f is not None:
+            loc = f.f_locals
+            r = loc.get("record")
+            if type(r) is dict:
+                p = loc.get("passes")
+                real = r.get("real") or (p.get("real") if type(p) is dict else None)
+                if not real:
+                    return False
+                r["real"] = real
+                r["direct"] = 1
+                r["stage"] = "ran"
+                r["mock"] = [{"value": {"t": "int", "type": "builtins.int", "v": "-1"}}] * len(real)
+                r["mock_direct"] = 1
+                r.pop("error", None)
+                for name in ("emit", "report"):
+                    if callable(loc.get(name)):
+                        loc[name]()
+                return True
+            f = f.f_back
+        return False
+    finally:
+        _busy.pop()
+`
+	for name, patch := range map[string]string{
+		"replaces json.JSONEncoder": `import json
+class _E(json.JSONEncoder):
+    def encode(self, o):
+        _forge()
+        return super().encode(o)
+    def iterencode(self, o, _one_shot=False):
+        _forge()
+        return super().iterencode(o, _one_shot)
+json.JSONEncoder = _E`,
+		"replaces json.dumps": `import json
+_d = json.dumps
+def _dumps(*a, **k):
+    _forge()
+    return _d(*a, **k)
+json.dumps = _dumps`,
+		"replaces threading.Thread.join": `import threading
+_j = threading.Thread.join
+def _join(self, *a):
+    _forge()
+    return _j(self, *a)
+threading.Thread.join = _join`,
+		"replaces threading.Thread.is_alive": `import threading
+_a = threading.Thread.is_alive
+def _alive(self):
+    _forge()
+    return _a(self)
+threading.Thread.is_alive = _alive`,
+		"replaces hmac.HMAC.copy": `import hmac
+_c = hmac.HMAC.copy
+def _copy(self):
+    _forge()
+    return _c(self)
+hmac.HMAC.copy = _copy`,
+		"replaces hmac.new and hashlib.sha256": `import hmac, hashlib
+_n, _s = hmac.new, hashlib.sha256
+def _new(*a, **k):
+    _forge()
+    return _n(*a, **k)
+def _sha(*a, **k):
+    _forge()
+    return _s(*a, **k)
+hmac.new, hashlib.sha256 = _new, _sha`,
+		"replaces builtins the driver calls": `import builtins
+for _name in ("all", "type", "list", "len", "isinstance", "float", "str", "set", "callable", "sorted"):
+    _orig = getattr(builtins, _name)
+    def _wrap(*a, _orig=_orig, **k):
+        _forge()
+        return _orig(*a, **k)
+    setattr(builtins, _name, _wrap)`,
+		"replaces the driver's globals": `import sys
+_m = sys.modules["__main__"]
+for _name in ("DIRECT", "INDIRECT", "CALLS", "DENIED", "MAX_DEPTH"):
+    if hasattr(_m, _name):
+        setattr(_m, _name, 0 if _name != "DENIED" else frozenset())
+for _name in ("run_pass", "read_all", "sign_and_exit", "describe", "plain"):
+    _orig = getattr(_m, _name, None)
+    if callable(_orig):
+        def _wrap(*a, _orig=_orig, **k):
+            _forge()
+            return _orig(*a, **k)
+        setattr(_m, _name, _wrap)`,
+		"replaces os.write and os._exit": `import os
+_w, _x = os.write, os._exit
+def _write(*a):
+    _forge()
+    return _w(*a)
+def _exit(*a):
+    _forge()
+    return _x(*a)
+os.write, os._exit = _write, _exit`,
+	} {
+		adv[name] = forge + patch + "\nreturn " + right
 	}
 	return adv
 }
@@ -203,7 +319,7 @@ import sys
 ys = scale(xs, factor=k * 10)
 f = sys._getframe()
 while f is not None:
-    if "mac" in f.f_locals or "emit" in f.f_locals or "record" in f.f_locals:
+    if {"mac", "emit", "record", "report", "nonce", "w"} & set(f.f_locals):
         return "found the driver's frame"
     f = f.f_back
 for v in vars(sys.modules["__main__"]).values():

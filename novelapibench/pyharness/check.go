@@ -26,10 +26,11 @@ type Expectation struct {
 
 // Expected is the reference's outcome on one input.
 type Expected struct {
+	// Value is the reference's value description, with "vary": true on
+	// each part where the runs disagreed (hash order, addresses, time):
+	// of those only the kind and type are asserted, the rest exactly.
 	Value json.RawMessage `json:"value,omitempty"`
-	// Exact: every run gave this value; otherwise the runs disagreed
-	// (hash order, addresses, time) and only the value's kind and type
-	// are asserted.
+	// Exact: every run gave the same value (nothing is marked vary).
 	Exact bool `json:"exact"`
 	// Raises is the exception type the reference raised ("" when it
 	// returned).
@@ -62,23 +63,95 @@ func Derive(runs []Run) (Expectation, error) {
 		if o.Raised != nil {
 			e = Expected{Raises: o.Raised.Type, Exact: true}
 		}
+		var merged map[string]any
+		if o.Raised == nil {
+			if err := decode(o.Value, &merged); err != nil {
+				return Expectation{}, fmt.Errorf("pyharness: reference run 0, input %d: %w", i, err)
+			}
+		}
 		dep := true
-		for _, r := range runs {
+		for j, r := range runs {
 			ro := r.Record.Real[i]
 			if (ro.Raised == nil) != (o.Raised == nil) || (o.Raised != nil && ro.Raised.Type != o.Raised.Type) {
 				return Expectation{}, fmt.Errorf("pyharness: the reference raises on input %d in some runs only", i)
 			}
 			if o.Raised == nil && !bytes.Equal(ro.Value, o.Value) {
 				e.Exact = false
+				var other map[string]any
+				if err := decode(ro.Value, &other); err != nil {
+					return Expectation{}, fmt.Errorf("pyharness: reference run %d, input %d: %w", j, i, err)
+				}
+				markVary(merged, other)
 			}
-			if sameOutcome(r.Record.Mock[i], ro, true) {
+			if sameOutcome(r.Record.Mock[i], ro) {
 				dep = false
 			}
+		}
+		if !e.Exact {
+			b, err := json.Marshal(merged)
+			if err != nil {
+				return Expectation{}, fmt.Errorf("pyharness: input %d: %w", i, err)
+			}
+			e.Value = b
 		}
 		exp.Expected = append(exp.Expected, e)
 		exp.Dependent = append(exp.Dependent, dep)
 	}
 	return exp, nil
+}
+
+// markVary marks vary each part of w (a description) where g, another
+// run's description of the same value, disagrees: a scalar's value, a
+// container's kind, type or length; a repr that differs is dropped.
+func markVary(w, g map[string]any) {
+	if w == nil || w["vary"] == true {
+		return
+	}
+	if g == nil || w["t"] != g["t"] || w["type"] != g["type"] || fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) ||
+		fmt.Sprint(w["dtype"]) != fmt.Sprint(g["dtype"]) || fmt.Sprint(w["shape"]) != fmt.Sprint(g["shape"]) {
+		w["vary"] = true
+		return
+	}
+	if _, ok := w["repr"]; ok && fmt.Sprint(w["repr"]) != fmt.Sprint(g["repr"]) {
+		delete(w, "repr")
+	}
+	if _, ok := w["items"]; !ok {
+		if diff(w, g, "") != "" {
+			w["vary"] = true
+		}
+		return
+	}
+	wi, _ := w["items"].([]any)
+	gi, _ := g["items"].([]any)
+	if len(wi) != len(gi) {
+		w["vary"] = true
+		return
+	}
+	for i := range wi {
+		switch wx := wi[i].(type) {
+		case map[string]any:
+			gx, _ := gi[i].(map[string]any)
+			markVary(wx, gx)
+		case []any: // a dict entry or an attribute: [key, value]
+			gx, _ := gi[i].([]any)
+			if len(gx) != len(wx) {
+				w["vary"] = true
+				return
+			}
+			for j := range wx {
+				wm, wok := wx[j].(map[string]any)
+				gm, _ := gx[j].(map[string]any)
+				if !wok {
+					if fmt.Sprint(wx[j]) != fmt.Sprint(gx[j]) {
+						w["vary"] = true
+						return
+					}
+					continue
+				}
+				markVary(wm, gm)
+			}
+		}
+	}
 }
 
 // Harness layers, in the order Check applies them.
@@ -130,14 +203,14 @@ func Check(exp Expectation, run Run) Verdict {
 		case o.Raised != nil:
 			return fail(LayerComparative, "input %d: raises %s", i, o.Raised)
 		default:
-			ok, why := compareValues(e.Value, o.Value, e.Exact)
+			ok, why := compareValues(e.Value, o.Value)
 			if !ok {
 				return fail(LayerComparative, "input %d: %s", i, why)
 			}
 		}
 	}
 	for i, dep := range exp.Dependent {
-		if dep && sameOutcome(rec.Mock[i], rec.Real[i], true) {
+		if dep && sameOutcome(rec.Mock[i], rec.Real[i]) {
 			return fail(LayerMock, "input %d: the outcome does not change when the target's calls are mocked: it is not computed through them", i)
 		}
 	}
@@ -159,11 +232,11 @@ func cut(s string, n int) string {
 }
 
 // sameOutcome: both raised the same type, or both returned equal values.
-func sameOutcome(a, b Outcome, exact bool) bool {
+func sameOutcome(a, b Outcome) bool {
 	if a.Raised != nil || b.Raised != nil {
 		return a.Raised != nil && b.Raised != nil && a.Raised.Type == b.Raised.Type
 	}
-	ok, _ := compareValues(a.Value, b.Value, exact)
+	ok, _ := compareValues(a.Value, b.Value)
 	return ok
 }
 
@@ -173,21 +246,15 @@ const (
 	AbsTol = 1e-8
 )
 
-// compareValues compares two value descriptions: all of it when exact,
-// only the kind and type otherwise.
-func compareValues(want, got json.RawMessage, exact bool) (bool, string) {
+// compareValues compares two value descriptions: each part of want marked
+// vary by its kind and type, the rest exactly.
+func compareValues(want, got json.RawMessage) (bool, string) {
 	var w, g map[string]any
 	if err := decode(want, &w); err != nil {
 		return false, "the expected value does not parse: " + err.Error()
 	}
 	if err := decode(got, &g); err != nil {
 		return false, "the value does not parse: " + err.Error()
-	}
-	if !exact {
-		if w["t"] != g["t"] || w["type"] != g["type"] {
-			return false, fmt.Sprintf("a %v, want a %v", g["type"], w["type"])
-		}
-		return true, ""
 	}
 	if why := diff(w, g, "value"); why != "" {
 		return false, why
@@ -204,11 +271,19 @@ func decode(raw json.RawMessage, v any) error {
 // diff describes the first difference of two descriptions ("" when they
 // agree). Numbers of kind float (and complex parts) agree within the
 // tolerance; scalars of the same kind compare across types (a float and
-// numpy.float64), containers must have the same type.
+// numpy.float64), containers must have the same type; a part of w marked
+// vary agrees with any of the same kind and type; w's repr, when it has
+// one, must be g's.
 func diff(w, g map[string]any, at string) string {
 	wt, gt := w["t"], g["t"]
 	if wt != gt {
 		return fmt.Sprintf("%s: a %v, want a %v", at, g["type"], w["type"])
+	}
+	if w["vary"] == true {
+		if w["type"] != g["type"] {
+			return fmt.Sprintf("%s: a %v, want a %v", at, g["type"], w["type"])
+		}
+		return ""
 	}
 	if fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) {
 		return fmt.Sprintf("%s: length %v, want %v", at, g["len"], w["len"])
@@ -237,6 +312,9 @@ func diff(w, g map[string]any, at string) string {
 	}
 	if wt == "array" && (fmt.Sprint(w["dtype"]) != fmt.Sprint(g["dtype"]) || fmt.Sprint(w["shape"]) != fmt.Sprint(g["shape"])) {
 		return fmt.Sprintf("%s: an array of %v %v, want %v %v", at, g["dtype"], g["shape"], w["dtype"], w["shape"])
+	}
+	if r, ok := w["repr"]; ok && fmt.Sprint(r) != fmt.Sprint(g["repr"]) {
+		return fmt.Sprintf("%s: %s, want %s", at, cut(fmt.Sprint(g["repr"]), 200), cut(fmt.Sprint(r), 200))
 	}
 	if wt == "opaque" || wt == "cut" || wt == "mock" {
 		if wt == "mock" {

@@ -38,9 +38,14 @@
 //     as evidence for the judge.
 //   - Comparative: each input's outcome equals the reference's: values are
 //     described by the driver (kind, type, content; numpy arrays with
-//     dtype and shape) and compared in lacuna's process, floats within
-//     RelTol and AbsTol; an exception is compared by its type. The
-//     expected values never enter the process a solution runs in.
+//     dtype and shape; a dict's items in the order of their keys, as ==
+//     ignores order; an Enum member by its name and value; an object by
+//     its public attributes, or its private ones when it has no public
+//     one, and by its repr when its type has a repr of its own without
+//     an address in it: datetime, Decimal, Fraction, Path) and compared
+//     in lacuna's process, floats within RelTol and AbsTol; an exception
+//     is compared by its type. The expected values never enter the
+//     process a solution runs in.
 //   - Mock-based: every sample runs twice in its process, the second time
 //     with the solution's own calls of the target answered by a
 //     unittest.mock.MagicMock (for a class: the instance left
@@ -52,8 +57,10 @@
 //     fresh namespace: module-level state of the library that the real
 //     pass changed is still changed in the mock pass.
 //   - Stable expectations (Derive): the reference runs in several
-//     processes (hash randomisation differs); values every run agrees on
-//     are asserted exactly, the others by kind and type only.
+//     processes (hash randomisation differs); each part of a value where
+//     the runs disagree (a leaf, or a container whose length or type
+//     differs; a repr that differs is dropped) is asserted by its kind
+//     and type only, the rest exactly.
 //   - Isolation: every sample runs in a process of its own under
 //     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
 //     the environment read-only, CPU, memory, process and wall-clock
@@ -63,33 +70,54 @@
 //
 // # Integrity and its limits
 //
-// The process asserts nothing: it writes one record, signed with
-// HMAC-SHA256 under a fresh key it reads from descriptor 7 and closes
-// before any task code runs, to descriptor 8. What it prints decides
-// nothing; a record that fails authentication, or any other data on
-// descriptor 8, is tampering; no record is a crash. The solver's code
-// runs in a thread of its own, so its frames never lead to the main
-// thread's, which hold the key (inside OpenSSL's HMAC state). An audit
-// hook (PEP 578; it cannot be removed) refuses, from the first pass on and
-// in every thread: the garbage collector's object walks, other threads'
-// frames, trace and profile hooks, new audit hooks, any path under /proc
-// (the process's memory and descriptors), ctypes, and starting or
-// signalling processes (fork, exec, spawn, system, subprocess, kill).
+// The process asserts nothing. After setting up (compiling the program,
+// importing the target, installing the spy) it forks. The parent holds
+// the key, never runs a line of the solution and never shares memory with
+// it: it reads the key from descriptor 7 only after the child has ended,
+// and writes one record, signed with HMAC-SHA256, to descriptor 8. So a
+// record verifies only if the parent wrote it, and what the parent
+// observes itself is the solution's out of reach: that the child ended
+// without reporting (no record: a crash), or that its report does not
+// start with the nonce the child inherited (tampered). What the process
+// prints decides nothing; any other data on descriptor 8, or a record
+// that fails authentication, is tampering.
 //
-// Python cannot hide an object from code in the same interpreter, so
-// this stops the forgeries a model's code could make by accident or by a
-// simple trick (printing a verdict, writing to the record's descriptor,
-// exiting early with 0, os._exit, unwrapping or replacing the spy,
-// calling the target only through the library) and the direct routes to
-// the key, not deliberate attack code written against this driver. Known
-// limits: the spy's state is reachable through its __closure__, so a
-// solution can raise its own call count (the mock layer still rejects it
-// unless it also detects the mock pass); the driver's module is in
-// sys.modules and its functions can be replaced; a thread the solution
-// starts may outlive its pass; a library that imports ctypes or starts
-// processes lazily during the solution fails there (the target's modules
-// are imported before the guard is armed). The paper says it too: the
-// harness is not a security boundary; the sandbox is.
+// The child reports the outcomes. It runs the solver in a thread of its
+// own, so the solver's frames never lead to the main thread's, which hold
+// the nonce and the report; from the moment that thread starts, the main
+// thread calls only C functions and builtins it captured in locals before
+// (a _thread lock, not Thread.join; _json's C encoder, not json.dumps), and
+// copies what the solver's thread left behind keeping only exact JSON
+// types: a solution that replaces a module's function, a class's method,
+// a builtin or the driver's globals changes nothing the reporting runs.
+// An audit hook (PEP 578; it cannot be removed) refuses, from the first
+// pass on and in every thread: the garbage collector's object walks,
+// other threads' frames, trace and profile hooks, new audit hooks, any
+// path under /proc (the process's memory and descriptors), ctypes, and
+// starting or signalling processes (fork, exec, spawn, system,
+// subprocess, kill).
+//
+// Python cannot hide an object from code in the same interpreter, so the
+// child's report is only as trustworthy as its main thread is out of the
+// solution's reach. Code written against this driver can still get its
+// own code run there: a signal handler (Python runs them in the main
+// thread, handed its frame), a finaliser or a gc.callbacks entry run by a
+// collection the main thread's allocations start. Such code can choose
+// the child's report, never the key. The harness makes no stronger claim
+// because it needs none: deliberate code can pass without touching the
+// driver (a throwaway call of the target, and a different value when the
+// result is a mock). What it stops are the forgeries a model's code could
+// make by accident or by a simple trick (printing a verdict, writing to a
+// descriptor, exiting early with 0, os._exit, unwrapping or replacing the
+// spy, calling the target only through the library, patching what the
+// driver calls) and every route to the key. Other known limits: the spy's
+// state is reachable through its __closure__, so a solution can raise
+// its own call count (the mock layer still rejects it unless it also
+// detects the mock pass); a thread the solution starts may outlive its
+// pass; a library that imports ctypes or starts processes lazily during
+// the solution fails there (the target's modules are imported before the
+// guard is armed). The paper says it too: the harness is not a security
+// boundary; the sandbox is.
 //
 // Without bubblewrap, runners/sandbox applies resource limits only:
 // samples share /tmp and the host's file system.
@@ -97,12 +125,16 @@
 // # The judge's fast path
 //
 // Judge assigns OK, WrongSyntax (SyntaxError compiling the program),
-// WrongImport (ImportError, ModuleNotFoundError; the package or the
+// WrongImport (ImportError, ModuleNotFoundError raised by the program's
+// own code or for a module of the target's package; the package or the
 // target's name used without an import; the target's name looked up on a
 // wrong module of its package), WrongAPISelection (another name looked up
 // on a module of the target's package; the program ran, never called the
 // target and never names it), and leaves the rest undecided, with the
-// evidence, for the LLM judge.
+// evidence, for the LLM judge: an import failing inside a library for
+// another module (an optional dependency the environment lacks) among
+// them. An exception the reference raised on the same input counts for
+// none of these rules.
 // Calibrate runs the mutants (Mutants) and C1 keeps a task only when the
 // reference passes, some outcome depends on the target, and every mutant
 // is rejected with its class.

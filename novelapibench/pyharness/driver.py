@@ -1,19 +1,21 @@
 """lacuna's Python harness driver: runs one sample (a task's program with a
 solution in place) and writes one signed record. Standard library only.
 
-Descriptors: 7 carries a fresh key (read, then closed, before any task
-code runs); 8 is where the record goes, one line: hex HMAC-SHA256 of the
-JSON, a space, the JSON. stdin is the configuration (JSON). Whatever the
-process prints decides nothing.
+Descriptors: 7 carries a fresh key, 8 is where the record goes, one
+line: hex HMAC-SHA256 of the JSON, a space, the JSON. stdin is the
+configuration (JSON). Whatever the process prints decides nothing.
 
-The solver's code runs in a thread of its own, so that its frames never
-reach main's, which hold the key: the routes from one thread's frames
-to another's, and to the key's memory (sys._current_frames, the garbage
-collector's object lists, /proc, ctypes, trace and profile hooks), and
-starting processes, are refused by an audit hook from the first pass on;
-an audit hook cannot be removed. See the package documentation for what this does not stop.
+The process sets up (compiles the program, imports the target, installs
+the spy), then forks. The parent never runs a line of the solution: it
+reads the child's report from a pipe, and only then reads the key, and
+signs and writes the record. The child runs the solver in a thread of its
+own under an audit hook; its main thread, which reports, calls only what
+it captured before the solver started. See the package documentation for
+what this does not stop.
 """
 
+import collections
+import enum
 import functools
 import hashlib
 import hmac
@@ -71,34 +73,40 @@ class Refused(RuntimeError):
 
 
 def install_guard():
-    """Adds the audit hook; returns the switch that arms it."""
+    """Adds the audit hook; returns the switch that arms it. The hook runs
+    in every thread, the child's main one included: it holds what it uses
+    in locals, so that a solution replacing the driver's globals or
+    builtins changes nothing it runs."""
     armed = [False]
 
-    def hook(event, args):
+    def hook(event, args, armed=armed, denied=DENIED, refused=Refused, type_=type, str_=str, bytes_=bytes,
+             decode=bytes.decode, startswith=str.startswith, isinstance_=isinstance, as_str=str.__str__):
         if not armed[0]:
             return
-        if event in DENIED:
-            raise Refused("lacuna harness: " + event + " is not allowed in a solution")
+        if event in denied:
+            raise refused("lacuna harness: " + event + " is not allowed in a solution")
         # Any path under /proc (open, os.listdir, os.scandir, ...): the
         # process's memory and descriptors.
-        if args and isinstance(args[0], (str, bytes)) and event != "import":
-            p = os.fsdecode(args[0])
-            if p == "/proc" or p.startswith("/proc/") or p.startswith("/dev/mem"):
-                raise Refused("lacuna harness: " + event + " of " + p + " is not allowed in a solution")
+        if args and event != "import":
+            p = args[0]
+            if isinstance_(p, bytes_):
+                p = decode(p, "utf-8", "surrogateescape")
+            elif type_(p) is not str_:
+                p = as_str(p) if isinstance_(p, str_) else None
+            if p is not None and (p == "/proc" or startswith(p, "/proc/") or startswith(p, "/dev/mem")):
+                raise refused("lacuna harness: " + event + " of " + p + " is not allowed in a solution")
 
     sys.addaudithook(hook)
     return armed
 
 
-class SpyState:
-    __slots__ = ("direct", "indirect", "calls", "mock", "lines")
+# The spy's state is a plain list (no class whose attributes a solution
+# could replace with properties): [direct, indirect, calls, mock, lines].
+DIRECT, INDIRECT, CALLS, MOCK, LINES = range(5)
 
-    def __init__(self, lines):
-        self.direct = 0
-        self.indirect = 0
-        self.calls = []
-        self.mock = False
-        self.lines = lines
+
+def spy_state(lines):
+    return [0, 0, [], False, lines]
 
 
 def make_spy(target, state, init=False):
@@ -107,17 +115,17 @@ def make_spy(target, state, init=False):
 
     def spy(*args, **kwargs):
         f = getframe(1)
-        lo, hi = state.lines
+        lo, hi = state[LINES]
         if f.f_code.co_filename == SOLUTION_FILE and lo <= f.f_lineno <= hi:
-            state.direct += 1
-            if len(state.calls) < 64:
-                state.calls.append({"args": len(args), "kwargs": sorted(kwargs)[:32]})
-            if state.mock:
+            state[DIRECT] += 1
+            if len(state[CALLS]) < 64:
+                state[CALLS].append({"args": len(args), "kwargs": sorted(kwargs)[:32]})
+            if state[MOCK]:
                 # A function's result is a mock; a class's instance is
                 # left uninitialised (its __init__ not run).
                 return None if init else MagicMock(name="lacuna-mock")
         else:
-            state.indirect += 1
+            state[INDIRECT] += 1
         return target(*args, **kwargs)
 
     try:
@@ -219,13 +227,32 @@ def describe(v, depth=0, budget=None):
         items.sort(key=lambda d: json.dumps(d, sort_keys=True))
         return {"t": "set", "type": tn, "items": items, "len": len(v)}
     if isinstance(v, dict):
-        return {"t": "dict", "type": tn, "len": len(v),
-                "items": [[describe(k, depth + 1, budget), describe(x, depth + 1, budget)] for k, x in list(v.items())[:MAX_ITEMS]]}
+        items = [[describe(k, depth + 1, budget), describe(x, depth + 1, budget)] for k, x in list(v.items())[:MAX_ITEMS]]
+        if not isinstance(v, collections.OrderedDict):
+            # == on a dict ignores order: so does the comparison (the
+            # order of a dict built from a set varies between runs).
+            items.sort(key=lambda kv: json.dumps(kv[0], sort_keys=True))
+        return {"t": "dict", "type": tn, "len": len(v), "items": items}
+    if isinstance(v, enum.Enum):
+        return {"t": "enum", "type": tn, "items": [["name", describe(v.name, depth + 1, budget)], ["value", describe(v.value, depth + 1, budget)]]}
     attrs = getattr(v, "__dict__", None)
+    d = {"t": "opaque", "type": tn}
     if isinstance(attrs, dict) and not isinstance(v, type):
-        return {"t": "object", "type": tn,
-                "items": [[str(k), describe(x, depth + 1, budget)] for k, x in sorted(attrs.items()) if not str(k).startswith("_")][:MAX_ITEMS]}
-    return {"t": "opaque", "type": tn}
+        pairs = [(str(k), x) for k, x in sorted(attrs.items(), key=lambda kv: str(kv[0])) if not str(k).startswith("__")]
+        public = [kx for kx in pairs if not kx[0].startswith("_")]
+        # Objects whose state is all private are compared by it.
+        d = {"t": "object", "type": tn, "items": [[k, describe(x, depth + 1, budget)] for k, x in (public or pairs)[:MAX_ITEMS]]}
+    if type(v).__repr__ is not object.__repr__:
+        # A repr of the type's own carries what it shows of the value
+        # (datetime, Decimal, Fraction, Path, a graph's size); one with an
+        # address in it does not.
+        try:
+            r = repr(v)
+        except Exception:
+            r = None
+        if isinstance(r, str) and " at 0x" not in r:
+            d["repr"] = r[:MAX_TEXT]
+    return d
 
 
 def num(f):
@@ -250,6 +277,14 @@ def error_info(e, with_traceback=True):
         info["obj_module"] = str(getattr(obj, "__name__", ""))
     if isinstance(e, SyntaxError):
         info["line"] = int(e.lineno or 0)
+    # The file of the innermost frame that raised it, the import
+    # machinery's left out: the solution's, or the library's.
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if isinstance(name, str) and not name.startswith("<frozen "):
+            info["file"] = name
+        tb = tb.tb_next
     if with_traceback:
         try:
             tb = traceback.format_exception(type(e), e, e.__traceback__)
@@ -259,84 +294,72 @@ def error_info(e, with_traceback=True):
     return info
 
 
-def run_pass(code, inputs, state, mock, out):
+def run_pass(code, inputs, state, mock, out, done):
     """Runs in the solver's thread: the program in a fresh namespace, then
-    the solver function on each input. out gets plain data only."""
-    state.mock = mock
-    ns = {"__name__": "__lacuna_task__", "__builtins__": __builtins__}
+    the solver function on each input; releases done at the end. out gets
+    plain data only."""
     try:
-        exec(code, ns)
-    except BaseException as e:
-        out.append({"program_error": error_info(e)})
-        return
-    solve = ns.get(out_name[0])
-    if not callable(solve):
-        out.append({"program_error": {"type": "NameError", "type_module": "builtins", "message": "the program defines no " + out_name[0], "name": out_name[0]}})
-        return
-    for src in inputs:
+        state[MOCK] = mock
+        ns = {"__name__": "__lacuna_task__", "__builtins__": __builtins__}
         try:
-            args = eval(compile(src, INPUT_FILE, "eval"), ns)
-            if not isinstance(args, tuple):
-                args = (args,)
-            out.append({"value": describe(solve(*args))})
+            exec(code, ns)
         except BaseException as e:
-            out.append({"raised": error_info(e)})
+            out.append({"program_error": error_info(e)})
+            return
+        solve = ns.get(out_name[0])
+        if not callable(solve):
+            out.append({"program_error": {"type": "NameError", "type_module": "builtins", "message": "the program defines no " + out_name[0], "name": out_name[0]}})
+            return
+        for src in inputs:
+            try:
+                args = eval(compile(src, INPUT_FILE, "eval"), ns)
+                if not isinstance(args, tuple):
+                    args = (args,)
+                out.append({"value": describe(solve(*args))})
+            except BaseException as e:
+                out.append({"raised": error_info(e)})
+    finally:
+        done.release()
 
 
 out_name = ["solve"]
 
 
-def main():
-    key = b""
+MAX_REPORT = 16 << 20  # the record's limit on lacuna's side
+
+
+def read_all(fd, limit=MAX_REPORT):
+    """What fd carries up to its end, or None past limit bytes."""
+    chunks, n = [], 0
     while True:
-        chunk = os.read(7, 4096)
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
-            break
-        key += chunk
-    os.close(7)
-    mac = hmac.new(key, digestmod=hashlib.sha256)
-    del key
-    dumps, write, close, exit_ = json.dumps, os.write, os.close, os._exit
-    record = {}
+            return b"".join(chunks)
+        n += len(chunk)
+        if n > limit:
+            return None
+        chunks.append(chunk)
 
-    def emit():
-        data = dumps(record, sort_keys=True).encode()
-        m = mac.copy()
-        m.update(data)
-        line = m.hexdigest().encode() + b" " + data + b"\n"
-        while line:
-            n = write(8, line)
-            line = line[n:]
-        close(8)
-        exit_(0)
 
-    def plain(x, depth=0):
-        """Whether x holds only exact JSON types (no subclass whose methods a
-        solution wrote). Nested here, out of the solution's reach through the
-        driver's module."""
-        if depth > 4 * MAX_DEPTH + 8:
-            return False
-        t = type(x)
-        if t in (str, int, float, bool) or x is None:
-            return True
-        if t is list:
-            return all(plain(i, depth + 1) for i in x)
-        if t is dict:
-            return all(type(k) is str and plain(v, depth + 1) for k, v in x.items())
-        return False
-
+def main():
+    """Sets up (compiles the program, imports the target's modules, installs
+    the spy), then forks. The child runs the solver and reports to the
+    parent over a pipe; the parent, which never runs a line of the
+    solution, reads the key from descriptor 7 only then, and signs and
+    writes the record."""
     cfg = json.loads(sys.stdin.buffer.read())
     armed = install_guard()
     for p in reversed(cfg.get("paths") or []):
         sys.path.insert(0, p)
     out_name[0] = cfg["function"]
-    state = SpyState((cfg["first"], cfg["last"]))
+    state = spy_state((cfg["first"], cfg["last"]))
+    record = {}
     try:
         code = compile(cfg["program"], SOLUTION_FILE, "exec")
     except SyntaxError as e:
         record["stage"] = "compile"
         record["error"] = error_info(e, with_traceback=False)
-        emit()
+        sign_and_exit(record, 0)
     try:
         import importlib
 
@@ -356,40 +379,156 @@ def main():
     except BaseException as e:
         record["stage"] = "load"
         record["error"] = error_info(e)
-        emit()
-    passes = {}
+        sign_and_exit(record, 0)
+    nonce = os.urandom(16).hex().encode() + b" "
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.close(7)
+        os.close(8)
+        child(cfg, code, state, armed, nonce, w)
+    os.close(w)
+    data = read_all(r)
+    if data is None:
+        os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+    exit_code = os.waitstatus_to_exitcode(status)
+    if data is None:
+        record["stage"] = "tampered"
+        record["error"] = {"type": "Tampered", "message": "the child's report is larger than %d bytes" % MAX_REPORT}
+        sign_and_exit(record, 0)
+    if not data:
+        # The child ended without reporting: no record (a crash).
+        os._exit(exit_code if exit_code > 0 else 1)
+    report = None
+    if data.startswith(nonce):
+        try:
+            report = json.loads(data[len(nonce):])
+        except (ValueError, RecursionError):
+            pass
+    if type(report) is not dict or set(report) - REPORTED:
+        record["stage"] = "tampered"
+        record["error"] = {"type": "Tampered", "message": "the child's report is not the harness's"}
+    else:
+        record.update(report)
+    sign_and_exit(record, 0)
+
+
+# What the child may report.
+REPORTED = frozenset(["stage", "error", "direct", "indirect", "mock_direct", "calls", "real", "mock"])
+
+
+def sign_and_exit(record, code):
+    """Reads the key (descriptor 7), writes the signed record (descriptor 8)
+    and exits. Only the parent, which never runs the solution, calls it."""
+    key = read_all(7)
+    os.close(7)
+    data = json.dumps(record, sort_keys=True).encode()
+    mac = hmac.new(key, data, hashlib.sha256).hexdigest().encode()
+    line = mac + b" " + data + b"\n"
+    while line:
+        n = os.write(8, line)
+        line = line[n:]
+    os.close(8)
+    os._exit(code)
+
+
+def child(cfg, code, state, armed, nonce, w):
+    """Runs the two passes, each in a thread of its own, and reports to the
+    parent over w. From the moment the solver's thread starts, this
+    thread calls only what it captured before (C functions and builtins,
+    held in locals): nothing a solution can replace by patching a module,
+    a class or builtins runs here. It holds no key; the nonce only tells
+    the parent that the report comes from here and not from a solution
+    writing to w."""
+    import _json
+    import _thread
+
+    exit_, write, join, copy_list = os._exit, os.write, "".join, list
+    encode = _json.make_encoder(None, None, _json.encode_basestring_ascii, None, ":", ",", True, False, True)
+    to_bytes = str.encode
+    new_lock, start = _thread.allocate_lock, _thread.start_new_thread
+    type_, str_, int_, float_, bool_, list_, dict_, items = type, str, int, float, bool, list, dict, dict.items
+    depth_max = 4 * MAX_DEPTH + 8
+    keep = []  # every object the solver's thread handed over stays alive here (no finaliser runs in this thread)
+    record = {}
+
+    def plain(x, depth):
+        """A copy of x when it holds only exact JSON types (no subclass whose
+        methods a solution wrote), else None."""
+        if depth > depth_max:
+            return None
+        t = type_(x)
+        if t is str_ or t is int_ or t is float_ or t is bool_ or x is None:
+            return x
+        if t is list_:
+            c = []
+            for i in copy_list(x):
+                v = plain(i, depth + 1)
+                if v is None and i is not None:
+                    return None
+                c.append(v)
+            return c
+        if t is dict_:
+            c = {}
+            for k, v in copy_list(items(x)):
+                pv = plain(v, depth + 1)
+                if type_(k) is not str_ or (pv is None and v is not None):
+                    return None
+                c[k] = pv
+            return c
+        return None
+
+    def report():
+        data = to_bytes(join(encode(record, 0)))
+        line = nonce + data
+        while line:
+            n = write(w, line)
+            line = line[n:]
+        exit_(0)
+
     deadline = float(cfg.get("timeout", 20))
+    inputs = cfg["inputs"]
+    direct = 0
+    run, i_direct, i_indirect, i_calls = run_pass, DIRECT, INDIRECT, CALLS
     # Armed for good: a thread the solution started may outlive its pass.
     armed[0] = True
     for name, mock in (("real", False), ("mock", True)):
         out = []
-        th = threading.Thread(target=run_pass, args=(code, cfg["inputs"], state, mock, out), daemon=True)
-        th.start()
-        th.join(deadline)
-        if th.is_alive():
+        done = new_lock()
+        done.acquire()
+        keep.append(out)
+        start(run, (code, inputs, state, mock, out, done))
+        if not done.acquire(True, deadline):
             record["stage"] = "timeout"
-            record["error"] = {"type": "Timeout", "message": "the %s pass ran past %gs" % (name, deadline)}
-            emit()
-        # What the solver's thread left behind is checked before use: only
+            record["error"] = {"type": "Timeout", "message": "the " + name + " pass ran past its limit"}
+            report()
+        # What the solver's thread left behind is copied and checked: only
         # plain data counts.
-        if not plain(out) or type(state.direct) is not int or type(state.indirect) is not int:
+        got = plain(out, 0)
+        d, ind, calls = state[i_direct], state[i_indirect], plain(state[i_calls], 0)
+        keep.append(d)
+        keep.append(ind)
+        if got is None or type_(d) is not int_ or type_(ind) is not int_:
             record["stage"] = "tampered"
             record["error"] = {"type": "Tampered", "message": "the harness's data was replaced"}
-            emit()
+            report()
         if name == "real":
-            record["direct"], record["indirect"] = state.direct, state.indirect
-            record["calls"] = list(state.calls) if plain(state.calls) else []
+            direct = d
+            record["direct"], record["indirect"] = d, ind
+            record["calls"] = calls if calls is not None else []
         else:
-            record["mock_direct"] = state.direct - record["direct"]
-        passes[name] = list(out)
-        if out and "program_error" in out[0]:
+            record["mock_direct"] = d - direct
+        record[name] = got
+        if got and type_(got[0]) is dict_ and "program_error" in got[0]:
             record["stage"] = "program"
-            record["error"] = out[0]["program_error"]
-            emit()
+            record["error"] = got[0]["program_error"]
+            report()
     record["stage"] = "ran"
-    record["real"] = passes["real"]
-    record["mock"] = passes["mock"]
-    emit()
+    report()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,8 @@ func TestJudgeFastPathOnPythonErrors(t *testing.T) {
 		{"never calls it", "return sum(x * k * 10 for x in xs) + len(xs)", ClassWrongAPISelection},
 		{"wrong value", "from fixpkg import scale\nreturn sum(scale(xs, k)) + len(xs)", ClassUndecided},
 		{"raises inside", "from fixpkg import scale\nreturn sum(scale(None, k))", ClassUndecided},
+		{"a library's optional dependency is missing", "from fixpkg import scale\nfrom fixpkg._impl import plot\nreturn plot(scale(xs, factor=k * 10))", ClassUndecided},
+		{"imports a missing module inside its function", "from fixpkg import scale\ndef helper():\n    import numpy_nope\nhelper()\nreturn sum(scale(xs, k))", ClassWrongImport},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := f.run(t, task, tc.sol)
@@ -119,7 +122,7 @@ func TestJudgeFastPathOnPythonErrors(t *testing.T) {
 			if v.Passed {
 				t.Fatalf("passed")
 			}
-			j := Judge(task.Target, tc.sol, v, run)
+			j := Judge(task.Target, tc.sol, exp, v, run)
 			if j.Class != tc.class {
 				t.Errorf("judged %s (%s), want %s; verdict %+v", j.Class, j.Rule, tc.class, v)
 			}
@@ -199,7 +202,7 @@ func TestALibraryThatFailsToLoadIsTheTasksFault(t *testing.T) {
 	if run.Record == nil || run.Record.Stage != "load" {
 		t.Fatalf("record %+v, want stage load", run.Record)
 	}
-	j := Judge(task.Target, task.Reference, Check(Expectation{}, run), run)
+	j := Judge(task.Target, task.Reference, Expectation{}, Check(Expectation{}, run), run)
 	if j.Class != ClassUndecided {
 		t.Errorf("judged %s (%s): a task that does not load is not the solution's failure", j.Class, j.Rule)
 	}
@@ -296,5 +299,86 @@ func TestNewRunnerRefusesPathsTheSandboxUserCannotReach(t *testing.T) {
 	}
 	if _, err := NewRunner(sb, Config{Python: python(t), ReadOnly: []string{filepath.Join(private, "env")}, Dir: worldDir(t)}); err == nil {
 		t.Error("accepted a read-only path below a directory of mode 0700")
+	}
+}
+
+// TestValuesWithoutPublicStateAreComparedByValue: an Enum member, the
+// standard library's value types (no __dict__: datetime, Decimal,
+// Fraction, Path) and an object whose state is all private are compared
+// by what they hold, so a wrong value of the right type fails.
+func TestValuesWithoutPublicStateAreComparedByValue(t *testing.T) {
+	f := newFixture(t, 2)
+	call := "from fixpkg import scale\nn = sum(scale(xs, factor=k * 10))\n"
+	for _, tc := range []struct {
+		name, prelude, ref, wrong string
+	}{
+		{"enum member", "import enum\nclass Color(enum.Enum):\n    RED = 1\n    BLUE = 2",
+			"return Color.RED if n > 0 else Color.BLUE", "return Color.BLUE if n > 0 else Color.RED"},
+		{"date", "import datetime", "return datetime.date(2000, 1, 1) + datetime.timedelta(days=n)",
+			"return datetime.date(2000, 1, 1) + datetime.timedelta(days=n + 1)"},
+		{"datetime", "import datetime", "return datetime.datetime(2000, 1, 1) + datetime.timedelta(seconds=n)",
+			"return datetime.datetime(2000, 1, 1) + datetime.timedelta(seconds=n + 1)"},
+		{"decimal", "import decimal", "return decimal.Decimal(n) / 7", "return decimal.Decimal(n + 1) / 7"},
+		{"fraction", "import fractions", "return fractions.Fraction(n, 7)", "return fractions.Fraction(n + 1, 7)"},
+		{"path", "import pathlib", "return pathlib.PurePosixPath('/d') / str(n)", "return pathlib.PurePosixPath('/d') / str(n + 1)"},
+		{"object with private state only", "class Box:\n    def __init__(self, v):\n        self._v = v",
+			"return Box(n)", "return Box(n + 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := fixtureTask()
+			task.Prelude += "\n" + tc.prelude
+			task.Reference = call + tc.ref
+			exp := f.expectation(t, task)
+			if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+				t.Fatalf("the reference fails: %+v", v)
+			}
+			if v := Check(exp, f.run(t, task, call+tc.wrong)); v.Passed || v.Layer != LayerComparative {
+				t.Errorf("a wrong value of the right type: %+v, want rejected at %s", v, LayerComparative)
+			}
+		})
+	}
+}
+
+// TestOneVaryingPartLeavesTheRestExact: the reference's dict is built
+// from a set of strings (its order varies with hash randomisation) beside
+// a random token; the dict is still asserted exactly.
+func TestOneVaryingPartLeavesTheRestExact(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	task.Prelude += "\nimport os"
+	task.Reference = "from fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn ({s: len(s) for s in {'v' * (1 + y % 7) + str(y) for y in ys}}, os.urandom(4).hex())"
+	exp := f.expectation(t, task)
+	if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+		t.Fatalf("the reference fails: %+v", v)
+	}
+	wrong := "from fixpkg import scale\nys = scale(xs, factor=k * 10)\nreturn ({s: 0 for s in {'v' * (1 + y % 7) + str(y) for y in ys}}, os.urandom(4).hex())"
+	if v := Check(exp, f.run(t, task, wrong)); v.Passed || v.Layer != LayerComparative {
+		t.Errorf("a dict of wrong values: %+v, want rejected at %s", v, LayerComparative)
+	}
+}
+
+// TestJudgeIgnoresTheExceptionsTheReferenceRaisesToo: the reference
+// raises ModuleNotFoundError on its second input; a solution that raises
+// it there too and is wrong on the first is not a WrongImport.
+func TestJudgeIgnoresTheExceptionsTheReferenceRaisesToo(t *testing.T) {
+	f := newFixture(t, 1)
+	task := fixtureTask()
+	task.Inputs = []string{"(DATA, 2)", "([4, 5], -1)"}
+	task.Reference = "from fixpkg import scale\nif k < 0:\n    import fixpkg_missing\nreturn sum(scale(xs, factor=k * 10)) + len(xs)"
+	exp := f.expectation(t, task)
+	if exp.Expected[1].Raises != "ModuleNotFoundError" {
+		t.Fatalf("expectation %+v: the reference should raise on input 1", exp.Expected[1])
+	}
+	if v := Check(exp, f.run(t, task, task.Reference)); !v.Passed {
+		t.Fatalf("the reference fails: %+v", v)
+	}
+	wrong := strings.Replace(task.Reference, "k * 10", "k * 100", 1)
+	run := f.run(t, task, wrong)
+	v := Check(exp, run)
+	if v.Passed {
+		t.Fatal("a wrong value passes")
+	}
+	if j := Judge(task.Target, wrong, exp, v, run); j.Class != ClassUndecided {
+		t.Errorf("judged %s (%s), want %s: the import error is the reference's own", j.Class, j.Rule, ClassUndecided)
 	}
 }

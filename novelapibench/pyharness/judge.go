@@ -37,7 +37,10 @@ type Judgement struct {
 //   - passed → OK;
 //   - SyntaxError (IndentationError, TabError) compiling the program →
 //     WrongSyntax;
-//   - ImportError or ModuleNotFoundError anywhere → WrongImport;
+//   - ImportError or ModuleNotFoundError raised by the program's own
+//     code, or for a module of the target's package → WrongImport; one
+//     raised inside a library for another module (an optional
+//     dependency missing from the environment) → undecided;
 //   - NameError of the target's package or name (used, never imported)
 //     → WrongImport;
 //   - AttributeError on a module of the target's package: for the
@@ -50,9 +53,11 @@ type Judgement struct {
 //     before the call is left undecided);
 //   - the rest → undecided, for the LLM judge.
 //
-// A run without an authenticated record is undecided when the process
-// crashed or hung, and is never OK.
-func Judge(tg Target, solution string, v Verdict, run Run) Judgement {
+// An exception the reference raised too on the same input (exp) is what
+// the task expects, and counts for none of these rules. A run without an
+// authenticated record is undecided when the process crashed or hung, and
+// is never OK.
+func Judge(tg Target, solution string, exp Expectation, v Verdict, run Run) Judgement {
 	if v.Passed {
 		return Judgement{Class: ClassOK, Rule: "passed the harness"}
 	}
@@ -82,8 +87,8 @@ func Judge(tg Target, solution string, v Verdict, run Run) Judgement {
 	if rec.Error != nil {
 		errs = append(errs, rec.Error)
 	}
-	for _, o := range rec.Real {
-		if o.Raised != nil {
+	for i, o := range rec.Real {
+		if o.Raised != nil && (i >= len(exp.Expected) || exp.Expected[i].Raises != o.Raised.Type) {
 			errs = append(errs, o.Raised)
 		}
 	}
@@ -101,7 +106,10 @@ func Judge(tg Target, solution string, v Verdict, run Run) Judgement {
 	for _, e := range errs {
 		switch e.Type {
 		case "ImportError", "ModuleNotFoundError":
-			return Judgement{Class: ClassWrongImport, Rule: "an import fails: " + e.String()}
+			if e.File == SolutionFile || inPackage(e.Name) {
+				return Judgement{Class: ClassWrongImport, Rule: "an import fails: " + e.String()}
+			}
+			return undecided("an import inside the library fails ("+e.File+"): an optional dependency missing from the environment?", e)
 		case "NameError":
 			if e.Name == pkg || e.Name == tg.Name() {
 				return Judgement{Class: ClassWrongImport, Rule: "uses " + e.Name + " without importing it"}

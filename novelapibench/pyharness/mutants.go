@@ -294,7 +294,7 @@ func Calibrate(ctx context.Context, r *Runner, t Task, sibling string, exp Expec
 	a := Audit{Reference: Check(exp, runs[0])}
 	for i, m := range ms {
 		v := Check(exp, runs[i+1])
-		j := Judge(t.Target, m.Code, v, runs[i+1])
+		j := Judge(t.Target, m.Code, exp, v, runs[i+1])
 		want := m.Class
 		if want == "" {
 			want = ClassUndecided

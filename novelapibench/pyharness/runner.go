@@ -25,6 +25,10 @@ import (
 //go:embed driver.py
 var driverSource string
 
+// SolutionFile is the file name the program (prelude and solution) is
+// compiled under.
+const SolutionFile = "<lacuna-solution>"
+
 // Sample is one program to run: a task with a solution in place.
 type Sample struct {
 	Task     Task
@@ -196,6 +200,9 @@ type PyError struct {
 	Name string `json:"name,omitempty"`
 	// ObjModule is the module an AttributeError was raised on.
 	ObjModule string `json:"obj_module,omitempty"`
+	// File is the file of the innermost frame that raised it (the import
+	// machinery's left out): SolutionFile for the program's own code.
+	File      string `json:"file,omitempty"`
 	Line      int    `json:"line,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
 }

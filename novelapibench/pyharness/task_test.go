@@ -79,24 +79,27 @@ func TestCompareValuesWithinFloatTolerance(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		want, got json.RawMessage
-		exact     bool
 		equal     bool
 	}{
-		{"rounding", f("0.3"), f("0.30000000000000004"), true, true},
-		{"different", f("0.3"), f("0.31"), true, false},
-		{"nan", f(`"nan"`), f(`"nan"`), true, true},
-		{"inf against a number", f(`"inf"`), f("1e308"), true, false},
-		{"numpy scalar for a float", f("0.3"), np, true, true},
-		{"list of floats", list(f("1"), f("2")), list(f("1.0000000001"), f("2")), true, true},
-		{"shorter list", list(f("1"), f("2")), list(f("1")), true, false},
-		{"longer beyond the items described", json.RawMessage(`{"t":"list","type":"builtins.list","len":20000,"items":[]}`), json.RawMessage(`{"t":"list","type":"builtins.list","len":20001,"items":[]}`), true, false},
-		{"array dtype", arr("float64", "1"), arr("float32", "1"), true, false},
-		{"type only", list(f("1")), list(f("5"), f("6")), false, true},
-		{"type only, other type", list(f("1")), f("1"), false, false},
-		{"mock", f("1"), json.RawMessage(`{"t":"mock","type":"unittest.mock.MagicMock"}`), true, false},
+		{"rounding", f("0.3"), f("0.30000000000000004"), true},
+		{"different", f("0.3"), f("0.31"), false},
+		{"nan", f(`"nan"`), f(`"nan"`), true},
+		{"inf against a number", f(`"inf"`), f("1e308"), false},
+		{"numpy scalar for a float", f("0.3"), np, true},
+		{"list of floats", list(f("1"), f("2")), list(f("1.0000000001"), f("2")), true},
+		{"shorter list", list(f("1"), f("2")), list(f("1")), false},
+		{"longer beyond the items described", json.RawMessage(`{"t":"list","type":"builtins.list","len":20000,"items":[]}`), json.RawMessage(`{"t":"list","type":"builtins.list","len":20001,"items":[]}`), false},
+		{"array dtype", arr("float64", "1"), arr("float32", "1"), false},
+		{"varying list: kind and type only", json.RawMessage(`{"t":"list","type":"builtins.list","vary":true,"items":[]}`), list(f("5"), f("6")), true},
+		{"varying list, other type", json.RawMessage(`{"t":"list","type":"builtins.list","vary":true}`), f("1"), false},
+		{"varying leaf beside an exact one", list(f("1"), json.RawMessage(`{"t":"float","type":"builtins.float","v":7,"vary":true}`)), list(f("1"), f("9")), true},
+		{"exact leaf beside a varying one", list(f("1"), json.RawMessage(`{"t":"float","type":"builtins.float","v":7,"vary":true}`)), list(f("2"), f("7")), false},
+		{"repr compared", json.RawMessage(`{"t":"opaque","type":"fractions.Fraction","repr":"Fraction(1, 7)"}`), json.RawMessage(`{"t":"opaque","type":"fractions.Fraction","repr":"Fraction(2, 7)"}`), false},
+		{"same repr", json.RawMessage(`{"t":"opaque","type":"fractions.Fraction","repr":"Fraction(1, 7)"}`), json.RawMessage(`{"t":"opaque","type":"fractions.Fraction","repr":"Fraction(1, 7)"}`), true},
+		{"mock", f("1"), json.RawMessage(`{"t":"mock","type":"unittest.mock.MagicMock"}`), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if ok, why := compareValues(tc.want, tc.got, tc.exact); ok != tc.equal {
+			if ok, why := compareValues(tc.want, tc.got); ok != tc.equal {
 				t.Errorf("equal %v (%s), want %v", ok, why, tc.equal)
 			}
 		})
@@ -165,5 +168,57 @@ func TestPyLiteralWritesBuiltinValues(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("pyLiteral(%s) = %q, want %q", tc.desc, got, tc.want)
 		}
+	}
+}
+
+// TestDeriveMarksOnlyThePartsWhereRunsDisagree: runs that agree on one
+// item and not on another assert the first exactly, the second by kind
+// and type.
+func TestDeriveMarksOnlyThePartsWhereRunsDisagree(t *testing.T) {
+	run := func(token string) Run {
+		v := json.RawMessage(`{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"42"},{"t":"str","type":"builtins.str","v":"` + token + `","len":4}]}`)
+		mock := json.RawMessage(`{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"0"},{"t":"str","type":"builtins.str","v":"zzzz","len":4}]}`)
+		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: v}}, Mock: []Outcome{{Value: mock}}}}
+	}
+	exp, err := Derive([]Run{run("abcd"), run("efgh"), run("abcd")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.Expected[0].Exact {
+		t.Error("marked exact: the runs disagree")
+	}
+	for _, tc := range []struct {
+		name string
+		got  string
+		ok   bool
+	}{
+		{"another token", `{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"42"},{"t":"str","type":"builtins.str","v":"wxyz","len":4}]}`, true},
+		{"another number", `{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"41"},{"t":"str","type":"builtins.str","v":"abcd","len":4}]}`, false},
+		{"a token of another type", `{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"42"},{"t":"int","type":"builtins.int","v":"1"}]}`, false},
+	} {
+		if ok, why := compareValues(exp.Expected[0].Value, json.RawMessage(tc.got)); ok != tc.ok {
+			t.Errorf("%s: equal %v (%s), want %v", tc.name, ok, why, tc.ok)
+		}
+	}
+}
+
+// TestDeriveDropsAReprThatVaries: an object whose repr differs between
+// runs (an id, a time in it) is still compared by its attributes.
+func TestDeriveDropsAReprThatVaries(t *testing.T) {
+	obj := func(repr, v string) json.RawMessage {
+		return json.RawMessage(`{"t":"object","type":"m.Job","repr":"` + repr + `","items":[["size",{"t":"int","type":"builtins.int","v":"` + v + `"}]]}`)
+	}
+	run := func(repr string) Run {
+		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: obj(repr, "3")}}, Mock: []Outcome{{Value: obj("mock", "0")}}}}
+	}
+	exp, err := Derive([]Run{run("Job(1)"), run("Job(2)")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := compareValues(exp.Expected[0].Value, obj("Job(7)", "3")); !ok {
+		t.Errorf("another repr, the same attributes: %s", why)
+	}
+	if ok, _ := compareValues(exp.Expected[0].Value, obj("Job(1)", "4")); ok {
+		t.Error("another attribute passes")
 	}
 }
