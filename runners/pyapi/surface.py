@@ -364,7 +364,8 @@ def source_of(obj):
             except ValueError:
                 pass
             c = getattr(f, "__code__", None)
-            if c is not None and not c.co_filename.startswith("<"):
+            # An Enum's dict holds enum.py's functions: only the class's own count.
+            if c is not None and not c.co_filename.startswith("<") and getattr(f, "__module__", None) == obj.__module__:
                 return c.co_filename, 0
         try:
             return inspect.getsourcefile(obj) or "", 0

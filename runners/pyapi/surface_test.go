@@ -240,3 +240,41 @@ __all__ = ["Props", "define", "dumps"]
 		})
 	}
 }
+
+// TestSurfaceFindsAnEnumClassInItsOwnFile: an Enum subclass's dict holds
+// functions enum.py made (_generate_next_value_, ...); its source is its
+// own module's, nested in a class or not.
+func TestSurfaceFindsAnEnumClassInItsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"tones/__init__.py": `
+import enum
+
+class Color(enum.Enum):
+    "The colours a tone can take."
+    RED = 1
+
+class Props:
+    "Properties of a tone."
+
+    class Kind(enum.Enum):
+        "Whether a tone is warm or cold."
+        WARM = 1
+`,
+	})
+	s, err := Surface(t.Context(), python(t), []string{dir}, "tones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apis := byID(s)
+	for id, line := range map[string]int{"tones:Color": 3, "tones:Props.Kind": 10} {
+		a, ok := apis[id]
+		if !ok {
+			t.Errorf("%s not listed", id)
+			continue
+		}
+		if a.File != "tones/__init__.py" || a.Line != line || a.NoSource {
+			t.Errorf("%s: file %q line %d no_source %v, want tones/__init__.py:%d", id, a.File, a.Line, a.NoSource, line)
+		}
+	}
+}
