@@ -171,8 +171,18 @@ def main(store, specs):
     print()
     print("| library | versions | lacuna APIs | griffe objects | novel (lacuna) | novel (griffe) | both (+ same API, other canonical) | only lacuna / only griffe | agreement |")
     print("|---|---|---|---|---|---|---|---|---|")
+    tot = [0, 0, 0, 0, 0, 0, 0, 0]  # lacuna APIs, griffe objects, novel each, both, paired, only each
     for s in summary:
         print("| " + " | ".join(str(x) for x in s) + " |")
+        if len(s) == 9:
+            b, p = map(int, s[6].split(" + "))
+            o, t = map(int, s[7].split(" / "))
+            for k, v in enumerate((s[2], s[3], s[4], s[5], b, p, o, t)):
+                tot[k] += v
+    n = tot[4] + tot[5] + tot[6] + tot[7]
+    if n:
+        print(f"| all | | {tot[0]} | {tot[1]} | {tot[2]} | {tot[3]} | {tot[4]} + {tot[5]} | {tot[6]} / {tot[7]} "
+              f"| {tot[4] + tot[5]}/{n} ({100 * (tot[4] + tot[5]) / n:.1f}%) |")
     if details:
         print()
         print("Disagreements:")
