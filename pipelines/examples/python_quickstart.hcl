@@ -13,9 +13,9 @@
 # /var/tmp). bench/python_discovery.sh times it per library, cold and warm;
 # bench/python_griffe_agreement.sh checks the novel sets against griffe.
 #
-# networkx is left out: the newest release after the cutoff (3.5 and
-# later) requires Python >= 3.12, and the machine's interpreter is 3.11
-# (with new = "first_after" networkx 3.3 -> 3.4 works; see README.md).
+# networkx is left out: its newest release requires Python >= 3.12 and
+# the machine's interpreter is 3.11 (with new = "first_after" networkx
+# 3.3 -> 3.4 works; see README.md).
 
 model "qwen25_coder_7b" {
   id     = "Qwen/Qwen2.5-Coder-7B-Instruct"
