@@ -109,7 +109,7 @@ var (
 )
 
 func (surfaceDiff) Name() string    { return "surface_diff" }
-func (surfaceDiff) Version() string { return "4" }
+func (surfaceDiff) Version() string { return "5" } // 5: Python: sibling packages' re-exports, Enum classes' own files
 func (surfaceDiff) Doc() string {
 	return "Downloads v_old and v_new (checksums verified against the checksum database), diffs their exported API " +
 		"on identity (moves and aliases reconciled) and emits every v_new API with novel, filter columns, reasons and a family. " +

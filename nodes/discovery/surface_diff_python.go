@@ -125,7 +125,13 @@ func diffPython(ctx context.Context, r nodes.Run, p *pyenv.Python, v VersionRow,
 	skip := map[string]bool{}
 	for i, e := range env {
 		for _, pkg := range lists[i] {
-			s, err := surface(ctx, p, e, pkg)
+			var siblings []string
+			for _, o := range lists[i] {
+				if o != pkg {
+					siblings = append(siblings, o)
+				}
+			}
+			s, err := surface(ctx, p, e, pkg, siblings)
 			if ctx.Err() != nil {
 				return nil, "", ctx.Err()
 			}
@@ -175,9 +181,11 @@ func diffPython(ctx context.Context, r nodes.Run, p *pyenv.Python, v VersionRow,
 	return rows, note, nil
 }
 
-// surface runs the helper on pkg in env's interpreter inside the sandbox.
-func surface(ctx context.Context, p *pyenv.Python, env *rpyenv.Env, pkg string) (*pyapi.PackageSurface, error) {
-	res, err := p.RunPython(ctx, env, pyapi.HelperArgs(nil, pkg)...)
+// surface runs the helper on pkg in env's interpreter inside the sandbox;
+// siblings are the distribution's other top-level packages, whose objects
+// pkg re-exports count as the distribution's (attrs.define is attr's).
+func surface(ctx context.Context, p *pyenv.Python, env *rpyenv.Env, pkg string, siblings []string) (*pyapi.PackageSurface, error) {
+	res, err := p.RunPython(ctx, env, pyapi.HelperArgs(nil, pkg, pyapi.WithSiblings(siblings...))...)
 	if err != nil {
 		return nil, err
 	}

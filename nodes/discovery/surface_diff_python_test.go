@@ -386,3 +386,51 @@ def added(x):
 		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSurfaceDiffPythonListsReExportsOfSiblingPackages: a distribution
+// with two top-level packages, as attrs installs attr and attrs. 2.0.0's
+// front package exports core's new Props, which core itself leaves private:
+// it is public through front, and core's define gains the path
+// front.define.
+func TestSurfaceDiffPythonListsReExportsOfSiblingPackages(t *testing.T) {
+	needPython(t)
+	impl := `def define(cls):
+    """Decorate a class with the generated methods of the package."""
+    return cls
+`
+	ix := pypitest.NewIndex()
+	if err := ix.Publish("py-twin",
+		pypitest.Release{Version: "1.0.0", Uploaded: pypitest.Day("2024-01-10"), Files: map[string]string{
+			"core/__init__.py":  "from core._impl import define\n__all__ = [\"define\"]\n",
+			"core/_impl.py":     impl,
+			"front/__init__.py": "from core._impl import define\n__all__ = [\"define\"]\n",
+		}},
+		pypitest.Release{Version: "2.0.0", Uploaded: pypitest.Day("2024-09-01"), Files: map[string]string{
+			"core/__init__.py": "from core._impl import define\n__all__ = [\"define\"]\n",
+			"core/_impl.py": impl + `
+
+class Props:
+    """The properties of a decorated class, as inspect returns them."""
+`,
+			"front/__init__.py": "from core._impl import Props, define\n__all__ = [\"Props\", \"define\"]\n",
+		}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	useIndex(t, pypitest.Serve(t, ix))
+	t.Setenv("LACUNA_PY_INSTALLER", "pip")
+	src := strings.NewReplacer(`"py-shapes"`, `"py-twin"`).Replace(pySurfacePipeline)
+	run := nodetest.Run(t, storeDir(t), src)
+	var got []string
+	for _, a := range nodetest.Read[discovery.APIRow](t, run, "node.surface_diff.shapes") {
+		got = append(got, fmt.Sprintf("%s paths=%q internal=%v novel=%v keep=%v", a.ID, a.Paths, a.Internal, a.Novel, a.Keep))
+	}
+	sort.Strings(got)
+	want := []string{
+		`core._impl:Props paths="core._impl.Props front.Props" internal=false novel=true keep=true`,
+		`core._impl:define paths="core._impl.define core.define front.define" internal=false novel=false keep=false`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

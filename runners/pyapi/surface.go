@@ -140,6 +140,15 @@ type Option func(*options)
 
 type options struct {
 	moduleTimeout time.Duration
+	siblings      []string
+}
+
+// WithSiblings names the other top-level packages of pkg's distribution
+// (attrs installs attr and attrs): an object defined in one of them that
+// pkg exports is listed at pkg's paths too, as pkg's own objects are. An
+// object of any other package pkg imports stays out.
+func WithSiblings(pkgs ...string) Option {
+	return func(o *options) { o.siblings = append(o.siblings, pkgs...) }
 }
 
 // WithModuleTimeout bounds the import of each module (default 30s); a
@@ -164,6 +173,9 @@ func HelperArgs(paths []string, pkg string, opts ...Option) []string {
 	args := []string{"-I", "-B", "-X", "utf8", "-c", helperSource}
 	for _, p := range paths {
 		args = append(args, "--path", p)
+	}
+	for _, p := range o.siblings {
+		args = append(args, "--sibling", p)
 	}
 	return append(args, "--module-timeout", strconv.FormatFloat(o.moduleTimeout.Seconds(), 'f', -1, 64), pkg)
 }

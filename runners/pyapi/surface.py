@@ -1,13 +1,15 @@
 """Lists the API surface of an installed Python package as JSON lines.
 
-Usage: python3 -I -B surface.py [--path DIR]... [--module-timeout S] PACKAGE
+Usage: python3 -I -B surface.py [--path DIR]... [--sibling PACKAGE]... [--module-timeout S] PACKAGE
 
 Stdlib only (ast, importlib, inspect). Every module of PACKAGE (test
 modules and __main__ excepted) is imported, each under a timer; then the
 names each module exports are listed. Introspection gives identity
 (module:__qualname__ of the defining object), signatures, inherited docs;
 the syntax tree gives the source text of defaults and annotations and the
-deprecation markers of the body. A module that fails to import is read
+deprecation markers of the body. Objects defined outside PACKAGE are left
+out, unless in a --sibling package (another top-level package of the same
+distribution: attrs exports attr's classes). A module that fails to import is read
 from its syntax tree alone ("static"). Records go to the original stdout,
 one JSON object a line; whatever the library writes to stdout goes to
 stderr instead:
@@ -363,7 +365,8 @@ def source_of(obj):
             except ValueError:
                 pass
             c = getattr(f, "__code__", None)
-            if c is not None and not c.co_filename.startswith("<"):
+            # An Enum's dict holds enum.py's functions: only the class's own count.
+            if c is not None and not c.co_filename.startswith("<") and getattr(f, "__module__", None) == obj.__module__:
                 return c.co_filename, 0
         try:
             return inspect.getsourcefile(obj) or "", 0
@@ -386,8 +389,9 @@ def find_node(path, qualname, line):
 
 
 class Collector:
-    def __init__(self, pkg, roots):
+    def __init__(self, pkg, roots, siblings=()):
         self.pkg = pkg
+        self.own = (pkg,) + tuple(siblings)  # objects defined here are the distribution's
         self.roots = sorted((os.path.abspath(r) for r in roots), key=len, reverse=True)
         self.apis = {}  # identity -> record
         self.paths = {}  # identity -> set of paths
@@ -401,7 +405,7 @@ class Collector:
         return f
 
     def ours(self, modname):
-        return isinstance(modname, str) and (modname == self.pkg or modname.startswith(self.pkg + "."))
+        return isinstance(modname, str) and any(modname == p or modname.startswith(p + ".") for p in self.own)
 
     def add(self, ident, path, make, listed=True):
         if ident not in self.apis:
@@ -585,11 +589,14 @@ def public_names(module):
 
 def main(argv):
     global OUT
-    paths, timeout, pkg = [], 30.0, None
+    paths, timeout, pkg, siblings = [], 30.0, None, []
     i = 0
     while i < len(argv):
         if argv[i] == "--path":
             paths.append(argv[i + 1])
+            i += 2
+        elif argv[i] == "--sibling":
+            siblings.append(argv[i + 1])
             i += 2
         elif argv[i] == "--module-timeout":
             timeout = float(argv[i + 1])
@@ -610,7 +617,7 @@ def main(argv):
     except Exception as e:
         emit({"type": "error", "error": "%s: %s" % (type(e).__name__, e)})
         return 0
-    col = Collector(pkg, paths or sys.path)
+    col = Collector(pkg, paths or sys.path, siblings)
     signal.signal(signal.SIGALRM, on_alarm)
     loaded = []
     for name, path in files:

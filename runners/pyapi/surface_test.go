@@ -258,3 +258,106 @@ class Vec:
 		}
 	}
 }
+
+// TestSurfaceListsSiblingPackagesReExports: a distribution with two
+// top-level packages (as attrs installs attr and attrs), one re-exporting
+// the other's objects, some of them only there. Without WithSiblings those
+// objects are foreign to the re-exporting package and left out; with it
+// they are listed at its paths, and another package's objects still are
+// not.
+func TestSurfaceListsSiblingPackagesReExports(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"core/__init__.py": `
+from core._impl import define
+__all__ = ["define"]
+`,
+		"core/_impl.py": `
+def define(cls):
+    "Decorate a class."
+    return cls
+
+class Props:
+    "Only the front package exports this."
+`,
+		"front/__init__.py": `
+import json
+from json import dumps
+from core._impl import Props, define
+__all__ = ["Props", "define", "dumps"]
+`,
+	})
+	for _, tc := range []struct {
+		name     string
+		opts     []Option
+		want     map[string]string // id -> its paths, joined
+		absentID []string
+	}{
+		{"alone", nil, map[string]string{}, []string{"core._impl:Props", "core._impl:define", "json:dumps"}},
+		{"with its sibling", []Option{WithSiblings("core")}, map[string]string{
+			"core._impl:Props":  "front.Props",
+			"core._impl:define": "front.define",
+		}, []string{"json:dumps"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Surface(t.Context(), python(t), []string{dir}, "front", tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			apis := byID(s)
+			for id, paths := range tc.want {
+				a, ok := apis[id]
+				if !ok {
+					t.Errorf("%s not listed; got %v", id, apis)
+					continue
+				}
+				if got := strings.Join(a.Paths, " "); got != paths || a.Private {
+					t.Errorf("%s: paths %q private %v, want %q, public", id, got, a.Private, paths)
+				}
+			}
+			for _, id := range tc.absentID {
+				if _, ok := apis[id]; ok {
+					t.Errorf("%s listed, want it left out", id)
+				}
+			}
+		})
+	}
+}
+
+// TestSurfaceFindsAnEnumClassInItsOwnFile: an Enum subclass's dict holds
+// functions enum.py made (_generate_next_value_, ...); its source is its
+// own module's, nested in a class or not.
+func TestSurfaceFindsAnEnumClassInItsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"tones/__init__.py": `
+import enum
+
+class Color(enum.Enum):
+    "The colours a tone can take."
+    RED = 1
+
+class Props:
+    "Properties of a tone."
+
+    class Kind(enum.Enum):
+        "Whether a tone is warm or cold."
+        WARM = 1
+`,
+	})
+	s, err := Surface(t.Context(), python(t), []string{dir}, "tones")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apis := byID(s)
+	for id, line := range map[string]int{"tones:Color": 3, "tones:Props.Kind": 10} {
+		a, ok := apis[id]
+		if !ok {
+			t.Errorf("%s not listed", id)
+			continue
+		}
+		if a.File != "tones/__init__.py" || a.Line != line || a.NoSource {
+			t.Errorf("%s: file %q line %d no_source %v, want tones/__init__.py:%d", id, a.File, a.Line, a.NoSource, line)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+# NovelAPIBench stages 1-2 on light pure-Python libraries from PyPI, the
+# Python counterpart of pipelines/quickstart.hcl's first three nodes: the
+# releases on either side of Qwen2.5-Coder-7B's cutoff, every API of the new
+# release with whether it is novel and why it would be filtered out, and
+# the knowledge bundle of every kept API with a doctest that passes in the
+# sandbox.
+#
+#   LACUNA_PYTHON=/usr/bin/python3 lacuna run --store /var/tmp/lacuna-pyq pipelines/examples/python_quickstart.hcl
+#   lacuna cat --store /var/tmp/lacuna-pyq pipelines/examples/python_quickstart.hcl 'node.surface_diff.lib["pydantic"]' --where keep
+#
+# Run as root, the sandbox runs library code as uid 65534: the interpreter
+# and the store must be readable by it (/usr/bin/python3, a store under
+# /var/tmp). bench/python_discovery.sh times it per library, cold and warm;
+# bench/python_griffe_agreement.sh checks the novel sets against griffe.
+#
+# networkx is left out: its newest release requires Python >= 3.12 and
+# the machine's interpreter is 3.11 (with new = "first_after" networkx
+# 3.3 -> 3.4 works; see README.md).
+
+model "qwen25_coder_7b" {
+  id     = "Qwen/Qwen2.5-Coder-7B-Instruct"
+  cutoff = "2024-06-01"
+}
+
+library "attrs" {
+  ecosystem = "python"
+  name      = "attrs"
+  domain    = "data"
+}
+
+library "more_itertools" {
+  ecosystem = "python"
+  name      = "more-itertools"
+  domain    = "data"
+}
+
+library "pydantic" {
+  ecosystem = "python"
+  name      = "pydantic"
+  domain    = "data"
+}
+
+library "fastapi" {
+  ecosystem = "python"
+  name      = "fastapi"
+  domain    = "web"
+}
+
+locals {
+  libraries = {
+    attrs          = library.attrs
+    more_itertools = library.more_itertools
+    pydantic       = library.pydantic
+    fastapi        = library.fastapi
+  }
+}
+
+node "version_resolve" "lib" {
+  for_each = local.libraries
+  library  = each.value
+  cutoff   = model.qwen25_coder_7b.cutoff
+}
+
+node "surface_diff" "lib" {
+  for_each  = local.libraries
+  versions  = node.version_resolve.lib[each.key]
+  ecosystem = "python"
+}
+
+node "bundle" "lib" {
+  for_each  = local.libraries
+  apis      = node.surface_diff.lib[each.key]
+  ecosystem = "python"
+}
