@@ -35,6 +35,10 @@ type Site struct {
 	// Data are the statements a medium task's body runs before the call
 	// (the data the call is given, set up by the example).
 	Data []string `json:"data"`
+	// Setup are the statements of an easy or medium task's body before
+	// the call that use the package (building a method's receiver): the
+	// context would show them, but the prelude cannot import the package.
+	Setup []string `json:"setup"`
 	// PlainData are the statements of a hard task's body before the call
 	// that use nothing of the package.
 	PlainData []string `json:"plain_data"`

@@ -383,6 +383,7 @@ def build(ex, level, body_idx, k, last, data=()):
         "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],
         "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
         "data": [ast.unparse(units[i][0]) for i in data],
+        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "pkg"] if level != "hard" else [],
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
         "prints": prints,

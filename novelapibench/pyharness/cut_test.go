@@ -76,13 +76,13 @@ var cutCases = []cutCase{
 				Signature: "def solve(rows):",
 				Reference: "from fixpkg._impl import Grid\ng = Grid(len(rows))\nreturn g.cells()",
 				Inputs:    []string{"(rows,)", "([5, 6, 7],)"},
-				Site:      Site{Recv: "g", Returns: "g.cells()", Want: "9\n"},
+				Site:      Site{Recv: "g", Setup: []string{"g = Grid(len(rows))"}, Returns: "g.cells()", Want: "9\n"},
 			},
 			Medium: {
 				Signature: "def solve():",
 				Reference: "from fixpkg._impl import Grid\nrows = [4, 5, 6]\ng = Grid(len(rows))\nreturn g.cells()",
 				Inputs:    []string{"()"},
-				Site:      Site{Recv: "g", Data: []string{"rows = [4, 5, 6]"}, Returns: "g.cells()", Want: "9\n"},
+				Site:      Site{Recv: "g", Data: []string{"rows = [4, 5, 6]"}, Setup: []string{"g = Grid(len(rows))"}, Returns: "g.cells()", Want: "9\n"},
 			},
 			Hard: {
 				Signature: "def solve():",
@@ -230,7 +230,7 @@ func TestCutBuildsGradedTasksFromDoctests(t *testing.T) {
 }
 
 func nilEmpty(s Site) Site {
-	for _, p := range []*[]string{&s.Args, &s.Data, &s.PlainData} {
+	for _, p := range []*[]string{&s.Args, &s.Data, &s.PlainData, &s.Setup} {
 		if len(*p) == 0 {
 			*p = nil
 		}

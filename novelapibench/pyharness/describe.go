@@ -11,7 +11,10 @@ import (
 // the data statements the reference runs before the call, quoted; hard:
 // those of them that use nothing of the package), what the library should
 // do (the first sentence of doc, the API's docstring, the name replaced by
-// "it"), what the call takes (its arguments and, below hard, the value a
+// "it"; quoted after "What it must do:", Python's docstrings being in the
+// imperative mood where Go's begin with the name), the package's code the
+// body runs before the call below hard (Site.Setup: goharness's context
+// shows it, but the prelude cannot import the package), what the call takes (its arguments and, below hard, the value a
 // method is called on), what solve returns, the answer's format, and what
 // the example shows for its own input, as a check after the specification
 // rather than as the specification. The library is named by its top-level
@@ -38,6 +41,9 @@ func Describe(t Task, doc string) (string, bool) {
 		}
 	default:
 		b.WriteString("Complete the body of " + fn + " with " + lib + ". What it must do: " + gloss)
+	}
+	if len(site.Setup) > 0 && t.Difficulty != Hard {
+		b.WriteString("\nBefore the call, the body runs this code (its imports are yours to write):\n" + strings.Join(site.Setup, "\n"))
 	}
 	if len(site.Args) > 0 {
 		var as []string
