@@ -96,7 +96,7 @@ func TestDescribeRefusesATextThatNamesTheTarget(t *testing.T) {
 func TestGlossTakesTheFirstSentenceOfTheSummary(t *testing.T) {
 	for doc, want := range map[string]string{
 		"Multiply each item. More words.":       "Multiply each item.",
-		"scale the items by scale.\n\n>>> x":    "it the items by it.",
+		"scale the items by scale.\n\n>>> x":    "the items by it.",
 		"Summary over\ntwo lines\n\nParameters": "Summary over two lines",
 		"":                                      "what the library's function is documented to do.",
 	} {
