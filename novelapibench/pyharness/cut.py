@@ -7,6 +7,7 @@ library is imported. See cut.go for the contract.
 
 import ast
 import builtins
+import copy
 import json
 import keyword
 import symtable
@@ -183,7 +184,7 @@ def result_of(st, want):
         if len(names) == 1:
             return names[0], False
         return ast.Tuple(elts=names, ctx=ast.Load()), False
-    raise Skip("the call is inside a %s statement" % type(st).__name__)
+    raise Skip("the call's statement is %s, not an expression or an assignment" % type(st).__name__)
 
 
 def is_literal(node):
@@ -297,7 +298,7 @@ def build(ex, level, body_idx, k, last, data=()):
     target; last's result is returned); every other statement before k is
     the prelude, at hard none."""
     tg = ex.tg
-    units = [(ast.parse(ast.unparse(st)).body[0], want) for st, want in ex.units]  # fresh copies
+    units = [(copy.deepcopy(st), want) for st, want in ex.units]
     in_body = set(body_idx)
     if level == "hard":
         prelude_idx = []
@@ -378,7 +379,6 @@ def build(ex, level, body_idx, k, last, data=()):
     if tup(second) != tup(first):
         inputs.append(tup(second))
     reference = "\n".join(imports + ([body_src] if body_src else []) + [ret])
-    st_k = units[k][0]
     site = {
         "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],
         "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
@@ -387,13 +387,26 @@ def build(ex, level, body_idx, k, last, data=()):
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
         "prints": prints,
-        "want": units[last][1],
-        "calls_in_result": last == k and (ast.unparse(res) == ast.unparse(call) or isinstance(st_k, ast.Expr)),
+        "want": shown(units, last, res),
     }
     return {
         "difficulty": level, "prelude": prelude, "signature": "def solve(%s):" % ", ".join(names),
         "reference": reference, "inputs": inputs, "site": site,
     }
+
+
+def shown(units, i, res):
+    """What the example shows of statement i's result: its own expected
+    output, or, for a variable it assigns, that of a later step showing the
+    variable alone."""
+    if units[i][1] or not isinstance(res, ast.Name):
+        return units[i][1]
+    for st, want in units[i + 1:]:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Name) and st.value.id == res.id:
+            return want
+        if res.id in stores(st):
+            break
+    return ""
 
 
 def main():

@@ -148,6 +148,24 @@ var cutCases = []cutCase{
 		},
 	},
 	{
+		name: "an assignment a later step shows",
+		api:  apiScale,
+		ex:   doctest("docs/assign.md", "", "from fixpkg import scale", "", "ys = scale([1], 2)", "", "ys", "[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nys = scale(xs, factor)\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Want: "[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "a call inside a loop",
+		api:     apiScale,
+		ex:      doctest("docs/loop.md", "", "from fixpkg import scale", "", "for k in (1, 2):\n    print(scale([1], k))", "[1]\n[2]\n"),
+		skipped: map[string]string{"": "not an expression or an assignment"},
+	},
+	{
 		name:    "the target only in the expected output",
 		api:     apiScale,
 		ex:      doctest("docs/faq.md", "", "import fixpkg", "", "fixpkg.shift.__doc__", "'see scale'\n"),
