@@ -89,11 +89,14 @@ type Skip struct {
 // literal arguments of the target's call and of the package's calls the
 // easy body makes, lifted (named after the API's parameters where the
 // position or keyword says which). Inputs are the example's own values,
-// then, when it differs, one perturbed input: each value that is a
-// literal (lifted, or a prelude variable assigned a literal) changed as
-// goharness.PerturbBefore changes literals: an int or a float grows by
-// one, a str or bytes gets "x" appended, a list, tuple, set or dict has
-// each item (each value) changed; booleans, None and complex numbers stay.
+// then one perturbed input per parameter whose value is a literal (lifted,
+// or a prelude variable assigned a literal), that value changed as
+// goharness.PerturbBefore changes literals and the others kept: an int or
+// a float grows by one, a str or bytes gets "x" appended, a list, tuple,
+// set or dict has each item (each value) changed; booleans, None and
+// complex numbers stay. One parameter at a time, so that a change the
+// library refuses (a date string with "x") spoils one input, not all;
+// UsableInputs then keeps those the reference can use.
 // The prelude never imports the package (Task.Validate).
 //
 // An example with no task, and each level it cannot support, is in
@@ -223,6 +226,49 @@ func CutAll(ctx context.Context, python string, items []Cuttable) (CutResult, er
 		}
 	}
 	return res, nil
+}
+
+// UsableInputs keeps the inputs of t that its expectation can use, as
+// goharness's Derive keeps its second input: the example's own (the
+// first) always; a perturbed one only when the reference returns there
+// where it returns on the first, and computes an outcome no input kept
+// before it has (otherwise the input tells no solution apart that the
+// others do not). dropped says why each other input went. The task and
+// the expectation come back with the same inputs, in order.
+func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
+	if len(exp.Expected) != len(t.Inputs) || len(exp.Dependent) != len(t.Inputs) || len(t.Inputs) == 0 {
+		return t, exp, nil
+	}
+	keep := []int{0}
+	var dropped []string
+	for i := 1; i < len(t.Inputs); i++ {
+		e := exp.Expected[i]
+		if e.Raises != "" && exp.Expected[0].Raises == "" {
+			dropped = append(dropped, fmt.Sprintf("input %d %s: the reference raises %s there", i, t.Inputs[i], e.Raises))
+			continue
+		}
+		same := -1
+		for _, j := range keep {
+			k := exp.Expected[j]
+			if e.Raises == k.Raises && (e.Raises != "" || (e.Exact && k.Exact && bytes.Equal(e.Value, k.Value))) {
+				same = j
+				break
+			}
+		}
+		if same >= 0 {
+			dropped = append(dropped, fmt.Sprintf("input %d %s: the reference computes there what it computes on input %d", i, t.Inputs[i], same))
+			continue
+		}
+		keep = append(keep, i)
+	}
+	out, oexp := t, Expectation{Calls: exp.Calls}
+	out.Inputs = nil
+	for _, i := range keep {
+		out.Inputs = append(out.Inputs, t.Inputs[i])
+		oexp.Expected = append(oexp.Expected, exp.Expected[i])
+		oexp.Dependent = append(oexp.Dependent, exp.Dependent[i])
+	}
+	return out, oexp, dropped
 }
 
 func runCutHelper(ctx context.Context, python string, stdin []byte) ([]byte, error) {

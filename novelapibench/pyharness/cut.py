@@ -263,7 +263,8 @@ def cut(req):
                 continue
             st = ex.units[i][0]
             defines = set(stores(st)) & need
-            mutates = ex.kind[i] == "pkg" and isinstance(st, ast.Expr) and bool(loads(st) & need)
+            mutates = ex.kind[i] == "pkg" and isinstance(st, ast.Expr) and bool(loads(st) & need) and any(
+                isinstance(n, ast.Call) for n in ast.walk(st))
             if not (defines or mutates):
                 continue
             if ex.kind[i] == "pkg" or through_plain:
@@ -366,18 +367,23 @@ def build(ex, level, body_idx, k, last, data=()):
             prelude_binds[n] = st if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and is_literal(st.value) else "var"
     free = [n for n in sorted(used) if prelude_binds.get(n) is not None]
     names = free + [n for n, _ in lifted]
-    first, second = [], []
+    # The example's own input, then one input per parameter whose value
+    # is a literal, that value perturbed and the others kept: a change the
+    # library refuses (a date string with "x" appended) spoils one input,
+    # not all of them.
+    first, changed = [], []
     for n in free:
         first.append(n)
         b = prelude_binds[n]
-        second.append(repr(perturb(ast.literal_eval(b.value))) if isinstance(b, ast.Assign) else n)
+        changed.append(repr(perturb(ast.literal_eval(b.value))) if isinstance(b, ast.Assign) else n)
     for n, src in lifted:
         first.append(src)
-        second.append(repr(perturb(ast.literal_eval(src))))
+        changed.append(repr(perturb(ast.literal_eval(src))))
     tup = lambda xs: "(" + ", ".join(xs) + ("," if len(xs) == 1 else "") + ")"
     inputs = [tup(first)]
-    if tup(second) != tup(first):
-        inputs.append(tup(second))
+    for j in range(len(first)):
+        if changed[j] != first[j]:
+            inputs.append(tup(first[:j] + [changed[j]] + first[j + 1:]))
     reference = "\n".join(imports + ([body_src] if body_src else []) + [ret])
     site = {
         "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],

@@ -17,7 +17,7 @@ import (
 // function, a multi-step example composed with another function, a class
 // constructor, a method on an instance, and a side effect only (no task).
 var cutpkgFiles = map[string]string{
-	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset\n",
+	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int\n",
 	"cutpkg/_core.py": `def scale(xs, factor=2):
     """Multiply each item of xs by factor.
 
@@ -56,6 +56,15 @@ class Grid:
         16
         """
         return self.n * self.n
+
+
+def parse_int(text):
+    """Read a decimal number.
+
+    >>> parse_int('42')
+    42
+    """
+    return int(text)
 
 
 def reset(state):
@@ -128,7 +137,7 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 		got = append(got, task.Target.QualName()+"/"+task.Difficulty)
 	}
 	sort.Strings(got)
-	want := "Grid.cells/easy Grid.cells/hard Grid/easy scale/easy shift/easy shift/hard shift/medium"
+	want := "Grid.cells/easy Grid.cells/hard Grid/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium"
 	if strings.Join(got, " ") != want {
 		t.Errorf("tasks %v, want %s", got, want)
 	}
@@ -164,9 +173,21 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s\n%s", err, task.Context(), task.Reference)
 			}
+			task, exp, dropped := UsableInputs(task, exp)
+			switch task.Target.QualName() {
+			case "parse_int":
+				// '42x' is no number: the reference raises there.
+				if len(task.Inputs) != 1 || len(dropped) != 1 || !strings.Contains(dropped[0], "raises ValueError") {
+					t.Errorf("inputs %q, dropped %q; want the perturbed one dropped: the reference raises", task.Inputs, dropped)
+				}
+			case "scale", "shift":
+				if len(dropped) != 0 || len(task.Inputs) < 2 {
+					t.Errorf("inputs %q, dropped %q; want every perturbed input kept", task.Inputs, dropped)
+				}
+			}
 			sibling := "shift"
 			switch task.Target.QualName() {
-			case "shift":
+			case "shift", "parse_int":
 				sibling = "scale"
 			case "Grid.cells":
 				sibling = "" // no sibling method

@@ -58,7 +58,7 @@ var cutCases = []cutCase{
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs, factor):",
 			Reference: "from fixpkg import scale\nreturn scale(xs, factor)",
-			Inputs:    []string{"([1, 2], 3)", "([2, 3], 4)"},
+			Inputs:    []string{"([1, 2], 3)", "([2, 3], 3)", "([1, 2], 4)"},
 			Site:      Site{Args: []string{"xs", "factor"}, Returns: "scale(xs, factor)", Want: "[3, 6]\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
@@ -111,7 +111,7 @@ var cutCases = []cutCase{
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs, factor):",
 			Reference: "from fixpkg import rescale as rs\nreturn rs(xs, factor=factor)",
-			Inputs:    []string{"(['a'], 2)", "(['ax'], 3)"},
+			Inputs:    []string{"(['a'], 2)", "(['ax'], 2)", "(['a'], 3)"},
 			Site:      Site{Args: []string{"xs", "factor=factor"}, Returns: "rs(xs, factor=factor)", Prints: true, Want: "['aa']\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
@@ -130,7 +130,7 @@ var cutCases = []cutCase{
 				Prelude:   "xs = [1, 2, 3]",
 				Signature: "def solve(xs, factor):",
 				Reference: "import fixpkg\nys = fixpkg.scale(xs, factor=factor)\nreturn ys",
-				Inputs:    []string{"(xs, 2)", "([2, 3, 4], 3)"},
+				Inputs:    []string{"(xs, 2)", "([2, 3, 4], 2)", "(xs, 3)"},
 				Site:      Site{Args: []string{"xs", "factor=factor"}, Returns: "ys"},
 			},
 			Medium: {
@@ -154,7 +154,7 @@ var cutCases = []cutCase{
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs, factor):",
 			Reference: "from fixpkg import scale\nys = scale(xs, factor)\nreturn ys",
-			Inputs:    []string{"([1], 2)", "([2], 3)"},
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
 			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Want: "[2]\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
@@ -279,5 +279,28 @@ func TestCutAllCountsEveryExampleOnce(t *testing.T) {
 	}
 	if len(res.Tasks) != tasks || whole != noTask {
 		t.Errorf("%d tasks, %d examples without one; want %d and %d", len(res.Tasks), whole, tasks, noTask)
+	}
+}
+
+func TestUsableInputsKeepsThoseThatTellSolutionsApart(t *testing.T) {
+	val := func(v string) Expected { return Expected{Value: []byte(v), Exact: true} }
+	task := Task{Inputs: []string{"(1,)", "(2,)", "(3,)", "(4,)", "(5,)"}}
+	exp := Expectation{
+		Expected:  []Expected{val(`{"t":"int","v":1}`), val(`{"t":"int","v":2}`), {Raises: "ValueError", Exact: true}, val(`{"t":"int","v":1}`), {Value: []byte(`{"t":"int","v":9}`)}},
+		Dependent: []bool{true, false, true, true, true},
+	}
+	got, gexp, dropped := UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(5,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{true, false, true}) || len(gexp.Expected) != 3 {
+		t.Errorf("inputs %q, dependent %v", got.Inputs, gexp.Dependent)
+	}
+	if len(dropped) != 2 || !strings.Contains(dropped[0], "raises ValueError") || !strings.Contains(dropped[1], "what it computes on input 0") {
+		t.Errorf("dropped %q", dropped)
+	}
+	// Where the example's own input raises, a perturbed input that raises
+	// the same is the same outcome; one that returns is kept.
+	exp.Expected[0] = Expected{Raises: "ValueError", Exact: true}
+	got, _, _ = UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(4,)", "(5,)"}) {
+		t.Errorf("inputs %q", got.Inputs)
 	}
 }

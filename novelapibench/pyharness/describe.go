@@ -85,12 +85,17 @@ func Describe(t Task, doc string) (string, bool) {
 	return d, !NamesTarget(d, tg)
 }
 
+var sectionRule = regexp.MustCompile(`(?m)^\s*(-{3,}|={3,})\s*$`)
+
 var firstSentence = regexp.MustCompile(`^(.+?[.!?])(\s|$)`)
 
 // glossOf is the first sentence of doc with name replaced by "it".
 func glossOf(doc, name string) string {
 	// A docstring's doctest or parameter sections are not the summary.
 	doc, _, _ = strings.Cut(doc, "\n\n")
+	if sectionRule.MatchString(doc) {
+		doc = "" // numpydoc's first section: there is no summary
+	}
 	flat := strings.Join(strings.Fields(doc), " ")
 	if m := firstSentence.FindStringSubmatch(flat); m != nil {
 		flat = m[1]
