@@ -99,6 +99,7 @@ func TestGlossTakesTheFirstSentenceOfTheSummary(t *testing.T) {
 		"scale the items by scale.\n\n>>> x":    "the items by it.",
 		"Summary over\ntwo lines\n\nParameters": "Summary over two lines",
 		"":                                      "what the library's function is documented to do.",
+		"Returns\n-------\nndarray":             "what the library's function is documented to do.",
 	} {
 		if got := glossOf(doc, "scale"); got != want {
 			t.Errorf("glossOf(%q) = %q, want %q", doc, got, want)
