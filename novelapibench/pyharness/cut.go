@@ -67,7 +67,10 @@ type Skip struct {
 // python as a subprocess; nothing of the library is imported. The steps
 // are read as doctest runs them: a docstring's example (Example.Module
 // set) uses its module's globals unimported, and those become imports of
-// that module in the reference.
+// that module in the reference, as do the names an example's star import
+// of a package module supplies; a star import of a standard library
+// module binds the names that module lists (the helper imports it to
+// list them; a star import of another library binds none it can know).
 //
 // The first statement that calls the target (a function or class by a
 // name imported from the package or a module global, or through a module
@@ -82,8 +85,9 @@ type Skip struct {
 //   - medium: also the statements that set up the data the call is given
 //     (those it depends on, transitively); skipped when there are none.
 //   - hard: every statement of the example up to the last one that shows
-//     a result, which is returned; the prelude is empty; skipped when the
-//     example calls nothing else of the package to compose with.
+//     a result, which is returned; the prelude keeps only the example's
+//     imports of other modules; skipped when the example calls nothing
+//     else of the package to compose with.
 //
 // solve's parameters are the prelude's variables the body reads, then the
 // literal arguments of the target's call and of the package's calls the

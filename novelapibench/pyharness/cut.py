@@ -8,6 +8,7 @@ library is imported. See cut.go for the contract.
 import ast
 import builtins
 import copy
+import importlib
 import json
 import keyword
 import symtable
@@ -53,6 +54,22 @@ def stores(st):
     return out
 
 
+def star_names(module, level):
+    """The names "from module import *" binds, for a module of the standard
+    library (imported here to list them: the library's own modules never
+    are); none for another."""
+    if level or not module or module.split(".")[0] not in getattr(sys, "stdlib_module_names", ()):
+        return set()
+    try:
+        m = importlib.import_module(module)
+    except Exception:
+        return set()
+    names = getattr(m, "__all__", None)
+    if names is None:
+        names = [n for n in dir(m) if not n.startswith("_")]
+    return set(names)
+
+
 def is_package_module(name, pkg):
     return name == pkg or name.startswith(pkg + ".")
 
@@ -69,6 +86,7 @@ class Example:
         self.pkg_obj = {}
         self.pkg_mod = {}  # name -> the module it is bound to
         self.mod_lines = {}  # name -> the import statements binding it
+        self.star = ""  # the package's module a star import takes names from
         self.paths = set(self.tg.get("paths") or [])
         self.globals_used = []
         self.kind = []  # per unit: "import" (of the package), "pkg", "plain"
@@ -88,18 +106,26 @@ class Example:
                 continue
             if isinstance(st, ast.ImportFrom) and st.level == 0 and st.module and is_package_module(st.module, self.pkg):
                 for a in st.names:
+                    if a.name == "*":
+                        # Its names are known only by use: an unbound
+                        # name is taken to come from it, as a docstring's
+                        # from its module.
+                        self.star = st.module
+                        continue
                     n = a.asname or a.name
                     self.pkg_obj[n] = (st.module, a.name)
                     bound.add(n)
                 self.kind.append("import")
                 continue
+            if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
+                bound |= star_names(st.module, st.level)
             used = loads(st)
             local = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             local |= {a.arg for a in ast.walk(st) if isinstance(a, ast.arg)}
-            if self.module:
+            if self.star or self.module:
                 for n in sorted(used - bound - local - BUILTINS):
                     if n not in self.pkg_obj:
-                        self.pkg_obj[n] = (self.module, n)
+                        self.pkg_obj[n] = (self.star or self.module, n)
                         self.globals_used.append(n)
             pkgnames = set(self.pkg_obj) | set(self.pkg_mod) | tainted
             if used & pkgnames:
@@ -297,12 +323,15 @@ def cut(req):
 def build(ex, level, body_idx, k, last, data=()):
     """A task whose body runs the statements body_idx (k calls the
     target; last's result is returned); every other statement before k is
-    the prelude, at hard none."""
+    the prelude, at hard only the example's imports of other modules."""
     tg = ex.tg
     units = [(copy.deepcopy(st), want) for st, want in ex.units]
     in_body = set(body_idx)
     if level == "hard":
-        prelude_idx = []
+        # The example's own imports of other modules stay: a star import
+        # cannot be in a function, and the solver needs none of them.
+        prelude_idx = [i for i in range(last + 1) if ex.kind[i] == "plain" and isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom))]
+        body_idx = [i for i in body_idx if i not in prelude_idx]
     else:
         prelude_idx = [i for i in range(k) if i not in in_body and ex.kind[i] == "plain"]
     # Lift the literal arguments of the target's call into parameters.

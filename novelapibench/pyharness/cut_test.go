@@ -160,6 +160,19 @@ var cutCases = []cutCase{
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
+		name: "a standard library star import binds its names, not the module's globals",
+		api:  apiScale,
+		ex:   doctest("fixpkg._impl:scale", "fixpkg._impl", "from math import *", "", "scale([floor(2.5)], 2)", "[4]\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "from math import *",
+			Signature: "def solve(factor):",
+			Reference: "from fixpkg import scale\nreturn scale([floor(2.5)], factor)",
+			Inputs:    []string{"(2,)", "(3,)"},
+			Site:      Site{Args: []string{"[floor(2.5)]", "factor"}, Returns: "scale([floor(2.5)], factor)", Want: "[4]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
 		name:    "a call inside a loop",
 		api:     apiScale,
 		ex:      doctest("docs/loop.md", "", "from fixpkg import scale", "", "for k in (1, 2):\n    print(scale([1], k))", "[1]\n[2]\n"),
