@@ -86,7 +86,7 @@ type Task struct {
 	// accident, or one that ignores its input, fails.
 	Inputs []string
 	// Site is what Describe reads of the reference (Cut sets it).
-	Site Site `json:",omitempty"`
+	Site Site
 }
 
 var defLine = regexp.MustCompile(`^def ([A-Za-z_][A-Za-z0-9_]*)\(.*\)\s*(->.*)?:\s*$`)
