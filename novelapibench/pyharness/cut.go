@@ -47,6 +47,9 @@ type Site struct {
 	// Prints: the example printed that expression (print(...)) rather than
 	// displaying its value.
 	Prints bool `json:"prints"`
+	// Effect: the call shows nothing (a side effect); Returns is what a
+	// later step of the example shows of what it changed.
+	Effect bool `json:"effect"`
 	// Want is the example's expected output of the step whose result is
 	// returned: the displayed (repr) or printed value on the example's own
 	// input.
@@ -76,7 +79,10 @@ type Skip struct {
 // name imported from the package or a module global, or through a module
 // of the package; a method by its name on any value but a module) is the
 // call. Its result is what solve returns: the displayed expression (the
-// argument of print(...)), or the variables it assigns. The levels are
+// argument of print(...)), or the variables it assigns; for a call that
+// shows nothing (a side effect), what the first later step shows of a
+// variable the call reads (its receiver, an argument), with nothing
+// rebinding it between. The levels are
 // goharness's, in solve's terms:
 //
 //   - easy: the body is the call's statement and the package's statements
@@ -106,7 +112,8 @@ type Skip struct {
 // An example with no task, and each level it cannot support, is in
 // skipped with the reason: a property (read, not called), no step calling
 // the target, the target only in the expected output, a call whose step
-// shows no result and sets no variable, a result stored into an attribute
+// shows no result, sets no variable and changes nothing a later step
+// shows, a result stored into an attribute
 // or item, a call inside a compound statement, a step that does not
 // parse. err is for a helper that could not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {

@@ -196,7 +196,7 @@ def result_of(st, want):
             arg = v.args[0] if len(v.args) == 1 else ast.Tuple(elts=list(v.args), ctx=ast.Load())
             return arg, True
         if not want.strip():
-            raise Skip("the call's step shows no result and sets no variable: a side effect only")
+            raise Skip("the call's step shows no result, sets no variable, and no later step shows what it changed: a side effect only")
         return v, False
     if isinstance(st, (ast.Assign, ast.AnnAssign)):
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
@@ -273,7 +273,13 @@ def cut(req):
             raise Skip("the target appears only in the expected output, no step calls it")
         raise Skip("no step calls the target")
     st_k, want_k = ex.units[k]
-    result_of(st_k, want_k)  # skips a statement without a result early
+    ret = k  # the statement whose result solve returns
+    try:
+        result_of(st_k, want_k)
+    except Skip:
+        ret = effect_shown(ex, k)
+        if ret < 0:
+            raise
     tasks, skipped = [], {}
 
     def depends(i_set, through_plain):
@@ -298,13 +304,13 @@ def cut(req):
                 need |= loads(st)
         return out
 
-    easy = depends({k}, False)
-    medium = depends({k}, True)
+    easy = depends({k, ret}, False)
+    medium = depends({k, ret}, True)
     ex.lift_idx = sorted(easy)
-    tasks.append(build(ex, "easy", sorted(easy), k, k))
+    tasks.append(build(ex, "easy", sorted(easy), k, ret))
     data = sorted(i for i in medium - easy if ex.kind[i] == "plain" and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))
     if data:
-        tasks.append(build(ex, "medium", sorted(easy | set(data)), k, k, data=data))
+        tasks.append(build(ex, "medium", sorted(easy | set(data)), k, ret, data=data))
     else:
         skipped["medium"] = "the call is given no data set up before it"
     if ex.aux_calls():
@@ -318,6 +324,28 @@ def cut(req):
     else:
         skipped["hard"] = "the example calls nothing else of the package to compose with"
     return {"tasks": tasks, "skipped": skipped}
+
+
+def effect_shown(ex, k):
+    """For a call whose statement shows nothing (a side effect), the first
+    later step that shows an expression reading a variable the call reads
+    (its receiver, an argument), with nothing rebinding those between:
+    the effect is what the task asserts. -1 when there is none."""
+    st = ex.units[k][0]
+    if not isinstance(st, ast.Expr):
+        return -1
+    reads = loads(st) - set(ex.pkg_obj) - set(ex.pkg_mod)
+    for j in range(k + 1, len(ex.units)):
+        sj, want = ex.units[j]
+        shows = isinstance(sj, ast.Expr) and (want.strip() or (
+            isinstance(sj.value, ast.Call) and isinstance(sj.value.func, ast.Name) and sj.value.func.id == "print"))
+        if shows and loads(sj) & reads and ex.target_call(sj) is None:
+            if any(set(stores(ex.units[i][0])) & loads(sj) for i in range(k + 1, j)):
+                return -1
+            return j
+        if set(stores(sj)) & reads:
+            return -1
+    return -1
 
 
 def build(ex, level, body_idx, k, last, data=()):
@@ -423,6 +451,7 @@ def build(ex, level, body_idx, k, last, data=()):
         "returns": ast.unparse(res),
         "prints": prints,
         "want": shown(units, last, res),
+        "effect": last != k and level != "hard",
     }
     return {
         "difficulty": level, "prelude": prelude, "signature": "def solve(%s):" % ", ".join(names),

@@ -15,9 +15,11 @@ import (
 
 // cutpkg documents its APIs with doctests of every shape Cut takes: a
 // function, a multi-step example composed with another function, a class
-// constructor, a method on an instance, and a side effect only (no task).
+// constructor, a method on an instance, a side effect a later step shows,
+// a perturbed input the function refuses, and a side effect only (no
+// task).
 var cutpkgFiles = map[string]string{
-	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int\n",
+	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter\n",
 	"cutpkg/_core.py": `def scale(xs, factor=2):
     """Multiply each item of xs by factor.
 
@@ -56,6 +58,21 @@ class Grid:
         16
         """
         return self.n * self.n
+
+
+class Counter:
+    def __init__(self):
+        self.total = 0
+
+    def add(self, n):
+        """Add n to the total.
+
+        >>> c = Counter()
+        >>> c.add(5)
+        >>> c.total
+        5
+        """
+        self.total += n
 
 
 def parse_int(text):
@@ -137,7 +154,7 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 		got = append(got, task.Target.QualName()+"/"+task.Difficulty)
 	}
 	sort.Strings(got)
-	want := "Grid.cells/easy Grid.cells/hard Grid/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium"
+	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium"
 	if strings.Join(got, " ") != want {
 		t.Errorf("tasks %v, want %s", got, want)
 	}
@@ -189,7 +206,7 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 			switch task.Target.QualName() {
 			case "shift", "parse_int":
 				sibling = "scale"
-			case "Grid.cells":
+			case "Grid.cells", "Counter.add":
 				sibling = "" // no sibling method
 			}
 			audit, err := Calibrate(ctx, r, task, sibling, exp)

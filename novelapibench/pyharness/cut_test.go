@@ -191,6 +191,26 @@ var cutCases = []cutCase{
 		skipped: map[string]string{"": "no step calls"},
 	},
 	{
+		name: "a side effect a later step shows",
+		api:  apiCounter,
+		ex:   doctest("fixpkg._impl:Counter.add", "fixpkg._impl", "c = Counter()", "", "c.add(2)", "", "c.total", "2\n"),
+		want: map[string]Task{
+			Easy: {
+				Signature: "def solve(n):",
+				Reference: "from fixpkg._impl import Counter\nc = Counter()\nc.add(n)\nreturn c.total",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"n"}, Recv: "c", Setup: []string{"c = Counter()"}, Returns: "c.total", Effect: true, Want: "2\n"},
+			},
+			Hard: {
+				Signature: "def solve(n):",
+				Reference: "from fixpkg._impl import Counter\nc = Counter()\nc.add(n)\nreturn c.total",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"n"}, Recv: "c", Returns: "c.total", Want: "2\n"},
+			},
+		},
+		skipped: map[string]string{Medium: "no data"},
+	},
+	{
 		name:    "a call with a side effect only",
 		api:     apiCounter,
 		ex:      doctest("fixpkg._impl:Counter.add", "fixpkg._impl", "c = Counter()", "", "c.add(2)", ""),

@@ -59,9 +59,12 @@ func Describe(t Task, doc string) (string, bool) {
 	}
 	b.WriteString(".")
 	if site.Returns != "" {
-		if t.Difficulty == Hard {
+		switch {
+		case t.Difficulty == Hard:
 			b.WriteString("\n" + fn + " returns what the example computes last")
-		} else {
+		case site.Effect:
+			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + site.Returns + "` after it, which the call changes")
+		default:
 			b.WriteString("\n" + fn + " returns the call's result")
 		}
 		if site.Prints {
