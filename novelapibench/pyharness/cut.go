@@ -115,7 +115,8 @@ type Skip struct {
 // shows no result, sets no variable and changes nothing a later step
 // shows, a result stored into an attribute
 // or item, a call inside a compound statement, a step that does not
-// parse. err is for a helper that could not run. Safe for concurrent use.
+// parse, a shape of code the helper fails on (with its exception). err is
+// for a helper that could not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {
 	res, err := CutAll(ctx, python, []Cuttable{{API: api, Example: ex}})
 	if err != nil {

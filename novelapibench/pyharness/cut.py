@@ -28,8 +28,8 @@ def parse_steps(steps):
     for i, s in enumerate(steps):
         try:
             mod = ast.parse(s["source"])
-        except SyntaxError as e:
-            raise Skip("step %d does not parse: %s" % (i + 1, e.msg))
+        except (SyntaxError, ValueError) as e:  # ValueError: a null byte
+            raise Skip("step %d does not parse: %s" % (i + 1, getattr(e, "msg", None) or e))
         for j, st in enumerate(mod.body):
             units.append((st, s.get("want", "") if j == len(mod.body) - 1 else ""))
     return units
@@ -483,6 +483,10 @@ def main():
             out.append({"skip": str(e)})
         except RecursionError:
             out.append({"skip": "the example nests too deeply to cut"})
+        except Exception as e:
+            # A shape of code the cutter does not handle: this example is
+            # counted with the reason, the others are still cut.
+            out.append({"skip": "the cutter failed on this example: %s: %s" % (type(e).__name__, e)})
     json.dump(out, sys.stdout)
 
 

@@ -179,6 +179,12 @@ var cutCases = []cutCase{
 		skipped: map[string]string{"": "not an expression or an assignment"},
 	},
 	{
+		name:    "a step that does not parse",
+		api:     apiScale,
+		ex:      doctest("docs/null.md", "", "scale([1],\x00 2)", "[2]\n"),
+		skipped: map[string]string{"": "step 1 does not parse"},
+	},
+	{
 		name:    "the target only in the expected output",
 		api:     apiScale,
 		ex:      doctest("docs/faq.md", "", "import fixpkg", "", "fixpkg.shift.__doc__", "'see scale'\n"),
