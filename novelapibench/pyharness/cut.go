@@ -113,10 +113,10 @@ type Skip struct {
 // skipped with the reason: a property (read, not called), no step calling
 // the target, the target only in the expected output, a call whose step
 // shows no result, sets no variable and changes nothing a later step
-// shows, a result stored into an attribute
-// or item, a call inside a compound statement, a step that does not
-// parse, a shape of code the helper fails on (with its exception). err is
-// for a helper that could not run. Safe for concurrent use.
+// shows, a result stored into an attribute or item, a call inside a
+// compound statement, a step that does not parse, a shape of code the
+// helper fails on (with its exception). err is for a helper that could
+// not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {
 	res, err := CutAll(ctx, python, []Cuttable{{API: api, Example: ex}})
 	if err != nil {
