@@ -85,6 +85,8 @@ type Task struct {
 	// the others perturb it, so that a solution right on one input by
 	// accident, or one that ignores its input, fails.
 	Inputs []string
+	// Site is what Describe reads of the reference (Cut sets it).
+	Site Site
 }
 
 var defLine = regexp.MustCompile(`^def ([A-Za-z_][A-Za-z0-9_]*)\(.*\)\s*(->.*)?:\s*$`)

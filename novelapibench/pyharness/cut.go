@@ -1,0 +1,306 @@
+package pyharness
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/pyapi"
+)
+
+//go:embed cut.py
+var cutHelper string
+
+// CutHelperSource is the embedded helper Cut runs; callers that cache
+// tasks put its digest in their key.
+func CutHelperSource() string { return cutHelper }
+
+// Site is what Describe reads of a task's reference around the target's
+// call, as Cut wrote it.
+type Site struct {
+	// Args are the call's arguments as the reference writes them (a
+	// literal lifted into a parameter is the parameter's name).
+	Args []string `json:"args"`
+	// Recv is the value a method is called on ("" for a function or a
+	// class).
+	Recv string `json:"recv"`
+	// Data are the statements a medium task's body runs before the call
+	// (the data the call is given, set up by the example).
+	Data []string `json:"data"`
+	// Setup are the statements of an easy or medium task's body before
+	// the call that use the package (building a method's receiver): the
+	// context would show them, but the prelude cannot import the package.
+	Setup []string `json:"setup"`
+	// PlainData are the statements of a hard task's body before the call
+	// that use nothing of the package.
+	PlainData []string `json:"plain_data"`
+	// Returns is the expression the reference returns.
+	Returns string `json:"returns"`
+	// Prints: the example printed that expression (print(...)) rather than
+	// displaying its value.
+	Prints bool `json:"prints"`
+	// Effect: the call shows nothing (a side effect); Returns is what a
+	// later step of the example shows of what it changed.
+	Effect bool `json:"effect"`
+	// Want is the example's expected output of the step whose result is
+	// returned: the displayed (repr) or printed value on the example's own
+	// input.
+	Want string `json:"want"`
+}
+
+// Skip is an example, or one level of it, that Cut could not make a task
+// of, and why.
+type Skip struct {
+	Example string
+	Level   string // "" when no level could be cut
+	Reason  string
+}
+
+// Cut builds the graded tasks of a validated example of api (an example
+// that passed in the sandbox: Cut does not run it). It parses the
+// example's steps with the embedded helper (CutHelperSource) run by
+// python as a subprocess; nothing of the library is imported. The steps
+// are read as doctest runs them: a docstring's example (Example.Module
+// set) uses its module's globals unimported, and those become imports of
+// that module in the reference, as do the names an example's star import
+// of a package module supplies; a star import of a standard library
+// module binds the names that module lists (the helper imports it to
+// list them; a star import of another library binds none it can know).
+//
+// The first statement that calls the target (a function or class by a
+// name imported from the package or a module global, or through a module
+// of the package; a method by its name on any value but a module) is the
+// call. Its result is what solve returns: the displayed expression (the
+// argument of print(...)), or the variables it assigns; for a call that
+// shows nothing (a side effect), what the first later step shows of a
+// variable the call reads (its receiver, an argument), with nothing
+// rebinding it between. The levels are
+// goharness's, in solve's terms:
+//
+//   - easy: the body is the call's statement and the package's statements
+//     it needs (building its receiver); everything else before it that
+//     does not use the package is the prelude.
+//   - medium: also the statements that set up the data the call is given
+//     (those it depends on, transitively); skipped when there are none.
+//   - hard: every statement of the example up to the last one that shows
+//     a result, which is returned; the prelude keeps only the example's
+//     imports of other modules; skipped when the example calls nothing
+//     else of the package to compose with.
+//
+// solve's parameters are the prelude's variables the body reads, then the
+// literal arguments of the target's call and of the package's calls the
+// easy body makes, lifted (named after the API's parameters where the
+// position or keyword says which). Inputs are the example's own values,
+// then one perturbed input per parameter whose value is a literal (lifted,
+// or a prelude variable assigned a literal), that value changed as
+// goharness.PerturbBefore changes literals and the others kept: an int or
+// a float grows by one, a str or bytes gets "x" appended, a list, tuple,
+// set or dict has each item (each value) changed; booleans, None and
+// complex numbers stay. One parameter at a time, so that a change the
+// library refuses (a date string with "x") spoils one input, not all;
+// UsableInputs then keeps those the reference can use.
+// The prelude never imports the package (Task.Validate).
+//
+// An example with no task, and each level it cannot support, is in
+// skipped with the reason: a property (read, not called), no step calling
+// the target, the target only in the expected output, a call whose step
+// shows no result, sets no variable and changes nothing a later step
+// shows, a result stored into an attribute or item, a call inside a
+// compound statement, a step that does not parse, a shape of code the
+// helper fails on (with its exception). err is for a helper that could
+// not run. Safe for concurrent use.
+func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {
+	res, err := CutAll(ctx, python, []Cuttable{{API: api, Example: ex}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Tasks, res.Skipped, nil
+}
+
+// Cuttable is an example with the API it exercises.
+type Cuttable struct {
+	API     pyapi.API
+	Example pyapi.Example
+}
+
+// CutResult is what CutAll made: every task, and every example or level
+// skipped. An example with no task is counted in Skipped with Level "".
+type CutResult struct {
+	Tasks   []Task
+	Skipped []Skip
+}
+
+// CutAll is Cut over many examples in one helper process.
+func CutAll(ctx context.Context, python string, items []Cuttable) (CutResult, error) {
+	type target struct {
+		Name     string   `json:"name"`
+		QualName string   `json:"qualname"`
+		Kind     string   `json:"kind"`
+		Module   string   `json:"module"`
+		Package  string   `json:"package"`
+		Path     string   `json:"path"`
+		Paths    []string `json:"paths"`
+		Params   []string `json:"params"`
+	}
+	type step struct {
+		Source string `json:"source"`
+		Want   string `json:"want"`
+	}
+	type request struct {
+		Target target `json:"target"`
+		Module string `json:"module"`
+		Steps  []step `json:"steps"`
+	}
+	reqs := make([]request, len(items))
+	for i, it := range items {
+		tg := Target{ID: it.API.ID}
+		r := request{Module: it.Example.Module, Target: target{
+			Name: tg.Name(), QualName: tg.QualName(), Kind: it.API.Kind, Module: tg.Module(),
+			Package: tg.Package(), Path: it.API.Path, Paths: it.API.Paths,
+		}}
+		if r.Target.Path == "" && len(it.API.Paths) > 0 {
+			r.Target.Path = it.API.Paths[0]
+		}
+		for _, p := range it.API.Params {
+			if p.Kind == "var_positional" || p.Kind == "var_keyword" || p.Kind == "keyword_only" {
+				break
+			}
+			r.Target.Params = append(r.Target.Params, p.Name)
+		}
+		for _, s := range it.Example.Steps {
+			r.Steps = append(r.Steps, step{Source: s.Source, Want: s.Want})
+		}
+		reqs[i] = r
+	}
+	in, err := json.Marshal(reqs)
+	if err != nil {
+		return CutResult{}, err
+	}
+	out, err := runCutHelper(ctx, python, in)
+	if err != nil {
+		return CutResult{}, fmt.Errorf("pyharness: cut: %w", err)
+	}
+	type answer struct {
+		Skip  string `json:"skip"`
+		Tasks []struct {
+			Difficulty string   `json:"difficulty"`
+			Prelude    string   `json:"prelude"`
+			Signature  string   `json:"signature"`
+			Reference  string   `json:"reference"`
+			Inputs     []string `json:"inputs"`
+			Site       Site     `json:"site"`
+		} `json:"tasks"`
+		Skipped map[string]string `json:"skipped"`
+	}
+	var answers []answer
+	if err := json.Unmarshal(out, &answers); err != nil {
+		return CutResult{}, fmt.Errorf("pyharness: cut: helper output: %w", err)
+	}
+	if len(answers) != len(items) {
+		return CutResult{}, fmt.Errorf("pyharness: cut: %d answers for %d examples", len(answers), len(items))
+	}
+	var res CutResult
+	for i, a := range answers {
+		name := items[i].Example.Name
+		if a.Skip != "" {
+			res.Skipped = append(res.Skipped, Skip{Example: name, Reason: a.Skip})
+			continue
+		}
+		for _, lvl := range []string{Easy, Medium, Hard} {
+			if why, ok := a.Skipped[lvl]; ok {
+				res.Skipped = append(res.Skipped, Skip{Example: name, Level: lvl, Reason: why})
+			}
+		}
+		for _, t := range a.Tasks {
+			task := Task{
+				Target:     Target{ID: items[i].API.ID, Paths: items[i].API.Paths},
+				Example:    name,
+				Difficulty: t.Difficulty,
+				Prelude:    t.Prelude,
+				Signature:  t.Signature,
+				Reference:  t.Reference,
+				Inputs:     t.Inputs,
+				Site:       t.Site,
+			}
+			if err := task.Validate(); err != nil {
+				res.Skipped = append(res.Skipped, Skip{Example: name, Level: t.Difficulty, Reason: "the cut task is invalid: " + err.Error()})
+				continue
+			}
+			res.Tasks = append(res.Tasks, task)
+		}
+	}
+	return res, nil
+}
+
+// UsableInputs keeps the inputs of t that its expectation can use, as
+// goharness's Derive keeps its second input: the example's own (the
+// first) always; a perturbed one only when the reference returns there
+// where it returns on the first, and computes an outcome no input kept
+// before it has (otherwise the input tells no solution apart that the
+// others do not). dropped says why each other input went. The task and
+// the expectation come back with the same inputs, in order.
+func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
+	if len(exp.Expected) != len(t.Inputs) || len(exp.Dependent) != len(t.Inputs) || len(t.Inputs) == 0 {
+		return t, exp, nil
+	}
+	keep := []int{0}
+	var dropped []string
+	for i := 1; i < len(t.Inputs); i++ {
+		e := exp.Expected[i]
+		if e.Raises != "" && exp.Expected[0].Raises == "" {
+			dropped = append(dropped, fmt.Sprintf("input %d %s: the reference raises %s there", i, t.Inputs[i], e.Raises))
+			continue
+		}
+		same := -1
+		for _, j := range keep {
+			k := exp.Expected[j]
+			if e.Raises == k.Raises && (e.Raises != "" || (e.Exact && k.Exact && bytes.Equal(e.Value, k.Value))) {
+				same = j
+				break
+			}
+		}
+		if same >= 0 {
+			dropped = append(dropped, fmt.Sprintf("input %d %s: the reference computes there what it computes on input %d", i, t.Inputs[i], same))
+			continue
+		}
+		keep = append(keep, i)
+	}
+	out, oexp := t, Expectation{Calls: exp.Calls}
+	out.Inputs = nil
+	for _, i := range keep {
+		out.Inputs = append(out.Inputs, t.Inputs[i])
+		oexp.Expected = append(oexp.Expected, exp.Expected[i])
+		oexp.Dependent = append(oexp.Dependent, exp.Dependent[i])
+	}
+	return out, oexp, dropped
+}
+
+func runCutHelper(ctx context.Context, python string, stdin []byte) ([]byte, error) {
+	if python == "" {
+		return nil, errors.New("no interpreter")
+	}
+	cmd := exec.CommandContext(ctx, python, "-I", "-B", "-X", "utf8", "-c", cutHelper)
+	cmd.Dir = os.TempDir()
+	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s", err, cut(strings.TrimSpace(stderr.String()), 4000))
+	}
+	return stdout.Bytes(), nil
+}

@@ -1,0 +1,494 @@
+"""lacuna's task cutter: graded tasks from a validated doctest example.
+
+Reads a JSON list of requests on stdin, writes a JSON list of answers on
+stdout, one per request. Parsing only (ast, symtable): nothing of the
+library is imported. See cut.go for the contract.
+"""
+
+import ast
+import builtins
+import copy
+import importlib
+import json
+import keyword
+import symtable
+import sys
+
+BUILTINS = set(dir(builtins))
+
+
+class Skip(Exception):
+    pass
+
+
+def parse_steps(steps):
+    """units: (statement, want) in order; want belongs to a step's last
+    statement."""
+    units = []
+    for i, s in enumerate(steps):
+        try:
+            mod = ast.parse(s["source"])
+        except (SyntaxError, ValueError) as e:  # ValueError: a null byte
+            raise Skip("step %d does not parse: %s" % (i + 1, getattr(e, "msg", None) or e))
+        for j, st in enumerate(mod.body):
+            units.append((st, s.get("want", "") if j == len(mod.body) - 1 else ""))
+    return units
+
+
+def loads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def stores(st):
+    """Names a top-level statement binds."""
+    out = []
+    if isinstance(st, (ast.Import, ast.ImportFrom)):
+        for a in st.names:
+            out.append(a.asname or a.name.split(".")[0])
+        return out
+    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [st.name]
+    for n in ast.walk(st):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.append(n.id)
+    return out
+
+
+def star_names(module, level):
+    """The names "from module import *" binds, for a module of the standard
+    library (imported here to list them: the library's own modules never
+    are); none for another."""
+    if level or not module or module.split(".")[0] not in getattr(sys, "stdlib_module_names", ()):
+        return set()
+    try:
+        m = importlib.import_module(module)
+    except Exception:
+        return set()
+    names = getattr(m, "__all__", None)
+    if names is None:
+        names = [n for n in dir(m) if not n.startswith("_")]
+    return set(names)
+
+
+def is_package_module(name, pkg):
+    return name == pkg or name.startswith(pkg + ".")
+
+
+class Example:
+    def __init__(self, req):
+        self.tg = req["target"]
+        self.pkg = self.tg["package"]
+        self.module = req.get("module", "")
+        self.units = parse_steps(req["steps"])
+        # Bindings of package objects: name -> (module, attribute or None
+        # for a module), from the example's imports and, for a docstring
+        # example, the module's globals it uses unbound.
+        self.pkg_obj = {}
+        self.pkg_mod = {}  # name -> the module it is bound to
+        self.mod_lines = {}  # name -> the import statements binding it
+        self.star = ""  # the package's module a star import takes names from
+        self.paths = set(self.tg.get("paths") or [])
+        self.globals_used = []
+        self.kind = []  # per unit: "import" (of the package), "pkg", "plain"
+        tainted = set()
+        bound = set()
+        for st, _ in self.units:
+            if isinstance(st, ast.Import) and any(is_package_module(a.name, self.pkg) for a in st.names):
+                for a in st.names:
+                    n = a.asname or a.name.split(".")[0]
+                    self.pkg_mod[n] = a.name if a.asname else n
+                    line = "import " + a.name + (" as " + a.asname if a.asname else "")
+                    self.mod_lines.setdefault(n, [])
+                    if line not in self.mod_lines[n]:
+                        self.mod_lines[n].append(line)
+                    bound.add(n)
+                self.kind.append("import")
+                continue
+            if isinstance(st, ast.ImportFrom) and st.level == 0 and st.module and is_package_module(st.module, self.pkg):
+                for a in st.names:
+                    if a.name == "*":
+                        # Its names are known only by use: an unbound
+                        # name is taken to come from it, as a docstring's
+                        # from its module.
+                        self.star = st.module
+                        continue
+                    n = a.asname or a.name
+                    self.pkg_obj[n] = (st.module, a.name)
+                    bound.add(n)
+                self.kind.append("import")
+                continue
+            if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
+                bound |= star_names(st.module, st.level)
+            used = loads(st)
+            local = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            local |= {a.arg for a in ast.walk(st) if isinstance(a, ast.arg)}
+            if self.star or self.module:
+                for n in sorted(used - bound - local - BUILTINS):
+                    if n not in self.pkg_obj:
+                        self.pkg_obj[n] = (self.star or self.module, n)
+                        self.globals_used.append(n)
+            pkgnames = set(self.pkg_obj) | set(self.pkg_mod) | tainted
+            if used & pkgnames:
+                self.kind.append("pkg")
+                tainted.update(stores(st))
+            else:
+                self.kind.append("plain")
+            bound.update(stores(st))
+
+    def is_target_call(self, call):
+        tg, f = self.tg, call.func
+        if tg["kind"] in ("function", "class"):
+            # By the target's name, or by any path it is exported at (an
+            # alias such as rescale = scale).
+            if isinstance(f, ast.Name):
+                b = self.pkg_obj.get(f.id)
+                return b is not None and (b[1] == tg["name"] or b[0] + "." + b[1] in self.paths)
+            if isinstance(f, ast.Attribute):
+                parts = [f.attr]
+                root = f.value
+                while isinstance(root, ast.Attribute):
+                    parts.append(root.attr)
+                    root = root.value
+                if not (isinstance(root, ast.Name) and root.id in self.pkg_mod):
+                    return False
+                dotted = ".".join([self.pkg_mod[root.id]] + parts[::-1])
+                return f.attr == tg["name"] or dotted in self.paths
+            return False
+        # A method: its name called on any value but a module of the package.
+        return isinstance(f, ast.Attribute) and f.attr == tg["name"] and not (
+            isinstance(f.value, ast.Name) and f.value.id in self.pkg_mod)
+
+    def target_call(self, st):
+        for n in ast.walk(st):
+            if isinstance(n, ast.Call) and self.is_target_call(n):
+                return n
+        return None
+
+    def calls_package(self, call):
+        """Whether call calls an object of the package by name (a function,
+        a class) or through a module of it."""
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and (root.id in self.pkg_obj or root.id in self.pkg_mod)
+
+    def aux_calls(self):
+        """Whether a step calls something of the package besides the target."""
+        for i, (st, _) in enumerate(self.units):
+            if self.kind[i] != "pkg":
+                continue
+            for n in ast.walk(st):
+                if isinstance(n, ast.Call) and not self.is_target_call(n):
+                    f = n.func
+                    root = f
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name) and (root.id in self.pkg_obj or root.id in self.pkg_mod):
+                        return True
+        return False
+
+
+def result_of(st, want):
+    """The expression a statement's result is, and whether it prints."""
+    if isinstance(st, ast.Expr):
+        v = st.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print" and v.args and not v.keywords:
+            arg = v.args[0] if len(v.args) == 1 else ast.Tuple(elts=list(v.args), ctx=ast.Load())
+            return arg, True
+        if not want.strip():
+            raise Skip("the call's step shows no result, sets no variable, and no later step shows what it changed: a side effect only")
+        return v, False
+    if isinstance(st, (ast.Assign, ast.AnnAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        names = []
+        for t in targets:
+            elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+            for e in elts:
+                if not isinstance(e, ast.Name):
+                    raise Skip("the call's result is stored into an attribute or an item, not a variable")
+                names.append(ast.Name(id=e.id, ctx=ast.Load()))
+        if len(names) == 1:
+            return names[0], False
+        return ast.Tuple(elts=names, ctx=ast.Load()), False
+    raise Skip("the call's statement is %s, not an expression or an assignment" % type(st).__name__)
+
+
+def is_literal(node):
+    if isinstance(node, ast.Name):
+        return False
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def perturb(v):
+    """The documented change of an input value: an int or float grows by
+    one, a str or bytes gets "x" appended, a container has each item
+    (a dict each value) changed; bool, None and complex stay."""
+    if isinstance(v, bool) or v is None or isinstance(v, complex):
+        return v
+    if isinstance(v, (int, float)):
+        return v + 1
+    if isinstance(v, str):
+        return v + "x"
+    if isinstance(v, bytes):
+        return v + b"x"
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return type(v)(perturb(x) for x in v)
+    if isinstance(v, dict):
+        return {k: perturb(x) for k, x in v.items()}
+    return v
+
+
+def free_globals(body_src):
+    """Names the body reads as globals when it is a function's body."""
+    src = "def solve():\n" + "\n".join("    " + l for l in body_src.split("\n")) + "\n"
+    try:
+        top = symtable.symtable(src, "<body>", "exec")
+    except SyntaxError:
+        return set()
+    fn = top.get_children()[0]
+    out = set()
+
+    def walk(t):
+        for s in t.get_symbols():
+            if s.is_global() and s.is_referenced():
+                out.add(s.get_name())
+        for c in t.get_children():
+            walk(c)
+    walk(fn)
+    return out
+
+
+def cut(req):
+    ex = Example(req)
+    tg = ex.tg
+    if tg["kind"] == "property":
+        raise Skip("the target is a property: it is read, not called")
+    k = next((i for i, (st, _) in enumerate(ex.units) if ex.kind[i] != "import" and ex.target_call(st) is not None), -1)
+    if k < 0:
+        if any(tg["name"] in w for _, w in ex.units):
+            raise Skip("the target appears only in the expected output, no step calls it")
+        raise Skip("no step calls the target")
+    st_k, want_k = ex.units[k]
+    ret = k  # the statement whose result solve returns
+    try:
+        result_of(st_k, want_k)
+    except Skip:
+        ret = effect_shown(ex, k)
+        if ret < 0:
+            raise
+    tasks, skipped = [], {}
+
+    def depends(i_set, through_plain):
+        """Closes a set of statement indexes over the statements before
+        them that define names they use: package statements always,
+        plain ones only when through_plain."""
+        need = set()
+        for i in i_set:
+            need |= loads(ex.units[i][0])
+        out = set(i_set)
+        for i in range(min(i_set) - 1, -1, -1):
+            if ex.kind[i] == "import":
+                continue
+            st = ex.units[i][0]
+            defines = set(stores(st)) & need
+            mutates = ex.kind[i] == "pkg" and isinstance(st, ast.Expr) and bool(loads(st) & need) and any(
+                isinstance(n, ast.Call) for n in ast.walk(st))
+            if not (defines or mutates):
+                continue
+            if ex.kind[i] == "pkg" or through_plain:
+                out.add(i)
+                need |= loads(st)
+        return out
+
+    easy = depends({k, ret}, False)
+    medium = depends({k, ret}, True)
+    ex.lift_idx = sorted(easy)
+    tasks.append(build(ex, "easy", sorted(easy), k, ret))
+    data = sorted(i for i in medium - easy if ex.kind[i] == "plain" and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))
+    if data:
+        tasks.append(build(ex, "medium", sorted(easy | set(data)), k, ret, data=data))
+    else:
+        skipped["medium"] = "the call is given no data set up before it"
+    if ex.aux_calls():
+        last = k
+        for i in range(len(ex.units) - 1, k, -1):
+            st, want = ex.units[i]
+            if isinstance(st, ast.Expr) and (want.strip() or (isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) and st.value.func.id == "print")):
+                last = i
+                break
+        tasks.append(build(ex, "hard", [i for i in range(last + 1) if ex.kind[i] != "import"], k, last))
+    else:
+        skipped["hard"] = "the example calls nothing else of the package to compose with"
+    return {"tasks": tasks, "skipped": skipped}
+
+
+def effect_shown(ex, k):
+    """For a call whose statement shows nothing (a side effect), the first
+    later step that shows an expression reading a variable the call reads
+    (its receiver, an argument), with nothing rebinding those between:
+    the effect is what the task asserts. -1 when there is none."""
+    st = ex.units[k][0]
+    if not isinstance(st, ast.Expr):
+        return -1
+    reads = loads(st) - set(ex.pkg_obj) - set(ex.pkg_mod)
+    for j in range(k + 1, len(ex.units)):
+        sj, want = ex.units[j]
+        shows = isinstance(sj, ast.Expr) and (want.strip() or (
+            isinstance(sj.value, ast.Call) and isinstance(sj.value.func, ast.Name) and sj.value.func.id == "print"))
+        if shows and loads(sj) & reads and ex.target_call(sj) is None:
+            if any(set(stores(ex.units[i][0])) & loads(sj) for i in range(k + 1, j)):
+                return -1
+            return j
+        if set(stores(sj)) & reads:
+            return -1
+    return -1
+
+
+def build(ex, level, body_idx, k, last, data=()):
+    """A task whose body runs the statements body_idx (k calls the
+    target; last's result is returned); every other statement before k is
+    the prelude, at hard only the example's imports of other modules."""
+    tg = ex.tg
+    units = [(copy.deepcopy(st), want) for st, want in ex.units]
+    in_body = set(body_idx)
+    if level == "hard":
+        # The example's own imports of other modules stay: a star import
+        # cannot be in a function, and the solver needs none of them.
+        prelude_idx = [i for i in range(last + 1) if ex.kind[i] == "plain" and isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom))]
+        body_idx = [i for i in body_idx if i not in prelude_idx]
+    else:
+        prelude_idx = [i for i in range(k) if i not in in_body and ex.kind[i] == "plain"]
+    # Lift the literal arguments of the target's call into parameters.
+    call = ex.target_call(units[k][0])
+    taken = set(BUILTINS) | set(keyword.kwlist)
+    for i in prelude_idx + body_idx:
+        taken |= set(stores(units[i][0])) | loads(units[i][0])
+    params = list(tg.get("params") or [])
+    if tg["kind"] in ("method", "classmethod") and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    lifted = []  # (name, literal source)
+
+    def lift(node, want_name):
+        name = want_name if want_name and want_name.isidentifier() else "arg%d" % (len(lifted) + 1)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        lifted.append((name, ast.unparse(node)))
+        return ast.Name(id=name, ctx=ast.Load())
+
+    def lift_call(c, names):
+        for j, a in enumerate(c.args):
+            if is_literal(a):
+                c.args[j] = lift(a, names[j] if j < len(names) else "")
+        for kw in c.keywords:
+            if kw.arg and is_literal(kw.value):
+                kw.value = lift(kw.value, kw.arg)
+
+    # The target's call first, then the package's other calls that build
+    # what it is given (a constructor of the receiver).
+    lift_call(call, params)
+    for i in ex.lift_idx:
+        for n in ast.walk(units[i][0]):
+            if isinstance(n, ast.Call) and n is not call and ex.calls_package(n):
+                lift_call(n, [])
+    res, prints = result_of(*units[last])
+    body = [units[i][0] for i in body_idx if i != last or not isinstance(units[i][0], ast.Expr)]
+    body_src = "\n".join(ast.unparse(s) for s in body)
+    ret = "return " + ast.unparse(res)
+    # The package names the body uses, imported as the example did.
+    used = free_globals(body_src + "\n" + ret)
+    imports = []
+    for n in sorted(used & set(ex.pkg_mod)):
+        imports.extend(ex.mod_lines[n])
+    by_module = {}
+    for n in sorted(used & set(ex.pkg_obj)):
+        mod, attr = ex.pkg_obj[n]
+        if n in ex.globals_used and attr == tg["name"] and tg["kind"] in ("function", "class") and tg.get("path"):
+            mod, _, attr = tg["path"].rpartition(".")
+        by_module.setdefault(mod, []).append(attr if attr == n else attr + " as " + n)
+    for mod in sorted(by_module):
+        imports.append("from %s import %s" % (mod, ", ".join(by_module[mod])))
+    prelude = "\n".join(ast.unparse(units[i][0]) for i in prelude_idx)
+    prelude_binds = {}
+    for i in prelude_idx:
+        st = units[i][0]
+        if isinstance(st, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for n in stores(st):
+                prelude_binds[n] = None
+            continue
+        for n in stores(st):
+            prelude_binds[n] = st if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) and is_literal(st.value) else "var"
+    free = [n for n in sorted(used) if prelude_binds.get(n) is not None]
+    names = free + [n for n, _ in lifted]
+    # The example's own input, then one input per parameter whose value
+    # is a literal, that value perturbed and the others kept: a change the
+    # library refuses (a date string with "x" appended) spoils one input,
+    # not all of them.
+    first, changed = [], []
+    for n in free:
+        first.append(n)
+        b = prelude_binds[n]
+        changed.append(repr(perturb(ast.literal_eval(b.value))) if isinstance(b, ast.Assign) else n)
+    for n, src in lifted:
+        first.append(src)
+        changed.append(repr(perturb(ast.literal_eval(src))))
+    tup = lambda xs: "(" + ", ".join(xs) + ("," if len(xs) == 1 else "") + ")"
+    inputs = [tup(first)]
+    for j in range(len(first)):
+        if changed[j] != first[j]:
+            inputs.append(tup(first[:j] + [changed[j]] + first[j + 1:]))
+    reference = "\n".join(imports + ([body_src] if body_src else []) + [ret])
+    site = {
+        "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],
+        "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
+        "data": [ast.unparse(units[i][0]) for i in data],
+        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "pkg"] if level != "hard" else [],
+        "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
+        "returns": ast.unparse(res),
+        "prints": prints,
+        "want": shown(units, last, res),
+        "effect": last != k and level != "hard",
+    }
+    return {
+        "difficulty": level, "prelude": prelude, "signature": "def solve(%s):" % ", ".join(names),
+        "reference": reference, "inputs": inputs, "site": site,
+    }
+
+
+def shown(units, i, res):
+    """What the example shows of statement i's result: its own expected
+    output, or, for a variable it assigns, that of a later step showing the
+    variable alone."""
+    if units[i][1] or not isinstance(res, ast.Name):
+        return units[i][1]
+    for st, want in units[i + 1:]:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Name) and st.value.id == res.id:
+            return want
+        if res.id in stores(st):
+            break
+    return ""
+
+
+def main():
+    reqs = json.load(sys.stdin)
+    out = []
+    for r in reqs:
+        try:
+            out.append(cut(r))
+        except Skip as e:
+            out.append({"skip": str(e)})
+        except RecursionError:
+            out.append({"skip": "the example nests too deeply to cut"})
+        except Exception as e:
+            # A shape of code the cutter does not handle: this example is
+            # counted with the reason, the others are still cut.
+            out.append({"skip": "the cutter failed on this example: %s: %s" % (type(e).__name__, e)})
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

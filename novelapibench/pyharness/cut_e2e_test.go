@@ -1,0 +1,231 @@
+package pyharness
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/runners/pyapi"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+// cutpkg documents its APIs with doctests of every shape Cut takes: a
+// function, a multi-step example composed with another function, a class
+// constructor, a method on an instance, a side effect a later step shows,
+// a perturbed input the function refuses, and a side effect only (no
+// task).
+var cutpkgFiles = map[string]string{
+	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter\n",
+	"cutpkg/_core.py": `def scale(xs, factor=2):
+    """Multiply each item of xs by factor.
+
+    >>> scale([1, 2], 3)
+    [3, 6]
+    """
+    return [x * factor for x in xs]
+
+
+def shift(xs, by=1):
+    """Add by to each item.
+
+    >>> data = [1, 2]
+    >>> ys = scale(data, 2)
+    >>> shift(ys, 1)
+    [3, 5]
+    """
+    return [x + by for x in xs]
+
+
+class Grid:
+    """A square grid of n by n cells.
+
+    >>> Grid(3).n
+    3
+    """
+
+    def __init__(self, n):
+        self.n = n
+
+    def cells(self):
+        """Count the cells.
+
+        >>> g = Grid(4)
+        >>> g.cells()
+        16
+        """
+        return self.n * self.n
+
+
+class Counter:
+    def __init__(self):
+        self.total = 0
+
+    def add(self, n):
+        """Add n to the total.
+
+        >>> c = Counter()
+        >>> c.add(5)
+        >>> c.total
+        5
+        """
+        self.total += n
+
+
+def parse_int(text):
+    """Read a decimal number.
+
+    >>> parse_int('42')
+    42
+    """
+    return int(text)
+
+
+def reset(state):
+    """Clear state in place.
+
+    >>> s = {'a': 1}
+    >>> reset(s)
+    """
+    state.clear()
+`,
+}
+
+// TestCutTasksOfAPackagePassCalibrationAndC1 runs the slice end to end
+// on a fixture package: its surface and doctests (runners/pyapi), the
+// doctests validated in the sandbox, Cut, then each task's expectation
+// from three sandboxed runs of its reference, the calibration mutants and
+// C1. Every task is kept but the class constructor's: its result is read
+// off the instance, so under the mock (an uninitialised instance) the
+// throwaway mutant raises as the reference does, and a raise counts as a
+// change: C1 drops it, as it must drop a task whose harness a throwaway
+// call passes.
+func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
+	py := python(t)
+	sb, err := sandbox.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	needBubblewrap(t, sb)
+	pkg := worldDir(t)
+	for name, src := range cutpkgFiles {
+		p := filepath.Join(pkg, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	surf, err := pyapi.Surface(ctx, py, []string{pkg}, "cutpkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]pyapi.API{}
+	for _, a := range surf.APIs {
+		byID[a.ID] = a
+	}
+	examples, bad, err := pyapi.Doctests(ctx, py, surf.APIs)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("doctests: %v %v", err, bad)
+	}
+	x := &pyapi.Executor{Sandbox: sb, Python: py, Paths: []string{pkg}, Limits: sandbox.Limits{Wall: 20 * time.Second}}
+	var items []Cuttable
+	for _, ex := range examples {
+		v, err := x.Run(ctx, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Valid() {
+			t.Fatalf("example %s: %s %s %s", ex.Name, v.Status, v.Error, v.Got)
+		}
+		items = append(items, Cuttable{API: byID[ex.APIID], Example: ex})
+	}
+	res, err := CutAll(ctx, py, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, task := range res.Tasks {
+		got = append(got, task.Target.QualName()+"/"+task.Difficulty)
+	}
+	sort.Strings(got)
+	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium"
+	if strings.Join(got, " ") != want {
+		t.Errorf("tasks %v, want %s", got, want)
+	}
+	var noTask []string
+	for _, s := range res.Skipped {
+		if s.Level == "" {
+			noTask = append(noTask, s.Example+": "+s.Reason)
+		}
+	}
+	if len(noTask) != 1 || !strings.HasPrefix(noTask[0], "cutpkg._core:reset: ") || !strings.Contains(noTask[0], "side effect only") {
+		t.Errorf("examples without a task %q, want reset's, a side effect only", noTask)
+	}
+
+	r, err := NewRunner(sb, Config{
+		Python: py, Paths: []string{pkg}, ReadOnly: []string{pkg},
+		Limits: sandbox.Limits{Wall: 30 * time.Second, Memory: 1 << 30}, Parallel: 2, Dir: worldDir(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, task := range res.Tasks {
+		t.Run(task.Target.QualName()+"/"+task.Difficulty, func(t *testing.T) {
+			if d, ok := Describe(task, byID[task.Target.ID].Doc); !ok {
+				t.Errorf("the description names the target:\n%s", d)
+			}
+			samples := []Sample{{task, task.Reference}, {task, task.Reference}, {task, task.Reference}}
+			runs, err := r.RunAll(ctx, samples)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp, err := Derive(runs)
+			if err != nil {
+				t.Fatalf("%v\n%s\n%s", err, task.Context(), task.Reference)
+			}
+			task, exp, dropped := UsableInputs(task, exp)
+			switch task.Target.QualName() {
+			case "parse_int":
+				// '42x' is no number: the reference raises there.
+				if len(task.Inputs) != 1 || len(dropped) != 1 || !strings.Contains(dropped[0], "raises ValueError") {
+					t.Errorf("inputs %q, dropped %q; want the perturbed one dropped: the reference raises", task.Inputs, dropped)
+				}
+			case "scale", "shift":
+				if len(dropped) != 0 || len(task.Inputs) < 2 {
+					t.Errorf("inputs %q, dropped %q; want every perturbed input kept", task.Inputs, dropped)
+				}
+			}
+			sibling := "shift"
+			switch task.Target.QualName() {
+			case "shift", "parse_int":
+				sibling = "scale"
+			case "Grid.cells", "Counter.add":
+				sibling = "" // no sibling method
+			}
+			audit, err := Calibrate(ctx, r, task, sibling, exp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep, why := C1(exp, audit)
+			if task.Target.QualName() == "Grid" {
+				if keep || !strings.Contains(why, "throwaway mutant passes") {
+					t.Errorf("C1 keeps %v (%s), want it dropped: the throwaway mutant passes", keep, why)
+				}
+				return
+			}
+			if !keep {
+				t.Errorf("dropped by C1: %s\nprogram:\n%s", why, func() string { s, _, _ := task.ReferenceProgram(); return s }())
+			}
+			if len(task.Inputs) > 1 && !exp.Expected[0].Exact {
+				t.Errorf("the example's own outcome is not stable: %+v", exp.Expected)
+			}
+		})
+	}
+}

@@ -1,0 +1,345 @@
+package pyharness
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/runners/pyapi"
+)
+
+// doctest builds an example from ">>> source" / want pairs: a docstring's
+// of module when module is set, a documentation file's otherwise.
+func doctest(name, module string, steps ...string) pyapi.Example {
+	ex := pyapi.Example{Name: name, Module: module}
+	for i := 0; i+1 < len(steps); i += 2 {
+		ex.Steps = append(ex.Steps, pyapi.Step{Source: steps[i] + "\n", Want: steps[i+1]})
+	}
+	return ex
+}
+
+func api(id, kind string, paths []string, params ...string) pyapi.API {
+	a := pyapi.API{ID: id, Kind: kind, Paths: paths}
+	if len(paths) > 0 {
+		a.Path = paths[0]
+	}
+	for _, p := range params {
+		a.Params = append(a.Params, pyapi.Param{Name: p, Kind: "positional_or_keyword"})
+	}
+	return a
+}
+
+var (
+	apiScale   = api("fixpkg._impl:scale", "function", []string{"fixpkg.scale", "fixpkg.rescale"}, "xs", "factor")
+	apiGrid    = api("fixpkg._impl:Grid", "class", []string{"fixpkg.Grid"}, "n")
+	apiCells   = api("fixpkg._impl:Grid.cells", "method", []string{"fixpkg.Grid.cells"}, "self")
+	apiCounter = api("fixpkg._impl:Counter.add", "method", []string{"fixpkg.Counter.add"}, "self", "n")
+	apiSize    = api("fixpkg._impl:Grid.size", "property", []string{"fixpkg.Grid.size"})
+)
+
+// cutCase is one example and the tasks (by level) it must give, or the
+// reason it gives none.
+type cutCase struct {
+	name string
+	api  pyapi.API
+	ex   pyapi.Example
+	want map[string]Task // Prelude, Signature, Reference, Inputs; Site.Args, Recv, Returns, Prints
+	// skipped are the levels left out, with a word of the reason ("" key:
+	// the whole example).
+	skipped map[string]string
+}
+
+var cutCases = []cutCase{
+	{
+		name: "a function of a docstring, its globals unimported",
+		api:  apiScale,
+		ex:   doctest("fixpkg._impl:scale", "fixpkg._impl", "scale([1, 2], 3)", "[3, 6]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nreturn scale(xs, factor)",
+			Inputs:    []string{"([1, 2], 3)", "([2, 3], 3)", "([1, 2], 4)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "scale(xs, factor)", Want: "[3, 6]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a method on an instance built from the prelude's data",
+		api:  apiCells,
+		ex: doctest("fixpkg._impl:Grid.cells", "fixpkg._impl",
+			"rows = [4, 5, 6]", "",
+			"g = Grid(len(rows))", "",
+			"g.cells()", "9\n"),
+		want: map[string]Task{
+			Easy: {
+				Prelude:   "rows = [4, 5, 6]",
+				Signature: "def solve(rows):",
+				Reference: "from fixpkg._impl import Grid\ng = Grid(len(rows))\nreturn g.cells()",
+				Inputs:    []string{"(rows,)", "([5, 6, 7],)"},
+				Site:      Site{Recv: "g", Setup: []string{"g = Grid(len(rows))"}, Returns: "g.cells()", Want: "9\n"},
+			},
+			Medium: {
+				Signature: "def solve():",
+				Reference: "from fixpkg._impl import Grid\nrows = [4, 5, 6]\ng = Grid(len(rows))\nreturn g.cells()",
+				Inputs:    []string{"()"},
+				Site:      Site{Recv: "g", Data: []string{"rows = [4, 5, 6]"}, Setup: []string{"g = Grid(len(rows))"}, Returns: "g.cells()", Want: "9\n"},
+			},
+			Hard: {
+				Signature: "def solve():",
+				Reference: "from fixpkg._impl import Grid\nrows = [4, 5, 6]\ng = Grid(len(rows))\nreturn g.cells()",
+				Inputs:    []string{"()"},
+				Site:      Site{Recv: "g", PlainData: []string{"rows = [4, 5, 6]"}, Returns: "g.cells()", Want: "9\n"},
+			},
+		},
+	},
+	{
+		name: "a class constructor, its literal lifted under the parameter's name",
+		api:  apiGrid,
+		ex:   doctest("fixpkg._impl:Grid", "fixpkg._impl", "Grid(3).n * 2", "6\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(n):",
+			Reference: "from fixpkg import Grid\nreturn Grid(n).n * 2",
+			Inputs:    []string{"(3,)", "(4,)"},
+			Site:      Site{Args: []string{"n"}, Returns: "Grid(n).n * 2", Want: "6\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a call nested in print",
+		api:  apiScale,
+		ex:   doctest("docs/usage.md", "", "from fixpkg import rescale as rs", "", "print(rs(['a'], factor=2))", "['aa']\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import rescale as rs\nreturn rs(xs, factor=factor)",
+			Inputs:    []string{"(['a'], 2)", "(['ax'], 2)", "(['a'], 3)"},
+			Site:      Site{Args: []string{"xs", "factor=factor"}, Returns: "rs(xs, factor=factor)", Prints: true, Want: "['aa']\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "several steps with intermediate variables and another call of the package",
+		api:  apiScale,
+		ex: doctest("docs/guide.md", "",
+			"import fixpkg", "",
+			"xs = [1, 2, 3]", "",
+			"ys = fixpkg.scale(xs, factor=2)", "",
+			"total = sum(fixpkg.shift(ys))", "",
+			"total", "15\n"),
+		want: map[string]Task{
+			Easy: {
+				Prelude:   "xs = [1, 2, 3]",
+				Signature: "def solve(xs, factor):",
+				Reference: "import fixpkg\nys = fixpkg.scale(xs, factor=factor)\nreturn ys",
+				Inputs:    []string{"(xs, 2)", "([2, 3, 4], 2)", "(xs, 3)"},
+				Site:      Site{Args: []string{"xs", "factor=factor"}, Returns: "ys"},
+			},
+			Medium: {
+				Signature: "def solve(factor):",
+				Reference: "import fixpkg\nxs = [1, 2, 3]\nys = fixpkg.scale(xs, factor=factor)\nreturn ys",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"xs", "factor=factor"}, Data: []string{"xs = [1, 2, 3]"}, Returns: "ys"},
+			},
+			Hard: {
+				Signature: "def solve(factor):",
+				Reference: "import fixpkg\nxs = [1, 2, 3]\nys = fixpkg.scale(xs, factor=factor)\ntotal = sum(fixpkg.shift(ys))\nreturn total",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"xs", "factor=factor"}, PlainData: []string{"xs = [1, 2, 3]"}, Returns: "total", Want: "15\n"},
+			},
+		},
+	},
+	{
+		name: "an assignment a later step shows",
+		api:  apiScale,
+		ex:   doctest("docs/assign.md", "", "from fixpkg import scale", "", "ys = scale([1], 2)", "", "ys", "[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nys = scale(xs, factor)\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Want: "[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a standard library star import binds its names, not the module's globals",
+		api:  apiScale,
+		ex:   doctest("fixpkg._impl:scale", "fixpkg._impl", "from math import *", "", "scale([floor(2.5)], 2)", "[4]\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "from math import *",
+			Signature: "def solve(factor):",
+			Reference: "from fixpkg import scale\nreturn scale([floor(2.5)], factor)",
+			Inputs:    []string{"(2,)", "(3,)"},
+			Site:      Site{Args: []string{"[floor(2.5)]", "factor"}, Returns: "scale([floor(2.5)], factor)", Want: "[4]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "a call inside a loop",
+		api:     apiScale,
+		ex:      doctest("docs/loop.md", "", "from fixpkg import scale", "", "for k in (1, 2):\n    print(scale([1], k))", "[1]\n[2]\n"),
+		skipped: map[string]string{"": "not an expression or an assignment"},
+	},
+	{
+		name:    "a step that does not parse",
+		api:     apiScale,
+		ex:      doctest("docs/null.md", "", "scale([1],\x00 2)", "[2]\n"),
+		skipped: map[string]string{"": "step 1 does not parse"},
+	},
+	{
+		name:    "the target only in the expected output",
+		api:     apiScale,
+		ex:      doctest("docs/faq.md", "", "import fixpkg", "", "fixpkg.shift.__doc__", "'see scale'\n"),
+		skipped: map[string]string{"": "only in the expected output"},
+	},
+	{
+		name:    "no step calls the target",
+		api:     apiScale,
+		ex:      doctest("docs/other.md", "", "import fixpkg", "", "fixpkg.shift([1])", "[2]\n"),
+		skipped: map[string]string{"": "no step calls"},
+	},
+	{
+		name: "a side effect a later step shows",
+		api:  apiCounter,
+		ex:   doctest("fixpkg._impl:Counter.add", "fixpkg._impl", "c = Counter()", "", "c.add(2)", "", "c.total", "2\n"),
+		want: map[string]Task{
+			Easy: {
+				Signature: "def solve(n):",
+				Reference: "from fixpkg._impl import Counter\nc = Counter()\nc.add(n)\nreturn c.total",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"n"}, Recv: "c", Setup: []string{"c = Counter()"}, Returns: "c.total", Effect: true, Want: "2\n"},
+			},
+			Hard: {
+				Signature: "def solve(n):",
+				Reference: "from fixpkg._impl import Counter\nc = Counter()\nc.add(n)\nreturn c.total",
+				Inputs:    []string{"(2,)", "(3,)"},
+				Site:      Site{Args: []string{"n"}, Recv: "c", Returns: "c.total", Want: "2\n"},
+			},
+		},
+		skipped: map[string]string{Medium: "no data"},
+	},
+	{
+		name:    "a call with a side effect only",
+		api:     apiCounter,
+		ex:      doctest("fixpkg._impl:Counter.add", "fixpkg._impl", "c = Counter()", "", "c.add(2)", ""),
+		skipped: map[string]string{"": "side effect only"},
+	},
+	{
+		name:    "a property",
+		api:     apiSize,
+		ex:      doctest("fixpkg._impl:Grid.size", "fixpkg._impl", "Grid(2).size", "4\n"),
+		skipped: map[string]string{"": "property"},
+	},
+	{
+		name:    "a result stored into an item",
+		api:     apiScale,
+		ex:      doctest("docs/item.md", "", "from fixpkg import scale", "", "d = {}", "", "d['k'] = scale([1], 2)", ""),
+		skipped: map[string]string{"": "attribute or an item"},
+	},
+}
+
+func TestCutBuildsGradedTasksFromDoctests(t *testing.T) {
+	py := python(t)
+	for _, c := range cutCases {
+		t.Run(c.name, func(t *testing.T) {
+			tasks, skipped, err := Cut(context.Background(), py, c.api, c.ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]Task{}
+			for _, task := range tasks {
+				got[task.Difficulty] = task
+				if task.Example != c.ex.Name || task.Target.ID != c.api.ID || !reflect.DeepEqual(task.Target.Paths, c.api.Paths) {
+					t.Errorf("%s: example %q, target %+v", task.Difficulty, task.Example, task.Target)
+				}
+				if err := task.Validate(); err != nil {
+					t.Errorf("%s: %v", task.Difficulty, err)
+				}
+			}
+			for lvl, w := range c.want {
+				g, ok := got[lvl]
+				if !ok {
+					t.Errorf("no %s task; skipped %+v", lvl, skipped)
+					continue
+				}
+				if g.Prelude != w.Prelude || g.Signature != w.Signature || g.Reference != w.Reference || !reflect.DeepEqual(g.Inputs, w.Inputs) {
+					t.Errorf("%s task:\nprelude %q\nsignature %q\nreference %q\ninputs %q\nwant\nprelude %q\nsignature %q\nreference %q\ninputs %q",
+						lvl, g.Prelude, g.Signature, g.Reference, g.Inputs, w.Prelude, w.Signature, w.Reference, w.Inputs)
+				}
+				if !reflect.DeepEqual(nilEmpty(g.Site), nilEmpty(w.Site)) {
+					t.Errorf("%s site %+v, want %+v", lvl, g.Site, w.Site)
+				}
+			}
+			for lvl := range got {
+				if _, ok := c.want[lvl]; !ok {
+					t.Errorf("unexpected %s task %+v", lvl, got[lvl])
+				}
+			}
+			if len(skipped) != len(c.skipped) {
+				t.Errorf("skipped %+v, want %v", skipped, c.skipped)
+			}
+			for _, s := range skipped {
+				word, ok := c.skipped[s.Level]
+				if !ok || !strings.Contains(s.Reason, word) || s.Example != c.ex.Name {
+					t.Errorf("skipped %+v, want levels %v", s, c.skipped)
+				}
+			}
+		})
+	}
+}
+
+func nilEmpty(s Site) Site {
+	for _, p := range []*[]string{&s.Args, &s.Data, &s.PlainData, &s.Setup} {
+		if len(*p) == 0 {
+			*p = nil
+		}
+	}
+	return s
+}
+
+func TestCutAllCountsEveryExampleOnce(t *testing.T) {
+	py := python(t)
+	var items []Cuttable
+	tasks, noTask := 0, 0
+	for _, c := range cutCases {
+		items = append(items, Cuttable{API: c.api, Example: c.ex})
+		tasks += len(c.want)
+		if len(c.want) == 0 {
+			noTask++
+		}
+	}
+	res, err := CutAll(context.Background(), py, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 0
+	for _, s := range res.Skipped {
+		if s.Level == "" {
+			whole++
+		}
+	}
+	if len(res.Tasks) != tasks || whole != noTask {
+		t.Errorf("%d tasks, %d examples without one; want %d and %d", len(res.Tasks), whole, tasks, noTask)
+	}
+}
+
+func TestUsableInputsKeepsThoseThatTellSolutionsApart(t *testing.T) {
+	val := func(v string) Expected { return Expected{Value: []byte(v), Exact: true} }
+	task := Task{Inputs: []string{"(1,)", "(2,)", "(3,)", "(4,)", "(5,)"}}
+	exp := Expectation{
+		Expected:  []Expected{val(`{"t":"int","v":1}`), val(`{"t":"int","v":2}`), {Raises: "ValueError", Exact: true}, val(`{"t":"int","v":1}`), {Value: []byte(`{"t":"int","v":9}`)}},
+		Dependent: []bool{true, false, true, true, true},
+	}
+	got, gexp, dropped := UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(5,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{true, false, true}) || len(gexp.Expected) != 3 {
+		t.Errorf("inputs %q, dependent %v", got.Inputs, gexp.Dependent)
+	}
+	if len(dropped) != 2 || !strings.Contains(dropped[0], "raises ValueError") || !strings.Contains(dropped[1], "what it computes on input 0") {
+		t.Errorf("dropped %q", dropped)
+	}
+	// Where the example's own input raises, a perturbed input that raises
+	// the same is the same outcome; one that returns is kept.
+	exp.Expected[0] = Expected{Raises: "ValueError", Exact: true}
+	got, _, _ = UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(4,)", "(5,)"}) {
+		t.Errorf("inputs %q", got.Inputs)
+	}
+}

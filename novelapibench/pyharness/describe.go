@@ -1,0 +1,136 @@
+package pyharness
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Describe writes a task's description (the paper's task prompt: what to
+// do, without the API's name) as goharness.Describe does, in solve's
+// terms: what the solver starts from (easy: the context shows it; medium:
+// the data statements the reference runs before the call, quoted; hard:
+// those of them that use nothing of the package), what the library should
+// do (the first sentence of doc, the API's docstring, the name replaced by
+// "it"; quoted after "What it must do:", Python's docstrings being in the
+// imperative mood where Go's begin with the name), the package's code the
+// body runs before the call below hard (Site.Setup: goharness's context
+// shows it, but the prelude cannot import the package), what the call takes (its arguments and, below hard, the value a
+// method is called on), what solve returns, the answer's format, and what
+// the example shows for its own input, as a check after the specification
+// rather than as the specification. The library is named by its top-level
+// package: finding the module and the name is the solver's. ok is false
+// when the text would name the target anyway (the level is then dropped:
+// a description that names the target gives the answer away).
+func Describe(t Task, doc string) (string, bool) {
+	tg := t.Target
+	gloss := glossOf(doc, tg.Name())
+	lib := "the library " + tg.Package()
+	fn := "`" + t.Function() + "`"
+	site := t.Site
+	var b strings.Builder
+	switch t.Difficulty {
+	case Medium:
+		b.WriteString("Complete the body of " + fn + ": build the input data, then use " + lib + ". What it must do: " + gloss)
+		if len(site.Data) > 0 {
+			b.WriteString("\nThe input data, as Python:\n" + strings.Join(site.Data, "\n"))
+		}
+	case Hard:
+		b.WriteString("Write the body of " + fn + " with " + lib + ". What it must do: " + gloss)
+		if len(site.PlainData) > 0 {
+			b.WriteString("\nStart from this data:\n" + strings.Join(site.PlainData, "\n"))
+		}
+	default:
+		b.WriteString("Complete the body of " + fn + " with " + lib + ". What it must do: " + gloss)
+	}
+	if len(site.Setup) > 0 && t.Difficulty != Hard {
+		b.WriteString("\nBefore the call, the body runs this code (its imports are yours to write):\n" + strings.Join(site.Setup, "\n"))
+	}
+	if len(site.Args) > 0 {
+		var as []string
+		for _, a := range site.Args {
+			as = append(as, "`"+a+"`")
+		}
+		b.WriteString("\nThe library call that does it takes " + enumerate(as))
+	} else {
+		b.WriteString("\nThe library call that does it takes no arguments")
+	}
+	if site.Recv != "" && t.Difficulty != Hard {
+		b.WriteString(", called on `" + site.Recv + "`")
+	}
+	b.WriteString(".")
+	if site.Returns != "" {
+		switch {
+		case t.Difficulty == Hard:
+			b.WriteString("\n" + fn + " returns what the example computes last")
+		case site.Effect:
+			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + site.Returns + "` after it, which the call changes")
+		default:
+			b.WriteString("\n" + fn + " returns the call's result")
+		}
+		if site.Prints {
+			b.WriteString(" (the value the example prints)")
+		}
+		b.WriteString(".")
+	}
+	if t.Difficulty == Hard {
+		b.WriteString("\nAnswer with the body of " + fn + ", the import lines your code needs first; a whole definition of " + fn + " is accepted too.")
+	} else {
+		b.WriteString("\nAnswer with the body of " + fn + ", the import lines your code needs first (the program imports only what its own code uses); a whole definition of " + fn + " is accepted too.")
+	}
+	if want := strings.TrimRight(site.Want, "\n"); want != "" && len(t.Inputs) > 0 {
+		verb := "displays as"
+		if site.Prints {
+			verb = "prints as"
+		}
+		b.WriteString("\nFor the example's input, " + callText(t.Function(), t.Inputs[0]) + ", the result " + verb + ":\n" + want)
+	}
+	d := b.String()
+	return d, !NamesTarget(d, tg)
+}
+
+var sectionRule = regexp.MustCompile(`(?m)^\s*(-{3,}|={3,})\s*$`)
+
+var firstSentence = regexp.MustCompile(`^(.+?[.!?])(\s|$)`)
+
+// glossOf is the first sentence of doc with name replaced by "it".
+func glossOf(doc, name string) string {
+	// A docstring's doctest or parameter sections are not the summary.
+	doc, _, _ = strings.Cut(doc, "\n\n")
+	if sectionRule.MatchString(doc) {
+		doc = "" // numpydoc's first section: there is no summary
+	}
+	flat := strings.Join(strings.Fields(doc), " ")
+	if m := firstSentence.FindStringSubmatch(flat); m != nil {
+		flat = m[1]
+	}
+	flat = strings.TrimPrefix(flat, name+" ")
+	flat = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(flat, "it")
+	if flat == "" {
+		return "what the library's function is documented to do."
+	}
+	return flat
+}
+
+// callText is the call of the solver function on input, an argument
+// tuple: "solve(xs, 2)".
+func callText(fn, input string) string {
+	in := strings.TrimSpace(input)
+	if strings.HasPrefix(in, "(") && strings.HasSuffix(in, ")") {
+		in = strings.TrimSuffix(strings.TrimSpace(in[1:len(in)-1]), ",")
+	}
+	return fn + "(" + in + ")"
+}
+
+// NamesTarget reports whether text names the target API: its name as a
+// whole identifier (case-sensitive).
+func NamesTarget(text string, tg Target) bool {
+	return regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(tg.Name()) + `($|[^A-Za-z0-9_])`).MatchString(text)
+}
+
+// enumerate joins items as prose: "a", "a and b", "a, b and c".
+func enumerate(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

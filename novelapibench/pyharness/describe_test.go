@@ -1,0 +1,111 @@
+package pyharness
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+const scaleDoc = "Multiply each item of xs by factor; scale keeps the order.\n\nExamples\n--------\n>>> scale([1], 2)\n[2]"
+
+// cutTasks cuts the named case of cutCases, by level.
+func cutTasks(t *testing.T, name string) map[string]Task {
+	t.Helper()
+	for _, c := range cutCases {
+		if c.name == name {
+			tasks, _, err := Cut(context.Background(), python(t), c.api, c.ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]Task{}
+			for _, task := range tasks {
+				out[task.Difficulty] = task
+			}
+			return out
+		}
+	}
+	t.Fatalf("no case %q", name)
+	return nil
+}
+
+func TestDescribeWritesTheTaskPromptWithoutTheTargetsName(t *testing.T) {
+	easy := cutTasks(t, "a function of a docstring, its globals unimported")[Easy]
+	d, ok := Describe(easy, scaleDoc)
+	want := "Complete the body of `solve` with the library fixpkg. What it must do: Multiply each item of xs by factor; it keeps the order.\n" +
+		"The library call that does it takes `xs` and `factor`.\n" +
+		"`solve` returns the call's result.\n" +
+		"Answer with the body of `solve`, the import lines your code needs first (the program imports only what its own code uses); a whole definition of `solve` is accepted too.\n" +
+		"For the example's input, solve([1, 2], 3), the result displays as:\n[3, 6]"
+	if !ok || d != want {
+		t.Errorf("ok %v, description:\n%s\nwant:\n%s", ok, d, want)
+	}
+}
+
+func TestDescribeFollowsTheLevels(t *testing.T) {
+	method := cutTasks(t, "a method on an instance built from the prelude's data")
+	multi := cutTasks(t, "several steps with intermediate variables and another call of the package")
+	for _, c := range []struct {
+		name       string
+		task       Task
+		has, lacks []string
+	}{
+		{"easy method: the receiver's construction is quoted", method[Easy],
+			[]string{"Complete the body of `solve` with", "Before the call, the body runs this code (its imports are yours to write):\ng = Grid(len(rows))", "takes no arguments, called on `g`.", "For the example's input, solve(rows), the result displays as:\n9"},
+			[]string{"The input data", "Start from this data"}},
+		{"medium: the data is quoted", multi[Medium],
+			[]string{"build the input data, then use the library fixpkg", "The input data, as Python:\nxs = [1, 2, 3]", "takes `xs` and `factor=factor`."},
+			[]string{"Before the call", "displays as"}},
+		{"hard: the plain data, no receiver, the last result", method[Hard],
+			[]string{"Write the body of `solve` with the library fixpkg", "Start from this data:\nrows = [4, 5, 6]", "returns what the example computes last", "the import lines your code needs first; a whole"},
+			[]string{"called on", "Before the call"}},
+		{"a side effect: what it changed is returned", cutTasks(t, "a side effect a later step shows")[Easy],
+			[]string{"takes `n`, called on `c`.", "The call returns nothing to use: `solve` returns `c.total` after it, which the call changes.", "solve(2), the result displays as:\n2"},
+			[]string{"returns the call's result"}},
+		{"print: the value is the printed one", cutTasks(t, "a call nested in print")[Easy],
+			[]string{"returns the call's result (the value the example prints).", "solve(['a'], 2), the result prints as:\n['aa']"},
+			nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := Describe(c.task, scaleDoc)
+			if !ok {
+				t.Errorf("names the target:\n%s", d)
+			}
+			for _, h := range c.has {
+				if !strings.Contains(d, h) {
+					t.Errorf("lacks %q:\n%s", h, d)
+				}
+			}
+			for _, l := range c.lacks {
+				if strings.Contains(d, l) {
+					t.Errorf("has %q:\n%s", l, d)
+				}
+			}
+		})
+	}
+}
+
+func TestDescribeRefusesATextThatNamesTheTarget(t *testing.T) {
+	task := cutTasks(t, "a class constructor, its literal lifted under the parameter's name")[Easy]
+	if _, ok := Describe(task, "Make a grid."); !ok {
+		t.Fatal("a plain description is refused")
+	}
+	// The example's shown result is a repr naming the class.
+	task.Site.Want = "Grid(n=3)\n"
+	if d, ok := Describe(task, "Make a grid."); ok {
+		t.Errorf("accepted a description naming Grid:\n%s", d)
+	}
+}
+
+func TestGlossTakesTheFirstSentenceOfTheSummary(t *testing.T) {
+	for doc, want := range map[string]string{
+		"Multiply each item. More words.":       "Multiply each item.",
+		"scale the items by scale.\n\n>>> x":    "the items by it.",
+		"Summary over\ntwo lines\n\nParameters": "Summary over two lines",
+		"":                                      "what the library's function is documented to do.",
+		"Returns\n-------\nndarray":             "what the library's function is documented to do.",
+	} {
+		if got := glossOf(doc, "scale"); got != want {
+			t.Errorf("glossOf(%q) = %q, want %q", doc, got, want)
+		}
+	}
+}
