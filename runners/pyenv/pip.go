@@ -44,26 +44,8 @@ func NewPip(ctx context.Context, dir string, py *Python, opt Options) (*Pip, err
 	}
 	venv := filepath.Join(dir, "pip-"+py.Implementation+py.Version+"-"+py.Platform)
 	tool := filepath.Join(venv, "bin", "python")
-	if _, err := os.Stat(filepath.Join(venv, ".lacuna-ok")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		tmp, err := os.MkdirTemp(dir, ".pip-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
-		if _, err := run(ctx, py.environ, tmp, py.Path, "-m", "venv", filepath.Join(tmp, "v")); err != nil {
-			return nil, fmt.Errorf("pyenv: pip: create its venv with %s -m venv (is python3-venv installed?): %w", py.Path, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, "v", ".lacuna-ok"), nil, 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(filepath.Join(tmp, "v"), venv); err != nil {
-			if _, serr := os.Stat(filepath.Join(venv, ".lacuna-ok")); serr != nil {
-				return nil, fmt.Errorf("pyenv: pip: %w", err)
-			}
-		}
+	if err := toolVenv(ctx, venv, py, nil); err != nil {
+		return nil, fmt.Errorf("pyenv: pip: %w", err)
 	}
 	out, err := run(ctx, py.environ, "", tool, "-m", "pip", "--version")
 	if err != nil {
@@ -197,4 +179,43 @@ func httpClient(certFile string) (*http.Client, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: pool}
 	return &http.Client{Transport: t}, nil
+}
+
+// toolVenv makes sure venv holds a venv of py for one of lacuna's tools:
+// built in a temporary sibling directory, set up there by setup (given
+// the new venv's python; nil: nothing to add), marked complete and
+// renamed into place, so a half-made one is never used. Concurrent
+// callers are safe: the first rename wins and the others use its venv.
+func toolVenv(ctx context.Context, venv string, py *Python, setup func(python string) error) error {
+	done := filepath.Join(venv, ".lacuna-ok")
+	if _, err := os.Stat(done); err == nil {
+		return nil
+	}
+	dir := filepath.Dir(venv)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(dir, "."+filepath.Base(venv)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	v := filepath.Join(tmp, "v")
+	if _, err := run(ctx, py.environ, tmp, py.Path, "-m", "venv", v); err != nil {
+		return fmt.Errorf("create a venv with %s -m venv (is python3-venv installed?): %w", py.Path, err)
+	}
+	if setup != nil {
+		if err := setup(filepath.Join(v, "bin", "python")); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(v, ".lacuna-ok"), nil, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(v, venv); err != nil {
+		if _, serr := os.Stat(done); serr != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -64,35 +64,19 @@ func BootstrapUV(ctx context.Context, dir, index string, py *Python, opt Options
 	}
 	venv := filepath.Join(dir, "uv-"+UVVersion)
 	bin := filepath.Join(venv, "bin", "uv")
-	if _, err := os.Stat(filepath.Join(venv, ".lacuna-ok")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		tmp, err := os.MkdirTemp(dir, ".uv-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(tmp)
-		v := filepath.Join(tmp, "v")
-		if _, err := run(ctx, py.environ, tmp, py.Path, "-m", "venv", v); err != nil {
-			return nil, fmt.Errorf("pyenv: bootstrap uv: %s -m venv: %w", py.Path, err)
-		}
+	// The uv executable is self-contained: moving its venv is fine.
+	err := toolVenv(ctx, venv, py, func(python string) error {
 		args := []string{"-m", "pip", "install", "--quiet", "--no-cache-dir", "--index-url", index, "--only-binary", ":all:", "uv==" + UVVersion}
 		if opt.CertFile != "" {
 			args = append(args, "--cert", opt.CertFile)
 		}
-		if _, err := run(ctx, py.environ, tmp, filepath.Join(v, "bin", "python"), args...); err != nil {
-			return nil, fmt.Errorf("pyenv: bootstrap uv %s from %s: %w", UVVersion, index, err)
+		if _, err := run(ctx, py.environ, filepath.Dir(python), python, args...); err != nil {
+			return fmt.Errorf("install uv %s from %s: %w", UVVersion, index, err)
 		}
-		if err := os.WriteFile(filepath.Join(v, ".lacuna-ok"), nil, 0o644); err != nil {
-			return nil, err
-		}
-		// The uv executable is self-contained: moving its venv is fine.
-		if err := os.Rename(v, venv); err != nil {
-			if _, serr := os.Stat(filepath.Join(venv, ".lacuna-ok")); serr != nil {
-				return nil, fmt.Errorf("pyenv: bootstrap uv: %w", err)
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pyenv: bootstrap uv: %w", err)
 	}
 	return NewUV(ctx, bin, filepath.Join(dir, "uv-cache"), py, opt)
 }
