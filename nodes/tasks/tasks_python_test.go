@@ -32,9 +32,9 @@ __all__ = ["add"]
 	},
 	"2.0.0": {
 		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
-from pystats._core import add, scale, mean, clamp, total, ordered
+from pystats._core import add, scale, mean, clamp, total, ordered, Pair
 
-__all__ = ["add", "scale", "mean", "clamp", "total", "ordered"]
+__all__ = ["add", "scale", "mean", "clamp", "total", "ordered", "Pair"]
 `,
 		"pystats/_core.py": `def add(a, b):
     """Return the sum of a and b, for any two numbers."""
@@ -79,6 +79,20 @@ def clamp(v, lo, hi):
 def total(xs):
     """Return the sum of all the numbers of a list, zero when empty."""
     return sum(xs)
+
+
+class Pair:
+    """Hold two values side by side, first and second.
+
+    >>> Pair(1, 2)
+    Pair(1, 2)
+    """
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __repr__(self):
+        return f"Pair({self.a}, {self.b})"
 `,
 		"pystats/docs/usage.md": "# Usage\n\n```pycon\n>>> import pystats\n>>> pystats.clamp(5, 0, 3)\n3\n```\n",
 	},
@@ -116,7 +130,11 @@ node "c1" "stats" {
 `
 
 // TestPythonTasksAndC1FromBundles runs the Python chain on a loopback
-// index through tasks and c1.
+// index through tasks and c1: scale and clamp (its example is the shipped
+// usage.md's) have an easy task only, ordered all three levels; Pair's
+// example gives no task, mean's fails and total has none (no bundles).
+// Every reference passes its harness, which rejects each of its six
+// mutants: C1 keeps all five. A second run computes nothing.
 func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	ix := pypitest.NewIndex()
 	var rs []pypitest.Release
@@ -134,12 +152,45 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Qualified+"/"+r.Difficulty)
-		t.Logf("%s %s\n%s\nmissing %s\nobserve %s\nexpect %s", r.Qualified, r.Difficulty, r.Description, r.Missing, r.ObserveError, r.Expect)
+		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Spec == "" || r.Description == "" ||
+			!strings.Contains(r.Context, "<MASK>") && !strings.Contains(r.Context, "def solve") {
+			t.Errorf("%s/%s: ecosystem %q env %q expect %q observe error %q", r.Qualified, r.Difficulty, r.Ecosystem, r.VNewEnv, r.Expect, r.ObserveError)
+		}
+		if strings.Contains(r.Description, r.Qualified[strings.LastIndex(r.Qualified, ".")+1:]+"(") {
+			t.Errorf("%s/%s: the description names the target:\n%s", r.Qualified, r.Difficulty, r.Description)
+		}
 	}
 	sort.Strings(got)
-	t.Logf("tasks %s; note %q", strings.Join(got, " "), notes["node.tasks.stats"])
-	for _, c := range nodetest.Read[tasks.C1Row](t, run, "node.c1.stats") {
-		t.Logf("c1 %s/%s keep %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+	if want := "pystats.clamp/easy pystats.ordered/easy pystats.ordered/hard pystats.ordered/medium pystats.scale/easy"; strings.Join(got, " ") != want {
+		t.Errorf("tasks %s, want %s", strings.Join(got, " "), want)
 	}
-	t.Logf("c1 note %q", notes["node.c1.stats"])
+	wantNote := "5 tasks from 4 bundles (easy 3, medium 1, hard 1); 5 references observed (3 runs each), 2 perturbed inputs dropped; 1 bundles without a task"
+	if n := notes["node.tasks.stats"]; n != wantNote {
+		t.Errorf("tasks note %q, want %q", n, wantNote)
+	}
+	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.stats")
+	if len(c1) != len(rows) {
+		t.Fatalf("%d c1 rows for %d tasks", len(c1), len(rows))
+	}
+	for i, c := range c1 {
+		if c.Row != rows[i] {
+			t.Errorf("%s: c1's task columns differ from the task's", c.TaskID)
+		}
+		if !c.Keep || !c.C1Passed || c.Reason != "" || c.AuditRun != 6 || c.AuditKill != 6 || c.Discrimination != 1 || len(c.Survivors) != 0 {
+			t.Errorf("c1 %s/%s: keep %v passed %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+		}
+	}
+	if n := notes["node.c1.stats"]; n != "5 of 5 tasks pass C1 and the audit" {
+		t.Errorf("c1 note %q", n)
+	}
+
+	again := nodetest.Run(t, dir, pyTasksPipeline)
+	for addr, r := range again.Nodes {
+		if r.State != "cached" {
+			t.Errorf("second run: %s %s", addr, r.State)
+		}
+	}
+	if n := again.Notes(engine.EventCached)["node.tasks.stats"]; n != wantNote {
+		t.Errorf("cached note %q", n)
+	}
 }
