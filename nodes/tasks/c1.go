@@ -97,6 +97,11 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 	if c.Ecosystem == "python" {
 		return t.runPythonC1(ctx, r, tasks)
 	}
+	for _, tk := range tasks {
+		if tk.Ecosystem == "python" {
+			return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
+		}
+	}
 	var runs []SampleRow
 	if c.Samples.Node != "" {
 		in, err := r.Input(c.Samples)

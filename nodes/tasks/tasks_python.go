@@ -118,6 +118,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 	noTask := map[string]int{}
 	levelSkips := map[string]int{}
 	for i, b := range bundles {
+		r.Progress(int64(i), int64(len(bundles)))
 		if b.Ecosystem != "python" || b.VNewEnv == "" {
 			return fmt.Errorf("bundle %s (%s) is not a Python bundle with v_new_env: the bundles input must be a bundle with ecosystem = \"python\"", b.Qualified, b.Library)
 		}
@@ -138,7 +139,6 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 			continue
 		}
 		made = append(made, m...)
-		r.Progress(int64(i+1), int64(len(bundles)))
 	}
 	for _, k := range sortedKeys(noTask) {
 		r.Logf("no task for %d APIs: %s", noTask[k], k)
@@ -328,7 +328,6 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 	kept := 0
 	for i, tk := range tasks {
 		row := C1Row{Row: tk, Survivors: []string{}}
-		out[i] = row
 		if tk.Ecosystem != "python" {
 			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
 		}

@@ -1,6 +1,8 @@
 package tasks_test
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
 )
 
@@ -32,9 +35,9 @@ __all__ = ["add"]
 	},
 	"2.0.0": {
 		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
-from pystats._core import add, scale, mean, clamp, total, ordered, Pair
+from pystats._core import add, scale, mean, clamp, total, ordered, Pair, box
 
-__all__ = ["add", "scale", "mean", "clamp", "total", "ordered", "Pair"]
+__all__ = ["add", "scale", "mean", "clamp", "total", "ordered", "Pair", "box"]
 `,
 		"pystats/_core.py": `def add(a, b):
     """Return the sum of a and b, for any two numbers."""
@@ -79,6 +82,15 @@ def clamp(v, lo, hi):
 def total(xs):
     """Return the sum of all the numbers of a list, zero when empty."""
     return sum(xs)
+
+
+def box(v):
+    """Wrap the value v in a list of one item.
+
+    >>> box(3) is not None
+    True
+    """
+    return [v]
 
 
 class Pair:
@@ -131,10 +143,12 @@ node "c1" "stats" {
 
 // TestPythonTasksAndC1FromBundles runs the Python chain on a loopback
 // index through tasks and c1: scale and clamp (its example is the shipped
-// usage.md's) have an easy task only, ordered all three levels; Pair's
-// example gives no task, mean's fails and total has none (no bundles).
-// Every reference passes its harness, which rejects each of its six
-// mutants: C1 keeps all five. A second run computes nothing.
+// usage.md's) and box have an easy task only, ordered all three levels;
+// Pair's example gives no task, mean's fails and total has none (no
+// bundles). Every reference passes its harness. C1 keeps the five whose
+// harness rejects each of their six mutants and drops box: its example
+// shows box(3) is not None, which a mock gives too, so the throwaway
+// mutant passes. A second run computes nothing.
 func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	ix := pypitest.NewIndex()
 	var rs []pypitest.Release
@@ -152,19 +166,27 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Qualified+"/"+r.Difficulty)
-		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Spec == "" || r.Description == "" ||
-			!strings.Contains(r.Context, "<MASK>") && !strings.Contains(r.Context, "def solve") {
+		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
 			t.Errorf("%s/%s: ecosystem %q env %q expect %q observe error %q", r.Qualified, r.Difficulty, r.Ecosystem, r.VNewEnv, r.Expect, r.ObserveError)
+		}
+		var spec pyharness.Task
+		if err := json.Unmarshal([]byte(r.Spec), &spec); err != nil {
+			t.Fatalf("%s/%s: spec: %v", r.Qualified, r.Difficulty, err)
+		}
+		ref, _, _ := spec.ReferenceProgram()
+		if spec.Difficulty != r.Difficulty || spec.Target.ID != r.APIID || r.Context != spec.Context() || !strings.Contains(r.Context, pyharness.MaskMarker) ||
+			r.Mask != spec.Reference || r.Reference != ref || len(spec.Inputs) == 0 {
+			t.Errorf("%s/%s: the row's program columns are not its spec's:\n%s\nspec %+v", r.Qualified, r.Difficulty, r.Context, spec)
 		}
 		if strings.Contains(r.Description, r.Qualified[strings.LastIndex(r.Qualified, ".")+1:]+"(") {
 			t.Errorf("%s/%s: the description names the target:\n%s", r.Qualified, r.Difficulty, r.Description)
 		}
 	}
 	sort.Strings(got)
-	if want := "pystats.clamp/easy pystats.ordered/easy pystats.ordered/hard pystats.ordered/medium pystats.scale/easy"; strings.Join(got, " ") != want {
+	if want := "pystats.box/easy pystats.clamp/easy pystats.ordered/easy pystats.ordered/hard pystats.ordered/medium pystats.scale/easy"; strings.Join(got, " ") != want {
 		t.Errorf("tasks %s, want %s", strings.Join(got, " "), want)
 	}
-	wantNote := "5 tasks from 4 bundles (easy 3, medium 1, hard 1); 5 references observed (3 runs each), 2 perturbed inputs dropped; 1 bundles without a task"
+	wantNote := "6 tasks from 5 bundles (easy 4, medium 1, hard 1); 6 references observed (3 runs each), 3 perturbed inputs dropped; 1 bundles without a task"
 	if n := notes["node.tasks.stats"]; n != wantNote {
 		t.Errorf("tasks note %q, want %q", n, wantNote)
 	}
@@ -176,11 +198,18 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 		if c.Row != rows[i] {
 			t.Errorf("%s: c1's task columns differ from the task's", c.TaskID)
 		}
+		if c.Qualified == "pystats.box" {
+			if c.Keep || !c.C1Passed || c.Reason != "no outcome depends on the target: the mock layer cannot tell a throwaway call" ||
+				c.AuditRun != 6 || c.AuditKill != 5 || strings.Join(c.Survivors, ",") != "throwaway" {
+				t.Errorf("c1 box: keep %v passed %v reason %q killed %d/%d survivors %v, want dropped, the throwaway mutant surviving", c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+			}
+			continue
+		}
 		if !c.Keep || !c.C1Passed || c.Reason != "" || c.AuditRun != 6 || c.AuditKill != 6 || c.Discrimination != 1 || len(c.Survivors) != 0 {
 			t.Errorf("c1 %s/%s: keep %v passed %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
 		}
 	}
-	if n := notes["node.c1.stats"]; n != "5 of 5 tasks pass C1 and the audit" {
+	if n := notes["node.c1.stats"]; n != "5 of 6 tasks pass C1 and the audit" {
 		t.Errorf("c1 note %q", n)
 	}
 
@@ -192,5 +221,22 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	}
 	if n := again.Notes(engine.EventCached)["node.tasks.stats"]; n != wantNote {
 		t.Errorf("cached note %q", n)
+	}
+}
+
+// TestPythonTasksAndC1RejectBadAttributesAtTheirPosition: an unknown
+// ecosystem, and samples on a Python c1 (it runs its mutants itself), are
+// errors at the attribute's file:line:col.
+func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
+	for _, tc := range []struct{ old, new, pos, msg string }{
+		{"bundles   = node.bundle.stats\n  ecosystem = \"python\"", "bundles   = node.bundle.stats\n  ecosystem = \"rust\"", "p.hcl:24,15-21", `not "rust"`},
+		{"tasks     = node.tasks.stats\n  ecosystem = \"python\"", "tasks     = node.tasks.stats\n  ecosystem = \"python\"\n  samples   = node.tasks.stats", "p.hcl:29,15-31", "runs the calibration mutants itself"},
+	} {
+		dir := t.TempDir()
+		src := strings.Replace(pyTasksPipeline, tc.old, tc.new, 1)
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
+			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
+		}
 	}
 }
