@@ -71,7 +71,8 @@ func (c1Type) Name() string    { return "c1" }
 func (c1Type) Version() string { return "16" }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
-		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason."
+		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason. " +
+		"With ecosystem = \"python\": novelapibench/pyharness's Calibrate and C1, in each task's environment."
 }
 
 // Resolve pins the toolchain and the sandbox the harnesses are built and
