@@ -29,7 +29,7 @@ echo "creating $(1)" && rm -rf $(1) && \
 	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
-.PHONY: build deps quickstart toolsense test vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
+.PHONY: build deps quickstart quickstart-python toolsense test vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
@@ -52,6 +52,19 @@ quickstart: deps build
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
 	$(if $(ENDPOINT),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all --columns $(SLICE_COLUMNS) --limit 100)
+
+# NovelAPIBench stages 1-4 on four PyPI libraries
+# (pipelines/examples/python_quickstart.hcl): versions, surface diff,
+# bundles, tasks and C1; each node's note is a library's counts. As root the
+# sandbox runs library code as uid 65534, so the interpreter and the store
+# must be readable by it (README, "NovelAPIBench for Python"):
+# /usr/bin/python3 when it exists, a store under /var/tmp unless
+# LACUNA_STORE is set.
+PY_QS_STORE := $(or $(LACUNA_STORE),/var/tmp/lacuna-pyq)
+PY_QS_PYTHON := $(or $(LACUNA_PYTHON),$(wildcard /usr/bin/python3))
+quickstart-python: deps build
+	$(BIN) validate pipelines/examples/python_quickstart.hcl
+	$(if $(PY_QS_PYTHON),LACUNA_PYTHON=$(PY_QS_PYTHON)) $(BIN) run --store $(PY_QS_STORE) pipelines/examples/python_quickstart.hcl
 
 # bubblewrap isolates untrusted generated code (runners/sandbox). Installed
 # here when missing and we are root; otherwise the sandbox warns and its

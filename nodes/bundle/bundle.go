@@ -87,6 +87,11 @@ type Example struct {
 	Valid     bool   `parquet:"valid"`  // ran in the sandbox and printed Output
 	Got       string `parquet:"got"`    // the output, when it differs
 	Error     string `parquet:"error"`
+	// Python: Module is the module whose globals a docstring's example
+	// runs in ("" for a documentation file's); Steps are its ">>>" steps
+	// as JSON ([{"source", "want"}]), what the tasks node cuts from.
+	Module string `parquet:"module"`
+	Steps  string `parquet:"steps"`
 }
 
 // Row is one knowledge bundle. A Python row (bundle_python.go) fills the
@@ -125,6 +130,9 @@ type Row struct {
 	License        string   `parquet:"m_code_license"` // SPDX id of the module's licence
 	LicenseFile    string   `parquet:"m_code_license_file"`
 	Copyleft       bool     `parquet:"copyleft"`
+	// VNewEnv is, for Python, the lock digest of v_new's environment (the
+	// apis row's v_new_env): where the tasks node runs the examples.
+	VNewEnv string `parquet:"v_new_env"`
 }
 
 type bundle struct{ nodes.Static[config, Row] }
@@ -138,7 +146,7 @@ var (
 )
 
 func (bundle) Name() string    { return "bundle" }
-func (bundle) Version() string { return "4" }
+func (bundle) Version() string { return "5" }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
 		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence. " +

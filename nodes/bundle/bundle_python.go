@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -204,7 +205,7 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 				file = s.File
 			}
 			row.Examples = append(row.Examples, Example{Name: e.Name, File: file, Code: e.Code, Output: e.Output,
-				Status: v.Status, Valid: v.Valid(), Got: v.Got, Error: v.Error})
+				Status: v.Status, Valid: v.Valid(), Got: v.Got, Error: v.Error, Module: e.Module, Steps: stepsJSON(e.Steps)})
 			if v.Valid() {
 				row.ValidExamples++
 			}
@@ -247,8 +248,22 @@ func pyBundleRow(a discovery.APIRow, s pyapi.API, lic pyapi.License) Row {
 		Signature: sig.Signature, Params: toPyParams(sig.Params), Results: toPyParams(sig.Results),
 		Examples: []Example{}, MCodeHelpers: []string{}, MCodeOmitted: []string{},
 		MProse: pyapi.Prose(s), MProseTier: "doc",
-		License: lic.SPDX, LicenseFile: lic.File, Copyleft: lic.Copyleft,
+		License: lic.SPDX, LicenseFile: lic.File, Copyleft: lic.Copyleft, VNewEnv: a.VNewEnv,
 	}
+}
+
+// stepsJSON is an example's steps as Example.Steps holds them.
+func stepsJSON(steps []pyapi.Step) string {
+	type step struct {
+		Source string `json:"source"`
+		Want   string `json:"want"`
+	}
+	out := make([]step, len(steps))
+	for i, s := range steps {
+		out[i] = step{s.Source, s.Want}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
 }
 
 // importModule is the module a user imports the API at canonical path

@@ -204,7 +204,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 			},
 			Results: []bundle.Param{{Type: "list", Doc: "The scaled numbers, in order."}},
 			Examples: []bundle.Example{{Name: "pycalc._core:scale", File: "pycalc/_core.py", Code: "scale([1, 2, 3])\n", Output: "[2, 4, 6]\n",
-				Status: "passed", Valid: true}},
+				Status: "passed", Valid: true, Module: "pycalc._core", Steps: `[{"source":"scale([1, 2, 3])\n","want":"[2, 4, 6]\n"}]`}},
 			ValidExamples: 1,
 			MProse:        "Multiply every number of a list by the factor k.\n\nParameters\n----------\nxs : list\n    The numbers to scale.\nk : int\n    The factor.\nclip : bool\n    Clip negative results to zero.\n\nReturns\n-------\nlist\n    The scaled numbers, in order.",
 			MProseTier:    "doc",
@@ -219,7 +219,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 			Params:    []bundle.Param{{Name: "x", Kind: "positional_or_keyword"}},
 			Results:   []bundle.Param{},
 			Examples: []bundle.Example{{Name: "pygpl:twice", File: "pygpl/__init__.py", Code: "twice(\"ab\")\n", Output: "'abab'\n",
-				Status: "passed", Valid: true}},
+				Status: "passed", Valid: true, Module: "pygpl", Steps: `[{"source":"twice(\"ab\")\n","want":"'abab'\n"}]`}},
 			ValidExamples: 1,
 			MProse:        "Return x added to itself, for numbers and strings alike.",
 			MProseTier:    "doc",
@@ -229,7 +229,12 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 		},
 	}
 	for name, w := range want {
-		if g := got[name]; !reflect.DeepEqual(g, w) {
+		g := got[name]
+		if g.VNewEnv == "" {
+			t.Errorf("bundle %s: v_new_env %q, want the environment's digest", name, g.VNewEnv)
+		}
+		g.VNewEnv = ""
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("bundle %s\n got %+v\nwant %+v", name, g, w)
 		}
 	}

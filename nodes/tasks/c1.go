@@ -24,6 +24,9 @@ type c1Config struct {
 	// Samples are the runs of a solve node with calibration = true, reused
 	// instead of running the reference and calibration solutions again.
 	Samples nodes.Ref `hcl:"samples,optional"`
+	// Ecosystem is "go" (default) or "python", the tasks' (Python tasks
+	// are calibrated with novelapibench/pyharness: Calibrate, C1).
+	Ecosystem string `hcl:"ecosystem,optional"`
 }
 
 // C1Row is a task with what C1 and the harness audit found. Keep is true
@@ -50,18 +53,34 @@ var (
 	_ nodes.Typed      = c1Type{}
 	_ nodes.Documented = c1Type{}
 	_ nodes.Resolver   = c1Type{}
+	_ nodes.Validator  = c1Type{}
 )
 
+func (c1Type) Validate(cfg any) error {
+	c := cfg.(*c1Config)
+	switch {
+	case c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python":
+		return nodes.Errorf("ecosystem", "Ecosystem not supported", "c1 handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
+	case c.Ecosystem == "python" && c.Samples.Node != "":
+		return nodes.Errorf("samples", "Samples not supported for Python", "c1 with ecosystem = \"python\" runs the calibration mutants itself; remove samples.")
+	}
+	return nil
+}
+
 func (c1Type) Name() string    { return "c1" }
-func (c1Type) Version() string { return "15" }
+func (c1Type) Version() string { return "16" }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
-		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason."
+		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason. " +
+		"With ecosystem = \"python\": novelapibench/pyharness's Calibrate and C1, in each task's environment."
 }
 
 // Resolve pins the toolchain and the sandbox the harnesses are built and
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
 func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	if r.Config().(*c1Config).Ecosystem == "python" {
+		return resolvePython(ctx, r)
+	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
@@ -75,6 +94,14 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
+	}
+	if c.Ecosystem == "python" {
+		return t.runPythonC1(ctx, r, tasks)
+	}
+	for _, tk := range tasks {
+		if tk.Ecosystem == "python" {
+			return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
+		}
 	}
 	var runs []SampleRow
 	if c.Samples.Node != "" {

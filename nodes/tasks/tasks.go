@@ -26,6 +26,10 @@ type config struct {
 	// validated examples and signature). "llm", the paper's one call
 	// producing three graded tasks, arrives with the LLM issue.
 	Generator string `hcl:"generator,optional"`
+	// Ecosystem is "go" (default) or "python": the bundles' (a Python
+	// bundle's tasks are cut and observed with novelapibench/pyharness in
+	// v_new's environment, nodes/pyenv's sandbox).
+	Ecosystem string `hcl:"ecosystem,optional"`
 }
 
 // Row is one task: the paper's tuple (description, context, mask,
@@ -64,6 +68,14 @@ type Row struct {
 	// ObserveError says why the reference could not be observed (it then
 	// has no Expect, and C1 drops the task).
 	ObserveError string `parquet:"observe_error"`
+	// Ecosystem is the bundle's (go, python). A Python task's Spec is a
+	// pyharness.Task and Expect a pyharness.Expectation; its Harness is
+	// empty (pyharness's driver is the harness, rebuilt from Spec), Mask
+	// is the reference body and PkgName the top-level package.
+	Ecosystem string `parquet:"ecosystem"`
+	// VNewEnv is a Python task's environment (the bundle's v_new_env):
+	// where its samples run.
+	VNewEnv string `parquet:"v_new_env"`
 }
 
 type tasksType struct{ nodes.Static[config, Row] }
@@ -77,14 +89,18 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "16" }
+func (tasksType) Version() string { return "17" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
-		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks."
+		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +
+		"With ecosystem = \"python\": cut from the doctests with novelapibench/pyharness and observed in v_new's environment."
 }
 
 func (tasksType) Validate(cfg any) error {
 	c := cfg.(*config)
+	if c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python" {
+		return nodes.Errorf("ecosystem", "Ecosystem not supported", "tasks handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
+	}
 	switch c.Generator {
 	case "", "examples":
 		return nil
@@ -97,6 +113,9 @@ func (tasksType) Validate(cfg any) error {
 // Resolve pins the toolchain and the sandbox the harnesses are built and
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
 func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	if r.Config().(*config).Ecosystem == "python" {
+		return resolvePython(ctx, r)
+	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
@@ -109,6 +128,14 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	bundles, err := artifacts.ReadAll[bundle.Row](in)
 	if err != nil {
 		return err
+	}
+	if c.Ecosystem == "python" {
+		return t.runPython(ctx, r, bundles)
+	}
+	for _, b := range bundles {
+		if b.Ecosystem == "python" {
+			return fmt.Errorf("bundle %s (%s) is a Python library's: set ecosystem = \"python\" on tasks", b.Qualified, b.Library)
+		}
 	}
 	var rows []Row
 	var specs []goharness.Task
@@ -236,7 +263,7 @@ func cut(b bundle.Row) ([]made, string) {
 				Library: b.Library, Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
 				Qualified: b.Qualified, PkgName: pkgNameIn(t, b.ImportPath), Family: b.Family, FamilyRep: b.FamilyRep,
 				Difficulty: t.Difficulty, Description: desc, Context: t.Context(), Mask: t.ReferenceAnswer(), Reference: t.Program(t.ReferenceAnswer()),
-				Generator: "examples", Example: e.Name, Spec: string(spec),
+				Generator: "examples", Example: e.Name, Spec: string(spec), Ecosystem: "go",
 			}}
 		}
 	}

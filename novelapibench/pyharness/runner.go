@@ -25,6 +25,10 @@ import (
 //go:embed driver.py
 var driverSource string
 
+// DriverSource is the embedded driver every sample runs under; callers
+// that cache verdicts put its digest in their key.
+func DriverSource() string { return driverSource }
+
 // SolutionFile is the file name the program (prelude and solution) is
 // compiled under.
 const SolutionFile = "<lacuna-solution>"

@@ -1,9 +1,10 @@
-# NovelAPIBench stages 1-2 on light pure-Python libraries from PyPI, the
-# Python counterpart of pipelines/quickstart.hcl's first three nodes: the
-# releases on either side of Qwen2.5-Coder-7B's cutoff, every API of the new
-# release with whether it is novel and why it would be filtered out, and
-# the knowledge bundle of every kept API with a doctest that passes in the
-# sandbox.
+# NovelAPIBench stages 1-4 on light pure-Python libraries from PyPI, the
+# Python counterpart of pipelines/quickstart.hcl through c1 (`make
+# quickstart-python` runs it): the releases on either side of
+# Qwen2.5-Coder-7B's cutoff, every API of the new release with whether it
+# is novel and why it would be filtered out, the knowledge bundle of every
+# kept API with a doctest that passes in the sandbox, the graded tasks cut
+# from those doctests and C1.
 #
 #   LACUNA_PYTHON=/usr/bin/python3 lacuna run --store /var/tmp/lacuna-pyq pipelines/examples/python_quickstart.hcl
 #   lacuna cat --store /var/tmp/lacuna-pyq pipelines/examples/python_quickstart.hcl 'node.surface_diff.lib["pydantic"]' --where keep
@@ -70,5 +71,20 @@ node "surface_diff" "lib" {
 node "bundle" "lib" {
   for_each  = local.libraries
   apis      = node.surface_diff.lib[each.key]
+  ecosystem = "python"
+}
+
+# Stage 3-4: graded tasks cut from each bundle's validated doctests, every
+# reference observed in the sandbox (novelapibench/pyharness), then C1 with
+# the calibration mutants' audit (keep = false rows say why).
+node "tasks" "lib" {
+  for_each  = local.libraries
+  bundles   = node.bundle.lib[each.key]
+  ecosystem = "python"
+}
+
+node "c1" "lib" {
+  for_each  = local.libraries
+  tasks     = node.tasks.lib[each.key]
   ecosystem = "python"
 }

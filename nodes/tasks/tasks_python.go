@@ -1,0 +1,424 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/pyenv"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
+	"github.com/lacuna-dev/lacuna/runners/pyapi"
+	rpyenv "github.com/lacuna-dev/lacuna/runners/pyenv"
+	"github.com/lacuna-dev/lacuna/runners/sandbox"
+)
+
+// pyObserveRuns is how many processes a Python reference is observed in
+// (hash randomisation differs between them): pyharness.Derive asserts
+// exactly what they agree on.
+const pyObserveRuns = 3
+
+// pySampleLimits bound one sample's process (both passes).
+var pySampleLimits = sandbox.Limits{Wall: 60 * time.Second, Memory: 2 << 30}
+
+// resolvePython pins what pyenv.Resolve pins (interpreter, installer,
+// index, sandbox) and the digests of the cut helper and the harness's
+// driver: a new driver recomputes the expectations and the verdicts.
+func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	p, err := pyenv.Resolve(ctx, r, pySampleLimits)
+	if err != nil {
+		return nil, err
+	}
+	p.Identity["helper.cut"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.CutHelperSource()))
+	p.Identity["helper.driver"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.DriverSource()))
+	return p, nil
+}
+
+// pyEnvs finds the environment of each digest in p's cache once; a digest
+// whose environment is gone maps to why.
+type pyEnvs struct {
+	p     *pyenv.Python
+	envs  map[string]*rpyenv.Env
+	whyNo map[string]string
+}
+
+func (e *pyEnvs) get(digest string) (*rpyenv.Env, string) {
+	if env, ok := e.envs[digest]; ok {
+		return env, ""
+	}
+	if why, ok := e.whyNo[digest]; ok {
+		return nil, why
+	}
+	env, err := e.p.Cache.Get(digest)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		e.whyNo[digest] = fmt.Sprintf("environment %.12s is no longer in the store's Python cache: run surface_diff again", digest)
+	case err != nil:
+		e.whyNo[digest] = err.Error()
+	default:
+		e.envs[digest] = env
+	}
+	return env, e.whyNo[digest]
+}
+
+// runner is a harness runner on env's interpreter, the environment
+// mounted read-only, its files in the store's Python cache (reachable by
+// the sandbox's user wherever pyenv.Resolve let the node run).
+func (e *pyEnvs) runner(r nodes.Run, env *rpyenv.Env) (*pyharness.Runner, error) {
+	dir, err := r.CacheDir("python")
+	if err != nil {
+		return nil, err
+	}
+	return pyharness.NewRunner(e.p.Sandbox, pyharness.Config{Python: env.Python(), ReadOnly: e.p.Mounts(env),
+		Limits: pySampleLimits, Parallel: 2, Dir: dir})
+}
+
+// pyTarget is the pyapi.API Cut needs of a bundle: its identity, kind,
+// canonical path and parameters. Its other public paths are not in the
+// bundle: the spy patches the aliases in every module loaded by then.
+func pyTarget(b bundle.Row) pyapi.API {
+	a := pyapi.API{ID: b.APIID, Path: b.Qualified, Paths: []string{b.Qualified}, Kind: b.Kind}
+	for _, p := range b.Params {
+		a.Params = append(a.Params, pyapi.Param{Name: p.Name, Kind: p.Kind})
+	}
+	return a
+}
+
+// pyExample is a bundle example as Cut reads it.
+func pyExample(e bundle.Example) (pyapi.Example, error) {
+	var steps []pyapi.Step
+	if err := json.Unmarshal([]byte(e.Steps), &steps); err != nil {
+		return pyapi.Example{}, fmt.Errorf("example %s: steps: %w (bundle from before steps were recorded: run bundle again)", e.Name, err)
+	}
+	return pyapi.Example{Name: e.Name, Module: e.Module, File: e.File, Steps: steps, Code: e.Code, Output: e.Output}, nil
+}
+
+type pyMade struct {
+	row  Row
+	task pyharness.Task
+}
+
+// runPython cuts the tasks of Python bundles with pyharness (in v_new's
+// environment, the bundle's v_new_env) and observes every reference in
+// the sandbox: pyObserveRuns processes, Derive, then UsableInputs.
+func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.Row) error {
+	p, err := pyenv.From(r)
+	if err != nil {
+		return err
+	}
+	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
+	var made []pyMade
+	noTask := map[string]int{}
+	levelSkips := map[string]int{}
+	for i, b := range bundles {
+		r.Progress(int64(i), int64(len(bundles)))
+		if b.Ecosystem != "python" || b.VNewEnv == "" {
+			return fmt.Errorf("bundle %s (%s) is not a Python bundle with v_new_env: the bundles input must be a bundle with ecosystem = \"python\"", b.Qualified, b.Library)
+		}
+		env, why := envs.get(b.VNewEnv)
+		if env == nil {
+			noTask[why]++
+			continue
+		}
+		m, skips, why, err := cutPython(ctx, env, b)
+		if err != nil {
+			return err
+		}
+		for _, s := range skips {
+			levelSkips[s]++
+		}
+		if len(m) == 0 {
+			noTask[why]++
+			continue
+		}
+		made = append(made, m...)
+	}
+	for _, k := range sortedKeys(noTask) {
+		r.Logf("no task for %d APIs: %s", noTask[k], k)
+	}
+	for _, k := range sortedKeys(levelSkips) {
+		r.Logf("level not cut %d times: %s", levelSkips[k], k)
+	}
+
+	// Observe each library version's references in its environment.
+	observed, dropped := 0, 0
+	byEnv := map[string][]int{}
+	var order []string
+	for i, m := range made {
+		if byEnv[m.row.VNewEnv] == nil {
+			order = append(order, m.row.VNewEnv)
+		}
+		byEnv[m.row.VNewEnv] = append(byEnv[m.row.VNewEnv], i)
+	}
+	for _, digest := range order {
+		idx := byEnv[digest]
+		if p.Unsandboxed != "" {
+			for _, i := range idx {
+				made[i].row.ObserveError = "not run: the sandbox cannot mount the environment: " + p.Unsandboxed
+			}
+			continue
+		}
+		env, _ := envs.get(digest)
+		run, err := envs.runner(r, env)
+		if err != nil {
+			return err
+		}
+		var samples []pyharness.Sample
+		for _, i := range idx {
+			for k := 0; k < pyObserveRuns; k++ {
+				samples = append(samples, pyharness.Sample{Task: made[i].task, Solution: made[i].task.Reference})
+			}
+		}
+		runs, err := run.RunAll(ctx, samples)
+		run.Close()
+		if err != nil {
+			return err
+		}
+		for j, i := range idx {
+			m := &made[i]
+			exp, err := pyharness.Derive(runs[j*pyObserveRuns : (j+1)*pyObserveRuns])
+			if err != nil {
+				m.row.ObserveError = "reference failed: " + strings.TrimPrefix(err.Error(), "pyharness: ")
+				continue
+			}
+			var why []string
+			m.task, exp, why = pyharness.UsableInputs(m.task, exp)
+			dropped += len(why)
+			spec, _ := json.Marshal(m.task)
+			e, _ := json.Marshal(exp)
+			m.row.Spec, m.row.Expect = string(spec), string(e)
+			observed++
+		}
+	}
+	rows := make([]Row, len(made))
+	levels := map[string]int{}
+	for i, m := range made {
+		rows[i] = m.row
+		levels[m.row.Difficulty]++
+	}
+	r.Report("skipped", map[string]map[string]int{"no_task": noTask, "level": levelSkips})
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d perturbed inputs dropped; %d bundles without a task",
+		len(rows), len(bundles), levels[pyharness.Easy], levels[pyharness.Medium], levels[pyharness.Hard], observed, pyObserveRuns, dropped, sumCounts(noTask))
+	return t.Write(r, rows)
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// cutPython makes the tasks of one Python bundle from its first valid
+// example that supports each level, as cut does for Go. skips are the
+// reasons of the levels not cut ("medium: ..."), why says why there is no
+// task at all; err is for a cut helper that could not run.
+func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade, skips []string, why string, err error) {
+	if b.Kind == "property" {
+		return nil, nil, "a property: read, not called", nil
+	}
+	api := pyTarget(b)
+	var items []pyharness.Cuttable
+	for _, e := range b.Examples {
+		if !e.Valid {
+			continue
+		}
+		ex, err := pyExample(e)
+		if err != nil {
+			return nil, nil, err.Error(), nil
+		}
+		items = append(items, pyharness.Cuttable{API: api, Example: ex})
+	}
+	if len(items) == 0 {
+		return nil, nil, "no valid example", nil
+	}
+	res, err := pyharness.CutAll(ctx, env.Python(), items)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", b.APIID, err)
+	}
+	got := map[string]pyMade{}
+	missing := map[string]string{}
+	for _, s := range res.Skipped {
+		lvl := s.Level
+		if lvl == "" {
+			lvl = pyharness.Easy
+		}
+		if _, ok := missing[lvl]; !ok {
+			missing[lvl] = s.Reason
+		}
+	}
+	for _, task := range res.Tasks {
+		if _, done := got[task.Difficulty]; done {
+			continue
+		}
+		desc, ok := pyharness.Describe(task, b.MProse)
+		if !ok {
+			missing[task.Difficulty] = "its description would name the target"
+			continue
+		}
+		ref, _, _ := task.ReferenceProgram()
+		got[task.Difficulty] = pyMade{task: task, row: Row{
+			TaskID:  fmt.Sprintf("%016x", xxhash.Sum64String(b.APIID+"\x00"+task.Difficulty+"\x00examples\x00"+task.Example)),
+			Library: b.Library, Ecosystem: "python", Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
+			Qualified: b.Qualified, PkgName: task.Target.Package(), Family: b.Family, FamilyRep: b.FamilyRep,
+			Difficulty: task.Difficulty, Description: desc, Context: task.Context(), Mask: task.Reference, Reference: ref,
+			Generator: "examples", Example: task.Example, VNewEnv: b.VNewEnv,
+		}}
+	}
+	var miss []string
+	for _, lvl := range []string{pyharness.Easy, pyharness.Medium, pyharness.Hard} {
+		if _, have := got[lvl]; !have {
+			if w, ok := missing[lvl]; ok {
+				miss = append(miss, lvl+": "+w)
+			}
+		}
+	}
+	if len(got) == 0 {
+		why = "no valid example supports a task"
+		if w, ok := missing[pyharness.Easy]; ok {
+			why = w
+		}
+		return nil, miss, why, nil
+	}
+	for _, lvl := range []string{pyharness.Easy, pyharness.Medium, pyharness.Hard} {
+		if m, ok := got[lvl]; ok {
+			m.row.Missing = strings.Join(miss, "; ")
+			out = append(out, m)
+		}
+	}
+	return out, miss, "", nil
+}
+
+// runPythonC1 runs the reference and the calibration mutants of every
+// observed Python task (pyharness.Calibrate) and keeps the tasks C1
+// keeps; a sibling is another API of the same module with a task.
+func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error {
+	p, err := pyenv.From(r)
+	if err != nil {
+		return err
+	}
+	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
+	names := map[string][]string{} // import path → the target names with a task, sorted
+	for _, tk := range tasks {
+		n := tk.Qualified[strings.LastIndex(tk.Qualified, ".")+1:]
+		if !contains(names[tk.ImportPath], n) {
+			names[tk.ImportPath] = append(names[tk.ImportPath], n)
+		}
+	}
+	for k := range names {
+		sort.Strings(names[k])
+	}
+	out := make([]C1Row, len(tasks))
+	runners := map[string]*pyharness.Runner{}
+	defer func() {
+		for _, rn := range runners {
+			rn.Close()
+		}
+	}()
+	drops := map[string]int{}
+	survived := map[string]int{}
+	kept := 0
+	for i, tk := range tasks {
+		row := C1Row{Row: tk, Survivors: []string{}}
+		if tk.Ecosystem != "python" {
+			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
+		}
+		reason := ""
+		switch {
+		case tk.Expect == "":
+			reason = "no harness: " + tk.ObserveError
+		case p.Unsandboxed != "":
+			reason = "not run: the sandbox cannot mount the environment: " + p.Unsandboxed
+		}
+		env, why := envs.get(tk.VNewEnv)
+		if reason == "" && env == nil {
+			reason = "not run: " + why
+		}
+		if reason == "" {
+			var task pyharness.Task
+			var exp pyharness.Expectation
+			if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
+				return fmt.Errorf("task %s: spec: %w", tk.TaskID, err)
+			}
+			if err := json.Unmarshal([]byte(tk.Expect), &exp); err != nil {
+				return fmt.Errorf("task %s: expect: %w", tk.TaskID, err)
+			}
+			rn := runners[tk.VNewEnv]
+			if rn == nil {
+				if rn, err = envs.runner(r, env); err != nil {
+					return err
+				}
+				runners[tk.VNewEnv] = rn
+			}
+			sibling := ""
+			for _, n := range names[tk.ImportPath] {
+				if n != task.Target.Name() {
+					sibling = n
+					break
+				}
+			}
+			a, err := pyharness.Calibrate(ctx, rn, task, sibling, exp)
+			if err != nil {
+				return fmt.Errorf("task %s: %w", tk.TaskID, err)
+			}
+			row.C1Passed = a.Reference.Passed
+			if !a.Reference.Passed {
+				row.C1Error = a.Reference.Layer + ": " + a.Reference.Reason
+			}
+			for _, m := range a.Mutants {
+				row.AuditRun++
+				if m.Verdict.Passed {
+					row.Survivors = append(row.Survivors, m.Kind)
+					survived[m.Kind]++
+				} else {
+					row.AuditKill++
+				}
+			}
+			if row.AuditRun > 0 {
+				row.Discrimination = float64(row.AuditKill) / float64(row.AuditRun)
+			}
+			row.Keep, reason = pyharness.C1(exp, a)
+		}
+		row.Reason = reason
+		if row.Keep {
+			kept++
+		} else {
+			key := reason
+			if j := strings.IndexAny(key, "(:"); j > 0 {
+				key = key[:j]
+			}
+			drops[strings.TrimSpace(key)]++
+		}
+		out[i] = row
+		r.Progress(int64(i+1), int64(len(tasks)))
+	}
+	for _, k := range sortedKeys(drops) {
+		r.Logf("dropped %d: %s", drops[k], k)
+	}
+	if len(survived) > 0 {
+		var surv []string
+		for _, k := range sortedKeys(survived) {
+			surv = append(surv, fmt.Sprintf("%s %d", k, survived[k]))
+		}
+		r.Logf("calibration mutants that passed a harness: %s", strings.Join(surv, ", "))
+	}
+	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
+	return t.Write(r, out)
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,242 @@
+package tasks_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/engine"
+	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
+	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
+	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
+)
+
+// pyStats are the releases of the fixture project "py-stats" (package
+// pystats): 2.0.0 adds scale (a doctest with a literal argument), clamp
+// (the shipped docs/usage.md calls it through the module), ordered (a
+// doctest that sets up its data first, then composes the call with
+// total), mean (a doctest that fails) and total (no example).
+var pyStats = map[string]map[string]string{
+	"1.0.0": {
+		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
+from pystats._core import add
+
+__all__ = ["add"]
+`,
+		"pystats/_core.py": `def add(a, b):
+    """Return the sum of a and b, for any two numbers."""
+    return a + b
+`,
+	},
+	"2.0.0": {
+		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
+from pystats._core import add, scale, mean, clamp, total, ordered, Pair, box
+
+__all__ = ["add", "scale", "mean", "clamp", "total", "ordered", "Pair", "box"]
+`,
+		"pystats/_core.py": `def add(a, b):
+    """Return the sum of a and b, for any two numbers."""
+    return a + b
+
+
+def scale(xs, k=2):
+    """Multiply every number of a list by the factor k.
+
+    >>> scale([1, 2, 3])
+    [2, 4, 6]
+    """
+    return [x * k for x in xs]
+
+
+def ordered(xs, reverse=False):
+    """Return the numbers of a list from the smallest to the largest.
+
+    >>> data = [3, 1, 2]
+    >>> ordered(data)
+    [1, 2, 3]
+    >>> total(ordered(data))
+    6
+    """
+    return sorted(xs, reverse=reverse)
+
+
+def mean(xs):
+    """Return the arithmetic mean of a non-empty list of numbers.
+
+    >>> mean([1, 2])
+    2
+    """
+    return sum(xs) / len(xs)
+
+
+def clamp(v, lo, hi):
+    """Limit the value v to the closed interval from lo to hi."""
+    return max(lo, min(v, hi))
+
+
+def total(xs):
+    """Return the sum of all the numbers of a list, zero when empty."""
+    return sum(xs)
+
+
+def box(v):
+    """Wrap the value v in a list of one item.
+
+    >>> box(3) is not None
+    True
+    """
+    return [v]
+
+
+class Pair:
+    """Hold two values side by side, first and second.
+
+    >>> Pair(1, 2)
+    Pair(1, 2)
+    """
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    def __repr__(self):
+        return f"Pair({self.a}, {self.b})"
+`,
+		"pystats/docs/usage.md": "# Usage\n\n```pycon\n>>> import pystats\n>>> pystats.clamp(5, 0, 3)\n3\n```\n",
+	},
+}
+
+const pyTasksPipeline = `
+model "m" {
+  id     = "example/model"
+  cutoff = "2024-06-01"
+}
+library "stats" {
+  ecosystem = "python"
+  name      = "py-stats"
+}
+node "version_resolve" "stats" {
+  library = library.stats
+  cutoff  = model.m.cutoff
+}
+node "surface_diff" "stats" {
+  versions  = node.version_resolve.stats
+  ecosystem = "python"
+}
+node "bundle" "stats" {
+  apis      = node.surface_diff.stats
+  ecosystem = "python"
+}
+node "tasks" "stats" {
+  bundles   = node.bundle.stats
+  ecosystem = "python"
+}
+node "c1" "stats" {
+  tasks     = node.tasks.stats
+  ecosystem = "python"
+}
+`
+
+// TestPythonTasksAndC1FromBundles runs the Python chain on a loopback
+// index through tasks and c1: scale and clamp (its example is the shipped
+// usage.md's) and box have an easy task only, ordered all three levels;
+// Pair's example gives no task, mean's fails and total has none (no
+// bundles). Every reference passes its harness. C1 keeps the five whose
+// harness rejects each of their six mutants and drops box: its example
+// shows box(3) is not None, which a mock gives too, so the throwaway
+// mutant passes. A second run computes nothing.
+func TestPythonTasksAndC1FromBundles(t *testing.T) {
+	ix := pypitest.NewIndex()
+	var rs []pypitest.Release
+	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
+		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
+	}
+	if err := ix.Publish("py-stats", rs...); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.OfflinePython(t, ix)
+	dir := nodetest.StoreDir(t)
+	run := nodetest.Run(t, dir, pyTasksPipeline)
+	notes := run.Notes(engine.EventDone)
+	rows := nodetest.Read[tasks.Row](t, run, "node.tasks.stats")
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Qualified+"/"+r.Difficulty)
+		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
+			t.Errorf("%s/%s: ecosystem %q env %q expect %q observe error %q", r.Qualified, r.Difficulty, r.Ecosystem, r.VNewEnv, r.Expect, r.ObserveError)
+		}
+		var spec pyharness.Task
+		if err := json.Unmarshal([]byte(r.Spec), &spec); err != nil {
+			t.Fatalf("%s/%s: spec: %v", r.Qualified, r.Difficulty, err)
+		}
+		ref, _, _ := spec.ReferenceProgram()
+		if spec.Difficulty != r.Difficulty || spec.Target.ID != r.APIID || r.Context != spec.Context() || !strings.Contains(r.Context, pyharness.MaskMarker) ||
+			r.Mask != spec.Reference || r.Reference != ref || len(spec.Inputs) == 0 {
+			t.Errorf("%s/%s: the row's program columns are not its spec's:\n%s\nspec %+v", r.Qualified, r.Difficulty, r.Context, spec)
+		}
+		if strings.Contains(r.Description, r.Qualified[strings.LastIndex(r.Qualified, ".")+1:]+"(") {
+			t.Errorf("%s/%s: the description names the target:\n%s", r.Qualified, r.Difficulty, r.Description)
+		}
+	}
+	sort.Strings(got)
+	if want := "pystats.box/easy pystats.clamp/easy pystats.ordered/easy pystats.ordered/hard pystats.ordered/medium pystats.scale/easy"; strings.Join(got, " ") != want {
+		t.Errorf("tasks %s, want %s", strings.Join(got, " "), want)
+	}
+	wantNote := "6 tasks from 5 bundles (easy 4, medium 1, hard 1); 6 references observed (3 runs each), 3 perturbed inputs dropped; 1 bundles without a task"
+	if n := notes["node.tasks.stats"]; n != wantNote {
+		t.Errorf("tasks note %q, want %q", n, wantNote)
+	}
+	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.stats")
+	if len(c1) != len(rows) {
+		t.Fatalf("%d c1 rows for %d tasks", len(c1), len(rows))
+	}
+	for i, c := range c1 {
+		if c.Row != rows[i] {
+			t.Errorf("%s: c1's task columns differ from the task's", c.TaskID)
+		}
+		if c.Qualified == "pystats.box" {
+			if c.Keep || !c.C1Passed || c.Reason != "no outcome depends on the target: the mock layer cannot tell a throwaway call" ||
+				c.AuditRun != 6 || c.AuditKill != 5 || strings.Join(c.Survivors, ",") != "throwaway" {
+				t.Errorf("c1 box: keep %v passed %v reason %q killed %d/%d survivors %v, want dropped, the throwaway mutant surviving", c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+			}
+			continue
+		}
+		if !c.Keep || !c.C1Passed || c.Reason != "" || c.AuditRun != 6 || c.AuditKill != 6 || c.Discrimination != 1 || len(c.Survivors) != 0 {
+			t.Errorf("c1 %s/%s: keep %v passed %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+		}
+	}
+	if n := notes["node.c1.stats"]; n != "5 of 6 tasks pass C1 and the audit" {
+		t.Errorf("c1 note %q", n)
+	}
+
+	again := nodetest.Run(t, dir, pyTasksPipeline)
+	for addr, r := range again.Nodes {
+		if r.State != "cached" {
+			t.Errorf("second run: %s %s", addr, r.State)
+		}
+	}
+	if n := again.Notes(engine.EventCached)["node.tasks.stats"]; n != wantNote {
+		t.Errorf("cached note %q", n)
+	}
+}
+
+// TestPythonTasksAndC1RejectBadAttributesAtTheirPosition: an unknown
+// ecosystem, and samples on a Python c1 (it runs its mutants itself), are
+// errors at the attribute's file:line:col.
+func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
+	for _, tc := range []struct{ old, new, pos, msg string }{
+		{"bundles   = node.bundle.stats\n  ecosystem = \"python\"", "bundles   = node.bundle.stats\n  ecosystem = \"rust\"", "p.hcl:24,15-21", `not "rust"`},
+		{"tasks     = node.tasks.stats\n  ecosystem = \"python\"", "tasks     = node.tasks.stats\n  ecosystem = \"python\"\n  samples   = node.tasks.stats", "p.hcl:29,15-31", "runs the calibration mutants itself"},
+	} {
+		dir := t.TempDir()
+		src := strings.Replace(pyTasksPipeline, tc.old, tc.new, 1)
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
+			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
+		}
+	}
+}
