@@ -287,7 +287,7 @@ func runCutHelper(ctx context.Context, python string, stdin []byte) ([]byte, err
 	if python == "" {
 		return nil, errors.New("no interpreter")
 	}
-	cmd := exec.CommandContext(ctx, python, "-I", "-B", "-X", "utf8", "-c", cutHelper)
+	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-B", "-X", "utf8", "-c", cutHelper)
 	cmd.Dir = os.TempDir()
 	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -2,6 +2,10 @@ package pyharness
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -341,5 +345,41 @@ func TestUsableInputsKeepsThoseThatTellSolutionsApart(t *testing.T) {
 	got, _, _ = UsableInputs(task, exp)
 	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(4,)", "(5,)"}) {
 		t.Errorf("inputs %q", got.Inputs)
+	}
+}
+
+// TestCutRunsNoCodeOfTheEnvironment: the cut helper runs outside the
+// sandbox with the environment's interpreter, so it must not start site:
+// a .pth file in the environment's site-packages would run on the host.
+func TestCutRunsNoCodeOfTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(python(t), "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		need(t, fmt.Sprintf("python -m venv: %v: %s", err, out))
+	}
+	site, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if len(site) != 1 {
+		t.Fatalf("site-packages of %s: %v", venv, site)
+	}
+	marker := filepath.Join(dir, "pth-ran")
+	if err := os.WriteFile(filepath.Join(site[0], "evil.pth"), []byte("import os; open('"+marker+"', 'w').close()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := filepath.Join(venv, "bin", "python")
+	if err := exec.Command(py, "-I", "-c", "pass").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the .pth file did not run with site on (%v): the test proves nothing", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	c := cutCases[0]
+	if _, _, err := Cut(context.Background(), py, c.api, c.ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the cut helper started site: the environment's .pth file ran on the host")
 	}
 }

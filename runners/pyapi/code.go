@@ -63,7 +63,7 @@ type codeDecl struct {
 // file is an error in errs. Safe for concurrent use; each call is its own
 // process.
 func SourceCode(ctx context.Context, python, file string, qualnames []string, maxBytes int) (codes map[string]*Code, errs map[string]error, err error) {
-	args := append([]string{"-I", "-B", "-X", "utf8", "-c", codeHelper, file}, qualnames...)
+	args := append([]string{"-I", "-S", "-B", "-X", "utf8", "-c", codeHelper, file}, qualnames...)
 	out, err := runHelper(ctx, python, args)
 	if err != nil {
 		return nil, nil, fmt.Errorf("m_code %s: %w", file, err)

@@ -111,7 +111,7 @@ func Doctests(ctx context.Context, python string, apis []API) (examples []Exampl
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := runHelperInput(ctx, python, []string{"-I", "-B", "-X", "utf8", "-c", examplesHelper, "parse"}, in)
+	out, err := runHelperInput(ctx, python, []string{"-I", "-S", "-B", "-X", "utf8", "-c", examplesHelper, "parse"}, in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("doctests: %w", err)
 	}
@@ -142,7 +142,7 @@ func Doctests(ctx context.Context, python string, apis []API) (examples []Exampl
 // examples/*.py) cannot be validated against anything but its exit status,
 // and is left out. A file doctest cannot parse is in skipped with why.
 func DocFileExamples(ctx context.Context, python, dir string) (examples []Example, skipped map[string]string, err error) {
-	out, err := runHelper(ctx, python, []string{"-I", "-B", "-X", "utf8", "-c", examplesHelper, "scan", dir})
+	out, err := runHelper(ctx, python, []string{"-I", "-S", "-B", "-X", "utf8", "-c", examplesHelper, "scan", dir})
 	if err != nil {
 		return nil, nil, fmt.Errorf("doc examples in %s: %w", dir, err)
 	}
