@@ -28,7 +28,9 @@ type Expectation struct {
 type Expected struct {
 	// Value is the reference's value description, with "vary": true on
 	// each part where the runs disagreed (hash order, addresses, time):
-	// of those only the kind and type are asserted, the rest exactly.
+	// of those only the kind and type are asserted, the rest exactly; and
+	// "anytype": true as well where even the kind or type disagreed (a
+	// random pick among items of different types): of those nothing.
 	Value json.RawMessage `json:"value,omitempty"`
 	// Exact: every run gave the same value (nothing is marked vary).
 	Exact bool `json:"exact"`
@@ -102,12 +104,22 @@ func Derive(runs []Run) (Expectation, error) {
 
 // markVary marks vary each part of w (a description) where g, another
 // run's description of the same value, disagrees: a scalar's value, a
-// container's kind, type or length; a repr that differs is dropped.
+// container's length; a repr that differs is dropped. A part whose kind or
+// type differs is marked anytype as well (nothing of it is asserted).
 func markVary(w, g map[string]any) {
-	if w == nil || w["vary"] == true {
+	if w == nil || w["anytype"] == true {
 		return
 	}
-	if g == nil || w["t"] != g["t"] || w["type"] != g["type"] || fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) ||
+	if g == nil || w["t"] != g["t"] || w["type"] != g["type"] {
+		// Not even its kind and type are stable (an item a random choice
+		// takes from one of several sequences): nothing of it is asserted.
+		w["vary"], w["anytype"] = true, true
+		return
+	}
+	if w["vary"] == true {
+		return
+	}
+	if fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) ||
 		fmt.Sprint(w["dtype"]) != fmt.Sprint(g["dtype"]) || fmt.Sprint(w["shape"]) != fmt.Sprint(g["shape"]) {
 		w["vary"] = true
 		return
@@ -273,8 +285,11 @@ func decode(raw json.RawMessage, v any) error {
 // tolerance; scalars of the same kind compare across types (a float and
 // numpy.float64), containers must have the same type; a part of w marked
 // vary agrees with any of the same kind and type; w's repr, when it has
-// one, must be g's.
+// one, must be g's; a part of w marked anytype agrees with any part.
 func diff(w, g map[string]any, at string) string {
+	if w["anytype"] == true {
+		return ""
+	}
 	wt, gt := w["t"], g["t"]
 	if wt != gt {
 		return fmt.Sprintf("%s: a %v, want a %v", at, g["type"], w["type"])

@@ -67,9 +67,11 @@
 //     pass changed is still changed in the mock pass.
 //   - Stable expectations (Derive): the reference runs in several
 //     processes (hash randomisation differs); each part of a value where
-//     the runs disagree (a leaf, or a container whose length or type
-//     differs; a repr that differs is dropped) is asserted by its kind
-//     and type only, the rest exactly.
+//     the runs disagree (a leaf, or a container whose length differs; a
+//     repr that differs is dropped) is asserted by its kind and type
+//     only, a part whose kind or type differs not at all, the rest
+//     exactly; so the reference passes its own expectation, and C1
+//     decides on the stable parts.
 //   - Isolation: every sample runs in a process of its own under
 //     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
 //     the environment read-only, CPU, memory, process and wall-clock

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -199,6 +200,59 @@ func TestDeriveMarksOnlyThePartsWhereRunsDisagree(t *testing.T) {
 		if ok, why := compareValues(exp.Expected[0].Value, json.RawMessage(tc.got)); ok != tc.ok {
 			t.Errorf("%s: equal %v (%s), want %v", tc.name, ok, why, tc.ok)
 		}
+	}
+}
+
+// TestDeriveAssertsNothingOfAPartWhoseTypeVaries: a random pick among
+// items of different types (more_itertools.interleave_randomly) gives
+// each run items of other kinds; those items are not asserted, the list's
+// type and length still are, and every run of the reference passes.
+func TestDeriveAssertsNothingOfAPartWhoseTypeVaries(t *testing.T) {
+	item := map[string]string{
+		"i": `{"t":"int","type":"builtins.int","v":"1"}`,
+		"s": `{"t":"str","type":"builtins.str","v":"a","len":1}`,
+		"l": `{"t":"list","type":"builtins.list","len":0,"items":[]}`,
+	}
+	list := func(picks string) json.RawMessage {
+		var items []string
+		for _, p := range picks {
+			items = append(items, item[string(p)])
+		}
+		return json.RawMessage(fmt.Sprintf(`{"t":"list","type":"builtins.list","len":%d,"items":[%s]}`, len(items), strings.Join(items, ",")))
+	}
+	for _, tc := range []struct {
+		name string
+		runs []string
+		// got: values compared with the expectation, and whether they pass.
+		got map[string]bool
+	}{
+		{"the kind differs in the second run", []string{"is", "si"}, map[string]bool{"ii": true, "ss": true, "il": true, "i": false}},
+		{"the kind differs only in the third run", []string{"is", "is", "ss"}, map[string]bool{"ls": true, "li": false, "iss": false}},
+		{"a container against a scalar", []string{"il", "ii"}, map[string]bool{"is": true, "ss": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []Run
+			for _, r := range tc.runs {
+				runs = append(runs, Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: list(r)}}, Mock: []Outcome{{Value: list("")}}}})
+			}
+			exp, err := Derive(runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exp.Expected[0].Exact {
+				t.Error("marked exact: the runs disagree")
+			}
+			for i, r := range runs {
+				if v := Check(exp, r); !v.Passed {
+					t.Errorf("reference run %d fails its own expectation: %+v", i, v)
+				}
+			}
+			for got, ok := range tc.got {
+				if pass, why := compareValues(exp.Expected[0].Value, list(got)); pass != ok {
+					t.Errorf("%q: equal %v (%s), want %v", got, pass, why, ok)
+				}
+			}
+		})
 	}
 }
 
