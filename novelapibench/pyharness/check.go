@@ -105,7 +105,8 @@ func Derive(runs []Run) (Expectation, error) {
 // markVary marks vary each part of w (a description) where g, another
 // run's description of the same value, disagrees: a scalar's value, a
 // container's length; a repr that differs is dropped. A part whose kind or
-// type differs is marked anytype as well (nothing of it is asserted).
+// type differs is marked anytype as well (nothing of it is asserted); in
+// a list or a set, one varying item makes all vary (spreadVary).
 func markVary(w, g map[string]any) {
 	if w == nil || w["anytype"] == true {
 		return
@@ -139,11 +140,16 @@ func markVary(w, g map[string]any) {
 		w["vary"] = true
 		return
 	}
+	types := map[string]bool{}
+	defer spreadVary(w, types)
 	for i := range wi {
 		switch wx := wi[i].(type) {
 		case map[string]any:
 			gx, _ := gi[i].(map[string]any)
 			markVary(wx, gx)
+			if w["t"] == "list" || w["t"] == "set" {
+				types[fmt.Sprint(gx["t"], gx["type"])] = true
+			}
 		case []any: // a dict entry or an attribute: [key, value]
 			gx, _ := gi[i].([]any)
 			if len(gx) != len(wx) {
@@ -161,6 +167,41 @@ func markVary(w, g map[string]any) {
 					continue
 				}
 				markVary(wm, gm)
+			}
+		}
+	}
+}
+
+// spreadVary: a list or a set is a collection of like items, so an item
+// whose value varies between runs means its order does (a random pick, a
+// shuffle), and an item that agreed in the runs seen may differ in the
+// next: when one item of w varies, every item is marked as it is, and
+// anytype when the items of the runs (types, seen in g, the other run)
+// are of more than one kind or type or one is anytype already.
+func spreadVary(w map[string]any, types map[string]bool) {
+	if w["t"] != "list" && w["t"] != "set" {
+		return
+	}
+	items, _ := w["items"].([]any)
+	varies, anyType := false, false
+	for _, x := range items {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		types[fmt.Sprint(m["t"], m["type"])] = true
+		varies = varies || m["vary"] == true
+		anyType = anyType || m["anytype"] == true
+	}
+	if !varies {
+		return
+	}
+	anyType = anyType || len(types) > 1
+	for _, x := range items {
+		if m, ok := x.(map[string]any); ok {
+			m["vary"] = true
+			if anyType {
+				m["anytype"] = true
 			}
 		}
 	}

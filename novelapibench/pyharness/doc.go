@@ -70,7 +70,10 @@
 //     the runs disagree (a leaf, or a container whose length differs; a
 //     repr that differs is dropped) is asserted by its kind and type
 //     only, a part whose kind or type differs not at all, the rest
-//     exactly; so the reference passes its own expectation, and C1
+//     exactly. A list or set is a collection of like items: one item
+//     that varies makes all vary (their order does), none asserted when
+//     the items are of several kinds or types. So a random function's
+//     reference passes its own expectation in a later run too, and C1
 //     decides on the stable parts.
 //   - Isolation: every sample runs in a process of its own under
 //     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
