@@ -28,7 +28,9 @@ type Expectation struct {
 type Expected struct {
 	// Value is the reference's value description, with "vary": true on
 	// each part where the runs disagreed (hash order, addresses, time):
-	// of those only the kind and type are asserted, the rest exactly.
+	// of those only the kind and type are asserted, the rest exactly; and
+	// "anytype": true as well where even the kind or type disagreed (a
+	// random pick among items of different types): of those nothing.
 	Value json.RawMessage `json:"value,omitempty"`
 	// Exact: every run gave the same value (nothing is marked vary).
 	Exact bool `json:"exact"`
@@ -102,12 +104,23 @@ func Derive(runs []Run) (Expectation, error) {
 
 // markVary marks vary each part of w (a description) where g, another
 // run's description of the same value, disagrees: a scalar's value, a
-// container's kind, type or length; a repr that differs is dropped.
+// container's length; a repr that differs is dropped. A part whose kind or
+// type differs is marked anytype as well (nothing of it is asserted); in
+// a list or a set, one varying item makes all vary (spreadVary).
 func markVary(w, g map[string]any) {
-	if w == nil || w["vary"] == true {
+	if w == nil || w["anytype"] == true {
 		return
 	}
-	if g == nil || w["t"] != g["t"] || w["type"] != g["type"] || fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) ||
+	if g == nil || w["t"] != g["t"] || w["type"] != g["type"] {
+		// Not even its kind and type are stable (an item a random choice
+		// takes from one of several sequences): nothing of it is asserted.
+		w["vary"], w["anytype"] = true, true
+		return
+	}
+	if w["vary"] == true {
+		return
+	}
+	if fmt.Sprint(w["len"]) != fmt.Sprint(g["len"]) ||
 		fmt.Sprint(w["dtype"]) != fmt.Sprint(g["dtype"]) || fmt.Sprint(w["shape"]) != fmt.Sprint(g["shape"]) {
 		w["vary"] = true
 		return
@@ -127,11 +140,16 @@ func markVary(w, g map[string]any) {
 		w["vary"] = true
 		return
 	}
+	types := map[string]bool{}
+	defer spreadVary(w, types)
 	for i := range wi {
 		switch wx := wi[i].(type) {
 		case map[string]any:
 			gx, _ := gi[i].(map[string]any)
 			markVary(wx, gx)
+			if w["t"] == "list" || w["t"] == "set" {
+				types[fmt.Sprint(gx["t"], gx["type"])] = true
+			}
 		case []any: // a dict entry or an attribute: [key, value]
 			gx, _ := gi[i].([]any)
 			if len(gx) != len(wx) {
@@ -149,6 +167,41 @@ func markVary(w, g map[string]any) {
 					continue
 				}
 				markVary(wm, gm)
+			}
+		}
+	}
+}
+
+// spreadVary: a list or a set is a collection of like items, so an item
+// whose value varies between runs means its order does (a random pick, a
+// shuffle), and an item that agreed in the runs seen may differ in the
+// next: when one item of w varies, every item is marked as it is, and
+// anytype when the items of the runs (types, seen in g, the other run)
+// are of more than one kind or type or one is anytype already.
+func spreadVary(w map[string]any, types map[string]bool) {
+	if w["t"] != "list" && w["t"] != "set" {
+		return
+	}
+	items, _ := w["items"].([]any)
+	varies, anyType := false, false
+	for _, x := range items {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		types[fmt.Sprint(m["t"], m["type"])] = true
+		varies = varies || m["vary"] == true
+		anyType = anyType || m["anytype"] == true
+	}
+	if !varies {
+		return
+	}
+	anyType = anyType || len(types) > 1
+	for _, x := range items {
+		if m, ok := x.(map[string]any); ok {
+			m["vary"] = true
+			if anyType {
+				m["anytype"] = true
 			}
 		}
 	}
@@ -273,8 +326,11 @@ func decode(raw json.RawMessage, v any) error {
 // tolerance; scalars of the same kind compare across types (a float and
 // numpy.float64), containers must have the same type; a part of w marked
 // vary agrees with any of the same kind and type; w's repr, when it has
-// one, must be g's.
+// one, must be g's; a part of w marked anytype agrees with any part.
 func diff(w, g map[string]any, at string) string {
+	if w["anytype"] == true {
+		return ""
+	}
 	wt, gt := w["t"], g["t"]
 	if wt != gt {
 		return fmt.Sprintf("%s: a %v, want a %v", at, g["type"], w["type"])

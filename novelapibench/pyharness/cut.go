@@ -90,6 +90,9 @@ type Skip struct {
 //     does not use the package is the prelude.
 //   - medium: also the statements that set up the data the call is given
 //     (those it depends on, transitively); skipped when there are none.
+//     A statement the prelude would keep that reads a name only the body
+//     now binds (or one such a statement binds) is left out: the body
+//     does not need it, and the prelude would raise NameError.
 //   - hard: every statement of the example up to the last one that shows
 //     a result, which is returned; the prelude keeps only the example's
 //     imports of other modules; skipped when the example calls nothing

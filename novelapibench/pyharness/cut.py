@@ -361,7 +361,21 @@ def build(ex, level, body_idx, k, last, data=()):
         prelude_idx = [i for i in range(last + 1) if ex.kind[i] == "plain" and isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom))]
         body_idx = [i for i in body_idx if i not in prelude_idx]
     else:
-        prelude_idx = [i for i in range(k) if i not in in_body and ex.kind[i] == "plain"]
+        # A statement left out of the body that reads a name only the
+        # body now binds (the data a medium task moved into it), or one
+        # such a statement bound, is left out too: the body does not need
+        # it (depends would have taken it), and at module level it would
+        # fail with a NameError.
+        prelude_idx, moved = [], set()
+        for i in range(k):
+            if i in in_body:
+                moved |= set(stores(ex.units[i][0]))
+            elif ex.kind[i] == "plain":
+                if loads(ex.units[i][0]) & moved:
+                    moved |= set(stores(ex.units[i][0]))
+                else:
+                    prelude_idx.append(i)
+                    moved -= set(stores(ex.units[i][0]))
     # Lift the literal arguments of the target's call into parameters.
     call = ex.target_call(units[k][0])
     taken = set(BUILTINS) | set(keyword.kwlist)

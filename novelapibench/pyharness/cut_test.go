@@ -152,6 +152,36 @@ var cutCases = []cutCase{
 		},
 	},
 	{
+		// more_itertools.dft's shape: a plain statement reading the data
+		// the medium body takes (Xarr) stays out of that prelude, where it
+		// would raise NameError.
+		name: "a statement reading the medium task's data leaves its prelude",
+		api:  apiScale,
+		ex: doctest("fixpkg._impl:scale", "fixpkg._impl",
+			"import math", "",
+			"xs = [1, 2]  # input", "",
+			"ws = [3, 6]  # expected", "",
+			"mags, signs = zip(*map(math.frexp, ws))", "",
+			"all(map(math.isclose, scale(xs, 3), ws))", "True\n"),
+		want: map[string]Task{
+			Easy: {
+				Prelude:   "import math\nxs = [1, 2]\nws = [3, 6]\nmags, signs = zip(*map(math.frexp, ws))",
+				Signature: "def solve(ws, xs, factor):",
+				Reference: "from fixpkg import scale\nreturn all(map(math.isclose, scale(xs, factor), ws))",
+				Inputs:    []string{"(ws, xs, 3)", "([4, 7], xs, 3)", "(ws, [2, 3], 3)", "(ws, xs, 4)"},
+				Site:      Site{Args: []string{"xs", "factor"}, Returns: "all(map(math.isclose, scale(xs, factor), ws))", Want: "True\n"},
+			},
+			Medium: {
+				Prelude:   "import math",
+				Signature: "def solve(factor):",
+				Reference: "from fixpkg import scale\nxs = [1, 2]\nws = [3, 6]\nreturn all(map(math.isclose, scale(xs, factor), ws))",
+				Inputs:    []string{"(3,)", "(4,)"},
+				Site:      Site{Args: []string{"xs", "factor"}, Data: []string{"xs = [1, 2]", "ws = [3, 6]"}, Returns: "all(map(math.isclose, scale(xs, factor), ws))", Want: "True\n"},
+			},
+		},
+		skipped: map[string]string{Hard: "nothing else"},
+	},
+	{
 		name: "an assignment a later step shows",
 		api:  apiScale,
 		ex:   doctest("docs/assign.md", "", "from fixpkg import scale", "", "ys = scale([1], 2)", "", "ys", "[2]\n"),

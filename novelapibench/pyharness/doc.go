@@ -67,9 +67,14 @@
 //     pass changed is still changed in the mock pass.
 //   - Stable expectations (Derive): the reference runs in several
 //     processes (hash randomisation differs); each part of a value where
-//     the runs disagree (a leaf, or a container whose length or type
-//     differs; a repr that differs is dropped) is asserted by its kind
-//     and type only, the rest exactly.
+//     the runs disagree (a leaf, or a container whose length differs; a
+//     repr that differs is dropped) is asserted by its kind and type
+//     only, a part whose kind or type differs not at all, the rest
+//     exactly. A list or set is a collection of like items: one item
+//     that varies makes all vary (their order does), none asserted when
+//     the items are of several kinds or types. So a random function's
+//     reference passes its own expectation in a later run too, and C1
+//     decides on the stable parts.
 //   - Isolation: every sample runs in a process of its own under
 //     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
 //     the environment read-only, CPU, memory, process and wall-clock

@@ -1,6 +1,7 @@
 package pyharness
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,6 +224,35 @@ func TestValuesThatVaryBetweenRunsAreAssertedByTypeOnly(t *testing.T) {
 	}
 	if v := Check(exp, f.run(t, task, "from fixpkg import scale\nreturn sum(scale(xs, k))")); v.Passed {
 		t.Error("a value of another type passes")
+	}
+}
+
+// TestARandomPickAmongTypesPassesLaterRuns: the reference returns the
+// target's items among items of other types in a random order (as
+// more_itertools.interleave_randomly does); expected from three runs, it
+// passes every later run too, and a value of another length does not.
+func TestARandomPickAmongTypesPassesLaterRuns(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	task.Prelude += "\nimport random"
+	task.Reference = "from fixpkg import scale\nitems = scale(xs, factor=k) + ['a', None, 2.5, (1,), b'x']\nrandom.shuffle(items)\nreturn items"
+	exp := f.expectation(t, task)
+	var samples []Sample
+	for i := 0; i < 6; i++ {
+		samples = append(samples, Sample{Task: task, Solution: task.Reference})
+	}
+	runs, err := f.runner.RunAll(context.Background(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		if v := Check(exp, r); !v.Passed {
+			t.Errorf("later run %d of the reference fails: %+v", i, v)
+		}
+	}
+	short := "from fixpkg import scale\nitems = scale(xs, factor=k) + ['a']\nrandom.shuffle(items)\nreturn items"
+	if v := Check(exp, f.run(t, task, short)); v.Passed || v.Layer != LayerComparative {
+		t.Errorf("a list of another length: %+v, want rejected at %s", v, LayerComparative)
 	}
 }
 

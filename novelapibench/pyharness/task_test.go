@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -199,6 +200,66 @@ func TestDeriveMarksOnlyThePartsWhereRunsDisagree(t *testing.T) {
 		if ok, why := compareValues(exp.Expected[0].Value, json.RawMessage(tc.got)); ok != tc.ok {
 			t.Errorf("%s: equal %v (%s), want %v", tc.name, ok, why, tc.ok)
 		}
+	}
+}
+
+// TestDeriveAssertsNothingOfAPartWhoseTypeVaries: a random pick among
+// items of different types (more_itertools.interleave_randomly) gives
+// each run items of other kinds in other places. An item of a list (a
+// collection of like items) that varies makes every item vary, as its
+// order does: none is asserted when their kinds or types differ, only the
+// kind and type when they agree; the list's type and length still are.
+// A tuple (a record) keeps its stable positions exact. Every run of the
+// reference passes its own expectation.
+func TestDeriveAssertsNothingOfAPartWhoseTypeVaries(t *testing.T) {
+	item := map[rune]string{
+		'i': `{"t":"int","type":"builtins.int","v":"1"}`,
+		'j': `{"t":"int","type":"builtins.int","v":"2"}`,
+		's': `{"t":"str","type":"builtins.str","v":"a","len":1}`,
+		'l': `{"t":"list","type":"builtins.list","len":0,"items":[]}`,
+	}
+	value := func(kind, picks string) json.RawMessage {
+		var items []string
+		for _, p := range picks {
+			items = append(items, item[p])
+		}
+		return json.RawMessage(fmt.Sprintf(`{"t":%q,"type":"builtins.%s","len":%d,"items":[%s]}`, kind, kind, len(items), strings.Join(items, ",")))
+	}
+	for _, tc := range []struct {
+		name string
+		kind string
+		runs []string
+		// got: values compared with the expectation, and whether they pass.
+		got map[string]bool
+	}{
+		{"a list whose items' kinds differ between runs", "list", []string{"is", "si"}, map[string]bool{"ii": true, "ss": true, "il": true, "i": false}},
+		{"a list whose kinds differ only in the third run", "list", []string{"is", "is", "ss"}, map[string]bool{"ls": true, "sl": true, "iss": false}},
+		{"a list of ints in another order", "list", []string{"ij", "ji", "ij"}, map[string]bool{"jj": true, "is": false, "l": false}},
+		{"a tuple keeps its stable item", "tuple", []string{"il", "ii"}, map[string]bool{"is": true, "ss": false, "jl": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []Run
+			for _, r := range tc.runs {
+				runs = append(runs, Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: value(tc.kind, r)}}, Mock: []Outcome{{Value: value(tc.kind, "")}}}})
+			}
+			exp, err := Derive(runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exp.Expected[0].Exact {
+				t.Error("marked exact: the runs disagree")
+			}
+			for i, r := range runs {
+				if v := Check(exp, r); !v.Passed {
+					t.Errorf("reference run %d fails its own expectation: %+v", i, v)
+				}
+			}
+			for got, ok := range tc.got {
+				if pass, why := compareValues(exp.Expected[0].Value, value(tc.kind, got)); pass != ok {
+					t.Errorf("%q: equal %v (%s), want %v", got, pass, why, ok)
+				}
+			}
+		})
 	}
 }
 
