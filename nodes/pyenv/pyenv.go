@@ -353,3 +353,13 @@ func baseInstall(exe string) string {
 	}
 	return prefix
 }
+
+// EnvGone is the error of a node whose input names environment digest
+// (lib==version's, recorded by a surface_diff) when it is no longer in the
+// store's Python cache (the cache was deleted or collected). The node
+// fails, storing nothing, so that it runs again once the environment is
+// back; upstream is the address of the node's input, on the way from that
+// surface_diff.
+func EnvGone(digest, lib, version, upstream string) error {
+	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache; to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", lib, version, digest, upstream)
+}

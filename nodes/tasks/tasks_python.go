@@ -41,31 +41,29 @@ func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) 
 	return p, nil
 }
 
-// pyEnvs finds the environment of each digest in p's cache once; a digest
-// whose environment is gone maps to why.
+// pyEnvs finds the environment of each digest in p's cache once. A
+// digest whose environment is gone from the cache is an error
+// (pyenv.EnvGone, naming upstream, the node's input): the node fails and
+// stores nothing rather than a cached empty result that never heals.
 type pyEnvs struct {
-	p     *pyenv.Python
-	envs  map[string]*rpyenv.Env
-	whyNo map[string]string
+	p        *pyenv.Python
+	upstream string
+	envs     map[string]*rpyenv.Env
 }
 
-func (e *pyEnvs) get(digest string) (*rpyenv.Env, string) {
+func (e *pyEnvs) get(digest, lib, version string) (*rpyenv.Env, error) {
 	if env, ok := e.envs[digest]; ok {
-		return env, ""
-	}
-	if why, ok := e.whyNo[digest]; ok {
-		return nil, why
+		return env, nil
 	}
 	env, err := e.p.Cache.Get(digest)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		e.whyNo[digest] = fmt.Sprintf("environment %.12s is no longer in the store's Python cache: run surface_diff again", digest)
-	case err != nil:
-		e.whyNo[digest] = err.Error()
-	default:
-		e.envs[digest] = env
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, pyenv.EnvGone(digest, lib, version, e.upstream)
 	}
-	return env, e.whyNo[digest]
+	if err != nil {
+		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
+	}
+	e.envs[digest] = env
+	return env, nil
 }
 
 // runner is a harness runner on env's interpreter, the environment
@@ -113,7 +111,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 	if err != nil {
 		return err
 	}
-	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
+	envs := &pyEnvs{p: p, upstream: t.Config(r).Bundles.Node, envs: map[string]*rpyenv.Env{}}
 	var made []pyMade
 	noTask := map[string]int{}
 	levelSkips := map[string]int{}
@@ -122,10 +120,9 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		if b.Ecosystem != "python" || b.VNewEnv == "" {
 			return fmt.Errorf("bundle %s (%s) is not a Python bundle with v_new_env: the bundles input must be a bundle with ecosystem = \"python\"", b.Qualified, b.Library)
 		}
-		env, why := envs.get(b.VNewEnv)
-		if env == nil {
-			noTask[why]++
-			continue
+		env, err := envs.get(b.VNewEnv, b.Library, b.Version)
+		if err != nil {
+			return err
 		}
 		m, skips, why, err := cutPython(ctx, env, b)
 		if err != nil {
@@ -165,7 +162,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 			}
 			continue
 		}
-		env, _ := envs.get(digest)
+		env := envs.envs[digest]
 		run, err := envs.runner(r, env)
 		if err != nil {
 			return err
@@ -305,7 +302,7 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 	if err != nil {
 		return err
 	}
-	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
+	envs := &pyEnvs{p: p, upstream: t.Config(r).Tasks.Node, envs: map[string]*rpyenv.Env{}}
 	names := map[string][]string{} // import path → the target names with a task, sorted
 	for _, tk := range tasks {
 		n := tk.Qualified[strings.LastIndex(tk.Qualified, ".")+1:]
@@ -338,11 +335,11 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 		case p.Unsandboxed != "":
 			reason = "not run: the sandbox cannot mount the environment: " + p.Unsandboxed
 		}
-		env, why := envs.get(tk.VNewEnv)
-		if reason == "" && env == nil {
-			reason = "not run: " + why
-		}
 		if reason == "" {
+			env, err := envs.get(tk.VNewEnv, tk.Library, tk.Version)
+			if err != nil {
+				return err
+			}
 			var task pyharness.Task
 			var exp pyharness.Expectation
 			if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {

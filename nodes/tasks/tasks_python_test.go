@@ -2,11 +2,14 @@ package tasks_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
@@ -221,6 +224,32 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	}
 	if n := again.Notes(engine.EventCached)["node.tasks.stats"]; n != wantNote {
 		t.Errorf("cached note %q", n)
+	}
+
+	// With the environments deleted from the store's cache, a tasks node
+	// that runs again (a new key: generator written out) fails, stores
+	// nothing and says how to rebuild them; c1 is skipped.
+	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
+		t.Fatal(err)
+	}
+	gone := nodetest.RunErr(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
+	if s := gone.Nodes["node.bundle.stats"].State; s != engine.StateCached {
+		t.Errorf("bundle %s, want cached", s)
+	}
+	res := gone.Nodes["node.tasks.stats"]
+	if res.State != engine.StateFailed || res.Err == nil {
+		t.Fatalf("tasks without environments: %s %v, want failed", res.State, res.Err)
+	}
+	for _, want := range []string{"py-stats==2.0.0: environment ", "is no longer in the store's Python cache", "upstream of node.bundle.stats", "lacuna run --recompute node.surface_diff."} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("error %q, want %q", res.Err, want)
+		}
+	}
+	if _, err := gone.Store.GetAction(res.Key); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("a failed tasks node stored a result")
+	}
+	if s := gone.Nodes["node.c1.stats"].State; s != engine.StateSkipped {
+		t.Errorf("c1 %s, want skipped", s)
 	}
 }
 
