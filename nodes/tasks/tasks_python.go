@@ -267,7 +267,7 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 			Library: b.Library, Ecosystem: "python", Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
 			Qualified: b.Qualified, PkgName: task.Target.Package(), Family: b.Family, FamilyRep: b.FamilyRep,
 			Difficulty: task.Difficulty, Description: desc, Context: task.Context(), Mask: task.Reference, Reference: ref,
-			Generator: "examples", Example: task.Example, VNewEnv: b.VNewEnv,
+			Generator: "examples", Example: task.Example, VNewEnv: b.VNewEnv, Kind: b.Kind,
 		}}
 	}
 	var miss []string
@@ -296,23 +296,14 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 
 // runPythonC1 runs the reference and the calibration mutants of every
 // observed Python task (pyharness.Calibrate) and keeps the tasks C1
-// keeps; a sibling is another API of the same module with a task.
+// keeps; the sibling mutant calls another API with a task (pySiblings).
 func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error {
 	p, err := pyenv.From(r)
 	if err != nil {
 		return err
 	}
 	envs := &pyEnvs{p: p, upstream: t.Config(r).Tasks.Node, envs: map[string]*rpyenv.Env{}}
-	names := map[string][]string{} // import path → the target names with a task, sorted
-	for _, tk := range tasks {
-		n := tk.Qualified[strings.LastIndex(tk.Qualified, ".")+1:]
-		if !contains(names[tk.ImportPath], n) {
-			names[tk.ImportPath] = append(names[tk.ImportPath], n)
-		}
-	}
-	for k := range names {
-		sort.Strings(names[k])
-	}
+	siblings := pySiblings(tasks)
 	out := make([]C1Row, len(tasks))
 	runners := map[string]*pyharness.Runner{}
 	defer func() {
@@ -355,14 +346,7 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 				}
 				runners[tk.VNewEnv] = rn
 			}
-			sibling := ""
-			for _, n := range names[tk.ImportPath] {
-				if n != task.Target.Name() {
-					sibling = n
-					break
-				}
-			}
-			a, err := pyharness.Calibrate(ctx, rn, task, sibling, exp)
+			a, err := pyharness.Calibrate(ctx, rn, task, siblings[i], exp)
 			if err != nil {
 				return fmt.Errorf("task %s: %w", tk.TaskID, err)
 			}
@@ -409,6 +393,38 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 	}
 	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
 	return t.Write(r, out)
+}
+
+// pySiblings is, for each task, the name of the API its sibling mutant
+// calls instead of the target ("" when there is none): the first by name
+// of the other targets with a task that have the same kind (function,
+// method, class, ...) and the same parent in their qualified names (the
+// same module for a function or a class, the same class for a method),
+// so that the mutant is a plausible wrong choice the harness must reject
+// for its behaviour, not a name the context cannot resolve.
+func pySiblings(tasks []Row) []string {
+	parent := func(q string) string { return q[:max(strings.LastIndex(q, "."), 0)] }
+	name := func(q string) string { return q[strings.LastIndex(q, ".")+1:] }
+	names := map[string][]string{} // parent and kind → the target names with a task, sorted
+	for _, tk := range tasks {
+		k := parent(tk.Qualified) + "\x00" + tk.Kind
+		if n := name(tk.Qualified); !contains(names[k], n) {
+			names[k] = append(names[k], n)
+		}
+	}
+	for k := range names {
+		sort.Strings(names[k])
+	}
+	out := make([]string, len(tasks))
+	for i, tk := range tasks {
+		for _, n := range names[parent(tk.Qualified)+"\x00"+tk.Kind] {
+			if n != name(tk.Qualified) {
+				out[i] = n
+				break
+			}
+		}
+	}
+	return out
 }
 
 func contains(ss []string, s string) bool {

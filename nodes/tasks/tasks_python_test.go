@@ -169,7 +169,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Qualified+"/"+r.Difficulty)
-		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
+		if r.Ecosystem != "python" || r.Kind != "function" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
 			t.Errorf("%s/%s: ecosystem %q env %q expect %q observe error %q", r.Qualified, r.Difficulty, r.Ecosystem, r.VNewEnv, r.Expect, r.ObserveError)
 		}
 		var spec pyharness.Task
