@@ -30,11 +30,26 @@ var pySampleLimits = sandbox.Limits{Wall: 60 * time.Second, Memory: 2 << 30}
 
 // resolvePython pins what pyenv.Resolve pins (interpreter, installer,
 // index, sandbox) and the digests of the cut helper and the harness's
-// driver: a new driver recomputes the expectations and the verdicts.
+// driver: a new driver recomputes the expectations and the verdicts. As
+// root, the harness's runner drops to uid 65534 before the sandbox starts,
+// so the store's Python cache and the interpreter's installation must be
+// reachable by that user on the host (pyenv.Python.HostUnreachable): when
+// they are not, it fails at the ecosystem attribute, unless
+// LACUNA_PY_UNSANDBOXED=1 (then the samples are not run, as for any
+// unsandboxed Python node, and "sandbox" is "none").
 func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	p, err := pyenv.Resolve(ctx, r, pySampleLimits)
 	if err != nil {
 		return nil, err
+	}
+	py := p.Value.(*pyenv.Python)
+	if why := py.HostUnreachable(); why != "" && py.Unsandboxed == "" {
+		if r.Getenv("LACUNA_PY_UNSANDBOXED") != "1" {
+			return nil, nodes.Errorf("ecosystem", "Python library code cannot run in the sandbox",
+				"%s: keep the store under a path others can read and use an interpreter others can read (LACUNA_PYTHON=/usr/bin/python3); or, to run it outside the sandbox as your user with your network and files (resource limits only), set LACUNA_PY_UNSANDBOXED=1", why)
+		}
+		py.Unsandboxed = why
+		p.Identity["sandbox"] = "none"
 	}
 	p.Identity["helper.cut"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.CutHelperSource()))
 	p.Identity["helper.driver"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.DriverSource()))
@@ -68,7 +83,7 @@ func (e *pyEnvs) get(digest, lib, version string) (*rpyenv.Env, error) {
 
 // runner is a harness runner on env's interpreter, the environment
 // mounted read-only, its files in the store's Python cache (reachable by
-// the sandbox's user wherever pyenv.Resolve let the node run).
+// the sandbox's user on the host wherever resolvePython let the node run).
 func (e *pyEnvs) runner(r nodes.Run, env *rpyenv.Env) (*pyharness.Runner, error) {
 	dir, err := r.CacheDir("python")
 	if err != nil {

@@ -269,3 +269,36 @@ func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach: as root, the
+// harness runs samples as uid 65534 from the host, so a store under a
+// private directory fails tasks when it is planned, at its ecosystem
+// attribute, saying what to do, though bundle (which mounts as root) runs.
+func TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root's sandbox drops to uid 65534 from the host")
+	}
+	ix := pypitest.NewIndex()
+	var rs []pypitest.Release
+	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
+		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
+	}
+	if err := ix.Publish("py-stats", rs...); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.OfflinePython(t, ix)
+	dir := nodetest.StoreDir(t)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := nodetest.RunErr(t, dir, pyTasksPipeline)
+	res := run.Nodes["node.tasks.stats"]
+	if res == nil || res.State != engine.StateFailed || res.Err == nil {
+		t.Fatalf("tasks in a private store as root: %+v, want failed", res)
+	}
+	for _, want := range []string{"p.hcl:24:15", "uid 65534", "a path others can read", "LACUNA_PY_UNSANDBOXED=1"} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("error %q, want %q", res.Err, want)
+		}
+	}
+}
