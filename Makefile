@@ -58,11 +58,20 @@ quickstart: deps build
 # bundles, tasks and C1; each node's note is a library's counts. As root the
 # sandbox runs library code as uid 65534, so the interpreter and the store
 # must be readable by it (README, "NovelAPIBench for Python"):
-# /usr/bin/python3 when it exists, a store under /var/tmp unless
-# LACUNA_STORE is set.
+# /usr/bin/python3 when it exists (else python3 on PATH, named), a store
+# under /var/tmp unless LACUNA_STORE is set. /var/tmp is shared: a store
+# directory that another user owns, or that group or others may write, is
+# refused (someone else could plant results or environments in it).
 PY_QS_STORE := $(or $(LACUNA_STORE),/var/tmp/lacuna-pyq)
 PY_QS_PYTHON := $(or $(LACUNA_PYTHON),$(wildcard /usr/bin/python3))
 quickstart-python: deps build
+	@store='$(PY_QS_STORE)'; \
+	[ -e "$$store" ] || mkdir -m 0755 "$$store" || exit 1; \
+	if [ ! -d "$$store" ] || [ -L "$$store" ] || [ ! -O "$$store" ]; then \
+	  echo "quickstart-python: refusing store $$store: it is not a directory owned by $$(id -un) (set LACUNA_STORE to a store of yours)" >&2; exit 1; fi; \
+	if [ -n "$$(find "$$store" -maxdepth 0 -perm /022)" ]; then \
+	  echo "quickstart-python: refusing store $$store: group or others may write it ($$(stat -c %A "$$store")); chmod go-w it or set LACUNA_STORE" >&2; exit 1; fi
+	@$(if $(PY_QS_PYTHON),echo "quickstart-python: interpreter $(PY_QS_PYTHON)",echo "quickstart-python: /usr/bin/python3 is missing and LACUNA_PYTHON is unset: using python3 on PATH ($$(command -v python3 || echo none found))")
 	$(BIN) validate pipelines/examples/python_quickstart.hcl
 	$(if $(PY_QS_PYTHON),LACUNA_PYTHON=$(PY_QS_PYTHON)) $(BIN) run --store $(PY_QS_STORE) pipelines/examples/python_quickstart.hcl
 

@@ -61,8 +61,9 @@ type examplesReport struct {
 
 // runPython builds the bundles of the kept Python APIs, one library
 // version at a time, in v_new's environment (the cached one surface_diff
-// recorded in v_new_env). A library whose environment or surface cannot be
-// had is left out with the reason in the note; the others go on.
+// recorded in v_new_env). A library whose surface cannot be had is left
+// out with the reason in the note; the others go on. An environment gone
+// from the store's cache fails the node (pyenv.EnvGone).
 func (t bundle) runPython(ctx context.Context, r nodes.Run, c *config, apis []discovery.APIRow) error {
 	p, err := pyenv.From(r)
 	if err != nil {
@@ -102,7 +103,9 @@ func (t bundle) runPython(ctx context.Context, r nodes.Run, c *config, apis []di
 }
 
 // buildPython builds the bundles of one library version's kept APIs. It
-// returns an error only when ctx ends.
+// returns an error when ctx ends or when v_new's environment is no longer
+// in the store's Python cache (pyenv.EnvGone: storing no bundles would
+// be a cached empty result that never heals).
 func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, kept []discovery.APIRow, rep *examplesReport) ([]Row, string, error) {
 	lib, version := kept[0].Library, kept[0].VNew
 	failed := func(why string) ([]Row, string, error) {
@@ -111,7 +114,7 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 	}
 	env, err := p.Cache.Get(kept[0].VNewEnv)
 	if errors.Is(err, os.ErrNotExist) {
-		return failed(fmt.Sprintf("environment %.12s is no longer in the store's Python cache: run surface_diff again", kept[0].VNewEnv))
+		return nil, "", pyenv.EnvGone(kept[0].VNewEnv, lib, version, c.APIs.Node)
 	}
 	if err != nil {
 		return failed(err.Error())

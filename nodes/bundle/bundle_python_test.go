@@ -1,6 +1,7 @@
 package bundle_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic" // concat
@@ -265,7 +267,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 // require_example = false, mean's failing doctest is in its bundle with
 // the verdict and what it printed, and total has an empty E. Then, with
 // the environments deleted from the store's cache, a bundle that runs
-// again says why each library has no bundles, and does not fail.
+// again fails, stores nothing and says how to rebuild them.
 func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	offlinePython(t)
 	dir := nodetest.StoreDir(t)
@@ -288,18 +290,22 @@ func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
 		t.Fatal(err)
 	}
-	gone := nodetest.Run(t, dir, strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9000", 1))
+	src := strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9000", 1)
+	gone := nodetest.RunErr(t, dir, src)
 	if s := gone.Nodes["node.surface_diff.calc"].State; s != "cached" {
 		t.Errorf("surface_diff %s, want cached", s)
 	}
-	if rows := nodetest.Read[bundle.Row](t, gone, "node.bundle.py"); len(rows) != 0 {
-		t.Errorf("%d bundles without environments", len(rows))
+	res := gone.Nodes["node.bundle.py"]
+	if res.State != "failed" || res.Err == nil {
+		t.Fatalf("bundle without environments: %s %v, want failed", res.State, res.Err)
 	}
-	note := gone.Notes(engine.EventDone)["node.bundle.py"]
-	for _, lib := range []string{"py-calc 2.0.0: 4 kept, no bundles (environment ", "py-gpl 2.0.0: 1 kept, no bundles (environment "} {
-		if !strings.Contains(note, lib) || !strings.Contains(note, "is no longer in the store's Python cache") {
-			t.Errorf("note %q, want %q... and why", note, lib)
+	for _, want := range []string{"is no longer in the store's Python cache", "lacuna run --recompute node.surface_diff.", "upstream of node.concat.apis"} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("error %q, want %q", res.Err, want)
 		}
+	}
+	if _, err := gone.Store.GetAction(res.Key); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("a failed bundle stored a result")
 	}
 }
 

@@ -307,6 +307,33 @@ func unsandboxed(sb *sandbox.Sandbox, cache, base string) string {
 	return ""
 }
 
+// HostUnreachable says why uid 65534 cannot reach, on the host, the
+// store's Python cache or the base interpreter's installation ("" when it
+// can, and when lacuna is not root). It matters to a node that runs
+// library code with novelapibench/pyharness: as root, its runner drops to
+// uid 65534 before the sandbox starts (sandbox.ExecWrapper), so the
+// interpreter, the environments and the runner's files must be reachable
+// by that user on the host, not only readable once mounted as RunPython
+// needs (Resolve checks only that).
+func (p *Python) HostUnreachable() string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	return hostUnreachable(p.Cache.Dir, baseInstall(p.Cache.Python.Path))
+}
+
+func hostUnreachable(cache, base string) string {
+	for _, d := range []string{cache, base} {
+		if d == "" {
+			continue
+		}
+		if err := othersReach(d); err != nil {
+			return fmt.Sprintf("the sandbox runs library code as uid 65534, which %v", err)
+		}
+	}
+	return ""
+}
+
 // othersRead checks that a user who owns nothing (the sandbox's uid) can
 // list and enter dir.
 func othersRead(dir string) error {
@@ -352,4 +379,14 @@ func baseInstall(exe string) string {
 		}
 	}
 	return prefix
+}
+
+// EnvGone is the error of a node whose input names environment digest
+// (lib==version's, recorded by a surface_diff) when it is no longer in the
+// store's Python cache (the cache was deleted or collected). The node
+// fails, storing nothing, so that it runs again once the environment is
+// back; upstream is the address of the node's input, on the way from that
+// surface_diff.
+func EnvGone(digest, lib, version, upstream string) error {
+	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache; to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", lib, version, digest, upstream)
 }

@@ -265,3 +265,35 @@ func TestResolveRefusesToRunUnsandboxedUnlessAskedTo(t *testing.T) {
 		t.Errorf("identity index %q, want the index without credentials", got)
 	}
 }
+
+// TestHostUnreachableNamesAPrivateDirectoryOnTheWay: the store's cache
+// or the base installation under a directory others cannot enter is
+// named; reachable ones are not.
+func TestHostUnreachableNamesAPrivateDirectoryOnTheWay(t *testing.T) {
+	open, err := os.MkdirTemp("/var/tmp", "lacuna-reach-") // t.TempDir's parent is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(open) })
+	private := filepath.Join(open, "private")
+	cache := filepath.Join(private, "cache", "python")
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cache, base, want string }{
+		{cache, "", private + " is -rwx------"},
+		{open, cache, private + " is -rwx------"},
+		{open, "", ""},
+	} {
+		got := hostUnreachable(c.cache, c.base)
+		if c.want == "" && got != "" || c.want != "" && (!strings.Contains(got, c.want) || !strings.Contains(got, "uid 65534")) {
+			t.Errorf("hostUnreachable(%s, %s) = %q, want %q", c.cache, c.base, got, c.want)
+		}
+	}
+}

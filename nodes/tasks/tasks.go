@@ -76,6 +76,10 @@ type Row struct {
 	// VNewEnv is a Python task's environment (the bundle's v_new_env):
 	// where its samples run.
 	VNewEnv string `parquet:"v_new_env"`
+	// Kind is a Python task's target kind (the bundle's: function,
+	// method, class, ...); c1 picks the sibling mutant's API among those
+	// of the same kind.
+	Kind string `parquet:"kind"`
 }
 
 type tasksType struct{ nodes.Static[config, Row] }
@@ -89,7 +93,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "17" }
+func (tasksType) Version() string { return "18" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +

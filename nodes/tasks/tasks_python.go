@@ -30,47 +30,60 @@ var pySampleLimits = sandbox.Limits{Wall: 60 * time.Second, Memory: 2 << 30}
 
 // resolvePython pins what pyenv.Resolve pins (interpreter, installer,
 // index, sandbox) and the digests of the cut helper and the harness's
-// driver: a new driver recomputes the expectations and the verdicts.
+// driver: a new driver recomputes the expectations and the verdicts. As
+// root, the harness's runner drops to uid 65534 before the sandbox starts,
+// so the store's Python cache and the interpreter's installation must be
+// reachable by that user on the host (pyenv.Python.HostUnreachable): when
+// they are not, it fails at the ecosystem attribute, unless
+// LACUNA_PY_UNSANDBOXED=1 (then the samples are not run, as for any
+// unsandboxed Python node, and "sandbox" is "none").
 func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	p, err := pyenv.Resolve(ctx, r, pySampleLimits)
 	if err != nil {
 		return nil, err
+	}
+	py := p.Value.(*pyenv.Python)
+	if why := py.HostUnreachable(); why != "" && py.Unsandboxed == "" {
+		if r.Getenv("LACUNA_PY_UNSANDBOXED") != "1" {
+			return nil, nodes.Errorf("ecosystem", "Python library code cannot run in the sandbox",
+				"%s: keep the store under a path others can read and use an interpreter others can read (LACUNA_PYTHON=/usr/bin/python3); or, to run it outside the sandbox as your user with your network and files (resource limits only), set LACUNA_PY_UNSANDBOXED=1", why)
+		}
+		py.Unsandboxed = why
+		p.Identity["sandbox"] = "none"
 	}
 	p.Identity["helper.cut"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.CutHelperSource()))
 	p.Identity["helper.driver"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.DriverSource()))
 	return p, nil
 }
 
-// pyEnvs finds the environment of each digest in p's cache once; a digest
-// whose environment is gone maps to why.
+// pyEnvs finds the environment of each digest in p's cache once. A
+// digest whose environment is gone from the cache is an error
+// (pyenv.EnvGone, naming upstream, the node's input): the node fails and
+// stores nothing rather than a cached empty result that never heals.
 type pyEnvs struct {
-	p     *pyenv.Python
-	envs  map[string]*rpyenv.Env
-	whyNo map[string]string
+	p        *pyenv.Python
+	upstream string
+	envs     map[string]*rpyenv.Env
 }
 
-func (e *pyEnvs) get(digest string) (*rpyenv.Env, string) {
+func (e *pyEnvs) get(digest, lib, version string) (*rpyenv.Env, error) {
 	if env, ok := e.envs[digest]; ok {
-		return env, ""
-	}
-	if why, ok := e.whyNo[digest]; ok {
-		return nil, why
+		return env, nil
 	}
 	env, err := e.p.Cache.Get(digest)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		e.whyNo[digest] = fmt.Sprintf("environment %.12s is no longer in the store's Python cache: run surface_diff again", digest)
-	case err != nil:
-		e.whyNo[digest] = err.Error()
-	default:
-		e.envs[digest] = env
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, pyenv.EnvGone(digest, lib, version, e.upstream)
 	}
-	return env, e.whyNo[digest]
+	if err != nil {
+		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
+	}
+	e.envs[digest] = env
+	return env, nil
 }
 
 // runner is a harness runner on env's interpreter, the environment
 // mounted read-only, its files in the store's Python cache (reachable by
-// the sandbox's user wherever pyenv.Resolve let the node run).
+// the sandbox's user on the host wherever resolvePython let the node run).
 func (e *pyEnvs) runner(r nodes.Run, env *rpyenv.Env) (*pyharness.Runner, error) {
 	dir, err := r.CacheDir("python")
 	if err != nil {
@@ -113,7 +126,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 	if err != nil {
 		return err
 	}
-	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
+	envs := &pyEnvs{p: p, upstream: t.Config(r).Bundles.Node, envs: map[string]*rpyenv.Env{}}
 	var made []pyMade
 	noTask := map[string]int{}
 	levelSkips := map[string]int{}
@@ -122,10 +135,9 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		if b.Ecosystem != "python" || b.VNewEnv == "" {
 			return fmt.Errorf("bundle %s (%s) is not a Python bundle with v_new_env: the bundles input must be a bundle with ecosystem = \"python\"", b.Qualified, b.Library)
 		}
-		env, why := envs.get(b.VNewEnv)
-		if env == nil {
-			noTask[why]++
-			continue
+		env, err := envs.get(b.VNewEnv, b.Library, b.Version)
+		if err != nil {
+			return err
 		}
 		m, skips, why, err := cutPython(ctx, env, b)
 		if err != nil {
@@ -165,7 +177,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 			}
 			continue
 		}
-		env, _ := envs.get(digest)
+		env := envs.envs[digest]
 		run, err := envs.runner(r, env)
 		if err != nil {
 			return err
@@ -270,7 +282,7 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 			Library: b.Library, Ecosystem: "python", Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
 			Qualified: b.Qualified, PkgName: task.Target.Package(), Family: b.Family, FamilyRep: b.FamilyRep,
 			Difficulty: task.Difficulty, Description: desc, Context: task.Context(), Mask: task.Reference, Reference: ref,
-			Generator: "examples", Example: task.Example, VNewEnv: b.VNewEnv,
+			Generator: "examples", Example: task.Example, VNewEnv: b.VNewEnv, Kind: b.Kind,
 		}}
 	}
 	var miss []string
@@ -299,23 +311,14 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 
 // runPythonC1 runs the reference and the calibration mutants of every
 // observed Python task (pyharness.Calibrate) and keeps the tasks C1
-// keeps; a sibling is another API of the same module with a task.
+// keeps; the sibling mutant calls another API with a task (pySiblings).
 func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error {
 	p, err := pyenv.From(r)
 	if err != nil {
 		return err
 	}
-	envs := &pyEnvs{p: p, envs: map[string]*rpyenv.Env{}, whyNo: map[string]string{}}
-	names := map[string][]string{} // import path → the target names with a task, sorted
-	for _, tk := range tasks {
-		n := tk.Qualified[strings.LastIndex(tk.Qualified, ".")+1:]
-		if !contains(names[tk.ImportPath], n) {
-			names[tk.ImportPath] = append(names[tk.ImportPath], n)
-		}
-	}
-	for k := range names {
-		sort.Strings(names[k])
-	}
+	envs := &pyEnvs{p: p, upstream: t.Config(r).Tasks.Node, envs: map[string]*rpyenv.Env{}}
+	siblings := pySiblings(tasks)
 	out := make([]C1Row, len(tasks))
 	runners := map[string]*pyharness.Runner{}
 	defer func() {
@@ -338,11 +341,11 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 		case p.Unsandboxed != "":
 			reason = "not run: the sandbox cannot mount the environment: " + p.Unsandboxed
 		}
-		env, why := envs.get(tk.VNewEnv)
-		if reason == "" && env == nil {
-			reason = "not run: " + why
-		}
 		if reason == "" {
+			env, err := envs.get(tk.VNewEnv, tk.Library, tk.Version)
+			if err != nil {
+				return err
+			}
 			var task pyharness.Task
 			var exp pyharness.Expectation
 			if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
@@ -358,14 +361,7 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 				}
 				runners[tk.VNewEnv] = rn
 			}
-			sibling := ""
-			for _, n := range names[tk.ImportPath] {
-				if n != task.Target.Name() {
-					sibling = n
-					break
-				}
-			}
-			a, err := pyharness.Calibrate(ctx, rn, task, sibling, exp)
+			a, err := pyharness.Calibrate(ctx, rn, task, siblings[i], exp)
 			if err != nil {
 				return fmt.Errorf("task %s: %w", tk.TaskID, err)
 			}
@@ -412,6 +408,38 @@ func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error
 	}
 	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
 	return t.Write(r, out)
+}
+
+// pySiblings is, for each task, the name of the API its sibling mutant
+// calls instead of the target ("" when there is none): the first by name
+// of the other targets with a task that have the same kind (function,
+// method, class, ...) and the same parent in their qualified names (the
+// same module for a function or a class, the same class for a method),
+// so that the mutant is a plausible wrong choice the harness must reject
+// for its behaviour, not a name the context cannot resolve.
+func pySiblings(tasks []Row) []string {
+	parent := func(q string) string { return q[:max(strings.LastIndex(q, "."), 0)] }
+	name := func(q string) string { return q[strings.LastIndex(q, ".")+1:] }
+	names := map[string][]string{} // parent and kind → the target names with a task, sorted
+	for _, tk := range tasks {
+		k := parent(tk.Qualified) + "\x00" + tk.Kind
+		if n := name(tk.Qualified); !contains(names[k], n) {
+			names[k] = append(names[k], n)
+		}
+	}
+	for k := range names {
+		sort.Strings(names[k])
+	}
+	out := make([]string, len(tasks))
+	for i, tk := range tasks {
+		for _, n := range names[parent(tk.Qualified)+"\x00"+tk.Kind] {
+			if n != name(tk.Qualified) {
+				out[i] = n
+				break
+			}
+		}
+	}
+	return out
 }
 
 func contains(ss []string, s string) bool {

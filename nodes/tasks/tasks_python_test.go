@@ -2,11 +2,14 @@ package tasks_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
@@ -166,7 +169,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	var got []string
 	for _, r := range rows {
 		got = append(got, r.Qualified+"/"+r.Difficulty)
-		if r.Ecosystem != "python" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
+		if r.Ecosystem != "python" || r.Kind != "function" || r.VNewEnv == "" || r.Expect == "" || r.ObserveError != "" || r.Description == "" || r.Generator != "examples" {
 			t.Errorf("%s/%s: ecosystem %q env %q expect %q observe error %q", r.Qualified, r.Difficulty, r.Ecosystem, r.VNewEnv, r.Expect, r.ObserveError)
 		}
 		var spec pyharness.Task
@@ -222,6 +225,32 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	if n := again.Notes(engine.EventCached)["node.tasks.stats"]; n != wantNote {
 		t.Errorf("cached note %q", n)
 	}
+
+	// With the environments deleted from the store's cache, a tasks node
+	// that runs again (a new key: generator written out) fails, stores
+	// nothing and says how to rebuild them; c1 is skipped.
+	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
+		t.Fatal(err)
+	}
+	gone := nodetest.RunErr(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
+	if s := gone.Nodes["node.bundle.stats"].State; s != engine.StateCached {
+		t.Errorf("bundle %s, want cached", s)
+	}
+	res := gone.Nodes["node.tasks.stats"]
+	if res.State != engine.StateFailed || res.Err == nil {
+		t.Fatalf("tasks without environments: %s %v, want failed", res.State, res.Err)
+	}
+	for _, want := range []string{"py-stats==2.0.0: environment ", "is no longer in the store's Python cache", "upstream of node.bundle.stats", "lacuna run --recompute node.surface_diff."} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("error %q, want %q", res.Err, want)
+		}
+	}
+	if _, err := gone.Store.GetAction(res.Key); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("a failed tasks node stored a result")
+	}
+	if s := gone.Nodes["node.c1.stats"].State; s != engine.StateSkipped {
+		t.Errorf("c1 %s, want skipped", s)
+	}
 }
 
 // TestPythonTasksAndC1RejectBadAttributesAtTheirPosition: an unknown
@@ -237,6 +266,39 @@ func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
 		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
 			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
+		}
+	}
+}
+
+// TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach: as root, the
+// harness runs samples as uid 65534 from the host, so a store under a
+// private directory fails tasks when it is planned, at its ecosystem
+// attribute, saying what to do, though bundle (which mounts as root) runs.
+func TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root's sandbox drops to uid 65534 from the host")
+	}
+	ix := pypitest.NewIndex()
+	var rs []pypitest.Release
+	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
+		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
+	}
+	if err := ix.Publish("py-stats", rs...); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.OfflinePython(t, ix)
+	dir := nodetest.StoreDir(t)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run := nodetest.RunErr(t, dir, pyTasksPipeline)
+	res := run.Nodes["node.tasks.stats"]
+	if res == nil || res.State != engine.StateFailed || res.Err == nil {
+		t.Fatalf("tasks in a private store as root: %+v, want failed", res)
+	}
+	for _, want := range []string{"p.hcl:24:15", "uid 65534", "a path others can read", "LACUNA_PY_UNSANDBOXED=1"} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("error %q, want %q", res.Err, want)
 		}
 	}
 }
