@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
@@ -98,5 +99,22 @@ node "judge" "model" {
 	}
 	if r := judged[4].Rule; !strings.HasPrefix(r, "calls scale; the outcome is wrong: comparative: ") || !strings.HasSuffix(r, "(undecided: calls the target; the outcome is wrong)") {
 		t.Errorf("value: rule %q", r)
+	}
+}
+
+// TestPythonSolveRejectsBadAttributesAtTheirPosition: an unknown
+// ecosystem, and calibration on a Python solve (c1 runs the calibration
+// mutants), are errors at the attribute's file:line:col.
+func TestPythonSolveRejectsBadAttributesAtTheirPosition(t *testing.T) {
+	for _, tc := range []struct{ attrs, pos, msg string }{
+		{"solutions = node.tasks.stats\n  ecosystem = \"rust\"", "p.hcl:33,15-21", `not "rust"`},
+		{"calibration = true\n  ecosystem = \"python\"", "p.hcl:32,17-21", "c1 with ecosystem = \"python\" runs the calibration mutants"},
+	} {
+		dir := t.TempDir()
+		src := pyTasksPipeline + "node \"solve\" \"s\" {\n  tasks = node.tasks.stats\n  " + tc.attrs + "\n}\n"
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
+			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
+		}
 	}
 }
