@@ -135,7 +135,8 @@ func (judgeType) Doc() string {
 		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --recompute ADDR, or a config change). " +
 		"With sem = true the judge model also " +
 		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
-		"construction (report \"calibration\")."
+		"construction (report \"calibration\"). Python tasks (ecosystem \"python\") take pyharness.Judge's fast path, then a deterministic " +
+		"fallback: the judge model's prompt is Go's, so they are not sent to it (sem still is)."
 }
 
 func (judgeType) Validate(cfg any) error {
@@ -200,13 +201,27 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	refs := map[string]*goharness.CallInfo{} // the reference's call of the target, by task
 	for _, t := range tasks {
 		byID[t.TaskID] = t
-		refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, target(t), t.PkgName)
+		if t.Ecosystem != "python" {
+			refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, target(t), t.PkgName)
+		}
 	}
 	j := &judged{rows: make([]JudgeRow, 0, len(samples))}
 	for i, s := range samples {
 		task, ok := byID[s.TaskID]
 		if !ok {
 			return nil, nil, fmt.Errorf("sample %s/%s: no such task", s.TaskID, s.SampleID)
+		}
+		if task.Ecosystem == "python" {
+			row, err := judgePython(s, task)
+			if err != nil {
+				return nil, nil, err
+			}
+			if c.Sem && m != nil {
+				sys, user := goharness.SemPrompt(task.Description, task.Context, s.Solution, task.Mask)
+				j.calls = append(j.calls, judgeCall{Row: i, Sem: true, Call: request(m, sys, user, goharness.SemSchema, "semantic_equivalence")})
+			}
+			j.rows = append(j.rows, row)
+			continue
 		}
 		tg := target(task)
 		ran := s.CompileError == "" && s.Observation != ""

@@ -27,6 +27,11 @@ type solveConfig struct {
 	// (twice) and the mutants a harness must reject (null, sibling API, wrong
 	// import, perturbed argument, syntax break).
 	Calibration bool `hcl:"calibration,optional"`
+	// Ecosystem is "go" (default) or "python", the tasks' (Python tasks
+	// come from a tasks node with ecosystem = "python"): it decides what
+	// Resolve pins (the Go toolchain, or the Python interpreter and
+	// installer), so it is in the key rather than read from the rows.
+	Ecosystem string `hcl:"ecosystem,optional"`
 }
 
 type solveType struct {
@@ -45,7 +50,8 @@ func (solveType) Name() string    { return "solve" }
 func (solveType) Version() string { return "20" }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
-		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample."
+		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample. " +
+		"With ecosystem = \"python\": each solution runs through novelapibench/pyharness in the sandbox, in v_new's environment (solutions only)."
 }
 
 func (solveType) Validate(cfg any) error {
@@ -53,12 +59,22 @@ func (solveType) Validate(cfg any) error {
 	if (c.Solutions.Node == "") == !c.Calibration {
 		return nodes.Errorf("solutions", "Solutions or calibration", "set exactly one of solutions = node.X.Y and calibration = true.")
 	}
+	switch {
+	case c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python":
+		return nodes.Errorf("ecosystem", "Ecosystem not supported", "solve handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
+	case c.Ecosystem == "python" && c.Calibration:
+		return nodes.Errorf("calibration", "Calibration not supported for Python", "c1 with ecosystem = \"python\" runs the calibration mutants; solve runs solutions = node.X.Y.")
+	}
 	return nil
 }
 
 // Resolve pins the toolchain and the sandbox the harnesses are built and
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
+// With ecosystem = "python" it pins what tasks does (resolvePython).
 func (solveType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	if r.Config().(*solveConfig).Ecosystem == "python" {
+		return resolvePython(ctx, r)
+	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
@@ -67,6 +83,12 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	tasks, err := readTasks(r, c.Tasks)
 	if err != nil {
 		return err
+	}
+	python := c.Ecosystem == "python"
+	for _, tk := range tasks {
+		if (tk.Ecosystem == "python") != python {
+			return fmt.Errorf("task %s (%s) is a %s task: set ecosystem = %q on solve", tk.TaskID, tk.Qualified, ecosystemOf(tk), ecosystemOf(tk))
+		}
 	}
 	var sols []Solution
 	if c.Calibration {
@@ -77,7 +99,12 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	rows, _, err := runAll(ctx, r, tasks, sols, false)
+	var rows []SampleRow
+	if python {
+		rows, err = runPythonSolutions(ctx, r, c.Tasks.Node, tasks, sols)
+	} else {
+		rows, _, err = runAll(ctx, r, tasks, sols, false)
+	}
 	if err != nil {
 		return err
 	}
@@ -89,6 +116,15 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	r.Note("%d samples over %d tasks, %d passed", len(rows), len(tasks), passed)
 	return t.Write(r, rows)
+}
+
+// ecosystemOf is a task row's ecosystem, "go" for rows from before the
+// column.
+func ecosystemOf(t Row) string {
+	if t.Ecosystem == "" {
+		return "go"
+	}
+	return t.Ecosystem
 }
 
 // readTasks reads every task of a tasks node's output or a filter's (c1,

@@ -1,0 +1,122 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/pyenv"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
+	rpyenv "github.com/lacuna-dev/lacuna/runners/pyenv"
+)
+
+// runPythonSolutions runs each solution of a Python task through
+// pyharness in the sandbox, in v_new's environment (the task's
+// v_new_env), and checks it against the task's expectation. A task
+// without a harness (no expectation) or a node that cannot sandbox the
+// environment gives failed rows saying so, not run. Observation is the
+// harness's run as JSON (pyharness.Run, its output in Output): what judge
+// reads back.
+func runPythonSolutions(ctx context.Context, r nodes.Run, upstream string, tasks []Row, sols []Solution) ([]SampleRow, error) {
+	p, err := pyenv.From(r)
+	if err != nil {
+		return nil, err
+	}
+	envs := &pyEnvs{p: p, upstream: upstream, envs: map[string]*rpyenv.Env{}}
+	specs := make([]*pyharness.Task, len(tasks))
+	expects := make([]*pyharness.Expectation, len(tasks))
+	for i, tk := range tasks {
+		if tk.Expect == "" {
+			continue
+		}
+		var task pyharness.Task
+		var exp pyharness.Expectation
+		if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
+			return nil, fmt.Errorf("task %s: spec: %w", tk.TaskID, err)
+		}
+		if err := json.Unmarshal([]byte(tk.Expect), &exp); err != nil {
+			return nil, fmt.Errorf("task %s: expect: %w", tk.TaskID, err)
+		}
+		specs[i], expects[i] = &task, &exp
+	}
+	rows := make([]SampleRow, len(sols))
+	byEnv := map[string][]int{}
+	var order []string
+	for i, s := range sols {
+		tk := tasks[s.Task]
+		row := &rows[i]
+		*row = SampleRow{TaskID: tk.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: tk.APIID, Solution: s.Code}
+		switch {
+		case specs[s.Task] == nil:
+			row.FailedLayers, row.Failures = []string{pyharness.LayerIntegrity}, "not run: the task has no harness: "+tk.ObserveError
+			continue
+		case p.Unsandboxed != "":
+			row.FailedLayers, row.Failures = []string{pyharness.LayerIntegrity}, "not run: the sandbox cannot mount the environment: "+p.Unsandboxed
+			continue
+		}
+		row.Program, _, _ = specs[s.Task].Program(s.Code)
+		if byEnv[tk.VNewEnv] == nil {
+			order = append(order, tk.VNewEnv)
+		}
+		byEnv[tk.VNewEnv] = append(byEnv[tk.VNewEnv], i)
+	}
+	done := 0
+	for _, digest := range order {
+		idx := byEnv[digest]
+		first := tasks[sols[idx[0]].Task]
+		env, err := envs.get(digest, first.Library, first.Version)
+		if err != nil {
+			return nil, err
+		}
+		run, err := envs.runner(r, env)
+		if err != nil {
+			return nil, err
+		}
+		samples := make([]pyharness.Sample, len(idx))
+		for j, i := range idx {
+			samples[j] = pyharness.Sample{Task: *specs[sols[i].Task], Solution: sols[i].Code}
+		}
+		runs, err := run.RunAll(ctx, samples)
+		run.Close()
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			if err := fillPython(&rows[i], *expects[sols[i].Task], runs[j]); err != nil {
+				return nil, err
+			}
+		}
+		done += len(idx)
+		r.Progress(int64(done), int64(len(sols)))
+	}
+	return rows, nil
+}
+
+// fillPython puts a harness run and its verdict into a sample row.
+func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) error {
+	v := pyharness.Check(exp, run)
+	row.Passed = v.Passed
+	if !v.Passed {
+		row.FailedLayers, row.Failures = []string{v.Layer}, v.Reason
+	}
+	row.TimedOut = run.TimedOut
+	row.Output = bound(run.Output, 4096)
+	if rec := run.Record; rec != nil {
+		row.SpyDirect, row.SpyIndirect = int64(rec.Direct), int64(rec.Indirect)
+		if rec.Error != nil {
+			if rec.Stage == "compile" {
+				row.CompileError = rec.Error.String()
+			} else {
+				row.RuntimeError = bound(rec.Error.String()+"\n"+rec.Error.Traceback, 4096)
+			}
+		}
+	}
+	run.Output = "" // in Output
+	obs, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("sample %s/%s: %w", row.TaskID, row.SampleID, err)
+	}
+	row.Observation = string(obs)
+	return nil
+}

@@ -1,0 +1,120 @@
+package tasks_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
+)
+
+// TestPythonSolveAndJudgeClassifyEachSolution runs solutions of the
+// fixture's scale task (TestPythonTasksAndC1FromBundles) through solve
+// and judge with ecosystem = "python": the reference passes (OK, rule);
+// a syntax break, an import of a missing module of the package and a
+// call of a name the package does not have fail and are decided by the
+// fast path; a call of the target whose result is altered fails the
+// comparative layer, is left undecided and the fallback calls it
+// WrongLogic.
+func TestPythonSolveAndJudgeClassifyEachSolution(t *testing.T) {
+	ix := pypitest.NewIndex()
+	var rs []pypitest.Release
+	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
+		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
+	}
+	if err := ix.Publish("py-stats", rs...); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.OfflinePython(t, ix)
+	dir := nodetest.StoreDir(t)
+	run := nodetest.Run(t, dir, pyTasksPipeline)
+	var scale tasks.Row
+	for _, r := range nodetest.Read[tasks.Row](t, run, "node.tasks.stats") {
+		if r.Qualified == "pystats.scale" && r.Difficulty == "easy" {
+			scale = r
+		}
+	}
+	if want := "from pystats import scale\nreturn scale(xs)"; scale.TaskID == "" || scale.Expect == "" || strings.TrimRight(scale.Mask, "\n") != want {
+		t.Fatalf("easy task for pystats.scale: id %q expect %q mask %q, want an observed one with mask %q", scale.TaskID, scale.Expect, scale.Mask, want)
+	}
+	cases := []struct {
+		sampleID, solution string
+		passed             bool
+		class, path        string
+	}{
+		{"correct", scale.Mask, true, "OK", tasks.PathRule},
+		{"syntax", "return scale(xs\n", false, "WrongSyntax", tasks.PathRule},
+		{"import", "from pystats.nothere import scale\nreturn scale(xs)\n", false, "WrongImport", tasks.PathRule},
+		{"api", "import pystats\nreturn pystats.scaled(xs)\n", false, "WrongAPISelection", tasks.PathRule},
+		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", false, "WrongLogic", tasks.PathFallback},
+	}
+	var lines []string
+	for _, c := range cases {
+		b, _ := json.Marshal(map[string]string{"task_id": scale.TaskID, "sample_id": c.sampleID, "solution": c.solution})
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run = nodetest.Run(t, dir, pyTasksPipeline+`
+node "import" "solutions" { path = "solutions.jsonl" }
+node "solve" "model" {
+  tasks     = node.tasks.stats
+  solutions = node.import.solutions
+  ecosystem = "python"
+}
+node "judge" "model" {
+  tasks   = node.tasks.stats
+  samples = node.solve.model
+}
+`)
+	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.model")
+	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.model")
+	if len(samples) != len(cases) || len(judged) != len(cases) {
+		t.Fatalf("%d samples and %d judged, want %d", len(samples), len(judged), len(cases))
+	}
+	for i, c := range cases {
+		s, j := samples[i], judged[i]
+		if s.SampleID != c.sampleID || s.Passed != c.passed || s.Program == "" || s.Observation == "" || (s.Passed != (len(s.FailedLayers) == 0)) {
+			t.Errorf("%s: sample %s passed %v (want %v) layers %v failures %q program %q", c.sampleID, s.SampleID, s.Passed, c.passed, s.FailedLayers, s.Failures, s.Program)
+		}
+		if j.SampleID != c.sampleID || j.Passed != c.passed || j.Class != c.class || j.Path != c.path || j.Library != scale.Library || j.Difficulty != "easy" {
+			t.Errorf("%s: judged %s passed %v class %s (want %s) path %s (want %s) rule %q\nsolution:\n%s\nfailures %q compile %q runtime %q",
+				c.sampleID, j.SampleID, j.Passed, j.Class, c.class, j.Path, c.path, j.Rule, c.solution, s.Failures, s.CompileError, s.RuntimeError)
+		}
+	}
+	if s := samples[0]; s.SpyDirect == 0 || !judged[0].APICalled {
+		t.Errorf("correct: spy direct %d, api_called %v", s.SpyDirect, judged[0].APICalled)
+	}
+	if s := samples[1]; s.CompileError == "" || s.SpyDirect != 0 {
+		t.Errorf("syntax: compile error %q, spy direct %d", s.CompileError, s.SpyDirect)
+	}
+	if s := samples[4]; len(s.FailedLayers) != 1 || s.FailedLayers[0] != "comparative" || s.SpyDirect == 0 {
+		t.Errorf("value: layers %v spy direct %d", s.FailedLayers, s.SpyDirect)
+	}
+	if r := judged[4].Rule; !strings.HasPrefix(r, "calls scale; the outcome is wrong: comparative: ") || !strings.HasSuffix(r, "(undecided: calls the target; the outcome is wrong)") {
+		t.Errorf("value: rule %q", r)
+	}
+}
+
+// TestPythonSolveRejectsBadAttributesAtTheirPosition: an unknown
+// ecosystem, and calibration on a Python solve (c1 runs the calibration
+// mutants), are errors at the attribute's file:line:col.
+func TestPythonSolveRejectsBadAttributesAtTheirPosition(t *testing.T) {
+	for _, tc := range []struct{ attrs, pos, msg string }{
+		{"solutions = node.tasks.stats\n  ecosystem = \"rust\"", "p.hcl:33,15-21", `not "rust"`},
+		{"calibration = true\n  ecosystem = \"python\"", "p.hcl:32,17-21", "c1 with ecosystem = \"python\" runs the calibration mutants"},
+	} {
+		dir := t.TempDir()
+		src := pyTasksPipeline + "node \"solve\" \"s\" {\n  tasks = node.tasks.stats\n  " + tc.attrs + "\n}\n"
+		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
+		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
+			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
+		}
+	}
+}
