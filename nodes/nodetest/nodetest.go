@@ -133,3 +133,26 @@ func OfflineShapes(tb testing.TB) {
 		tb.Setenv("LACUNA_GOCACHE", strings.TrimSpace(string(out)))
 	}
 }
+
+// Plan plans src (written as dir/p.hcl) against the store in dir/.lacuna
+// as `lacuna plan` does, counting model calls (CountCalls), and returns
+// its entries. No node runs; a server a node calls is asked only what
+// planning asks (its model list).
+func Plan(tb testing.TB, dir, src string) []engine.PlanEntry {
+	tb.Helper()
+	file := filepath.Join(dir, "p.hcl")
+	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
+	if diags.HasErrors() {
+		tb.Fatal(diags.Error())
+	}
+	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
+	entries, err := x.Plan(context.Background(), g, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return entries
+}

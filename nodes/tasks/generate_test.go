@@ -1,7 +1,6 @@
 package tasks_test
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
@@ -420,20 +418,7 @@ node "generate" "g" {
 	}
 	plan := func() nodes.CallPlan {
 		t.Helper()
-		file := filepath.Join(dir, "p.hcl")
-		g, diags := engine.ExpandSource(file, []byte(pipeline+gen(3)), dir, engine.Options{})
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-		entries, err := x.Plan(context.Background(), g, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		entries := nodetest.Plan(t, dir, pipeline+gen(3))
 		for _, e := range entries {
 			if e.Node == "node.generate.g" {
 				if len(e.Calls) != 1 {
@@ -495,22 +480,9 @@ node "generate" "g" {
 }
 `, emb, samples)
 	}
-	file := filepath.Join(dir, "p.hcl")
 	plan := func(samples int) nodes.CallPlan {
 		t.Helper()
-		g, diags := engine.ExpandSource(file, []byte(pipeline+src(samples)), dir, engine.Options{})
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
-		st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-		entries, err := x.Plan(context.Background(), g, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		entries := nodetest.Plan(t, dir, pipeline+src(samples))
 		for _, e := range entries {
 			if e.Node == "node.generate.g" && len(e.Calls) == 1 {
 				return e.Calls[0]

@@ -1,12 +1,9 @@
 package tasks_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
-	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
@@ -388,20 +383,7 @@ node "judge" "reasoning" {
   model   = model.reasoning
 }
 `, srv.URL())
-	file := filepath.Join(dir, "p.hcl")
-	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-	entries, err := x.Plan(context.Background(), g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := nodetest.Plan(t, dir, src)
 	plans := map[string]nodes.CallPlan{}
 	for _, e := range entries {
 		if len(e.Calls) == 1 {

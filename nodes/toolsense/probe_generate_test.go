@@ -1,18 +1,14 @@
 package toolsense_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
@@ -316,20 +312,7 @@ node "mcq_generate" "m" {
 // in dir.
 func probePlanCalls(t *testing.T, dir, src, addr string) nodes.CallPlan {
 	t.Helper()
-	file := filepath.Join(dir, "p.hcl")
-	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-	entries, err := x.Plan(context.Background(), g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := nodetest.Plan(t, dir, src)
 	for _, e := range entries {
 		if e.Node == addr && len(e.Calls) == 1 {
 			return e.Calls[0]

@@ -1,17 +1,13 @@
 package toolsense_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
@@ -254,20 +250,7 @@ func TestRRBGenerateValidatesJudgesRetriesAndDrops(t *testing.T) {
 // planCalls plans src in dir and returns rrb_generate's two call plans.
 func planCalls(t *testing.T, dir, src string) (gen, judge nodes.CallPlan) {
 	t.Helper()
-	file := filepath.Join(dir, "p.hcl")
-	g, diags := engine.ExpandSource(file, []byte(src), dir, engine.Options{})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := &engine.Executor{Store: st, Pipeline: file, Environ: os.Environ(), CountCalls: true}
-	entries, err := x.Plan(context.Background(), g, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := nodetest.Plan(t, dir, src)
 	for _, e := range entries {
 		if e.Node == "node.rrb_generate.rrb" {
 			if len(e.Calls) != 2 {
