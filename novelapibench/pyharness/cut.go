@@ -37,7 +37,9 @@ type Site struct {
 	Data []string `json:"data"`
 	// Setup are the statements of an easy or medium task's body before
 	// the call that use the package (building a method's receiver): the
-	// context would show them, but the prelude cannot import the package.
+	// context would show them, but the prelude cannot import the package;
+	// and those binding a variable the call's statement reads and rebinds
+	// (a loop's counter), which must be solve's own.
 	Setup []string `json:"setup"`
 	// PlainData are the statements of a hard task's body before the call
 	// that use nothing of the package.
@@ -51,6 +53,9 @@ type Site struct {
 	// Returns collects (a list of each print's argument, in order); Want
 	// is what those prints printed.
 	Collects bool `json:"collects"`
+	// Around is the statement around the call, "for", "with" (or "async
+	// for", "async with"), when the call sits in one; "" otherwise.
+	Around string `json:"around"`
 	// Effect: the call shows nothing (a side effect); Returns is what a
 	// later step of the example shows of what it changed.
 	Effect bool `json:"effect"`
@@ -97,7 +102,10 @@ type Skip struct {
 // (Site.Collects), or, when it prints nothing, the variables its body
 // assigns; one that does neither is skipped. A variable's result is shown
 // by a later step that displays or prints it alone (Site.Want, with
-// Site.Prints for print). Fenced examples (pyapi.OriginFenced) cut as
+// Site.Prints for print). A variable the call's statement reads and
+// rebinds (i += 1 in the loop) is solve's local: the statements binding
+// it before the call move from the prelude into every level's body.
+// Fenced examples (pyapi.OriginFenced) cut as
 // doctests do: their steps are their top-level statements, so a class or
 // a decorated function they define is one statement (the prelude's when
 // it uses nothing of the package, the body's when it does), and a step

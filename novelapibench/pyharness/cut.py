@@ -334,15 +334,16 @@ def cut(req):
     tasks, skipped = [], {}
 
     def depends(i_set, through_plain):
-        """Closes a set of statement indexes over the statements before
-        them that define names they use: package statements always,
-        plain ones only when through_plain."""
+        """Closes a set of statement indexes (the call's, the result's,
+        and statements before the call) over the statements before the
+        call that define names they use: package statements always, plain
+        ones only when through_plain."""
         need = set()
         for i in i_set:
             need |= loads(ex.units[i][0])
         out = set(i_set)
-        for i in range(min(i_set) - 1, -1, -1):
-            if ex.kind[i] == "import":
+        for i in range(k - 1, -1, -1):
+            if i in out or ex.kind[i] == "import":
                 continue
             st = ex.units[i][0]
             defines = set(stores(st)) & need
@@ -356,7 +357,23 @@ def cut(req):
         return out
 
     easy = depends({k, ret}, False)
-    medium = depends({k, ret}, True)
+    # A variable the body both reads and rebinds (a loop's counter: i += 1)
+    # is local to solve: the statements binding it before go into the body
+    # with it, or solve would read it unbound.
+    ex.rebound = set()
+    while True:
+        rebinds = set()
+        for i in easy:
+            st = ex.units[i][0]
+            if isinstance(st, COMPOUND + (ast.AugAssign,)):
+                rebinds |= set(stores(st)) & loads(st) | {n.target.id for n in ast.walk(st) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+        more = {i for i in range(k) if i not in easy and ex.kind[i] == "plain" and set(stores(ex.units[i][0])) & rebinds
+                and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        if not more:
+            break
+        ex.rebound |= more
+        easy = depends(easy | more, False)
+    medium = depends(easy, True)
     ex.lift_idx = sorted(easy)
     tasks.append(build(ex, "easy", sorted(easy), k, ret))
     data = sorted(i for i in medium - easy if ex.kind[i] == "plain" and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))
@@ -517,11 +534,12 @@ def build(ex, level, body_idx, k, last, data=()):
         "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],
         "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
         "data": [ast.unparse(units[i][0]) for i in data],
-        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "pkg"] if level != "hard" else [],
+        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and (ex.kind[i] == "pkg" or i in ex.rebound)] if level != "hard" else [],
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
         "prints": prints or shown_printed,
         "collects": bool(pre),
+        "around": type(units[k][0]).__name__.lower().replace("async", "async ") if isinstance(units[k][0], COMPOUND) else "",
         "want": want,
         "effect": last != k and level != "hard",
     }

@@ -63,10 +63,12 @@ func Describe(t Task, doc string) (string, bool) {
 		case t.Difficulty == Hard:
 			b.WriteString("\n" + fn + " returns what the example computes last")
 			if site.Collects {
-				b.WriteString(": a list of what its last loop or with statement prints, each print's argument in order")
+				b.WriteString(": a list of what its " + site.Around + " statement around the call prints, each print's argument in order")
 			}
 		case site.Collects:
-			b.WriteString("\n" + fn + " returns a list of what the example's loop or with statement around the call prints, each print's argument in order")
+			b.WriteString("\n" + fn + " returns a list of what the example's " + site.Around + " statement around the call prints, each print's argument in order")
+		case site.Around != "":
+			b.WriteString("\n" + fn + " returns `" + site.Returns + "` as the " + site.Around + " statement around the call leaves it")
 		case site.Effect:
 			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + site.Returns + "` after it, which the call changes")
 		default:
