@@ -37,7 +37,9 @@ type Site struct {
 	Data []string `json:"data"`
 	// Setup are the statements of an easy or medium task's body before
 	// the call that use the package (building a method's receiver): the
-	// context would show them, but the prelude cannot import the package.
+	// context would show them, but the prelude cannot import the package;
+	// and those binding a variable the call's statement reads and rebinds
+	// (a loop's counter), which must be solve's own.
 	Setup []string `json:"setup"`
 	// PlainData are the statements of a hard task's body before the call
 	// that use nothing of the package.
@@ -47,6 +49,13 @@ type Site struct {
 	// Prints: the example printed that expression (print(...)) rather than
 	// displaying its value.
 	Prints bool `json:"prints"`
+	// Collects: the call sits in a for or with statement whose prints
+	// Returns collects (a list of each print's argument, in order); Want
+	// is what those prints printed.
+	Collects bool `json:"collects"`
+	// Around is the statement around the call, "for", "with" (or "async
+	// for", "async with"), when the call sits in one; "" otherwise.
+	Around string `json:"around"`
 	// Effect: the call shows nothing (a side effect); Returns is what a
 	// later step of the example shows of what it changed.
 	Effect bool `json:"effect"`
@@ -82,7 +91,26 @@ type Skip struct {
 // argument of print(...)), or the variables it assigns; for a call that
 // shows nothing (a side effect), what the first later step shows of a
 // variable the call reads (its receiver, an argument), with nothing
-// rebinding it between. The levels are
+// rebinding it between. A call in a top-level for or with statement
+// (in its header or anywhere in its body) makes the whole statement the
+// call's step, the span every level keeps at the top of solve's body: a
+// loop's single iteration, or a with's body alone, is not what the
+// example shows, and the statement's own variables (the loop's target,
+// the with's "as" names) stay bound as the example binds them. Its
+// result is the list of what the statement prints, each print(...) in
+// it rewritten to append its argument (a tuple of several) to that list
+// (Site.Collects), or, when it prints nothing, the variables its body
+// assigns; one that does neither is skipped. A variable's result is shown
+// by a later step that displays or prints it alone (Site.Want, with
+// Site.Prints for print). A variable the call's statement reads and
+// rebinds (i += 1 in the loop) is solve's local: the statements binding
+// it before the call move from the prelude into every level's body.
+// Fenced examples (pyapi.OriginFenced) cut as
+// doctests do: their steps are their top-level statements, so a class or
+// a decorated function they define is one statement (the prelude's when
+// it uses nothing of the package, the body's when it does), and a step
+// without "#> " output shows nothing (Want is "") unless it prints.
+// The levels are
 // goharness's, in solve's terms:
 //
 //   - easy: the body is the call's statement and the package's statements
@@ -116,8 +144,10 @@ type Skip struct {
 // skipped with the reason: a property (read, not called), no step calling
 // the target, the target only in the expected output, a call whose step
 // shows no result, sets no variable and changes nothing a later step
-// shows, a result stored into an attribute or item, a call inside a
-// compound statement, a step that does not parse, a shape of code the
+// shows, a result stored into an attribute or item, a call in a compound
+// statement other than for and with (if, try, a class body), a for or
+// with statement that neither prints nor assigns, a step that does not
+// parse, a shape of code the
 // helper fails on (with its exception). err is for a helper that could
 // not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {

@@ -188,16 +188,67 @@ class Example:
         return False
 
 
-def result_of(st, want):
-    """The expression a statement's result is, and whether it prints."""
+COMPOUND = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+
+
+def is_print(v):
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print" and v.args and not v.keywords
+
+
+def printed_arg(v):
+    """What a print(...) call shows: its argument, a tuple of several."""
+    return v.args[0] if len(v.args) == 1 else ast.Tuple(elts=list(v.args), ctx=ast.Load())
+
+
+def prints_in(st):
+    """The print(...) statements of a compound statement, outside the
+    definitions nested in it."""
+    out = []
+
+    def walk(n):
+        for c in ast.iter_child_nodes(n):
+            if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(c, ast.Expr) and is_print(c.value):
+                out.append(c)
+            walk(c)
+    walk(st)
+    return out
+
+
+def result_of(st, want, taken=frozenset()):
+    """The expression a statement's result is, whether it prints, and the
+    statements to run before it. A for or with statement (the call in its
+    header or its body) returns what it prints, its print(...) calls
+    rewritten to collect their arguments in a list, or else the variables
+    its body assigns; st is changed in place then."""
+    if isinstance(st, COMPOUND):
+        shows = prints_in(st)
+        if shows:
+            name = "printed"
+            while name in taken:
+                name += "_"
+            for p in shows:
+                p.value = ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append", ctx=ast.Load()),
+                                   args=[printed_arg(p.value)], keywords=[])
+            return ast.Name(id=name, ctx=ast.Load()), False, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.List(elts=[], ctx=ast.Load()), lineno=0)]
+        names = []
+        for b in st.body:
+            for n in stores(b):
+                if n not in names:
+                    names.append(n)
+        if not names:
+            raise Skip("the call's %s statement prints nothing and assigns no variable" % type(st).__name__.lower().replace("async", "async "))
+        if len(names) == 1:
+            return ast.Name(id=names[0], ctx=ast.Load()), False, []
+        return ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load()), False, []
     if isinstance(st, ast.Expr):
         v = st.value
-        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print" and v.args and not v.keywords:
-            arg = v.args[0] if len(v.args) == 1 else ast.Tuple(elts=list(v.args), ctx=ast.Load())
-            return arg, True
+        if is_print(v):
+            return printed_arg(v), True, []
         if not want.strip():
             raise Skip("the call's step shows no result, sets no variable, and no later step shows what it changed: a side effect only")
-        return v, False
+        return v, False, []
     if isinstance(st, (ast.Assign, ast.AnnAssign)):
         targets = st.targets if isinstance(st, ast.Assign) else [st.target]
         names = []
@@ -208,9 +259,9 @@ def result_of(st, want):
                     raise Skip("the call's result is stored into an attribute or an item, not a variable")
                 names.append(ast.Name(id=e.id, ctx=ast.Load()))
         if len(names) == 1:
-            return names[0], False
-        return ast.Tuple(elts=names, ctx=ast.Load()), False
-    raise Skip("the call's statement is %s, not an expression or an assignment" % type(st).__name__)
+            return names[0], False, []
+        return ast.Tuple(elts=names, ctx=ast.Load()), False, []
+    raise Skip("the call's statement is %s, not an expression, an assignment, or a for or with statement" % type(st).__name__)
 
 
 def is_literal(node):
@@ -275,7 +326,7 @@ def cut(req):
     st_k, want_k = ex.units[k]
     ret = k  # the statement whose result solve returns
     try:
-        result_of(st_k, want_k)
+        result_of(copy.deepcopy(st_k), want_k)
     except Skip:
         ret = effect_shown(ex, k)
         if ret < 0:
@@ -283,15 +334,16 @@ def cut(req):
     tasks, skipped = [], {}
 
     def depends(i_set, through_plain):
-        """Closes a set of statement indexes over the statements before
-        them that define names they use: package statements always,
-        plain ones only when through_plain."""
+        """Closes a set of statement indexes (the call's, the result's,
+        and statements before the call) over the statements before the
+        call that define names they use: package statements always, plain
+        ones only when through_plain."""
         need = set()
         for i in i_set:
             need |= loads(ex.units[i][0])
         out = set(i_set)
-        for i in range(min(i_set) - 1, -1, -1):
-            if ex.kind[i] == "import":
+        for i in range(k - 1, -1, -1):
+            if i in out or ex.kind[i] == "import":
                 continue
             st = ex.units[i][0]
             defines = set(stores(st)) & need
@@ -305,7 +357,23 @@ def cut(req):
         return out
 
     easy = depends({k, ret}, False)
-    medium = depends({k, ret}, True)
+    # A variable the body both reads and rebinds (a loop's counter: i += 1)
+    # is local to solve: the statements binding it before go into the body
+    # with it, or solve would read it unbound.
+    ex.rebound = set()
+    while True:
+        rebinds = set()
+        for i in easy:
+            st = ex.units[i][0]
+            if isinstance(st, COMPOUND + (ast.AugAssign,)):
+                rebinds |= set(stores(st)) & loads(st) | {n.target.id for n in ast.walk(st) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+        more = {i for i in range(k) if i not in easy and ex.kind[i] == "plain" and set(stores(ex.units[i][0])) & rebinds
+                and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        if not more:
+            break
+        ex.rebound |= more
+        easy = depends(easy | more, False)
+    medium = depends(easy, True)
     ex.lift_idx = sorted(easy)
     tasks.append(build(ex, "easy", sorted(easy), k, ret))
     data = sorted(i for i in medium - easy if ex.kind[i] == "plain" and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))
@@ -409,8 +477,13 @@ def build(ex, level, body_idx, k, last, data=()):
         for n in ast.walk(units[i][0]):
             if isinstance(n, ast.Call) and n is not call and ex.calls_package(n):
                 lift_call(n, [])
-    res, prints = result_of(*units[last])
-    body = [units[i][0] for i in body_idx if i != last or not isinstance(units[i][0], ast.Expr)]
+    res, prints, pre = result_of(*units[last], taken=taken)
+    body = []
+    for i in body_idx:
+        if i == last:
+            body.extend(pre)
+        if i != last or not isinstance(units[i][0], ast.Expr):
+            body.append(units[i][0])
     body_src = "\n".join(ast.unparse(s) for s in body)
     ret = "return " + ast.unparse(res)
     # The package names the body uses, imported as the example did.
@@ -456,15 +529,18 @@ def build(ex, level, body_idx, k, last, data=()):
         if changed[j] != first[j]:
             inputs.append(tup(first[:j] + [changed[j]] + first[j + 1:]))
     reference = "\n".join(imports + ([body_src] if body_src else []) + [ret])
+    want, shown_printed = shown(units, last, res)
     site = {
         "args": [ast.unparse(a) for a in call.args] + ["%s=%s" % (kw.arg, ast.unparse(kw.value)) if kw.arg else "**" + ast.unparse(kw.value) for kw in call.keywords],
         "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
         "data": [ast.unparse(units[i][0]) for i in data],
-        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "pkg"] if level != "hard" else [],
+        "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and (ex.kind[i] == "pkg" or i in ex.rebound)] if level != "hard" else [],
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
-        "prints": prints,
-        "want": shown(units, last, res),
+        "prints": prints or shown_printed,
+        "collects": bool(pre),
+        "around": type(units[k][0]).__name__.lower().replace("async", "async ") if isinstance(units[k][0], COMPOUND) else "",
+        "want": want,
         "effect": last != k and level != "hard",
     }
     return {
@@ -474,17 +550,21 @@ def build(ex, level, body_idx, k, last, data=()):
 
 
 def shown(units, i, res):
-    """What the example shows of statement i's result: its own expected
-    output, or, for a variable it assigns, that of a later step showing the
-    variable alone."""
+    """What the example shows of statement i's result, and whether it
+    printed it: its own expected output, or, for a variable it assigns,
+    that of a later step showing the variable alone (print(v) or v)."""
     if units[i][1] or not isinstance(res, ast.Name):
-        return units[i][1]
+        return units[i][1], False
     for st, want in units[i + 1:]:
-        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Name) and st.value.id == res.id:
-            return want
+        if isinstance(st, ast.Expr):
+            v = st.value
+            if isinstance(v, ast.Name) and v.id == res.id:
+                return want, False
+            if is_print(v) and len(v.args) == 1 and isinstance(v.args[0], ast.Name) and v.args[0].id == res.id:
+                return want, True
         if res.id in stores(st):
             break
-    return ""
+    return "", False
 
 
 def main():

@@ -23,6 +23,14 @@ func doctest(name, module string, steps ...string) pyapi.Example {
 	return ex
 }
 
+// fenced builds a fenced example (pyapi.OriginFenced) from statement /
+// "#> " output pairs, as pyapi.Doctests splits a block.
+func fenced(name string, steps ...string) pyapi.Example {
+	ex := doctest(name, "", steps...)
+	ex.Origin = pyapi.OriginFenced
+	return ex
+}
+
 func api(id, kind string, paths []string, params ...string) pyapi.API {
 	a := pyapi.API{ID: id, Kind: kind, Paths: paths}
 	if len(paths) > 0 {
@@ -207,10 +215,83 @@ var cutCases = []cutCase{
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
-		name:    "a call inside a loop",
+		name: "a call inside a loop: the loop is the span, what it prints the result",
+		api:  apiScale,
+		ex:   doctest("docs/loop.md", "", "from fixpkg import scale", "", "for k in (1, 2):\n    print(scale([1], k))", "[1]\n[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs):",
+			Reference: "from fixpkg import scale\nprinted = []\nfor k in (1, 2):\n    printed.append(scale(xs, k))\nreturn printed",
+			Inputs:    []string{"([1],)", "([2],)"},
+			Site:      Site{Args: []string{"xs", "k"}, Returns: "printed", Collects: true, Around: "for", Want: "[1]\n[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a fenced call inside a with statement: the with is the span, the variable it assigns the result",
+		api:  apiScale,
+		ex: fenced("docs/with.md#fenced-1",
+			"import contextlib", "",
+			"from fixpkg import scale", "",
+			"with contextlib.nullcontext([5]) as xs:\n    ys = scale(xs, 2)", "",
+			"print(ys)", "[10]\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "import contextlib",
+			Signature: "def solve(factor):",
+			Reference: "from fixpkg import scale\nwith contextlib.nullcontext([5]) as xs:\n    ys = scale(xs, factor)\nreturn ys",
+			Inputs:    []string{"(2,)", "(3,)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Prints: true, Around: "with", Want: "[10]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a loop's counter bound before it moves into the body with it",
+		api:  apiScale,
+		ex: doctest("docs/count.md", "",
+			"from fixpkg import scale", "",
+			"n = 0", "",
+			"label = 'items'", "",
+			"for x in scale([1, 2], 3):\n    n += x", "",
+			"n", "9\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "label = 'items'",
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nn = 0\nfor x in scale(xs, factor):\n    n += x\nreturn n",
+			Inputs:    []string{"([1, 2], 3)", "([2, 3], 3)", "([1, 2], 4)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Setup: []string{"n = 0"}, Returns: "n", Around: "for", Want: "9\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "a loop that neither prints nor assigns",
 		api:     apiScale,
-		ex:      doctest("docs/loop.md", "", "from fixpkg import scale", "", "for k in (1, 2):\n    print(scale([1], k))", "[1]\n[2]\n"),
-		skipped: map[string]string{"": "not an expression or an assignment"},
+		ex:      fenced("docs/loop.md#fenced-2", "from fixpkg import scale", "", "for k in (1, 2):\n    scale([1], k)", ""),
+		skipped: map[string]string{"": "prints nothing and assigns no variable"},
+	},
+	{
+		name: "a fenced example: a decorated function in the prelude, a class of the package's in the body, #> output",
+		api:  apiScale,
+		ex: fenced("fixpkg._impl:scale#fenced-1",
+			"import functools", "",
+			"from fixpkg import Grid, scale", "",
+			"@functools.lru_cache\ndef half(v):\n    return v // 2", "",
+			"class Twice(Grid):\n    def double(self):\n        return self.n * 2", "",
+			"t = Twice(half(6))", "",
+			"print(scale([t.double()], 2))", "[12]\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "import functools\n@functools.lru_cache\ndef half(v):\n    return v // 2",
+			Signature: "def solve(factor):",
+			Reference: "from fixpkg import Grid, scale\nclass Twice(Grid):\n\n    def double(self):\n        return self.n * 2\nt = Twice(half(6))\nreturn scale([t.double()], factor)",
+			Inputs:    []string{"(2,)", "(3,)"},
+			Site: Site{Args: []string{"[t.double()]", "factor"}, Setup: []string{"class Twice(Grid):\n\n    def double(self):\n        return self.n * 2", "t = Twice(half(6))"},
+				Returns: "scale([t.double()], factor)", Prints: true, Want: "[12]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "a call in a class body",
+		api:     apiScale,
+		ex:      fenced("docs/class.md#fenced-1", "from fixpkg import scale", "", "class C:\n    xs = scale([1], 2)", ""),
+		skipped: map[string]string{"": "not an expression, an assignment, or a for or with statement"},
 	},
 	{
 		name:    "a step that does not parse",

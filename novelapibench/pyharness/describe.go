@@ -62,6 +62,13 @@ func Describe(t Task, doc string) (string, bool) {
 		switch {
 		case t.Difficulty == Hard:
 			b.WriteString("\n" + fn + " returns what the example computes last")
+			if site.Collects {
+				b.WriteString(": a list of what its " + site.Around + " statement around the call prints, each print's argument in order")
+			}
+		case site.Collects:
+			b.WriteString("\n" + fn + " returns a list of what the example's " + site.Around + " statement around the call prints, each print's argument in order")
+		case site.Around != "":
+			b.WriteString("\n" + fn + " returns `" + site.Returns + "` as the " + site.Around + " statement around the call leaves it")
 		case site.Effect:
 			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + site.Returns + "` after it, which the call changes")
 		default:
@@ -79,10 +86,14 @@ func Describe(t Task, doc string) (string, bool) {
 	}
 	if want := strings.TrimRight(site.Want, "\n"); want != "" && len(t.Inputs) > 0 {
 		verb := "displays as"
-		if site.Prints {
+		what := "the result"
+		switch {
+		case site.Collects:
+			what, verb = "those values", "print as"
+		case site.Prints:
 			verb = "prints as"
 		}
-		b.WriteString("\nFor the example's input, " + callText(t.Function(), t.Inputs[0]) + ", the result " + verb + ":\n" + want)
+		b.WriteString("\nFor the example's input, " + callText(t.Function(), t.Inputs[0]) + ", " + what + " " + verb + ":\n" + want)
 	}
 	d := b.String()
 	return d, !NamesTarget(d, tg)

@@ -64,6 +64,12 @@ func TestDescribeFollowsTheLevels(t *testing.T) {
 		{"print: the value is the printed one", cutTasks(t, "a call nested in print")[Easy],
 			[]string{"returns the call's result (the value the example prints).", "solve(['a'], 2), the result prints as:\n['aa']"},
 			nil},
+		{"a loop: what it prints, collected", cutTasks(t, "a call inside a loop: the loop is the span, what it prints the result")[Easy],
+			[]string{"`solve` returns a list of what the example's for statement around the call prints, each print's argument in order.", "solve([1]), those values print as:\n[1]\n[2]"},
+			[]string{"returns the call's result"}},
+		{"a loop's counter: the variable it leaves", cutTasks(t, "a loop's counter bound before it moves into the body with it")[Easy],
+			[]string{"Before the call, the body runs this code (its imports are yours to write):\nn = 0", "`solve` returns `n` as the for statement around the call leaves it."},
+			[]string{"returns the call's result"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, ok := Describe(c.task, scaleDoc)

@@ -19,14 +19,17 @@
 // arguments, then perturbed ones), so a solution right by accident on one
 // input, or one that ignores its input, fails.
 //
-// Cut makes the tasks of a validated doctest example (runners/pyapi's
-// Doctests), graded as goharness grades them: easy (the call's statement,
+// Cut makes the tasks of a validated example (runners/pyapi's Doctests and
+// DocFileExamples: a doctest, or a fenced Python block with its "#> "
+// output), graded as goharness grades them: easy (the call's statement,
 // with the package code building what it is called on), medium (also the
 // data set up before it), hard (the whole example, when it composes the
-// call with others of the package). Literal arguments become solve's
-// parameters, and a perturbed input follows the example's own. An example
-// or a level that cannot be cut is a Skip with its reason. Describe writes
-// the task's prompt without the target's name.
+// call with others of the package). A call inside a top-level for or with
+// statement takes the whole statement as its statement, returning the
+// list of what it prints (or the variables it assigns). Literal arguments
+// become solve's parameters, and a perturbed input follows the example's
+// own. An example or a level that cannot be cut is a Skip with its
+// reason. Describe writes the task's prompt without the target's name.
 //
 // # What a verdict rests on
 //

@@ -9,8 +9,9 @@
 // defaults and docstring descriptions, the result), M_prose's doc tier
 // (Prose), M_code (SourceCode, APICode: the syntax tree's source, docstrings
 // stripped, the same-module unexported helpers inlined, by goapi.Code's
-// rule), E (Doctests and DocFileExamples, run one by one in the sandbox by
-// an Executor, kept when they pass) and the licence from the package
+// rule), E (Doctests and DocFileExamples: doctests, and fenced Python
+// blocks with their "#> " output (Example.Origin), run one by one in the
+// sandbox by an Executor, kept when they pass) and the licence from the package
 // metadata (ReadLicense, LicenseFromMetadata: SPDX, copyleft flagged).
 //
 // The surface is read by an embedded stdlib-only helper (surface.py) run

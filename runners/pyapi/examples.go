@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,25 +22,43 @@ var examplesHelper string
 // in their key.
 func ExamplesHelperSource() string { return examplesHelper }
 
-// Example is one E unit: the doctest of one docstring, or of one shipped
-// documentation file, run as a whole (its steps share their globals, as
-// doctest runs them).
+// Example origins.
+const (
+	// OriginDoctest: the ">>>" examples of a docstring or a documentation
+	// file, one Example for all of them.
+	OriginDoctest = "doctest"
+	// OriginFenced: one Markdown code block tagged Python (```python,
+	// ```py) without ">>>", its statements run as a script; the output a
+	// step states in "#> " lines after it (pydantic's documentation) is
+	// compared, a step that states none has its output not compared.
+	OriginFenced = "fenced"
+)
+
+// Example is one E unit: the doctest of one docstring or of one shipped
+// documentation file, or one fenced Python block of either, run as a
+// whole (its steps share their globals).
 type Example struct {
 	// Name is the API's identity for a docstring ("shapes._geometry:double"),
-	// the file's path for a documentation file.
+	// the file's path for a documentation file; a fenced block's adds
+	// "#fenced-N", N counting the text's Python blocks from 1
+	// ("pydantic.networks:HttpUrl#fenced-2"), so that bundle rows and
+	// tasks, which carry the name, say where an example came from.
 	Name string
+	// Origin is OriginDoctest or OriginFenced.
+	Origin string
 	// APIID is the API whose docstring holds it; "" for a documentation
 	// file (the bundle ties those to APIs by the names their code uses).
 	APIID string
-	// Module is the module whose globals a docstring's examples run in (a
-	// copy, as doctest.testmod does); "" for a documentation file, whose
-	// examples import what they use.
+	// Module is the module whose globals a docstring's doctest runs in (a
+	// copy, as doctest.testmod does); "" for a documentation file and a
+	// fenced block, whose examples import what they use.
 	Module string
 	// File is the documentation file, relative to the directory scanned;
 	// "" for a docstring.
 	File string
-	// Text is the doctest run: the docstring, or the file (Markdown
-	// fences blanked).
+	// Text is the doctest run: the docstring or the file, Markdown fence
+	// lines blanked (a fence is not expected output); a fenced block's
+	// code.
 	Text   string
 	Steps  []Step
 	Code   string // the steps' sources, in order: the example's program
@@ -50,7 +69,8 @@ type Example struct {
 	Calls []string
 }
 
-// Step is one ">>>" statement and the output it is expected to print.
+// Step is one ">>>" statement and the output it is expected to print, or
+// one top-level statement of a fenced block and its "#> " lines.
 type Step struct {
 	Source string   `json:"source"`
 	Want   string   `json:"want"`
@@ -59,10 +79,37 @@ type Step struct {
 }
 
 type parsed struct {
-	Name     string `json:"name"`
-	Text     string `json:"text"`
-	Error    string `json:"error"`
-	Examples []Step `json:"examples"`
+	Name     string            `json:"name"`
+	Text     string            `json:"text"`
+	Error    string            `json:"error"`
+	Examples []Step            `json:"examples"`
+	Fenced   []fencedBlock     `json:"fenced"`
+	Skips    map[string]string `json:"skips"` // by block index
+}
+
+type fencedBlock struct {
+	Index int    `json:"index"`
+	Code  string `json:"code"`
+	Steps []Step `json:"steps"`
+}
+
+// fencedName is the name of block index of the text named name.
+func fencedName(name string, index int) string { return fmt.Sprintf("%s#fenced-%d", name, index) }
+
+// fenced are p's fenced examples, each made by mk from its name and
+// steps; its blocks that do not parse go in skipped.
+func (p parsed) fenced(skipped map[string]string, mk func(name string, steps []Step) Example) []Example {
+	var out []Example
+	for _, b := range p.Fenced {
+		e := mk(fencedName(p.Name, b.Index), b.Steps)
+		e.Origin, e.Text = OriginFenced, b.Code
+		out = append(out, e)
+	}
+	for idx, why := range p.Skips {
+		n, _ := strconv.Atoi(idx)
+		skipped[fencedName(p.Name, n)] = why
+	}
+	return out
 }
 
 func newExample(name string, steps []Step) Example {
@@ -86,10 +133,15 @@ func newExample(name string, steps []Step) Example {
 }
 
 // Doctests splits the docstrings of apis (each API's own, Doc) into
-// examples with doctest.DocTestParser, run by the embedded helper as a
+// examples with doctest.DocTestParser, and takes each fenced Python block
+// without ">>>" as an example of its own (OriginFenced), split into its
+// top-level statements with ast; both run by the embedded helper as a
 // subprocess of python (parsing only: nothing of the library is imported).
-// An API without ">>>" in its docstring has none; one whose docstring
-// doctest cannot parse (inconsistent indentation) is in skipped with why.
+// An API without ">>>" or a fence in its docstring has none; one whose
+// docstring doctest cannot parse (inconsistent indentation), and a fenced
+// block that does not parse, are in skipped with why (a fenced block by
+// its example's name). A block of another language (```bash, ```json) is
+// not an example.
 func Doctests(ctx context.Context, python string, apis []API) (examples []Example, skipped map[string]string, err error) {
 	type item struct {
 		Name string `json:"name"`
@@ -98,7 +150,7 @@ func Doctests(ctx context.Context, python string, apis []API) (examples []Exampl
 	var items []item
 	byName := map[string]API{}
 	for _, a := range apis {
-		if strings.Contains(a.Doc, ">>>") {
+		if strings.Contains(a.Doc, ">>>") || strings.Contains(a.Doc, "```") || strings.Contains(a.Doc, "~~~") {
 			items = append(items, item{a.ID, a.Doc})
 			byName[a.ID] = a
 		}
@@ -120,27 +172,30 @@ func Doctests(ctx context.Context, python string, apis []API) (examples []Exampl
 		return nil, nil, fmt.Errorf("doctests: helper output: %w", err)
 	}
 	for _, p := range res {
-		if p.Error != "" {
-			skipped[p.Name] = p.Error
-			continue
-		}
-		if len(p.Examples) == 0 {
-			continue
-		}
 		a := byName[p.Name]
-		e := newExample(p.Name, p.Examples)
-		e.APIID, e.Module, e.Text = a.ID, a.Module(), a.Doc
-		examples = append(examples, e)
+		switch {
+		case p.Error != "":
+			skipped[p.Name] = p.Error
+		case len(p.Examples) > 0:
+			e := newExample(p.Name, p.Examples)
+			e.Origin, e.APIID, e.Module, e.Text = OriginDoctest, a.ID, a.Module(), p.Text
+			examples = append(examples, e)
+		}
+		examples = append(examples, p.fenced(skipped, func(name string, steps []Step) Example {
+			e := newExample(name, steps)
+			e.APIID = a.ID
+			return e
+		})...)
 	}
 	return examples, skipped, nil
 }
 
 // DocFileExamples finds the doctests of the documentation files shipped
 // under dir (an installed package's directory): *.rst, *.md and *.txt
-// files holding ">>>", hidden and __pycache__ directories skipped. Only
-// doctest-form examples are taken: a script without expected output (an
-// examples/*.py) cannot be validated against anything but its exit status,
-// and is left out. A file doctest cannot parse is in skipped with why.
+// files holding ">>>", hidden and __pycache__ directories skipped, and
+// the fenced Python blocks of its *.md files as Doctests takes them. A
+// script file (an examples/*.py) is left out. A file doctest cannot parse,
+// and a fenced block that does not parse, are in skipped with why.
 func DocFileExamples(ctx context.Context, python, dir string) (examples []Example, skipped map[string]string, err error) {
 	out, err := runHelper(ctx, python, []string{"-I", "-S", "-B", "-X", "utf8", "-c", examplesHelper, "scan", dir})
 	if err != nil {
@@ -152,13 +207,19 @@ func DocFileExamples(ctx context.Context, python, dir string) (examples []Exampl
 	}
 	skipped = map[string]string{}
 	for _, p := range res {
-		if p.Error != "" {
+		switch {
+		case p.Error != "":
 			skipped[p.Name] = p.Error
-			continue
+		case len(p.Examples) > 0:
+			e := newExample(p.Name, p.Examples)
+			e.Origin, e.File, e.Text = OriginDoctest, p.Name, p.Text
+			examples = append(examples, e)
 		}
-		e := newExample(p.Name, p.Examples)
-		e.File, e.Text = p.Name, p.Text
-		examples = append(examples, e)
+		examples = append(examples, p.fenced(skipped, func(name string, steps []Step) Example {
+			e := newExample(name, steps)
+			e.File = p.Name
+			return e
+		})...)
 	}
 	return examples, skipped, nil
 }
@@ -237,7 +298,12 @@ func (x *Executor) Args() []string {
 	return args
 }
 
-// Run runs ex and returns its verdict. The error is for what prevented
+// Run runs ex and returns its verdict: a doctest as doctest.testmod runs
+// it (Flags apply), a fenced example as a script in a fresh __main__, its
+// steps in order, stopping at the first that does not pass; a step's
+// printed output is compared with its Want (trailing whitespace of lines
+// and trailing blank lines ignored) only when it states one, so printing
+// never fails a step that states no output. The error is for what prevented
 // running it at all (the sandbox could not start, an unknown flag);
 // everything the example or the library does is in the verdict.
 func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
@@ -246,7 +312,24 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 			return Verdict{}, fmt.Errorf("example %s: unknown doctest flag %q", ex.Name, f)
 		}
 	}
-	req, err := json.Marshal(map[string]string{"name": ex.Name, "module": ex.Module, "file": ex.File, "text": ex.Text})
+	type step struct {
+		Source string `json:"source"`
+		Want   string `json:"want"`
+	}
+	r := struct {
+		Name   string `json:"name"`
+		Module string `json:"module"`
+		File   string `json:"file"`
+		Text   string `json:"text"`
+		Origin string `json:"origin"`
+		Steps  []step `json:"steps,omitempty"`
+	}{Name: ex.Name, Module: ex.Module, File: ex.File, Text: ex.Text, Origin: ex.Origin}
+	if ex.Origin == OriginFenced {
+		for _, s := range ex.Steps {
+			r.Steps = append(r.Steps, step{s.Source, s.Want})
+		}
+	}
+	req, err := json.Marshal(r)
 	if err != nil {
 		return Verdict{}, err
 	}

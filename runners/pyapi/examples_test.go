@@ -102,10 +102,75 @@ def noisy():
 def plain():
     """No examples here."""
 `,
+	"calc/fenced.py":      fencedModule,
 	"calc/docs/guide.md":  "# Guide\n\n```python\n>>> from calc import double\n>>> double(21)\n42\n```\n\nNo more.\n",
 	"calc/docs/wrong.rst": "Wrong\n=====\n\n>>> from calc import double\n>>> double(1)\n3\n",
 	"calc/docs/plain.txt": "no doctests here\n",
 }
+
+// fencedModule's docstring carries its examples as Markdown fences, the
+// way pydantic's do: with "#> " output, without, another language, a
+// block that does not parse, a wrong output, a loop and a with statement,
+// and a doctest in a fence.
+var fencedModule = strings.ReplaceAll(`"""Fenced examples."""
+
+
+def scale(xs, k):
+    """Scale each item.
+
+    FENCEpython {lint="skip"}
+    from calc.fenced import scale
+
+    print(scale([1, 2], 3))
+    #> [3, 6]
+    FENCE
+
+    No output stated, so none is compared:
+
+    FENCEpy
+    from calc.fenced import scale
+    ys = scale([1], 2); print(ys)
+    FENCE
+
+    FENCEbash
+    pip install calc
+    FENCE
+
+    FENCEpython
+    def (:
+    FENCE
+
+    FENCEpython
+    from calc.fenced import scale
+
+    print(scale([1], 2))
+    #> [3]
+    FENCE
+
+    FENCEpython
+    import contextlib
+    from calc.fenced import scale
+
+    for k in (1, 2):
+        print(scale([1], k))
+        #> [1]
+        #> [2]
+
+    with contextlib.nullcontext([5]) as xs:
+        ys = scale(xs, 2)
+    print(ys)
+    #> [10]
+    FENCE
+
+    A doctest in a fence stays a doctest, the fence not its output:
+
+    FENCEpython
+    >>> scale([2], 2)
+    [4]
+    FENCE
+    """
+    return [x * k for x in xs]
+`, "FENCE", "```")
 
 // sandboxFor makes an executor for the fixture tree at root, or skips (fails
 // under CI=true) when bubblewrap is missing, as runners/sandbox's tests do.
@@ -298,6 +363,139 @@ func TestExecutorRunsEachExampleInTheSandboxWithAVerdict(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("ran %d examples, want %d", seen, len(want))
+	}
+}
+
+var apiFencedScale = API{ID: "calc.fenced:scale", Kind: "function", Name: "scale"}
+
+// withFencedDoc is apiFencedScale with its docstring, as Surface reads it.
+func withFencedDoc(t *testing.T, py, root string) API {
+	t.Helper()
+	s, err := Surface(context.Background(), py, []string{root}, "calc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range s.APIs {
+		if a.ID == apiFencedScale.ID {
+			return a
+		}
+	}
+	t.Fatalf("no %s in the surface", apiFencedScale.ID)
+	return API{}
+}
+
+func TestDoctestsTakeFencedPythonBlocksAsExamples(t *testing.T) {
+	py := python(t)
+	root := t.TempDir()
+	writeTree(t, root, docsFiles)
+	exs, skipped, err := Doctests(context.Background(), py, []API{withFencedDoc(t, py, root)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		origin, module string
+		steps          []Step // Source and Want
+	}
+	wants := map[string]want{
+		"calc.fenced:scale": {OriginDoctest, "calc.fenced", []Step{{Source: "scale([2], 2)\n", Want: "[4]\n"}}},
+		"calc.fenced:scale#fenced-1": {OriginFenced, "", []Step{
+			{Source: "from calc.fenced import scale\n"}, {Source: "print(scale([1, 2], 3))\n", Want: "[3, 6]\n"}}},
+		"calc.fenced:scale#fenced-2": {OriginFenced, "", []Step{
+			{Source: "from calc.fenced import scale\n"}, {Source: "ys = scale([1], 2); print(ys)\n"}}},
+		"calc.fenced:scale#fenced-4": {OriginFenced, "", []Step{
+			{Source: "from calc.fenced import scale\n"}, {Source: "print(scale([1], 2))\n", Want: "[3]\n"}}},
+		"calc.fenced:scale#fenced-5": {OriginFenced, "", []Step{
+			{Source: "import contextlib\n"}, {Source: "from calc.fenced import scale\n"},
+			{Source: "for k in (1, 2):\n    print(scale([1], k))\n", Want: "[1]\n[2]\n"},
+			{Source: "with contextlib.nullcontext([5]) as xs:\n    ys = scale(xs, 2)\n"},
+			{Source: "print(ys)\n", Want: "[10]\n"}}},
+	}
+	if len(exs) != len(wants) {
+		t.Errorf("%d examples, want %d", len(exs), len(wants))
+	}
+	for _, e := range exs {
+		w, ok := wants[e.Name]
+		if !ok {
+			t.Errorf("unexpected example %s: %+v", e.Name, e)
+			continue
+		}
+		var steps []Step
+		for _, s := range e.Steps {
+			steps = append(steps, Step{Source: s.Source, Want: s.Want})
+		}
+		if e.Origin != w.origin || e.Module != w.module || e.APIID != apiFencedScale.ID || !reflect.DeepEqual(steps, w.steps) {
+			t.Errorf("%s: origin %q module %q api %q steps %+v, want %q %q %+v", e.Name, e.Origin, e.Module, e.APIID, steps, w.origin, w.module, w.steps)
+		}
+		if e.Origin == OriginFenced && (!strings.Contains(e.Text, "from calc.fenced import scale") || strings.Contains(e.Text, "```")) {
+			t.Errorf("%s: text %q, want the block's code", e.Name, e.Text)
+		}
+	}
+	if why := skipped["calc.fenced:scale#fenced-3"]; len(skipped) != 1 || !strings.Contains(why, "does not parse") {
+		t.Errorf("skipped %v, want only block 3, that does not parse", skipped)
+	}
+}
+
+func TestDocFileExamplesTakeFencedBlocksOfMarkdown(t *testing.T) {
+	py := python(t)
+	root := t.TempDir()
+	files := map[string]string{
+		"pkg/__init__.py":  "",
+		"pkg/docs/use.md":  "# Use\n\n```python\nimport json\nprint(json.dumps([1]))\n#> [1]\n```\n\n```json\n{\"a\": 1}\n```\n",
+		"pkg/docs/use.rst": ".. code-block:: python\n\n    print(1)\n",
+	}
+	writeTree(t, root, files)
+	exs, skipped, err := DocFileExamples(context.Background(), py, filepath.Join(root, "pkg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exs) != 1 || len(skipped) != 0 {
+		t.Fatalf("examples %+v skipped %v, want the python block of use.md", exs, skipped)
+	}
+	e := exs[0]
+	if e.Name != "docs/use.md#fenced-1" || e.File != "docs/use.md" || e.Origin != OriginFenced || e.Output != "[1]\n" || !reflect.DeepEqual(e.Calls, []string{"dumps", "print"}) {
+		t.Errorf("use.md: %+v", e)
+	}
+}
+
+func TestExecutorRunsFencedExamplesAsScripts(t *testing.T) {
+	py := python(t)
+	root := outsideTmp(t)
+	writeTree(t, root, docsFiles)
+	x := sandboxFor(t, py, root)
+	x.Limits.Wall = 30 * time.Second
+	ctx := context.Background()
+	exs, _, err := Doctests(ctx, py, []API{withFencedDoc(t, py, root)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := Example{Name: "class#fenced-1", Origin: OriginFenced, Steps: []Step{
+		{Source: "import dataclasses\n"},
+		{Source: "@dataclasses.dataclass\nclass P:\n    x: 'int'\n"},
+		{Source: "print(P(1))\n", Want: "P(x=1)\n"},
+	}}
+	raises := Example{Name: "raises#fenced-1", Origin: OriginFenced, Steps: []Step{
+		{Source: "print(1)\n", Want: "1\n"}, {Source: "1 / 0\n"}, {Source: "print(2)\n", Want: "3\n"}}}
+	want := map[string]struct{ status, got, errorHas string }{
+		"calc.fenced:scale":          {status: ExamplePassed}, // the fence is not the doctest's output
+		"calc.fenced:scale#fenced-1": {status: ExamplePassed},
+		"calc.fenced:scale#fenced-2": {status: ExamplePassed}, // prints, states no output
+		"calc.fenced:scale#fenced-4": {status: ExampleFailed, got: "[2]\n"},
+		"calc.fenced:scale#fenced-5": {status: ExamplePassed},
+		"class#fenced-1":             {status: ExamplePassed}, // a class defined in the example's own __main__
+		"raises#fenced-1":            {status: ExampleRuntimeError, errorHas: "ZeroDivisionError"},
+	}
+	for _, e := range append(exs, class, raises) {
+		w := want[e.Name]
+		v, err := x.Run(ctx, e)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		if v.Status != w.status || v.Got != w.got || !strings.Contains(v.Error, w.errorHas) {
+			t.Errorf("%s: %+v, want status %s got %q error containing %q", e.Name, v, w.status, w.got, w.errorHas)
+		}
+		if e.Name == "raises#fenced-1" && len(v.Steps) != 2 {
+			t.Errorf("raises: steps %+v, want the run to stop at the step that raised", v.Steps)
+		}
 	}
 }
 
