@@ -64,26 +64,17 @@ func TestPythonJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
 		{"keyword", "from pystats import scale\nreturn scale(xs, k=3)\n", "WrongParam", tasks.PathFallback,
 			"judge refused: HTTP 400 Bad Request", "0.5", 0.25},
 	}
-	var lines []string
+	var sols []string
 	for _, c := range cases {
-		b, _ := json.Marshal(map[string]string{"task_id": scale.TaskID, "sample_id": c.sampleID, "solution": c.solution})
-		lines = append(lines, string(b))
+		sols = append(sols, c.sampleID, c.solution)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := nodetest.Run(t, dir, pyTasksPipeline+fmt.Sprintf(`
+	writeSolutions(t, dir, scale.TaskID, sols...)
+	run := nodetest.Run(t, dir, pySolvePipeline+fmt.Sprintf(`
 model "judge" {
   id          = "judge-model"
   endpoint    = %q
   max_retries = 0
   timeout     = "10s"
-}
-node "import" "solutions" { path = "solutions.jsonl" }
-node "solve" "model" {
-  tasks     = node.tasks.stats
-  solutions = node.import.solutions
-  ecosystem = "python"
 }
 node "judge" "model" {
   tasks   = node.tasks.stats
@@ -128,10 +119,21 @@ node "judge" "model" {
 	}
 }
 
-// pyScaleTask runs the Python fixture's chain through tasks in a store the
-// sandbox's user can reach, and returns the store and the easy task of
-// pystats.scale.
-func pyScaleTask(t *testing.T) (dir string, scale tasks.Row) {
+// pySolvePipeline solves the fixture's tasks with the solutions
+// writeSolutions wrote.
+const pySolvePipeline = pyTasksPipeline + `
+node "import" "solutions" { path = "solutions.jsonl" }
+node "solve" "model" {
+  tasks     = node.tasks.stats
+  solutions = node.import.solutions
+  ecosystem = "python"
+}
+`
+
+// offlinePyStats publishes the fixture project py-stats (pyStats: 1.0.0
+// before the model's cutoff, 2.0.0 after) on a loopback index and points
+// the run's Python at it.
+func offlinePyStats(t *testing.T) {
 	t.Helper()
 	ix := pypitest.NewIndex()
 	var rs []pypitest.Release
@@ -142,6 +144,14 @@ func pyScaleTask(t *testing.T) (dir string, scale tasks.Row) {
 		t.Fatal(err)
 	}
 	nodetest.OfflinePython(t, ix)
+}
+
+// pyScaleTask runs the Python fixture's chain through tasks in a store the
+// sandbox's user can reach, and returns the store and the easy task of
+// pystats.scale.
+func pyScaleTask(t *testing.T) (dir string, scale tasks.Row) {
+	t.Helper()
+	offlinePyStats(t)
 	dir = nodetest.StoreDir(t)
 	run := nodetest.Run(t, dir, pyTasksPipeline)
 	for _, r := range nodetest.Read[tasks.Row](t, run, "node.tasks.stats") {
@@ -153,4 +163,21 @@ func pyScaleTask(t *testing.T) (dir string, scale tasks.Row) {
 		t.Fatalf("no observed easy task for pystats.scale")
 	}
 	return dir, scale
+}
+
+// writeSolutions writes solutions.jsonl in dir: solutions of task, given
+// as sample ID, code, sample ID, code, ...
+func writeSolutions(t *testing.T, dir, task string, sols ...string) {
+	t.Helper()
+	var lines []string
+	for i := 0; i+1 < len(sols); i += 2 {
+		b, err := json.Marshal(map[string]string{"task_id": task, "sample_id": sols[i], "solution": sols[i+1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
