@@ -13,6 +13,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 	"github.com/lacuna-dev/lacuna/runners/llm"
 )
 
@@ -70,13 +71,23 @@ func (c *judgeConfig) onJudgeError() string {
 
 // Paths: which part of the judge decided a sample's class.
 const (
-	PathRule     = "rule"     // the deterministic fast path (goharness.Judge)
+	PathRule     = "rule"     // the deterministic fast path (goharness.Judge, pyharness.Judge), and NotRun
 	PathLLM      = "llm"      // the judge model
-	PathFallback = "fallback" // goharness.Fallback: no judge model, its answer was unusable, it refused the call, or (on_judge_error = "fallback") it was unreachable
+	PathFallback = "fallback" // goharness.Fallback (Python: pyFallback): no judge model, its answer was unusable, it refused the call, or (on_judge_error = "fallback") it was unreachable
 )
 
+// ClassNotRun marks a Python sample solve never ran (the task has no
+// harness, or the sandbox cannot mount its environment): not one of the
+// failure classes, since nothing about the solution failed. Its path is
+// rule, its rule solve's reason; it is never sent to the judge model (for
+// a verdict or sem), and the metrics node leaves it out of every rate and
+// class distribution, counting it apart (not_run). Go samples never have
+// it.
+const ClassNotRun = "NotRun"
+
 // JudgeRow is one sample's class in the failure taxonomy (OK or one of the
-// six failure classes) with what the metrics node needs.
+// six failure classes; NotRun for a Python sample never run) with what
+// the metrics node needs.
 type JudgeRow struct {
 	TaskID     string `parquet:"task_id"`
 	SampleID   string `parquet:"sample_id"`
@@ -91,14 +102,21 @@ type JudgeRow struct {
 	// APICalled: the solver's code names the target and the spy counted
 	// a direct call (calls the task's context makes do not count).
 	APICalled bool `parquet:"api_called"`
-	// ParamCorr is goharness.ParamCorr: the solver's call of the target
-	// against the reference's, argument by argument, in [0, 1]; null when
-	// the reference has no recognisable call of the target (undefined).
+	// ParamCorr is the solver's calls of the target against the
+	// reference's, argument by argument, in [0, 1]: for a Go task
+	// goharness.ParamCorr (positional: the gofmt-printed argument at each
+	// position), for a Python task pyharness.ParamCorr (positional
+	// arguments by position, keywords by name, each compared as
+	// normalised source: tokens rejoined, outer parentheses dropped,
+	// plain strings in single quotes; read lexically in lacuna's process,
+	// the code never run). Both: the best-matching call counts; 0 when the
+	// solver's code never calls the target; null when the reference has no
+	// recognisable call of it (undefined), and for NotRun.
 	ParamCorr *float64 `parquet:"param_corr,optional"`
 	// Sem is the judge model's semantic-equivalence score in [0, 1]; null
 	// without sem, and where the answer was unusable.
 	Sem   *float64 `parquet:"sem,optional"`
-	Class string   `parquet:"class"` // OK, WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic
+	Class string   `parquet:"class"` // OK, WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic; NotRun (ClassNotRun, Python only)
 	// Rule is the rule that fired (rule, fallback paths) or the judge
 	// model's rationale (llm path).
 	Rule string `parquet:"rule"`
@@ -122,7 +140,7 @@ var (
 )
 
 func (judgeType) Name() string    { return "judge" }
-func (judgeType) Version() string { return "11" }
+func (judgeType) Version() string { return "12" }
 func (judgeType) Doc() string {
 	return "Classifies every sample into OK or one of the six failure classes (NovelAPIBench §3.3): deterministic rules first " +
 		"(OK, WrongSyntax, WrongAPISelection, WrongImport), then the judge model (model = ...) for the rest, prompted with the task, " +
@@ -135,8 +153,11 @@ func (judgeType) Doc() string {
 		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --recompute ADDR, or a config change). " +
 		"With sem = true the judge model also " +
 		"scores each sample's semantic equivalence with the reference. Calibration samples are checked against their class by " +
-		"construction (report \"calibration\"). Python tasks (ecosystem \"python\") take pyharness.Judge's fast path, then a deterministic " +
-		"fallback: the judge model's prompt is Go's, so they are not sent to it (sem still is)."
+		"construction (report \"calibration\"). Python tasks (ecosystem \"python\") take the same path with pyharness.Judge's fast path " +
+		"(SyntaxError, import errors, a wrong name on the target's module, the target never named) and the judge model's Python prompt " +
+		"(the spy's recorded call shapes and the exception's traceback among its evidence); a Python sample solve never ran is NotRun " +
+		"(not a failure class: never sent to the judge model, left out of metrics). param_corr compares the solver's calls of the target " +
+		"with the reference's argument by argument (Python: positional by position, keywords by name)."
 }
 
 func (judgeType) Validate(cfg any) error {
@@ -212,12 +233,16 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 			return nil, nil, fmt.Errorf("sample %s/%s: no such task", s.TaskID, s.SampleID)
 		}
 		if task.Ecosystem == "python" {
-			row, err := judgePython(s, task)
+			row, ask, err := judgePython(s, task)
 			if err != nil {
 				return nil, nil, err
 			}
-			if c.Sem && m != nil {
-				sys, user := goharness.SemPrompt(task.Description, task.Context, s.Solution, task.Mask)
+			if ask != nil && m != nil {
+				sys, user := pyharness.JudgePrompt(*ask)
+				j.calls = append(j.calls, judgeCall{Row: i, Call: request(m, sys, user, goharness.JudgeSchema, "failure_class")})
+			}
+			if c.Sem && m != nil && row.Class != ClassNotRun {
+				sys, user := pyharness.SemPrompt(task.Description, task.Context, s.Solution, task.Mask)
 				j.calls = append(j.calls, judgeCall{Row: i, Sem: true, Call: request(m, sys, user, goharness.SemSchema, "semantic_equivalence")})
 			}
 			j.rows = append(j.rows, row)
@@ -514,7 +539,8 @@ type PathAgreement struct {
 }
 
 // Calibration computes the agreement of rows whose class is known by
-// construction (Expected set); nil when there are none.
+// construction (Expected set), NotRun rows left out (nothing was judged);
+// nil when there are none.
 func Calibration(rows []JudgeRow) *CalibrationReport {
 	rep := &CalibrationReport{Confusion: map[string]map[string]int{}, ByPath: map[string]*PathAgreement{}}
 	add := func(m map[string]map[string]int, exp, got string) {
@@ -524,7 +550,7 @@ func Calibration(rows []JudgeRow) *CalibrationReport {
 		m[exp][got]++
 	}
 	for _, row := range rows {
-		if row.Expected == "" {
+		if row.Expected == "" || row.Class == ClassNotRun {
 			continue
 		}
 		p := rep.ByPath[row.Path]
@@ -548,9 +574,10 @@ func Calibration(rows []JudgeRow) *CalibrationReport {
 	return rep
 }
 
-// classOrder sorts classes as the paper does: OK, then the six.
+// classOrder sorts classes as the paper does: OK, then the six, then
+// NotRun.
 func classOrder(classes []string) []string {
-	order := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
+	order := append(append([]string{goharness.ClassOK}, goharness.FailureClasses...), ClassNotRun)
 	slices.SortStableFunc(classes, func(a, b string) int {
 		ia, ib := slices.Index(order, a), slices.Index(order, b)
 		if ia < 0 {

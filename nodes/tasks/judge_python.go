@@ -9,47 +9,64 @@ import (
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 )
 
-// judgePython classifies a Python task's sample: pyharness.Judge (the
-// fast path: OK, WrongSyntax, WrongImport, WrongAPISelection), then, for
-// what it leaves undecided, pyFallback (path fallback). The judge model's
-// prompt reads Go call structure, so Python samples are not sent to it;
-// ParamCorr is null (no Python call matcher yet).
-func judgePython(s SampleRow, task Row) (JudgeRow, error) {
-	row := JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
+// judgePython classifies a Python task's sample. One never run (solve's
+// row without an observation: the task has no harness, or the sandbox
+// cannot mount the environment) is NotRun (path rule, the rule solve's
+// reason), and nothing is asked of the judge model about it. Otherwise
+// pyharness.Judge decides (the fast path: OK, WrongSyntax, WrongImport,
+// WrongAPISelection), or, for what it leaves undecided, pyFallback (path
+// fallback) until the judge model answers: ask is then what it is shown.
+// ParamCorr is pyharness.ParamCorr of the solution against the task's
+// reference answer (Mask).
+func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput, err error) {
+	row = JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
 		Library: task.Library, Difficulty: task.Difficulty, Passed: s.Passed, SpyDirect: s.SpyDirect, APICalled: s.SpyDirect > 0, Path: PathRule}
 	row.Expected, _ = goharness.ExpectedClass(s.Kind)
+	if s.Observation == "" {
+		row.Class, row.Rule = ClassNotRun, s.Failures
+		return row, nil, nil
+	}
 	var spec pyharness.Task
 	var exp pyharness.Expectation
 	if err := json.Unmarshal([]byte(task.Spec), &spec); err != nil {
-		return row, fmt.Errorf("task %s: spec: %w", task.TaskID, err)
+		return row, nil, fmt.Errorf("task %s: spec: %w", task.TaskID, err)
 	}
 	if task.Expect != "" {
 		if err := json.Unmarshal([]byte(task.Expect), &exp); err != nil {
-			return row, fmt.Errorf("task %s: expect: %w", task.TaskID, err)
+			return row, nil, fmt.Errorf("task %s: expect: %w", task.TaskID, err)
 		}
 	}
 	var run pyharness.Run
-	if s.Observation != "" {
-		if err := json.Unmarshal([]byte(s.Observation), &run); err != nil {
-			return row, fmt.Errorf("sample %s/%s: observation: %w", s.TaskID, s.SampleID, err)
-		}
-		run.Output = s.Output
-	} else {
-		run.Problem = s.Failures // not run (solve says why)
+	if err := json.Unmarshal([]byte(s.Observation), &run); err != nil {
+		return row, nil, fmt.Errorf("sample %s/%s: observation: %w", s.TaskID, s.SampleID, err)
+	}
+	run.Output = s.Output
+	tg := spec.Target
+	calls := pyharness.TargetCalls(s.Solution, tg)
+	var ref *pyharness.SourceCall
+	if refs := pyharness.TargetCalls(task.Mask, tg); len(refs) > 0 {
+		ref = &refs[0]
+		corr := pyharness.MatchCalls(calls, ref)
+		row.ParamCorr = &corr
 	}
 	v := pyharness.Verdict{Passed: s.Passed, Reason: s.Failures}
 	if len(s.FailedLayers) > 0 {
 		v.Layer = s.FailedLayers[0]
 	}
-	jd := pyharness.Judge(spec.Target, s.Solution, exp, v, run)
+	jd := pyharness.Judge(tg, s.Solution, exp, v, run)
 	if jd.Class != pyharness.ClassUndecided {
 		row.Class, row.Rule = jd.Class, jd.Rule
-		return row, nil
+		return row, nil, nil
 	}
-	row.Class, row.Rule = pyFallback(spec.Target, run, v)
+	row.Class, row.Rule = pyFallback(tg, run, v, row.ParamCorr)
 	row.Rule += " (undecided: " + jd.Rule + ")"
 	row.Path = PathFallback
-	return row, nil
+	ask = &pyharness.JudgeInput{Target: tg, Description: task.Description, Context: task.Context, Solution: s.Solution,
+		Recorded: run.Record != nil, ReferenceCalls: exp.Calls, Source: calls, Reference: ref, Evidence: jd.Evidence}
+	if run.Record != nil {
+		ask.Calls = run.Record.Calls
+	}
+	return row, ask, nil
 }
 
 // pyFallback decides a Python sample the fast path left undecided,
@@ -63,9 +80,16 @@ func judgePython(s SampleRow, task Row) (JudgeRow, error) {
 //     WrongParam;
 //  4. an exception raised inside the target's package → WrongShapeDtype
 //     (a contract violated inside the API's body);
-//  5. anything else (a wrong value, an exception in the solver's own
+//  5. the calls' arguments differ from the reference's (paramCorr < 1,
+//     pyharness.ParamCorr) → WrongParam; skipped when paramCorr is nil
+//     (the reference has no call of the target's name to compare with);
+//  6. anything else (a wrong value, an exception in the solver's own
 //     code, a time-out) → WrongLogic.
-func pyFallback(tg pyharness.Target, run pyharness.Run, v pyharness.Verdict) (class, rule string) {
+//
+// Rule 5 is goharness.Fallback's rule 7, as heuristic: an argument
+// written differently but equal in value, or a keyword passed
+// positionally, counts as different; that is what the LLM judge is for.
+func pyFallback(tg pyharness.Target, run pyharness.Run, v pyharness.Verdict, paramCorr *float64) (class, rule string) {
 	rec := run.Record
 	name := tg.Name()
 	if rec == nil {
@@ -96,6 +120,11 @@ func pyFallback(tg pyharness.Target, run pyharness.Run, v pyharness.Verdict) (cl
 		case e.File != pyharness.SolutionFile && strings.Contains(file, "/"+strings.ReplaceAll(pkg, ".", "/")+"/"):
 			return goharness.ClassWrongShapeDtype, "raises inside " + pkg + ": " + e.String()
 		}
+	}
+	if paramCorr != nil && *paramCorr < 1 {
+		return goharness.ClassWrongParam, fmt.Sprintf("calls %s with arguments other than the reference's (param_corr %.2f)", name, *paramCorr)
+	}
+	if e != nil {
 		return goharness.ClassWrongLogic, "calls " + name + "; fails: " + e.String()
 	}
 	return goharness.ClassWrongLogic, "calls " + name + "; the outcome is wrong: " + v.Layer + ": " + v.Reason

@@ -31,7 +31,8 @@ type metricsConfig struct {
 	// difficulty, api_called, param_corr and sem. Where there is a kind
 	// column, only its "model" rows count: calibration rows (the reference
 	// and the mutants, whose judge the calibration report measures) are
-	// skipped, and an input of nothing else is an error.
+	// skipped, and an input of nothing else is an error. Rows of class
+	// NotRun (ClassNotRun) count only in not_run.
 	Judged    []nodes.Ref `hcl:"judged"`
 	K         []int       `hcl:"k,optional"`
 	Bootstrap *int        `hcl:"bootstrap,optional"`
@@ -85,7 +86,7 @@ var (
 )
 
 func (metricsType) Name() string    { return "metrics" }
-func (metricsType) Version() string { return "4" }
+func (metricsType) Version() string { return "5" }
 func (metricsType) Doc() string {
 	return "NovelAPIBench's metrics (seed Table 1, Appendix E) from judge outputs: one row per model × cell × difficulty × library " +
 		"and pooled rows (\"all\") per model × cell, model × cell × difficulty and model × cell × library, with tasks, samples, pass@1, " +
@@ -93,7 +94,9 @@ func (metricsType) Doc() string {
 		"every metric followed by its 95% percentile bootstrap CI resampling tasks (seeded; columns METRIC_lo and METRIC_hi, null " +
 		"where the metric is). Values are percentages rounded to 0.01; every metric is a mean over the group's tasks of the task's " +
 		"value, so each task weighs the same. Only a model's samples count: rows whose kind is not \"model\" (the calibration " +
-		"samples a judge also classifies) are skipped, and an input holding nothing else is an error."
+		"samples a judge also classifies) are skipped, and an input holding nothing else is an error. Samples of class NotRun (a Python " +
+		"sample solve never ran: the task has no harness, or the sandbox cannot mount its environment) are left out of every metric, tasks " +
+		"and samples included, and counted in not_run; a group of only such samples has its metrics null."
 }
 
 func (metricsType) Validate(cfg any) error {
@@ -122,10 +125,13 @@ func (metricsType) Schema() nodes.Schema {
 }
 
 // A metrics row's columns, in order: headCols, countCol, then each of
-// metricCols followed by its CI's _lo and _hi.
+// metricCols followed by its CI's _lo and _hi. tasks and samples are those
+// the metrics are computed over; not_run counts the group's NotRun
+// samples, which no metric counts (a task with only such samples is not
+// among tasks).
 var (
 	headCols = []string{"model", "cell", "difficulty", "library"}
-	countCol = []string{"tasks", "samples"}
+	countCol = []string{"tasks", "samples", "not_run"}
 )
 
 // compositionCols name the composition columns of OK and the six failure
@@ -164,10 +170,18 @@ func metricCols(ks []int) []metricCol {
 		metricCol{"sem", func(m *groupMetrics) (*float64, *analysis.CI) { return m.Sem, m.SemCI }})
 	for _, c := range compositionCols {
 		cols = append(cols, metricCol{c.col, func(m *groupMetrics) (*float64, *analysis.CI) {
+			if m.Tasks == 0 {
+				return nil, nil // only NotRun samples: no composition
+			}
 			return pct(m.Composition[c.class]), m.CompositionCI[c.class]
 		}})
 	}
-	return append(cols, metricCol{"unclassified", func(m *groupMetrics) (*float64, *analysis.CI) { return pct(m.Unclassified), m.UnclassifiedCI }})
+	return append(cols, metricCol{"unclassified", func(m *groupMetrics) (*float64, *analysis.CI) {
+		if m.Tasks == 0 {
+			return nil, nil
+		}
+		return pct(m.Unclassified), m.UnclassifiedCI
+	}})
 }
 
 // metricsRowType is the row struct for these ks, built at run time so that
@@ -242,6 +256,7 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		set(int64(m.Tasks))
 		set(int64(m.Samples))
+		set(int64(m.NotRun))
 		for _, c := range cols {
 			p, ci := c.value(&m)
 			lo, hi := ciBounds(ci)
@@ -256,7 +271,16 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	for _, line := range tableOne(table, ks) {
 		r.Logf("%s", line)
 	}
-	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows), countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	notRun := 0
+	for _, j := range rows {
+		if j.class == ClassNotRun {
+			notRun++
+		}
+	}
+	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows)-notRun, countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	if notRun > 0 {
+		note += fmt.Sprintf("; %d samples not run (NotRun), left out", notRun)
+	}
 	if skipped > 0 {
 		note += fmt.Sprintf("; %d calibration rows skipped", skipped)
 	}
@@ -420,7 +444,7 @@ func groups(rows []judgedRow) []group {
 // undefined.
 type groupMetrics struct {
 	Model, Cell, Difficulty, Library string
-	Tasks, Samples                   int
+	Tasks, Samples, NotRun           int
 	PassAt                           map[int]*float64
 	PassAtCI                         map[int]*analysis.CI
 	APIAcc, ParamCorr, Sem           *float64
@@ -458,6 +482,9 @@ func ciBounds(c *analysis.CI) (lo, hi *float64) {
 //     tasks with any; null when none has;
 //   - composition: the fraction of the task's samples in each class.
 //
+// NotRun samples are counted (NotRun) and left out of all of these: a
+// task, and Samples, count only the samples that ran.
+//
 // Every metric's CI is analysis.Bootstrap over the per-task values its
 // point estimate averages (Param_corr's and Sem's: the tasks with a
 // defined value) with b resamples, seed and a stream derived from the
@@ -471,7 +498,12 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	}
 	var order []string
 	per := map[string]*acc{}
+	notRun := 0
 	for _, j := range g.rows {
+		if j.class == ClassNotRun {
+			notRun++
+			continue
+		}
 		a := per[j.task]
 		if a == nil {
 			a = &acc{classes: map[string]int{}}
@@ -495,7 +527,7 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 		}
 		a.classes[j.class]++
 	}
-	m := groupMetrics{Model: g.Model, Cell: g.Cell, Difficulty: g.Difficulty, Library: g.Library, Tasks: len(order), Samples: len(g.rows),
+	m := groupMetrics{Model: g.Model, Cell: g.Cell, Difficulty: g.Difficulty, Library: g.Library, Tasks: len(order), Samples: len(g.rows) - notRun, NotRun: notRun,
 		PassAt: map[int]*float64{}, Composition: map[string]float64{}}
 	var pass1, api, corr, sems, unclassified []float64
 	classes := map[string][]float64{}
@@ -574,7 +606,7 @@ func tableOne(ms []groupMetrics, ks []int) []string {
 	for _, k := range ks[1:] {
 		head = append(head, "pass@"+strconv.Itoa(k))
 	}
-	head = append(head, "API_acc", "Param_corr", "Sem", "OK/Syn/API/Imp/Par/Shp/Log")
+	head = append(head, "API_acc", "Param_corr", "Sem", "OK/Syn/API/Imp/Par/Shp/Log", "not_run")
 	rows := [][]string{head}
 	f := func(p *float64) string {
 		if p == nil {
@@ -594,7 +626,10 @@ func tableOne(ms []groupMetrics, ks []int) []string {
 		for _, c := range compositionCols {
 			comp = append(comp, strconv.Itoa(int(math.Round(100*m.Composition[c.class]))))
 		}
-		line = append(line, f(m.APIAcc), f(m.ParamCorr), f(m.Sem), strings.Join(comp, "/"))
+		if m.Tasks == 0 {
+			comp = []string{"-"}
+		}
+		line = append(line, f(m.APIAcc), f(m.ParamCorr), f(m.Sem), strings.Join(comp, "/"), strconv.Itoa(m.NotRun))
 		rows = append(rows, line)
 	}
 	width := make([]int, len(head))

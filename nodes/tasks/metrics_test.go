@@ -14,7 +14,8 @@ import (
 // judged is a hand-built judge table: model m, cell base with task t1
 // (easy, library a, 5 samples, one without a param_corr) and t2 (medium,
 // library b, 4 samples, one left unclassified, none with a param_corr: its
-// reference has no call of the target), cell S with t1 (2 samples); two
+// reference has no call of the target), cell S with t1 (2 samples); a
+// sample of t1 never run (NotRun), which no metric counts; two
 // calibration rows (kind reference and perturb) that metrics skip.
 const judged = `{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
 {"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
@@ -27,13 +28,15 @@ const judged = `{"task_id":"t1","kind":"model","model":"m","cell":"base","diffic
 {"task_id":"t2","kind":"model","model":"m","cell":"base","difficulty":"medium","library":"b","passed":false,"class":"needs_llm","api_called":false,"param_corr":null,"sem":null}
 {"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":1.0,"sem":null}
 {"task_id":"t1","kind":"model","model":"m","cell":"S","difficulty":"easy","library":"a","passed":false,"class":"WrongShapeDtype","api_called":true,"param_corr":0.5,"sem":null}
+{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"NotRun","api_called":false,"param_corr":null,"sem":null}
 {"task_id":"t1","kind":"reference","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":null}
 {"task_id":"t2","kind":"perturb","model":"","cell":"","difficulty":"medium","library":"b","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":null}
 `
 
 // A second judge output: another model, one passing sample, no kind column
-// (every row counts).
+// (every row counts); a third model whose only sample never ran.
 const judged2 = `{"task_id":"t1","model":"m2","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0}
+{"task_id":"t1","model":"m3","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"NotRun","api_called":false,"param_corr":null}
 `
 
 // readMetrics reads a metrics output as rows of column → printed value
@@ -94,7 +97,7 @@ node "metrics" "noci" {
 	rows, colList, orderList := readMetrics(t, run, "node.metrics.x")
 	// Every metric is followed by its CI's bounds.
 	cols := strings.Join(colList, ",")
-	wantCols := "model,cell,difficulty,library,tasks,samples,pass_at_1,pass_at_1_lo,pass_at_1_hi," +
+	wantCols := "model,cell,difficulty,library,tasks,samples,not_run,pass_at_1,pass_at_1_lo,pass_at_1_hi," +
 		"pass_at_2,pass_at_2_lo,pass_at_2_hi,pass_at_5,pass_at_5_lo,pass_at_5_hi," +
 		"api_acc,api_acc_lo,api_acc_hi,param_corr,param_corr_lo,param_corr_hi,sem,sem_lo,sem_hi," +
 		"ok,ok_lo,ok_hi,wrong_syntax,wrong_syntax_lo,wrong_syntax_hi,wrong_api_selection,wrong_api_selection_lo,wrong_api_selection_hi," +
@@ -106,7 +109,8 @@ node "metrics" "noci" {
 	}
 	order := strings.Join(orderList, " ")
 	wantOrder := "m/base/all/all m/base/easy/all m/base/medium/all m/base/all/a m/base/all/b m/base/easy/a m/base/medium/b " +
-		"m/S/all/all m/S/easy/all m/S/all/a m/S/easy/a m2/base/all/all m2/base/easy/all m2/base/all/a m2/base/easy/a"
+		"m/S/all/all m/S/easy/all m/S/all/a m/S/easy/a m2/base/all/all m2/base/easy/all m2/base/all/a m2/base/easy/a " +
+		"m3/base/all/all m3/base/easy/all m3/base/all/a m3/base/easy/a"
 	if order != wantOrder {
 		t.Errorf("rows\n %s\nwant\n %s", order, wantOrder)
 	}
@@ -121,19 +125,19 @@ node "metrics" "noci" {
 	// Log, unclassified) 40/0/20/0/20/0/20/0 and 25/25/0/25/0/0/0/25.
 	// A CI is null where its metric is.
 	want := map[string]string{
-		"m/base/all/all": "tasks=2 samples=9 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_2_lo=50 pass_at_2_hi=70 " +
+		"m/base/all/all": "tasks=2 samples=9 not_run=1 pass_at_1=32.5 pass_at_1_lo=25 pass_at_1_hi=40 pass_at_2=60 pass_at_2_lo=50 pass_at_2_hi=70 " +
 			"pass_at_5=null pass_at_5_lo=null pass_at_5_hi=null " +
 			"api_acc=52.5 api_acc_lo=25 api_acc_hi=80 param_corr=62.5 param_corr_lo=62.5 param_corr_hi=62.5 sem=50 sem_lo=50 sem_hi=50 " +
 			"ok=32.5 ok_lo=25 ok_hi=40 wrong_syntax=12.5 wrong_syntax_lo=0 wrong_syntax_hi=25 " +
 			"wrong_api_selection=10 wrong_api_selection_lo=0 wrong_api_selection_hi=20 wrong_import=12.5 wrong_import_lo=0 wrong_import_hi=25 " +
 			"wrong_param=10 wrong_param_lo=0 wrong_param_hi=20 wrong_shape_dtype=0 wrong_shape_dtype_lo=0 wrong_shape_dtype_hi=0 " +
 			"wrong_logic=10 wrong_logic_lo=0 wrong_logic_hi=20 unclassified=12.5 unclassified_lo=0 unclassified_hi=25",
-		"m/base/easy/all": "tasks=1 samples=5 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_2_lo=70 pass_at_2_hi=70 " +
+		"m/base/easy/all": "tasks=1 samples=5 not_run=1 pass_at_1=40 pass_at_1_lo=40 pass_at_1_hi=40 pass_at_2=70 pass_at_2_lo=70 pass_at_2_hi=70 " +
 			"pass_at_5=100 pass_at_5_lo=100 pass_at_5_hi=100 api_acc=80 param_corr=62.5 sem=50 sem_lo=50 sem_hi=50 " +
 			"ok=40 ok_lo=40 ok_hi=40 wrong_api_selection=20 wrong_api_selection_lo=20 wrong_api_selection_hi=20 wrong_param=20 wrong_param_lo=20 " +
 			"wrong_logic=20 wrong_logic_hi=20 unclassified=0 unclassified_lo=0 unclassified_hi=0",
-		"m/base/all/a": "tasks=1 samples=5 pass_at_1=40 pass_at_2=70 pass_at_5=100",
-		"m/base/medium/b": "tasks=1 samples=4 pass_at_1=25 pass_at_2=50 pass_at_2_lo=50 pass_at_2_hi=50 pass_at_5=null pass_at_5_lo=null pass_at_5_hi=null " +
+		"m/base/all/a": "tasks=1 samples=5 not_run=1 pass_at_1=40 pass_at_2=70 pass_at_5=100",
+		"m/base/medium/b": "tasks=1 samples=4 not_run=0 pass_at_1=25 pass_at_2=50 pass_at_2_lo=50 pass_at_2_hi=50 pass_at_5=null pass_at_5_lo=null pass_at_5_hi=null " +
 			"api_acc=25 param_corr=null param_corr_lo=null sem=null sem_lo=null sem_hi=null ok=25 ok_lo=25 ok_hi=25 " +
 			"unclassified=25 unclassified_lo=25 unclassified_hi=25",
 		"m/S/all/all": "tasks=1 samples=2 pass_at_1=0 pass_at_2=0 pass_at_2_lo=0 pass_at_2_hi=0 pass_at_5=null api_acc=100 " +
@@ -141,6 +145,9 @@ node "metrics" "noci" {
 			"wrong_shape_dtype=100 wrong_shape_dtype_lo=100 wrong_shape_dtype_hi=100",
 		"m2/base/all/all": "tasks=1 samples=1 pass_at_1=100 pass_at_2=null pass_at_2_lo=null pass_at_2_hi=null pass_at_5=null " +
 			"api_acc=100 param_corr=100 sem=null sem_hi=null ok=100 ok_lo=100 ok_hi=100",
+		// Only a sample never run: nothing to measure.
+		"m3/base/easy/a": "tasks=0 samples=0 not_run=1 pass_at_1=null pass_at_1_lo=null pass_at_5=null api_acc=null api_acc_hi=null param_corr=null " +
+			"sem=null ok=null ok_lo=null wrong_logic=null unclassified=null unclassified_hi=null",
 	}
 	for key, fields := range want {
 		row, ok := rows[key]
@@ -163,7 +170,7 @@ node "metrics" "noci" {
 	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
 		t.Error("k unset: want pass@1 and pass@5 only")
 	}
-	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "15 groups over 12 samples") || !strings.Contains(note, "2 calibration rows skipped") {
+	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "19 groups over 12 samples, 4 model × cell pairs; 2 samples not run (NotRun), left out") || !strings.Contains(note, "2 calibration rows skipped") {
 		t.Errorf("note %q", note)
 	}
 	// The log's Table-1 view: one line per model × cell, pooled.
@@ -172,9 +179,10 @@ node "metrics" "noci" {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		"model  cell  tasks  n  pass@1  pass@2  pass@5  API_acc  Param_corr  Sem   OK/Syn/API/Imp/Par/Shp/Log",
-		"m      base  2      9  32.5    60.0    -       52.5     62.5        50.0  33/13/10/13/10/0/10",
-		"m2     base  1      1  100.0   -       -       100.0    100.0       -     100/0/0/0/0/0/0",
+		"model  cell  tasks  n  pass@1  pass@2  pass@5  API_acc  Param_corr  Sem   OK/Syn/API/Imp/Par/Shp/Log  not_run",
+		"m      base  2      9  32.5    60.0    -       52.5     62.5        50.0  33/13/10/13/10/0/10         1",
+		"m2     base  1      1  100.0   -       -       100.0    100.0       -     100/0/0/0/0/0/0             0",
+		"m3     base  0      0  -       -       -       -        -           -     -                           1",
 	} {
 		if !strings.Contains(a.Logs, line) {
 			t.Errorf("log lacks %q:\n%s", line, a.Logs)

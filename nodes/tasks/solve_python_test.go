@@ -1,8 +1,6 @@
 package tasks_test
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +8,6 @@ import (
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
-	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
 )
 
 // TestPythonSolveAndJudgeClassifyEachSolution runs solutions of the
@@ -22,25 +19,9 @@ import (
 // comparative layer, is left undecided and the fallback calls it
 // WrongLogic.
 func TestPythonSolveAndJudgeClassifyEachSolution(t *testing.T) {
-	ix := pypitest.NewIndex()
-	var rs []pypitest.Release
-	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
-		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
-	}
-	if err := ix.Publish("py-stats", rs...); err != nil {
-		t.Fatal(err)
-	}
-	nodetest.OfflinePython(t, ix)
-	dir := nodetest.StoreDir(t)
-	run := nodetest.Run(t, dir, pyTasksPipeline)
-	var scale tasks.Row
-	for _, r := range nodetest.Read[tasks.Row](t, run, "node.tasks.stats") {
-		if r.Qualified == "pystats.scale" && r.Difficulty == "easy" {
-			scale = r
-		}
-	}
-	if want := "from pystats import scale\nreturn scale(xs)"; scale.TaskID == "" || scale.Expect == "" || strings.TrimRight(scale.Mask, "\n") != want {
-		t.Fatalf("easy task for pystats.scale: id %q expect %q mask %q, want an observed one with mask %q", scale.TaskID, scale.Expect, scale.Mask, want)
+	dir, scale := pyScaleTask(t)
+	if want := "from pystats import scale\nreturn scale(xs)"; strings.TrimRight(scale.Mask, "\n") != want {
+		t.Fatalf("easy task for pystats.scale: mask %q, want %q", scale.Mask, want)
 	}
 	cases := []struct {
 		sampleID, solution string
@@ -53,21 +34,12 @@ func TestPythonSolveAndJudgeClassifyEachSolution(t *testing.T) {
 		{"api", "import pystats\nreturn pystats.scaled(xs)\n", false, "WrongAPISelection", tasks.PathRule},
 		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", false, "WrongLogic", tasks.PathFallback},
 	}
-	var lines []string
+	var sols []string
 	for _, c := range cases {
-		b, _ := json.Marshal(map[string]string{"task_id": scale.TaskID, "sample_id": c.sampleID, "solution": c.solution})
-		lines = append(lines, string(b))
+		sols = append(sols, c.sampleID, c.solution)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run = nodetest.Run(t, dir, pyTasksPipeline+`
-node "import" "solutions" { path = "solutions.jsonl" }
-node "solve" "model" {
-  tasks     = node.tasks.stats
-  solutions = node.import.solutions
-  ecosystem = "python"
-}
+	writeSolutions(t, dir, scale.TaskID, sols...)
+	run := nodetest.Run(t, dir, pySolvePipeline+`
 node "judge" "model" {
   tasks   = node.tasks.stats
   samples = node.solve.model

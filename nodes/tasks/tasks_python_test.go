@@ -16,7 +16,6 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
-	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
 )
 
 // pyStats are the releases of the fixture project "py-stats" (package
@@ -153,15 +152,7 @@ node "c1" "stats" {
 // shows box(3) is not None, which a mock gives too, so the throwaway
 // mutant passes. A second run computes nothing.
 func TestPythonTasksAndC1FromBundles(t *testing.T) {
-	ix := pypitest.NewIndex()
-	var rs []pypitest.Release
-	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
-		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
-	}
-	if err := ix.Publish("py-stats", rs...); err != nil {
-		t.Fatal(err)
-	}
-	nodetest.OfflinePython(t, ix)
+	offlinePyStats(t)
 	dir := nodetest.StoreDir(t)
 	run := nodetest.Run(t, dir, pyTasksPipeline)
 	notes := run.Notes(engine.EventDone)
@@ -278,15 +269,7 @@ func TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root's sandbox drops to uid 65534 from the host")
 	}
-	ix := pypitest.NewIndex()
-	var rs []pypitest.Release
-	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
-		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
-	}
-	if err := ix.Publish("py-stats", rs...); err != nil {
-		t.Fatal(err)
-	}
-	nodetest.OfflinePython(t, ix)
+	offlinePyStats(t)
 	dir := nodetest.StoreDir(t)
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -47,10 +47,10 @@ type RunFailure struct {
 	Failures     string   // the harness's reasons, one per line
 }
 
-// Bounds of what the LLM judge is shown.
+// Bounds of what the LLM judge is shown (of a Python sample too).
 const (
-	maxPromptCode    = 6000 // the task's context, the solution
-	maxPromptFailure = 1500 // each part of the failure
+	MaxPromptCode    = 6000 // the task's context, the solution
+	MaxPromptFailure = 1500 // each part of the failure
 )
 
 // argTrouble matches the go compiler's complaints about the arguments of
@@ -169,18 +169,51 @@ var SemSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"equivalent":{"type":"boolean"},"score":{"type":"number","minimum":0,"maximum":1}},` +
 	`"required":["equivalent","score"],"additionalProperties":false}`)
 
-const judgeSystem = `You classify why a solution to a Go coding task failed. The task asks for code that uses one API of a library; an execute-then-assert harness ran the solution and rejected it. Answer with exactly one class:
-- WrongSyntax: the code is not valid Go.
-- WrongAPISelection: the target API is never invoked; a sibling or a non-existent symbol is called instead.
-- WrongImport: the right symbol, but a wrong or missing import path.
-- WrongParam: the right call, but a wrong argument (value, order, count or type).
-- WrongShapeDtype: the right call, but it violates the API's contract, failing inside the API's body (a panic in the library, a wrong shape or type of data handed to it).
-- WrongLogic: the right call with right arguments, but the program around it is wrong.
-Answer as JSON: {"class": "...", "rationale": "one sentence"}.`
+// Lang is what the judge's prompts say of a task's language: its name,
+// the tag of its code fences, and what each of the six failure classes
+// means in it. The classes, the answer's schema and its parsing are the
+// same in every language.
+type Lang struct {
+	Name    string            // "Go"
+	Fence   string            // "go"
+	Classes map[string]string // each of FailureClasses → its meaning
+}
+
+// GoLang is Go's.
+var GoLang = Lang{Name: "Go", Fence: "go", Classes: map[string]string{
+	ClassWrongSyntax:       "the code is not valid Go.",
+	ClassWrongAPISelection: "the target API is never invoked; a sibling or a non-existent symbol is called instead.",
+	ClassWrongImport:       "the right symbol, but a wrong or missing import path.",
+	ClassWrongParam:        "the right call, but a wrong argument (value, order, count or type).",
+	ClassWrongShapeDtype:   "the right call, but it violates the API's contract, failing inside the API's body (a panic in the library, a wrong shape or type of data handed to it).",
+	ClassWrongLogic:        "the right call with right arguments, but the program around it is wrong.",
+}}
+
+// JudgeSystem is the judge's system message: the six classes in
+// FailureClasses' order, each with its meaning in l, and the answer's
+// form (JudgeSchema).
+func (l Lang) JudgeSystem() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You classify why a solution to a %s coding task failed. The task asks for code that uses one API of a library; an execute-then-assert harness ran the solution and rejected it. Answer with exactly one class:\n", l.Name)
+	for _, c := range FailureClasses {
+		fmt.Fprintf(&b, "- %s: %s\n", c, l.Classes[c])
+	}
+	b.WriteString(`Answer as JSON: {"class": "...", "rationale": "one sentence"}.`)
+	return b.String()
+}
+
+// SemPrompt renders the semantic-equivalence judge's messages for a task
+// in l, every part bounded to MaxPromptCode bytes.
+func (l Lang) SemPrompt(description, context, solution, reference string) (system, user string) {
+	system = fmt.Sprintf(`You judge whether a solution to a %s coding task is semantically equivalent to the reference solution: whether it computes the same result through the same API for every input the task admits. Answer as JSON: {"equivalent": true|false, "score": a number from 0 (unrelated) to 1 (equivalent)}.`, l.Name)
+	f := l.Fence
+	return system, fmt.Sprintf("Task:\n%s\n\nContext (solutions replace <MASK>):\n```%s\n%s\n```\n\nReference solution:\n```%s\n%s\n```\n\nSolution to judge:\n```%s\n%s\n```\n",
+		Clip(description, MaxPromptCode), f, Clip(context, MaxPromptCode), f, Clip(reference, MaxPromptCode), f, Clip(solution, MaxPromptCode))
+}
 
 // JudgePrompt renders the judge's system and user messages. Every part
-// is bounded: the code to maxPromptCode bytes, each part of the failure
-// to maxPromptFailure.
+// is bounded: the code to MaxPromptCode bytes, each part of the failure
+// to MaxPromptFailure.
 func JudgePrompt(in JudgeInput) (system, user string) {
 	var b strings.Builder
 	name := in.Target.Name
@@ -188,8 +221,8 @@ func JudgePrompt(in JudgeInput) (system, user string) {
 		name = in.Target.Receiver + "." + name
 	}
 	fmt.Fprintf(&b, "Target API: %s (package %s)\n\nTask:\n%s\n\nContext (the solution replaces <MASK>):\n```go\n%s\n```\n\n",
-		name, in.Target.Package, clip(in.Description, maxPromptCode), clip(in.Context, maxPromptCode))
-	fmt.Fprintf(&b, "Solution:\n```go\n%s\n```\n\nCalls of the target's package in the solution (from its syntax tree):\n", clip(in.Solution, maxPromptCode))
+		name, in.Target.Package, Clip(in.Description, MaxPromptCode), Clip(in.Context, MaxPromptCode))
+	fmt.Fprintf(&b, "Solution:\n```go\n%s\n```\n\nCalls of the target's package in the solution (from its syntax tree):\n", Clip(in.Solution, MaxPromptCode))
 	if len(in.Calls) == 0 {
 		b.WriteString("- none\n")
 	}
@@ -198,19 +231,19 @@ func JudgePrompt(in JudgeInput) (system, user string) {
 		if c.Target {
 			mark = "  [the target]"
 		}
-		fmt.Fprintf(&b, "- %s%s\n", clip(c.String(), 300), mark)
+		fmt.Fprintf(&b, "- %s%s\n", Clip(c.String(), 300), mark)
 	}
 	ref := in.Reference
 	if ref == "" {
 		ref = "(none found)"
 	}
-	fmt.Fprintf(&b, "The reference solution calls: %s\n\nFailure:\n", clip(ref, 300))
+	fmt.Fprintf(&b, "The reference solution calls: %s\n\nFailure:\n", Clip(ref, 300))
 	f := in.Failure
 	if f.CompileError != "" {
-		fmt.Fprintf(&b, "compile error:\n%s\n", clip(f.CompileError, maxPromptFailure))
+		fmt.Fprintf(&b, "compile error:\n%s\n", Clip(f.CompileError, MaxPromptFailure))
 	}
 	if f.RuntimeError != "" {
-		fmt.Fprintf(&b, "runtime error:\n%s\n", clip(f.RuntimeError, maxPromptFailure))
+		fmt.Fprintf(&b, "runtime error:\n%s\n", Clip(f.RuntimeError, MaxPromptFailure))
 	}
 	if f.TimedOut {
 		b.WriteString("the program ran past its time limit\n")
@@ -219,17 +252,15 @@ func JudgePrompt(in JudgeInput) (system, user string) {
 		fmt.Fprintf(&b, "failed harness layers: %s\n", strings.Join(f.FailedLayers, ", "))
 	}
 	if f.Failures != "" {
-		fmt.Fprintf(&b, "harness failures:\n%s\n", clip(f.Failures, maxPromptFailure))
+		fmt.Fprintf(&b, "harness failures:\n%s\n", Clip(f.Failures, MaxPromptFailure))
 	}
-	return judgeSystem, b.String()
+	return GoLang.JudgeSystem(), b.String()
 }
 
-const semSystem = `You judge whether a solution to a Go coding task is semantically equivalent to the reference solution: whether it computes the same result through the same API for every input the task admits. Answer as JSON: {"equivalent": true|false, "score": a number from 0 (unrelated) to 1 (equivalent)}.`
-
-// SemPrompt renders the semantic-equivalence judge's messages.
+// SemPrompt renders the semantic-equivalence judge's messages for a Go
+// task (GoLang.SemPrompt).
 func SemPrompt(description, context, solution, reference string) (system, user string) {
-	return semSystem, fmt.Sprintf("Task:\n%s\n\nContext (solutions replace <MASK>):\n```go\n%s\n```\n\nReference solution:\n```go\n%s\n```\n\nSolution to judge:\n```go\n%s\n```\n",
-		clip(description, maxPromptCode), clip(context, maxPromptCode), clip(reference, maxPromptCode), clip(solution, maxPromptCode))
+	return GoLang.SemPrompt(description, context, solution, reference)
 }
 
 // ParseVerdict reads the judge's answer: a JSON object with a class among
@@ -256,7 +287,7 @@ func ParseVerdict(answer string) (class, rationale string, err error) {
 	if v.Rationale == nil {
 		return "", "", fmt.Errorf("no rationale")
 	}
-	return *v.Class, clip(strings.TrimSpace(*v.Rationale), 300), nil
+	return *v.Class, Clip(strings.TrimSpace(*v.Rationale), 300), nil
 }
 
 // ParseSem reads the semantic-equivalence answer (SemSchema, found as
@@ -300,8 +331,8 @@ func decodeAnswer(answer string, v any) error {
 	return nil
 }
 
-// clip bounds s to n bytes (on a rune boundary), saying so.
-func clip(s string, n int) string {
+// Clip bounds s to n bytes (on a rune boundary), saying so.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -2,7 +2,8 @@
 // Python libraries, the counterpart of goharness where the concepts
 // agree: a task format, a driver that runs one sample in a sandboxed
 // process with the target-API spy, the harness's layers, the calibration
-// mutants, the judge's deterministic fast path, and C1. It knows nothing
+// mutants, the judge's deterministic fast path and its LLM prompts, and
+// C1. It knows nothing
 // of the graph: it is given an interpreter, the directories to put on
 // sys.path and the host paths to mount read-only (an environment of
 // runners/pyenv, a fixture package).
@@ -152,6 +153,12 @@
 // another module (an optional dependency the environment lacks) among
 // them. An exception the reference raised on the same input counts for
 // none of these rules.
+//
+// JudgePrompt is the LLM judge's prompt for those (the six classes
+// worded for Python, goharness's schema and parser), SemPrompt the
+// semantic-equivalence prompt; TargetCalls and ParamCorr match the
+// solution's calls of the target with the reference's, argument by
+// argument, lexically in lacuna's process.
 // Calibrate runs the mutants (Mutants) and C1 keeps a task only when the
 // reference passes, some outcome depends on the target, and every mutant
 // is rejected with its class.

@@ -25,9 +25,10 @@ const (
 type Judgement struct {
 	Class string
 	Rule  string // the rule that fired
-	// Evidence is what the LLM judge is given for an undecided sample:
-	// the harness's reason, the exception and its traceback, the direct
-	// calls' shapes.
+	// Evidence is what the LLM judge is given of an undecided sample's
+	// failure (JudgeInput.Evidence): the harness's layer and reason, the
+	// exception and its traceback, and the output of a process that left
+	// no record. The direct calls' shapes are JudgeInput's own parts.
 	Evidence string
 }
 
@@ -67,11 +68,6 @@ func Judge(tg Target, solution string, exp Expectation, v Verdict, run Run) Judg
 			ev += "\nexception: " + e.String()
 			if e.Traceback != "" {
 				ev += "\n" + e.Traceback
-			}
-		}
-		if run.Record != nil {
-			for _, c := range run.Record.Calls {
-				ev += "\ncall of the target: " + callString(c)
 			}
 		}
 		if run.Record == nil && run.Output != "" {
