@@ -184,6 +184,10 @@ locals {
   # its calls are made.
   models = { under_test = model.under_test }
   limit  = var.limit == 0 ? null : var.limit
+  # Go libraries calibrate through solve (calibration = true), whose runs
+  # c1 and the judge's calibration table reuse; a Python library's c1 runs
+  # its calibration mutants itself (novelapibench/pyharness).
+  go_libraries = { for k, v in var.libraries : k => v if v.ecosystem == "go" }
   pairs  = { for p in setproduct(keys(local.models), keys(var.libraries)) : "${p[0]}/${p[1]}" => { model = p[0], lib = p[1] } }
   retrievers = var.rag_embedder == "" ? var.retrievers : distinct(concat(var.retrievers, ["dense"]))
   # An oracle arm is keyed MODEL/LIB/CELL, a retrieved one
@@ -202,30 +206,34 @@ node "version_resolve" "lib" {
 }
 
 node "surface_diff" "lib" {
-  for_each = var.libraries
-  versions = node.version_resolve.lib[each.key]
+  for_each  = var.libraries
+  versions  = node.version_resolve.lib[each.key]
+  ecosystem = each.value.ecosystem
 }
 
 node "bundle" "lib" {
-  for_each = var.libraries
-  apis     = node.surface_diff.lib[each.key]
+  for_each  = var.libraries
+  apis      = node.surface_diff.lib[each.key]
+  ecosystem = each.value.ecosystem
 }
 
 node "tasks" "lib" {
-  for_each = var.libraries
-  bundles  = node.bundle.lib[each.key]
+  for_each  = var.libraries
+  bundles   = node.bundle.lib[each.key]
+  ecosystem = each.value.ecosystem
 }
 
 node "solve" "calibration" {
-  for_each    = var.libraries
+  for_each    = local.go_libraries
   tasks       = node.tasks.lib[each.key]
   calibration = true
 }
 
 node "c1" "lib" {
-  for_each = var.libraries
-  tasks    = node.tasks.lib[each.key]
-  samples  = node.solve.calibration[each.key]
+  for_each  = var.libraries
+  tasks     = node.tasks.lib[each.key]
+  samples   = each.value.ecosystem == "go" ? node.solve.calibration[each.key] : null
+  ecosystem = each.value.ecosystem
 }
 
 # C2 (empirical novelty): 3 samples at T = 0.8 with no knowledge; a task
@@ -250,6 +258,7 @@ node "solve" "c2" {
   for_each  = local.pairs
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.c2[each.key]
+  ecosystem = var.libraries[each.value.lib].ecosystem
 }
 
 node "c2" "lib" {
@@ -274,6 +283,7 @@ node "solve" "c3" {
   for_each  = local.pairs
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.c3[each.key]
+  ecosystem = var.libraries[each.value.lib].ecosystem
 }
 
 node "c3" "lib" {
@@ -305,6 +315,7 @@ node "solve" "sweep" {
   for_each  = local.sweep
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.sweep[each.key]
+  ecosystem = var.libraries[each.value.lib].ecosystem
 }
 
 node "judge" "sweep" {
@@ -319,7 +330,7 @@ node "judge" "sweep" {
 # stand for by construction (the confusion table: lacuna show
 # node.judge.calibration["lo"], report "calibration").
 node "judge" "calibration" {
-  for_each = var.libraries
+  for_each = local.go_libraries
   tasks    = node.tasks.lib[each.key]
   samples  = node.solve.calibration[each.key]
   model    = model.judge

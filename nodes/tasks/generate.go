@@ -487,7 +487,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 // cellTask is what a prompt may show of a task.
 func cellTask(t Row) cells.Task {
 	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
-		Description: t.Description, Context: strings.TrimRight(t.Context, "\n")}
+		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
 }
 
 // cellBundle is what a prompt may show of a bundle: its valid examples,
@@ -572,7 +572,7 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, retriever, think str
 	if think == "keep" {
 		answer = resp.Text
 	}
-	code, how := llm.ExtractCode(answer, "go")
+	code, how := llm.ExtractCode(answer, ecosystemOf(gc.task))
 	return GenerateRow{
 		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
 		APIID: gc.task.APIID, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
