@@ -196,7 +196,8 @@ func (generateType) Doc() string {
 		"from novelapibench/cells/templates " +
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
-		"temperature 0.8 in cell baseline."
+		"temperature 0.8 in cell baseline. A Python task (a tasks node with ecosystem = \"python\") is prompted in Python " +
+		"and its solution taken from the answer's python fence."
 }
 
 func (generateType) Validate(cfg any) error {
