@@ -169,6 +169,9 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				}
 			}
 		}
+		if v.IsNull() && f.Optional && fv.Type() == refGoType {
+			continue // null leaves an optional reference unset, as it does a pointer field
+		}
 		if err := assign(fv, v, &inputs, f.cty); err != nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -52,5 +53,37 @@ func TestEachValueMatchesOrdinaryEvaluation(t *testing.T) {
 	}
 	if _, ok := eachValue(&hclsyntax.ScopeTraversalExpr{Traversal: hcl.Traversal{hcl.TraverseRoot{Name: "each"}, hcl.TraverseAttr{Name: "key"}}}, nil); ok {
 		t.Error("each.key outside a for_each was answered")
+	}
+}
+
+// TestNullLeavesAnOptionalReferenceUnset: an optional reference set to
+// null, directly or by a conditional's other branch, is the attribute
+// left out: no input, the same canonical config (and key).
+func TestNullLeavesAnOptionalReferenceUnset(t *testing.T) {
+	h := newHarness(t)
+	digest := func(string) artifacts.Digest { return "0123456789abcdef" }
+	var want string
+	for i, attr := range []string{"", "input = null", "input = false ? node.keydoc.x : null", "input = true ? node.keydoc.x : null"} {
+		g := h.graph("node \"keydoc\" \"x\" { text = \"x\" }\nnode \"keydoc\" \"y\" {\n  text = \"y\"\n  " + attr + "\n}\n")
+		for _, inst := range g.Instances {
+			if inst.Addr != "node.keydoc.y" {
+				continue
+			}
+			cfg, err := canonicalConfig(inst, digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := inst.Config.(*keydocConfig).Input.Node != ""
+			switch {
+			case i == 0:
+				want = string(cfg)
+			case i == 3:
+				if !set || len(inst.Inputs) != 1 || string(cfg) == want {
+					t.Errorf("%q: input %q, %d inputs, config %s: want node.keydoc.x", attr, inst.Config.(*keydocConfig).Input.Node, len(inst.Inputs), cfg)
+				}
+			case set || len(inst.Inputs) != 0 || string(cfg) != want:
+				t.Errorf("%q: input %q, %d inputs, config %s, want those of no input: %s", attr, inst.Config.(*keydocConfig).Input.Node, len(inst.Inputs), cfg, want)
+			}
+		}
 	}
 }

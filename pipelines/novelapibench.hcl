@@ -42,6 +42,15 @@
 #   --var rag_chunk_tokens=256
 #
 # retrievers = ["oracle"] runs the oracle sweep alone (half the calls).
+#
+# Python libraries from PyPI: every library names its ecosystem, which each
+# node takes (Go and Python libraries may share a run). As root the
+# sandbox runs library code as uid 65534: use /usr/bin/python3 and a store
+# under /var/tmp (see python_quickstart.hcl):
+#
+#   LACUNA_PYTHON=/usr/bin/python3 lacuna run --store /var/tmp/lacuna-nab \
+#     pipelines/novelapibench.hcl --var endpoint=... \
+#     --var 'libraries={ more_itertools = { ecosystem = "python", name = "more-itertools", domain = "data" } }'
 
 variable "endpoint" {
   type        = string
@@ -95,7 +104,8 @@ variable "judge_id" {
 }
 
 variable "libraries" {
-  type = map(object({ ecosystem = string, name = string, domain = string }))
+  type        = map(object({ ecosystem = string, name = string, domain = string }))
+  description = "the libraries, by key: ecosystem \"go\" (a module path) or \"python\" (a PyPI project)"
   default = {
     lo      = { ecosystem = "go", name = "github.com/samber/lo", domain = "data" }
     zerolog = { ecosystem = "go", name = "github.com/rs/zerolog", domain = "logging" }
@@ -184,7 +194,14 @@ locals {
   # its calls are made.
   models = { under_test = model.under_test }
   limit  = var.limit == 0 ? null : var.limit
-  pairs  = { for p in setproduct(keys(local.models), keys(var.libraries)) : "${p[0]}/${p[1]}" => { model = p[0], lib = p[1] } }
+  # Go libraries calibrate through solve (calibration = true), whose runs
+  # c1 and the judge's calibration table reuse; a Python library's c1 runs
+  # its calibration mutants itself (novelapibench/pyharness).
+  go_libraries = { for k, v in var.libraries : k => v if v.ecosystem == "go" }
+  # The ecosystem attribute of a library's nodes: null (the default) for
+  # Go, so a Go library's keys stay those of quickstart.hcl.
+  ecosystem  = { for k, v in var.libraries : k => v.ecosystem == "go" ? null : v.ecosystem }
+  pairs      = { for p in setproduct(keys(local.models), keys(var.libraries)) : "${p[0]}/${p[1]}" => { model = p[0], lib = p[1] } }
   retrievers = var.rag_embedder == "" ? var.retrievers : distinct(concat(var.retrievers, ["dense"]))
   # An oracle arm is keyed MODEL/LIB/CELL, a retrieved one
   # MODEL/LIB/CELL@RETRIEVER; baseline prepends nothing to retrieve.
@@ -202,30 +219,34 @@ node "version_resolve" "lib" {
 }
 
 node "surface_diff" "lib" {
-  for_each = var.libraries
-  versions = node.version_resolve.lib[each.key]
+  for_each  = var.libraries
+  versions  = node.version_resolve.lib[each.key]
+  ecosystem = local.ecosystem[each.key]
 }
 
 node "bundle" "lib" {
-  for_each = var.libraries
-  apis     = node.surface_diff.lib[each.key]
+  for_each  = var.libraries
+  apis      = node.surface_diff.lib[each.key]
+  ecosystem = local.ecosystem[each.key]
 }
 
 node "tasks" "lib" {
-  for_each = var.libraries
-  bundles  = node.bundle.lib[each.key]
+  for_each  = var.libraries
+  bundles   = node.bundle.lib[each.key]
+  ecosystem = local.ecosystem[each.key]
 }
 
 node "solve" "calibration" {
-  for_each    = var.libraries
+  for_each    = local.go_libraries
   tasks       = node.tasks.lib[each.key]
   calibration = true
 }
 
 node "c1" "lib" {
-  for_each = var.libraries
-  tasks    = node.tasks.lib[each.key]
-  samples  = node.solve.calibration[each.key]
+  for_each  = var.libraries
+  tasks     = node.tasks.lib[each.key]
+  samples   = each.value.ecosystem == "go" ? node.solve.calibration[each.key] : null
+  ecosystem = local.ecosystem[each.key]
 }
 
 # C2 (empirical novelty): 3 samples at T = 0.8 with no knowledge; a task
@@ -250,6 +271,7 @@ node "solve" "c2" {
   for_each  = local.pairs
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.c2[each.key]
+  ecosystem = local.ecosystem[each.value.lib]
 }
 
 node "c2" "lib" {
@@ -274,6 +296,7 @@ node "solve" "c3" {
   for_each  = local.pairs
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.c3[each.key]
+  ecosystem = local.ecosystem[each.value.lib]
 }
 
 node "c3" "lib" {
@@ -305,6 +328,7 @@ node "solve" "sweep" {
   for_each  = local.sweep
   tasks     = node.tasks.lib[each.value.lib]
   solutions = node.generate.sweep[each.key]
+  ecosystem = local.ecosystem[each.value.lib]
 }
 
 node "judge" "sweep" {
@@ -319,7 +343,7 @@ node "judge" "sweep" {
 # stand for by construction (the confusion table: lacuna show
 # node.judge.calibration["lo"], report "calibration").
 node "judge" "calibration" {
-  for_each = var.libraries
+  for_each = local.go_libraries
   tasks    = node.tasks.lib[each.key]
   samples  = node.solve.calibration[each.key]
   model    = model.judge

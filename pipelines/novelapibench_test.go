@@ -227,6 +227,26 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A Go library's nodes leave ecosystem unset (null): their keys are
+	// those of a pipeline without the attribute (quickstart.hcl), so a
+	// store that ran it holds them.
+	bare := filepath.Join(dir, "bare.hcl")
+	if err := os.WriteFile(bare, regexp.MustCompile(`(?m)^\s*ecosystem\s*=\s*local\.ecosystem.*\n`).ReplaceAll(src, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stripped := 0
+	for _, e := range planEntries(t, st, bare, vars) {
+		if _, ran := out[e.Node]; ran {
+			stripped++
+			if e.Status != engine.PlanCached {
+				t.Errorf("without ecosystem attributes, %s is %s, want cached", e.Node, e.Status)
+			}
+		}
+	}
+	if stripped != len(out) {
+		t.Errorf("the pipeline without ecosystem attributes plans %d of the %d nodes run", stripped, len(out))
+	}
+
 	// The plan counts C2's calls (3 samples of every C1-kept task), none
 	// cached yet; what depends on C2 cannot be counted before it runs.
 	plan := planCalls(t, st, file, vars)
@@ -409,6 +429,19 @@ func run(t *testing.T, st *artifacts.Store, file string, vars map[string]string,
 // planCalls plans the pipeline, counting model calls.
 func planCalls(t *testing.T, st *artifacts.Store, file string, vars map[string]string) map[string][]nodes.CallPlan {
 	t.Helper()
+	out := map[string][]nodes.CallPlan{}
+	for _, e := range planEntries(t, st, file, vars) {
+		if e.Status == engine.PlanError {
+			t.Errorf("plan: %s: %s", e.Node, e.Reason)
+		}
+		out[e.Node] = e.Calls
+	}
+	return out
+}
+
+// planEntries plans the pipeline, counting model calls.
+func planEntries(t *testing.T, st *artifacts.Store, file string, vars map[string]string) []engine.PlanEntry {
+	t.Helper()
 	cfg, diags := engine.Load(file)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -422,14 +455,7 @@ func planCalls(t *testing.T, st *artifacts.Store, file string, vars map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]nodes.CallPlan{}
-	for _, e := range entries {
-		if e.Status == engine.PlanError {
-			t.Errorf("plan: %s: %s", e.Node, e.Reason)
-		}
-		out[e.Node] = e.Calls
-	}
-	return out
+	return entries
 }
 
 func read[T any](t *testing.T, st *artifacts.Store, obj artifacts.Object) []T {

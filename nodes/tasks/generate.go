@@ -196,7 +196,8 @@ func (generateType) Doc() string {
 		"from novelapibench/cells/templates " +
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
-		"temperature 0.8 in cell baseline."
+		"temperature 0.8 in cell baseline. A Python task (a tasks node with ecosystem = \"python\") is prompted in Python " +
+		"and its solution taken from the answer's python fence."
 }
 
 func (generateType) Validate(cfg any) error {
@@ -487,7 +488,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 // cellTask is what a prompt may show of a task.
 func cellTask(t Row) cells.Task {
 	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
-		Description: t.Description, Context: strings.TrimRight(t.Context, "\n")}
+		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
 }
 
 // cellBundle is what a prompt may show of a bundle: its valid examples,
@@ -572,7 +573,7 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, retriever, think str
 	if think == "keep" {
 		answer = resp.Text
 	}
-	code, how := llm.ExtractCode(answer, "go")
+	code, how := llm.ExtractCode(answer, ecosystemOf(gc.task))
 	return GenerateRow{
 		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
 		APIID: gc.task.APIID, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,

@@ -291,3 +291,40 @@ func TestPartsRenderGoAndPythonBundlesInTheirLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskPromptsSpeakTheTasksLanguage: a Go task's system and task
+// messages are the Go ones (byte for byte what they were before Python
+// tasks, so Go calls stay cached), a Python task's speak of Python, fence
+// its program as python and ask for the function's body.
+func TestTaskPromptsSpeakTheTasksLanguage(t *testing.T) {
+	c, err := cells.Lookup("baseline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cells.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pyTask := cells.Task{Language: "python", Library: "stats", Module: "py-stats", Version: "2.0.0", Difficulty: "easy",
+		Description: "Scale the list.", Context: "def solve(xs):\n    # <MASK>: your code here (import what you use)"}
+	for _, c := range []struct {
+		name         string
+		task         cells.Task
+		system, user string
+	}{
+		{"go", task, "You are an expert Go programmer. You complete Go programs that use third-party libraries, writing only the code you are asked for.",
+			"Task (easy): Complete the marked statement of main so that it clamps v.\n\nThe program, with the part to write marked <MASK>:\n\n```go\npackage main\n\nfunc main() {\n\t<MASK>\n}\n\n```\n\n" +
+				"Write the code that replaces <MASK>. Start with the import declarations it needs that the program does not already import (one per line, such as import \"strings\"), then the statements. Answer with only that code, in one ```go fenced block."},
+		{"python", pyTask, "You are an expert Python programmer. You complete Python programs that use third-party libraries, writing only the code you are asked for.",
+			"Task (easy): Scale the list.\n\nThe program, with the part to write marked <MASK>:\n\n```python\ndef solve(xs):\n    # <MASK>: your code here (import what you use)\n```\n\n" +
+				"Write the code that replaces <MASK>: the body of the function. Start with the import statements it needs that the program does not already import (one per line, such as from collections import Counter), then the statements. Answer with only that code, in one ```python fenced block."},
+	} {
+		m, err := p.Render(c.task, cells.Bundle{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.System != c.system || m.User != c.user {
+			t.Errorf("%s task: system %q\nuser %q\nwant system %q\nuser %q", c.name, m.System, m.User, c.system, c.user)
+		}
+	}
+}

@@ -29,6 +29,20 @@ type Task struct {
 	Difficulty  string // easy, medium, hard
 	Description string
 	Context     string // the program with the span to write marked <MASK>
+	// Language is the task's ecosystem: "go" (or "") or "python"; the
+	// embedded system and task templates speak of that language.
+	Language string
+}
+
+// Python reports whether the task is a Python library's.
+func (t Task) Python() bool { return t.Language == "python" }
+
+// Fence is the language of the task's program fence: "python" or "go".
+func (t Task) Fence() string {
+	if t.Python() {
+		return "python"
+	}
+	return "go"
 }
 
 // Bundle is what the part templates see of the target's knowledge bundle.
@@ -186,7 +200,9 @@ func New(cell Cell, overrides map[string]Source) (*Prompts, error) {
 		var probes []any
 		switch name {
 		case SystemFile, TaskFile:
-			probes = []any{Prompt{}, probePrompt}
+			py := probePrompt
+			py.Task.Language = "python"
+			probes = []any{Prompt{}, probePrompt, py}
 		default:
 			probes = []any{Bundle{}, probeBundle}
 		}

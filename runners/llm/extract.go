@@ -169,9 +169,10 @@ func closesFence(line, mark string) bool {
 // answer splits imports from the body; with no fence, the whole answer.
 // how says which ("fence:go", "fences:2", "whole").
 //
-// Blocks tagged lang (for "go", also "golang") are preferred; untagged
-// blocks are used only when none is tagged, and blocks tagged with another
-// language (a shell command, the program's output) never. Of several
+// Blocks tagged lang (for "go", also "golang"; for "python", also "py"
+// and "python3") are preferred; untagged blocks are used only when none
+// is tagged, and blocks tagged with another language (a shell command,
+// the program's output) never. Of several
 // candidates the longest is the code, unless it lacks the imports that a
 // block holding only a package clause and imports gives: then that block
 // and the code are joined ("fences:2"). A single untagged block is
@@ -184,7 +185,7 @@ func ExtractCode(answer, lang string) (code, how string) {
 		switch {
 		case f.tag == "":
 			untagged = append(untagged, f)
-		case lang == "" || f.tag == lang || lang == "go" && f.tag == "golang":
+		case lang == "" || f.tag == lang || lang == "go" && f.tag == "golang" || lang == "python" && (f.tag == "py" || f.tag == "python3"):
 			tagged = append(tagged, f)
 		}
 	}

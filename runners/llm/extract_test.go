@@ -74,6 +74,8 @@ func TestExtractCode(t *testing.T) {
 			"go", "package main\n\nimport \"github.com/samber/lo\"\n\nfunc Dedup(xs []int) []int {\n\treturn lo.Uniq(xs)\n}", "fence:go"},
 		{"golang tag counts as go",
 			"```golang\nfunc F() {}\n```", "go", "func F() {}", "fence:go"},
+		{"py tag counts as python, a shell block ignored",
+			"```sh\npip install py-stats\n```\n```py\nfrom pystats import scale\nreturn scale(xs)\n```", "python", "from pystats import scale\nreturn scale(xs)", "fence:python"},
 		{"go fence preferred over untagged and shell",
 			"Install it:\n```bash\ngo get github.com/rs/zerolog\n```\nOutput:\n```\n{\"level\":\"info\"}\n```\nCode:\n```go\nlog.Info().Msg(\"hi\")\n```",
 			"go", "log.Info().Msg(\"hi\")", "fence:go"},
