@@ -29,8 +29,11 @@ const (
 	OriginDoctest = "doctest"
 	// OriginFenced: one Markdown code block tagged Python (```python,
 	// ```py) without ">>>", its statements run as a script; the output a
-	// step states in "#> " lines after it (pydantic's documentation) is
-	// compared, a step that states none has its output not compared.
+	// step states after it is compared ("#> " comment lines, pydantic's
+	// documentation, and pytest-examples' multi-line form: a
+	// triple-quoted string right after a print), a step that states none
+	// has its output not compared (Verdict.Compared counts those that
+	// were). A block tagged {test="skip"} is skipped.
 	OriginFenced = "fenced"
 )
 
@@ -158,9 +161,12 @@ func newExample(name string, steps []Step) Example {
 // subprocess of python (parsing only: nothing of the library is imported).
 // An API without ">>>" or a fence in its docstring has none; one whose
 // docstring doctest cannot parse (inconsistent indentation), and a fenced
-// block that does not parse, are in skipped with why (a fenced block by
-// its example's name). A block of another language (```bash, ```json) is
-// not an example.
+// block that does not parse or is tagged {test="skip"}, are in skipped
+// with why (a fenced block by its example's name). A block of another
+// language (```bash, ```json) is not an example. Docstrings are read as
+// reStructuredText where it and Markdown disagree: a bare line of tildes
+// (or backticks) right under a line of text is a section underline, not
+// a fence; a fence-like line in a doctest's expected output is output.
 func Doctests(ctx context.Context, python string, apis []API) (examples []Example, skipped map[string]string, err error) {
 	type item struct {
 		Name string `json:"name"`
@@ -313,8 +319,10 @@ func (x *Executor) Args() []string {
 // it (Flags apply), a fenced example as a script in a fresh __main__, its
 // steps in order, stopping at the first that does not pass; a step's
 // printed output is compared with its Want (trailing whitespace of lines
-// and trailing blank lines ignored) only when it states one, so printing
-// never fails a step that states no output. The error is for what prevented
+// and trailing blank lines ignored; all whitespace and commas before a
+// closing bracket when Loose) only when it states one, so printing never
+// fails a step that states no output, and an example without stated
+// output passes when it runs without an error (Verdict.Compared is 0). The error is for what prevented
 // running it at all (the sandbox could not start, an unknown flag);
 // everything the example or the library does is in the verdict.
 func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {

@@ -5,32 +5,42 @@ Usage:
   python3 -I -B examples.py scan ROOT
   python3 -I -B examples.py run [--path DIR]... [--flag NAME]...  < {"name", "module", "text"}
 
-Stdlib only (doctest). parse splits texts into examples with
-doctest.DocTestParser (Markdown fence lines read as blank lines, as scan
-reads them): [{"name", "text": the text doctest runs, "examples":
-[{"source", "want", "line", "calls"}]}], calls being the names each step calls (f of f(), m of x.m()).
-scan does the same for the documentation files under ROOT that hold
-doctests (*.rst, *.md, *.txt; hidden and __pycache__ directories skipped;
-Markdown code fences read as blank lines so that a fence does not end up
-in the expected output): [{"name": relative path, "examples": [...]}].
+Stdlib only (doctest, ast, tokenize). parse splits texts (docstrings)
+into examples with doctest.DocTestParser, the fence lines of their
+fenced blocks read as blank lines (as scan reads them): [{"name", "text":
+the text doctest runs, "examples": [{"source", "want", "line",
+"calls"}]}], calls being the names each step calls (f of f(), m of
+x.m()). scan does the same for the documentation files under ROOT that
+hold doctests (*.rst, *.md, *.txt; hidden and __pycache__ directories
+skipped; a *.md file's fence lines read as blank lines so that a fence
+does not end up in the expected output): [{"name": relative path,
+"examples": [...]}]. Only the lines that open and close a block are
+blanked (blocks says which), never a fence-like line in a ">>>"
+example's expected output; in a docstring a bare line of tildes or
+backticks right under text is a reStructuredText underline, no fence.
 Both also take the Markdown fenced code blocks tagged Python (```python,
 ```py, ```python3, ```py3; an info string's attributes such as
 {lint="skip"} ignored) as "fenced" examples, from every text parse is
 given and from the *.md files scan finds: {"fenced": [{"index", "line",
 "code", "steps"}], "skips": {index: why}}. A block holding ">>>" is a
-doctest's, left to doctest; a block that does not parse is in skips; a
+doctest's, left to doctest; a block that does not parse, or is tagged
+{test="skip..."} (pydantic's pytest-examples settings), is in skips; a
 block of another language is not an example. A block's steps are its
 top-level statements (statements sharing a line are one step; a
 decorated definition starts at its first decorator), each step's want the
-"#> " lines from its first line up to the next step's (the output
-pydantic's documentation states after a print, prefix stripped).
-Neither imports nor runs anything.
+output stated from its first line up to the next step's: "#>" comment
+lines (tokenize's comments alone on their line, "#> " stripped: the
+output pydantic's documentation states after a print) and
+pytest-examples' multi-line form, a triple-quoted string statement right
+after a print, dedented ("loose": true on the step; a top-level one is
+not a step of its own). Neither imports nor runs anything.
 
 run runs one example. A fenced one ("origin": "fenced", its "steps"
 given) runs as a script would: its steps in order in the globals of a
 fresh module __main__, each step's standard output compared with its want
 when it states one (lines' trailing whitespace and trailing blank lines
-ignored) and not compared when it states none, stopping at the first step
+ignored; a loose want's whitespace and commas before a closing bracket,
+black's layout, ignored) and not compared when it states none, stopping at the first step
 that does not pass. A doctest runs as doctest.testmod would: in a copy of the globals of
 "module" when given (imported first), else in fresh globals (a doc file's
 examples import what they use), and prints one JSON object to the
