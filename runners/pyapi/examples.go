@@ -165,8 +165,8 @@ func newExample(name string, steps []Step) Example {
 // with why (a fenced block by its example's name). A block of another
 // language (```bash, ```json) is not an example. Docstrings are read as
 // reStructuredText where it and Markdown disagree: a bare line of tildes
-// (or backticks) right under a line of text is a section underline, not
-// a fence; a fence-like line in a doctest's expected output is output.
+// is a section title's adornment, not a fence (~~~python still opens
+// one); a fence-like line in a doctest's expected output is output.
 func Doctests(ctx context.Context, python string, apis []API) (examples []Example, skipped map[string]string, err error) {
 	type item struct {
 		Name string `json:"name"`

@@ -16,8 +16,8 @@ skipped; a *.md file's fence lines read as blank lines so that a fence
 does not end up in the expected output): [{"name": relative path,
 "examples": [...]}]. Only the lines that open and close a block are
 blanked (blocks says which), never a fence-like line in a ">>>"
-example's expected output; in a docstring a bare line of tildes or
-backticks right under text is a reStructuredText underline, no fence.
+example's expected output; in a docstring a bare line of tildes is
+reStructuredText's adornment (a title's underline), no fence.
 Both also take the Markdown fenced code blocks tagged Python (```python,
 ```py, ```python3, ```py3; an info string's attributes such as
 {lint="skip"} ignored) as "fenced" examples, from every text parse is
@@ -107,10 +107,12 @@ def blocks(text, rst=False):
     (after its source lines, up to a blank line or the next ">>>") is
     output, not a fence, unless it closes the block the example is in.
     With rst (a docstring, which is mostly reStructuredText), a line of
-    fence characters alone directly under a non-blank line is a section
-    title's underline, not a fence (CommonMark lets a fence interrupt a
-    paragraph; reStructuredText's underline wins for a bare line, while a
-    fence with an info string, ```python under "Example:", still opens)."""
+    tildes alone opens no fence: in reStructuredText it is a section
+    title's underline or overline, or a transition, and a bare tilde fence
+    would swallow the rest of the docstring up to the next such line
+    (CommonMark has a fence interrupt a paragraph, and no setext heading
+    of tildes). A tilde fence with an info string (~~~python), and a bare
+    backtick fence, still open."""
     lines = text.split("\n")
     out, fences, n = [], set(), 0
     opened = None  # (line index, indent, fence, info) of the open fence
@@ -140,8 +142,8 @@ def blocks(text, rst=False):
         indent, fence, info = m.group(1), m.group(2), m.group(3)
         if fence[0] == "`" and "`" in info:
             continue  # inline code, not a fence
-        if rst and not info.strip() and i > 0 and lines[i - 1].strip():
-            continue  # a section title's underline
+        if rst and fence[0] == "~" and not info.strip():
+            continue  # reStructuredText's adornment, not a fence
         opened = (i, indent, fence, info)
     if opened is not None:
         k, indent, _, info = opened

@@ -442,16 +442,21 @@ func TestDocFileExamplesTakeFencedBlocksOfMarkdown(t *testing.T) {
 		"pkg/__init__.py":  "",
 		"pkg/docs/use.md":  "# Use\n\n```python\nimport json\nprint(json.dumps([1]))\n#> [1]\n```\n\n```json\n{\"a\": 1}\n```\n",
 		"pkg/docs/use.rst": ".. code-block:: python\n\n    print(1)\n",
+		// a fence-like line in a doctest's expected output is output
+		"pkg/docs/out.md": "```pycon\n>>> print('~~~')\n~~~\n```\n",
 	}
 	writeTree(t, root, files)
 	exs, skipped, err := DocFileExamples(context.Background(), py, filepath.Join(root, "pkg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exs) != 1 || len(skipped) != 0 {
-		t.Fatalf("examples %+v skipped %v, want the python block of use.md", exs, skipped)
+	if len(exs) != 2 || len(skipped) != 0 {
+		t.Fatalf("examples %+v skipped %v, want out.md's doctest and the python block of use.md", exs, skipped)
 	}
-	e := exs[0]
+	if o := exs[0]; o.Name != "docs/out.md" || o.Output != "~~~\n" || strings.Contains(o.Text, "```") {
+		t.Errorf("out.md: %+v, want its output ~~~ and its fences blank", o)
+	}
+	e := exs[1]
 	if e.Name != "docs/use.md#fenced-1" || e.File != "docs/use.md" || e.Origin != OriginFenced || e.Output != "[1]\n" || !reflect.DeepEqual(e.Calls, []string{"dumps", "print"}) {
 		t.Errorf("use.md: %+v", e)
 	}
@@ -566,7 +571,7 @@ func TestExecutorRunsAnInterpreterUnderAPrivateDirectory(t *testing.T) {
 // skipped.
 var fencedEdges = map[string]string{
 	"hash_in_string": "Counts.\n\nFENCEpython\ns = '''\n#> not output\n'''\nprint(len(s))\n#> 15\nFENCE\n",
-	"rst_underline":  "Scale\n~~~~~\n\nFENCEpython\nprint(1)\n#> 1\nFENCE\n\nNotes\n~~~~\n\nFENCEpython\nprint(2)\n#> 2\nFENCE\n",
+	"rst_underline":  "Scale\n~~~~~\n\nFENCEpython\nprint(1)\n#> 1\nFENCE\n\n~~~~~\nNotes\n~~~~~\n\nFENCEpython\nprint(2)\n#> 2\nFENCE\n\n~~~python\nprint(3)\n~~~\n",
 	"fence_in_want":  ">>> print('FENCEpython')\nFENCEpython\n>>> print('x = 1\\nFENCE')\nx = 1\nFENCE\n",
 	"multiline": "Dumps.\n\nFENCEpy\nd = {'alpha': [1, 2], 'beta': 'x'}\nprint(d)\n'''\n{\n    'alpha': [1, 2],\n    'beta': 'x',\n}\n'''\nfor k in d:\n    print(k)\n    '''\n    alpha\n    beta\n    '''\nFENCE\n" +
 		"\nFENCEpy\nprint({'alpha': 2})\n'''\n{\n    'alpha': 1,\n}\n'''\nFENCE\n",
@@ -594,9 +599,11 @@ func TestDoctestsReadTheEdgesOfFencedBlocks(t *testing.T) {
 	wants := map[string][]step{
 		// tokenize's comments only: the string's "#>" line is not output
 		"edge:hash_in_string#fenced-1": {{Source: "s = '''\n#> not output\n'''\n"}, {Source: "print(len(s))\n", Want: "15\n"}},
-		// an underline of tildes opens no fence that swallows the rest
+		// an underline (or overline) of tildes opens no fence that
+		// swallows the rest
 		"edge:rst_underline#fenced-1": {{Source: "print(1)\n", Want: "1\n"}},
 		"edge:rst_underline#fenced-2": {{Source: "print(2)\n", Want: "2\n"}},
+		"edge:rst_underline#fenced-3": {{Source: "print(3)\n"}}, // a tilde fence with an info string opens
 		// fence lines in a doctest's expected output stay output, and are
 		// no block of their own
 		"edge:fence_in_want": {{Source: "print('```python')\n", Want: "```python\n"}, {Source: "print('x = 1\\n```')\n", Want: "x = 1\n```\n"}},
