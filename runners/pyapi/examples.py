@@ -114,7 +114,7 @@ def blocks(text, rst=False):
     of tildes). A tilde fence with an info string (~~~python), and a bare
     backtick fence, still open."""
     lines = text.split("\n")
-    out, fences, n = [], set(), 0
+    spans = []  # (opening line, closing line or len(lines), indent, info)
     opened = None  # (line index, indent, fence, info) of the open fence
     source = want = False  # in a ">>>" example's source, in its expected output
     for i, line in enumerate(lines):
@@ -127,16 +127,14 @@ def blocks(text, rst=False):
             source, want = False, bool(line.strip())
         elif want and not line.strip():
             want = False
-        m = FENCE_LINE.match(line)
         if opened is not None:
-            fence = opened[2]
+            k, indent, fence, info = opened
             st = line.strip()
             if st.startswith(fence) and not st.strip(fence[0]):
-                k, indent, _, info = opened
-                fences.update((k, i))
-                n = take(out, n, lines, k, i, indent, info)
+                spans.append((k, i, indent, info))
                 opened, want = None, False
             continue
+        m = FENCE_LINE.match(line)
         if not m or want:
             continue
         indent, fence, info = m.group(1), m.group(2), m.group(3)
@@ -146,21 +144,15 @@ def blocks(text, rst=False):
             continue  # reStructuredText's adornment, not a fence
         opened = (i, indent, fence, info)
     if opened is not None:
-        k, indent, _, info = opened
-        fences.add(k)
-        take(out, n, lines, k, len(lines), indent, info)
+        spans.append((opened[0], len(lines), opened[1], opened[3]))
+    out, fences = [], set()
+    for k, end, indent, info in spans:
+        fences.update(j for j in (k, end) if j < len(lines))
+        lang = re.match(r"[ \t]*\{?\.?([A-Za-z0-9_+-]*)", info).group(1).lower()
+        if lang in PYTHON:
+            body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in lines[k + 1:end]]
+            out.append((len(out) + 1, k + 2, "\n".join(body) + "\n", info))
     return out, fences
-
-
-def take(out, n, lines, k, end, indent, info):
-    """Appends the block between fence lines k and end to out when its info
-    string names Python; returns the count of Python blocks."""
-    lang = re.match(r"[ \t]*\{?\.?([A-Za-z0-9_+-]*)", info).group(1).lower()
-    if lang not in PYTHON:
-        return n
-    body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in lines[k + 1:end]]
-    out.append((n + 1, k + 2, "\n".join(body) + "\n", info))
-    return n + 1
 
 
 def printed_string(st, lines, prev):
