@@ -177,10 +177,13 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 	if err != nil {
 		return nil, "", err
 	}
-	statuses := map[string]int{}
+	statuses, checked := map[string]int{}, 0
 	for i, e := range exs {
 		v := verdicts[i]
 		statuses[v.Status]++
+		if v.OutputChecked() {
+			checked++
+		}
 		rep.Verdicts[v.Status]++
 		if !v.Valid() {
 			why := v.Error
@@ -235,7 +238,7 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 		lib, version, env.Digest(), lic.SPDX, len(kept), len(exs), countList(statuses), withValid, unlisted, noCode, noExample, len(rows))
 	note := fmt.Sprintf("%s %s: %d kept, %d with validated examples, %d bundles", lib, version, len(kept), withValid, len(rows))
 	if len(exs) > 0 {
-		note += fmt.Sprintf(" (examples: %s)", countList(statuses))
+		note += fmt.Sprintf(" (examples: %s; %d passed with output checked)", countList(statuses), checked)
 	}
 	return rows, note, nil
 }

@@ -245,8 +245,8 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 		t.Errorf("clamp's example from the shipped docs: %+v", clamp.Examples)
 	}
 	notes := run.Notes(engine.EventDone)
-	wantNote := "py-calc 2.0.0: 4 kept, 2 with validated examples, 2 bundles (examples: failed 1, passed 2); " +
-		"py-gpl 2.0.0: 1 kept, 1 with validated examples, 1 bundles (examples: passed 1)"
+	wantNote := "py-calc 2.0.0: 4 kept, 2 with validated examples, 2 bundles (examples: failed 1, passed 2; 2 passed with output checked); " +
+		"py-gpl 2.0.0: 1 kept, 1 with validated examples, 1 bundles (examples: passed 1; 1 passed with output checked)"
 	if n := notes["node.bundle.py"]; n != wantNote {
 		t.Errorf("note\n%q\nwant\n%q", n, wantNote)
 	}

@@ -10,9 +10,13 @@
 // (Prose), M_code (SourceCode, APICode: the syntax tree's source, docstrings
 // stripped, the same-module unexported helpers inlined, by goapi.Code's
 // rule), E (Doctests and DocFileExamples: doctests, and fenced Python
-// blocks with their "#> " output (Example.Origin), run one by one in the
-// sandbox by an Executor, kept when they pass) and the licence from the package
-// metadata (ReadLicense, LicenseFromMetadata: SPDX, copyleft flagged).
+// blocks with the output they state in "#> " lines or pytest-examples'
+// multi-line strings (Example.Origin), run one by one in the sandbox by
+// an Executor, kept when they pass; Verdict.Compared counts the steps
+// whose output was checked, so an example that only ran without an
+// error is told from an output-checked one) and the licence from the
+// package metadata (ReadLicense, LicenseFromMetadata: SPDX, copyleft
+// flagged).
 //
 // The surface is read by an embedded stdlib-only helper (surface.py) run
 // as a subprocess of a given interpreter: the library's modules are

@@ -29,8 +29,11 @@ const (
 	OriginDoctest = "doctest"
 	// OriginFenced: one Markdown code block tagged Python (```python,
 	// ```py) without ">>>", its statements run as a script; the output a
-	// step states in "#> " lines after it (pydantic's documentation) is
-	// compared, a step that states none has its output not compared.
+	// step states after it is compared ("#> " comment lines, pydantic's
+	// documentation, and pytest-examples' multi-line form: a
+	// triple-quoted string right after a print), a step that states none
+	// has its output not compared (Verdict.Compared counts those that
+	// were). A block tagged {test="skip"} is skipped.
 	OriginFenced = "fenced"
 )
 
@@ -70,12 +73,19 @@ type Example struct {
 }
 
 // Step is one ">>>" statement and the output it is expected to print, or
-// one top-level statement of a fenced block and its "#> " lines.
+// one top-level statement of a fenced block and the output it states: its
+// "#> " comment lines, and pytest-examples' multi-line form (a
+// triple-quoted string statement right after a print, dedented), which
+// is not a step of its own.
 type Step struct {
-	Source string   `json:"source"`
-	Want   string   `json:"want"`
-	Line   int      `json:"line"` // in Text, from 1
-	Calls  []string `json:"calls"`
+	Source string `json:"source"`
+	Want   string `json:"want"`
+	// Loose: Want holds pytest-examples' multi-line form, which black lays
+	// out (a dict split over lines, trailing commas added), so it is
+	// compared ignoring whitespace and a comma before a closing bracket.
+	Loose bool     `json:"loose,omitempty"`
+	Line  int      `json:"line"` // in Text, from 1
+	Calls []string `json:"calls"`
 }
 
 type parsed struct {
@@ -96,13 +106,25 @@ type fencedBlock struct {
 // fencedName is the name of block index of the text named name.
 func fencedName(name string, index int) string { return fmt.Sprintf("%s#fenced-%d", name, index) }
 
-// fenced are p's fenced examples, each made by mk from its name and
-// steps; its blocks that do not parse go in skipped.
-func (p parsed) fenced(skipped map[string]string, mk func(name string, steps []Step) Example) []Example {
+// examples are p's: its doctest (when it has ">>>" steps) and its fenced
+// blocks, each completed by fill (where it came from); a text doctest
+// cannot parse, and a block that does not parse or is tagged to be
+// skipped, go in skipped with why.
+func (p parsed) examples(skipped map[string]string, fill func(*Example)) []Example {
 	var out []Example
+	switch {
+	case p.Error != "":
+		skipped[p.Name] = p.Error
+	case len(p.Examples) > 0:
+		e := newExample(p.Name, p.Examples)
+		e.Origin, e.Text = OriginDoctest, p.Text
+		fill(&e)
+		out = append(out, e)
+	}
 	for _, b := range p.Fenced {
-		e := mk(fencedName(p.Name, b.Index), b.Steps)
+		e := newExample(fencedName(p.Name, b.Index), b.Steps)
 		e.Origin, e.Text = OriginFenced, b.Code
+		fill(&e)
 		out = append(out, e)
 	}
 	for idx, why := range p.Skips {
@@ -139,9 +161,12 @@ func newExample(name string, steps []Step) Example {
 // subprocess of python (parsing only: nothing of the library is imported).
 // An API without ">>>" or a fence in its docstring has none; one whose
 // docstring doctest cannot parse (inconsistent indentation), and a fenced
-// block that does not parse, are in skipped with why (a fenced block by
-// its example's name). A block of another language (```bash, ```json) is
-// not an example.
+// block that does not parse or is tagged {test="skip"}, are in skipped
+// with why (a fenced block by its example's name). A block of another
+// language (```bash, ```json) is not an example. Docstrings are read as
+// reStructuredText where it and Markdown disagree: a bare line of tildes
+// is a section title's adornment, not a fence (~~~python still opens
+// one); a fence-like line in a doctest's expected output is output.
 func Doctests(ctx context.Context, python string, apis []API) (examples []Example, skipped map[string]string, err error) {
 	type item struct {
 		Name string `json:"name"`
@@ -173,18 +198,11 @@ func Doctests(ctx context.Context, python string, apis []API) (examples []Exampl
 	}
 	for _, p := range res {
 		a := byName[p.Name]
-		switch {
-		case p.Error != "":
-			skipped[p.Name] = p.Error
-		case len(p.Examples) > 0:
-			e := newExample(p.Name, p.Examples)
-			e.Origin, e.APIID, e.Module, e.Text = OriginDoctest, a.ID, a.Module(), p.Text
-			examples = append(examples, e)
-		}
-		examples = append(examples, p.fenced(skipped, func(name string, steps []Step) Example {
-			e := newExample(name, steps)
+		examples = append(examples, p.examples(skipped, func(e *Example) {
 			e.APIID = a.ID
-			return e
+			if e.Origin == OriginDoctest {
+				e.Module = a.Module()
+			}
 		})...)
 	}
 	return examples, skipped, nil
@@ -207,19 +225,7 @@ func DocFileExamples(ctx context.Context, python, dir string) (examples []Exampl
 	}
 	skipped = map[string]string{}
 	for _, p := range res {
-		switch {
-		case p.Error != "":
-			skipped[p.Name] = p.Error
-		case len(p.Examples) > 0:
-			e := newExample(p.Name, p.Examples)
-			e.Origin, e.File, e.Text = OriginDoctest, p.Name, p.Text
-			examples = append(examples, e)
-		}
-		examples = append(examples, p.fenced(skipped, func(name string, steps []Step) Example {
-			e := newExample(name, steps)
-			e.File = p.Name
-			return e
-		})...)
+		examples = append(examples, p.examples(skipped, func(e *Example) { e.File = p.Name })...)
 	}
 	return examples, skipped, nil
 }
@@ -242,14 +248,25 @@ type Verdict struct {
 	Got string
 	// Error is the exception of the failing step, or why the example could
 	// not run (with the end of stderr for a crash).
-	Error    string
-	Steps    []StepResult
+	Error string
+	Steps []StepResult
+	// Compared counts the steps that state an output and whose printed
+	// output was compared with it (passed or failed). An example with none
+	// (a fenced block without "#> " lines, a doctest of statements only)
+	// that passes is still valid: running without an error against the
+	// version is the validation an example needs; Compared says which
+	// valid examples were also output-checked.
+	Compared int
 	Duration time.Duration
 }
 
 // Valid reports whether the example passed: only then does a bundle keep
 // it.
 func (v Verdict) Valid() bool { return v.Status == ExamplePassed }
+
+// OutputChecked reports whether the example passed with at least one
+// step's output compared.
+func (v Verdict) OutputChecked() bool { return v.Valid() && v.Compared > 0 }
 
 // StepResult is one step's outcome, in order; the steps after a failing
 // one still run, as doctest runs them.
@@ -302,8 +319,10 @@ func (x *Executor) Args() []string {
 // it (Flags apply), a fenced example as a script in a fresh __main__, its
 // steps in order, stopping at the first that does not pass; a step's
 // printed output is compared with its Want (trailing whitespace of lines
-// and trailing blank lines ignored) only when it states one, so printing
-// never fails a step that states no output. The error is for what prevented
+// and trailing blank lines ignored; all whitespace and commas before a
+// closing bracket when Loose) only when it states one, so printing never
+// fails a step that states no output, and an example without stated
+// output passes when it runs without an error (Verdict.Compared is 0). The error is for what prevented
 // running it at all (the sandbox could not start, an unknown flag);
 // everything the example or the library does is in the verdict.
 func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
@@ -315,6 +334,7 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 	type step struct {
 		Source string `json:"source"`
 		Want   string `json:"want"`
+		Loose  bool   `json:"loose,omitempty"`
 	}
 	r := struct {
 		Name   string `json:"name"`
@@ -326,7 +346,7 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 	}{Name: ex.Name, Module: ex.Module, File: ex.File, Text: ex.Text, Origin: ex.Origin}
 	if ex.Origin == OriginFenced {
 		for _, s := range ex.Steps {
-			r.Steps = append(r.Steps, step{s.Source, s.Want})
+			r.Steps = append(r.Steps, step{s.Source, s.Want, s.Loose})
 		}
 	}
 	req, err := json.Marshal(r)
@@ -368,6 +388,11 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 		return v, nil
 	}
 	v.Status, v.Got, v.Error, v.Steps = out.Status, out.Got, out.Error, out.Steps
+	for _, s := range v.Steps {
+		if s.Want != "" && (s.Status == ExamplePassed || s.Status == ExampleFailed) {
+			v.Compared++
+		}
+	}
 	return v, nil
 }
 

@@ -5,32 +5,42 @@ Usage:
   python3 -I -B examples.py scan ROOT
   python3 -I -B examples.py run [--path DIR]... [--flag NAME]...  < {"name", "module", "text"}
 
-Stdlib only (doctest). parse splits texts into examples with
-doctest.DocTestParser (Markdown fence lines read as blank lines, as scan
-reads them): [{"name", "text": the text doctest runs, "examples":
-[{"source", "want", "line", "calls"}]}], calls being the names each step calls (f of f(), m of x.m()).
-scan does the same for the documentation files under ROOT that hold
-doctests (*.rst, *.md, *.txt; hidden and __pycache__ directories skipped;
-Markdown code fences read as blank lines so that a fence does not end up
-in the expected output): [{"name": relative path, "examples": [...]}].
+Stdlib only (doctest, ast, tokenize). parse splits texts (docstrings)
+into examples with doctest.DocTestParser, the fence lines of their
+fenced blocks read as blank lines (as scan reads them): [{"name", "text":
+the text doctest runs, "examples": [{"source", "want", "line",
+"calls"}]}], calls being the names each step calls (f of f(), m of
+x.m()). scan does the same for the documentation files under ROOT that
+hold doctests (*.rst, *.md, *.txt; hidden and __pycache__ directories
+skipped; a *.md file's fence lines read as blank lines so that a fence
+does not end up in the expected output): [{"name": relative path,
+"examples": [...]}]. Only the lines that open and close a block are
+blanked (blocks says which), never a fence-like line in a ">>>"
+example's expected output; in a docstring a bare line of tildes is
+reStructuredText's adornment (a title's underline), no fence.
 Both also take the Markdown fenced code blocks tagged Python (```python,
 ```py, ```python3, ```py3; an info string's attributes such as
 {lint="skip"} ignored) as "fenced" examples, from every text parse is
 given and from the *.md files scan finds: {"fenced": [{"index", "line",
 "code", "steps"}], "skips": {index: why}}. A block holding ">>>" is a
-doctest's, left to doctest; a block that does not parse is in skips; a
+doctest's, left to doctest; a block that does not parse, or is tagged
+{test="skip..."} (pydantic's pytest-examples settings), is in skips; a
 block of another language is not an example. A block's steps are its
 top-level statements (statements sharing a line are one step; a
 decorated definition starts at its first decorator), each step's want the
-"#> " lines from its first line up to the next step's (the output
-pydantic's documentation states after a print, prefix stripped).
-Neither imports nor runs anything.
+output stated from its first line up to the next step's: "#>" comment
+lines (tokenize's comments alone on their line, "#> " stripped: the
+output pydantic's documentation states after a print) and
+pytest-examples' multi-line form, a triple-quoted string statement right
+after a print, dedented ("loose": true on the step; a top-level one is
+not a step of its own). Neither imports nor runs anything.
 
 run runs one example. A fenced one ("origin": "fenced", its "steps"
 given) runs as a script would: its steps in order in the globals of a
 fresh module __main__, each step's standard output compared with its want
 when it states one (lines' trailing whitespace and trailing blank lines
-ignored) and not compared when it states none, stopping at the first step
+ignored; a loose want's whitespace and commas before a closing bracket,
+black's layout, ignored) and not compared when it states none, stopping at the first step
 that does not pass. A doctest runs as doctest.testmod would: in a copy of the globals of
 "module" when given (imported first), else in fresh globals (a doc file's
 examples import what they use), and prints one JSON object to the
@@ -47,13 +57,17 @@ import json
 import os
 import re
 import sys
+import textwrap
+import tokenize
 import traceback
 import types
 
 DOC_SUFFIXES = (".rst", ".md", ".txt")
-FENCE = re.compile(r"^\s*(```|~~~)")
-OPEN = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*\{?\.?([A-Za-z0-9_+-]*)")
+FENCE_LINE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
+PS1 = re.compile(r"^[ ]*>>>")  # doctest's source and continuation lines
+PS2 = re.compile(r"^[ ]*\.\.\.")
 PYTHON = {"python", "py", "python3", "py3"}
+SETTING = re.compile(r"""(\S+?)=(['"])(.+?)\2""")  # pytest-examples' prefix_settings
 
 
 def calls(source):
@@ -79,40 +93,120 @@ def examples_of(name, text):
     return out
 
 
-def blocks(text):
-    """(index, line of the block's first code line from 1, code) of the
-    fenced blocks tagged Python, index counting them from 1; an unclosed
-    fence runs to the end of the text."""
+def blocks(text, rst=False):
+    """The fenced code blocks of text and the lines of their fences:
+    ([(index, line of the block's first code line from 1, code, info)],
+    {line index from 0 of each opening and closing fence}), index counting
+    the blocks tagged Python from 1 (only those are returned); an unclosed
+    fence runs to the end of the text.
+
+    A fence opens as CommonMark has it (three or more backticks or tildes,
+    an info string after them, none holding a backtick after backticks)
+    and closes on a line of at least as many of its character, with two
+    exceptions. A fence-like line inside a ">>>" example's expected output
+    (after its source lines, up to a blank line or the next ">>>") is
+    output, not a fence, unless it closes the block the example is in.
+    With rst (a docstring, which is mostly reStructuredText), a line of
+    tildes alone opens no fence: in reStructuredText it is a section
+    title's underline or overline, or a transition, and a bare tilde fence
+    would swallow the rest of the docstring up to the next such line
+    (CommonMark has a fence interrupt a paragraph, and no setext heading
+    of tildes). A tilde fence with an info string (~~~python), and a bare
+    backtick fence, still open."""
     lines = text.split("\n")
-    out, i, n = [], 0, 0
-    while i < len(lines):
-        m = OPEN.match(lines[i])
-        if not m:
-            i += 1
+    spans = []  # (opening line, closing line or len(lines), indent, info)
+    opened = None  # (line index, indent, fence, info) of the open fence
+    source = want = False  # in a ">>>" example's source, in its expected output
+    for i, line in enumerate(lines):
+        if PS1.match(line):
+            source, want = True, False
             continue
-        indent, fence, lang = m.group(1), m.group(2), m.group(3).lower()
-        j = i + 1
-        while j < len(lines):
-            st = lines[j].strip()
-            if st.startswith(fence[0] * len(fence)) and not st.strip(fence[0]):
-                break
-            j += 1
+        if source and PS2.match(line):
+            continue
+        if source:
+            source, want = False, bool(line.strip())
+        elif want and not line.strip():
+            want = False
+        if opened is not None:
+            k, indent, fence, info = opened
+            st = line.strip()
+            if st.startswith(fence) and not st.strip(fence[0]):
+                spans.append((k, i, indent, info))
+                opened, want = None, False
+            continue
+        m = FENCE_LINE.match(line)
+        if not m or want:
+            continue
+        indent, fence, info = m.group(1), m.group(2), m.group(3)
+        if fence[0] == "`" and "`" in info:
+            continue  # inline code, not a fence
+        if rst and fence[0] == "~" and not info.strip():
+            continue  # reStructuredText's adornment, not a fence
+        opened = (i, indent, fence, info)
+    if opened is not None:
+        spans.append((opened[0], len(lines), opened[1], opened[3]))
+    out, fences = [], set()
+    for k, end, indent, info in spans:
+        fences.update(j for j in (k, end) if j < len(lines))
+        lang = re.match(r"[ \t]*\{?\.?([A-Za-z0-9_+-]*)", info).group(1).lower()
         if lang in PYTHON:
-            n += 1
-            body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in lines[i + 1:j]]
-            out.append((n, i + 2, "\n".join(body) + "\n"))
-        i = j + 1
+            body = [l[len(indent):] if l.startswith(indent) else l.lstrip() for l in lines[k + 1:end]]
+            out.append((len(out) + 1, k + 2, "\n".join(body) + "\n", info))
+    return out, fences
+
+
+def printed_string(st, lines, prev):
+    """Whether top-level statement st is pytest-examples' multi-line output:
+    a triple-quoted string statement right after a statement that prints."""
+    if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str)):
+        return False
+    if not lines[st.lineno - 1][st.col_offset:].startswith(('"""', "'''")):
+        return False
+    return prev is not None and any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "print" for c in ast.walk(prev))
+
+
+def stated_outputs(code, tree):
+    """{line from 1: (text, loose)} of the output code states: the "#>"
+    comments alone on their line (tokenize's comments, so a string's
+    "#>" line is not one; "#> " stripped), and pytest-examples' multi-line
+    form, a triple-quoted string right after a print (at any depth),
+    dedented as pytest-examples writes it; loose marks the latter, laid out
+    by black."""
+    lines = code.split("\n")
+    out = {}
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        if tok.type != tokenize.COMMENT or lines[tok.start[0] - 1][:tok.start[1]].strip():
+            continue
+        t = tok.string.rstrip()
+        if t.startswith("#>"):
+            out[tok.start[0]] = (t[3:] if t.startswith("#> ") else t[2:]) + "\n", False
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            body = getattr(node, field, None)
+            if not isinstance(body, list):
+                continue
+            for prev, st in zip([None] + body, body):
+                if isinstance(st, ast.stmt) and printed_string(st, lines, prev):
+                    out[st.lineno] = textwrap.dedent(st.value.value).strip("\n") + "\n", True
     return out
 
 
 def fenced_steps(code, first_line):
-    """The steps of one block: its top-level statements with the "#> "
-    lines up to the next one as the want. SyntaxError when it does not
-    parse."""
+    """The steps of one block: its top-level statements with the output
+    they state (stated_outputs) up to the next one as the want; a
+    top-level output string is its print's step's want, not a step.
+    SyntaxError (or tokenize.TokenError) when it does not parse."""
     tree = ast.parse(code)
     lines = code.split("\n")
+    stated = stated_outputs(code, tree)
     spans = []  # [start, end], 1-based, merged when statements share a line
+    prev = None
     for st in tree.body:
+        if printed_string(st, lines, prev):
+            prev = None
+            continue
+        prev = st
         start = min([st.lineno] + [d.lineno for d in getattr(st, "decorator_list", [])])
         if spans and start <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], st.end_lineno)
@@ -121,25 +215,36 @@ def fenced_steps(code, first_line):
     steps = []
     for k, (start, end) in enumerate(spans):
         nxt = spans[k + 1][0] if k + 1 < len(spans) else len(lines) + 1
-        want = []
-        for l in lines[start - 1:nxt - 1]:
-            l = l.strip()
-            if l.startswith("#>"):
-                want.append(l[3:] if l.startswith("#> ") else l[2:])
+        want = [stated[l] for l in sorted(stated) if start <= l < nxt]
         source = "\n".join(lines[start - 1:end]) + "\n"
-        steps.append({"source": source, "want": "".join(w + "\n" for w in want), "line": first_line + start - 1, "calls": calls(source)})
+        step = {"source": source, "want": "".join(w for w, _ in want), "line": first_line + start - 1, "calls": calls(source)}
+        if any(loose for _, loose in want):
+            step["loose"] = True
+        steps.append(step)
     return steps
 
 
-def fenced_of(text):
+def skip_reason(info):
+    """Why a block's info string says not to run it: pydantic's
+    {test="skip"} (pytest-examples' prefix settings; "skip..." values
+    too), or ""."""
+    test = dict((m.group(1).lstrip("{"), m.group(3)) for m in SETTING.finditer(info)).get("test", "")
+    return 'tagged test="%s"' % test if test.startswith("skip") else ""
+
+
+def fenced_of(text, rst=False):
     """The fenced examples of a text and the blocks skipped with why."""
     out, skips = [], {}
-    for index, line, code in blocks(text):
+    for index, line, code, info in blocks(text, rst)[0]:
         if ">>>" in code:
             continue  # a doctest's block: doctest takes it
+        why = skip_reason(info)
+        if why:
+            skips[str(index)] = "block at line %d is %s" % (line, why)
+            continue
         try:
             steps = fenced_steps(code, line)
-        except (SyntaxError, ValueError) as e:
+        except (SyntaxError, ValueError, tokenize.TokenError) as e:
             skips[str(index)] = "block at line %d does not parse: %s" % (line, getattr(e, "msg", None) or e)
             continue
         if steps:
@@ -150,8 +255,8 @@ def fenced_of(text):
 def parse():
     res = []
     for item in json.load(sys.stdin):
-        fenced, skips = fenced_of(item["text"])
-        text = blank_fences(item["text"])
+        fenced, skips = fenced_of(item["text"], rst=True)
+        text = blank_fences(item["text"], rst=True)
         try:
             exs = examples_of(item["name"], text) if ">>>" in text else []
         except ValueError as e:  # inconsistent indentation and the like
@@ -161,10 +266,13 @@ def parse():
     print(json.dumps(res))
 
 
-def blank_fences(text):
-    """text with its Markdown fence lines blank, so that a fence does not
-    end up in a doctest's expected output."""
-    return "\n".join("" if FENCE.match(line) else line for line in text.split("\n"))
+def blank_fences(text, rst=False):
+    """text with the opening and closing lines of its fenced blocks (as
+    blocks finds them) blank, so that a fence does not end up in a
+    doctest's expected output; a fence-like line blocks does not take for
+    a fence (one in a ">>>" example's expected output) stays."""
+    fences = blocks(text, rst)[1]
+    return "\n".join("" if i in fences else line for i, line in enumerate(text.split("\n")))
 
 
 def doc_text(path):
@@ -222,8 +330,15 @@ class Runner(doctest.DocTestRunner):
         self.steps.append({"source": example.source, "want": example.want, "got": "", "status": kind, "error": err})
 
 
-def same_output(got, want):
-    norm = lambda t: "\n".join(l.rstrip() for l in t.split("\n")).rstrip("\n")
+def same_output(got, want, loose=False):
+    """Whether got is want, lines' trailing whitespace and trailing blank
+    lines ignored; loose (pytest-examples' multi-line output, which black
+    lays out) ignores all whitespace and a comma before a closing
+    bracket."""
+    if loose:
+        norm = lambda t: re.sub(r",(?=[)\]}])", "", re.sub(r"\s+", "", t))
+    else:
+        norm = lambda t: "\n".join(l.rstrip() for l in t.split("\n")).rstrip("\n")
     return norm(got) == norm(want)
 
 
@@ -245,7 +360,7 @@ def run_fenced(req, out):
         except BaseException as e:  # the example's failure, SystemExit included
             st["status"], st["error"] = "runtime_error", "".join(traceback.format_exception_only(type(e), e)).strip()
         st["got"] = buf.getvalue()
-        if st["status"] == "passed" and s["want"] and not same_output(st["got"], s["want"]):
+        if st["status"] == "passed" and s["want"] and not same_output(st["got"], s["want"], s.get("loose", False)):
             st["status"] = "failed"
         steps.append(st)
         if st["status"] != "passed":

@@ -442,16 +442,21 @@ func TestDocFileExamplesTakeFencedBlocksOfMarkdown(t *testing.T) {
 		"pkg/__init__.py":  "",
 		"pkg/docs/use.md":  "# Use\n\n```python\nimport json\nprint(json.dumps([1]))\n#> [1]\n```\n\n```json\n{\"a\": 1}\n```\n",
 		"pkg/docs/use.rst": ".. code-block:: python\n\n    print(1)\n",
+		// a fence-like line in a doctest's expected output is output
+		"pkg/docs/out.md": "```pycon\n>>> print('~~~')\n~~~\n```\n",
 	}
 	writeTree(t, root, files)
 	exs, skipped, err := DocFileExamples(context.Background(), py, filepath.Join(root, "pkg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exs) != 1 || len(skipped) != 0 {
-		t.Fatalf("examples %+v skipped %v, want the python block of use.md", exs, skipped)
+	if len(exs) != 2 || len(skipped) != 0 {
+		t.Fatalf("examples %+v skipped %v, want out.md's doctest and the python block of use.md", exs, skipped)
 	}
-	e := exs[0]
+	if o := exs[0]; o.Name != "docs/out.md" || o.Output != "~~~\n" || strings.Contains(o.Text, "```") {
+		t.Errorf("out.md: %+v, want its output ~~~ and its fences blank", o)
+	}
+	e := exs[1]
 	if e.Name != "docs/use.md#fenced-1" || e.File != "docs/use.md" || e.Origin != OriginFenced || e.Output != "[1]\n" || !reflect.DeepEqual(e.Calls, []string{"dumps", "print"}) {
 		t.Errorf("use.md: %+v", e)
 	}
@@ -556,5 +561,118 @@ func TestExecutorRunsAnInterpreterUnderAPrivateDirectory(t *testing.T) {
 	v, err := x.Run(context.Background(), files[0])
 	if err != nil || v.Status != ExamplePassed {
 		t.Errorf("verdict %+v, %v: want passed", v, err)
+	}
+}
+
+// fencedEdges are docstrings (as Surface reads them) on the edges of
+// fenced blocks: a "#>" line inside a string, reStructuredText section
+// underlines of tildes, a doctest whose expected output holds fence lines,
+// pytest-examples' multi-line output form, and a block tagged to be
+// skipped.
+var fencedEdges = map[string]string{
+	"hash_in_string": "Counts.\n\nFENCEpython\ns = '''\n#> not output\n'''\nprint(len(s))\n#> 15\nFENCE\n",
+	"rst_underline":  "Scale\n~~~~~\n\nFENCEpython\nprint(1)\n#> 1\nFENCE\n\n~~~~~\nNotes\n~~~~~\n\nFENCEpython\nprint(2)\n#> 2\nFENCE\n\n~~~python\nprint(3)\n~~~\n",
+	"fence_in_want":  ">>> print('FENCEpython')\nFENCEpython\n>>> print('x = 1\\nFENCE')\nx = 1\nFENCE\n",
+	"multiline": "Dumps.\n\nFENCEpy\nd = {'alpha': [1, 2], 'beta': 'x'}\nprint(d)\n'''\n{\n    'alpha': [1, 2],\n    'beta': 'x',\n}\n'''\nfor k in d:\n    print(k)\n    '''\n    alpha\n    beta\n    '''\nFENCE\n" +
+		"\nFENCEpy\nprint({'alpha': 2})\n'''\n{\n    'alpha': 1,\n}\n'''\nFENCE\n",
+	"skip_tag": "Skipped.\n\nFENCEpy {test=\"skip\" lint=\"skip\"}\nraise SystemExit(1)\nFENCE\n\nFENCEpy {lint=\"skip\"}\nprint(3)\nFENCE\n",
+}
+
+func fencedEdgeAPIs() []API {
+	var apis []API
+	for name, doc := range fencedEdges {
+		apis = append(apis, API{ID: "edge:" + name, Kind: "function", Name: name, Doc: strings.ReplaceAll(doc, "FENCE", "```")})
+	}
+	return apis
+}
+
+func TestDoctestsReadTheEdgesOfFencedBlocks(t *testing.T) {
+	py := python(t)
+	exs, skipped, err := Doctests(context.Background(), py, fencedEdgeAPIs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		Source, Want string
+		Loose        bool
+	}
+	wants := map[string][]step{
+		// tokenize's comments only: the string's "#>" line is not output
+		"edge:hash_in_string#fenced-1": {{Source: "s = '''\n#> not output\n'''\n"}, {Source: "print(len(s))\n", Want: "15\n"}},
+		// an underline (or overline) of tildes opens no fence that
+		// swallows the rest
+		"edge:rst_underline#fenced-1": {{Source: "print(1)\n", Want: "1\n"}},
+		"edge:rst_underline#fenced-2": {{Source: "print(2)\n", Want: "2\n"}},
+		"edge:rst_underline#fenced-3": {{Source: "print(3)\n"}}, // a tilde fence with an info string opens
+		// fence lines in a doctest's expected output stay output, and are
+		// no block of their own
+		"edge:fence_in_want": {{Source: "print('```python')\n", Want: "```python\n"}, {Source: "print('x = 1\\n```')\n", Want: "x = 1\n```\n"}},
+		// pytest-examples' multi-line output is its print's want, not a step
+		"edge:multiline#fenced-1": {{Source: "d = {'alpha': [1, 2], 'beta': 'x'}\n"},
+			{Source: "print(d)\n", Want: "{\n    'alpha': [1, 2],\n    'beta': 'x',\n}\n", Loose: true},
+			{Source: "for k in d:\n    print(k)\n    '''\n    alpha\n    beta\n    '''\n", Want: "alpha\nbeta\n", Loose: true}},
+		"edge:multiline#fenced-2": {{Source: "print({'alpha': 2})\n", Want: "{\n    'alpha': 1,\n}\n", Loose: true}},
+		// only test="skip" skips; lint="skip" alone does not
+		"edge:skip_tag#fenced-2": {{Source: "print(3)\n"}},
+	}
+	got := map[string][]step{}
+	for _, e := range exs {
+		for _, s := range e.Steps {
+			got[e.Name] = append(got[e.Name], step{s.Source, s.Want, s.Loose})
+		}
+	}
+	for name, w := range wants {
+		if !reflect.DeepEqual(got[name], w) {
+			t.Errorf("%s: steps %+v, want %+v", name, got[name], w)
+		}
+	}
+	for name := range got {
+		if _, ok := wants[name]; !ok {
+			t.Errorf("unexpected example %s: %+v", name, got[name])
+		}
+	}
+	if why := skipped["edge:skip_tag#fenced-1"]; len(skipped) != 1 || !strings.Contains(why, `tagged test="skip"`) {
+		t.Errorf("skipped %v, want only skip_tag's first block, tagged", skipped)
+	}
+}
+
+func TestExecutorComparesTheOutputFencedEdgesState(t *testing.T) {
+	py := python(t)
+	root := outsideTmp(t)
+	writeTree(t, root, map[string]string{"edge.py": ""}) // the module a docstring's doctest runs in
+	x := sandboxFor(t, py, root)
+	x.Limits.Wall = 30 * time.Second
+	ctx := context.Background()
+	exs, _, err := Doctests(ctx, py, fencedEdgeAPIs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		status, got string
+		compared    int
+	}{
+		"edge:hash_in_string#fenced-1": {status: ExamplePassed, compared: 1},
+		"edge:rst_underline#fenced-1":  {status: ExamplePassed, compared: 1},
+		"edge:fence_in_want":           {status: ExamplePassed, compared: 2},
+		"edge:multiline#fenced-1":      {status: ExamplePassed, compared: 2}, // black's layout is not a difference
+		"edge:multiline#fenced-2":      {status: ExampleFailed, got: "{'alpha': 2}\n", compared: 1},
+		"edge:skip_tag#fenced-2":       {status: ExamplePassed, compared: 0}, // valid, not output-checked
+	}
+	for _, e := range exs {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		delete(want, e.Name)
+		v, err := x.Run(ctx, e)
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		if v.Status != w.status || v.Got != w.got || v.Compared != w.compared || v.OutputChecked() != (w.status == ExamplePassed && w.compared > 0) {
+			t.Errorf("%s: %+v, want status %s got %q compared %d", e.Name, v, w.status, w.got, w.compared)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("examples not found: %v", want)
 	}
 }
