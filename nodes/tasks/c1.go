@@ -94,11 +94,12 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	python := c.Ecosystem == "python"
-	if !python {
-		for _, tk := range tasks {
-			if tk.Ecosystem == "python" {
-				return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
-			}
+	for _, tk := range tasks {
+		switch {
+		case !python && tk.Ecosystem == "python":
+			return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
+		case python && tk.Ecosystem != "python":
+			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
 		}
 	}
 	var runs []SampleRow

@@ -364,9 +364,6 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 	kept := 0
 	for i, tk := range tasks {
 		row := C1Row{Row: tk, Survivors: []string{}}
-		if tk.Ecosystem != "python" {
-			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
-		}
 		var ref *SampleRow
 		for j, s := range byTask[tk.TaskID] {
 			if s.Kind == "reference" {
