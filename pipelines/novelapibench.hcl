@@ -194,10 +194,8 @@ locals {
   # its calls are made.
   models = { under_test = model.under_test }
   limit  = var.limit == 0 ? null : var.limit
-  # Go libraries calibrate through solve (calibration = true), whose runs
-  # c1 and the judge's calibration table reuse; a Python library's c1 runs
-  # its calibration mutants itself (novelapibench/pyharness).
-  go_libraries = { for k, v in var.libraries : k => v if v.ecosystem == "go" }
+  # Every library calibrates through solve (calibration = true), whose
+  # runs c1 and the judge's calibration table reuse.
   # The ecosystem attribute of a library's nodes: null (the default) for
   # Go, so a Go library's keys stay those of quickstart.hcl.
   ecosystem  = { for k, v in var.libraries : k => v.ecosystem == "go" ? null : v.ecosystem }
@@ -237,15 +235,16 @@ node "tasks" "lib" {
 }
 
 node "solve" "calibration" {
-  for_each    = local.go_libraries
+  for_each    = var.libraries
   tasks       = node.tasks.lib[each.key]
   calibration = true
+  ecosystem   = local.ecosystem[each.key]
 }
 
 node "c1" "lib" {
   for_each  = var.libraries
   tasks     = node.tasks.lib[each.key]
-  samples   = each.value.ecosystem == "go" ? node.solve.calibration[each.key] : null
+  samples   = node.solve.calibration[each.key]
   ecosystem = local.ecosystem[each.key]
 }
 
@@ -343,7 +342,7 @@ node "judge" "sweep" {
 # stand for by construction (the confusion table: lacuna show
 # node.judge.calibration["lo"], report "calibration").
 node "judge" "calibration" {
-  for_each = local.go_libraries
+  for_each = var.libraries
   tasks    = node.tasks.lib[each.key]
   samples  = node.solve.calibration[each.key]
   model    = model.judge

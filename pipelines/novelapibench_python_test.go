@@ -1,6 +1,7 @@
 package pipelines_test
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -148,11 +149,21 @@ func (s *pyScript) reply(q llmtest.Request) string {
 	defer s.mu.Unlock()
 	text := q.Text()
 	switch q.Model {
-	case judge: // the semantic-equivalence score: the reference scores 1
+	case judge:
 		m, ref := pySemSolution.FindStringSubmatch(text), pySemReference.FindStringSubmatch(text)
 		if m == nil || ref == nil {
+			// A verdict: asked only of the calibration mutants the fast
+			// path leaves undecided, answered right for the exit mutant
+			// and wrong for the throwaway one.
+			switch {
+			case strings.Contains(text, "_lacuna_os._exit(0)"):
+				return `{"class": "WrongLogic", "rationale": "scripted: ends the process early"}`
+			case strings.Contains(text, "_lacuna_discarded"):
+				return `{"class": "WrongParam", "rationale": "scripted: a wrong verdict"}`
+			}
 			return "not a verdict"
 		}
+		// The semantic-equivalence score: the reference scores 1.
 		if strings.TrimSpace(m[1]) == strings.TrimSpace(ref[1]) {
 			return `{"equivalent": true, "score": 1}`
 		}
@@ -197,7 +208,10 @@ func (s *pyScript) reply(q llmtest.Request) string {
 // (C2 drops it), the strong model fails one with the Full bundle (C3
 // drops it), and in the sweep the model answers the reference or a wrong
 // answer the judge's fast path classifies, so every class and metric has
-// an exact expected value. A second run makes no model call.
+// an exact expected value. The calibration (solve, reused by c1) is
+// judged too: its report measures the fast path and the judge model
+// against the classes the mutants stand for. A second run makes no model
+// call.
 func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -241,8 +255,8 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Phase 1: the model-free stages make the tasks; C1 runs the
-	// calibration mutants itself.
+	// Phase 1: the model-free stages make the tasks; solve runs the
+	// calibration mutants, C1 reads their runs.
 	c1 := `node.c1.lib["stats"]`
 	out := run(t, st, file, vars, c1)
 	name := map[string]string{} // task_id → qualified/difficulty
@@ -376,10 +390,50 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The judge's calibration, exactly: the fast path decides the
+	// reference, null, sibling, import and syntax solutions of the six
+	// tasks, and box's throwaway mutant, which passes its harness (OK,
+	// expected WrongLogic); the judge model the exit mutants (right) and
+	// the other throwaway ones (wrong).
+	var key artifacts.Digest
+	for _, e := range planEntries(t, st, file, vars) {
+		if e.Node == `node.judge.calibration["stats"]` {
+			key = e.Key
+		}
+	}
+	a, err := st.GetAction(key)
+	if err != nil {
+		t.Fatalf("judge calibration: %v", err)
+	}
+	var rep tasks.CalibrationReport
+	if err := json.Unmarshal(a.Reports["calibration"], &rep); err != nil {
+		t.Fatalf("calibration report %s: %v", a.Reports["calibration"], err)
+	}
+	want := tasks.CalibrationReport{Samples: 42, Agree: 36, Agreement: 36.0 / 42,
+		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
+			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 6, "WrongParam": 5}},
+		ByPath: map[string]*tasks.PathAgreement{
+			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
+				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
+			tasks.PathLLM: {Samples: 11, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6, "WrongParam": 5}}},
+		}}
+	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
+		t.Errorf("calibration report\n%s\nwant\n%s", g, w)
+	}
+
 	// A second run makes no model call: everything is cached.
 	before := srv.Stats().Requests
 	run(t, st, file, vars)
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("the second run made %d requests", after-before)
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

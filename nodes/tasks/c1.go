@@ -25,7 +25,7 @@ type c1Config struct {
 	// instead of running the reference and calibration solutions again.
 	Samples nodes.Ref `hcl:"samples,optional"`
 	// Ecosystem is "go" (default) or "python", the tasks' (Python tasks
-	// are calibrated with novelapibench/pyharness: Calibrate, C1).
+	// are audited with novelapibench/pyharness: AuditMutant, C1).
 	Ecosystem string `hcl:"ecosystem,optional"`
 }
 
@@ -58,11 +58,8 @@ var (
 
 func (c1Type) Validate(cfg any) error {
 	c := cfg.(*c1Config)
-	switch {
-	case c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python":
+	if c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python" {
 		return nodes.Errorf("ecosystem", "Ecosystem not supported", "c1 handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
-	case c.Ecosystem == "python" && c.Samples.Node != "":
-		return nodes.Errorf("samples", "Samples not supported for Python", "c1 with ecosystem = \"python\" runs the calibration mutants itself; remove samples.")
 	}
 	return nil
 }
@@ -72,7 +69,8 @@ func (c1Type) Version() string { return "17" }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
 		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason. " +
-		"With ecosystem = \"python\": novelapibench/pyharness's Calibrate and C1, in each task's environment."
+		"With ecosystem = \"python\": the reference (once) and novelapibench/pyharness's mutants, run as solve runs them (or read from samples), " +
+		"each mutant also given its class by the judge's fast path (pyharness.C1)."
 }
 
 // Resolve pins the toolchain and the sandbox the harnesses are built and
@@ -95,16 +93,18 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	if c.Ecosystem == "python" {
-		return t.runPythonC1(ctx, r, tasks)
-	}
+	python := c.Ecosystem == "python"
 	for _, tk := range tasks {
-		if tk.Ecosystem == "python" {
+		switch {
+		case !python && tk.Ecosystem == "python":
 			return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
+		case python && tk.Ecosystem != "python":
+			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
 		}
 	}
 	var runs []SampleRow
-	if c.Samples.Node != "" {
+	switch {
+	case c.Samples.Node != "":
 		in, err := r.Input(c.Samples)
 		if err != nil {
 			return err
@@ -112,7 +112,15 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 		if runs, err = artifacts.ReadAll[SampleRow](in); err != nil {
 			return fmt.Errorf("samples: %w (samples must come from a solve node with calibration = true)", err)
 		}
-	} else {
+	case python:
+		sols, err := pyCalibration(tasks)
+		if err != nil {
+			return err
+		}
+		if runs, err = runPythonSolutions(ctx, r, c.Tasks.Node, tasks, sols); err != nil {
+			return err
+		}
+	default:
 		sols, err := calibration(ctx, r, tasks)
 		if err != nil {
 			return err
@@ -120,6 +128,9 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 		if runs, _, err = runAll(ctx, r, tasks, sols, false); err != nil {
 			return err
 		}
+	}
+	if python {
+		return t.auditPython(r, tasks, runs)
 	}
 	byTask := map[string][]SampleRow{}
 	for _, s := range runs {

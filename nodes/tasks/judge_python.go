@@ -21,7 +21,7 @@ import (
 func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput, err error) {
 	row = JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
 		Library: task.Library, Difficulty: task.Difficulty, Passed: s.Passed, SpyDirect: s.SpyDirect, APICalled: s.SpyDirect > 0, Path: PathRule}
-	row.Expected, _ = goharness.ExpectedClass(s.Kind)
+	row.Expected, _ = pyharness.ExpectedClass(s.Kind)
 	if s.Observation == "" {
 		row.Class, row.Rule = ClassNotRun, s.Failures
 		return row, nil, nil
@@ -36,11 +36,10 @@ func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput
 			return row, nil, fmt.Errorf("task %s: expect: %w", task.TaskID, err)
 		}
 	}
-	var run pyharness.Run
-	if err := json.Unmarshal([]byte(s.Observation), &run); err != nil {
-		return row, nil, fmt.Errorf("sample %s/%s: observation: %w", s.TaskID, s.SampleID, err)
+	run, v, err := pyRun(s)
+	if err != nil {
+		return row, nil, err
 	}
-	run.Output = s.Output
 	tg := spec.Target
 	calls := pyharness.TargetCalls(s.Solution, tg)
 	var ref *pyharness.SourceCall
@@ -48,10 +47,6 @@ func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput
 		ref = &refs[0]
 		corr := pyharness.MatchCalls(calls, ref)
 		row.ParamCorr = &corr
-	}
-	v := pyharness.Verdict{Passed: s.Passed, Reason: s.Failures}
-	if len(s.FailedLayers) > 0 {
-		v.Layer = s.FailedLayers[0]
 	}
 	jd := pyharness.Judge(tg, s.Solution, exp, v, run)
 	if jd.Class != pyharness.ClassUndecided {

@@ -24,8 +24,10 @@ type solveConfig struct {
 	// generate node's rows have them all).
 	Solutions nodes.Ref `hcl:"solutions,optional"`
 	// Calibration runs the built-in solutions instead: the reference
-	// (twice) and the mutants a harness must reject (null, sibling API, wrong
-	// import, perturbed argument, syntax break).
+	// (twice; a Python task's once) and the mutants a harness must reject
+	// (goharness.Mutants; pyharness.Mutants for Python: null, sibling API,
+	// wrong import, perturbed argument, syntax break, and more), each row's
+	// kind the mutant's.
 	Calibration bool `hcl:"calibration,optional"`
 	// Ecosystem is "go" (default) or "python", the tasks' (Python tasks
 	// come from a tasks node with ecosystem = "python"): it decides what
@@ -51,7 +53,8 @@ func (solveType) Version() string { return "20" }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
 		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample. " +
-		"With ecosystem = \"python\": each solution runs through novelapibench/pyharness in the sandbox, in v_new's environment (solutions only)."
+		"With ecosystem = \"python\": each solution runs through novelapibench/pyharness in the sandbox, in v_new's environment; " +
+		"calibration = true runs each task's reference and pyharness's mutants."
 }
 
 func (solveType) Validate(cfg any) error {
@@ -59,11 +62,8 @@ func (solveType) Validate(cfg any) error {
 	if (c.Solutions.Node == "") == !c.Calibration {
 		return nodes.Errorf("solutions", "Solutions or calibration", "set exactly one of solutions = node.X.Y and calibration = true.")
 	}
-	switch {
-	case c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python":
+	if c.Ecosystem != "" && c.Ecosystem != "go" && c.Ecosystem != "python" {
 		return nodes.Errorf("ecosystem", "Ecosystem not supported", "solve handles ecosystems \"go\" (default) and \"python\", not %q.", c.Ecosystem)
-	case c.Ecosystem == "python" && c.Calibration:
-		return nodes.Errorf("calibration", "Calibration not supported for Python", "c1 with ecosystem = \"python\" runs the calibration mutants; solve runs solutions = node.X.Y.")
 	}
 	return nil
 }
@@ -91,9 +91,12 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	var sols []Solution
-	if c.Calibration {
+	switch {
+	case c.Calibration && python:
+		sols, err = pyCalibration(tasks)
+	case c.Calibration:
 		sols, err = calibration(ctx, r, tasks)
-	} else {
+	default:
 		sols, err = readSolutions(r, c.Solutions, tasks)
 	}
 	if err != nil {

@@ -30,13 +30,9 @@ func runPythonSolutions(ctx context.Context, r nodes.Run, upstream string, tasks
 		if tk.Expect == "" {
 			continue
 		}
-		var task pyharness.Task
-		var exp pyharness.Expectation
-		if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
-			return nil, fmt.Errorf("task %s: spec: %w", tk.TaskID, err)
-		}
-		if err := json.Unmarshal([]byte(tk.Expect), &exp); err != nil {
-			return nil, fmt.Errorf("task %s: expect: %w", tk.TaskID, err)
+		task, exp, err := pySpec(tk)
+		if err != nil {
+			return nil, err
 		}
 		specs[i], expects[i] = &task, &exp
 	}
@@ -119,4 +115,20 @@ func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) er
 	}
 	row.Observation = string(obs)
 	return nil
+}
+
+// pyRun reads back a run sample row (one with an observation): the
+// harness's run (its output bounded as fillPython stored it) and its
+// verdict.
+func pyRun(s SampleRow) (pyharness.Run, pyharness.Verdict, error) {
+	var run pyharness.Run
+	if err := json.Unmarshal([]byte(s.Observation), &run); err != nil {
+		return run, pyharness.Verdict{}, fmt.Errorf("sample %s/%s: observation: %w", s.TaskID, s.SampleID, err)
+	}
+	run.Output = s.Output
+	v := pyharness.Verdict{Passed: s.Passed, Reason: s.Failures}
+	if len(s.FailedLayers) > 0 {
+		v.Layer = s.FailedLayers[0]
+	}
+	return run, v, nil
 }

@@ -75,12 +75,12 @@ node "judge" "model" {
 }
 
 // TestPythonSolveRejectsBadAttributesAtTheirPosition: an unknown
-// ecosystem, and calibration on a Python solve (c1 runs the calibration
-// mutants), are errors at the attribute's file:line:col.
+// ecosystem, and neither or both of solutions and calibration, are errors
+// at the attribute's file:line:col.
 func TestPythonSolveRejectsBadAttributesAtTheirPosition(t *testing.T) {
 	for _, tc := range []struct{ attrs, pos, msg string }{
 		{"solutions = node.tasks.stats\n  ecosystem = \"rust\"", "p.hcl:33,15-21", `not "rust"`},
-		{"calibration = true\n  ecosystem = \"python\"", "p.hcl:32,17-21", "c1 with ecosystem = \"python\" runs the calibration mutants"},
+		{"calibration = true\n  solutions = node.tasks.stats\n  ecosystem = \"python\"", "p.hcl:33,15-31", "set exactly one of solutions"},
 	} {
 		dir := t.TempDir()
 		src := pyTasksPipeline + "node \"solve\" \"s\" {\n  tasks = node.tasks.stats\n  " + tc.attrs + "\n}\n"

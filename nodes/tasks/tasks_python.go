@@ -309,92 +309,118 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 	return out, miss, "", nil
 }
 
-// runPythonC1 runs the reference and the calibration mutants of every
-// observed Python task (pyharness.Calibrate) and keeps the tasks C1
-// keeps; the sibling mutant calls another API with a task (pySiblings).
-func (t c1Type) runPythonC1(ctx context.Context, r nodes.Run, tasks []Row) error {
-	p, err := pyenv.From(r)
-	if err != nil {
-		return err
-	}
-	envs := &pyEnvs{p: p, upstream: t.Config(r).Tasks.Node, envs: map[string]*rpyenv.Env{}}
+// pyCalibration builds, for every observed Python task, its calibration
+// solutions: the reference (once: tasks observed it in pyObserveRuns
+// processes already) and pyharness.Mutants, the sibling mutant calling
+// another API with a task (pySiblings). Kind and SampleID are the
+// mutant's kind ("reference" for the reference).
+func pyCalibration(tasks []Row) ([]Solution, error) {
 	siblings := pySiblings(tasks)
-	out := make([]C1Row, len(tasks))
-	runners := map[string]*pyharness.Runner{}
-	defer func() {
-		for _, rn := range runners {
-			rn.Close()
+	var out []Solution
+	for i, tk := range tasks {
+		if tk.Expect == "" {
+			continue
 		}
-	}()
+		task, exp, err := pySpec(tk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: task.Reference})
+		for _, m := range pyharness.Mutants(task, siblings[i], exp) {
+			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code})
+		}
+	}
+	return out, nil
+}
+
+// pySpec decodes an observed Python task's spec and expectation.
+func pySpec(tk Row) (pyharness.Task, pyharness.Expectation, error) {
+	var task pyharness.Task
+	var exp pyharness.Expectation
+	if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
+		return task, exp, fmt.Errorf("task %s: spec: %w", tk.TaskID, err)
+	}
+	if err := json.Unmarshal([]byte(tk.Expect), &exp); err != nil {
+		return task, exp, fmt.Errorf("task %s: expect: %w", tk.TaskID, err)
+	}
+	return task, exp, nil
+}
+
+// auditPython is C1 for Python tasks from their calibration runs (a solve
+// node's with calibration = true, or runPythonSolutions' of pyCalibration
+// when c1 has no samples): each mutant's verdict and fast-path class
+// (pyharness.AuditMutant) and pyharness.C1 decide what is kept.
+func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
+	byTask := map[string][]SampleRow{}
+	for _, s := range runs {
+		if _, ok := pyharness.ExpectedClass(s.Kind); !ok {
+			return fmt.Errorf("samples: %s/%s is of kind %q, not a calibration solution (samples must come from a solve node with calibration = true)", s.TaskID, s.SampleID, s.Kind)
+		}
+		byTask[s.TaskID] = append(byTask[s.TaskID], s)
+	}
+	out := make([]C1Row, len(tasks))
 	drops := map[string]int{}
 	survived := map[string]int{}
 	kept := 0
 	for i, tk := range tasks {
 		row := C1Row{Row: tk, Survivors: []string{}}
-		if tk.Ecosystem != "python" {
-			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
+		var ref *SampleRow
+		for j, s := range byTask[tk.TaskID] {
+			if s.Kind == "reference" {
+				ref = &byTask[tk.TaskID][j]
+			}
 		}
-		reason := ""
 		switch {
 		case tk.Expect == "":
-			reason = "no harness: " + tk.ObserveError
-		case p.Unsandboxed != "":
-			reason = "not run: the sandbox cannot mount the environment: " + p.Unsandboxed
-		}
-		if reason == "" {
-			env, err := envs.get(tk.VNewEnv, tk.Library, tk.Version)
+			row.Reason = "no harness: " + tk.ObserveError
+		case ref == nil:
+			row.Reason = "the reference was not run"
+		case ref.Observation == "": // not run (runPythonSolutions says why)
+			row.Reason = ref.Failures
+		default:
+			task, exp, err := pySpec(tk)
 			if err != nil {
 				return err
 			}
-			var task pyharness.Task
-			var exp pyharness.Expectation
-			if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
-				return fmt.Errorf("task %s: spec: %w", tk.TaskID, err)
-			}
-			if err := json.Unmarshal([]byte(tk.Expect), &exp); err != nil {
-				return fmt.Errorf("task %s: expect: %w", tk.TaskID, err)
-			}
-			rn := runners[tk.VNewEnv]
-			if rn == nil {
-				if rn, err = envs.runner(r, env); err != nil {
+			var a pyharness.Audit
+			for _, s := range byTask[tk.TaskID] {
+				run, v, err := pyRun(s)
+				if err != nil {
 					return err
 				}
-				runners[tk.VNewEnv] = rn
-			}
-			a, err := pyharness.Calibrate(ctx, rn, task, siblings[i], exp)
-			if err != nil {
-				return fmt.Errorf("task %s: %w", tk.TaskID, err)
+				if s.Kind == "reference" {
+					a.Reference = v
+					continue
+				}
+				m := pyharness.AuditMutant(task, exp, pyharness.MutantOf(s.Kind, s.Solution), v, run)
+				a.Mutants = append(a.Mutants, m)
+				row.AuditRun++
+				if v.Passed {
+					row.Survivors = append(row.Survivors, s.Kind)
+					survived[s.Kind]++
+				} else {
+					row.AuditKill++
+				}
 			}
 			row.C1Passed = a.Reference.Passed
 			if !a.Reference.Passed {
 				row.C1Error = a.Reference.Layer + ": " + a.Reference.Reason
 			}
-			for _, m := range a.Mutants {
-				row.AuditRun++
-				if m.Verdict.Passed {
-					row.Survivors = append(row.Survivors, m.Kind)
-					survived[m.Kind]++
-				} else {
-					row.AuditKill++
-				}
-			}
 			if row.AuditRun > 0 {
 				row.Discrimination = float64(row.AuditKill) / float64(row.AuditRun)
 			}
-			row.Keep, reason = pyharness.C1(exp, a)
+			row.Keep, row.Reason = pyharness.C1(exp, a)
 		}
-		row.Reason = reason
 		if row.Keep {
 			kept++
 		} else {
-			key := reason
+			key := row.Reason
 			if j := strings.IndexAny(key, "(:"); j > 0 {
 				key = key[:j]
 			}
 			drops[strings.TrimSpace(key)]++
 		}
 		out[i] = row
-		r.Progress(int64(i+1), int64(len(tasks)))
 	}
 	for _, k := range sortedKeys(drops) {
 		r.Logf("dropped %d: %s", drops[k], k)

@@ -245,12 +245,11 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 }
 
 // TestPythonTasksAndC1RejectBadAttributesAtTheirPosition: an unknown
-// ecosystem, and samples on a Python c1 (it runs its mutants itself), are
-// errors at the attribute's file:line:col.
+// ecosystem is an error at the attribute's file:line:col.
 func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
 	for _, tc := range []struct{ old, new, pos, msg string }{
 		{"bundles   = node.bundle.stats\n  ecosystem = \"python\"", "bundles   = node.bundle.stats\n  ecosystem = \"rust\"", "p.hcl:24,15-21", `not "rust"`},
-		{"tasks     = node.tasks.stats\n  ecosystem = \"python\"", "tasks     = node.tasks.stats\n  ecosystem = \"python\"\n  samples   = node.tasks.stats", "p.hcl:29,15-31", "runs the calibration mutants itself"},
+		{"tasks     = node.tasks.stats\n  ecosystem = \"python\"", "tasks     = node.tasks.stats\n  ecosystem = \"cobol\"", "p.hcl:28,15-22", `not "cobol"`},
 	} {
 		dir := t.TempDir()
 		src := strings.Replace(pyTasksPipeline, tc.old, tc.new, 1)

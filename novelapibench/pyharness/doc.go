@@ -159,7 +159,11 @@
 // semantic-equivalence prompt; TargetCalls and ParamCorr match the
 // solution's calls of the target with the reference's, argument by
 // argument, lexically in lacuna's process.
-// Calibrate runs the mutants (Mutants) and C1 keeps a task only when the
-// reference passes, some outcome depends on the target, and every mutant
-// is rejected with its class.
+// Calibrate runs the mutants (Mutants), AuditMutant says how the harness
+// and the fast path took each (of a mutant run elsewhere too: nodes/tasks
+// runs them as solve samples, MutantOf reading one back), and C1 keeps a
+// task only when the reference passes, some outcome depends on the
+// target, and every mutant is rejected with its fast-path class.
+// ExpectedClass is the class each kind stands for by construction, which
+// the judge's calibration measures the LLM judge and the fallback against.
 package pyharness

@@ -40,6 +40,50 @@ type Mutant struct {
 	Class string
 }
 
+// fastPath is the class the fast path (Judge) must give each kind of
+// mutant; the kinds not in it (perturb, exit, throwaway) it must leave
+// undecided.
+var fastPath = map[string]string{
+	MutantNull:    ClassWrongAPISelection,
+	MutantSibling: ClassWrongAPISelection,
+	MutantImport:  ClassWrongImport,
+	MutantSyntax:  ClassWrongSyntax,
+}
+
+// MutantOf is the mutant of this kind with this code, its Class the fast
+// path's for the kind: a calibration sample read back from a solve node
+// (nodes/tasks) is audited as the Mutants it was built from.
+func MutantOf(kind, code string) Mutant {
+	return Mutant{Kind: kind, Code: code, Class: fastPath[kind]}
+}
+
+// expected is the class each calibration solution stands for by
+// construction, whichever part of the judge decides it.
+var expected = map[string]string{
+	"reference":     ClassOK,
+	MutantNull:      ClassWrongAPISelection, // returns None: the target never called
+	MutantSibling:   ClassWrongAPISelection, // a sibling API called instead: the target never named
+	MutantImport:    ClassWrongImport,       // the right call, its package misspelt in the imports
+	MutantPerturb:   ClassWrongParam,        // the right call, a literal argument changed
+	MutantSyntax:    ClassWrongSyntax,       // a parenthesis dropped: it cannot compile
+	MutantExit:      ClassWrongLogic,        // the right calls, the process ended before the return
+	MutantThrowaway: ClassWrongLogic,        // the right calls, their values returned as literals, none computed through them
+}
+
+// ExpectedClass is the class a calibration solution of this kind stands
+// for by construction (the judge's calibration measures its agreement
+// with it, nodes/tasks' report "calibration"): the reference OK, the null
+// and sibling mutants WrongAPISelection, import WrongImport, perturb
+// WrongParam, syntax WrongSyntax, exit and throwaway WrongLogic. Every
+// kind Mutants builds has one; the three the fast path leaves undecided
+// (perturb, exit, throwaway) are those that measure the LLM judge and the
+// fallback. ok is false for any other kind (a model's sample). The classes
+// agree with goharness.ExpectedClass for the kinds both ecosystems have.
+func ExpectedClass(kind string) (class string, ok bool) {
+	class, ok = expected[kind]
+	return class, ok
+}
+
 // Mutants builds a task's calibration solutions from its reference.
 // sibling is another API of the target's module to call instead ("" when
 // there is none); exp gives the throwaway mutant its literals. A kind that
@@ -48,10 +92,10 @@ type Mutant struct {
 func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	ref := strings.Trim(dedent(t.Reference), "\n")
 	name := t.Target.Name()
-	out := []Mutant{{Kind: MutantNull, Code: "return None", Class: ClassWrongAPISelection}}
+	out := []Mutant{MutantOf(MutantNull, "return None")}
 	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
 	if sibling != "" && sibling != name && word.MatchString(ref) {
-		out = append(out, Mutant{Kind: MutantSibling, Code: word.ReplaceAllString(ref, sibling), Class: ClassWrongAPISelection})
+		out = append(out, MutantOf(MutantSibling, word.ReplaceAllString(ref, sibling)))
 	}
 	pkg := t.Target.Package()
 	importLine := regexp.MustCompile(`^\s*(import|from)\s`)
@@ -65,18 +109,18 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 		}
 	}
 	if moved {
-		out = append(out, Mutant{Kind: MutantImport, Code: strings.Join(lines, "\n"), Class: ClassWrongImport})
+		out = append(out, MutantOf(MutantImport, strings.Join(lines, "\n")))
 	}
 	if p, ok := perturb(ref, name); ok {
-		out = append(out, Mutant{Kind: MutantPerturb, Code: p})
+		out = append(out, MutantOf(MutantPerturb, p))
 	}
 	if i := strings.LastIndex(ref, ")"); i >= 0 {
-		out = append(out, Mutant{Kind: MutantSyntax, Code: ref[:i] + ref[i+1:], Class: ClassWrongSyntax})
+		out = append(out, MutantOf(MutantSyntax, ref[:i]+ref[i+1:]))
 	}
 	if k := finalReturn(ref); k >= 0 {
 		ls := strings.Split(ref, "\n")
 		body := strings.Join(ls[:k], "\n")
-		out = append(out, Mutant{Kind: MutantExit, Code: body + "\nimport os as _lacuna_os\n_lacuna_os._exit(0)"})
+		out = append(out, MutantOf(MutantExit, body+"\nimport os as _lacuna_os\n_lacuna_os._exit(0)"))
 		var lits []string
 		for _, e := range exp.Expected {
 			lit, ok := "", e.Exact && e.Raises == ""
@@ -91,8 +135,8 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 		}
 		if len(lits) > 0 {
 			expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))
-			out = append(out, Mutant{Kind: MutantThrowaway, Code: body + "\n_lacuna_discarded = " + expr +
-				"\nglobal _lacuna_n\n_lacuna_n = globals().get('_lacuna_n', -1) + 1\nreturn [" + strings.Join(lits, ", ") + "][_lacuna_n]"})
+			out = append(out, MutantOf(MutantThrowaway, body+"\n_lacuna_discarded = "+expr+
+				"\nglobal _lacuna_n\n_lacuna_n = globals().get('_lacuna_n', -1) + 1\nreturn ["+strings.Join(lits, ", ")+"][_lacuna_n]"))
 		}
 	}
 	return out
@@ -293,15 +337,17 @@ func Calibrate(ctx context.Context, r *Runner, t Task, sibling string, exp Expec
 	}
 	a := Audit{Reference: Check(exp, runs[0])}
 	for i, m := range ms {
-		v := Check(exp, runs[i+1])
-		j := Judge(t.Target, m.Code, exp, v, runs[i+1])
-		want := m.Class
-		if want == "" {
-			want = ClassUndecided
-		}
-		a.Mutants = append(a.Mutants, MutantResult{Mutant: m, Verdict: v, Judgement: j, OK: !v.Passed && j.Class == want})
+		a.Mutants = append(a.Mutants, AuditMutant(t, exp, m, Check(exp, runs[i+1]), runs[i+1]))
 	}
 	return a, nil
+}
+
+// AuditMutant is how the harness (v, its verdict on run) and the fast
+// path took mutant m of task t: Calibrate's for each mutant, and the
+// audit of a mutant run elsewhere (a solve node's calibration samples).
+func AuditMutant(t Task, exp Expectation, m Mutant, v Verdict, run Run) MutantResult {
+	j := Judge(t.Target, m.Code, exp, v, run)
+	return MutantResult{Mutant: m, Verdict: v, Judgement: j, OK: !v.Passed && j.Class == orUndecided(m.Class)}
 }
 
 // C1 is reference validity (NovelAPIBench stage 4): the reference passes

@@ -1,0 +1,145 @@
+package tasks_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
+	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+)
+
+// pyCalibrationPipeline is the Python fixture's chain with the
+// calibration run once by solve, read back by c1 (samples) and judged
+// against the class each solution stands for.
+const pyCalibrationPipeline = `
+node "solve" "calibration" {
+  tasks       = node.tasks.stats
+  calibration = true
+  ecosystem   = "python"
+}
+node "judge" "calibration" {
+  tasks   = node.tasks.stats
+  samples = node.solve.calibration
+  model   = model.judge
+}
+`
+
+// TestPythonCalibrationThroughSolveAndJudge runs the Python fixture's
+// calibration as Go's runs: solve with calibration = true runs each
+// task's reference and its six mutants (kind = the mutant's; no reference
+// passes a literal to its target, so none has a perturb mutant), c1 reads
+// them (samples) and keeps what c1 running them itself keeps (box dropped:
+// its throwaway mutant passes), and the judge's calibration report
+// measures each path against pyharness.ExpectedClass exactly: the fast
+// path decides the reference, null, sibling, import and syntax rows and
+// box's surviving throwaway (OK, expected WrongLogic: the one
+// disagreement); the scripted judge model answers the exit mutants
+// (WrongLogic) and refuses the throwaway ones, which the fallback decides
+// (WrongLogic: the right calls, a wrong outcome).
+func TestPythonCalibrationThroughSolveAndJudge(t *testing.T) {
+	offlinePyStats(t)
+	dir := nodetest.StoreDir(t)
+	srv := llmtest.New(llmtest.Config{
+		Models: []string{"judge-model"},
+		Script: []llmtest.Rule{
+			{Contains: "_lacuna_os._exit(0)", Reply: func(llmtest.Request) string { return `{"class": "WrongLogic", "rationale": "ends the process early"}` }},
+			{Contains: "_lacuna_discarded", Status: 400},
+		},
+		Default: `{"class": "WrongParam", "rationale": "a literal argument differs"}`,
+	})
+	defer srv.Close()
+	src := strings.Replace(pyTasksPipeline, "tasks     = node.tasks.stats\n  ecosystem = \"python\"",
+		"tasks     = node.tasks.stats\n  samples   = node.solve.calibration\n  ecosystem = \"python\"", 1) +
+		pyCalibrationPipeline + fmt.Sprintf(`
+model "judge" {
+  id          = "judge-model"
+  endpoint    = %q
+  max_retries = 0
+  timeout     = "10s"
+}
+`, srv.URL())
+	run := nodetest.Run(t, dir, src)
+
+	rows := nodetest.Read[tasks.Row](t, run, "node.tasks.stats")
+	name := map[string]string{} // task_id → qualified/difficulty
+	for _, r := range rows {
+		name[r.TaskID] = r.Qualified + "/" + r.Difficulty
+	}
+	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
+	kinds := map[string][]string{} // task_id → kinds run
+	for _, s := range samples {
+		kinds[s.TaskID] = append(kinds[s.TaskID], s.Kind)
+		passes := s.Kind == "reference" || s.Kind == pyharness.MutantThrowaway && name[s.TaskID] == "pystats.box/easy"
+		if s.SampleID != s.Kind || s.Observation == "" || s.Passed != passes {
+			t.Errorf("%s %s: kind %s, passed %v, observation %d bytes", name[s.TaskID], s.SampleID, s.Kind, s.Passed, len(s.Observation))
+		}
+	}
+	// No reference passes a literal to its target: no perturb mutant.
+	for _, r := range rows {
+		if got := strings.Join(kinds[r.TaskID], " "); got != "reference null sibling import syntax exit throwaway" {
+			t.Errorf("%s: calibration kinds %q", name[r.TaskID], got)
+		}
+	}
+
+	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.stats")
+	if len(c1) != len(rows) {
+		t.Fatalf("%d c1 rows for %d tasks", len(c1), len(rows))
+	}
+	for _, c := range c1 {
+		box := c.Qualified == "pystats.box"
+		wantReason := ""
+		if box {
+			wantReason = "no outcome depends on the target: the mock layer cannot tell a throwaway call"
+		}
+		if c.Keep == box || !c.C1Passed || c.Reason != wantReason || c.AuditRun != int32(len(kinds[c.TaskID])-1) ||
+			(c.AuditKill == c.AuditRun) == box || (strings.Join(c.Survivors, ",") == "throwaway") != box {
+			t.Errorf("c1 %s/%s: keep %v passed %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
+		}
+	}
+
+	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.calibration")
+	if len(judged) != len(samples) {
+		t.Fatalf("%d judged, want %d", len(judged), len(samples))
+	}
+	for _, j := range judged {
+		if want, _ := pyharness.ExpectedClass(j.Kind); j.Expected != want || want == "" {
+			t.Errorf("%s/%s: expected %q, want %q", j.TaskID, j.SampleID, j.Expected, want)
+		}
+	}
+	rep, _ := calibrationReport(t, run, "node.judge.calibration")
+	want := tasks.CalibrationReport{Samples: 42, Agree: 41, Agreement: 41.0 / 42,
+		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
+			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 11}},
+		ByPath: map[string]*tasks.PathAgreement{
+			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
+				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
+			tasks.PathLLM:      {Samples: 6, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6}}},
+			tasks.PathFallback: {Samples: 5, Agree: 5, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 5}}},
+		}}
+	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
+		t.Errorf("calibration report\n%s\nwant\n%s", g, w)
+	}
+	for _, j := range judged {
+		if j.Path == tasks.PathFallback && (j.Kind != pyharness.MutantThrowaway || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400")) {
+			t.Errorf("%s %s: fallback by %q", name[j.TaskID], j.Kind, j.Rule)
+		}
+	}
+	// The model is asked about the exit and throwaway mutants that fail
+	// (6 + 5), nothing else.
+	if n := len(srv.Calls()); n != 11 {
+		t.Errorf("%d judge model calls, want 11", n)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
