@@ -35,8 +35,9 @@
 // never the class object, which the driver describes by its name alone;
 // the mock layer then sees the class behave differently when the call is
 // answered by a mock, or C1 drops the task (a class target whose
-// uninitialised instance behaves as an initialised one: pydantic's
-// FailFast, whose one attribute has a class-level default). A target used
+// uninitialised instance behaves as an initialised one; pydantic's
+// FailFast is kept: pydantic reads the metadata's instance attributes,
+// which an uninitialised one lacks). A target used
 // only as an annotation or a base class (pydantic's HttpUrl as a field's
 // type) makes no task: it is never called (pydantic builds its instances
 // with __new__), so the spy, which counts calls, would see none, the
