@@ -41,6 +41,10 @@ type Site struct {
 	// and those binding a variable the call's statement reads and rebinds
 	// (a loop's counter), which must be solve's own.
 	Setup []string `json:"setup"`
+	// After are the statements an easy or medium task's body runs after a
+	// class whose body holds the call (Around "class"), as the example
+	// writes them (literals lifted): what it computes from the class.
+	After []string `json:"after"`
 	// PlainData are the statements of a hard task's body before the call
 	// that use nothing of the package.
 	PlainData []string `json:"plain_data"`
@@ -54,8 +58,13 @@ type Site struct {
 	// is what those prints printed.
 	Collects bool `json:"collects"`
 	// Around is the statement around the call, "for", "with" (or "async
-	// for", "async with"), when the call sits in one; "" otherwise.
+	// for", "async with"), "if", "try" or "class" (a class the example
+	// defines), when the call sits in one; "" otherwise.
 	Around string `json:"around"`
+	// Shows is the compound statement after the call ("try", "for", ...)
+	// whose prints Returns collects, when a later step's prints are the
+	// result (a class's, shown by a try that prints); "" otherwise.
+	Shows string `json:"shows"`
 	// Effect: the call shows nothing (a side effect); Returns is what a
 	// later step of the example shows of what it changed.
 	Effect bool `json:"effect"`
@@ -91,16 +100,39 @@ type Skip struct {
 // argument of print(...)), or the variables it assigns; for a call that
 // shows nothing (a side effect), what the first later step shows of a
 // variable the call reads (its receiver, an argument), with nothing
-// rebinding it between. A call in a top-level for or with statement
-// (in its header or anywhere in its body) makes the whole statement the
-// call's step, the span every level keeps at the top of solve's body: a
-// loop's single iteration, or a with's body alone, is not what the
-// example shows, and the statement's own variables (the loop's target,
-// the with's "as" names) stay bound as the example binds them. Its
-// result is the list of what the statement prints, each print(...) in
-// it rewritten to append its argument (a tuple of several) to that list
-// (Site.Collects), or, when it prints nothing, the variables its body
-// assigns; one that does neither is skipped. A variable's result is shown
+// rebinding it between. A call in a top-level for, with, if or try
+// statement (in its header or anywhere in its blocks) makes the whole
+// statement the call's step, the span every level keeps at the top of
+// solve's body: a loop's single iteration, a with's body or a try's
+// alone, is not what the example shows, and the statement's own
+// variables (the loop's target, the with's "as" names, the exception's
+// name) stay bound as the example binds them. Its result is the list of
+// what the statement prints, each print(...) in it rewritten to append
+// its argument (a tuple of several) to that list (Site.Collects), or,
+// when it prints nothing, the variables its body assigns (an if's: those
+// both branches assign); one that does neither is skipped.
+//
+// A call in the body of a class the example defines (a field's default,
+// an Annotated metadata, a decorator of a method, an argument of the
+// class statement) makes the class statement the call's step (Site.Around
+// "class"): solve defines the class with the call, then runs what the
+// example computes from it up to the first step that shows something of
+// it (an expression with output, a print, or a compound statement that
+// prints, collected as above with Site.Shows its keyword), with the steps
+// between that it needs (Site.After quotes them). That step's result is
+// what solve returns: the class's behaviour (a validation's result, the
+// error it raises and the example prints) is what is compared, never the
+// class object itself, which the driver describes by its name alone. The
+// literal arguments of the example's calls of the class are lifted into
+// parameters too, so a perturbed input exercises the class again; none is
+// named after a name the class body binds (a class body reads such a name
+// from the module, never from solve). A call in a function the example
+// defines runs only when called: it is skipped, as is a class whose
+// behaviour no later step shows. A target used only as an annotation or a
+// base class is not called: no task (the spy sees calls, and the mock
+// layer replaces a call's result, so neither would see the dependence).
+//
+// A variable's result is shown
 // by a later step that displays or prints it alone (Site.Want, with
 // Site.Prints for print). A variable the call's statement reads and
 // rebinds (i += 1 in the loop) is solve's local: the statements binding
@@ -145,8 +177,9 @@ type Skip struct {
 // the target, the target only in the expected output, a call whose step
 // shows no result, sets no variable and changes nothing a later step
 // shows, a result stored into an attribute or item, a call in a compound
-// statement other than for and with (if, try, a class body), a for or
-// with statement that neither prints nor assigns, a step that does not
+// statement other than for, with, if and try (while, match), in a
+// function's body, or in a class's body that no later step shows, a
+// compound statement that neither prints nor assigns, a step that does not
 // parse, a shape of code the
 // helper fails on (with its exception). err is for a helper that could
 // not run. Safe for concurrent use.

@@ -172,6 +172,14 @@ class Example:
             root = root.value
         return isinstance(root, ast.Name) and (root.id in self.pkg_obj or root.id in self.pkg_mod)
 
+    def calls_class(self, call):
+        """Whether call calls the class holding the target's call, or
+        one of its attributes (Model(...), Model.validate(...))."""
+        root = call.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in self.span_classes
+
     def aux_calls(self):
         """Whether a step calls something of the package besides the target."""
         for i, (st, _) in enumerate(self.units):
@@ -188,7 +196,30 @@ class Example:
         return False
 
 
-COMPOUND = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)
+COMPOUND = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.If, ast.Try)
+
+
+def stmt_kind(st):
+    """A compound statement's keyword: "for", "async with", "if", "try"."""
+    return type(st).__name__.lower().replace("async", "async ")
+
+
+def blocks_stores(st):
+    """The variables a compound statement's blocks assign whatever path
+    it takes: a loop's or a with's body, a try's body (the path the
+    example shows when the try prints nothing), both branches of an if."""
+    def of(stmts):
+        out = []
+        for b in stmts:
+            for n in stores(b):
+                if n not in out:
+                    out.append(n)
+        return out
+    names = of(st.body)
+    if isinstance(st, ast.If):
+        other = set(of(st.orelse))
+        names = [n for n in names if n in other]
+    return names
 
 
 def is_print(v):
@@ -232,13 +263,10 @@ def result_of(st, want, taken=frozenset()):
                 p.value = ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append", ctx=ast.Load()),
                                    args=[printed_arg(p.value)], keywords=[])
             return ast.Name(id=name, ctx=ast.Load()), False, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.List(elts=[], ctx=ast.Load()), lineno=0)]
-        names = []
-        for b in st.body:
-            for n in stores(b):
-                if n not in names:
-                    names.append(n)
+        names = blocks_stores(st)
         if not names:
-            raise Skip("the call's %s statement prints nothing and assigns no variable" % type(st).__name__.lower().replace("async", "async "))
+            raise Skip("the call's %s statement prints nothing and assigns no variable%s" % (
+                stmt_kind(st), " on both branches" if isinstance(st, ast.If) else ""))
         if len(names) == 1:
             return ast.Name(id=names[0], ctx=ast.Load()), False, []
         return ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load()), False, []
@@ -261,7 +289,7 @@ def result_of(st, want, taken=frozenset()):
         if len(names) == 1:
             return names[0], False, []
         return ast.Tuple(elts=names, ctx=ast.Load()), False, []
-    raise Skip("the call's statement is %s, not an expression, an assignment, or a for or with statement" % type(st).__name__)
+    raise Skip("the call's statement is %s, not an expression, an assignment, a class, or a for, with, if or try statement" % type(st).__name__)
 
 
 def is_literal(node):
@@ -325,12 +353,22 @@ def cut(req):
         raise Skip("no step calls the target")
     st_k, want_k = ex.units[k]
     ret = k  # the statement whose result solve returns
-    try:
-        result_of(copy.deepcopy(st_k), want_k)
-    except Skip:
-        ret = effect_shown(ex, k)
+    after = []  # the statements between k and ret the body runs
+    ex.span_classes = set()
+    if isinstance(st_k, ast.ClassDef):
+        ret, after = class_shown(ex, k)
         if ret < 0:
-            raise
+            raise Skip("the call is in the body of class %s and no later step shows anything computed from the class" % st_k.name)
+        ex.span_classes = {st_k.name}
+    elif isinstance(st_k, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise Skip("the call is in the body of function %s, which the example defines: it runs only when called" % st_k.name)
+    else:
+        try:
+            result_of(copy.deepcopy(st_k), want_k)
+        except Skip:
+            ret = effect_shown(ex, k)
+            if ret < 0:
+                raise
     tasks, skipped = [], {}
 
     def depends(i_set, through_plain):
@@ -356,7 +394,7 @@ def cut(req):
                 need |= loads(st)
         return out
 
-    easy = depends({k, ret}, False)
+    easy = depends({k, ret} | set(after), False)
     # A variable the body both reads and rebinds (a loop's counter: i += 1)
     # is local to solve: the statements binding it before go into the body
     # with it, or solve would read it unbound.
@@ -382,11 +420,11 @@ def cut(req):
     else:
         skipped["medium"] = "the call is given no data set up before it"
     if ex.aux_calls():
-        last = k
+        last = ret
         for i in range(len(ex.units) - 1, k, -1):
             st, want = ex.units[i]
             if isinstance(st, ast.Expr) and (want.strip() or (isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) and st.value.func.id == "print")):
-                last = i
+                last = max(i, ret)
                 break
         tasks.append(build(ex, "hard", [i for i in range(last + 1) if ex.kind[i] != "import"], k, last))
     else:
@@ -414,6 +452,58 @@ def effect_shown(ex, k):
         if set(stores(sj)) & reads:
             return -1
     return -1
+
+
+def shows(st, want):
+    """Whether a top-level statement shows a result: an expression with
+    output or a print(...), or a compound statement that prints."""
+    if isinstance(st, ast.Expr):
+        return bool(want.strip()) or is_print(st.value)
+    return isinstance(st, COMPOUND) and bool(prints_in(st))
+
+
+def class_shown(ex, k):
+    """For a call in the body of a class the example defines (statement
+    k): the first later step that shows something computed from the class
+    (reading its name, or a variable a step between computed from it),
+    and the steps between that it needs: those computing such variables
+    and those binding what they read. (-1, []) when no step shows one."""
+    names = set(stores(ex.units[k][0]))
+    chain = []
+    for j in range(k + 1, len(ex.units)):
+        sj, want = ex.units[j]
+        if ex.kind[j] == "import":
+            continue
+        if not loads(sj) & names:
+            names -= set(stores(sj))
+            continue
+        if shows(sj, want):
+            need = loads(sj)
+            for i in chain:
+                need |= loads(ex.units[i][0])
+            out = set(chain)
+            for i in range(j - 1, k, -1):
+                if i not in out and ex.kind[i] != "import" and set(stores(ex.units[i][0])) & need:
+                    out.add(i)
+                    need |= loads(ex.units[i][0])
+            return j, sorted(out)
+        chain.append(j)
+        names |= set(stores(sj))
+    return -1, []
+
+
+def class_bound(st):
+    """The names bound inside the bodies of the classes a statement
+    defines: a class body that reads such a name looks it up in the
+    module, never in solve, so no parameter may be named after one."""
+    out = set()
+    for c in ast.walk(st):
+        if isinstance(c, ast.ClassDef):
+            for b in c.body:
+                out |= {n.id for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    out.add(b.name)
+    return out
 
 
 def build(ex, level, body_idx, k, last, data=()):
@@ -454,9 +544,17 @@ def build(ex, level, body_idx, k, last, data=()):
         params = params[1:]
     lifted = []  # (name, literal source)
 
-    def lift(node, want_name):
+    in_class = set()  # ids of the calls inside a class body
+    avoid = set()
+    for i in ex.lift_idx:
+        avoid |= class_bound(units[i][0])
+        for c in ast.walk(units[i][0]):
+            if isinstance(c, ast.ClassDef):
+                in_class |= {id(n) for n in ast.walk(c) if isinstance(n, ast.Call)}
+
+    def lift(node, want_name, c):
         name = want_name if want_name and want_name.isidentifier() else "arg%d" % (len(lifted) + 1)
-        while name in taken:
+        while name in taken or (id(c) in in_class and name in avoid):
             name += "_"
         taken.add(name)
         lifted.append((name, ast.unparse(node)))
@@ -465,18 +563,22 @@ def build(ex, level, body_idx, k, last, data=()):
     def lift_call(c, names):
         for j, a in enumerate(c.args):
             if is_literal(a):
-                c.args[j] = lift(a, names[j] if j < len(names) else "")
+                c.args[j] = lift(a, names[j] if j < len(names) else "", c)
         for kw in c.keywords:
             if kw.arg and is_literal(kw.value):
-                kw.value = lift(kw.value, kw.arg)
+                kw.value = lift(kw.value, kw.arg, c)
 
     # The target's call first, then the package's other calls that build
-    # what it is given (a constructor of the receiver).
+    # what it is given (a constructor of the receiver) and, for a call in
+    # a class's body, the calls of that class.
     lift_call(call, params)
     for i in ex.lift_idx:
         for n in ast.walk(units[i][0]):
-            if isinstance(n, ast.Call) and n is not call and ex.calls_package(n):
+            if isinstance(n, ast.Call) and n is not call and (ex.calls_package(n) or ex.calls_class(n)):
                 lift_call(n, [])
+    # What the body runs after a class holding the call, as the example
+    # writes it (its literals lifted): the description quotes it.
+    after_src = [ast.unparse(units[i][0]) for i in body_idx if i > k] if level != "hard" and isinstance(units[k][0], ast.ClassDef) else []
     res, prints, pre = result_of(*units[last], taken=taken)
     body = []
     for i in body_idx:
@@ -535,11 +637,13 @@ def build(ex, level, body_idx, k, last, data=()):
         "recv": ast.unparse(call.func.value) if tg["kind"] not in ("function", "class") and isinstance(call.func, ast.Attribute) else "",
         "data": [ast.unparse(units[i][0]) for i in data],
         "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and (ex.kind[i] == "pkg" or i in ex.rebound)] if level != "hard" else [],
+        "after": after_src,
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
         "prints": prints or shown_printed,
         "collects": bool(pre),
-        "around": type(units[k][0]).__name__.lower().replace("async", "async ") if isinstance(units[k][0], COMPOUND) else "",
+        "around": "class" if isinstance(units[k][0], ast.ClassDef) else stmt_kind(units[k][0]) if isinstance(units[k][0], COMPOUND) else "",
+        "shows": stmt_kind(units[last][0]) if last != k and pre else "",
         "want": want,
         "effect": last != k and level != "hard",
     }

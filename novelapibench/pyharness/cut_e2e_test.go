@@ -19,9 +19,11 @@ import (
 // a perturbed input the function refuses, and a side effect only (no
 // task); and with fenced blocks as pydantic writes them: a call in a for
 // loop with "#> " output, one in a with statement stating no output, a
-// block of another language and one that does not parse.
+// block of another language and one that does not parse; a call in a
+// class's body, the class's values then printed (the class is the span),
+// and one in a try statement that prints the error it catches.
 var cutpkgFiles = map[string]string{
-	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter, windows\n",
+	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter, windows, Record, field\n",
 	"cutpkg/_core.py": `def scale(xs, factor=2):
     """Multiply each item of xs by factor.
 
@@ -125,6 +127,52 @@ def windows(xs, n):
     FENCE
     """
     return [xs[i:i + n] for i in range(len(xs) - n + 1)]
+
+
+class _Default:
+    def __init__(self, value):
+        if value < 0:
+            raise ValueError("a default must not be negative: %d" % value)
+        self.value = value
+
+
+class Record:
+    """Keyword-built values over class-level defaults."""
+
+    def __init__(self, **kw):
+        defaults = {k: v.value for k, v in vars(type(self)).items() if isinstance(v, _Default)}
+        self._values = {**defaults, **kw}
+
+    def values(self):
+        return dict(self._values)
+
+
+def field(value):
+    """Declare a Record attribute with a default value.
+
+    FENCEpython
+    from cutpkg import Record, field
+
+    class Point(Record):
+        x = field(2)
+        y = field(5)
+
+    p = Point(y=1)
+    print(p.values())
+    #> {'x': 2, 'y': 1}
+    FENCE
+
+    FENCEpython
+    from cutpkg import field
+
+    try:
+        field(-1)
+    except ValueError as e:
+        print(e)
+        #> a default must not be negative: -1
+    FENCE
+    """
+    return _Default(value)
 `, "FENCE", "```"),
 }
 
@@ -191,7 +239,7 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 		got = append(got, task.Target.QualName()+"/"+task.Difficulty)
 	}
 	sort.Strings(got)
-	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium windows/easy windows/easy"
+	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy field/easy field/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium windows/easy windows/easy"
 	if strings.Join(got, " ") != want {
 		t.Errorf("tasks %v, want %s", got, want)
 	}
@@ -237,6 +285,16 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 			case "scale", "shift":
 				if len(dropped) != 0 || len(task.Inputs) < 2 {
 					t.Errorf("inputs %q, dropped %q; want every perturbed input kept", task.Inputs, dropped)
+				}
+			case "field":
+				// The class's defaults and its call's keyword are
+				// parameters: each perturbed one changes the values but
+				// y's default, which the call overrides.
+				if task.Site.Around == "class" && (len(task.Inputs) != 3 || len(dropped) != 1 || !strings.HasPrefix(dropped[0], "input 2 ")) {
+					t.Errorf("inputs %q, dropped %q; want the example's and 2 perturbed ones, y's default's dropped", task.Inputs, dropped)
+				}
+				if task.Site.Around != "class" && task.Site.Around != "try" {
+					t.Errorf("field's task: around %q, want class or try", task.Site.Around)
 				}
 			}
 			sibling := "shift"

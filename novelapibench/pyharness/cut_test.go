@@ -288,10 +288,111 @@ var cutCases = []cutCase{
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
-		name:    "a call in a class body",
+		name:    "a call in a class body no later step shows",
 		api:     apiScale,
 		ex:      fenced("docs/class.md#fenced-1", "from fixpkg import scale", "", "class C:\n    xs = scale([1], 2)", ""),
-		skipped: map[string]string{"": "not an expression, an assignment, or a for or with statement"},
+		skipped: map[string]string{"": "no later step shows anything computed from the class"},
+	},
+	{
+		// pydantic's shape: a field's default (or an Annotated metadata)
+		// in a model, then the model built and shown. The class is the
+		// span, what the example computes from it the result; the class's
+		// own literals and those of its calls are parameters, none named
+		// after a name the class reads or binds (xs_, by_); a plain step
+		// after the class that nothing shown needs is left out.
+		name: "a call in a class body: the class is the span, what a later step shows of it the result",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-1",
+			"from fixpkg import scale", "",
+			"class Model:\n    xs = scale([1, 2], 3)\n\n    def __init__(self, by):\n        self.total = sum(self.xs) + by", "",
+			"unrelated = 7", "",
+			"m = Model(by=1)", "",
+			"print(m.total)", "10\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs_, factor, by_):",
+			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\n\n    def __init__(self, by):\n        self.total = sum(self.xs) + by\nm = Model(by=by_)\nreturn m.total",
+			Inputs:    []string{"([1, 2], 3, 1)", "([2, 3], 3, 1)", "([1, 2], 4, 1)", "([1, 2], 3, 2)"},
+			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"m = Model(by=by_)", "print(m.total)"}, Returns: "m.total",
+				Prints: true, Around: "class", Effect: true, Want: "10\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a call in a class's Annotated metadata, its behaviour shown by a try that prints the error",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-2",
+			"from typing import Annotated", "",
+			"from fixpkg import scale", "",
+			"class Model:\n    x: Annotated[list, scale([1], 2)]", "",
+			"try:\n    Model.check([1, 'a'])\nexcept ValueError as e:\n    print(e)", ""),
+		want: map[string]Task{Easy: {
+			Prelude:   "from typing import Annotated",
+			Signature: "def solve(xs, factor, arg3):",
+			Reference: "from fixpkg import scale\nclass Model:\n    x: Annotated[list, scale(xs, factor)]\nprinted = []\ntry:\n    Model.check(arg3)\nexcept ValueError as e:\n    printed.append(e)\nreturn printed",
+			Inputs:    []string{"([1], 2, [1, 'a'])", "([2], 2, [1, 'a'])", "([1], 3, [1, 'a'])", "([1], 2, [2, 'ax'])"},
+			Site: Site{Args: []string{"xs", "factor"}, After: []string{"try:\n    Model.check(arg3)\nexcept ValueError as e:\n    print(e)"}, Returns: "printed",
+				Collects: true, Around: "class", Shows: "try", Effect: true},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a class span: data set up after the class that a step computing from it reads goes into the body",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-3",
+			"from fixpkg import scale", "",
+			"class Model:\n    xs = scale([1], 2)", "",
+			"extra = [3]", "",
+			"ys = Model.xs + extra", "",
+			"print(ys)", "[2, 3]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs_, factor):",
+			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\nextra = [3]\nys = Model.xs + extra\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"extra = [3]", "ys = Model.xs + extra", "print(ys)"}, Returns: "ys",
+				Prints: true, Around: "class", Effect: true, Want: "[2, 3]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "a call in a function the example defines",
+		api:     apiScale,
+		ex:      fenced("docs/def.md#fenced-1", "from fixpkg import scale", "", "def f():\n    return scale([1], 2)", "", "print(f())", "[2]\n"),
+		skipped: map[string]string{"": "runs only when called"},
+	},
+	{
+		name: "a call in a try statement: the try is the span, what it prints the result",
+		api:  apiScale,
+		ex: fenced("docs/try.md#fenced-1",
+			"from fixpkg import scale", "",
+			"try:\n    print(scale([1], 2))\nexcept TypeError as e:\n    print('refused', e)", "[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nprinted = []\ntry:\n    printed.append(scale(xs, factor))\nexcept TypeError as e:\n    printed.append(('refused', e))\nreturn printed",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "printed", Collects: true, Around: "try", Want: "[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a call in an if statement that prints nothing: the variables both branches assign",
+		api:  apiScale,
+		ex: doctest("docs/if.md", "",
+			"from fixpkg import scale", "",
+			"if len('ab') > 1:\n    ys = scale([1], 2)\nelse:\n    ys = []", "",
+			"ys", "[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\nif len('ab') > 1:\n    ys = scale(xs, factor)\nelse:\n    ys = []\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Around: "if", Want: "[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name:    "an if statement only one branch of which assigns",
+		api:     apiScale,
+		ex:      doctest("docs/if.md", "", "from fixpkg import scale", "", "if True:\n    ys = scale([1], 2)", "", "ys", "[2]\n"),
+		skipped: map[string]string{"": "on both branches"},
 	},
 	{
 		name:    "a step that does not parse",
@@ -402,7 +503,7 @@ func TestCutBuildsGradedTasksFromDoctests(t *testing.T) {
 }
 
 func nilEmpty(s Site) Site {
-	for _, p := range []*[]string{&s.Args, &s.Data, &s.PlainData, &s.Setup} {
+	for _, p := range []*[]string{&s.Args, &s.Data, &s.PlainData, &s.Setup, &s.After} {
 		if len(*p) == 0 {
 			*p = nil
 		}

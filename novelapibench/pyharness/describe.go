@@ -58,15 +58,33 @@ func Describe(t Task, doc string) (string, bool) {
 		b.WriteString(", called on `" + site.Recv + "`")
 	}
 	b.WriteString(".")
+	if site.Around == "class" && t.Difficulty != Hard {
+		b.WriteString("\nThe call sits in the body of a class the example defines: " + fn + " defines that class with it")
+		if len(site.After) > 0 {
+			b.WriteString(", then runs this code (it uses the class):\n" + strings.Join(site.After, "\n"))
+		} else {
+			b.WriteString(".")
+		}
+	}
 	if site.Returns != "" {
+		collected := site.Around + " statement around the call"
+		if site.Shows != "" && site.Around == "class" {
+			collected = site.Shows + " statement after the class"
+		} else if site.Shows != "" {
+			collected = site.Shows + " statement after the call"
+		}
 		switch {
 		case t.Difficulty == Hard:
 			b.WriteString("\n" + fn + " returns what the example computes last")
 			if site.Collects {
-				b.WriteString(": a list of what its " + site.Around + " statement around the call prints, each print's argument in order")
+				b.WriteString(": a list of what its " + collected + " prints, each print's argument in order")
 			}
+		case site.Around == "class" && site.Collects:
+			b.WriteString("\n" + fn + " returns a list of what the " + collected + " prints, each print's argument in order")
+		case site.Around == "class":
+			b.WriteString("\n" + fn + " returns `" + site.Returns + "`, computed from the class as the example does")
 		case site.Collects:
-			b.WriteString("\n" + fn + " returns a list of what the example's " + site.Around + " statement around the call prints, each print's argument in order")
+			b.WriteString("\n" + fn + " returns a list of what the example's " + collected + " prints, each print's argument in order")
 		case site.Around != "":
 			b.WriteString("\n" + fn + " returns `" + site.Returns + "` as the " + site.Around + " statement around the call leaves it")
 		case site.Effect:

@@ -70,6 +70,16 @@ func TestDescribeFollowsTheLevels(t *testing.T) {
 		{"a loop's counter: the variable it leaves", cutTasks(t, "a loop's counter bound before it moves into the body with it")[Easy],
 			[]string{"Before the call, the body runs this code (its imports are yours to write):\nn = 0", "`solve` returns `n` as the for statement around the call leaves it."},
 			[]string{"returns the call's result"}},
+		{"a class: it is defined with the call, the code after it quoted, what it shows returned", cutTasks(t, "a call in a class body: the class is the span, what a later step shows of it the result")[Easy],
+			[]string{"The call sits in the body of a class the example defines: `solve` defines that class with it, then runs this code (it uses the class):\nm = Model(by=by_)\nprint(m.total)",
+				"`solve` returns `m.total`, computed from the class as the example does (the value the example prints).", "solve([1, 2], 3, 1), the result prints as:\n10"},
+			[]string{"returns the call's result", "which the call changes"}},
+		{"a class shown by a try: its prints collected", cutTasks(t, "a call in a class's Annotated metadata, its behaviour shown by a try that prints the error")[Easy],
+			[]string{"then runs this code (it uses the class):\ntry:\n    Model.check(arg3)", "`solve` returns a list of what the try statement after the class prints, each print's argument in order."},
+			[]string{"around the call"}},
+		{"a try: what it prints, collected", cutTasks(t, "a call in a try statement: the try is the span, what it prints the result")[Easy],
+			[]string{"`solve` returns a list of what the example's try statement around the call prints"},
+			[]string{"class"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, ok := Describe(c.task, scaleDoc)

@@ -25,12 +25,28 @@
 // output), graded as goharness grades them: easy (the call's statement,
 // with the package code building what it is called on), medium (also the
 // data set up before it), hard (the whole example, when it composes the
-// call with others of the package). A call inside a top-level for or with
-// statement takes the whole statement as its statement, returning the
-// list of what it prints (or the variables it assigns). Literal arguments
-// become solve's parameters, and a perturbed input follows the example's
-// own. An example or a level that cannot be cut is a Skip with its
-// reason. Describe writes the task's prompt without the target's name.
+// call with others of the package). A call inside a top-level for, with,
+// if or try statement takes the whole statement as its statement,
+// returning the list of what it prints (or the variables it assigns). A
+// call in the body of a class the example defines (a field's default, an
+// Annotated metadata, a method's decorator) takes the class statement:
+// solve defines the class with the call, then returns what the example's
+// later steps show of it (a validation's result, the error a try prints),
+// never the class object, which the driver describes by its name alone;
+// the mock layer then sees the class behave differently when the call is
+// answered by a mock, or C1 drops the task (a class target whose
+// uninitialised instance behaves as an initialised one; pydantic's
+// FailFast is kept: pydantic reads the metadata's instance attributes,
+// which an uninitialised one lacks). A target used
+// only as an annotation or a base class (pydantic's HttpUrl as a field's
+// type) makes no task: it is never called (pydantic builds its instances
+// with __new__), so the spy, which counts calls, would see none, the
+// structural layer would fail the reference, and the mock layer, which
+// replaces a call's result, could not make the dependence visible.
+// Literal arguments become solve's parameters (a class's, and those of the
+// example's calls of the class), and a perturbed input follows the
+// example's own. An example or a level that cannot be cut is a Skip with
+// its reason. Describe writes the task's prompt without the target's name.
 //
 // # What a verdict rests on
 //
