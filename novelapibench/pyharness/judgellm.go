@@ -77,11 +77,11 @@ func JudgePrompt(in JudgeInput) (system, user string) {
 	}
 	fmt.Fprintf(&b, "The reference solution calls: %s\n\n", clip(ref, 300))
 	if in.Recorded {
-		list("Direct calls of the target the harness recorded when the solution ran (positional arguments _, keywords by name):", len(in.Calls), func(i int) string { return in.Target.Name() + callString(in.Calls[i]) })
+		list("Direct calls of the target the harness recorded when the solution ran (positional arguments _, keywords by name):", len(in.Calls), func(i int) string { return in.Target.Name() + CallShape(in.Calls[i]) })
 	} else {
 		b.WriteString("Direct calls of the target the harness recorded when the solution ran: unknown (the program left no record)\n")
 	}
-	list("The reference's, recorded the same way:", len(in.ReferenceCalls), func(i int) string { return in.Target.Name() + callString(in.ReferenceCalls[i]) })
+	list("The reference's, recorded the same way:", len(in.ReferenceCalls), func(i int) string { return in.Target.Name() + CallShape(in.ReferenceCalls[i]) })
 	fmt.Fprintf(&b, "\nFailure:\n%s\n", clip(in.Evidence, 2*goharness.MaxPromptFailure))
 	return PythonLang.JudgeSystem(), b.String()
 }
