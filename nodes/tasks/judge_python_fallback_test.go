@@ -54,7 +54,7 @@ func TestJudgePythonReadsCallsTheSourceScanCannotSee(t *testing.T) {
 			goharness.ClassWrongAPISelection, "never calls it", "0", true},
 		{"a pass ran past its limit", "from pystats import scale\nwhile True: pass\n",
 			&pyharness.Record{Stage: "timeout", Error: &pyharness.PyError{Type: "Timeout", Message: "the real pass ran past its limit"}},
-			goharness.ClassWrongLogic, "did not finish: Timeout", "0", true},
+			goharness.ClassWrongLogic, "did not finish: Timeout: the real pass ran past its limit (undecided: ran past its time limit)", "0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs, err := json.Marshal(pyharness.Run{Record: tc.rec})

@@ -136,7 +136,10 @@ func Judge(tg Target, solution string, exp Expectation, v Verdict, run Run) Judg
 	if len(errs) > 0 {
 		first = errs[0]
 	}
-	if rec.Direct == 0 {
+	switch {
+	case rec.Stage == "timeout":
+		return undecided("ran past its time limit", first)
+	case rec.Direct == 0:
 		return undecided("names the target but never called it", first)
 	}
 	return undecided("calls the target; the outcome is wrong", first)
