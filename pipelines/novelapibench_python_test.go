@@ -219,15 +219,10 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		}
 		t.Skipf("bubblewrap not found: %v (the test fails instead under CI=true)", err)
 	}
-	ix := pypitest.NewIndex()
-	var rs []pypitest.Release
-	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
-		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
-	}
-	if err := ix.Publish("py-stats", rs...); err != nil {
-		t.Fatal(err)
-	}
-	nodetest.OfflinePython(t, ix)
+	mit := []string{"License-Expression: MIT"}
+	nodetest.OfflinePython(t, pypitest.Published(t, "py-stats",
+		pypitest.Release{Version: "1.0.0", Uploaded: pypitest.Day("2024-01-10"), Files: pyStats["1.0.0"], Metadata: mit},
+		pypitest.Release{Version: "2.0.0", Uploaded: pypitest.Day("2024-09-01"), Files: pyStats["2.0.0"], Metadata: mit}))
 	src, err := os.ReadFile("novelapibench.hcl")
 	if err != nil {
 		t.Fatal(err)

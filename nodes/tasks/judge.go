@@ -77,13 +77,14 @@ const (
 )
 
 // ClassNotRun marks a Python sample solve never ran (the task has no
-// harness, or the sandbox cannot mount its environment): not one of the
+// harness, or the sandbox cannot mount its environment) or whose
+// environment or target did not load (pyharness.ClassNotRun): not one of the
 // failure classes, since nothing about the solution failed. Its path is
 // rule, its rule solve's reason; it is never sent to the judge model (for
 // a verdict or sem), and the metrics node leaves it out of every rate and
 // class distribution, counting it apart (not_run). Go samples never have
 // it.
-const ClassNotRun = "NotRun"
+const ClassNotRun = pyharness.ClassNotRun
 
 // JudgeRow is one sample's class in the failure taxonomy (OK or one of the
 // six failure classes; NotRun for a Python sample never run) with what
@@ -109,9 +110,15 @@ type JudgeRow struct {
 	// arguments by position, keywords by name, each compared as
 	// normalised source: tokens rejoined, outer parentheses dropped,
 	// plain strings in single quotes; read lexically in lacuna's process,
-	// the code never run). Both: the best-matching call counts; 0 when the
-	// solver's code never calls the target; null when the reference has no
-	// recognisable call of it (undefined), and for NotRun.
+	// the code never run; a call in an f-string's field is read). Both:
+	// only the reference's first call of the target is compared, and the
+	// solver's best-matching call counts; 0 when the solver's code never
+	// calls the target; null when the reference has no recognisable call
+	// of it (undefined), and for NotRun. Python also: null (unknown, not
+	// 0) when the solution's source shows no call of the target's name but
+	// the spy counted direct calls (spy_direct > 0): a call the lexical
+	// scan cannot see, as map(scale, xs), functools.partial(scale, k=2) or
+	// g = scale; g(xs).
 	ParamCorr *float64 `parquet:"param_corr,optional"`
 	// Sem is the judge model's semantic-equivalence score in [0, 1]; null
 	// without sem, and where the answer was unusable.

@@ -13,6 +13,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
+	"github.com/parquet-go/parquet-go"
 )
 
 // TestPythonJudgeModelDecidesWhatTheFastPathLeaves runs solutions of the
@@ -107,7 +108,7 @@ node "judge" "model" {
 		t.Fatalf("%d verdict prompts for the value sample, want 1", len(verdictPrompts))
 	}
 	p := verdictPrompts[0]
-	for _, want := range []string{"a Python coding task", "Target API: pystats._core.scale (package pystats)", "Solution:\n```python\nfrom pystats import scale\nreturn [v + 1 for v in scale(xs)]",
+	for _, want := range []string{"a Python coding task", "Target API: pystats.scale [defined as pystats._core.scale] (package pystats)", "Solution:\n```python\nfrom pystats import scale\nreturn [v + 1 for v in scale(xs)]",
 		"in the solution (from its source):\n- scale(xs)\n", "The reference solution calls: scale(xs)", "when the solution ran (positional arguments _, keywords by name):\n- scale(_)\n",
 		"recorded the same way:\n- scale(_)\n", "Failure:\nharness: comparative: "} {
 		if !strings.Contains(p, want) {
@@ -135,15 +136,10 @@ node "solve" "model" {
 // the run's Python at it.
 func offlinePyStats(t *testing.T) {
 	t.Helper()
-	ix := pypitest.NewIndex()
-	var rs []pypitest.Release
-	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
-		rs = append(rs, pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyStats[v], Metadata: []string{"License-Expression: MIT"}})
-	}
-	if err := ix.Publish("py-stats", rs...); err != nil {
-		t.Fatal(err)
-	}
-	nodetest.OfflinePython(t, ix)
+	mit := []string{"License-Expression: MIT"}
+	nodetest.OfflinePython(t, pypitest.Published(t, "py-stats",
+		pypitest.Release{Version: "1.0.0", Uploaded: pypitest.Day("2024-01-10"), Files: pyStats["1.0.0"], Metadata: mit},
+		pypitest.Release{Version: "2.0.0", Uploaded: pypitest.Day("2024-09-01"), Files: pyStats["2.0.0"], Metadata: mit}))
 }
 
 // pyScaleTask runs the Python fixture's chain through tasks in a store the
@@ -179,5 +175,85 @@ func writeSolutions(t *testing.T, dir, task string, sols ...string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPythonJudgeAsksNothingAboutSamplesNeverRun: the fixture's tasks,
+// with the scale task's harness taken away (as when its reference failed),
+// imported and solved: scale's samples are never run, so they are NotRun,
+// and a judge with a model and sem makes no model call about them, for a
+// verdict or a sem score; the ordered task's sample beside them is judged
+// and scored as usual.
+func TestPythonJudgeAsksNothingAboutSamplesNeverRun(t *testing.T) {
+	dir, scale := pyScaleTask(t)
+	var rows []tasks.Row
+	ordered := ""
+	for _, r := range nodetest.Read[tasks.Row](t, nodetest.Run(t, dir, pyTasksPipeline), "node.tasks.stats") {
+		if r.TaskID == scale.TaskID {
+			r.Expect, r.ObserveError = "", "reference failed: taken away by the test"
+		}
+		if r.Qualified == "pystats.ordered" && r.Difficulty == "easy" {
+			ordered = r.TaskID
+		}
+		rows = append(rows, r)
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, "tasks.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	sols := []map[string]string{
+		{"task_id": scale.TaskID, "sample_id": "reference-like", "solution": scale.Mask},
+		{"task_id": scale.TaskID, "sample_id": "syntax", "solution": "return scale(xs\n"},
+		{"task_id": ordered, "sample_id": "ordered-syntax", "solution": "return ordered(xs\n"},
+	}
+	var lines []string
+	for _, sol := range sols {
+		b, err := json.Marshal(sol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(llmtest.Config{Models: []string{"judge-model"}, Script: []llmtest.Rule{{Contains: "Solution to judge:", Reply: func(llmtest.Request) string { return `{"equivalent": false, "score": 0}` }}},
+		Default: `{"class": "WrongLogic", "rationale": "asked about a sample"}`})
+	defer srv.Close()
+	run := nodetest.Run(t, dir, fmt.Sprintf(`
+node "import" "tasks" { path = "tasks.parquet" }
+node "import" "solutions" { path = "solutions.jsonl" }
+node "solve" "model" {
+  tasks     = node.import.tasks
+  solutions = node.import.solutions
+  ecosystem = "python"
+}
+model "judge" {
+  id          = "judge-model"
+  endpoint    = %q
+  max_retries = 0
+  timeout     = "10s"
+}
+node "judge" "model" {
+  tasks   = node.import.tasks
+  samples = node.solve.model
+  model   = model.judge
+  sem     = true
+}
+`, srv.URL()))
+	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.model")
+	if len(judged) != len(sols) {
+		t.Fatalf("%d judged, want %d", len(judged), len(sols))
+	}
+	for _, j := range judged[:2] {
+		if j.Class != tasks.ClassNotRun || j.Path != tasks.PathRule || !strings.Contains(j.Rule, "no harness: reference failed: taken away by the test") || j.Sem != nil || j.ParamCorr != nil {
+			t.Errorf("%s: %s by %s (%q), sem %s, param_corr %s; want NotRun by rule, no sem, no param_corr", j.SampleID, j.Class, j.Path, j.Rule, fmtCorr(j.Sem), fmtCorr(j.ParamCorr))
+		}
+	}
+	if j := judged[2]; j.Class != "WrongSyntax" || j.Sem == nil {
+		t.Errorf("%s: %s, sem %s; want WrongSyntax with a sem score", j.SampleID, j.Class, fmtCorr(j.Sem))
+	}
+	// One sem score, for the ordered sample; nothing about scale's.
+	if n := len(srv.Calls()); n != 1 {
+		t.Errorf("%d model calls, want 1 (the ordered sample's sem)", n)
 	}
 }

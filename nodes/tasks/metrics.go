@@ -272,12 +272,15 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 		r.Logf("%s", line)
 	}
 	notRun := 0
+	pairs := map[string]bool{} // model × cell pairs with a sample that ran
 	for _, j := range rows {
 		if j.class == ClassNotRun {
 			notRun++
+			continue
 		}
+		pairs[j.model+"\x00"+j.cell] = true
 	}
-	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows)-notRun, countDistinct(rows, func(j judgedRow) string { return j.model + "\x00" + j.cell }))
+	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows)-notRun, len(pairs))
 	if notRun > 0 {
 		note += fmt.Sprintf("; %d samples not run (NotRun), left out", notRun)
 	}
@@ -286,14 +289,6 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	r.Note("%s", note)
 	return nil
-}
-
-func countDistinct(rows []judgedRow, key func(judgedRow) string) int {
-	seen := map[string]bool{}
-	for _, r := range rows {
-		seen[key(r)] = true
-	}
-	return len(seen)
 }
 
 // readJudged reads the columns metrics need from any table that has them,

@@ -170,7 +170,7 @@ node "metrics" "noci" {
 	if _, ok := noci["m/base/all/all"]["pass_at_2"]; ok {
 		t.Error("k unset: want pass@1 and pass@5 only")
 	}
-	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "19 groups over 12 samples, 4 model × cell pairs; 2 samples not run (NotRun), left out") || !strings.Contains(note, "2 calibration rows skipped") {
+	if note := run.Notes("done")["node.metrics.x"]; !strings.Contains(note, "19 groups over 12 samples, 3 model × cell pairs; 2 samples not run (NotRun), left out") || !strings.Contains(note, "2 calibration rows skipped") {
 		t.Errorf("note %q", note)
 	}
 	// The log's Table-1 view: one line per model × cell, pooled.

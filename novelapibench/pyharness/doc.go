@@ -164,7 +164,9 @@
 // target's name used without an import; the target's name looked up on a
 // wrong module of its package), WrongAPISelection (another name looked up
 // on a module of the target's package; the program ran, never called the
-// target and never names it), and leaves the rest undecided, with the
+// target and never names it), NotRun (not a failure class: the
+// environment or the target did not load, the task's fault, nothing to
+// ask the LLM judge), and leaves the rest undecided, with the
 // evidence, for the LLM judge: an import failing inside a library for
 // another module (an optional dependency the environment lacks) among
 // them. An exception the reference raised on the same input counts for
@@ -173,8 +175,10 @@
 // JudgePrompt is the LLM judge's prompt for those (the six classes
 // worded for Python, goharness's schema and parser), SemPrompt the
 // semantic-equivalence prompt; TargetCalls and ParamCorr match the
-// solution's calls of the target with the reference's, argument by
-// argument, lexically in lacuna's process.
+// solution's calls of the target with the reference's first, argument
+// by argument, lexically in lacuna's process (f-string fields read as
+// code; a call of the name passed as a value, as map(scale, xs), is not
+// seen).
 // Calibrate runs the mutants (Mutants), AuditMutant says how the harness
 // and the fast path took each (of a mutant run elsewhere too: nodes/tasks
 // runs them as solve samples, MutantOf reading one back), and C1 keeps a

@@ -19,6 +19,10 @@ const (
 	// ClassUndecided is what the fast path leaves to the LLM judge, with
 	// the evidence (Judgement.Evidence).
 	ClassUndecided = "undecided"
+	// ClassNotRun is a sample whose run says nothing of the solution: the
+	// environment or the target did not load (the task's fault). Not a
+	// failure class: never for the LLM judge, left out of metrics.
+	ClassNotRun = "NotRun"
 )
 
 // Judgement is the fast path's answer.
@@ -36,6 +40,8 @@ type Judgement struct {
 // for Python:
 //
 //   - passed → OK;
+//   - the environment or the target did not load (Record.Stage "load":
+//     the task's fault, not the solution's) → NotRun;
 //   - SyntaxError (IndentationError, TabError) compiling the program →
 //     WrongSyntax;
 //   - ImportError or ModuleNotFoundError raised by the program's own
@@ -89,7 +95,11 @@ func Judge(tg Target, solution string, exp Expectation, v Verdict, run Run) Judg
 		}
 	}
 	if rec.Stage == "load" {
-		return undecided("the environment or the target did not load: the task's fault, not the solution's", rec.Error)
+		rule := "not run: the task's environment or target did not load"
+		if rec.Error != nil {
+			rule += ": " + rec.Error.String()
+		}
+		return Judgement{Class: ClassNotRun, Rule: rule}
 	}
 	if rec.Stage == "compile" && rec.Error != nil {
 		switch rec.Error.Type {
@@ -126,7 +136,10 @@ func Judge(tg Target, solution string, exp Expectation, v Verdict, run Run) Judg
 	if len(errs) > 0 {
 		first = errs[0]
 	}
-	if rec.Direct == 0 {
+	switch {
+	case rec.Stage == "timeout":
+		return undecided("ran past its time limit", first)
+	case rec.Direct == 0:
 		return undecided("names the target but never called it", first)
 	}
 	return undecided("calls the target; the outcome is wrong", first)
@@ -147,7 +160,9 @@ func namesTarget(code string, tg Target) bool {
 	return false
 }
 
-func callString(c Call) string {
+// CallShape renders a recorded call's shape as an argument list:
+// positional arguments as _, keywords by name ("(_, _, k=_)").
+func CallShape(c Call) string {
 	s := strings.Repeat("_, ", c.Args)
 	for _, k := range c.Kwargs {
 		s += k + "=_, "

@@ -47,7 +47,9 @@ type JudgeInput struct {
 }
 
 // JudgePrompt renders the judge's system and user messages for a Python
-// sample, as goharness.JudgePrompt does for Go. Every part is bounded: the
+// sample, as goharness.JudgePrompt does for Go. The target is named by its
+// first public path (Target.Paths[0], the one tasks use), its defining
+// module and qualified name in brackets. Every part is bounded: the
 // task, the context and the solution to goharness.MaxPromptCode bytes,
 // each call to 300, each list of calls to its first maxPromptCalls, the
 // evidence to twice goharness.MaxPromptFailure (the exception's message
@@ -55,8 +57,12 @@ type JudgeInput struct {
 func JudgePrompt(in JudgeInput) (system, user string) {
 	var b strings.Builder
 	clip := goharness.Clip
+	api := strings.Replace(in.Target.ID, ":", ".", 1) // where it is defined
+	if len(in.Target.Paths) > 0 && in.Target.Paths[0] != api {
+		api = in.Target.Paths[0] + " [defined as " + api + "]" // the public path, as the task uses it
+	}
 	fmt.Fprintf(&b, "Target API: %s (package %s)\n\nTask:\n%s\n\nContext (the solution replaces <MASK>):\n```python\n%s\n```\n\n",
-		strings.Replace(in.Target.ID, ":", ".", 1), in.Target.Package(), clip(in.Description, goharness.MaxPromptCode), clip(in.Context, goharness.MaxPromptCode))
+		api, in.Target.Package(), clip(in.Description, goharness.MaxPromptCode), clip(in.Context, goharness.MaxPromptCode))
 	fmt.Fprintf(&b, "Solution:\n```python\n%s\n```\n\n", clip(in.Solution, goharness.MaxPromptCode))
 	list := func(head string, n int, item func(i int) string) {
 		b.WriteString(head + "\n")
@@ -77,11 +83,11 @@ func JudgePrompt(in JudgeInput) (system, user string) {
 	}
 	fmt.Fprintf(&b, "The reference solution calls: %s\n\n", clip(ref, 300))
 	if in.Recorded {
-		list("Direct calls of the target the harness recorded when the solution ran (positional arguments _, keywords by name):", len(in.Calls), func(i int) string { return in.Target.Name() + callString(in.Calls[i]) })
+		list("Direct calls of the target the harness recorded when the solution ran (positional arguments _, keywords by name):", len(in.Calls), func(i int) string { return in.Target.Name() + CallShape(in.Calls[i]) })
 	} else {
 		b.WriteString("Direct calls of the target the harness recorded when the solution ran: unknown (the program left no record)\n")
 	}
-	list("The reference's, recorded the same way:", len(in.ReferenceCalls), func(i int) string { return in.Target.Name() + callString(in.ReferenceCalls[i]) })
+	list("The reference's, recorded the same way:", len(in.ReferenceCalls), func(i int) string { return in.Target.Name() + CallShape(in.ReferenceCalls[i]) })
 	fmt.Fprintf(&b, "\nFailure:\n%s\n", clip(in.Evidence, 2*goharness.MaxPromptFailure))
 	return PythonLang.JudgeSystem(), b.String()
 }

@@ -36,7 +36,7 @@ func TestPythonJudgePromptShowsCallsAndEvidenceBounded(t *testing.T) {
 					t.Errorf("the Python prompt says %q", bad)
 				}
 			}
-			for _, want := range []string{"Target API: pystats._impl.scale (package pystats)", "```python\n", "- scale(xs, 3)\n", "The reference solution calls: scale(xs, 2)",
+			for _, want := range []string{"Target API: pystats.scale [defined as pystats._impl.scale] (package pystats)", "```python\n", "- scale(xs, 3)\n", "The reference solution calls: scale(xs, 2)",
 				"recorded the same way:\n- scale(_, factor=_)\n", "Failure:\n"} {
 				if !strings.Contains(user, want) {
 					t.Errorf("prompt lacks %q", want)
@@ -56,8 +56,8 @@ func TestPythonJudgePromptShowsCallsAndEvidenceBounded(t *testing.T) {
 			}
 		})
 	}
-	_, user := JudgePrompt(JudgeInput{Target: scale, Evidence: "harness: integrity: no record"})
-	for _, want := range []string{"in the solution (from its source):\n- none\n", "The reference solution calls: (none found)", "ran: unknown (the program left no record)"} {
+	_, user := JudgePrompt(JudgeInput{Target: Target{ID: "pystats:scale"}, Evidence: "harness: integrity: no record"})
+	for _, want := range []string{"Target API: pystats.scale (package pystats)\n", "in the solution (from its source):\n- none\n", "The reference solution calls: (none found)", "ran: unknown (the program left no record)"} {
 		if !strings.Contains(user, want) {
 			t.Errorf("prompt without calls or record lacks %q:\n%s", want, user)
 		}
@@ -77,5 +77,20 @@ func TestPythonSemPromptIsGosInPython(t *testing.T) {
 	}
 	if strings.Contains(system+user, "Target API") || strings.Contains(system+user, "```go") {
 		t.Errorf("sem prompt names the target or Go:\n%s\n%s", system, user)
+	}
+}
+
+// Each language's prompt says what every failure class means, and names
+// no class the taxonomy lacks.
+func TestEveryLanguageDefinesEveryFailureClass(t *testing.T) {
+	for _, l := range []goharness.Lang{goharness.GoLang, PythonLang} {
+		for _, c := range goharness.FailureClasses {
+			if strings.TrimSpace(l.Classes[c]) == "" {
+				t.Errorf("%s: class %s has no meaning", l.Name, c)
+			}
+		}
+		if len(l.Classes) != len(goharness.FailureClasses) {
+			t.Errorf("%s: %d classes, want %d", l.Name, len(l.Classes), len(goharness.FailureClasses))
+		}
 	}
 }

@@ -33,22 +33,66 @@ func (c SourceCall) String() string {
 // TargetCalls lists, in source order, the calls of the target's name in
 // code: every call whose callee is the name, a dotted path ending in it
 // (pkg.sub.name, obj.name, f().name: a method target is called on a
-// value), or a
-// name it was imported as ("from pkg import name as alias"). A def or
-// class statement of the name is not a call. The scan is lexical (Python's
-// tokens, brackets matched), so it reads code that does not compile too;
-// a call inside a string or a comment is not one.
+// value), or a name it was imported as ("from pkg import name as alias",
+// an "as" in an import statement only). A def or class statement of the
+// name is not a call. The scan is lexical (Python's tokens, brackets
+// matched), so it reads code that does not compile too; a call inside a
+// string or a comment is not one, but one inside an f-string's
+// replacement field (f"{scale(xs)}") is. A call the scan cannot see is
+// not listed: the name passed as a value (map(scale, xs),
+// functools.partial(scale, k=2)) or called under a name assigned from it
+// (g = scale; g(xs)).
 func TargetCalls(code string, tg Target) []SourceCall {
 	toks := pyTokens(code)
 	names := map[string]bool{tg.Name(): true}
-	for i := 0; i+3 < len(toks); i++ { // "import name as alias", "from m import a, name as alias"
-		if toks[i].text == tg.Name() && toks[i+1].text == "as" && toks[i+2].kind == tokName {
+	for i := 0; i+2 < len(toks); i++ { // "import name as alias", "from m import a, name as alias"
+		if toks[i].text == tg.Name() && toks[i+1].text == "as" && toks[i+2].kind == tokName && inImport(toks, i) {
 			names[toks[i+2].text] = true
 		}
 	}
+	return targetCalls(toks, names)
+}
+
+// inImport reports whether the name at i is in an import statement's list
+// of names: walking back over names, dots, commas, "as" and "(" reaches
+// "import" before any other keyword or token.
+func inImport(toks []pyToken, i int) bool {
+	for i--; i >= 0; i-- {
+		t := toks[i]
+		switch {
+		case t.text == "import":
+			return true
+		case t.kind == tokName && t.text != "as" && keywords[t.text]:
+			return false
+		case t.kind == tokName, t.text == ".", t.text == ",", t.text == "(":
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// keywords are Python's keywords, and the soft keyword case (a name
+// before "as" in a match statement's pattern).
+var keywords = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields("False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield case") {
+		keywords[k] = true
+	}
+}
+
+// targetCalls is TargetCalls of tokens, names the callee names that count.
+func targetCalls(toks []pyToken, names map[string]bool) []SourceCall {
 	var out []SourceCall
-	for i := 0; i+1 < len(toks); i++ {
-		if toks[i].kind != tokName || toks[i+1].text != "(" || !names[toks[i].text] {
+	for i := 0; i < len(toks); i++ {
+		if toks[i].kind == tokString {
+			for _, field := range fstringFields(toks[i].text) {
+				out = append(out, targetCalls(pyTokens(field), names)...)
+			}
+			continue
+		}
+		if i+1 >= len(toks) || toks[i].kind != tokName || toks[i+1].text != "(" || !names[toks[i].text] {
 			continue
 		}
 		start := i // the callee: NAME(.NAME)* ending at i
@@ -87,18 +131,25 @@ func TargetCalls(code string, tg Target) []SourceCall {
 // ParamCorr is how well the solver's calls of the target match the
 // reference's, argument by argument, in [0, 1], as goharness.ParamCorr
 // defines it for Go, with Python's keywords: positional arguments match
-// by position and keyword arguments by name. The score is the number of
-// matching arguments (a position where both calls have equal normalised
-// source, a keyword both pass with equal normalised source) over the
-// positions max(len(solver's positional), len(reference's)) plus the
-// keywords either passes; two calls without arguments match fully (1).
-// A keyword passed positionally, or the reverse, is a mismatch (the
-// signature is not read), and so is an argument written differently but
-// equal in value: that is the LLM judge's to weigh. A spread (*xs, **kw)
-// matches only a spread of the same expression. When the solver calls the
-// target more than once, the best-matching call counts. It is 0 when the
-// solution never calls the target's name (TargetCalls). It is undefined
-// (ok false) when the reference has no such call: nothing to measure.
+// by position and keyword arguments by name. Only the reference's first
+// call of the target's name (TargetCalls) is compared, as Go's
+// TargetCall. The score is the number of matching arguments (a position
+// where both calls have equal normalised source, a keyword both pass with
+// equal normalised source) over the positions max(len(solver's
+// positional), len(reference's)) plus the keywords either passes, a
+// keyword the solver repeats counting once more for each repetition (it
+// never matches twice, so the score stays within [0, 1]); two calls
+// without arguments match fully (1). A keyword passed positionally, or
+// the reverse, is a mismatch (the signature is not read), and so is an
+// argument written differently but equal in value: that is the LLM
+// judge's to weigh. A spread (*xs, **kw) matches only a spread of the
+// same expression, once. When the solver calls the target more than once,
+// the best-matching call counts. It is 0 when the solution's source shows
+// no call of the target's name (TargetCalls): a caller that knows the
+// solution called the target nonetheless (a call the lexical scan cannot
+// see, such as map(scale, xs)) should hold the score unknown, as
+// nodes/tasks' judge does. It is undefined (ok false) when the reference
+// has no such call: nothing to measure.
 //
 // Arguments are compared as normalised source, not as Python's
 // ast.unparse would print them: the tokens of the argument rejoined
@@ -107,21 +158,25 @@ func TargetCalls(code string, tg Target) []SourceCall {
 // single quotes ('a' and "a" match). It runs in lacuna's process: no
 // Python is started, and the sample's code is never imported or run.
 func ParamCorr(solution, reference string, tg Target) (corr float64, ok bool) {
-	ref := TargetCalls(reference, tg)
-	if len(ref) == 0 {
-		return 0, false
+	var ref *SourceCall
+	if refs := TargetCalls(reference, tg); len(refs) > 0 {
+		ref = &refs[0]
 	}
-	return MatchCalls(TargetCalls(solution, tg), &ref[0]), true
+	return MatchCalls(TargetCalls(solution, tg), ref)
 }
 
-// MatchCalls is ParamCorr's best match of calls against the reference's
-// call ref.
-func MatchCalls(calls []SourceCall, ref *SourceCall) float64 {
+// MatchCalls is ParamCorr from the solver's calls (TargetCalls) and the
+// reference's first call of the target (nil for none: ok false), for
+// callers that have them already, as goharness.MatchCalls.
+func MatchCalls(calls []SourceCall, ref *SourceCall) (corr float64, ok bool) {
+	if ref == nil {
+		return 0, false
+	}
 	best := 0.0
 	for _, c := range calls {
 		best = max(best, argMatch(c, *ref))
 	}
-	return best
+	return best, true
 }
 
 func argMatch(a, b SourceCall) float64 {
@@ -131,8 +186,11 @@ func argMatch(a, b SourceCall) float64 {
 			same++
 		}
 	}
-	kw := map[string]string{}
+	kw := map[string]string{} // the reference's keywords not yet matched
 	for _, k := range b.Kwargs {
+		if _, dup := kw[k.Name]; dup {
+			n++ // the reference repeats a keyword (it does not compile): the repeat is never matched
+		}
 		kw[k.Name] = k.Value
 	}
 	n += len(kw)
@@ -140,10 +198,11 @@ func argMatch(a, b SourceCall) float64 {
 		v, ok := kw[k.Name]
 		switch {
 		case !ok:
-			n++
+			n++ // an extra keyword, or a repeated one
 		case v == k.Value:
 			same++
 		}
+		delete(kw, k.Name)
 	}
 	if n == 0 {
 		return 1
@@ -184,7 +243,7 @@ func pyTokens(src string) []pyToken {
 				i++
 			}
 		case c == '\'' || c == '"':
-			j := stringEnd(src, i)
+			j, _ := scanString(src, i, false)
 			out = append(out, pyToken{tokString, src[i:j]})
 			i = j
 		case c >= '0' && c <= '9' || c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
@@ -209,8 +268,8 @@ func pyTokens(src string) []pyToken {
 				i += n
 				continue
 			}
-			if j < len(src) && (src[j] == '\'' || src[j] == '"') && j-i <= 2 && strings.Trim(strings.ToLower(src[i:j]), "rbuf") == "" {
-				k := stringEnd(src, j) // a prefixed string: r'...', f"...", rb'...'
+			if prefix := strings.ToLower(src[i:j]); j < len(src) && (src[j] == '\'' || src[j] == '"') && j-i <= 2 && strings.Trim(prefix, "rbuft") == "" {
+				k, _ := scanString(src, j, strings.ContainsAny(prefix, "ft")) // a prefixed string: r'...', f"...", rb'...', t'...'
 				out = append(out, pyToken{tokString, src[i:k]})
 				i = k
 				continue
@@ -232,26 +291,80 @@ func pyTokens(src string) []pyToken {
 	return out
 }
 
-// stringEnd is the index after the string literal whose quote is at i.
-func stringEnd(src string, i int) int {
+// scanString scans the string literal whose quote is at i: end is the
+// index after it. For a formatted string (fmt: an f or t prefix) its
+// replacement fields are code: a quote inside one does not end the
+// literal (Python 3.12 lets a field reuse the outer quote: f"{d["k"]}"),
+// and fields are the fields' expressions (before a conversion or a
+// format spec), in order; "{{" and "}}" are literal braces.
+func scanString(src string, i int, fmt bool) (end int, fields []string) {
 	q := src[i : i+1]
 	if strings.HasPrefix(src[i:], q+q+q) {
 		q = q + q + q
 	}
 	j := i + len(q)
+	depth := 0      // brackets open inside a replacement field, its own brace counted
+	exprStart := -1 // where the current field's expression begins; -1 outside one or past its end
+	inSpec := false // in the current field's format spec (or after its conversion)
 	for j < len(src) {
+		c := src[j]
+		if depth > 0 { // inside a replacement field
+			switch {
+			case !inSpec && (c == '\'' || c == '"'):
+				k := j // a string inside the field, its prefix the letters before the quote
+				for k > 0 && isWord(src[k-1]) {
+					k--
+				}
+				p := strings.ToLower(src[k:j])
+				j, _ = scanString(src, j, strings.Trim(p, "rbuft") == "" && strings.ContainsAny(p, "ft"))
+				continue
+			case c == '{' || !inSpec && (c == '(' || c == '['):
+				depth++
+			case !inSpec && (c == ')' || c == ']'):
+				depth--
+			case c == '}':
+				depth--
+				if depth == 0 {
+					if exprStart >= 0 {
+						fields = append(fields, src[exprStart:j])
+					}
+					exprStart, inSpec = -1, false
+				}
+			case depth == 1 && !inSpec && (c == ':' || c == '!' && j+1 < len(src) && src[j+1] != '='):
+				fields = append(fields, src[exprStart:j])
+				exprStart, inSpec = -1, true
+			}
+			j++
+			continue
+		}
 		switch {
-		case src[j] == '\\':
+		case c == '\\':
 			j += 2
 		case strings.HasPrefix(src[j:], q):
-			return j + len(q)
-		case src[j] == '\n' && len(q) == 1:
-			return j // unterminated
+			return j + len(q), fields
+		case c == '\n' && len(q) == 1:
+			return j, fields // unterminated
+		case fmt && (strings.HasPrefix(src[j:], "{{") || strings.HasPrefix(src[j:], "}}")):
+			j += 2
+		case fmt && c == '{':
+			depth, exprStart = 1, j+1
+			j++
 		default:
 			j++
 		}
 	}
-	return len(src)
+	return len(src), fields
+}
+
+// fstringFields are the expressions of a string literal's replacement
+// fields: none unless it is formatted (an f or t prefix).
+func fstringFields(lit string) []string {
+	k := strings.IndexAny(lit, `'"`)
+	if k < 0 || !strings.ContainsAny(strings.ToLower(lit[:k]), "ft") {
+		return nil
+	}
+	_, fields := scanString(lit, k, true)
+	return fields
 }
 
 func isWord(c byte) bool {
@@ -279,11 +392,17 @@ func matching(toks []pyToken, open int) int {
 	return -1
 }
 
-// splitTop splits tokens at the commas outside brackets.
+// splitTop splits tokens at the commas outside brackets and outside a
+// lambda's parameters (from "lambda" to its ":").
 func splitTop(toks []pyToken) [][]pyToken {
 	var out [][]pyToken
 	depth, start := 0, 0
+	var lambdas []int // the depths of the lambdas whose ":" is still to come
 	for i, t := range toks {
+		if t.kind == tokName && t.text == "lambda" {
+			lambdas = append(lambdas, depth)
+			continue
+		}
 		if t.kind != tokOp {
 			continue
 		}
@@ -292,8 +411,12 @@ func splitTop(toks []pyToken) [][]pyToken {
 			depth++
 		case ")", "]", "}":
 			depth--
+		case ":":
+			if n := len(lambdas); n > 0 && lambdas[n-1] == depth {
+				lambdas = lambdas[:n-1]
+			}
 		case ",":
-			if depth == 0 {
+			if depth == 0 && len(lambdas) == 0 {
 				out = append(out, toks[start:i])
 				start = i + 1
 			}

@@ -31,6 +31,22 @@ func TestTargetCallsReadsArgumentsAsNormalisedSource(t *testing.T) {
 		{"not in strings, comments or definitions", scale, "# scale(xs)\ns = 'scale(xs)'\ndef scale(v):\n    return v\n", nil},
 		{"another name ending the same is not it", scale, "rescale(xs)\nscale_all(xs)\n", nil},
 		{"an unbalanced call is cut short", scale, "return scale(xs\n", nil},
+		{"a multi-parameter lambda is one argument", scale, "scale(xs, key=lambda a, b: a, cmp=lambda: 0)",
+			[]SourceCall{{Func: "scale", Args: []string{"xs"}, Kwargs: []Kwarg{{"key", "lambda a, b:a"}, {"cmp", "lambda:0"}}}}},
+		{"a lambda's commas inside brackets, then the next argument", scale, "scale(lambda a=(1, 2), *r: [a, r], 3)",
+			[]SourceCall{{Func: "scale", Args: []string{"lambda a=(1, 2), *r:[a, r]", "3"}}}},
+		{"a call inside an f-string's field is code", scale, "return f'{scale(xs, k=2)!r:>10} and {{scale(ys)}}'\n",
+			[]SourceCall{{Func: "scale", Args: []string{"xs"}, Kwargs: []Kwarg{{"k", "2"}}}}},
+		{"a field reusing the outer quote (3.12) does not end the f-string", scale, `s = f"{d["k"]}: scale(ys)"; q = f"{'"'}"; scale(zs)`,
+			[]SourceCall{{Func: "scale", Args: []string{"zs"}}}},
+		{"a call inside a field's nested quote", scale, `s = f"{scale(d["k"], m='a')}"`,
+			[]SourceCall{{Func: "scale", Args: []string{`d['k']`}, Kwargs: []Kwarg{{"m", "'a'"}}}}},
+		{"a template string (3.14) is a formatted string", scale, `s = t"{scale(xs)}"; rt'scale(ys)'`,
+			[]SourceCall{{Func: "scale", Args: []string{"xs"}}}},
+		{"a plain string's braces are text", scale, `s = "{scale(xs)}"; r"{scale(ys)}"`, nil},
+		{"an except's as is not an alias", scale, "try:\n    pass\nexcept scale as e:\n    e(3)\nwith scale as w:\n    w(4)\n", nil},
+		{"an alias in a parenthesised import list", scale, "from pystats import (\n    mean as m,\n    scale as sc,\n)\nsc(xs)\n",
+			[]SourceCall{{Func: "sc", Args: []string{"xs"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := TargetCalls(tc.code, tc.tg); !reflect.DeepEqual(got, tc.want) {
@@ -60,6 +76,10 @@ func TestParamCorrMatchesPositionalByPositionAndKeywordsByName(t *testing.T) {
 		{"two calls without arguments", "scale()", "scale()", 1, true},
 		{"the target never called", "return sorted(xs)", ref, 0, true},
 		{"the reference has no call of the target", "scale(xs)", "return xs", 0, false},
+		{"a repeated keyword matches once", "scale(xs, k=1, k=1)", "scale(xs, k=1)", 2.0 / 3, true},
+		{"a repeated keyword spread matches once", "scale(xs, **kw, **kw)", "scale(xs, **kw)", 2.0 / 3, true},
+		{"a call inside an f-string", "return f'{scale(xs, 2, mode=\"up\")}'", ref, 1, true},
+		{"a lambda with two parameters", "scale(xs, key=lambda a, b: a)", "scale(xs, key=lambda a, b: a)", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			corr, ok := ParamCorr(tc.solution, tc.reference, scale)
@@ -67,5 +87,16 @@ func TestParamCorrMatchesPositionalByPositionAndKeywordsByName(t *testing.T) {
 				t.Errorf("ParamCorr = %v, %v; want %v, %v", corr, ok, tc.corr, tc.ok)
 			}
 		})
+	}
+}
+
+// MatchCalls without a reference call is undefined, as Go's is.
+func TestMatchCallsWithoutAReferenceIsUndefined(t *testing.T) {
+	calls := []SourceCall{{Func: "scale", Args: []string{"xs"}}}
+	if corr, ok := MatchCalls(calls, nil); ok || corr != 0 {
+		t.Errorf("MatchCalls(calls, nil) = %v, %v; want 0, false", corr, ok)
+	}
+	if corr, ok := MatchCalls(nil, &calls[0]); !ok || corr != 0 {
+		t.Errorf("MatchCalls(nil, ref) = %v, %v; want 0, true", corr, ok)
 	}
 }

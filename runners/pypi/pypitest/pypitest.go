@@ -179,6 +179,17 @@ func (ix *Index) Publish(name string, releases ...Release) error {
 	return nil
 }
 
+// Published is a new index with releases of the project name published,
+// failing tb when a wheel cannot be built.
+func Published(tb testing.TB, name string, releases ...Release) *Index {
+	tb.Helper()
+	ix := NewIndex()
+	if err := ix.Publish(name, releases...); err != nil {
+		tb.Fatal(err)
+	}
+	return ix
+}
+
 // Wheel returns the wheel of a published release.
 func (ix *Index) Wheel(name, version string) (Wheel, bool) {
 	ix.mu.Lock()

@@ -154,10 +154,7 @@ func TestWheelRecordHashesItsFiles(t *testing.T) {
 // TestIndexServesFilesWithTheirHashes: each file URL on the page answers
 // bytes whose sha256 is the page's.
 func TestIndexServesFilesWithTheirHashes(t *testing.T) {
-	ix := pypitest.NewIndex()
-	if err := ix.Publish(pypitest.DemoProject, pypitest.Demo(nil)...); err != nil {
-		t.Fatal(err)
-	}
+	ix := pypitest.Published(t, pypitest.DemoProject, pypitest.Demo(nil)...)
 	url := pypitest.Serve(t, ix)
 	w, _ := ix.Wheel(pypitest.DemoProject, "1.1.0")
 	resp, err := http.Get(strings.TrimSuffix(url, "simple/") + "files/" + w.Filename)
