@@ -3,7 +3,6 @@ package bundle
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,9 +60,10 @@ type examplesReport struct {
 
 // runPython builds the bundles of the kept Python APIs, one library
 // version at a time, in v_new's environment (the cached one surface_diff
-// recorded in v_new_env). A library whose surface cannot be had is left
-// out with the reason in the note; the others go on. An environment gone
-// from the store's cache fails the node (pyenv.EnvGone).
+// recorded in v_new_env, rebuilt from its kept lock when it was deleted:
+// pyenv.Python.Open). A library whose surface cannot be had is left out
+// with the reason in the note; the others go on. An environment that
+// cannot be had fails the node (pyenv.EnvGone when its lock is gone too).
 func (t bundle) runPython(ctx context.Context, r nodes.Run, c *config, apis []discovery.APIRow) error {
 	p, err := pyenv.From(r)
 	if err != nil {
@@ -103,21 +103,18 @@ func (t bundle) runPython(ctx context.Context, r nodes.Run, c *config, apis []di
 }
 
 // buildPython builds the bundles of one library version's kept APIs. It
-// returns an error when ctx ends or when v_new's environment is no longer
-// in the store's Python cache (pyenv.EnvGone: storing no bundles would
-// be a cached empty result that never heals).
+// returns an error when ctx ends or when v_new's environment cannot be
+// had (pyenv.Python.Open: storing no bundles would be a cached empty
+// result that never heals).
 func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, kept []discovery.APIRow, rep *examplesReport) ([]Row, string, error) {
 	lib, version := kept[0].Library, kept[0].VNew
 	failed := func(why string) ([]Row, string, error) {
 		r.Logf("%s==%s: no bundles: %s", lib, version, why)
 		return nil, fmt.Sprintf("%s %s: %d kept, no bundles (%s)", lib, version, len(kept), why), nil
 	}
-	env, err := p.Cache.Get(kept[0].VNewEnv)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", pyenv.EnvGone(kept[0].VNewEnv, lib, version, c.APIs.Node)
-	}
+	env, err := p.Open(ctx, r, kept[0].VNewEnv, lib, version, c.APIs.Node)
 	if err != nil {
-		return failed(err.Error())
+		return nil, "", err
 	}
 	site, err := sitePackages(env)
 	if err != nil {

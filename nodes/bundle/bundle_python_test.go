@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -267,7 +268,9 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 // require_example = false, mean's failing doctest is in its bundle with
 // the verdict and what it printed, and total has an empty E. Then, with
 // the environments deleted from the store's cache, a bundle that runs
-// again fails, stores nothing and says how to rebuild them.
+// again rebuilds them from their kept locks and gives the same bundles;
+// with the locks deleted too, it fails, stores nothing and says how to
+// rebuild them.
 func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 	offlinePython(t)
 	dir := nodetest.StoreDir(t)
@@ -287,19 +290,57 @@ func TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked(t *testing.T) {
 		t.Errorf("total's examples: %+v", e)
 	}
 
-	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
+	// The environments deleted from the store's cache: a bundle that runs
+	// again rebuilds v_new's from its kept lock, to the same digest.
+	cache := filepath.Join(dir, ".lacuna", "cache", "python")
+	if err := os.RemoveAll(filepath.Join(cache, "envs")); err != nil {
 		t.Fatal(err)
 	}
-	src := strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9000", 1)
-	gone := nodetest.RunErr(t, dir, src)
+	healed := nodetest.Run(t, dir, strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9000", 1))
+	if s := healed.Nodes["node.surface_diff.calc"].State; s != engine.StateCached {
+		t.Errorf("surface_diff %s, want cached", s)
+	}
+	res := healed.Nodes["node.bundle.py"]
+	if res.State != engine.StateDone {
+		t.Fatalf("bundle after deleting the environments: %s, want done", res.State)
+	}
+	again := map[string]bundle.Row{}
+	for _, b := range nodetest.Read[bundle.Row](t, healed, "node.bundle.py") {
+		again[b.Qualified] = b
+	}
+	if !reflect.DeepEqual(again, got) {
+		t.Errorf("bundles from the rebuilt environments differ:\n got %+v\nwant %+v", again, got)
+	}
+	a, err := healed.Store.GetAction(res.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []bundle.Row{got["pycalc.scale"], got["pygpl.twice"]} {
+		line := fmt.Sprintf("rebuilding environment %s==2.0.0 (%.12s) from its lock", b.Library, b.VNewEnv)
+		if !strings.Contains(a.Logs, line) {
+			t.Errorf("log lacks %q:\n%s", line, a.Logs)
+		}
+		if _, err := os.Stat(filepath.Join(cache, "envs", b.VNewEnv)); err != nil {
+			t.Errorf("%s's environment was not rebuilt under its digest: %v", b.Library, err)
+		}
+	}
+
+	// With the locks deleted too, a bundle that runs again fails, stores
+	// nothing and says how to rebuild them.
+	for _, d := range []string{"envs", "locks"} {
+		if err := os.RemoveAll(filepath.Join(cache, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := nodetest.RunErr(t, dir, strings.Replace(pyPipeline, "EXTRA", "require_example = false\n  max_code_bytes = 9001", 1))
 	if s := gone.Nodes["node.surface_diff.calc"].State; s != "cached" {
 		t.Errorf("surface_diff %s, want cached", s)
 	}
-	res := gone.Nodes["node.bundle.py"]
+	res = gone.Nodes["node.bundle.py"]
 	if res.State != "failed" || res.Err == nil {
 		t.Fatalf("bundle without environments: %s %v, want failed", res.State, res.Err)
 	}
-	for _, want := range []string{"is no longer in the store's Python cache", "lacuna run --recompute node.surface_diff.", "upstream of node.concat.apis"} {
+	for _, want := range []string{"is no longer in the store's Python cache, nor its lock", "lacuna run --recompute node.surface_diff.", "upstream of node.concat.apis"} {
 		if !strings.Contains(res.Err.Error(), want) {
 			t.Errorf("error %q, want %q", res.Err, want)
 		}

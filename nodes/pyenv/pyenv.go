@@ -1,10 +1,11 @@
 // Package pyenv is what the Python node families share: the interpreter,
 // the installer and the index that environments for PyPI releases are made
 // with (runners/pyenv), the store's Python cache ("python": the
-// environments under envs/DIGEST, the installers and their caches; safe to
-// delete) and the sandbox a library's code runs in, resolved once per
-// execution and pinned (nodes.Resolver), the way nodes/goenv does it for
-// Go. Its functions are safe for concurrent use.
+// environments under envs/DIGEST, their locks under locks/DIGEST, the
+// installers and their caches; see Open for what deleting them costs) and
+// the sandbox a library's code runs in, resolved once per execution and
+// pinned (nodes.Resolver), the way nodes/goenv does it for Go. Its
+// functions are safe for concurrent use.
 //
 // What it reads of the run's environment (nodes.Resolve.Getenv):
 //
@@ -39,6 +40,7 @@ package pyenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -381,12 +383,48 @@ func baseInstall(exe string) string {
 	return prefix
 }
 
+// Open returns the environment of digest (lib==version's, recorded by a
+// surface_diff upstream of upstream, the node's input) from the store's
+// Python cache. An environment deleted from the cache (envs/, by hand or
+// collected) whose lock is kept (locks/DIGEST) is made again from the
+// lock through p.Index, logged on r ("rebuilding environment
+// NAME==VERSION (DIGEST) from its lock"): exactly the locked files,
+// hash-checked, so the same digest and files (runners/pyenv.Cache.Install);
+// concurrent nodes and processes healing the same digest are safe, one
+// build wins. With the lock gone too (the whole cache deleted) it is
+// EnvGone. Either error fails the node, storing nothing, so that it runs
+// again once the environment can be had.
+func (p *Python) Open(ctx context.Context, r nodes.Run, digest, lib, version, upstream string) (*rpyenv.Env, error) {
+	env, err := p.Cache.Get(digest)
+	if err == nil {
+		return env, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
+	}
+	lock, err := p.Cache.Lock(digest)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, EnvGone(digest, lib, version, upstream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
+	}
+	r.Logf("rebuilding environment %s (%.12s) from its lock", lock.Root, digest)
+	start := time.Now()
+	env, err = p.Cache.Install(ctx, lock, p.Index)
+	if err != nil {
+		return nil, fmt.Errorf("%s==%s: environment %.12s was deleted from the store's Python cache and cannot be rebuilt from its lock: %w", lib, version, digest, err)
+	}
+	r.Logf("rebuilt environment %s (%.12s): %d packages in %s", lock.Root, digest, len(lock.Packages), time.Since(start).Round(time.Millisecond))
+	return env, nil
+}
+
 // EnvGone is the error of a node whose input names environment digest
-// (lib==version's, recorded by a surface_diff) when it is no longer in the
-// store's Python cache (the cache was deleted or collected). The node
-// fails, storing nothing, so that it runs again once the environment is
-// back; upstream is the address of the node's input, on the way from that
-// surface_diff.
+// (lib==version's, recorded by a surface_diff) when neither it nor its
+// lock is in the store's Python cache any more (the cache was deleted or
+// collected), so Open cannot make it again. The node fails, storing
+// nothing, so that it runs again once the environment is back; upstream
+// is the address of the node's input, on the way from that surface_diff.
 func EnvGone(digest, lib, version, upstream string) error {
-	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache; to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", lib, version, digest, upstream)
+	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache, nor its lock; to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", lib, version, digest, upstream)
 }

@@ -61,7 +61,7 @@ func runPythonSolutions(ctx context.Context, r nodes.Run, upstream string, tasks
 	for _, digest := range order {
 		idx := byEnv[digest]
 		first := tasks[sols[idx[0]].Task]
-		env, err := envs.get(digest, first.Library, first.Version)
+		env, err := envs.get(ctx, r, digest, first.Library, first.Version)
 		if err != nil {
 			return nil, err
 		}

@@ -3,9 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -56,26 +54,24 @@ func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) 
 	return p, nil
 }
 
-// pyEnvs finds the environment of each digest in p's cache once. A
-// digest whose environment is gone from the cache is an error
-// (pyenv.EnvGone, naming upstream, the node's input): the node fails and
-// stores nothing rather than a cached empty result that never heals.
+// pyEnvs finds the environment of each digest in p's cache once
+// (pyenv.Python.Open: rebuilt from its kept lock when it was deleted; a
+// digest whose lock is gone too is pyenv.EnvGone, naming upstream, the
+// node's input): the node fails and stores nothing rather than a cached
+// empty result that never heals.
 type pyEnvs struct {
 	p        *pyenv.Python
 	upstream string
 	envs     map[string]*rpyenv.Env
 }
 
-func (e *pyEnvs) get(digest, lib, version string) (*rpyenv.Env, error) {
+func (e *pyEnvs) get(ctx context.Context, r nodes.Run, digest, lib, version string) (*rpyenv.Env, error) {
 	if env, ok := e.envs[digest]; ok {
 		return env, nil
 	}
-	env, err := e.p.Cache.Get(digest)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, pyenv.EnvGone(digest, lib, version, e.upstream)
-	}
+	env, err := e.p.Open(ctx, r, digest, lib, version, e.upstream)
 	if err != nil {
-		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
+		return nil, err
 	}
 	e.envs[digest] = env
 	return env, nil
@@ -135,7 +131,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		if b.Ecosystem != "python" || b.VNewEnv == "" {
 			return fmt.Errorf("bundle %s (%s) is not a Python bundle with v_new_env: the bundles input must be a bundle with ecosystem = \"python\"", b.Qualified, b.Library)
 		}
-		env, err := envs.get(b.VNewEnv, b.Library, b.Version)
+		env, err := envs.get(ctx, r, b.VNewEnv, b.Library, b.Version)
 		if err != nil {
 			return err
 		}

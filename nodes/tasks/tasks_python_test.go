@@ -3,8 +3,10 @@ package tasks_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -150,7 +152,10 @@ node "c1" "stats" {
 // bundles). Every reference passes its harness. C1 keeps the five whose
 // harness rejects each of their six mutants and drops box: its example
 // shows box(3) is not None, which a mock gives too, so the throwaway
-// mutant passes. A second run computes nothing.
+// mutant passes. A second run computes nothing. With the environments
+// deleted from the store's cache, a tasks node that runs again rebuilds
+// v_new's from its kept lock; with the locks deleted too, a new one fails
+// saying how to rebuild them.
 func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	offlinePyStats(t)
 	dir := nodetest.StoreDir(t)
@@ -218,29 +223,62 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	}
 
 	// With the environments deleted from the store's cache, a tasks node
-	// that runs again (a new key: generator written out) fails, stores
-	// nothing and says how to rebuild them; c1 is skipped.
-	if err := os.RemoveAll(filepath.Join(dir, ".lacuna", "cache", "python", "envs")); err != nil {
+	// that runs again (a new key: generator written out) rebuilds v_new's
+	// from its kept lock, to the same digest, and makes the same tasks.
+	cache := filepath.Join(dir, ".lacuna", "cache", "python")
+	if err := os.RemoveAll(filepath.Join(cache, "envs")); err != nil {
 		t.Fatal(err)
 	}
-	gone := nodetest.RunErr(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
-	if s := gone.Nodes["node.bundle.stats"].State; s != engine.StateCached {
+	healed := nodetest.Run(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
+	if s := healed.Nodes["node.bundle.stats"].State; s != engine.StateCached {
 		t.Errorf("bundle %s, want cached", s)
 	}
-	res := gone.Nodes["node.tasks.stats"]
-	if res.State != engine.StateFailed || res.Err == nil {
-		t.Fatalf("tasks without environments: %s %v, want failed", res.State, res.Err)
+	res := healed.Nodes["node.tasks.stats"]
+	if res.State != engine.StateDone {
+		t.Fatalf("tasks after deleting the environments: %s, want done", res.State)
 	}
-	for _, want := range []string{"py-stats==2.0.0: environment ", "is no longer in the store's Python cache", "upstream of node.bundle.stats", "lacuna run --recompute node.surface_diff."} {
+	if again := nodetest.Read[tasks.Row](t, healed, "node.tasks.stats"); !reflect.DeepEqual(again, rows) {
+		t.Errorf("tasks from the rebuilt environment differ from the first run's")
+	}
+	a, err := healed.Store.GetAction(res.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := fmt.Sprintf("rebuilding environment py-stats==2.0.0 (%.12s) from its lock", rows[0].VNewEnv); !strings.Contains(a.Logs, line) {
+		t.Errorf("log lacks %q:\n%s", line, a.Logs)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "envs", rows[0].VNewEnv)); err != nil {
+		t.Errorf("the environment was not rebuilt under its digest: %v", err)
+	}
+
+	// With the locks deleted too, a new tasks node fails, stores nothing
+	// and says how to rebuild them.
+	for _, d := range []string{"envs", "locks"} {
+		if err := os.RemoveAll(filepath.Join(cache, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := nodetest.RunErr(t, dir, pyTasksPipeline+`
+node "filter" "scale" {
+  input = node.bundle.stats
+  where = row.qualified_name == "pystats.scale"
+}
+node "tasks" "scale" {
+  bundles   = node.filter.scale
+  ecosystem = "python"
+}
+`)
+	res = gone.Nodes["node.tasks.scale"]
+	if res.State != engine.StateFailed || res.Err == nil {
+		t.Fatalf("tasks without environments and locks: %s %v, want failed", res.State, res.Err)
+	}
+	for _, want := range []string{"py-stats==2.0.0: environment ", "is no longer in the store's Python cache, nor its lock", "upstream of node.filter.scale", "lacuna run --recompute node.surface_diff."} {
 		if !strings.Contains(res.Err.Error(), want) {
 			t.Errorf("error %q, want %q", res.Err, want)
 		}
 	}
 	if _, err := gone.Store.GetAction(res.Key); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Errorf("a failed tasks node stored a result")
-	}
-	if s := gone.Nodes["node.c1.stats"].State; s != engine.StateSkipped {
-		t.Errorf("c1 %s, want skipped", s)
 	}
 }
 

@@ -16,14 +16,25 @@
 //     the locked files (hash-checked, no dependency resolution), or
 //     returns the one already cached under the digest.
 //
-// The cache directory holds envs/DIGEST (a finished environment), tmp/
-// (environments being built) and the installers' own caches and tools.
-// An environment appears under its digest only complete (built in tmp/,
-// then renamed), and is never changed afterwards. Any number of goroutines
-// and processes may Resolve and Install in one cache at once: two that
-// build the same digest both build it, one rename wins and the other's
-// copy is discarded. Remove and GC must not run while something uses an
-// environment they remove (lacuna's gc holds the store exclusively).
+// The cache directory holds envs/DIGEST (a finished environment),
+// locks/DIGEST (the Text of every lock Resolve made or Install was given,
+// a few hundred bytes each), tmp/ (environments and lock files being
+// written) and the installers' own caches and tools. An environment
+// appears under its digest only complete (built in tmp/, then renamed),
+// and is never changed afterwards; a lock file is written in tmp/ and
+// renamed too. Any number of goroutines and processes may Resolve and
+// Install in one cache at once: two that build the same digest both build
+// it, one rename wins and the other's copy is discarded. Remove and GC
+// must not run while something uses an environment they remove (lacuna's
+// gc holds the store exclusively).
+//
+// The environments are a cache, like the Go module cache: envs/ (or any
+// envs/DIGEST) may be deleted, by Remove or by hand, and an environment
+// whose lock is kept is made again, exactly, from Cache.Lock(DIGEST) and
+// Install: the same locked files, hash-checked, so the same digest and
+// the same installed files. Deleting locks/ too (or the whole cache
+// directory) loses that: an environment whose lock is gone must be
+// resolved again (Resolve), which is not guaranteed to give the same lock.
 //
 // An environment is used through its interpreter (Env.Python, and
 // `python -m MODULE` for tools): it was built under tmp/ and moved, so the
@@ -331,6 +342,9 @@ func (c *Cache) Resolve(ctx context.Context, spec Spec) (*Lock, error) {
 	if err := l.finish(spec); err != nil {
 		return nil, err
 	}
+	if err := c.keepLock(l); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -344,7 +358,9 @@ func (c *Cache) Create(ctx context.Context, spec Spec) (*Env, error) {
 }
 
 // Get returns the cached environment of digest, or an error wrapping
-// os.ErrNotExist.
+// os.ErrNotExist (see Lock for what can make it again). It keeps the
+// environment's lock (locks/DIGEST) when it is not kept yet, so that an
+// environment made before locks were kept can be made again too.
 func (c *Cache) Get(digest string) (*Env, error) {
 	if !isSHA256(digest) {
 		return nil, fmt.Errorf("pyenv: %q is not an environment digest", digest)
@@ -361,14 +377,81 @@ func (c *Cache) Get(digest string) (*Env, error) {
 	if l.Digest() != digest {
 		return nil, fmt.Errorf("pyenv: environment %s holds the lock of %s", digest, l.Digest())
 	}
+	if _, err := os.Stat(c.lockPath(digest)); errors.Is(err, os.ErrNotExist) {
+		if err := c.keepLock(l); err != nil {
+			return nil, err
+		}
+	}
 	return &Env{Dir: dir, Lock: l}, nil
+}
+
+// Lock returns the kept lock of digest (locks/DIGEST), from which Install
+// makes its environment again when it is gone, or an error wrapping
+// os.ErrNotExist when the lock is not kept.
+func (c *Cache) Lock(digest string) (*Lock, error) {
+	if !isSHA256(digest) {
+		return nil, fmt.Errorf("pyenv: %q is not an environment digest", digest)
+	}
+	b, err := os.ReadFile(c.lockPath(digest))
+	if err != nil {
+		return nil, fmt.Errorf("pyenv: lock %s: %w", digest, err)
+	}
+	l, err := ParseLock(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("pyenv: lock %s: %w", digest, err)
+	}
+	if l.Digest() != digest {
+		return nil, fmt.Errorf("pyenv: lock %s holds the lock of %s", digest, l.Digest())
+	}
+	return l, nil
+}
+
+func (c *Cache) lockPath(digest string) string { return filepath.Join(c.Dir, "locks", digest) }
+
+// keepLock writes l's Text to locks/DIGEST unless it holds it already:
+// written in tmp/ and renamed, so a reader sees a whole lock or none, and
+// concurrent writers of the same lock write the same bytes.
+func (c *Cache) keepLock(l *Lock) error {
+	text := l.Text()
+	dst := c.lockPath(l.Digest())
+	if b, err := os.ReadFile(dst); err == nil && string(b) == text {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(c.Dir, "tmp"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Join(c.Dir, "tmp"), "lock-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), dst)
+	}
+	if err != nil {
+		return fmt.Errorf("pyenv: keep the lock of %s: %w", l.Root, err)
+	}
+	return nil
 }
 
 // Install returns lock's environment, creating it from index (the default
 // index when empty) when it is not cached: a venv of c's interpreter with
 // exactly the locked files installed (hashes required, no resolution),
 // then checked: the distributions the interpreter sees must be the lock's.
-// The lock must have been made for c's interpreter and installer.
+// The lock must have been made for c's interpreter and installer; it is
+// kept (locks/DIGEST) before the environment is built. Making a deleted
+// environment again is Install of its kept lock (Lock); several processes
+// doing so at once each build it and one rename wins.
 func (c *Cache) Install(ctx context.Context, lock *Lock, index string) (*Env, error) {
 	if err := lock.check(); err != nil {
 		return nil, err
@@ -382,6 +465,9 @@ func (c *Cache) Install(ctx context.Context, lock *Lock, index string) (*Env, er
 	}
 	if lock.Installer != c.Installer.String() {
 		return nil, fmt.Errorf("pyenv: install %s: the lock was made by %s, this cache installs with %s", lock.Root, lock.Installer, c.Installer)
+	}
+	if err := c.keepLock(lock); err != nil {
+		return nil, err
 	}
 	if index == "" {
 		index = DefaultIndex
@@ -436,8 +522,9 @@ func (c *Cache) List() ([]string, error) {
 	return out, nil
 }
 
-// Remove deletes the environment of digest (no error if there is none).
-// It first renames it out of envs/, so a concurrent Get or Install sees it
+// Remove deletes the environment of digest (no error if there is none),
+// keeping its lock, so that Install of Lock(digest) makes it again. It
+// first renames it out of envs/, so a concurrent Get or Install sees it
 // whole or not at all; nothing may be running in it.
 func (c *Cache) Remove(digest string) error {
 	if !isSHA256(digest) {
@@ -454,11 +541,14 @@ func (c *Cache) Remove(digest string) error {
 	return os.RemoveAll(dst)
 }
 
-// GC removes every environment whose digest keep rejects, and what
-// processes that died left in tmp/ (their half-built environments), and
-// returns the digests removed. Like Remove, it must not run while
-// something uses an environment it removes. The cache must be on a file
-// system only this host writes (tmp/ entries are named by process id).
+// GC removes every environment and every kept lock whose digest keep
+// rejects (nothing refers to it any more), and what processes that died
+// left in tmp/ (their half-built environments and lock files), and
+// returns the digests whose environment it removed. The lock of a digest
+// keep accepts stays, whether its environment is there or not.
+// Like Remove, it must not run while something uses an environment it
+// removes. The cache must be on a file system only this host writes (tmp/
+// entries are named by process id).
 func (c *Cache) GC(keep func(digest string) bool) ([]string, error) {
 	ds, err := c.List()
 	if err != nil {
@@ -473,6 +563,17 @@ func (c *Cache) GC(keep func(digest string) bool) ([]string, error) {
 			return removed, err
 		}
 		removed = append(removed, d)
+	}
+	locks, err := os.ReadDir(filepath.Join(c.Dir, "locks"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return removed, err
+	}
+	for _, e := range locks {
+		if isSHA256(e.Name()) && !keep(e.Name()) {
+			if err := os.Remove(c.lockPath(e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return removed, err
+			}
+		}
 	}
 	ents, err := os.ReadDir(filepath.Join(c.Dir, "tmp"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

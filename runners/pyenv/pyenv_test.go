@@ -2,12 +2,15 @@ package pyenv
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -224,6 +227,9 @@ func TestRemoveDeletesOneEnvironment(t *testing.T) {
 	if _, err := c.Get(a.Digest()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Get after Remove: %v, want not exist", err)
 	}
+	if l, err := c.Lock(a.Digest()); err != nil || l.Text() != a.Lock.Text() {
+		t.Errorf("Lock after Remove = %v, %v; want the lock kept", l, err)
+	}
 	if ds, _ := c.List(); len(ds) != 1 || ds[0] != b.Digest() {
 		t.Errorf("List = %v, want [%s]", ds, b.Digest())
 	}
@@ -380,6 +386,12 @@ func TestGCKeepsWhatIsAskedAndWhatLiveProcessesBuild(t *testing.T) {
 	if ds, _ := c.List(); len(ds) != 1 || ds[0] != b.Digest() {
 		t.Errorf("left %v, want [%s]", ds, b.Digest())
 	}
+	if _, err := c.Lock(a.Digest()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock of a collected environment: %v, want removed", err)
+	}
+	if _, err := c.Lock(b.Digest()); err != nil {
+		t.Errorf("the lock of a kept environment: %v", err)
+	}
 	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a dead process's build is still there: %v", err)
 	}
@@ -453,5 +465,117 @@ func TestCancelStopsTheInstaller(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled resolve: %v, want it killed", err)
+	}
+}
+
+// siteFiles maps each file of e's site-packages, but the bytecode, to its
+// sha256.
+func siteFiles(t *testing.T, e *Env) map[string]string {
+	t.Helper()
+	site := pyRun(t, e, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+	out := map[string]string{}
+	err := filepath.WalkDir(site, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".pyc") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(site, p)
+		out[rel] = fmt.Sprintf("%x", sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestDeletedEnvironmentIsRebuiltExactlyFromItsKeptLock(t *testing.T) {
+	c := pipCache(t)
+	ix := standardIndex(t)
+	ctx := context.Background()
+	first, err := c.Create(ctx, Spec{Name: "alpha", Version: "1.0", IndexURL: ix.URL(), ExcludeNewer: day("2020-07-01")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := first.Digest()
+	files := siteFiles(t, first)
+	if files["alpha/__init__.py"] == "" || files["beta/__init__.py"] == "" {
+		t.Fatalf("site-packages holds %v, want the alpha and beta packages", files)
+	}
+	kept, err := c.Lock(digest)
+	if err != nil || kept.Text() != first.Lock.Text() {
+		t.Fatalf("Lock = %v, %v; want the environment's lock", kept, err)
+	}
+
+	// The environments deleted by hand: the lock makes the same one again.
+	if err := os.RemoveAll(filepath.Join(c.Dir, "envs")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(digest); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Get after deleting envs/: %v, want not exist", err)
+	}
+	lock, err := c.Lock(digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Install(ctx, lock, ix.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Dir != first.Dir || again.Digest() != digest {
+		t.Errorf("rebuilt %s (%s), want %s (%s)", again.Dir, again.Digest(), first.Dir, digest)
+	}
+	if got := siteFiles(t, again); !reflect.DeepEqual(got, files) {
+		t.Errorf("rebuilt site-packages\n got %v\nwant %v", got, files)
+	}
+	pyRun(t, again, "import alpha, beta")
+
+	// Get keeps the lock of an environment whose lock was deleted.
+	if err := os.RemoveAll(filepath.Join(c.Dir, "locks")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lock(digest); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Lock after deleting locks/: %v, want not exist", err)
+	}
+	if _, err := c.Get(digest); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Lock(digest); err != nil || l.Text() != first.Lock.Text() {
+		t.Errorf("Lock after Get = %v, %v; want the lock kept again", l, err)
+	}
+
+	// A mirror serving another file under a locked name: the rebuild
+	// fails on the hash and leaves no environment.
+	if err := c.Remove(digest); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ix.files {
+		if strings.HasPrefix(ix.files[i].filename, "beta-1.0-") {
+			ix.files[i].data = append(append([]byte(nil), ix.files[i].data...), 0)
+		}
+	}
+	if _, err := c.Install(ctx, lock, ix.URL()); err == nil {
+		t.Error("rebuilt from a file whose hash is not the locked one")
+	}
+	if ds, _ := c.List(); len(ds) != 0 {
+		t.Errorf("the failed rebuild left %v", ds)
+	}
+
+	// A lock file holding another lock is refused.
+	other, err := c.Resolve(ctx, Spec{Name: "alpha", Version: "2.0", IndexURL: ix.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "locks", digest), []byte(other.Text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lock(digest); err == nil || !strings.Contains(err.Error(), "holds the lock of "+other.Digest()) {
+		t.Errorf("Lock of a swapped file: %v", err)
+	}
+	if _, err := c.Lock("../x"); err == nil {
+		t.Error("Lock accepted a name that is not a digest")
 	}
 }
