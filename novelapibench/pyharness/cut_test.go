@@ -380,6 +380,21 @@ var cutCases = []cutCase{
 		skipped: map[string]string{"": "prints with a keyword"},
 	},
 	{
+		name: "a last step printed with a keyword leaves the hard level out, not the example",
+		api:  apiScale,
+		ex: doctest("docs/guide.md", "",
+			"import fixpkg", "",
+			"ys = fixpkg.scale([1], 2)", "",
+			"print(fixpkg.shift(ys), end='')", "[3]"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "import fixpkg\nys = fixpkg.scale(xs, factor)\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "prints with a keyword"},
+	},
+	{
 		name:    "a loop over a set: its order is the hash seed's",
 		api:     apiScale,
 		ex:      doctest("docs/loop.md", "", "from fixpkg import scale", "", "for s in {'a', 'b'}:\n    print(scale([s], 2))", "['aa']\n['bb']\n"),
