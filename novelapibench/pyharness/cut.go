@@ -117,12 +117,14 @@ type Skip struct {
 // as end=, sep= or file=, a starred argument, no argument) is skipped, as
 // is a top-level print(...) of the call with one. When it prints nothing,
 // the result is the variable of solve's own scope that its blocks assign
-// and a later step shows alone, or else all those they assign whatever
-// path it takes: a loop's or a with's blocks (a loop's else too), a try's
-// body, else and finally (not its handlers), an if's on both branches;
+// whatever path it takes and that a later step shows alone (Site.Want):
+// one a loop's or a with's blocks assign (a loop's else too), a try's
+// body, else or finally (not its handlers), an if's on both branches;
 // never a loop's target, a with's "as" name, an except's name, nor a name
-// a comprehension, lambda, function or class inside binds. One that
-// assigns none is skipped, and so is one that loops over a set (a set
+// a comprehension, lambda, function or class inside binds (the example's
+// run leaves those unbound, or they are not solve's). One that assigns
+// none, or none that a later step shows, is skipped, and so is one that
+// loops over a set (a set
 // display or comprehension, set(...), frozenset(...)): its order follows
 // the strings' hashes, which PYTHONHASHSEED changes between the reference
 // runs Derive compares, and with few items those runs often agree by
@@ -197,13 +199,12 @@ type Skip struct {
 // shows no result, sets no variable and changes nothing a later step
 // shows, a result stored into an attribute or item, a call in a compound
 // statement other than for, with, if and try (while, match, async for,
-// async with), a print the collected list would not match, a loop over
-// a set, in a
-// function's body, or in a class's body that no later step shows, a
-// compound statement that neither prints nor assigns, a step that does not
-// parse, a shape of code the
-// helper fails on (with its exception). err is for a helper that could
-// not run. Safe for concurrent use.
+// async with), in a function's body, or in a class's body that no later
+// step shows, a compound statement with a print the collected list would
+// not match, one looping over a set, one that prints nothing and assigns
+// no variable a later step shows, a step that does not parse, a shape of
+// code the helper fails on (with its exception). err is for a helper that
+// could not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {
 	res, err := CutAll(ctx, python, []Cuttable{{API: api, Example: ex}})
 	if err != nil {

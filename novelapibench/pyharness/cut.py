@@ -438,10 +438,9 @@ def result_of(st, want, taken=frozenset(), later=()):
     """The expression a statement's result is, whether it prints, and the
     statements to run before it. A compound statement (the call in its
     header or its blocks) returns what it prints, its print(...) calls
-    rewritten to collect their arguments in a list, or else the variable
-    of solve's it assigns that a later step (of later) shows alone, or
-    else all those it assigns whatever path it takes (blocks_stores); st
-    is changed in place then."""
+    rewritten to collect their arguments in a list (st is changed in
+    place then), or else the variable it assigns whatever path it takes
+    (blocks_stores) that a later step (of later) shows alone."""
     if isinstance(st, COMPOUND):
         if iterates_set(st):
             raise Skip("the call's %s statement iterates a set: its order changes with PYTHONHASHSEED from run to run, and so would its result" % stmt_kind(st))
@@ -458,15 +457,14 @@ def result_of(st, want, taken=frozenset(), later=()):
                 p.args = [arg]
             return ast.Name(id=name, ctx=ast.Load()), False, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.List(elts=[], ctx=ast.Load()), lineno=0)]
         names = blocks_stores(st)
-        one = shown_name(names, later)
-        if one is not None:
-            names = [one]
         if not names:
             raise Skip("the call's %s statement prints nothing and assigns no variable%s" % (
                 stmt_kind(st), " on both branches" if isinstance(st, ast.If) else ""))
-        if len(names) == 1:
-            return ast.Name(id=names[0], ctx=ast.Load()), False, []
-        return ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load()), False, []
+        one = shown_name(names, later)
+        if one is None:
+            raise Skip("the call's %s statement prints nothing, and no later step shows alone a variable it assigns (%s)" % (
+                stmt_kind(st), ", ".join(names)))
+        return ast.Name(id=one, ctx=ast.Load()), False, []
     if isinstance(st, ast.Expr):
         v = st.value
         if is_print(v):

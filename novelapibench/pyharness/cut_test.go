@@ -287,18 +287,28 @@ var cutCases = []cutCase{
 	{
 		// msg is bound only when the handler runs, err is deleted at its
 		// end: neither is on the path the example shows.
-		name: "a loop that prints nothing: the variables its try's body assigns, not its handler's",
+		name: "a loop that prints nothing: the variable its try's body assigns, not its handler's",
 		api:  apiScale,
 		ex: doctest("docs/loop.md", "",
 			"from fixpkg import scale", "",
-			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        msg = str(err)", ""),
+			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        msg = str(err)", "",
+			"ys", "[2]\n"),
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs):",
 			Reference: "from fixpkg import scale\nfor k in (1, 2):\n    try:\n        ys = scale(xs, k)\n    except ValueError as err:\n        msg = str(err)\nreturn ys",
 			Inputs:    []string{"([1],)", "([2],)"},
-			Site:      Site{Args: []string{"xs", "k"}, Returns: "ys", Around: "for"},
+			Site:      Site{Args: []string{"xs", "k"}, Returns: "ys", Around: "for", Want: "[2]\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		name: "a loop that prints nothing, a later step showing only what its handler assigns",
+		api:  apiScale,
+		ex: doctest("docs/loop.md", "",
+			"from fixpkg import scale", "",
+			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        msg = str(err)", "",
+			"msg", "'refused'\n"),
+		skipped: map[string]string{"": "no later step shows alone a variable it assigns (ys)"},
 	},
 	{
 		name: "a loop that prints nothing: a variable its else block assigns, shown later",

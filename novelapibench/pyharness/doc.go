@@ -30,8 +30,8 @@
 // returning the list of what it prints (skipped when a print there has a
 // keyword, a starred argument or none, or when it loops over a set, whose
 // order PYTHONHASHSEED changes), or else the variable of solve's it
-// assigns that a later step shows (all it assigns on every path when none
-// does; never a comprehension's, a handler's or a loop's target); a
+// assigns on every path that a later step shows (never a comprehension's,
+// a handler's or a loop's target; skipped when no step shows one); a
 // variable it reads before it rebinds it moves its binding into the body.
 // A
 // call in the body of a class the example defines (a field's default, an
