@@ -237,8 +237,10 @@ def scope_stores(node):
                 if isinstance(w, ast.NamedExpr):
                     add(w.target.id)
             return
-        if isinstance(n, ast.ExceptHandler) and n.name:
+        if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
             add(n.name)
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            add(n.rest)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             add(n.id)
         for c in ast.iter_child_nodes(n):
@@ -263,10 +265,14 @@ def path_bound(stmts):
     for s in stmts:
         if isinstance(s, ast.If):
             other = set(path_bound(s.orelse))
+            add(scope_stores(s.test))  # a := in the test
             add(n for n in path_bound(s.body) if n in other)
         elif isinstance(s, ast.Try):
             add(path_bound(s.body + s.orelse + s.finalbody))
-        elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
+        elif isinstance(s, ast.While):
+            add(scope_stores(s.test))
+            add(path_bound(s.body + s.orelse))
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
             add(path_bound(s.body + s.orelse))
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             add(path_bound(s.body))
@@ -313,6 +319,13 @@ def read_first(st):
         if isinstance(e, ast.NamedExpr):
             expr(e.value)
             bound.add(e.target.id)
+            return
+        if isinstance(e, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
+            for c in ast.iter_child_nodes(e):
+                expr(c)
+            name = e.rest if isinstance(e, ast.MatchMapping) else e.name
+            if name:
+                bound.add(name)
             return
         if isinstance(e, ast.Name):
             if isinstance(e.ctx, ast.Load):
