@@ -53,13 +53,17 @@ type Site struct {
 	// Prints: the example printed that expression (print(...)) rather than
 	// displaying its value.
 	Prints bool `json:"prints"`
-	// Collects: the call sits in a for or with statement whose prints
-	// Returns collects (a list of each print's argument, in order); Want
-	// is what those prints printed.
+	// Collects: the call sits in a for, with, if or try statement (or,
+	// with Shows, a later one shows the class holding it) whose prints
+	// Returns collects (a list of each print's argument, a tuple of
+	// several, in order); every print in it is a plain print(...) (some
+	// arguments, none starred, no keyword), so the list is what it
+	// printed. Want is what those prints printed.
 	Collects bool `json:"collects"`
-	// Around is the statement around the call, "for", "with" (or "async
-	// for", "async with"), "if", "try" or "class" (a class the example
-	// defines), when the call sits in one; "" otherwise.
+	// Around is the statement around the call, "for", "with", "if", "try"
+	// or "class" (a class the example defines), when the call sits in one;
+	// "" otherwise. (An async for or with is not one: solve is a plain
+	// function, where either is a SyntaxError.)
 	Around string `json:"around"`
 	// Shows is the compound statement after the call ("try", "for", ...)
 	// whose prints Returns collects, when a later step's prints are the
@@ -108,9 +112,23 @@ type Skip struct {
 // variables (the loop's target, the with's "as" names, the exception's
 // name) stay bound as the example binds them. Its result is the list of
 // what the statement prints, each print(...) in it rewritten to append
-// its argument (a tuple of several) to that list (Site.Collects), or,
-// when it prints nothing, the variables its body assigns (an if's: those
-// both branches assign); one that does neither is skipped.
+// its argument (a tuple of several) to that list (Site.Collects); a
+// statement with a print that this list would not match (a keyword such
+// as end=, sep= or file=, a starred argument, no argument) is skipped, as
+// is a top-level print(...) of the call with one. When it prints nothing,
+// the result is the variable of solve's own scope that its blocks assign
+// whatever path it takes and that a later step shows alone (Site.Want):
+// one a loop's or a with's blocks assign (a loop's else too), a try's
+// body, else or finally (not its handlers), an if's on both branches;
+// never a loop's target, a with's "as" name, an except's name, nor a name
+// a comprehension, lambda, function or class inside binds (the example's
+// run leaves those unbound, or they are not solve's). One that assigns
+// none, or none that a later step shows, is skipped, and so is one that
+// loops over a set (a set
+// display or comprehension, set(...), frozenset(...)): its order follows
+// the strings' hashes, which PYTHONHASHSEED changes between the reference
+// runs Derive compares, and with few items those runs often agree by
+// chance, fixing one order as the expectation.
 //
 // A call in the body of a class the example defines (a field's default,
 // an Annotated metadata, a decorator of a method, an argument of the
@@ -134,9 +152,12 @@ type Skip struct {
 //
 // A variable's result is shown
 // by a later step that displays or prints it alone (Site.Want, with
-// Site.Prints for print). A variable the call's statement reads and
-// rebinds (i += 1 in the loop) is solve's local: the statements binding
-// it before the call move from the prelude into every level's body.
+// Site.Prints for print). A variable the call's statement reads before
+// it binds it, in the order the statement runs (i += 1 in the loop, or
+// for k in range(k)), is solve's local read unbound: the statements
+// binding it before the call move from the prelude into every level's
+// body. A loop's target or a with's "as" name bound before anything
+// reads it moves nothing.
 // Fenced examples (pyapi.OriginFenced) cut as
 // doctests do: their steps are their top-level statements, so a class or
 // a decorated function they define is one statement (the prelude's when
@@ -177,12 +198,13 @@ type Skip struct {
 // the target, the target only in the expected output, a call whose step
 // shows no result, sets no variable and changes nothing a later step
 // shows, a result stored into an attribute or item, a call in a compound
-// statement other than for, with, if and try (while, match), in a
-// function's body, or in a class's body that no later step shows, a
-// compound statement that neither prints nor assigns, a step that does not
-// parse, a shape of code the
-// helper fails on (with its exception). err is for a helper that could
-// not run. Safe for concurrent use.
+// statement other than for, with, if and try (while, match, async for,
+// async with), in a function's body, or in a class's body that no later
+// step shows, a compound statement with a print the collected list would
+// not match, one looping over a set, one that prints nothing and assigns
+// no variable a later step shows, a step that does not parse, a shape of
+// code the helper fails on (with its exception). err is for a helper that
+// could not run. Safe for concurrent use.
 func Cut(ctx context.Context, python string, api pyapi.API, ex pyapi.Example) (tasks []Task, skipped []Skip, err error) {
 	res, err := CutAll(ctx, python, []Cuttable{{API: api, Example: ex}})
 	if err != nil {

@@ -196,83 +196,293 @@ class Example:
         return False
 
 
-COMPOUND = (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.If, ast.Try)
+COMPOUND = (ast.For, ast.With, ast.If, ast.Try)
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def stmt_kind(st):
-    """A compound statement's keyword: "for", "async with", "if", "try"."""
-    return type(st).__name__.lower().replace("async", "async ")
+    """A compound statement's keyword: "for", "with", "if", "try"."""
+    return type(st).__name__.lower()
+
+
+def target_names(t):
+    return [n.id for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def scope_stores(node):
+    """The names node binds in the scope it runs in (solve's): not those
+    of the comprehensions, lambdas, functions and classes nested in it
+    (a def or class binds its own name; a := in a comprehension binds in
+    the enclosing scope)."""
+    out = []
+
+    def add(n):
+        if n not in out:
+            out.append(n)
+
+    def walk(n):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(n.name)
+            return
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            for n2 in stores(n):
+                add(n2)
+            return
+        if isinstance(n, ast.Lambda):
+            return
+        if isinstance(n, SCOPES):
+            for w in ast.walk(n):
+                if isinstance(w, ast.NamedExpr):
+                    add(w.target.id)
+            return
+        if isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+            add(n.name)
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            add(n.rest)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            add(n.id)
+        for c in ast.iter_child_nodes(n):
+            walk(c)
+    walk(node)
+    return out
+
+
+def path_bound(stmts):
+    """The variables of solve's scope that statements assign whatever
+    path they take: an if's on both branches, a try's body, else and
+    finally blocks (not its handlers: the path the example shows when it
+    prints nothing), a loop's or a with's blocks; never a loop's target,
+    a with's "as" names or an except's name (deleted at the handler's
+    end), nor names bound inside nested scopes."""
+    out = []
+
+    def add(ns):
+        for n in ns:
+            if n not in out:
+                out.append(n)
+    for s in stmts:
+        if isinstance(s, ast.If):
+            other = set(path_bound(s.orelse))
+            add(scope_stores(s.test))  # a := in the test
+            add(n for n in path_bound(s.body) if n in other)
+        elif isinstance(s, ast.Try):
+            add(path_bound(s.body + s.orelse + s.finalbody))
+        elif isinstance(s, ast.While):
+            add(scope_stores(s.test))
+            add(path_bound(s.body + s.orelse))
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            add(path_bound(s.body + s.orelse))
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            add(path_bound(s.body))
+        elif isinstance(s, ast.Match):
+            continue
+        else:
+            add(scope_stores(s))
+    return out
 
 
 def blocks_stores(st):
     """The variables a compound statement's blocks assign whatever path
-    it takes: a loop's or a with's body, a try's body (the path the
-    example shows when the try prints nothing), both branches of an if."""
-    def of(stmts):
-        out = []
-        for b in stmts:
-            for n in stores(b):
-                if n not in out:
-                    out.append(n)
-        return out
-    names = of(st.body)
+    it takes (path_bound)."""
     if isinstance(st, ast.If):
-        other = set(of(st.orelse))
-        names = [n for n in names if n in other]
-    return names
+        return path_bound([st])
+    return path_bound(st.body + getattr(st, "orelse", []) + getattr(st, "finalbody", []))
+
+
+def read_first(st):
+    """The names st reads before it binds them, in the order it runs
+    (a for's iterable before its target, an assignment's value before its
+    targets, a with's expression before its "as" names), and every
+    augmented assignment's target: the names solve would read unbound if
+    st bound them in solve's scope and the statement binding them before
+    stayed in the prelude."""
+    bound, out = set(), set()
+
+    def read(names):
+        out.update(n for n in names if n not in bound)
+
+    def expr(e):
+        if e is None:
+            return
+        if isinstance(e, ast.Lambda):
+            read(loads(e) - {a.arg for a in ast.walk(e.args) if isinstance(a, ast.arg)})
+            return
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            own = set()
+            for g in e.generators:
+                own |= set(target_names(g.target))
+            read(loads(e) - own)
+            bound.update(w.target.id for w in ast.walk(e) if isinstance(w, ast.NamedExpr))
+            return
+        if isinstance(e, ast.NamedExpr):
+            expr(e.value)
+            bound.add(e.target.id)
+            return
+        if isinstance(e, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
+            for c in ast.iter_child_nodes(e):
+                expr(c)
+            name = e.rest if isinstance(e, ast.MatchMapping) else e.name
+            if name:
+                bound.add(name)
+            return
+        if isinstance(e, ast.Name):
+            if isinstance(e.ctx, ast.Load):
+                read([e.id])
+            else:
+                bound.add(e.id)
+            return
+        for c in ast.iter_child_nodes(e):
+            expr(c)
+
+    def stmt(s):
+        if isinstance(s, ast.Assign):
+            expr(s.value)
+            for t in s.targets:
+                expr(t)
+        elif isinstance(s, ast.AugAssign):
+            expr(s.value)
+            if isinstance(s.target, ast.Name):
+                out.add(s.target.id)
+                bound.add(s.target.id)
+            else:
+                expr(s.target)
+        elif isinstance(s, ast.AnnAssign):
+            expr(s.value)
+            expr(s.target)
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            expr(s.iter)
+            expr(s.target)
+            body(s.body + s.orelse)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for it in s.items:
+                expr(it.context_expr)
+                expr(it.optional_vars)
+            body(s.body)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            read(loads(s) - set(scope_stores(s)))
+            bound.add(s.name)
+        elif isinstance(s, (ast.Import, ast.ImportFrom)):
+            bound.update(stores(s))
+        elif isinstance(s, ast.Try):
+            body(s.body)
+            for h in s.handlers:
+                expr(h.type)
+                if h.name:
+                    bound.add(h.name)
+                body(h.body)
+            body(s.orelse + s.finalbody)
+        elif isinstance(s, (ast.If, ast.While)):
+            expr(s.test)
+            body(s.body + s.orelse)
+        else:
+            for c in ast.iter_child_nodes(s):
+                if isinstance(c, ast.stmt):
+                    stmt(c)
+                else:
+                    expr(c)
+
+    def body(ss):
+        for s in ss:
+            stmt(s)
+    stmt(st)
+    return out
 
 
 def is_print(v):
-    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print" and v.args and not v.keywords
+    """Whether v is a call of print by name."""
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "print"
+
+
+def plain_print(v):
+    """Whether v is a print(...) whose output is its arguments' str: some
+    arguments, none starred, no keyword (end=, sep=, file=)."""
+    return is_print(v) and bool(v.args) and not v.keywords and not any(isinstance(a, ast.Starred) for a in v.args)
 
 
 def printed_arg(v):
-    """What a print(...) call shows: its argument, a tuple of several."""
+    """What a plain print(...) call shows: its argument, a tuple of several."""
     return v.args[0] if len(v.args) == 1 else ast.Tuple(elts=list(v.args), ctx=ast.Load())
 
 
 def prints_in(st):
-    """The print(...) statements of a compound statement, outside the
-    definitions nested in it."""
-    out = []
-
-    def walk(n):
-        for c in ast.iter_child_nodes(n):
-            if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(c, ast.Expr) and is_print(c.value):
-                out.append(c)
-            walk(c)
-    walk(st)
-    return out
+    """The print(...) calls in a compound statement, nested definitions
+    included (they print when called)."""
+    return [n for n in ast.walk(st) if is_print(n)]
 
 
-def result_of(st, want, taken=frozenset()):
+SET_CALLS = ("set", "frozenset")
+
+
+def iterates_set(st):
+    """Whether a loop or comprehension in st iterates a set display, a
+    set comprehension, or set(...)/frozenset(...): the order is the
+    string hashes', which PYTHONHASHSEED changes from run to run."""
+    for n in ast.walk(st):
+        its = [n.iter] if isinstance(n, (ast.For, ast.AsyncFor)) else [g.iter for g in n.generators] if isinstance(
+            n, (ast.ListComp, ast.DictComp, ast.GeneratorExp)) else []
+        for it in its:
+            if isinstance(it, (ast.Set, ast.SetComp)) or (
+                    isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in SET_CALLS):
+                return True
+    return False
+
+
+def shown_name(names, later):
+    """The one of names that the first later step showing a variable
+    alone (print(v) or v) shows, with nothing rebinding it between; None
+    when there is none."""
+    left = set(names)
+    for st, _ in later:
+        if isinstance(st, ast.Expr):
+            v = st.value
+            if plain_print(v) and len(v.args) == 1:
+                v = v.args[0]
+            if isinstance(v, ast.Name) and v.id in left:
+                return v.id
+        left -= set(stores(st))
+        if not left:
+            return None
+    return None
+
+
+def result_of(st, want, taken=frozenset(), later=()):
     """The expression a statement's result is, whether it prints, and the
-    statements to run before it. A for or with statement (the call in its
-    header or its body) returns what it prints, its print(...) calls
-    rewritten to collect their arguments in a list, or else the variables
-    its body assigns; st is changed in place then."""
+    statements to run before it. A compound statement (the call in its
+    header or its blocks) returns what it prints, its print(...) calls
+    rewritten to collect their arguments in a list (st is changed in
+    place then), or else the variable it assigns whatever path it takes
+    (blocks_stores) that a later step (of later) shows alone."""
     if isinstance(st, COMPOUND):
+        if iterates_set(st):
+            raise Skip("the call's %s statement iterates a set: its order changes with PYTHONHASHSEED from run to run, and so would its result" % stmt_kind(st))
         shows = prints_in(st)
         if shows:
+            if not all(plain_print(p) for p in shows):
+                raise Skip("the call's %s statement prints with a keyword (end=, sep=, file=), a starred argument or no argument: collecting its prints' arguments would not be what it printed" % stmt_kind(st))
             name = "printed"
             while name in taken:
                 name += "_"
             for p in shows:
-                p.value = ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append", ctx=ast.Load()),
-                                   args=[printed_arg(p.value)], keywords=[])
+                arg = printed_arg(p)
+                p.func = ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append", ctx=ast.Load())
+                p.args = [arg]
             return ast.Name(id=name, ctx=ast.Load()), False, [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.List(elts=[], ctx=ast.Load()), lineno=0)]
         names = blocks_stores(st)
         if not names:
             raise Skip("the call's %s statement prints nothing and assigns no variable%s" % (
                 stmt_kind(st), " on both branches" if isinstance(st, ast.If) else ""))
-        if len(names) == 1:
-            return ast.Name(id=names[0], ctx=ast.Load()), False, []
-        return ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load()), False, []
+        one = shown_name(names, later)
+        if one is None:
+            raise Skip("the call's %s statement prints nothing, and no later step shows alone a variable it assigns (%s)" % (
+                stmt_kind(st), ", ".join(names)))
+        return ast.Name(id=one, ctx=ast.Load()), False, []
     if isinstance(st, ast.Expr):
         v = st.value
         if is_print(v):
+            if not plain_print(v):
+                raise Skip("the call's step prints with a keyword (end=, sep=, file=), a starred argument or no argument")
             return printed_arg(v), True, []
         if not want.strip():
             raise Skip("the call's step shows no result, sets no variable, and no later step shows what it changed: a side effect only")
@@ -364,7 +574,7 @@ def cut(req):
         raise Skip("the call is in the body of function %s, which the example defines: it runs only when called" % st_k.name)
     else:
         try:
-            result_of(copy.deepcopy(st_k), want_k)
+            result_of(copy.deepcopy(st_k), want_k, later=ex.units[k + 1:])
         except Skip:
             ret = effect_shown(ex, k)
             if ret < 0:
@@ -395,16 +605,18 @@ def cut(req):
         return out
 
     easy = depends({k, ret} | set(after), False)
-    # A variable the body both reads and rebinds (a loop's counter: i += 1)
-    # is local to solve: the statements binding it before go into the body
-    # with it, or solve would read it unbound.
+    # A variable the body reads before it rebinds it (a loop's counter:
+    # i += 1) is local to solve: the statements binding it before go into
+    # the body with it, or solve would read it unbound. A loop's target or
+    # a with's "as" name, bound before the body reads it, stays solve's
+    # own and takes nothing out of the prelude.
     ex.rebound = set()
     while True:
         rebinds = set()
         for i in easy:
             st = ex.units[i][0]
             if isinstance(st, COMPOUND + (ast.AugAssign,)):
-                rebinds |= set(stores(st)) & loads(st) | {n.target.id for n in ast.walk(st) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+                rebinds |= read_first(st) & set(scope_stores(st))
         more = {i for i in range(k) if i not in easy and ex.kind[i] == "plain" and set(stores(ex.units[i][0])) & rebinds
                 and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         if not more:
@@ -423,10 +635,15 @@ def cut(req):
         last = ret
         for i in range(len(ex.units) - 1, k, -1):
             st, want = ex.units[i]
-            if isinstance(st, ast.Expr) and (want.strip() or (isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name) and st.value.func.id == "print")):
+            if isinstance(st, ast.Expr) and (want.strip() or is_print(st.value)):
                 last = max(i, ret)
                 break
-        tasks.append(build(ex, "hard", [i for i in range(last + 1) if ex.kind[i] != "import"], k, last))
+        try:
+            tasks.append(build(ex, "hard", [i for i in range(last + 1) if ex.kind[i] != "import"], k, last))
+        except Skip as e:
+            # The last step shown (a print with end=) cannot be the result:
+            # the easy and medium tasks stand without it.
+            skipped["hard"] = str(e)
     else:
         skipped["hard"] = "the example calls nothing else of the package to compose with"
     return {"tasks": tasks, "skipped": skipped}
@@ -444,7 +661,7 @@ def effect_shown(ex, k):
     for j in range(k + 1, len(ex.units)):
         sj, want = ex.units[j]
         shows = isinstance(sj, ast.Expr) and (want.strip() or (
-            isinstance(sj.value, ast.Call) and isinstance(sj.value.func, ast.Name) and sj.value.func.id == "print"))
+            is_print(sj.value)))
         if shows and loads(sj) & reads and ex.target_call(sj) is None:
             if any(set(stores(ex.units[i][0])) & loads(sj) for i in range(k + 1, j)):
                 return -1
@@ -579,7 +796,7 @@ def build(ex, level, body_idx, k, last, data=()):
     # What the body runs after a class holding the call, as the example
     # writes it (its literals lifted): the description quotes it.
     after_src = [ast.unparse(units[i][0]) for i in body_idx if i > k] if level != "hard" and isinstance(units[k][0], ast.ClassDef) else []
-    res, prints, pre = result_of(*units[last], taken=taken)
+    res, prints, pre = result_of(*units[last], taken=taken, later=units[last + 1:])
     body = []
     for i in body_idx:
         if i == last:
@@ -664,7 +881,7 @@ def shown(units, i, res):
             v = st.value
             if isinstance(v, ast.Name) and v.id == res.id:
                 return want, False
-            if is_print(v) and len(v.args) == 1 and isinstance(v.args[0], ast.Name) and v.args[0].id == res.id:
+            if plain_print(v) and len(v.args) == 1 and isinstance(v.args[0], ast.Name) and v.args[0].id == res.id:
                 return want, True
         if res.id in stores(st):
             break

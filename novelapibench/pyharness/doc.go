@@ -27,7 +27,13 @@
 // data set up before it), hard (the whole example, when it composes the
 // call with others of the package). A call inside a top-level for, with,
 // if or try statement takes the whole statement as its statement,
-// returning the list of what it prints (or the variables it assigns). A
+// returning the list of what it prints (skipped when a print there has a
+// keyword, a starred argument or none, or when it loops over a set, whose
+// order PYTHONHASHSEED changes), or else the variable of solve's it
+// assigns on every path that a later step shows (never a comprehension's,
+// a handler's or a loop's target; skipped when no step shows one); a
+// variable it reads before it rebinds it moves its binding into the body.
+// A
 // call in the body of a class the example defines (a field's default, an
 // Annotated metadata, a method's decorator) takes the class statement:
 // solve defines the class with the call, then returns what the example's
