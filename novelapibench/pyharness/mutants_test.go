@@ -2,6 +2,7 @@ package pyharness
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -55,5 +56,74 @@ func TestEveryMutantKindHasAnExpectedClass(t *testing.T) {
 	}
 	if _, ok := ExpectedClass("model"); ok {
 		t.Errorf("a model's sample has an expected class")
+	}
+}
+
+// TestPerturbChangesTheFirstDirectArgumentOfTheCall: the perturb mutant
+// changes a direct argument of the target's first call, a literal or a
+// parameter by the type of its value on the first input (Cut lifts the
+// call's literals into parameters), and is not built when only a nested
+// literal or an argument of another type is there to change.
+func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
+	for _, tc := range []struct{ sig, input, code, want string }{
+		{"def solve(xs, factor):", "([1, 2], 3)", "return scale(xs, factor)", "return scale(xs, (factor + 1))"},
+		{"def solve(xs, factor):", "([1, 2], 2.5)", "return scale(xs, factor=factor)", "return scale(xs, factor=(factor + 1))"},
+		{"def solve(xs, factor):", "([1, 2], -3)", "return m.scale(xs, factor = factor)", "return m.scale(xs, factor = (factor + 1))"},
+		{"def solve(xs, unit):", "([1], 'cm')", "return scale(xs, unit=unit)", `return scale(xs, unit=(unit + "x"))`},
+		{"def solve(xs, raw):", `([1], b"ab")`, "return scale(xs, raw)", `return scale(xs, (raw + b"x"))`},
+		{"def solve(xs, flag):", "([1], True)", "return scale(xs, flag=flag)", "return scale(xs, flag=(not flag))"},
+		{"def solve(n):", "(4,)", "return scale(n)", "return scale((n + 1))"},
+		{"def solve(n):", "4", "return scale(n)", "return scale((n + 1))"},
+		{"def solve(xs):", "([1, 2],)", "return scale(xs, 3)", "return scale(xs, (3 + 1))"},
+		{"def solve(xs):", "([1, 2],)", "return scale(xs, 'a')", "return scale(xs, 'ax')"},
+		{"def solve(xs):", "([1, 2],)", "return scale(xs, flag=False)", "return scale(xs, flag=True)"},
+		{"def solve(s, n):", "('a,b', 2)", `return scale(f(s, ","), n)`, `return scale(f(s, ","), (n + 1))`},
+		{"def solve(s, n):", "('a,b', 2)", `return scale("(,", n)`, `return scale("(,x", n)`},
+		// Nothing direct to change: a nested literal, an expression, a
+		// list, a name that is no parameter.
+		{"def solve(xs, k):", "(DATA, 2)", "return scale(xs, factor=k * 10)", ""},
+		{"def solve(xs):", "([1, 2],)", "return scale(len('ab'), xs)", ""},
+		{"def solve(xs):", "([1, 2],)", "return scale(xs)", ""},
+		{"def solve(xs):", "(DATA,)", "return scale(xs, DATA)", ""},
+		{"def solve(xs, v2):", "([1], 2)", "y = other(1)\nreturn y", ""},
+	} {
+		task := Task{Target: Target{ID: "fixpkg._impl:scale"}, Signature: tc.sig, Reference: tc.code, Inputs: []string{tc.input}}
+		got := ""
+		for _, m := range Mutants(task, "", Expectation{}) {
+			if m.Kind == MutantPerturb {
+				got = m.Code
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s on %s: perturb(%q) = %q, want %q", tc.sig, tc.input, tc.code, got, tc.want)
+		}
+	}
+}
+
+// TestExitMutantCallsTheTargetFirst: the exit mutant makes the target's
+// calls the reference makes (it stands for WrongLogic: the right calls,
+// then ended early), for a return of the call itself as for a call
+// before the return, and ends the process after them.
+func TestExitMutantCallsTheTargetFirst(t *testing.T) {
+	tg := Target{ID: "fixpkg._impl:scale", Paths: []string{"fixpkg.scale"}}
+	for _, ref := range []string{
+		"from fixpkg import scale\nreturn scale(xs, k)",
+		"import fixpkg\nreturn fixpkg.scale(xs, factor=k)",
+		"from fixpkg import scale as s\nreturn sum(s(xs, k)) + len(xs)",
+		"from fixpkg import scale\nys = scale(xs, k)\nreturn sum(ys)",
+		"from fixpkg import scale\nreturn scale(xs, k), scale(xs, 1)",
+	} {
+		task := Task{Target: tg, Signature: "def solve(xs, k):", Reference: ref, Inputs: []string{"([1], 2)"}}
+		var exit string
+		for _, m := range Mutants(task, "", Expectation{}) {
+			if m.Kind == MutantExit {
+				exit = m.Code
+			}
+		}
+		want := TargetCalls(ref, tg)
+		got := TargetCalls(exit, tg)
+		if exit == "" || len(got) != len(want) || !strings.HasSuffix(exit, "_lacuna_os._exit(0)") || strings.Contains(exit, "return") {
+			t.Errorf("reference %q: exit mutant %q calls %v, want %v and then exit", ref, exit, got, want)
+		}
 	}
 }
