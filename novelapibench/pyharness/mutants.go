@@ -20,11 +20,13 @@ const (
 	MutantImport  = "import"  // the target's package misspelt in the import lines
 	// MutantPerturb changes the first direct argument of the target's
 	// first call that is a literal, or a parameter of the solver function
-	// whose value on the task's first input is a number, a string, bytes
-	// or a boolean (Cut lifts the literals of the target's call into
-	// parameters): a number grows by one, a string or bytes gets "x"
-	// appended, a boolean is negated, as goharness's perturb changes a
-	// literal argument. Built only when such an argument exists.
+	// (Cut lifts the literals of the target's call into parameters) that
+	// the expectation shows to matter: its value on the first input is a
+	// number, a string or bytes, and an input differing from the first
+	// only in that parameter has another expected outcome. A number grows
+	// by one, a string or bytes gets "x" appended (Cut's change of that
+	// input), a literal boolean is negated, as goharness's perturb changes
+	// a literal argument. Built only when such an argument exists.
 	MutantPerturb = "perturb"
 	MutantSyntax  = "syntax" // the last closing parenthesis dropped
 	// MutantExit runs the reference's body, computing its final return's
@@ -120,7 +122,7 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	if moved {
 		out = append(out, MutantOf(MutantImport, strings.Join(lines, "\n")))
 	}
-	if p, ok := perturb(ref, name, argValues(t)); ok {
+	if p, ok := perturb(ref, name, telling(t, exp)); ok {
 		out = append(out, MutantOf(MutantPerturb, p))
 	}
 	if i := strings.LastIndex(ref, ")"); i >= 0 {
@@ -171,8 +173,8 @@ var (
 
 // perturb changes the first direct argument of the first call of name
 // (positional, or a keyword's value) that can be changed (MutantPerturb):
-// a literal, or a parameter whose value on the first input (params, from
-// argValues) is a number, a string, bytes or a boolean.
+// a literal, or a parameter of params (telling: its value's source on the
+// first input).
 func perturb(code, name string, params map[string]string) (string, bool) {
 	call := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).FindStringIndex(code)
 	if call == nil {
@@ -206,16 +208,14 @@ func perturb(code, name string, params map[string]string) (string, bool) {
 }
 
 // changed is the change of arg, whose value is written as the literal
-// value: a number plus one, a boolean negated, a string or bytes with "x"
-// appended; "" for any other value.
+// value (arg itself for a literal argument): a number plus one, a
+// boolean negated, a string or bytes with "x" appended; "" for any other
+// value.
 func changed(arg, value string) string {
 	lit := strings.TrimLeft(value, "rRuU")
 	switch {
-	case value == "True" || value == "False":
-		if arg == value {
-			return map[string]string{"True": "False", "False": "True"}[value]
-		}
-		return "(not " + arg + ")"
+	case arg == "True" || arg == "False":
+		return map[string]string{"True": "False", "False": "True"}[arg]
 	case lit != "" && (lit[0] == '"' || lit[0] == '\''):
 		if arg == value {
 			return value[:len(value)-1] + "x" + value[len(value)-1:]
@@ -265,13 +265,16 @@ func directArgs(code string, open int) [][2]int {
 	return nil // unbalanced: the code is cut short
 }
 
-// argValues maps each parameter of the solver function to its value's
-// source on the task's first input, when that is a single literal token
-// (a number, possibly negative, a string, True or False).
-func argValues(t Task) map[string]string {
+// telling maps each parameter of the solver function whose change is
+// known to change the outcome to its value's source on the task's first
+// input: the value is a single number or string token (possibly a
+// negative number, or bytes), and some input differs from the first only
+// in that parameter (Cut perturbs one parameter per input, as the perturb
+// mutant changes it) while its expected outcome differs from the first's.
+func telling(t Task, exp Expectation) map[string]string {
 	sig := strings.TrimSpace(t.Signature)
 	open, close := strings.IndexByte(sig, '('), strings.LastIndexByte(sig, ')')
-	if open < 0 || close < open || len(t.Inputs) == 0 {
+	if open < 0 || close < open || len(t.Inputs) == 0 || len(exp.Expected) != len(t.Inputs) {
 		return nil
 	}
 	var names []string
@@ -282,29 +285,68 @@ func argValues(t Task) map[string]string {
 			names = append(names, "")
 		}
 	}
-	toks := pyTokens(t.Inputs[0])
-	vals := [][]pyToken{toks}
-	if len(toks) > 1 && toks[0].text == "(" && matching(toks, 0) == len(toks)-1 {
-		if parts := splitTop(toks[1 : len(toks)-1]); len(parts) > 1 { // a tuple: "(a, b)", "(a,)"
-			if len(parts[len(parts)-1]) == 0 {
-				parts = parts[:len(parts)-1]
+	args := make([][]string, len(t.Inputs)) // per input, each argument's source
+	for i, in := range t.Inputs {
+		toks := pyTokens(in)
+		parts := [][]pyToken{toks}
+		if len(toks) > 1 && toks[0].text == "(" && matching(toks, 0) == len(toks)-1 {
+			if ps := splitTop(toks[1 : len(toks)-1]); len(ps) > 1 { // a tuple: "(a, b)", "(a,)"
+				if len(ps[len(ps)-1]) == 0 {
+					ps = ps[:len(ps)-1]
+				}
+				parts = ps
 			}
-			vals = parts
+		}
+		for _, p := range parts {
+			args[i] = append(args[i], render(p))
 		}
 	}
-	if len(vals) != len(names) {
+	if len(args[0]) != len(names) {
 		return nil
 	}
 	out := map[string]string{}
-	for i, v := range vals {
-		switch {
-		case len(v) == 1 && (v[0].kind == tokNumber || v[0].kind == tokString || v[0].text == "True" || v[0].text == "False"):
-			out[names[i]] = v[0].text
-		case len(v) == 2 && v[0].text == "-" && v[1].kind == tokNumber:
-			out[names[i]] = "-" + v[1].text
+	for p, name := range names {
+		toks := pyTokens(args[0][p])
+		single := len(toks) == 1 && (toks[0].kind == tokNumber || toks[0].kind == tokString) ||
+			len(toks) == 2 && toks[0].text == "-" && toks[1].kind == tokNumber
+		if !single {
+			continue
+		}
+		for j := 1; j < len(args); j++ {
+			if onlyAt(args[0], args[j], p) && differ(exp.Expected[0], exp.Expected[j]) {
+				out[name] = args[0][p]
+				break
+			}
 		}
 	}
 	return out
+}
+
+// onlyAt: the argument lists a and b differ at p and nowhere else.
+func onlyAt(a, b []string, p int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if (a[i] != b[i]) != (i == p) {
+			return false
+		}
+	}
+	return true
+}
+
+// differ: the two expected outcomes are known to differ (both exact, and
+// one raised where the other did not, or of another type, or their
+// values differ).
+func differ(a, b Expected) bool {
+	if !a.Exact || !b.Exact {
+		return false
+	}
+	if a.Raises != "" || b.Raises != "" {
+		return a.Raises != b.Raises
+	}
+	same, _ := compareValues(a.Value, b.Value)
+	return !same
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\' }

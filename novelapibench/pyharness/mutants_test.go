@@ -2,6 +2,7 @@ package pyharness
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -60,42 +61,60 @@ func TestEveryMutantKindHasAnExpectedClass(t *testing.T) {
 }
 
 // TestPerturbChangesTheFirstDirectArgumentOfTheCall: the perturb mutant
-// changes a direct argument of the target's first call, a literal or a
-// parameter by the type of its value on the first input (Cut lifts the
-// call's literals into parameters), and is not built when only a nested
-// literal or an argument of another type is there to change.
+// changes a direct argument of the target's first call: a literal, or a
+// parameter (Cut lifts the call's literals into parameters) by the type
+// of its value on the first input, when an input changing only that
+// parameter has another expected outcome. It is not built when only a
+// nested literal, an argument of another type or a parameter that does
+// not change the outcome is there to change.
 func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
-	for _, tc := range []struct{ sig, input, code, want string }{
-		{"def solve(xs, factor):", "([1, 2], 3)", "return scale(xs, factor)", "return scale(xs, (factor + 1))"},
-		{"def solve(xs, factor):", "([1, 2], 2.5)", "return scale(xs, factor=factor)", "return scale(xs, factor=(factor + 1))"},
-		{"def solve(xs, factor):", "([1, 2], -3)", "return m.scale(xs, factor = factor)", "return m.scale(xs, factor = (factor + 1))"},
-		{"def solve(xs, unit):", "([1], 'cm')", "return scale(xs, unit=unit)", `return scale(xs, unit=(unit + "x"))`},
-		{"def solve(xs, raw):", `([1], b"ab")`, "return scale(xs, raw)", `return scale(xs, (raw + b"x"))`},
-		{"def solve(xs, flag):", "([1], True)", "return scale(xs, flag=flag)", "return scale(xs, flag=(not flag))"},
-		{"def solve(n):", "(4,)", "return scale(n)", "return scale((n + 1))"},
-		{"def solve(n):", "4", "return scale(n)", "return scale((n + 1))"},
-		{"def solve(xs):", "([1, 2],)", "return scale(xs, 3)", "return scale(xs, (3 + 1))"},
-		{"def solve(xs):", "([1, 2],)", "return scale(xs, 'a')", "return scale(xs, 'ax')"},
-		{"def solve(xs):", "([1, 2],)", "return scale(xs, flag=False)", "return scale(xs, flag=True)"},
-		{"def solve(s, n):", "('a,b', 2)", `return scale(f(s, ","), n)`, `return scale(f(s, ","), (n + 1))`},
-		{"def solve(s, n):", "('a,b', 2)", `return scale("(,", n)`, `return scale("(,x", n)`},
+	for _, tc := range []struct {
+		sig    string
+		inputs []string
+		outs   []int // the expected outcome on each input
+		code   string
+		want   string
+	}{
+		{"def solve(xs, factor):", []string{"([1, 2], 3)", "([2, 3], 3)", "([1, 2], 4)"}, []int{9, 15, 12}, "return scale(xs, factor)", "return scale(xs, (factor + 1))"},
+		{"def solve(xs, factor):", []string{"([1, 2], 2.5)", "([1, 2], 3.5)"}, []int{1, 2}, "return scale(xs, factor=factor)", "return scale(xs, factor=(factor + 1))"},
+		{"def solve(xs, factor):", []string{"([1, 2], -3)", "([1, 2], -2)"}, []int{1, 2}, "return m.scale(xs, factor = factor)", "return m.scale(xs, factor = (factor + 1))"},
+		{"def solve(xs, unit):", []string{"([1], 'cm')", "([1], 'cmx')"}, []int{1, 2}, "return scale(xs, unit=unit)", `return scale(xs, unit=(unit + "x"))`},
+		{"def solve(xs, raw):", []string{`([1], b"ab")`, `([1], b"abx")`}, []int{1, 2}, "return scale(xs, raw)", `return scale(xs, (raw + b"x"))`},
+		{"def solve(n):", []string{"(4,)", "(5,)"}, []int{1, 2}, "return scale(n)", "return scale((n + 1))"},
+		{"def solve(n):", []string{"4", "5"}, []int{1, 2}, "return scale(n)", "return scale((n + 1))"},
+		// clamp(5, 0, 3): a larger v or lo leaves 3, a larger hi does not.
+		{"def solve(v, lo, hi):", []string{"(5, 0, 3)", "(6, 0, 3)", "(5, 1, 3)", "(5, 0, 4)"}, []int{3, 3, 3, 4}, "import m\nreturn m.clamp(v, lo, hi)", "import m\nreturn m.clamp(v, lo, (hi + 1))"},
+		{"def solve(s, n):", []string{"('a,b', 2)", "('a,b', 3)"}, []int{1, 2}, `return scale(f(s, ","), n)`, `return scale(f(s, ","), (n + 1))`},
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 3)", "return scale(xs, (3 + 1))"},
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 'a')", "return scale(xs, 'ax')"},
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, flag=False)", "return scale(xs, flag=True)"},
+		{"def solve(s, n):", []string{"('a', 2)"}, []int{1}, `return scale("(,", n)`, `return scale("(,x", n)`},
 		// Nothing direct to change: a nested literal, an expression, a
-		// list, a name that is no parameter.
-		{"def solve(xs, k):", "(DATA, 2)", "return scale(xs, factor=k * 10)", ""},
-		{"def solve(xs):", "([1, 2],)", "return scale(len('ab'), xs)", ""},
-		{"def solve(xs):", "([1, 2],)", "return scale(xs)", ""},
-		{"def solve(xs):", "(DATA,)", "return scale(xs, DATA)", ""},
-		{"def solve(xs, v2):", "([1], 2)", "y = other(1)\nreturn y", ""},
+		// list, a name that is no parameter, a parameter whose change
+		// leaves the outcome or that no input changes alone, a boolean.
+		{"def solve(xs, k):", []string{"(DATA, 2)", "(DATA, 3)"}, []int{1, 2}, "return scale(xs, factor=k * 10)", ""},
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(len('ab'), xs)", ""},
+		{"def solve(xs):", []string{"([1, 2],)", "([2, 3],)"}, []int{1, 2}, "return scale(xs)", ""},
+		{"def solve(xs):", []string{"(DATA,)"}, []int{1}, "return scale(xs, DATA)", ""},
+		{"def solve(v):", []string{"(3,)", "(4,)"}, []int{1, 1}, "return scale(v) is not None", ""},
+		{"def solve(xs, k):", []string{"([1], 2)", "([2], 3)"}, []int{1, 2}, "return scale(xs, k)", ""},
+		{"def solve(xs, flag):", []string{"([1], True)", "([2], True)"}, []int{1, 2}, "return scale(xs, flag=flag)", ""},
+		{"def solve(xs, v2):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "y = other(v2)\nreturn y", ""},
 	} {
-		task := Task{Target: Target{ID: "fixpkg._impl:scale"}, Signature: tc.sig, Reference: tc.code, Inputs: []string{tc.input}}
+		task := Task{Target: Target{ID: "fixpkg._impl:" + map[bool]string{true: "clamp", false: "scale"}[strings.Contains(tc.code, "clamp")]},
+			Signature: tc.sig, Reference: tc.code, Inputs: tc.inputs}
+		var exp Expectation
+		for _, n := range tc.outs {
+			exp.Expected = append(exp.Expected, Expected{Value: json.RawMessage(fmt.Sprintf(`{"t": "int", "type": "builtins.int", "v": "%d"}`, n)), Exact: true})
+		}
 		got := ""
-		for _, m := range Mutants(task, "", Expectation{}) {
+		for _, m := range Mutants(task, "", exp) {
 			if m.Kind == MutantPerturb {
 				got = m.Code
 			}
 		}
 		if got != tc.want {
-			t.Errorf("%s on %s: perturb(%q) = %q, want %q", tc.sig, tc.input, tc.code, got, tc.want)
+			t.Errorf("%s on %v: perturb(%q) = %q, want %q", tc.sig, tc.inputs, tc.code, got, tc.want)
 		}
 	}
 }
