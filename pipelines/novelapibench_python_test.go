@@ -389,7 +389,9 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	// reference, null, sibling, import and syntax solutions of the six
 	// tasks, and box's throwaway mutant, which passes its harness (OK,
 	// expected WrongLogic); the judge model the exit mutants (right) and
-	// the other throwaway ones (wrong).
+	// the other throwaway ones (wrong); the fallback clamp's perturb
+	// mutant (hi changed: the right call, a wrong outcome, WrongParam),
+	// which the scripted model does not answer.
 	var key artifacts.Digest
 	for _, e := range planEntries(t, st, file, vars) {
 		if e.Node == `node.judge.calibration["stats"]` {
@@ -404,13 +406,14 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(a.Reports["calibration"], &rep); err != nil {
 		t.Fatalf("calibration report %s: %v", a.Reports["calibration"], err)
 	}
-	want := tasks.CalibrationReport{Samples: 42, Agree: 36, Agreement: 36.0 / 42,
+	want := tasks.CalibrationReport{Samples: 43, Agree: 37, Agreement: 37.0 / 43,
 		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
-			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 6, "WrongParam": 5}},
+			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 6, "WrongParam": 5}, "WrongParam": {"WrongParam": 1}},
 		ByPath: map[string]*tasks.PathAgreement{
 			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
 				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
-			tasks.PathLLM: {Samples: 11, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6, "WrongParam": 5}}},
+			tasks.PathLLM:      {Samples: 11, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6, "WrongParam": 5}}},
+			tasks.PathFallback: {Samples: 1, Agree: 1, Confusion: map[string]map[string]int{"WrongParam": {"WrongParam": 1}}},
 		}}
 	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
 		t.Errorf("calibration report\n%s\nwant\n%s", g, w)

@@ -26,20 +26,39 @@ node "judge" "calibration" {
   samples = node.solve.calibration
   model   = model.judge
 }
+node "c1" "self" {
+  tasks     = node.tasks.stats
+  ecosystem = "python"
+}
+node "filter" "scale_tasks" {
+  input = node.tasks.stats
+  where = strcontains(row.api_id, ":scale")
+}
+node "filter" "box_samples" {
+  input = node.solve.calibration
+  where = strcontains(row.api_id, ":box")
+}
+node "c1" "mismatch" {
+  tasks     = node.filter.scale_tasks
+  samples   = node.filter.box_samples
+  ecosystem = "python"
+}
 `
 
 // TestPythonCalibrationThroughSolveAndJudge runs the Python fixture's
 // calibration as Go's runs: solve with calibration = true runs each
-// task's reference and its six mutants (kind = the mutant's; no reference
-// passes a literal to its target, so none has a perturb mutant), c1 reads
-// them (samples) and keeps what c1 running them itself keeps (box dropped:
-// its throwaway mutant passes), and the judge's calibration report
-// measures each path against pyharness.ExpectedClass exactly: the fast
-// path decides the reference, null, sibling, import and syntax rows and
-// box's surviving throwaway (OK, expected WrongLogic: the one
-// disagreement); the scripted judge model answers the exit mutants
-// (WrongLogic) and refuses the throwaway ones, which the fallback decides
-// (WrongLogic: the right calls, a wrong outcome).
+// task's reference and its mutants (kind = the mutant's: six, and a
+// perturb mutant for clamp, the one task with a parameter whose change
+// changes the outcome: hi), c1 reads them (samples) and keeps exactly
+// what c1 running them itself keeps (box dropped: its throwaway mutant
+// passes), c1 given samples of none of its tasks fails, and the judge's
+// calibration report measures each path against pyharness.ExpectedClass
+// exactly: the fast path decides the reference, null, sibling, import
+// and syntax rows and box's surviving throwaway (OK, expected
+// WrongLogic: the one disagreement); the scripted judge model answers the
+// exit mutants (WrongLogic) and clamp's perturb mutant (WrongParam) and
+// refuses the throwaway ones, which the fallback decides (WrongLogic:
+// the right calls, a wrong outcome).
 func TestPythonCalibrationThroughSolveAndJudge(t *testing.T) {
 	offlinePyStats(t)
 	dir := nodetest.StoreDir(t)
@@ -49,7 +68,7 @@ func TestPythonCalibrationThroughSolveAndJudge(t *testing.T) {
 			{Contains: "_lacuna_os._exit(0)", Reply: func(llmtest.Request) string { return `{"class": "WrongLogic", "rationale": "ends the process early"}` }},
 			{Contains: "_lacuna_discarded", Status: 400},
 		},
-		Default: `{"class": "WrongParam", "rationale": "a literal argument differs"}`,
+		Default: `{"class": "WrongParam", "rationale": "an argument differs"}`,
 	})
 	defer srv.Close()
 	src := strings.Replace(pyTasksPipeline, "tasks     = node.tasks.stats\n  ecosystem = \"python\"",
@@ -62,7 +81,17 @@ model "judge" {
   timeout     = "10s"
 }
 `, srv.URL())
-	run := nodetest.Run(t, dir, src)
+	run := nodetest.RunErr(t, dir, src)
+	for addr, r := range run.Nodes {
+		switch {
+		case addr == "node.c1.mismatch":
+			if r.Err == nil || !strings.Contains(r.Err.Error(), "none of the 7 samples is of the 1 observed tasks") {
+				t.Errorf("c1 on samples of other tasks: error %v, want none of its tasks'", r.Err)
+			}
+		case r.Err != nil:
+			t.Fatalf("%s: %v", addr, r.Err)
+		}
+	}
 
 	rows := nodetest.Read[tasks.Row](t, run, "node.tasks.stats")
 	name := map[string]string{} // task_id → qualified/difficulty
@@ -78,10 +107,16 @@ model "judge" {
 			t.Errorf("%s %s: kind %s, passed %v, observation %d bytes", name[s.TaskID], s.SampleID, s.Kind, s.Passed, len(s.Observation))
 		}
 	}
-	// No reference passes a literal to its target: no perturb mutant.
+	// Only clamp's reference passes its target a parameter whose change
+	// changes the outcome (hi: clamp(5, 0, 4) is 4): only it has a
+	// perturb mutant.
 	for _, r := range rows {
-		if got := strings.Join(kinds[r.TaskID], " "); got != "reference null sibling import syntax exit throwaway" {
-			t.Errorf("%s: calibration kinds %q", name[r.TaskID], got)
+		want := "reference null sibling import syntax exit throwaway"
+		if r.Qualified == "pystats.clamp" {
+			want = "reference null sibling import perturb syntax exit throwaway"
+		}
+		if got := strings.Join(kinds[r.TaskID], " "); got != want {
+			t.Errorf("%s: calibration kinds %q, want %q", name[r.TaskID], got, want)
 		}
 	}
 
@@ -101,6 +136,12 @@ model "judge" {
 		}
 	}
 
+	// c1 running the calibration itself decides as c1 reading solve's
+	// samples.
+	if g, w := mustJSON(t, nodetest.Read[tasks.C1Row](t, run, "node.c1.self")), mustJSON(t, c1); g != w {
+		t.Errorf("c1 without samples\n%s\nwith samples\n%s", g, w)
+	}
+
 	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.calibration")
 	if len(judged) != len(samples) {
 		t.Fatalf("%d judged, want %d", len(judged), len(samples))
@@ -111,13 +152,13 @@ model "judge" {
 		}
 	}
 	rep, _ := calibrationReport(t, run, "node.judge.calibration")
-	want := tasks.CalibrationReport{Samples: 42, Agree: 41, Agreement: 41.0 / 42,
+	want := tasks.CalibrationReport{Samples: 43, Agree: 42, Agreement: 42.0 / 43,
 		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
-			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 11}},
+			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 11}, "WrongParam": {"WrongParam": 1}},
 		ByPath: map[string]*tasks.PathAgreement{
 			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
 				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
-			tasks.PathLLM:      {Samples: 6, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6}}},
+			tasks.PathLLM:      {Samples: 7, Agree: 7, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6}, "WrongParam": {"WrongParam": 1}}},
 			tasks.PathFallback: {Samples: 5, Agree: 5, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 5}}},
 		}}
 	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
@@ -128,10 +169,10 @@ model "judge" {
 			t.Errorf("%s %s: fallback by %q", name[j.TaskID], j.Kind, j.Rule)
 		}
 	}
-	// The model is asked about the exit and throwaway mutants that fail
-	// (6 + 5), nothing else.
-	if n := len(srv.Calls()); n != 11 {
-		t.Errorf("%d judge model calls, want 11", n)
+	// The model is asked about the exit, perturb and throwaway mutants
+	// that fail (6 + 1 + 5), nothing else.
+	if n := len(srv.Calls()); n != 12 {
+		t.Errorf("%d judge model calls, want 12", n)
 	}
 }
 

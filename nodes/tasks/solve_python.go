@@ -24,17 +24,9 @@ func runPythonSolutions(ctx context.Context, r nodes.Run, upstream string, tasks
 		return nil, err
 	}
 	envs := &pyEnvs{p: p, upstream: upstream, envs: map[string]*rpyenv.Env{}}
-	specs := make([]*pyharness.Task, len(tasks))
-	expects := make([]*pyharness.Expectation, len(tasks))
-	for i, tk := range tasks {
-		if tk.Expect == "" {
-			continue
-		}
-		task, exp, err := pySpec(tk)
-		if err != nil {
-			return nil, err
-		}
-		specs[i], expects[i] = &task, &exp
+	specs, expects, err := pySpecs(tasks)
+	if err != nil {
+		return nil, err
 	}
 	rows := make([]SampleRow, len(sols))
 	byEnv := map[string][]int{}
@@ -97,7 +89,7 @@ func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) er
 		row.FailedLayers, row.Failures = []string{v.Layer}, v.Reason
 	}
 	row.TimedOut = run.TimedOut
-	row.Output = bound(run.Output, 4096)
+	row.Output = pyharness.KeptOutput(run.Output)
 	if rec := run.Record; rec != nil {
 		row.SpyDirect, row.SpyIndirect = int64(rec.Direct), int64(rec.Indirect)
 		if rec.Error != nil {

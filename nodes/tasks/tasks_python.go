@@ -312,21 +312,39 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 // mutant's kind ("reference" for the reference).
 func pyCalibration(tasks []Row) ([]Solution, error) {
 	siblings := pySiblings(tasks)
+	specs, expects, err := pySpecs(tasks)
+	if err != nil {
+		return nil, err
+	}
 	var out []Solution
+	for i, task := range specs {
+		if task == nil {
+			continue
+		}
+		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: task.Reference})
+		for _, m := range pyharness.Mutants(*task, siblings[i], *expects[i]) {
+			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code})
+		}
+	}
+	return out, nil
+}
+
+// pySpecs decodes the spec and expectation of every observed Python task
+// (pySpec), nil for a task without an expectation (not observed).
+func pySpecs(tasks []Row) ([]*pyharness.Task, []*pyharness.Expectation, error) {
+	specs := make([]*pyharness.Task, len(tasks))
+	expects := make([]*pyharness.Expectation, len(tasks))
 	for i, tk := range tasks {
 		if tk.Expect == "" {
 			continue
 		}
 		task, exp, err := pySpec(tk)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, Solution{Task: i, SampleID: "reference", Kind: "reference", Code: task.Reference})
-		for _, m := range pyharness.Mutants(task, siblings[i], exp) {
-			out = append(out, Solution{Task: i, SampleID: m.Kind, Kind: m.Kind, Code: m.Code})
-		}
+		specs[i], expects[i] = &task, &exp
 	}
-	return out, nil
+	return specs, expects, nil
 }
 
 // pySpec decodes an observed Python task's spec and expectation.
@@ -353,6 +371,18 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 			return fmt.Errorf("samples: %s/%s is of kind %q, not a calibration solution (samples must come from a solve node with calibration = true)", s.TaskID, s.SampleID, s.Kind)
 		}
 		byTask[s.TaskID] = append(byTask[s.TaskID], s)
+	}
+	observed, matched := 0, 0
+	for _, tk := range tasks {
+		if tk.Expect != "" {
+			observed++
+			if len(byTask[tk.TaskID]) > 0 {
+				matched++
+			}
+		}
+	}
+	if observed > 0 && matched == 0 {
+		return fmt.Errorf("samples: none of the %d samples is of the %d observed tasks (samples must come from a solve node with calibration = true on the same tasks node)", len(runs), observed)
 	}
 	out := make([]C1Row, len(tasks))
 	drops := map[string]int{}

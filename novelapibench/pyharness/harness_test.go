@@ -54,9 +54,17 @@ func TestEveryAliasOfTheTargetCounts(t *testing.T) {
 	}
 }
 
+// TestMutantsAreRejectedWithTheirClasses calibrates the fixture task with
+// its reference returning the target's call and passing it a parameter
+// (as Cut lifts a literal), and an input changing only that parameter
+// (as Cut perturbs one): every kind is built, the perturb mutant changing
+// that parameter and the exit mutant calling the target before it ends
+// the process.
 func TestMutantsAreRejectedWithTheirClasses(t *testing.T) {
 	f := newFixture(t, 2)
 	task := fixtureTask()
+	task.Reference = "from fixpkg import scale\nreturn sum(scale(xs, factor=k)) + len(xs)"
+	task.Inputs = append(task.Inputs, "(DATA, 3)")
 	exp := f.expectation(t, task)
 	audit, err := Calibrate(t.Context(), f.runner, task, "shift", exp)
 	if err != nil {

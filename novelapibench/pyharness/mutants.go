@@ -18,10 +18,21 @@ const (
 	MutantNull    = "null"    // the body returns None: the target never called
 	MutantSibling = "sibling" // every use of the target's name replaced by a sibling API's
 	MutantImport  = "import"  // the target's package misspelt in the import lines
-	MutantPerturb = "perturb" // the first literal argument of the target's call changed
-	MutantSyntax  = "syntax"  // the last closing parenthesis dropped
-	// MutantExit runs the reference's body up to its final return, then
-	// ends the process with os._exit(0): no record, whatever it printed.
+	// MutantPerturb changes the first direct argument of the target's
+	// first call that is a literal, or a parameter of the solver function
+	// (Cut lifts the literals of the target's call into parameters) that
+	// the expectation shows to matter: its value on the first input is a
+	// number, a string or bytes, and an input differing from the first
+	// only in that parameter has another expected outcome. A number grows
+	// by one, a string or bytes gets "x" appended (Cut's change of that
+	// input), a literal boolean is negated, as goharness's perturb changes
+	// a literal argument. Built only when such an argument exists.
+	MutantPerturb = "perturb"
+	MutantSyntax  = "syntax" // the last closing parenthesis dropped
+	// MutantExit runs the reference's body, computing its final return's
+	// expression (the target's calls made) into a variable, then ends the
+	// process with os._exit(0) instead of returning it: no record,
+	// whatever it printed. Built when the body ends in a return.
 	MutantExit = "exit"
 	// MutantThrowaway runs the reference's body, calls and all, and then
 	// returns the reference's values as literals, one per call of the
@@ -64,7 +75,7 @@ var expected = map[string]string{
 	MutantNull:      ClassWrongAPISelection, // returns None: the target never called
 	MutantSibling:   ClassWrongAPISelection, // a sibling API called instead: the target never named
 	MutantImport:    ClassWrongImport,       // the right call, its package misspelt in the imports
-	MutantPerturb:   ClassWrongParam,        // the right call, a literal argument changed
+	MutantPerturb:   ClassWrongParam,        // the right call, one of its arguments changed
 	MutantSyntax:    ClassWrongSyntax,       // a parenthesis dropped: it cannot compile
 	MutantExit:      ClassWrongLogic,        // the right calls, the process ended before the return
 	MutantThrowaway: ClassWrongLogic,        // the right calls, their values returned as literals, none computed through them
@@ -111,7 +122,7 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	if moved {
 		out = append(out, MutantOf(MutantImport, strings.Join(lines, "\n")))
 	}
-	if p, ok := perturb(ref, name); ok {
+	if p, ok := perturb(ref, name, telling(t, exp)); ok {
 		out = append(out, MutantOf(MutantPerturb, p))
 	}
 	if i := strings.LastIndex(ref, ")"); i >= 0 {
@@ -120,7 +131,8 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	if k := finalReturn(ref); k >= 0 {
 		ls := strings.Split(ref, "\n")
 		body := strings.Join(ls[:k], "\n")
-		out = append(out, MutantOf(MutantExit, body+"\nimport os as _lacuna_os\n_lacuna_os._exit(0)"))
+		expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))
+		out = append(out, MutantOf(MutantExit, body+"\n_lacuna_r = "+expr+"\nimport os as _lacuna_os\n_lacuna_os._exit(0)"))
 		var lits []string
 		for _, e := range exp.Expected {
 			lit, ok := "", e.Exact && e.Raises == ""
@@ -134,7 +146,6 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 			lits = append(lits, lit)
 		}
 		if len(lits) > 0 {
-			expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))
 			out = append(out, MutantOf(MutantThrowaway, body+"\n_lacuna_discarded = "+expr+
 				"\nglobal _lacuna_n\n_lacuna_n = globals().get('_lacuna_n', -1) + 1\nreturn ["+strings.Join(lits, ", ")+"][_lacuna_n]"))
 		}
@@ -154,53 +165,191 @@ func finalReturn(body string) int {
 	return -1
 }
 
-var literalAt = regexp.MustCompile(`^(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+(?:[eE][-+]?[0-9]+)?|True|False|"[^"\\\n]*"|'[^'\\\n]*')`)
+var (
+	literalAt  = regexp.MustCompile(`^(?:-?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|-?[0-9]+(?:[eE][-+]?[0-9]+)?|True|False|"[^"\\\n]*"|'[^'\\\n]*')$`)
+	keywordArg = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\s*=[^=]`)
+	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
-// perturb changes the first literal among the arguments of the first call
-// of name: a number plus one, a boolean negated, a string with "x" added.
-func perturb(code, name string) (string, bool) {
+// perturb changes the first direct argument of the first call of name
+// (positional, or a keyword's value) that can be changed (MutantPerturb):
+// a literal, or a parameter of params (telling: its value's source on the
+// first input).
+func perturb(code, name string, params map[string]string) (string, bool) {
 	call := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).FindStringIndex(code)
 	if call == nil {
 		return "", false
 	}
-	depth := 1
-	for i := call[1]; i < len(code) && depth > 0; i++ {
-		c := code[i]
-		switch c {
-		case '(', '[', '{':
-			depth++
-			continue
-		case ')', ']', '}':
-			depth--
-			continue
+	for _, span := range directArgs(code, call[1]) {
+		s, e := span[0], span[1]
+		for s < e && isSpace(code[s]) {
+			s++
 		}
-		if i > 0 && (isIdent(code[i-1]) || code[i-1] == '.') {
-			continue
+		for e > s && isSpace(code[e-1]) {
+			e--
 		}
-		m := literalAt.FindString(code[i:])
-		if m == "" || (i+len(m) < len(code) && isIdent(code[i+len(m)]) && m[0] != '"' && m[0] != '\'') {
-			if c == '"' || c == '\'' { // a string the literal pattern does not take: skip past it
-				if j := strings.IndexByte(code[i+1:], c); j >= 0 {
-					i += j + 1
-				}
+		if m := keywordArg.FindString(code[s:e]); m != "" {
+			for s += len(m) - 1; s < e && isSpace(code[s]); s++ {
 			}
-			continue
 		}
+		arg := code[s:e]
 		var repl string
 		switch {
-		case m == "True":
-			repl = "False"
-		case m == "False":
-			repl = "True"
-		case m[0] == '"' || m[0] == '\'':
-			repl = m[:len(m)-1] + "x" + m[len(m)-1:]
-		default:
-			repl = "(" + m + " + 1)"
+		case literalAt.MatchString(arg):
+			repl = changed(arg, arg)
+		case identifier.MatchString(arg) && params[arg] != "":
+			repl = changed(arg, params[arg])
 		}
-		return code[:i] + repl + code[i+len(m):], true
+		if repl != "" {
+			return code[:s] + repl + code[e:], true
+		}
 	}
 	return "", false
 }
+
+// changed is the change of arg, whose value is written as the literal
+// value (arg itself for a literal argument): a number plus one, a
+// boolean negated, a string or bytes with "x" appended; "" for any other
+// value.
+func changed(arg, value string) string {
+	lit := strings.TrimLeft(value, "rRuU")
+	switch {
+	case arg == "True" || arg == "False":
+		return map[string]string{"True": "False", "False": "True"}[arg]
+	case lit != "" && (lit[0] == '"' || lit[0] == '\''):
+		if arg == value {
+			return value[:len(value)-1] + "x" + value[len(value)-1:]
+		}
+		return "(" + arg + ` + "x")`
+	case len(lit) > 1 && (lit[0] == 'b' || lit[0] == 'B') && (lit[1] == '"' || lit[1] == '\''):
+		return "(" + arg + ` + b"x")`
+	case value != "" && (value[0] >= '0' && value[0] <= '9' || value[0] == '-' || value[0] == '.'):
+		return "(" + arg + " + 1)"
+	}
+	return ""
+}
+
+// directArgs are the spans of the top-level arguments of the call whose
+// argument list starts at open (just after its parenthesis), up to the
+// closing one: brackets nest, and a string literal is skipped whole.
+func directArgs(code string, open int) [][2]int {
+	var out [][2]int
+	depth, start := 0, open
+	for i := open; i < len(code); i++ {
+		switch c := code[i]; c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth == 0 {
+				if strings.TrimSpace(code[start:i]) != "" {
+					out = append(out, [2]int{start, i})
+				}
+				return out
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, [2]int{start, i})
+				start = i + 1
+			}
+		case '"', '\'':
+			j := i
+			for j > 0 && isIdent(code[j-1]) {
+				j--
+			}
+			p := strings.ToLower(code[j:i])
+			end, _ := scanString(code, i, strings.ContainsAny(p, "ft"))
+			i = end - 1
+		}
+	}
+	return nil // unbalanced: the code is cut short
+}
+
+// telling maps each parameter of the solver function whose change is
+// known to change the outcome to its value's source on the task's first
+// input: the value is a single number or string token (possibly a
+// negative number, or bytes), and some input differs from the first only
+// in that parameter (Cut perturbs one parameter per input, as the perturb
+// mutant changes it) while its expected outcome differs from the first's.
+func telling(t Task, exp Expectation) map[string]string {
+	sig := strings.TrimSpace(t.Signature)
+	open, close := strings.IndexByte(sig, '('), strings.LastIndexByte(sig, ')')
+	if open < 0 || close < open || len(t.Inputs) == 0 || len(exp.Expected) != len(t.Inputs) {
+		return nil
+	}
+	var names []string
+	for _, p := range splitTop(pyTokens(sig[open+1 : close])) {
+		if len(p) > 0 && p[0].kind == tokName {
+			names = append(names, p[0].text)
+		} else {
+			names = append(names, "")
+		}
+	}
+	args := make([][]string, len(t.Inputs)) // per input, each argument's source
+	for i, in := range t.Inputs {
+		toks := pyTokens(in)
+		parts := [][]pyToken{toks}
+		if len(toks) > 1 && toks[0].text == "(" && matching(toks, 0) == len(toks)-1 {
+			if ps := splitTop(toks[1 : len(toks)-1]); len(ps) > 1 { // a tuple: "(a, b)", "(a,)"
+				if len(ps[len(ps)-1]) == 0 {
+					ps = ps[:len(ps)-1]
+				}
+				parts = ps
+			}
+		}
+		for _, p := range parts {
+			args[i] = append(args[i], render(p))
+		}
+	}
+	if len(args[0]) != len(names) {
+		return nil
+	}
+	out := map[string]string{}
+	for p, name := range names {
+		toks := pyTokens(args[0][p])
+		single := len(toks) == 1 && (toks[0].kind == tokNumber || toks[0].kind == tokString) ||
+			len(toks) == 2 && toks[0].text == "-" && toks[1].kind == tokNumber
+		if !single {
+			continue
+		}
+		for j := 1; j < len(args); j++ {
+			if onlyAt(args[0], args[j], p) && differ(exp.Expected[0], exp.Expected[j]) {
+				out[name] = args[0][p]
+				break
+			}
+		}
+	}
+	return out
+}
+
+// onlyAt: the argument lists a and b differ at p and nowhere else.
+func onlyAt(a, b []string, p int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if (a[i] != b[i]) != (i == p) {
+			return false
+		}
+	}
+	return true
+}
+
+// differ: the two expected outcomes are known to differ (both exact, and
+// one raised where the other did not, or of another type, or their
+// values differ).
+func differ(a, b Expected) bool {
+	if !a.Exact || !b.Exact {
+		return false
+	}
+	if a.Raises != "" || b.Raises != "" {
+		return a.Raises != b.Raises
+	}
+	same, _ := compareValues(a.Value, b.Value)
+	return !same
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\' }
 
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
@@ -324,7 +473,11 @@ type Audit struct {
 	Mutants   []MutantResult
 }
 
-// Calibrate runs the reference and the mutants against exp.
+// Calibrate runs the reference and the mutants against exp: the library
+// entry point of calibration, which nodes/tasks runs as nodes (solve with
+// calibration = true runs the same Mutants as samples; c1 audits each, as
+// Calibrate does, with AuditMutant on the run as the sample stores it,
+// its output KeptOutput).
 func Calibrate(ctx context.Context, r *Runner, t Task, sibling string, exp Expectation) (Audit, error) {
 	ms := Mutants(t, sibling, exp)
 	samples := []Sample{{Task: t, Solution: t.Reference}}
@@ -337,14 +490,30 @@ func Calibrate(ctx context.Context, r *Runner, t Task, sibling string, exp Expec
 	}
 	a := Audit{Reference: Check(exp, runs[0])}
 	for i, m := range ms {
-		a.Mutants = append(a.Mutants, AuditMutant(t, exp, m, Check(exp, runs[i+1]), runs[i+1]))
+		run := runs[i+1]
+		v := Check(exp, run)
+		run.Output = KeptOutput(run.Output)
+		a.Mutants = append(a.Mutants, AuditMutant(t, exp, m, v, run))
 	}
 	return a, nil
 }
 
+// KeptOutput is the part of a run's output that a sample keeps (a solve
+// node's row) and that a calibration audit reads: its first 4096 bytes,
+// then "\n[truncated]" when there was more.
+func KeptOutput(s string) string {
+	if len(s) <= keptOutput {
+		return s
+	}
+	return s[:keptOutput] + "\n[truncated]"
+}
+
+const keptOutput = 4096
+
 // AuditMutant is how the harness (v, its verdict on run) and the fast
-// path took mutant m of task t: Calibrate's for each mutant, and the
-// audit of a mutant run elsewhere (a solve node's calibration samples).
+// path took mutant m of task t: Calibrate's for each mutant, and c1's
+// for a mutant run as a solve node's calibration sample (run read back
+// from its row).
 func AuditMutant(t Task, exp Expectation, m Mutant, v Verdict, run Run) MutantResult {
 	j := Judge(t.Target, m.Code, exp, v, run)
 	return MutantResult{Mutant: m, Verdict: v, Judgement: j, OK: !v.Passed && j.Class == orUndecided(m.Class)}
