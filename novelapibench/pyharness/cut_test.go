@@ -813,14 +813,14 @@ func TestUsableInputsReadsTheRepeatOfAClassSpan(t *testing.T) {
 	// kept as for any task.
 	exp := Expectation{Expected: []Expected{val(`{"t":"int","v":1}`), val(`{"t":"int","v":2}`), val(`{"t":"int","v":1}`)}, Dependent: []bool{true, true, true}}
 	got, gexp, dropped := UsableInputs(task, exp)
-	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{true, true}) || len(dropped) != 1 || !strings.Contains(dropped[0], "repeats the example's own input") {
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{true, true}) || len(dropped) != 1 || !strings.Contains(dropped[0], "repeats the example's own input") || got.Site.Repeats {
 		t.Errorf("same: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
 	}
 	// A registry refuses the second definition: the repeat raises, the
 	// other inputs and the mock pass ran on later definitions.
 	exp.Expected[2] = Expected{Raises: "ValueError", Exact: true}
 	got, gexp, dropped = UsableInputs(task, exp)
-	if !reflect.DeepEqual(got.Inputs, []string{"(1,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{false}) || len(gexp.Expected) != 1 || len(dropped) != 2 || !strings.Contains(dropped[0], "defined again") {
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{false}) || len(gexp.Expected) != 1 || len(dropped) != 2 || !strings.Contains(dropped[0], "defined again") || got.Site.Repeats {
 		t.Errorf("refused: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
 	}
 	// Without Repeats the last input is an input like the others.
