@@ -251,9 +251,9 @@ def scope_stores(node):
 
 def path_bound(stmts):
     """The variables of solve's scope that statements assign whatever
-    path they take: an if's on both branches, a try's body, else and
-    finally blocks (not its handlers: the path the example shows when it
-    prints nothing), a loop's or a with's blocks; never a loop's target,
+    path they take: an if's on both branches, a try's finally block and
+    what its body or else block assign that every handler assigns too (a
+    handler ending in raise aside), a loop's or a with's blocks; never a loop's target,
     a with's "as" names or an except's name (deleted at the handler's
     end), nor names bound inside nested scopes."""
     out = []
@@ -268,7 +268,17 @@ def path_bound(stmts):
             add(scope_stores(s.test))  # a := in the test
             add(n for n in path_bound(s.body) if n in other)
         elif isinstance(s, ast.Try):
-            add(path_bound(s.body + s.orelse + s.finalbody))
+            # The body may raise before it assigns: a name of the body or
+            # the else block is bound only when every handler that does
+            # not re-raise binds it too (or solve would return it
+            # unbound, the UnboundLocalError then the expected outcome).
+            both = path_bound(s.body + s.orelse)
+            for h in s.handlers:
+                if not (h.body and isinstance(h.body[-1], ast.Raise)):
+                    other = set(path_bound(h.body))
+                    both = [n for n in both if n in other]
+            add(both)
+            add(path_bound(s.finalbody))
         elif isinstance(s, ast.While):
             add(scope_stores(s.test))
             add(path_bound(s.body + s.orelse))
@@ -286,9 +296,7 @@ def path_bound(stmts):
 def blocks_stores(st):
     """The variables a compound statement's blocks assign whatever path
     it takes (path_bound)."""
-    if isinstance(st, ast.If):
-        return path_bound([st])
-    return path_bound(st.body + getattr(st, "orelse", []) + getattr(st, "finalbody", []))
+    return path_bound([st])
 
 
 def read_first(st):
@@ -472,7 +480,7 @@ def result_of(st, want, taken=frozenset(), later=()):
         names = blocks_stores(st)
         if not names:
             raise Skip("the call's %s statement prints nothing and assigns no variable%s" % (
-                stmt_kind(st), " on both branches" if isinstance(st, ast.If) else ""))
+                stmt_kind(st), " on both branches" if isinstance(st, ast.If) else " in its body and every handler" if isinstance(st, ast.Try) else ""))
         one = shown_name(names, later)
         if one is None:
             raise Skip("the call's %s statement prints nothing, and no later step shows alone a variable it assigns (%s)" % (
@@ -617,6 +625,10 @@ def cut(req):
             st = ex.units[i][0]
             if isinstance(st, COMPOUND + (ast.AugAssign,)):
                 rebinds |= read_first(st) & set(scope_stores(st))
+            elif i > k and isinstance(st_k, ast.ClassDef):
+                # The class reads it, a step after the class binds it:
+                # solve's local, which the class would read unbound.
+                rebinds |= class_free(st_k) & set(scope_stores(st))
         more = {i for i in range(k) if i not in easy and ex.kind[i] == "plain" and set(stores(ex.units[i][0])) & rebinds
                 and not isinstance(ex.units[i][0], (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         if not more:
@@ -684,8 +696,11 @@ def class_shown(ex, k):
     k): the first later step that shows something computed from the class
     (reading its name, or a variable a step between computed from it),
     and the steps between that it needs: those computing such variables
-    and those binding what they read. (-1, []) when no step shows one."""
+    and those binding what they read, the class's own free names among
+    them (a default factory or a method reads them when called, after the
+    class: base = 10 below it). (-1, []) when no step shows one."""
     names = set(stores(ex.units[k][0]))
+    free = class_free(ex.units[k][0])
     chain = []
     for j in range(k + 1, len(ex.units)):
         sj, want = ex.units[j]
@@ -695,7 +710,7 @@ def class_shown(ex, k):
             names -= set(stores(sj))
             continue
         if shows(sj, want):
-            need = loads(sj)
+            need = loads(sj) | free
             for i in chain:
                 need |= loads(ex.units[i][0])
             out = set(chain)
@@ -707,6 +722,13 @@ def class_shown(ex, k):
         chain.append(j)
         names |= set(stores(sj))
     return -1, []
+
+
+def class_free(st):
+    """The names a class statement reads from the scope it is defined in
+    (its bases, decorators, field values, and what its methods and
+    lambdas read when called), not those it binds itself."""
+    return free_globals(ast.unparse(st)) - {st.name}
 
 
 def class_bound(st):
@@ -796,6 +818,7 @@ def build(ex, level, body_idx, k, last, data=()):
     # What the body runs after a class holding the call, as the example
     # writes it (its literals lifted): the description quotes it.
     after_src = [ast.unparse(units[i][0]) for i in body_idx if i > k] if level != "hard" and isinstance(units[k][0], ast.ClassDef) else []
+    class_src = quote_class(ex, units[k][0], call) if level != "hard" and isinstance(units[k][0], ast.ClassDef) else ""
     res, prints, pre = result_of(*units[last], taken=taken, later=units[last + 1:])
     body = []
     for i in body_idx:
@@ -847,6 +870,14 @@ def build(ex, level, body_idx, k, last, data=()):
     for j in range(len(first)):
         if changed[j] != first[j]:
             inputs.append(tup(first[:j] + [changed[j]] + first[j + 1:]))
+    # A class defined with the call is defined again on every input, in
+    # the real pass and then the mock pass of one process: the example's
+    # own input again, last, tells whether a second definition changes
+    # what the class does (a registry refusing it), which UsableInputs
+    # reads (Site.Repeats).
+    repeats = isinstance(units[k][0], ast.ClassDef)
+    if repeats:
+        inputs.append(inputs[0])
     reference = "\n".join(imports + ([body_src] if body_src else []) + [ret])
     want, shown_printed = shown(units, last, res)
     site = {
@@ -855,6 +886,8 @@ def build(ex, level, body_idx, k, last, data=()):
         "data": [ast.unparse(units[i][0]) for i in data],
         "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and (ex.kind[i] == "pkg" or i in ex.rebound)] if level != "hard" else [],
         "after": after_src,
+        "class": class_src,
+        "repeats": repeats,
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
         "prints": prints or shown_printed,
@@ -868,6 +901,32 @@ def build(ex, level, body_idx, k, last, data=()):
         "difficulty": level, "prelude": prelude, "signature": "def solve(%s):" % ", ".join(names),
         "reference": reference, "inputs": inputs, "site": site,
     }
+
+
+CALL_HOLE, IT_HOLE = "__lacuna_the_call__", "__lacuna_it__"
+
+
+def quote_class(ex, cls, call):
+    """The class statement's source with the target's call (in it) shown
+    as "<the call>", and any other call of the target in it as
+    "<it>(...)" (a method's as "value.<it>(...)"): its fields, types and
+    bases are the task's, the call is the solver's to find."""
+    memo = {}
+    cls = copy.deepcopy(cls, memo)
+    call = memo[id(call)]
+
+    class Holes(ast.NodeTransformer):
+        def visit_Call(self, n):
+            if n is call:
+                return ast.Name(id=CALL_HOLE, ctx=ast.Load())
+            if ex.is_target_call(n):
+                if ex.tg["kind"] in ("function", "class") or not isinstance(n.func, ast.Attribute):
+                    n.func = ast.Name(id=IT_HOLE, ctx=ast.Load())
+                else:
+                    n.func.attr = IT_HOLE
+            return self.generic_visit(n)
+    src = ast.unparse(Holes().visit(cls))
+    return src.replace(CALL_HOLE, "<the call>").replace(IT_HOLE, "<it>")
 
 
 def shown(units, i, res):

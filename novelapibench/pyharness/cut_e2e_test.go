@@ -21,9 +21,11 @@ import (
 // loop with "#> " output, one in a with statement stating no output, a
 // block of another language and one that does not parse; a call in a
 // class's body, the class's values then printed (the class is the span),
-// and one in a try statement that prints the error it catches.
+// and one in a try statement that prints the error it catches; a call in
+// the body of a class whose base registers each subclass's name once (a
+// second definition raises: the task keeps the first input only).
 var cutpkgFiles = map[string]string{
-	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter, windows, Record, field\n",
+	"cutpkg/__init__.py": "from ._core import scale, shift, Grid, reset, parse_int, Counter, windows, Record, field, Named, label\n",
 	"cutpkg/_core.py": `def scale(xs, factor=2):
     """Multiply each item of xs by factor.
 
@@ -173,6 +175,35 @@ def field(value):
     FENCE
     """
     return _Default(value)
+
+
+_names = set()
+
+
+class Named:
+    """A base that registers each subclass's name, once."""
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__name__ in _names:
+            raise ValueError("%s is already registered" % cls.__name__)
+        _names.add(cls.__name__)
+
+
+def label(text):
+    """Make the label of a Named class.
+
+    FENCEpython
+    from cutpkg import Named, label
+
+    class Point(Named):
+        tag = label('pt')
+
+    print(Point.tag)
+    #> <pt>
+    FENCE
+    """
+    return "<" + text + ">"
 `, "FENCE", "```"),
 }
 
@@ -239,7 +270,7 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 		got = append(got, task.Target.QualName()+"/"+task.Difficulty)
 	}
 	sort.Strings(got)
-	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy field/easy field/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium windows/easy windows/easy"
+	want := "Counter.add/easy Counter.add/hard Grid.cells/easy Grid.cells/hard Grid/easy field/easy field/easy label/easy parse_int/easy scale/easy shift/easy shift/hard shift/medium windows/easy windows/easy"
 	if strings.Join(got, " ") != want {
 		t.Errorf("tasks %v, want %s", got, want)
 	}
@@ -286,12 +317,22 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 				if len(dropped) != 0 || len(task.Inputs) < 2 {
 					t.Errorf("inputs %q, dropped %q; want every perturbed input kept", task.Inputs, dropped)
 				}
+			case "label":
+				// Named refuses the class's second definition: the
+				// repeat of the example's own input raises, so only the
+				// first input is kept, and the mock pass, run on a later
+				// definition, asserts nothing.
+				if len(task.Inputs) != 1 || len(dropped) != 2 || !strings.Contains(dropped[1], "defined again") || len(exp.Dependent) != 1 || exp.Dependent[0] {
+					t.Errorf("inputs %q, dropped %q, dependent %v; want the example's input alone, not dependent", task.Inputs, dropped, exp.Dependent)
+				}
 			case "field":
 				// The class's defaults and its call's keyword are
 				// parameters: each perturbed one changes the values but
-				// y's default, which the call overrides.
-				if task.Site.Around == "class" && (len(task.Inputs) != 3 || len(dropped) != 1 || !strings.HasPrefix(dropped[0], "input 2 ")) {
-					t.Errorf("inputs %q, dropped %q; want the example's and 2 perturbed ones, y's default's dropped", task.Inputs, dropped)
+				// y's default, which the call overrides; the repeat of
+				// the example's own input computes the same (the class
+				// defined again), and goes.
+				if task.Site.Around == "class" && (len(task.Inputs) != 3 || len(dropped) != 2 || !strings.Contains(dropped[0], "repeats the example's own input") || !strings.HasPrefix(dropped[1], "input 2 ")) {
+					t.Errorf("inputs %q, dropped %q; want the example's and 2 perturbed ones, the repeat and y's default's dropped", task.Inputs, dropped)
 				}
 				if task.Site.Around != "class" && task.Site.Around != "try" {
 					t.Errorf("field's task: around %q, want class or try", task.Site.Around)
@@ -309,6 +350,14 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 				t.Fatal(err)
 			}
 			keep, why := C1(exp, audit)
+			if task.Target.QualName() == "label" {
+				// Before the repeat, the mock pass's raise (the second
+				// definition refused) read as the target's dependence.
+				if keep || !strings.Contains(why, "no outcome depends on the target") {
+					t.Errorf("C1 keeps %v (%s), want it dropped: nothing the mock pass shows is the target's", keep, why)
+				}
+				return
+			}
 			if task.Target.QualName() == "Grid" {
 				if keep || !strings.Contains(why, "throwaway mutant passes") {
 					t.Errorf("C1 keeps %v (%s), want it dropped: the throwaway mutant passes", keep, why)

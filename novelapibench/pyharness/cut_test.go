@@ -286,16 +286,17 @@ var cutCases = []cutCase{
 	},
 	{
 		// msg is bound only when the handler runs, err is deleted at its
-		// end: neither is on the path the example shows.
-		name: "a loop that prints nothing: the variable its try's body assigns, not its handler's",
+		// end: neither is on the path the example shows; ys is on every
+		// path, the handler's too.
+		name: "a loop that prints nothing: the variable its try's body and handler assign, not the handler's own",
 		api:  apiScale,
 		ex: doctest("docs/loop.md", "",
 			"from fixpkg import scale", "",
-			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        msg = str(err)", "",
+			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        ys = []\n        msg = str(err)", "",
 			"ys", "[2]\n"),
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs):",
-			Reference: "from fixpkg import scale\nfor k in (1, 2):\n    try:\n        ys = scale(xs, k)\n    except ValueError as err:\n        msg = str(err)\nreturn ys",
+			Reference: "from fixpkg import scale\nfor k in (1, 2):\n    try:\n        ys = scale(xs, k)\n    except ValueError as err:\n        ys = []\n        msg = str(err)\nreturn ys",
 			Inputs:    []string{"([1],)", "([2],)"},
 			Site:      Site{Args: []string{"xs", "k"}, Returns: "ys", Around: "for", Want: "[2]\n"},
 		}},
@@ -306,7 +307,7 @@ var cutCases = []cutCase{
 		api:  apiScale,
 		ex: doctest("docs/loop.md", "",
 			"from fixpkg import scale", "",
-			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        msg = str(err)", "",
+			"for k in (1, 2):\n    try:\n        ys = scale([1], k)\n    except ValueError as err:\n        ys = []\n        msg = str(err)", "",
 			"msg", "'refused'\n"),
 		skipped: map[string]string{"": "no later step shows alone a variable it assigns (ys)"},
 	},
@@ -460,9 +461,11 @@ var cutCases = []cutCase{
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs_, factor, by_):",
 			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\n\n    def __init__(self, by):\n        self.total = sum(self.xs) + by\nm = Model(by=by_)\nreturn m.total",
-			Inputs:    []string{"([1, 2], 3, 1)", "([2, 3], 3, 1)", "([1, 2], 4, 1)", "([1, 2], 3, 2)"},
+			Inputs:    []string{"([1, 2], 3, 1)", "([2, 3], 3, 1)", "([1, 2], 4, 1)", "([1, 2], 3, 2)", "([1, 2], 3, 1)"},
 			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"m = Model(by=by_)", "print(m.total)"}, Returns: "m.total",
-				Prints: true, Around: "class", Effect: true, Want: "10\n"},
+				Class:   "class Model:\n    xs = <the call>\n\n    def __init__(self, by):\n        self.total = sum(self.xs) + by",
+				Repeats: true,
+				Prints:  true, Around: "class", Effect: true, Want: "10\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
@@ -478,8 +481,10 @@ var cutCases = []cutCase{
 			Prelude:   "from typing import Annotated",
 			Signature: "def solve(xs, factor, arg3):",
 			Reference: "from fixpkg import scale\nclass Model:\n    x: Annotated[list, scale(xs, factor)]\nprinted = []\ntry:\n    Model.check(arg3)\nexcept ValueError as e:\n    printed.append(e)\nreturn printed",
-			Inputs:    []string{"([1], 2, [1, 'a'])", "([2], 2, [1, 'a'])", "([1], 3, [1, 'a'])", "([1], 2, [2, 'ax'])"},
+			Inputs:    []string{"([1], 2, [1, 'a'])", "([2], 2, [1, 'a'])", "([1], 3, [1, 'a'])", "([1], 2, [2, 'ax'])", "([1], 2, [1, 'a'])"},
 			Site: Site{Args: []string{"xs", "factor"}, After: []string{"try:\n    Model.check(arg3)\nexcept ValueError as e:\n    print(e)"}, Returns: "printed",
+				Class:    "class Model:\n    x: Annotated[list, <the call>]",
+				Repeats:  true,
 				Collects: true, Around: "class", Shows: "try", Effect: true},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
@@ -496,9 +501,11 @@ var cutCases = []cutCase{
 		want: map[string]Task{Easy: {
 			Signature: "def solve(xs_, factor):",
 			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\nextra = [3]\nys = Model.xs + extra\nreturn ys",
-			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)", "([1], 2)"},
 			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"extra = [3]", "ys = Model.xs + extra", "print(ys)"}, Returns: "ys",
-				Prints: true, Around: "class", Effect: true, Want: "[2, 3]\n"},
+				Class:   "class Model:\n    xs = <the call>",
+				Repeats: true,
+				Prints:  true, Around: "class", Effect: true, Want: "[2, 3]\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
@@ -507,6 +514,96 @@ var cutCases = []cutCase{
 		api:     apiScale,
 		ex:      fenced("docs/def.md#fenced-1", "from fixpkg import scale", "", "def f():\n    return scale([1], 2)", "", "print(f())", "[2]\n"),
 		skipped: map[string]string{"": "runs only when called"},
+	},
+	{
+		// A perturbed input the call refuses would leave ys unbound:
+		// the reference's UnboundLocalError would be the expectation.
+		name: "a try that prints nothing, its result assigned in the body but not in a handler",
+		api:  apiScale,
+		ex: doctest("docs/try.md", "",
+			"from fixpkg import scale", "",
+			"try:\n    ys = scale([1], 2)\nexcept ValueError as err:\n    msg = str(err)", "",
+			"ys", "[2]\n"),
+		skipped: map[string]string{"": "assigns no variable in its body and every handler"},
+	},
+	{
+		// A handler that re-raises leaves no path on which ys is unbound.
+		name: "a try that prints nothing, its result assigned in the body, its handler re-raising",
+		api:  apiScale,
+		ex: doctest("docs/try.md", "",
+			"from fixpkg import scale", "",
+			"try:\n    ys = scale([1], 2)\nexcept ValueError as err:\n    msg = str(err)\n    raise", "",
+			"ys", "[2]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs, factor):",
+			Reference: "from fixpkg import scale\ntry:\n    ys = scale(xs, factor)\nexcept ValueError as err:\n    msg = str(err)\n    raise\nreturn ys",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)"},
+			Site:      Site{Args: []string{"xs", "factor"}, Returns: "ys", Around: "try", Want: "[2]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		// The class calls the target again: that call is quoted with the
+		// target's name hidden, its arguments shown.
+		name: "a class span calling the target twice: the other call is quoted as <it>(...)",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-6",
+			"from fixpkg import scale", "",
+			"class Model:\n    xs = scale([1], 2)\n    ys: list = scale([3], 4)", "",
+			"print(Model.xs + Model.ys)", "[2, 12]\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs_, factor, arg3, arg4):",
+			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\n    ys: list = scale(arg3, arg4)\nreturn Model.xs + Model.ys",
+			Inputs:    []string{"([1], 2, [3], 4)", "([2], 2, [3], 4)", "([1], 3, [3], 4)", "([1], 2, [4], 4)", "([1], 2, [3], 5)", "([1], 2, [3], 4)"},
+			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"print(Model.xs + Model.ys)"}, Returns: "Model.xs + Model.ys",
+				Class:   "class Model:\n    xs = <the call>\n    ys: list = <it>(arg3, arg4)",
+				Repeats: true,
+				Prints:  true, Around: "class", Effect: true, Want: "[2, 12]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		// A method reads base when called, after the class: the step
+		// binding it is needed though it does not read the class.
+		name: "a class span: a name its method reads, bound after the class, goes into the body",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-4",
+			"from fixpkg import scale", "",
+			"class Model:\n    xs = scale([1], 2)\n\n    def total(self):\n        return sum(self.xs) + base", "",
+			"base = 10", "",
+			"print(Model().total())", "12\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs_, factor):",
+			Reference: "from fixpkg import scale\nclass Model:\n    xs = scale(xs_, factor)\n\n    def total(self):\n        return sum(self.xs) + base\nbase = 10\nreturn Model().total()",
+			Inputs:    []string{"([1], 2)", "([2], 2)", "([1], 3)", "([1], 2)"},
+			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"base = 10", "print(Model().total())"}, Returns: "Model().total()",
+				Class:   "class Model:\n    xs = <the call>\n\n    def total(self):\n        return sum(self.xs) + base",
+				Repeats: true,
+				Prints:  true, Around: "class", Effect: true, Want: "12\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
+		// The class reads base when defined (5) and its method when
+		// called (10): both bindings are solve's, in the example's order.
+		name: "a class span: a name the class reads, bound before and rebound after it, moves into the body",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-5",
+			"from fixpkg import scale", "",
+			"base = 5", "",
+			"class Model:\n    xs = scale([1], base)\n\n    def total(self):\n        return sum(self.xs) + base", "",
+			"base = 10", "",
+			"print(Model().total())", "15\n"),
+		want: map[string]Task{Easy: {
+			Signature: "def solve(xs_):",
+			Reference: "from fixpkg import scale\nbase = 5\nclass Model:\n    xs = scale(xs_, base)\n\n    def total(self):\n        return sum(self.xs) + base\nbase = 10\nreturn Model().total()",
+			Inputs:    []string{"([1],)", "([2],)", "([1],)"},
+			Site: Site{Args: []string{"xs_", "base"}, Setup: []string{"base = 5"}, After: []string{"base = 10", "print(Model().total())"}, Returns: "Model().total()",
+				Class:   "class Model:\n    xs = <the call>\n\n    def total(self):\n        return sum(self.xs) + base",
+				Repeats: true,
+				Prints:  true, Around: "class", Effect: true, Want: "15\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
 		name: "a call in a try statement: the try is the span, what it prints the result",
@@ -706,6 +803,31 @@ func TestUsableInputsKeepsThoseThatTellSolutionsApart(t *testing.T) {
 	got, _, _ = UsableInputs(task, exp)
 	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)", "(4,)", "(5,)"}) {
 		t.Errorf("inputs %q", got.Inputs)
+	}
+}
+
+func TestUsableInputsReadsTheRepeatOfAClassSpan(t *testing.T) {
+	val := func(v string) Expected { return Expected{Value: []byte(v), Exact: true} }
+	task := Task{Inputs: []string{"(1,)", "(2,)", "(1,)"}, Site: Site{Around: "class", Repeats: true}}
+	// A second definition computes the same: the repeat goes, the rest is
+	// kept as for any task.
+	exp := Expectation{Expected: []Expected{val(`{"t":"int","v":1}`), val(`{"t":"int","v":2}`), val(`{"t":"int","v":1}`)}, Dependent: []bool{true, true, true}}
+	got, gexp, dropped := UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{true, true}) || len(dropped) != 1 || !strings.Contains(dropped[0], "repeats the example's own input") || got.Site.Repeats {
+		t.Errorf("same: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
+	}
+	// A registry refuses the second definition: the repeat raises, the
+	// other inputs and the mock pass ran on later definitions.
+	exp.Expected[2] = Expected{Raises: "ValueError", Exact: true}
+	got, gexp, dropped = UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{false}) || len(gexp.Expected) != 1 || len(dropped) != 2 || !strings.Contains(dropped[0], "defined again") || got.Site.Repeats {
+		t.Errorf("refused: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
+	}
+	// Without Repeats the last input is an input like the others.
+	task.Site.Repeats = false
+	got, _, _ = UsableInputs(task, exp)
+	if !reflect.DeepEqual(got.Inputs, []string{"(1,)", "(2,)"}) {
+		t.Errorf("no repeat: inputs %q", got.Inputs)
 	}
 }
 

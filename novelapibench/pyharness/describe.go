@@ -17,7 +17,10 @@ import (
 // shows it, but the prelude cannot import the package), what the call takes (its arguments and, below hard, the value a
 // method is called on), what solve returns, the answer's format, and what
 // the example shows for its own input, as a check after the specification
-// rather than as the specification. The library is named by its top-level
+// rather than as the specification. Below hard, a call in a class body
+// quotes the class with the call left out (Site.Class): its fields, types
+// and bases are the task's, not the solver's to guess from what the
+// example prints. The library is named by its top-level
 // package: finding the module and the name is the solver's. ok is false
 // when the text would name the target anyway (the level is then dropped:
 // a description that names the target gives the answer away).
@@ -60,10 +63,15 @@ func Describe(t Task, doc string) (string, bool) {
 	b.WriteString(".")
 	if site.Around == "class" && t.Difficulty != Hard {
 		b.WriteString("\nThe call sits in the body of a class the example defines: " + fn + " defines that class with it")
-		if len(site.After) > 0 {
-			b.WriteString(", then runs this code (it uses the class):\n" + strings.Join(site.After, "\n"))
+		if site.Class != "" {
+			b.WriteString(", as this code shows, the call written `<the call>` (and `<it>` what it calls, where the class calls that again):\n" + site.Class + "\nThen it")
 		} else {
-			b.WriteString(".")
+			b.WriteString(", then")
+		}
+		if len(site.After) > 0 {
+			b.WriteString(" runs this code (it uses the class):\n" + strings.Join(site.After, "\n"))
+		} else {
+			b.WriteString(" uses the class as the example does.")
 		}
 	}
 	if site.Returns != "" {

@@ -31,7 +31,9 @@
 // keyword, a starred argument or none, or when it loops over a set, whose
 // order PYTHONHASHSEED changes), or else the variable of solve's it
 // assigns on every path that a later step shows (never a comprehension's,
-// a handler's or a loop's target; skipped when no step shows one); a
+// a handler's or a loop's target; a try's body's only when every handler
+// that does not re-raise assigns it too, or an input the call refuses
+// would expect an UnboundLocalError; skipped when no step shows one); a
 // variable it reads before it rebinds it moves its binding into the body.
 // A
 // call in the body of a class the example defines (a field's default, an
@@ -43,7 +45,19 @@
 // answered by a mock, or C1 drops the task (a class target whose
 // uninitialised instance behaves as an initialised one; pydantic's
 // FailFast is kept: pydantic reads the metadata's instance attributes,
-// which an uninitialised one lacks). A target used
+// which an uninitialised one lacks). The steps between the class and the
+// one that shows it run when the shown step needs them, or when they bind
+// a name the class reads (a default factory or a method reads it when
+// called). The prompt quotes the class with the call left out (Site.Class:
+// the fields, types and bases are the task's, not the solver's to guess).
+// Limit: solve defines the class on every call, for every input, in the
+// real pass and again in the mock pass of one process; a class registry
+// (__init_subclass__, SQLAlchemy's declarative base, a name registry) may
+// refuse or change a second definition. The example's own input is run
+// again last (Site.Repeats): when its outcome differs from the first's,
+// UsableInputs keeps the first input only, not Dependent (the mock pass
+// ran on a later definition). A registry that changes only the mocked
+// pass, or only values that vary from run to run, goes unseen. A target used
 // only as an annotation or a base class (pydantic's HttpUrl as a field's
 // type) makes no task: it is never called (pydantic builds its instances
 // with __new__), so the spy, which counts calls, would see none, the
