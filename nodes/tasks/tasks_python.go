@@ -212,7 +212,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		levels[m.row.Difficulty]++
 	}
 	r.Report("skipped", map[string]map[string]int{"no_task": noTask, "level": levelSkips})
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d perturbed inputs dropped; %d bundles without a task",
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d inputs dropped (perturbed ones that tell nothing apart, class spans' repeats); %d bundles without a task",
 		len(rows), len(bundles), levels[pyharness.Easy], levels[pyharness.Medium], levels[pyharness.Hard], observed, pyObserveRuns, dropped, sumCounts(noTask))
 	return t.Write(r, rows)
 }

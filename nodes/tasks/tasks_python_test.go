@@ -187,7 +187,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	if want := "pystats.box/easy pystats.clamp/easy pystats.ordered/easy pystats.ordered/hard pystats.ordered/medium pystats.scale/easy"; strings.Join(got, " ") != want {
 		t.Errorf("tasks %s, want %s", strings.Join(got, " "), want)
 	}
-	wantNote := "6 tasks from 5 bundles (easy 4, medium 1, hard 1); 6 references observed (3 runs each), 3 perturbed inputs dropped; 1 bundles without a task"
+	wantNote := "6 tasks from 5 bundles (easy 4, medium 1, hard 1); 6 references observed (3 runs each), 3 inputs dropped (perturbed ones that tell nothing apart, class spans' repeats); 1 bundles without a task"
 	if n := notes["node.tasks.stats"]; n != wantNote {
 		t.Errorf("tasks note %q, want %q", n, wantNote)
 	}
