@@ -823,6 +823,13 @@ func TestUsableInputsReadsTheRepeatOfAClassSpan(t *testing.T) {
 	if !reflect.DeepEqual(got.Inputs, []string{"(1,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{false}) || len(gexp.Expected) != 1 || len(dropped) != 2 || !strings.Contains(dropped[0], "defined again") || got.Site.Repeats {
 		t.Errorf("refused: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
 	}
+	// The kept input and outcome are copies: appending to them leaves the
+	// caller's task and expectation as they were.
+	_ = append(got.Inputs, "(9,)")
+	_ = append(gexp.Expected, val(`{"t":"int","v":9}`))
+	if task.Inputs[1] != "(2,)" || string(exp.Expected[1].Value) != `{"t":"int","v":2}` {
+		t.Errorf("refused: appending to the result changed the caller's input %q, outcome %s", task.Inputs[1], exp.Expected[1].Value)
+	}
 	// Without Repeats the last input is an input like the others.
 	task.Site.Repeats = false
 	got, _, _ = UsableInputs(task, exp)
