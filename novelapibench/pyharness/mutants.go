@@ -35,7 +35,14 @@ const (
 	// MutantExit runs the reference's body, computing its final return's
 	// expression (the target's calls made) into a variable, then ends the
 	// process with os._exit(0) instead of returning it: no record,
-	// whatever it printed. Built when the body ends in a return.
+	// whatever it printed. Built when the body ends in a return and some
+	// input's expected outcome is a return: where every input raises, the
+	// mutant raises as the reference does, before its exit, and passes.
+	// It behaves like the reference too where every input takes a return
+	// before the last line (an early return in an if); a body's returns
+	// cannot be told from its nested functions' without parsing it, so
+	// that case is not guarded: C1 then drops the task ("the exit mutant
+	// passes the harness").
 	MutantExit = "exit"
 	// MutantThrowaway runs the reference's body, calls and all, and then
 	// returns the reference's values as literals, one per call of the
@@ -131,7 +138,11 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	if i := strings.LastIndex(ref, ")"); i >= 0 {
 		out = append(out, MutantOf(MutantSyntax, ref[:i]+ref[i+1:]))
 	}
-	if k := finalReturn(ref); k >= 0 {
+	returns := false
+	for _, e := range exp.Expected {
+		returns = returns || e.Raises == ""
+	}
+	if k := finalReturn(ref); k >= 0 && returns {
 		ls := strings.Split(ref, "\n")
 		body := strings.Join(ls[:k], "\n")
 		expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))

@@ -138,7 +138,9 @@ func TestPerturbChangesATellingParameterOfTheCall(t *testing.T) {
 // TestExitMutantCallsTheTargetFirst: the exit mutant makes the target's
 // calls the reference makes (it stands for WrongLogic: the right calls,
 // then ended early), for a return of the call itself as for a call
-// before the return, and ends the process after them.
+// before the return, and ends the process after them. Where every input
+// raises it is not built: it would raise as the reference does, before
+// its exit, and pass.
 func TestExitMutantCallsTheTargetFirst(t *testing.T) {
 	tg := Target{ID: "fixpkg._impl:scale", Paths: []string{"fixpkg.scale"}}
 	for _, ref := range []string{
@@ -150,9 +152,16 @@ func TestExitMutantCallsTheTargetFirst(t *testing.T) {
 	} {
 		task := Task{Target: tg, Signature: "def solve(xs, k):", Reference: ref, Inputs: []string{"([1], 2)"}}
 		var exit string
-		for _, m := range Mutants(task, "", Expectation{}) {
+		returns := Expectation{Expected: []Expected{{Value: json.RawMessage(`{"t": "int", "type": "builtins.int", "v": "3"}`), Exact: true}}}
+		for _, m := range Mutants(task, "", returns) {
 			if m.Kind == MutantExit {
 				exit = m.Code
+			}
+		}
+		raises := Expectation{Expected: []Expected{{Raises: "ValueError", Exact: true}}}
+		for _, m := range Mutants(task, "", raises) {
+			if m.Kind == MutantExit {
+				t.Errorf("reference %q raising on every input: exit mutant %q built", ref, m.Code)
 			}
 		}
 		want := TargetCalls(ref, tg)
