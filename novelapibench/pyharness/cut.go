@@ -47,9 +47,15 @@ type Site struct {
 	After []string `json:"after"`
 	// Class is the class statement holding the call (Around "class") of
 	// an easy or medium task, as the example writes it (literals lifted)
-	// with the target's call shown as "<the call>": its fields, types and
-	// bases are the task's, not the solver's to guess.
+	// with the target's call shown as "<the call>" and whatever else in
+	// it names the target (another call, an uncalled reference such as
+	// default_factory=T) as "<it>": its fields, types and bases are the
+	// task's, not the solver's to guess.
 	Class string `json:"class"`
+	// Aliases are the names other than its own that the example binds the
+	// target to (from pkg import scale as T; a name the package exports
+	// it at): code that Describe quotes must not name them either.
+	Aliases []string `json:"aliases,omitempty"`
 	// Repeats: the last input repeats the first (a class span, defined
 	// again on each input and pass in one process): UsableInputs compares
 	// their outcomes to tell whether a second definition of the class
