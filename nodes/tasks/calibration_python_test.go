@@ -43,6 +43,15 @@ node "c1" "mismatch" {
   samples   = node.filter.box_samples
   ecosystem = "python"
 }
+node "filter" "no_scale_syntax" {
+  input = node.solve.calibration
+  where = row.kind != "syntax" || !strcontains(row.api_id, ":scale")
+}
+node "c1" "partial" {
+  tasks     = node.tasks.stats
+  samples   = node.filter.no_scale_syntax
+  ecosystem = "python"
+}
 `
 
 // TestPythonCalibrationThroughSolveAndJudge runs the Python fixture's
@@ -51,7 +60,9 @@ node "c1" "mismatch" {
 // perturb mutant for clamp, the one task with a parameter whose change
 // changes the outcome: hi), c1 reads them (samples) and keeps exactly
 // what c1 running them itself keeps (box dropped: its throwaway mutant
-// passes), c1 given samples of none of its tasks fails, and the judge's
+// passes), c1 given samples of none of its tasks fails, c1 given samples
+// that lack a kind of mutant for a task (its syntax mutants filtered out)
+// drops that task for it and decides the others as before, and the judge's
 // calibration report measures each path against pyharness.ExpectedClass
 // exactly: the fast path decides the reference, null, sibling, import
 // and syntax rows and box's surviving throwaway (OK, expected
@@ -134,6 +145,26 @@ model "judge" {
 			(c.AuditKill == c.AuditRun) == box || (strings.Join(c.Survivors, ",") == "throwaway") != box {
 			t.Errorf("c1 %s/%s: keep %v passed %v reason %q killed %d/%d survivors %v", c.Qualified, c.Difficulty, c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
 		}
+	}
+
+	// Without its syntax mutant's run, a scale task is dropped for it,
+	// whatever the other runs say; the other tasks are decided as before.
+	partial := nodetest.Read[tasks.C1Row](t, run, "node.c1.partial")
+	scales := 0
+	for i, c := range partial {
+		want := c1[i]
+		if strings.Contains(c.APIID, ":scale") {
+			scales++
+			want.Keep, want.Reason = false, "calibration sample syntax missing"
+			want.AuditRun, want.AuditKill = c1[i].AuditRun-1, c1[i].AuditKill-1
+			want.Discrimination = float64(want.AuditKill) / float64(want.AuditRun)
+		}
+		if g, w := mustJSON(t, c), mustJSON(t, want); g != w {
+			t.Errorf("c1 without scale's syntax samples\n%s\nwant\n%s", g, w)
+		}
+	}
+	if scales == 0 {
+		t.Error("no scale task: the partial samples test nothing")
 	}
 
 	// c1 running the calibration itself decides as c1 reading solve's

@@ -363,7 +363,12 @@ func pySpec(tk Row) (pyharness.Task, pyharness.Expectation, error) {
 // auditPython is C1 for Python tasks from their calibration runs (a solve
 // node's with calibration = true, or runPythonSolutions' of pyCalibration
 // when c1 has no samples): each mutant's verdict and fast-path class
-// (pyharness.AuditMutant) and pyharness.C1 decide what is kept.
+// (pyharness.AuditMutant) and pyharness.C1 decide what is kept. A task
+// must have a run of every kind pyCalibration builds for it (from these
+// tasks: on a subset of the solve node's tasks it expects no kind solve
+// did not build); one missing (samples filtered, a solve that lost rows)
+// drops it with "calibration sample KIND missing", as pyharness.C1 cannot
+// tell a mutant never run from one not built.
 func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 	byTask := map[string][]SampleRow{}
 	for _, s := range runs {
@@ -384,6 +389,7 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 	if observed > 0 && matched == 0 {
 		return fmt.Errorf("samples: none of the %d samples is of the %d observed tasks (samples must come from a solve node with calibration = true on the same tasks node)", len(runs), observed)
 	}
+	siblings := pySiblings(tasks)
 	out := make([]C1Row, len(tasks))
 	drops := map[string]int{}
 	survived := map[string]int{}
@@ -409,7 +415,9 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 				return err
 			}
 			var a pyharness.Audit
+			ran := map[string]bool{}
 			for _, s := range byTask[tk.TaskID] {
+				ran[s.Kind] = true
 				run, v, err := pyRun(s)
 				if err != nil {
 					return err
@@ -436,6 +444,12 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 				row.Discrimination = float64(row.AuditKill) / float64(row.AuditRun)
 			}
 			row.Keep, row.Reason = pyharness.C1(exp, a)
+			for _, m := range pyharness.Mutants(task, siblings[i], exp) {
+				if !ran[m.Kind] {
+					row.Keep, row.Reason = false, "calibration sample "+m.Kind+" missing"
+					break
+				}
+			}
 		}
 		if row.Keep {
 			kept++

@@ -47,9 +47,15 @@ type Site struct {
 	After []string `json:"after"`
 	// Class is the class statement holding the call (Around "class") of
 	// an easy or medium task, as the example writes it (literals lifted)
-	// with the target's call shown as "<the call>": its fields, types and
-	// bases are the task's, not the solver's to guess.
+	// with the target's call shown as "<the call>" and whatever else in
+	// it names the target (another call, an uncalled reference such as
+	// default_factory=T) as "<it>": its fields, types and bases are the
+	// task's, not the solver's to guess.
 	Class string `json:"class"`
+	// Aliases are the names other than its own that the example binds the
+	// target to (from pkg import scale as T; a name the package exports
+	// it at): code that Describe quotes must not name them either.
+	Aliases []string `json:"aliases,omitempty"`
 	// Repeats: the last input repeats the first (a class span, defined
 	// again on each input and pass in one process): UsableInputs compares
 	// their outcomes to tell whether a second definition of the class
@@ -361,8 +367,14 @@ func CutAll(ctx context.Context, python string, items []Cuttable) (CutResult, er
 // declarative base, an __init_subclass__ that refuses a name twice). Then
 // only the first input is kept, the one run on the class's first
 // definition, and it is not Dependent: the mock pass ran on a later
-// definition, so its change may be the registry's, not the mock's. The
-// task comes back without Repeats: its inputs no longer end with one.
+// definition, so its change may be the registry's, not the mock's. Such a
+// task has no Dependent outcome, so C1 always drops it ("no outcome
+// depends on the target"): it is kept here, not dropped, so that the drop
+// is counted with C1's reason and dropped says why. The task comes back
+// without Repeats: its inputs no longer end with one.
+//
+// The result shares no slice with t or exp: appending to it changes
+// neither.
 func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
 	n := len(t.Inputs)
 	if len(exp.Expected) != n || len(exp.Dependent) != n || n == 0 {
@@ -375,8 +387,8 @@ func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
 		// Values that vary from run to run are not compared: the runs
 		// tell nothing of a second definition there.
 		if first.Raises != again.Raises || (first.Exact && again.Exact && !bytes.Equal(first.Value, again.Value)) {
-			out, oexp := t, Expectation{Calls: exp.Calls, Expected: exp.Expected[:1], Dependent: []bool{false}}
-			out.Inputs, out.Site.Repeats = t.Inputs[:1], false
+			out, oexp := t, Expectation{Calls: exp.Calls, Expected: []Expected{exp.Expected[0]}, Dependent: []bool{false}}
+			out.Inputs, out.Site.Repeats = []string{t.Inputs[0]}, false
 			for i := 1; i < len(t.Inputs); i++ {
 				dropped = append(dropped, fmt.Sprintf("input %d %s: the class defined again in the same process computes something else on the example's own input (a registry of classes?), so only the first definition's outcome is kept, and the mock pass, on a later definition, asserts nothing", i, t.Inputs[i]))
 			}

@@ -135,8 +135,11 @@ class Example:
                 self.kind.append("plain")
             bound.update(stores(st))
 
-    def is_target_call(self, call):
-        tg, f = self.tg, call.func
+    def is_target_ref(self, f):
+        """Whether the expression f names the target: for a function or a
+        class, a Name or an Attribute resolving to it; for a method, its
+        name as an attribute of any value but a module of the package."""
+        tg = self.tg
         if tg["kind"] in ("function", "class"):
             # By the target's name, or by any path it is exported at (an
             # alias such as rescale = scale).
@@ -154,9 +157,21 @@ class Example:
                 dotted = ".".join([self.pkg_mod[root.id]] + parts[::-1])
                 return f.attr == tg["name"] or dotted in self.paths
             return False
-        # A method: its name called on any value but a module of the package.
         return isinstance(f, ast.Attribute) and f.attr == tg["name"] and not (
             isinstance(f.value, ast.Name) and f.value.id in self.pkg_mod)
+
+    def is_target_call(self, call):
+        return self.is_target_ref(call.func)
+
+    def aliases(self):
+        """The names other than the target's own that the example binds
+        the target to (from pkg import scale as T; a name it is exported
+        at): none for a method."""
+        tg = self.tg
+        if tg["kind"] not in ("function", "class"):
+            return []
+        return sorted(n for n, b in self.pkg_obj.items()
+                      if n != tg["name"] and (b[1] == tg["name"] or b[0] + "." + b[1] in self.paths))
 
     def target_call(self, st):
         for n in ast.walk(st):
@@ -887,6 +902,7 @@ def build(ex, level, body_idx, k, last, data=()):
         "setup": [ast.unparse(units[i][0]) for i in body_idx if i < k and (ex.kind[i] == "pkg" or i in ex.rebound)] if level != "hard" else [],
         "after": after_src,
         "class": class_src,
+        "aliases": ex.aliases() or None,
         "repeats": repeats,
         "plain_data": [ast.unparse(units[i][0]) for i in body_idx if i < k and ex.kind[i] == "plain"] if level == "hard" else [],
         "returns": ast.unparse(res),
@@ -908,22 +924,33 @@ CALL_HOLE, IT_HOLE = "__lacuna_the_call__", "__lacuna_it__"
 
 def quote_class(ex, cls, call):
     """The class statement's source with the target's call (in it) shown
-    as "<the call>", and any other call of the target in it as
-    "<it>(...)" (a method's as "value.<it>(...)"): its fields, types and
-    bases are the task's, the call is the solver's to find."""
+    as "<the call>", and anything else in it that names the target (by
+    is_target_ref: another call, or a reference such as
+    default_factory=T, partial(T, ...) or a decorator @T) as "<it>" (a
+    method's as "value.<it>"): its fields, types and bases are the
+    task's, the call is the solver's to find. A string naming it (an
+    annotation "T") is left: the description's leak check sees it."""
     memo = {}
     cls = copy.deepcopy(cls, memo)
     call = memo[id(call)]
+    function = ex.tg["kind"] in ("function", "class")
 
     class Holes(ast.NodeTransformer):
         def visit_Call(self, n):
             if n is call:
                 return ast.Name(id=CALL_HOLE, ctx=ast.Load())
-            if ex.is_target_call(n):
-                if ex.tg["kind"] in ("function", "class") or not isinstance(n.func, ast.Attribute):
-                    n.func = ast.Name(id=IT_HOLE, ctx=ast.Load())
-                else:
-                    n.func.attr = IT_HOLE
+            return self.generic_visit(n)
+
+        def visit_Name(self, n):
+            if isinstance(n.ctx, ast.Load) and ex.is_target_ref(n):
+                return ast.Name(id=IT_HOLE, ctx=ast.Load())
+            return n
+
+        def visit_Attribute(self, n):
+            if isinstance(n.ctx, ast.Load) and ex.is_target_ref(n):
+                if function:
+                    return ast.Name(id=IT_HOLE, ctx=ast.Load())
+                n.attr = IT_HOLE
             return self.generic_visit(n)
     src = ast.unparse(Holes().visit(cls))
     return src.replace(CALL_HOLE, "<the call>").replace(IT_HOLE, "<it>")

@@ -124,7 +124,7 @@ var cutCases = []cutCase{
 			Signature: "def solve(xs, factor):",
 			Reference: "from fixpkg import rescale as rs\nreturn rs(xs, factor=factor)",
 			Inputs:    []string{"(['a'], 2)", "(['ax'], 2)", "(['a'], 3)"},
-			Site:      Site{Args: []string{"xs", "factor=factor"}, Returns: "rs(xs, factor=factor)", Prints: true, Want: "['aa']\n"},
+			Site:      Site{Args: []string{"xs", "factor=factor"}, Aliases: []string{"rs"}, Returns: "rs(xs, factor=factor)", Prints: true, Want: "['aa']\n"},
 		}},
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
@@ -563,6 +563,28 @@ var cutCases = []cutCase{
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
+		// The class names the target under an alias without calling it
+		// (partial(T, ...), a decorator-style wrap): each such reference
+		// is quoted as <it>, the alias kept for the leak check.
+		name: "a class span naming the target's alias uncalled: each reference is quoted as <it>",
+		api:  apiScale,
+		ex: fenced("docs/model.md#fenced-7",
+			"from fixpkg import scale as T\nimport functools", "",
+			"class Model:\n    xs = T([1], 2)\n    f = functools.partial(T, factor=3)\n    g = staticmethod(T)", "",
+			"print(Model.xs + Model.f([1]))", "[2, 3]\n"),
+		want: map[string]Task{Easy: {
+			Prelude:   "import functools",
+			Signature: "def solve(xs_, factor, arg3):",
+			Reference: "from fixpkg import scale as T\nclass Model:\n    xs = T(xs_, factor)\n    f = functools.partial(T, factor=3)\n    g = staticmethod(T)\nreturn Model.xs + Model.f(arg3)",
+			Inputs:    []string{"([1], 2, [1])", "([2], 2, [1])", "([1], 3, [1])", "([1], 2, [2])", "([1], 2, [1])"},
+			Site: Site{Args: []string{"xs_", "factor"}, After: []string{"print(Model.xs + Model.f(arg3))"}, Returns: "Model.xs + Model.f(arg3)",
+				Class:   "class Model:\n    xs = <the call>\n    f = functools.partial(<it>, factor=3)\n    g = staticmethod(<it>)",
+				Aliases: []string{"T"}, Repeats: true,
+				Prints: true, Around: "class", Effect: true, Want: "[2, 3]\n"},
+		}},
+		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
+	},
+	{
 		// A method reads base when called, after the class: the step
 		// binding it is needed though it does not read the class.
 		name: "a class span: a name its method reads, bound after the class, goes into the body",
@@ -822,6 +844,13 @@ func TestUsableInputsReadsTheRepeatOfAClassSpan(t *testing.T) {
 	got, gexp, dropped = UsableInputs(task, exp)
 	if !reflect.DeepEqual(got.Inputs, []string{"(1,)"}) || !reflect.DeepEqual(gexp.Dependent, []bool{false}) || len(gexp.Expected) != 1 || len(dropped) != 2 || !strings.Contains(dropped[0], "defined again") || got.Site.Repeats {
 		t.Errorf("refused: inputs %q, dependent %v, dropped %q", got.Inputs, gexp.Dependent, dropped)
+	}
+	// The kept input and outcome are copies: appending to them leaves the
+	// caller's task and expectation as they were.
+	_ = append(got.Inputs, "(9,)")
+	_ = append(gexp.Expected, val(`{"t":"int","v":9}`))
+	if task.Inputs[1] != "(2,)" || string(exp.Expected[1].Value) != `{"t":"int","v":2}` {
+		t.Errorf("refused: appending to the result changed the caller's input %q, outcome %s", task.Inputs[1], exp.Expected[1].Value)
 	}
 	// Without Repeats the last input is an input like the others.
 	task.Site.Repeats = false

@@ -2,6 +2,7 @@ package pyharness
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -23,7 +24,9 @@ import (
 // example prints. The library is named by its top-level
 // package: finding the module and the name is the solver's. ok is false
 // when the text would name the target anyway (the level is then dropped:
-// a description that names the target gives the answer away).
+// a description that names the target gives the answer away): its name
+// anywhere in the text (NamesTarget), or a name the example binds it to
+// (Site.Aliases) in the code the text quotes.
 func Describe(t Task, doc string) (string, bool) {
 	tg := t.Target
 	gloss := glossOf(doc, tg.Name())
@@ -31,45 +34,50 @@ func Describe(t Task, doc string) (string, bool) {
 	fn := "`" + t.Function() + "`"
 	site := t.Site
 	var b strings.Builder
+	var code []string // the code the text quotes, for the leak check
+	quote := func(src ...string) string {
+		code = append(code, src...)
+		return strings.Join(src, "\n")
+	}
 	switch t.Difficulty {
 	case Medium:
 		b.WriteString("Complete the body of " + fn + ": build the input data, then use " + lib + ". What it must do: " + gloss)
 		if len(site.Data) > 0 {
-			b.WriteString("\nThe input data, as Python:\n" + strings.Join(site.Data, "\n"))
+			b.WriteString("\nThe input data, as Python:\n" + quote(site.Data...))
 		}
 	case Hard:
 		b.WriteString("Write the body of " + fn + " with " + lib + ". What it must do: " + gloss)
 		if len(site.PlainData) > 0 {
-			b.WriteString("\nStart from this data:\n" + strings.Join(site.PlainData, "\n"))
+			b.WriteString("\nStart from this data:\n" + quote(site.PlainData...))
 		}
 	default:
 		b.WriteString("Complete the body of " + fn + " with " + lib + ". What it must do: " + gloss)
 	}
 	if len(site.Setup) > 0 && t.Difficulty != Hard {
-		b.WriteString("\nBefore the call, the body runs this code (its imports are yours to write):\n" + strings.Join(site.Setup, "\n"))
+		b.WriteString("\nBefore the call, the body runs this code (its imports are yours to write):\n" + quote(site.Setup...))
 	}
 	if len(site.Args) > 0 {
 		var as []string
 		for _, a := range site.Args {
-			as = append(as, "`"+a+"`")
+			as = append(as, "`"+quote(a)+"`")
 		}
 		b.WriteString("\nThe library call that does it takes " + enumerate(as))
 	} else {
 		b.WriteString("\nThe library call that does it takes no arguments")
 	}
 	if site.Recv != "" && t.Difficulty != Hard {
-		b.WriteString(", called on `" + site.Recv + "`")
+		b.WriteString(", called on `" + quote(site.Recv) + "`")
 	}
 	b.WriteString(".")
 	if site.Around == "class" && t.Difficulty != Hard {
 		b.WriteString("\nThe call sits in the body of a class the example defines: " + fn + " defines that class with it")
 		if site.Class != "" {
-			b.WriteString(", as this code shows, the call written `<the call>` (and `<it>` what it calls, where the class calls that again):\n" + site.Class + "\nThen it")
+			b.WriteString(", as this code shows, the call written `<the call>` (and `<it>` what it calls, wherever else the class names that):\n" + quote(site.Class) + "\nThen it")
 		} else {
 			b.WriteString(", then")
 		}
 		if len(site.After) > 0 {
-			b.WriteString(" runs this code (it uses the class):\n" + strings.Join(site.After, "\n"))
+			b.WriteString(" runs this code (it uses the class):\n" + quote(site.After...))
 		} else {
 			b.WriteString(" uses the class as the example does.")
 		}
@@ -90,13 +98,13 @@ func Describe(t Task, doc string) (string, bool) {
 		case site.Around == "class" && site.Collects:
 			b.WriteString("\n" + fn + " returns a list of what the " + collected + " prints, each print's argument in order")
 		case site.Around == "class":
-			b.WriteString("\n" + fn + " returns `" + site.Returns + "`, computed from the class as the example does")
+			b.WriteString("\n" + fn + " returns `" + quote(site.Returns) + "`, computed from the class as the example does")
 		case site.Collects:
 			b.WriteString("\n" + fn + " returns a list of what the example's " + collected + " prints, each print's argument in order")
 		case site.Around != "":
-			b.WriteString("\n" + fn + " returns `" + site.Returns + "` as the " + site.Around + " statement around the call leaves it")
+			b.WriteString("\n" + fn + " returns `" + quote(site.Returns) + "` as the " + site.Around + " statement around the call leaves it")
 		case site.Effect:
-			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + site.Returns + "` after it, which the call changes")
+			b.WriteString("\nThe call returns nothing to use: " + fn + " returns `" + quote(site.Returns) + "` after it, which the call changes")
 		default:
 			b.WriteString("\n" + fn + " returns the call's result")
 		}
@@ -122,7 +130,7 @@ func Describe(t Task, doc string) (string, bool) {
 		b.WriteString("\nFor the example's input, " + callText(t.Function(), t.Inputs[0]) + ", " + what + " " + verb + ":\n" + want)
 	}
 	d := b.String()
-	return d, !NamesTarget(d, tg)
+	return d, !NamesTarget(d, tg) && !namesAny(code, site.Aliases)
 }
 
 var sectionRule = regexp.MustCompile(`(?m)^\s*(-{3,}|={3,})\s*$`)
@@ -162,6 +170,29 @@ func callText(fn, input string) string {
 // whole identifier (case-sensitive).
 func NamesTarget(text string, tg Target) bool {
 	return regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(tg.Name()) + `($|[^A-Za-z0-9_])`).MatchString(text)
+}
+
+// namesAny reports whether some piece of code names one of names: as a
+// Python name (pyTokens), or as a name in a string literal's text (a
+// string annotation "T", "list[T]"; a string in that text is not looked
+// into). A word of prose is no name: an alias s is not named by "the
+// example's".
+func namesAny(code []string, names []string) bool {
+	for _, c := range code {
+		for _, tok := range pyTokens(c) {
+			if tok.kind == tokName && slices.Contains(names, tok.text) {
+				return true
+			}
+			if q := strings.IndexAny(tok.text, `"'`); tok.kind == tokString && q >= 0 {
+				for _, in := range pyTokens(strings.Trim(tok.text[q:], `"'`)) {
+					if in.kind == tokName && slices.Contains(names, in.text) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // enumerate joins items as prose: "a", "a and b", "a, b and c".

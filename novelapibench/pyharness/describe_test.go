@@ -116,6 +116,35 @@ func TestDescribeRefusesATextThatNamesTheTarget(t *testing.T) {
 	}
 }
 
+// TestDescribeRefusesCodeNamingTheTargetsAlias: an alias the example
+// binds the target to (from fixpkg import scale as T) is the target's
+// name too: quoted code naming it, as a name or in a string annotation,
+// makes the description refused; the class quoting every reference to it
+// as <it> is accepted, and a prose word equal to a short alias ("s" of
+// "example's") names nothing.
+func TestDescribeRefusesCodeNamingTheTargetsAlias(t *testing.T) {
+	task := cutTasks(t, "a class span naming the target's alias uncalled: each reference is quoted as <it>")[Easy]
+	d, ok := Describe(task, scaleDoc)
+	if !ok || !strings.Contains(d, "f = functools.partial(<it>, factor=3)") {
+		t.Fatalf("ok %v, the class with its references hidden refused or not quoted:\n%s", ok, d)
+	}
+	for _, class := range []string{
+		"class Model:\n    xs = <the call>\n    f = functools.partial(T, factor=3)",
+		"class Model:\n    xs = <the call>\n    f: 'list[T]' = None",
+	} {
+		named := task
+		named.Site.Class = class
+		if d, ok := Describe(named, scaleDoc); ok {
+			t.Errorf("accepted a description quoting the alias T:\n%s", d)
+		}
+	}
+	short := task
+	short.Site.Aliases = []string{"s"}
+	if d, ok := Describe(short, scaleDoc); !ok || !strings.Contains(d, "example's") {
+		t.Errorf("ok %v: an alias s refused for prose:\n%s", ok, d)
+	}
+}
+
 func TestGlossTakesTheFirstSentenceOfTheSummary(t *testing.T) {
 	for doc, want := range map[string]string{
 		"Multiply each item. More words.":       "Multiply each item.",

@@ -18,21 +18,31 @@ const (
 	MutantNull    = "null"    // the body returns None: the target never called
 	MutantSibling = "sibling" // every use of the target's name replaced by a sibling API's
 	MutantImport  = "import"  // the target's package misspelt in the import lines
-	// MutantPerturb changes the first direct argument of the target's
-	// first call that is a literal, or a parameter of the solver function
-	// (Cut lifts the literals of the target's call into parameters) that
-	// the expectation shows to matter: its value on the first input is a
-	// number, a string or bytes, and an input differing from the first
-	// only in that parameter has another expected outcome. A number grows
-	// by one, a string or bytes gets "x" appended (Cut's change of that
-	// input), a literal boolean is negated, as goharness's perturb changes
-	// a literal argument. Built only when such an argument exists.
+	// MutantPerturb changes the first direct argument of a call of the
+	// target (the calls in source order, as TargetCalls finds them) that
+	// is a parameter of the solver function the expectation shows to
+	// matter: its value on the first input is a number, a string or
+	// bytes, and an input differing from the first only in that parameter
+	// has another expected outcome. A number grows by one, a string or
+	// bytes gets "x" appended (Cut's change of that input). A literal
+	// argument is never changed: nothing shows that its change changes an
+	// outcome (a flag the inputs do not exercise would leave the mutant
+	// passing, and WrongParam unfounded); Cut lifts every literal of the
+	// target's call into a parameter, so its tasks lose nothing by it.
+	// Built only when such an argument exists.
 	MutantPerturb = "perturb"
 	MutantSyntax  = "syntax" // the last closing parenthesis dropped
 	// MutantExit runs the reference's body, computing its final return's
 	// expression (the target's calls made) into a variable, then ends the
 	// process with os._exit(0) instead of returning it: no record,
-	// whatever it printed. Built when the body ends in a return.
+	// whatever it printed. Built when the body ends in a return and some
+	// input's expected outcome is a return: where every input raises, the
+	// mutant raises as the reference does, before its exit, and passes.
+	// It behaves like the reference too where every input takes a return
+	// before the last line (an early return in an if); a body's returns
+	// cannot be told from its nested functions' without parsing it, so
+	// that case is not guarded: C1 then drops the task ("the exit mutant
+	// passes the harness").
 	MutantExit = "exit"
 	// MutantThrowaway runs the reference's body, calls and all, and then
 	// returns the reference's values as literals, one per call of the
@@ -122,13 +132,17 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 	if moved {
 		out = append(out, MutantOf(MutantImport, strings.Join(lines, "\n")))
 	}
-	if p, ok := perturb(ref, name, telling(t, exp)); ok {
+	if p, ok := perturb(ref, t.Target, telling(t, exp)); ok {
 		out = append(out, MutantOf(MutantPerturb, p))
 	}
 	if i := strings.LastIndex(ref, ")"); i >= 0 {
 		out = append(out, MutantOf(MutantSyntax, ref[:i]+ref[i+1:]))
 	}
-	if k := finalReturn(ref); k >= 0 {
+	returns := false
+	for _, e := range exp.Expected {
+		returns = returns || e.Raises == ""
+	}
+	if k := finalReturn(ref); k >= 0 && returns {
 		ls := strings.Split(ref, "\n")
 		body := strings.Join(ls[:k], "\n")
 		expr := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(ls[k]), "return"))
@@ -165,104 +179,58 @@ func finalReturn(body string) int {
 	return -1
 }
 
-var (
-	literalAt  = regexp.MustCompile(`^(?:-?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|-?[0-9]+(?:[eE][-+]?[0-9]+)?|True|False|"[^"\\\n]*"|'[^'\\\n]*')$`)
-	keywordArg = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\s*=[^=]`)
-	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// perturb changes the first direct argument of the first call of name
-// (positional, or a keyword's value) that can be changed (MutantPerturb):
-// a literal, or a parameter of params (telling: its value's source on the
-// first input).
-func perturb(code, name string, params map[string]string) (string, bool) {
-	call := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).FindStringIndex(code)
-	if call == nil {
+// perturb changes the first direct argument (positional, or a keyword's
+// value) of a call of the target (TargetCalls' lexical scan: a call in a
+// string or a comment is none) that is a parameter of params (telling:
+// its value's source on the first input), the calls in source order
+// (MutantPerturb). A call in an f-string's replacement field is not
+// changed. For a method target the scan cannot tell the target's calls
+// from another object's method of the same name: the first such call with
+// a telling argument is changed.
+func perturb(code string, tg Target, params map[string]string) (string, bool) {
+	if len(params) == 0 {
 		return "", false
 	}
-	for _, span := range directArgs(code, call[1]) {
-		s, e := span[0], span[1]
-		for s < e && isSpace(code[s]) {
-			s++
+	toks := pyTokens(code)
+	names := targetNames(toks, tg)
+	for i := range toks {
+		_, end, ok := callAt(toks, i, names)
+		if !ok {
+			continue
 		}
-		for e > s && isSpace(code[e-1]) {
-			e--
-		}
-		if m := keywordArg.FindString(code[s:e]); m != "" {
-			for s += len(m) - 1; s < e && isSpace(code[s]); s++ {
+		for _, a := range splitTop(toks[i+2 : end]) {
+			if len(a) == 3 && a[0].kind == tokName && a[1].text == "=" {
+				a = a[2:] // a keyword's value
 			}
-		}
-		arg := code[s:e]
-		var repl string
-		switch {
-		case literalAt.MatchString(arg):
-			repl = changed(arg, arg)
-		case identifier.MatchString(arg) && params[arg] != "":
-			repl = changed(arg, params[arg])
-		}
-		if repl != "" {
-			return code[:s] + repl + code[e:], true
+			if len(a) != 1 || a[0].kind != tokName || params[a[0].text] == "" {
+				continue
+			}
+			if repl := changed(a[0].text, params[a[0].text]); repl != "" {
+				return code[:a[0].pos] + repl + code[a[0].pos+len(a[0].text):], true
+			}
 		}
 	}
 	return "", false
 }
 
-// changed is the change of arg, whose value is written as the literal
-// value (arg itself for a literal argument): a number plus one, a
-// boolean negated, a string or bytes with "x" appended; "" for any other
-// value.
+// changed is the change of the parameter arg, whose value is written as
+// the literal value (a number, a string or bytes): the number plus one,
+// "x" appended to the string or bytes; "" for any other value (an
+// f-string).
 func changed(arg, value string) string {
-	lit := strings.TrimLeft(value, "rRuU")
-	switch {
-	case arg == "True" || arg == "False":
-		return map[string]string{"True": "False", "False": "True"}[arg]
-	case lit != "" && (lit[0] == '"' || lit[0] == '\''):
-		if arg == value {
-			return value[:len(value)-1] + "x" + value[len(value)-1:]
+	if q := strings.IndexAny(value, `"'`); q >= 0 {
+		switch prefix := strings.ToLower(value[:q]); {
+		case strings.ContainsAny(prefix, "ft"):
+			return ""
+		case strings.Contains(prefix, "b"):
+			return "(" + arg + ` + b"x")`
 		}
 		return "(" + arg + ` + "x")`
-	case len(lit) > 1 && (lit[0] == 'b' || lit[0] == 'B') && (lit[1] == '"' || lit[1] == '\''):
-		return "(" + arg + ` + b"x")`
-	case value != "" && (value[0] >= '0' && value[0] <= '9' || value[0] == '-' || value[0] == '.'):
+	}
+	if value != "" && (value[0] >= '0' && value[0] <= '9' || value[0] == '-' || value[0] == '.') {
 		return "(" + arg + " + 1)"
 	}
 	return ""
-}
-
-// directArgs are the spans of the top-level arguments of the call whose
-// argument list starts at open (just after its parenthesis), up to the
-// closing one: brackets nest, and a string literal is skipped whole.
-func directArgs(code string, open int) [][2]int {
-	var out [][2]int
-	depth, start := 0, open
-	for i := open; i < len(code); i++ {
-		switch c := code[i]; c {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			if depth == 0 {
-				if strings.TrimSpace(code[start:i]) != "" {
-					out = append(out, [2]int{start, i})
-				}
-				return out
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, [2]int{start, i})
-				start = i + 1
-			}
-		case '"', '\'':
-			j := i
-			for j > 0 && isIdent(code[j-1]) {
-				j--
-			}
-			p := strings.ToLower(code[j:i])
-			end, _ := scanString(code, i, strings.ContainsAny(p, "ft"))
-			i = end - 1
-		}
-	}
-	return nil // unbalanced: the code is cut short
 }
 
 // telling maps each parameter of the solver function whose change is
@@ -347,12 +315,6 @@ func differ(a, b Expected) bool {
 	}
 	same, _ := compareValues(a.Value, b.Value)
 	return !same
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\' }
-
-func isIdent(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // pyLiteral writes a value description as a Python literal, for the kinds

@@ -10,8 +10,9 @@ import (
 )
 
 // TestEveryMutantKindHasAnExpectedClass builds every kind of mutant (a
-// reference with a literal argument, an import of the package, a final
-// return and a literal expected value) and checks that each kind has the
+// reference with an import of the package, a final return, literal
+// expected values and a parameter of the call whose
+// change changes the outcome) and checks that each kind has the
 // class it stands for by construction, the same as goharness's for the
 // kinds both ecosystems have; that MutantOf gives back each mutant as
 // Mutants built it (a calibration sample read back is audited as built);
@@ -20,11 +21,14 @@ import (
 func TestEveryMutantKindHasAnExpectedClass(t *testing.T) {
 	task := Task{
 		Target:    Target{ID: "fixpkg._impl:scale", Paths: []string{"fixpkg.scale"}},
-		Signature: "def solve(xs):",
-		Reference: "from fixpkg import scale\nreturn scale(xs, 3)",
-		Inputs:    []string{"([1, 2],)"},
+		Signature: "def solve(xs, k):",
+		Reference: "from fixpkg import scale\nreturn scale(xs, k)",
+		Inputs:    []string{"([1, 2], 3)", "([1, 2], 4)"},
 	}
-	exp := Expectation{Expected: []Expected{{Value: json.RawMessage(`{"t": "int", "type": "builtins.int", "v": "9"}`), Exact: true}}}
+	exp := Expectation{Expected: []Expected{
+		{Value: json.RawMessage(`{"t": "int", "type": "builtins.int", "v": "9"}`), Exact: true},
+		{Value: json.RawMessage(`{"t": "int", "type": "builtins.int", "v": "12"}`), Exact: true},
+	}}
 	var kinds []string
 	undecided := map[string]bool{}
 	for _, m := range Mutants(task, "shift", exp) {
@@ -60,14 +64,17 @@ func TestEveryMutantKindHasAnExpectedClass(t *testing.T) {
 	}
 }
 
-// TestPerturbChangesTheFirstDirectArgumentOfTheCall: the perturb mutant
-// changes a direct argument of the target's first call: a literal, or a
-// parameter (Cut lifts the call's literals into parameters) by the type
-// of its value on the first input, when an input changing only that
-// parameter has another expected outcome. It is not built when only a
-// nested literal, an argument of another type or a parameter that does
-// not change the outcome is there to change.
-func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
+// TestPerturbChangesATellingParameterOfTheCall: the perturb mutant
+// changes a direct argument of a call of the target that is a parameter
+// (Cut lifts the call's literals into parameters), by the type of its
+// value on the first input, when an input changing only that parameter
+// has another expected outcome. The call is found as TargetCalls finds
+// it: under an imported alias, and never in a string or a comment. It is
+// not built when only a literal (nothing shows its change matters: a flag
+// the inputs do not exercise), a nested argument, an argument of another
+// type or a parameter that does not change the outcome is there to
+// change.
+func TestPerturbChangesATellingParameterOfTheCall(t *testing.T) {
 	for _, tc := range []struct {
 		sig    string
 		inputs []string
@@ -80,18 +87,26 @@ func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
 		{"def solve(xs, factor):", []string{"([1, 2], -3)", "([1, 2], -2)"}, []int{1, 2}, "return m.scale(xs, factor = factor)", "return m.scale(xs, factor = (factor + 1))"},
 		{"def solve(xs, unit):", []string{"([1], 'cm')", "([1], 'cmx')"}, []int{1, 2}, "return scale(xs, unit=unit)", `return scale(xs, unit=(unit + "x"))`},
 		{"def solve(xs, raw):", []string{`([1], b"ab")`, `([1], b"abx")`}, []int{1, 2}, "return scale(xs, raw)", `return scale(xs, (raw + b"x"))`},
+		{"def solve(xs, raw):", []string{`([1], rb"ab")`, `([1], rb"abx")`}, []int{1, 2}, "return scale(xs, raw)", `return scale(xs, (raw + b"x"))`},
 		{"def solve(n):", []string{"(4,)", "(5,)"}, []int{1, 2}, "return scale(n)", "return scale((n + 1))"},
 		{"def solve(n):", []string{"4", "5"}, []int{1, 2}, "return scale(n)", "return scale((n + 1))"},
 		// clamp(5, 0, 3): a larger v or lo leaves 3, a larger hi does not.
 		{"def solve(v, lo, hi):", []string{"(5, 0, 3)", "(6, 0, 3)", "(5, 1, 3)", "(5, 0, 4)"}, []int{3, 3, 3, 4}, "import m\nreturn m.clamp(v, lo, hi)", "import m\nreturn m.clamp(v, lo, (hi + 1))"},
 		{"def solve(s, n):", []string{"('a,b', 2)", "('a,b', 3)"}, []int{1, 2}, `return scale(f(s, ","), n)`, `return scale(f(s, ","), (n + 1))`},
-		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 3)", "return scale(xs, (3 + 1))"},
-		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 'a')", "return scale(xs, 'ax')"},
-		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, flag=False)", "return scale(xs, flag=True)"},
-		{"def solve(s, n):", []string{"('a', 2)"}, []int{1}, `return scale("(,", n)`, `return scale("(,x", n)`},
-		// Nothing direct to change: a nested literal, an expression, a
-		// list, a name that is no parameter, a parameter whose change
-		// leaves the outcome or that no input changes alone, a boolean.
+		{"def solve(s, n):", []string{"('a', 2)", "('a', 3)"}, []int{1, 2}, `return scale("(,", n)`, `return scale("(,", (n + 1))`},
+		// The call under an imported alias; a call in a comment, in a
+		// string or of another name ending in the target's is none.
+		{"def solve(xs, k):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "from fixpkg import scale as s\nreturn s(xs, k)", "from fixpkg import scale as s\nreturn s(xs, (k + 1))"},
+		{"def solve(xs, k):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "# scale(k) below\nlabel = 'scale(k)'\nrescale(k)\nreturn scale(xs, k)", "# scale(k) below\nlabel = 'scale(k)'\nrescale(k)\nreturn scale(xs, (k + 1))"},
+		// A later call of the target when the first has no telling argument.
+		{"def solve(xs, k):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "ys = scale(xs)\nreturn scale(ys, k)", "ys = scale(xs)\nreturn scale(ys, (k + 1))"},
+		// Nothing to change: a literal (no input shows its change
+		// matters), a nested literal, an expression, a list, a name that
+		// is no parameter, a parameter whose change leaves the outcome or
+		// that no input changes alone, a boolean, a call only in a string.
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 3)", ""},
+		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(xs, 'a')", ""},
+		{"def solve(xs):", []string{"([1, 2],)", "([2, 3],)"}, []int{1, 2}, "return scale(xs, flag=False)", ""},
 		{"def solve(xs, k):", []string{"(DATA, 2)", "(DATA, 3)"}, []int{1, 2}, "return scale(xs, factor=k * 10)", ""},
 		{"def solve(xs):", []string{"([1, 2],)"}, []int{1}, "return scale(len('ab'), xs)", ""},
 		{"def solve(xs):", []string{"([1, 2],)", "([2, 3],)"}, []int{1, 2}, "return scale(xs)", ""},
@@ -100,6 +115,7 @@ func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
 		{"def solve(xs, k):", []string{"([1], 2)", "([2], 3)"}, []int{1, 2}, "return scale(xs, k)", ""},
 		{"def solve(xs, flag):", []string{"([1], True)", "([2], True)"}, []int{1, 2}, "return scale(xs, flag=flag)", ""},
 		{"def solve(xs, v2):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "y = other(v2)\nreturn y", ""},
+		{"def solve(xs, k):", []string{"([1], 2)", "([1], 3)"}, []int{1, 2}, "y = 'scale(xs, k)'\nreturn other(xs, k)", ""},
 	} {
 		task := Task{Target: Target{ID: "fixpkg._impl:" + map[bool]string{true: "clamp", false: "scale"}[strings.Contains(tc.code, "clamp")]},
 			Signature: tc.sig, Reference: tc.code, Inputs: tc.inputs}
@@ -122,7 +138,9 @@ func TestPerturbChangesTheFirstDirectArgumentOfTheCall(t *testing.T) {
 // TestExitMutantCallsTheTargetFirst: the exit mutant makes the target's
 // calls the reference makes (it stands for WrongLogic: the right calls,
 // then ended early), for a return of the call itself as for a call
-// before the return, and ends the process after them.
+// before the return, and ends the process after them. Where every input
+// raises it is not built: it would raise as the reference does, before
+// its exit, and pass.
 func TestExitMutantCallsTheTargetFirst(t *testing.T) {
 	tg := Target{ID: "fixpkg._impl:scale", Paths: []string{"fixpkg.scale"}}
 	for _, ref := range []string{
@@ -134,9 +152,16 @@ func TestExitMutantCallsTheTargetFirst(t *testing.T) {
 	} {
 		task := Task{Target: tg, Signature: "def solve(xs, k):", Reference: ref, Inputs: []string{"([1], 2)"}}
 		var exit string
-		for _, m := range Mutants(task, "", Expectation{}) {
+		returns := Expectation{Expected: []Expected{{Value: json.RawMessage(`{"t": "int", "type": "builtins.int", "v": "3"}`), Exact: true}}}
+		for _, m := range Mutants(task, "", returns) {
 			if m.Kind == MutantExit {
 				exit = m.Code
+			}
+		}
+		raises := Expectation{Expected: []Expected{{Raises: "ValueError", Exact: true}}}
+		for _, m := range Mutants(task, "", raises) {
+			if m.Kind == MutantExit {
+				t.Errorf("reference %q raising on every input: exit mutant %q built", ref, m.Code)
 			}
 		}
 		want := TargetCalls(ref, tg)

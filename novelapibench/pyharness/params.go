@@ -44,13 +44,20 @@ func (c SourceCall) String() string {
 // (g = scale; g(xs)).
 func TargetCalls(code string, tg Target) []SourceCall {
 	toks := pyTokens(code)
+	return targetCalls(toks, targetNames(toks, tg))
+}
+
+// targetNames are the names a call of the target goes by in toks: its
+// own, and each name an import statement binds it to ("import name as
+// alias", "from m import a, name as alias").
+func targetNames(toks []pyToken, tg Target) map[string]bool {
 	names := map[string]bool{tg.Name(): true}
-	for i := 0; i+2 < len(toks); i++ { // "import name as alias", "from m import a, name as alias"
+	for i := 0; i+2 < len(toks); i++ {
 		if toks[i].text == tg.Name() && toks[i+1].text == "as" && toks[i+2].kind == tokName && inImport(toks, i) {
 			names[toks[i+2].text] = true
 		}
 	}
-	return targetCalls(toks, names)
+	return names
 }
 
 // inImport reports whether the name at i is in an import statement's list
@@ -92,19 +99,9 @@ func targetCalls(toks []pyToken, names map[string]bool) []SourceCall {
 			}
 			continue
 		}
-		if i+1 >= len(toks) || toks[i].kind != tokName || toks[i+1].text != "(" || !names[toks[i].text] {
+		start, end, ok := callAt(toks, i, names)
+		if !ok {
 			continue
-		}
-		start := i // the callee: NAME(.NAME)* ending at i
-		for start >= 2 && toks[start-1].text == "." && toks[start-2].kind == tokName {
-			start -= 2
-		}
-		if start > 0 && (toks[start-1].text == "def" || toks[start-1].text == "class") {
-			continue // a definition
-		}
-		end := matching(toks, i+1)
-		if end < 0 {
-			continue // unbalanced: the code is cut short
 		}
 		c := SourceCall{Func: render(toks[start : i+1])}
 		if start > 0 && toks[start-1].text == "." {
@@ -126,6 +123,25 @@ func targetCalls(toks []pyToken, names map[string]bool) []SourceCall {
 		out = append(out, c)
 	}
 	return out
+}
+
+// callAt reports whether the name at i is the callee of a call of one of
+// names (not a def or class statement of it, and its parentheses closed):
+// start is the index of the callee's first token (NAME(.NAME)* ending at
+// i), end that of the call's closing parenthesis.
+func callAt(toks []pyToken, i int, names map[string]bool) (start, end int, ok bool) {
+	if i+1 >= len(toks) || toks[i].kind != tokName || toks[i+1].text != "(" || !names[toks[i].text] {
+		return 0, 0, false
+	}
+	start = i
+	for start >= 2 && toks[start-1].text == "." && toks[start-2].kind == tokName {
+		start -= 2
+	}
+	if start > 0 && (toks[start-1].text == "def" || toks[start-1].text == "class") {
+		return 0, 0, false // a definition
+	}
+	end = matching(toks, i+1)
+	return start, end, end >= 0 // end < 0: unbalanced, the code is cut short
 }
 
 // ParamCorr is how well the solver's calls of the target match the
@@ -222,6 +238,7 @@ const (
 type pyToken struct {
 	kind tokKind
 	text string
+	pos  int // the byte offset of text in the source scanned
 }
 
 // ops are Python's operators of more than one character, longest first.
@@ -244,14 +261,14 @@ func pyTokens(src string) []pyToken {
 			}
 		case c == '\'' || c == '"':
 			j, _ := scanString(src, i, false)
-			out = append(out, pyToken{tokString, src[i:j]})
+			out = append(out, pyToken{tokString, src[i:j], i})
 			i = j
 		case c >= '0' && c <= '9' || c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
 			j := i + 1
 			for j < len(src) && (isWord(src[j]) || src[j] == '.' || (src[j] == '+' || src[j] == '-') && (src[j-1] == 'e' || src[j-1] == 'E') && !strings.HasPrefix(src[i:], "0x")) {
 				j++
 			}
-			out = append(out, pyToken{tokNumber, src[i:j]})
+			out = append(out, pyToken{tokNumber, src[i:j], i})
 			i = j
 		case isWord(c) || c >= utf8.RuneSelf:
 			j := i
@@ -264,17 +281,17 @@ func pyTokens(src string) []pyToken {
 			}
 			if j == i { // a character Python would reject: keep it as an operator
 				_, n := utf8.DecodeRuneInString(src[i:])
-				out = append(out, pyToken{tokOp, src[i : i+n]})
+				out = append(out, pyToken{tokOp, src[i : i+n], i})
 				i += n
 				continue
 			}
 			if prefix := strings.ToLower(src[i:j]); j < len(src) && (src[j] == '\'' || src[j] == '"') && j-i <= 2 && strings.Trim(prefix, "rbuft") == "" {
 				k, _ := scanString(src, j, strings.ContainsAny(prefix, "ft")) // a prefixed string: r'...', f"...", rb'...', t'...'
-				out = append(out, pyToken{tokString, src[i:k]})
+				out = append(out, pyToken{tokString, src[i:k], i})
 				i = k
 				continue
 			}
-			out = append(out, pyToken{tokName, src[i:j]})
+			out = append(out, pyToken{tokName, src[i:j], i})
 			i = j
 		default:
 			op := src[i : i+1]
@@ -284,7 +301,7 @@ func pyTokens(src string) []pyToken {
 					break
 				}
 			}
-			out = append(out, pyToken{tokOp, op})
+			out = append(out, pyToken{tokOp, op, i})
 			i += len(op)
 		}
 	}
