@@ -399,12 +399,13 @@ func (e *incompleteError) Is(target error) bool { return target == os.ErrNotExis
 // is not there or is not whole (see checkEnv: a deletion interrupted
 // half-way leaves part of it; Install replaces such a directory), or
 // ErrToolsChanged when it was made with another interpreter than
-// c.Python. Every call checks the environment (checkEnv: it reads the
-// installed distributions' RECORD files and stats the files they list,
-// starting no process). It keeps the environment's lock (locks/DIGEST)
-// when the kept one is missing or differs, so that an environment made
-// before locks were kept, or whose lock file was damaged, can be made
-// again too.
+// c.Python. Every call checks the environment, so that a deletion made
+// while a long process runs is seen too (checkEnv: it reads the installed
+// distributions' RECORD files and stats the files they list, starting no
+// process: about 0.14 s for 98 distributions and 39k files). It keeps the
+// environment's lock (locks/DIGEST) when the kept one is missing or
+// differs, so that an environment made before locks were kept, or whose
+// lock file was damaged, can be made again too.
 func (c *Cache) Get(digest string) (*Env, error) {
 	if !isSHA256(digest) {
 		return nil, fmt.Errorf("pyenv: %q is not an environment digest", digest)
