@@ -394,7 +394,8 @@ func baseInstall(exe string) string {
 // hash-checked, so the same digest and files
 // (runners/pyenv.Cache.Install); concurrent nodes and processes healing
 // the same digest are safe, one build wins. With the lock gone too (the
-// whole cache deleted) or damaged it is EnvGone. An environment or lock
+// whole cache deleted) it is EnvGone; a damaged lock fails with the same
+// advice. An environment or lock
 // made with another interpreter than the pinned one (the base
 // interpreter upgraded in place), or a lock made by another installer
 // when the environment must be rebuilt, is an error naming both, with
