@@ -385,35 +385,53 @@ func baseInstall(exe string) string {
 
 // Open returns the environment of digest (lib==version's, recorded by a
 // surface_diff upstream of upstream, the node's input) from the store's
-// Python cache. An environment deleted from the cache (envs/, by hand or
-// collected) whose lock is kept (locks/DIGEST) is made again from the
-// lock through p.Index, logged on r ("rebuilding environment
-// NAME==VERSION (DIGEST) from its lock"): exactly the locked files,
-// hash-checked, so the same digest and files (runners/pyenv.Cache.Install);
-// concurrent nodes and processes healing the same digest are safe, one
-// build wins. With the lock gone too (the whole cache deleted) it is
-// EnvGone. Either error fails the node, storing nothing, so that it runs
-// again once the environment can be had.
+// Python cache, checked whole (runners/pyenv.Cache.Get) on every call.
+// An environment deleted from the cache (envs/ or envs/DIGEST, by hand;
+// nothing collects them today), or left incomplete by a deletion
+// interrupted half-way, whose lock is kept (locks/DIGEST) is made again
+// from the lock through p.Index, logged on r ("rebuilding environment
+// NAME==VERSION (DIGEST) from its lock: WHY"): exactly the locked files,
+// hash-checked, so the same digest and files
+// (runners/pyenv.Cache.Install); concurrent nodes and processes healing
+// the same digest are safe, one build wins. With the lock gone too (the
+// whole cache deleted) it is EnvGone; a damaged lock fails with the same
+// advice. An environment or lock
+// made with another interpreter than the pinned one (the base
+// interpreter upgraded in place), or a lock made by another installer
+// when the environment must be rebuilt, is an error naming both, with
+// the same advice as EnvGone: the surface_diff must resolve it again.
+// Every error fails the node, storing nothing, so that it runs again once
+// the environment can be had.
 func (p *Python) Open(ctx context.Context, r nodes.Run, digest, lib, version, upstream string) (*rpyenv.Env, error) {
 	env, err := p.Cache.Get(digest)
 	if err == nil {
 		return env, nil
 	}
+	if errors.Is(err, rpyenv.ErrToolsChanged) {
+		return nil, fmt.Errorf("%s==%s: environment %.12s cannot be used: %w; %s", lib, version, digest, err, rebuildAdvice(upstream))
+	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
 	}
+	why := err
 	lock, err := p.Cache.Lock(digest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, EnvGone(digest, lib, version, upstream)
 	}
+	if errors.Is(err, rpyenv.ErrBadLock) {
+		return nil, fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache and its kept lock is damaged (%v); %s", lib, version, digest, err, rebuildAdvice(upstream))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s==%s: %w", lib, version, err)
 	}
-	r.Logf("rebuilding environment %s (%.12s) from its lock", lock.Root, digest)
+	r.Logf("rebuilding environment %s (%.12s) from its lock: %v", lock.Root, digest, why)
 	start := time.Now()
 	env, err = p.Cache.Install(ctx, lock, p.Index)
+	if errors.Is(err, rpyenv.ErrToolsChanged) {
+		return nil, fmt.Errorf("%s==%s: environment %.12s is missing from the store's Python cache (or incomplete) and cannot be rebuilt from its lock: %w; %s", lib, version, digest, err, rebuildAdvice(upstream))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s==%s: environment %.12s was deleted from the store's Python cache and cannot be rebuilt from its lock: %w", lib, version, digest, err)
+		return nil, fmt.Errorf("%s==%s: environment %.12s is missing from the store's Python cache (or incomplete) and cannot be rebuilt from its lock: %w", lib, version, digest, err)
 	}
 	r.Logf("rebuilt environment %s (%.12s): %d packages in %s", lock.Root, digest, len(lock.Packages), time.Since(start).Round(time.Millisecond))
 	return env, nil
@@ -421,10 +439,16 @@ func (p *Python) Open(ctx context.Context, r nodes.Run, digest, lib, version, up
 
 // EnvGone is the error of a node whose input names environment digest
 // (lib==version's, recorded by a surface_diff) when neither it nor its
-// lock is in the store's Python cache any more (the cache was deleted or
-// collected), so Open cannot make it again. The node fails, storing
-// nothing, so that it runs again once the environment is back; upstream
-// is the address of the node's input, on the way from that surface_diff.
+// lock is in the store's Python cache any more (the cache was deleted),
+// so Open cannot make it again. The node fails, storing nothing, so that
+// it runs again once the environment is back; upstream is the address of
+// the node's input, on the way from that surface_diff.
 func EnvGone(digest, lib, version, upstream string) error {
-	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache, nor its lock; to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", lib, version, digest, upstream)
+	return fmt.Errorf("%s==%s: environment %.12s is no longer in the store's Python cache, nor its lock; %s", lib, version, digest, rebuildAdvice(upstream))
+}
+
+// rebuildAdvice is how to have an environment that Open cannot: resolve
+// it again, by the surface_diff upstream of upstream.
+func rebuildAdvice(upstream string) string {
+	return fmt.Sprintf("to rebuild it, run the surface_diff that made it again (upstream of %s): lacuna run --recompute node.surface_diff.NAME FILE.hcl, then run this node again", upstream)
 }

@@ -228,11 +228,28 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 		t.Errorf("cached note %q", n)
 	}
 
-	// With the environments deleted from the store's cache, a tasks node
-	// that runs again (a new key: generator written out) rebuilds v_new's
-	// from its kept lock, to the same digest, and makes the same tasks.
+	// With the environments deleted from the store's cache by an rm -rf
+	// interrupted half-way (v_new's is left without pystats/_core.py), a
+	// tasks node that runs again (a new key: generator written out) does
+	// not use what is left but rebuilds v_new's from its kept lock, to the
+	// same digest, and makes the same tasks.
 	cache := filepath.Join(dir, ".lacuna", "cache", "python")
-	if err := os.RemoveAll(filepath.Join(cache, "envs")); err != nil {
+	envs, err := os.ReadDir(filepath.Join(cache, "envs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range envs {
+		if e.Name() != rows[0].VNewEnv {
+			if err := os.RemoveAll(filepath.Join(cache, "envs", e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	core, _ := filepath.Glob(filepath.Join(cache, "envs", rows[0].VNewEnv, "lib", "python*", "site-packages", "pystats", "_core.py"))
+	if len(core) != 1 {
+		t.Fatalf("v_new's environment holds %v, want one pystats/_core.py", core)
+	}
+	if err := os.Remove(core[0]); err != nil {
 		t.Fatal(err)
 	}
 	healed := nodetest.Run(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
@@ -250,7 +267,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if line := fmt.Sprintf("rebuilding environment py-stats==2.0.0 (%.12s) from its lock", rows[0].VNewEnv); !strings.Contains(a.Logs, line) {
+	if line := fmt.Sprintf("rebuilding environment py-stats==2.0.0 (%.12s) from its lock: pyenv: environment %s is incomplete", rows[0].VNewEnv, rows[0].VNewEnv); !strings.Contains(a.Logs, line) {
 		t.Errorf("log lacks %q:\n%s", line, a.Logs)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "envs", rows[0].VNewEnv)); err != nil {
