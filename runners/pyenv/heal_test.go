@@ -274,3 +274,45 @@ func TestEnvironmentIsReadableByAllWhateverTheUmask(t *testing.T) {
 		t.Errorf("kept lock: %v, %v; want 0644", fi, err)
 	}
 }
+
+// TestCheckEnvComparesDistributionsWhateverTheirNamesSort: the lock lists
+// its packages by name, site-packages is read in any order, and a name
+// that prefixes another ("pydantic", "pydantic-core") sorts differently
+// as a NAME==VERSION string; checkEnv must accept an environment holding
+// exactly the locked distributions (it refused pydantic's real one).
+func TestCheckEnvComparesDistributionsWhateverTheirNamesSort(t *testing.T) {
+	dir := t.TempDir()
+	site := filepath.Join(dir, "lib", "python3.11", "site-packages")
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("bin/python", "")
+	write("pyvenv.cfg", "home = /usr/bin\n")
+	lock := &Lock{Python: "cpython 3.11.7 linux-x86_64", Installer: "uv 0.13.9", Root: "pydantic==2.7.2"}
+	for _, d := range []struct{ name, dist, version string }{
+		{"pydantic", "pydantic", "2.7.2"},
+		{"pydantic-core", "pydantic_core", "2.18.3"},
+	} {
+		info := filepath.Join("lib", "python3.11", "site-packages", d.dist+"-"+d.version+".dist-info")
+		write(filepath.Join(info, "METADATA"), "Metadata-Version: 2.1\nName: "+d.name+"\nVersion: "+d.version+"\n\n")
+		write(filepath.Join(info, "RECORD"), d.dist+"/__init__.py,,\n"+d.dist+"-"+d.version+".dist-info/METADATA,,\n")
+		write(filepath.Join("lib", "python3.11", "site-packages", d.dist, "__init__.py"), "")
+		lock.Packages = append(lock.Packages, Package{Name: d.name, Version: d.version, SHA256: []string{strings.Repeat("a", 64)}})
+	}
+	if err := checkEnv(dir, lock); err != nil {
+		t.Fatalf("checkEnv of an environment holding exactly the locked distributions: %v", err)
+	}
+	if err := os.Remove(filepath.Join(site, "pydantic_core", "__init__.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkEnv(dir, lock); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("checkEnv with a RECORDed file gone = %v, want it missing", err)
+	}
+}

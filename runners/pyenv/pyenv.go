@@ -479,7 +479,11 @@ func checkEnv(dir string, lock *Lock) error {
 	for _, p := range lock.Packages {
 		want = append(want, p.Name+"=="+p.Version)
 	}
+	// Both sorted as strings: the lock's order (by name) is not the
+	// strings' when one name prefixes another ("pydantic-core==" sorts
+	// before "pydantic==").
 	sort.Strings(have)
+	sort.Strings(want)
 	if strings.Join(have, " ") != strings.Join(want, " ") {
 		return fmt.Errorf("site-packages holds %v, the lock says %v", have, want)
 	}
