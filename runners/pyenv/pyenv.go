@@ -371,6 +371,16 @@ func (c *Cache) Create(ctx context.Context, spec Spec) (*Env, error) {
 	return c.Install(ctx, l, spec.IndexURL)
 }
 
+// ErrUnavailable is wrapped by the error of Resolve, Install and Create
+// when the failure is transient: the index or the file host could not be
+// reached, timed out, dropped the connection or answered 5xx or 429, or
+// the installer was stopped (ctx ended) or killed by a signal. A later
+// try may succeed, so the failure must not be recorded as the release's
+// answer. Any other failure (a 404, no installable file, a build that
+// fails, a dependency conflict, an index answering garbage) recurs and
+// does not wrap it. See transient for how it is told.
+var ErrUnavailable = errors.New("the index or file host is unavailable or the installer was stopped (transient: a re-run retries)")
+
 // ErrToolsChanged is wrapped by the error of Get for an environment made
 // with another interpreter than the cache's (the base interpreter was
 // upgraded in place: the environment links to it, so it cannot be used),
