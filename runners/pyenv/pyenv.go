@@ -44,6 +44,11 @@
 // whose lock is gone must be resolved again (Resolve), which is not
 // guaranteed to give the same lock.
 //
+// A failure of Resolve or Install that a later try may not meet (the
+// index or file host unreachable or answering 5xx or 429, the installer
+// stopped or killed) wraps ErrUnavailable; any other failure recurs, and
+// a caller may record it as the release's answer.
+//
 // An environment is used through its interpreter (Env.Python, and
 // `python -m MODULE` for tools): it was built under tmp/ and moved, so the
 // console scripts in its bin/ carry a stale path in their #! line. For the
