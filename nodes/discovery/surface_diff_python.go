@@ -47,8 +47,9 @@ func resolvePythonSurface(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, 
 }
 
 // runPython diffs each Python library of versions. A library whose
-// environments cannot be made, or a package the helper cannot list, is
-// one row with the reason; the other libraries and packages go on.
+// environments cannot be made for a reason that would recur, or a package
+// the helper cannot list, is one row with the reason; the other libraries
+// and packages go on. A transient failure fails the node (diffPython).
 func (t surfaceDiff) runPython(ctx context.Context, r nodes.Run, c *surfaceDiffConfig, versions []VersionRow) error {
 	p, err := pyenv.From(r)
 	if err != nil {
@@ -74,8 +75,13 @@ func (t surfaceDiff) runPython(ctx context.Context, r nodes.Run, c *surfaceDiffC
 	return t.Write(r, rows)
 }
 
-// diffPython is one library's rows and note. It returns an error only
-// when ctx ends.
+// diffPython is one library's rows and note. It returns an error when
+// ctx ends, and when a release's environment could not be made for a
+// transient reason (rpyenv.ErrUnavailable: the index or file host
+// unreachable, timed out or answering 5xx or 429, the installer killed):
+// the node then fails and nothing is stored, so a re-run retries. A
+// failure that would recur (no installable file, a build that fails, a
+// 404, a dependency conflict) is a row, stored with the rest.
 func diffPython(ctx context.Context, r nodes.Run, p *pyenv.Python, v VersionRow, minWords int, envs map[string]string) ([]APIRow, string, error) {
 	failed := func(kind, pkg, why string) APIRow {
 		return APIRow{Library: v.Library, Module: v.VNewModule, VOld: v.VOld, VNew: v.VNew, Package: pkg, Kind: kind, Reasons: why}
@@ -89,6 +95,9 @@ func diffPython(ctx context.Context, r nodes.Run, p *pyenv.Python, v VersionRow,
 		e, err := p.Environment(ctx, v.Library, rel.version, rel.time)
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
+		}
+		if errors.Is(err, rpyenv.ErrUnavailable) {
+			return nil, "", fmt.Errorf("no environment for %s==%s: %w", v.Library, rel.version, err)
 		}
 		if err != nil {
 			r.Logf("%s %s: no environment: %v", v.Library, rel.version, err)

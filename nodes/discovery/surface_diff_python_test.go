@@ -2,10 +2,13 @@ package discovery_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes/discovery"
@@ -432,5 +435,55 @@ class Props:
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSurfaceDiffPythonFailsOnAnUnavailableFileHost: while the file host
+// answers 503, surface_diff fails naming the release and saying a re-run
+// retries, and stores nothing; once it answers, a re-run diffs.
+func TestSurfaceDiffPythonFailsOnAnUnavailableFileHost(t *testing.T) {
+	needPython(t)
+	ix := pypitest.NewIndex()
+	publishShapes(t, ix, "1.0.0", "2024-01-10")
+	publishShapes(t, ix, "2.0.0", "2024-09-01")
+	var down atomic.Bool
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() && strings.HasPrefix(r.URL.Path, "/files/") {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		ix.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	useIndex(t, srv.URL+"/simple/")
+	t.Setenv("LACUNA_PY_INSTALLER", "pip")
+	t.Setenv("PIP_RETRIES", "0") // pip's own retries only slow the test
+	dir := storeDir(t)
+	failed := nodetest.RunErr(t, dir, pySurfacePipeline)
+	sd := failed.Nodes["node.surface_diff.shapes"]
+	if sd == nil || sd.State != "failed" || sd.Err == nil {
+		t.Fatalf("surface_diff with the file host answering 503: %+v, want failed", sd)
+	}
+	for _, want := range []string{"py-shapes==1.0.0", "transient", "a re-run retries", "503"} {
+		if !strings.Contains(sd.Err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, sd.Err)
+		}
+	}
+	t.Log(sd.Err)
+	down.Store(false)
+	again := nodetest.Run(t, dir, pySurfacePipeline)
+	if s := again.Nodes["node.surface_diff.shapes"].State; s != "done" {
+		t.Errorf("re-run with the file host back: surface_diff %s, want done (nothing was stored)", s)
+	}
+	var apis int
+	for _, a := range nodetest.Read[discovery.APIRow](t, again, "node.surface_diff.shapes") {
+		if a.ID == "" {
+			t.Errorf("re-run: library or package row %+v", a)
+		}
+		apis++
+	}
+	if apis == 0 {
+		t.Error("re-run: no rows")
 	}
 }

@@ -28,8 +28,9 @@ type cutoffIndex struct {
 	srv      *http.Server
 	ln       net.Listener
 
-	mu     sync.Mutex
-	errors []string
+	mu        sync.Mutex
+	errors    []string
+	transient bool // an upstream request failed in a way a retry may not
 }
 
 func startCutoffIndex(upstream string, cutoff time.Time, client *http.Client) (*cutoffIndex, error) {
@@ -55,6 +56,14 @@ func (ix *cutoffIndex) URL() string { return "http://" + ix.ln.Addr().String() +
 
 func (ix *cutoffIndex) Close() { ix.srv.Close() }
 
+// Transient says whether an upstream request failed transiently: no
+// answer (unreachable, timed out, connection dropped) or 5xx or 429.
+func (ix *cutoffIndex) Transient() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.transient
+}
+
 // Errors are the upstream failures seen, in order.
 func (ix *cutoffIndex) Errors() []string {
 	ix.mu.Lock()
@@ -62,10 +71,13 @@ func (ix *cutoffIndex) Errors() []string {
 	return append([]string(nil), ix.errors...)
 }
 
-func (ix *cutoffIndex) fail(w http.ResponseWriter, code int, format string, args ...any) {
+// fail answers code with the message and records it; transient marks
+// an upstream failure that a retry may not meet.
+func (ix *cutoffIndex) fail(w http.ResponseWriter, code int, transient bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	ix.mu.Lock()
 	ix.errors = append(ix.errors, msg)
+	ix.transient = ix.transient || transient
 	ix.mu.Unlock()
 	http.Error(w, msg, code)
 }
@@ -83,32 +95,32 @@ func (ix *cutoffIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := http.NewRequestWithContext(r.Context(), "GET", page.String(), nil)
 	if err != nil {
-		ix.fail(w, http.StatusBadGateway, "%s: %v", page, err)
+		ix.fail(w, http.StatusBadGateway, false, "%s: %v", page, err)
 		return
 	}
 	req.Header.Set("Accept", pep691)
 	resp, err := ix.client.Do(req)
 	if err != nil {
-		ix.fail(w, http.StatusBadGateway, "index %s: %v", page, err)
+		ix.fail(w, http.StatusBadGateway, true, "index %s: %v", page, err)
 		return
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		ix.fail(w, http.StatusBadGateway, "index %s: %v", page, err)
+		ix.fail(w, http.StatusBadGateway, true, "index %s: %v", page, err)
 		return
 	}
 	if resp.StatusCode != http.StatusOK {
-		ix.fail(w, resp.StatusCode, "index %s answered %s", page, resp.Status)
+		ix.fail(w, resp.StatusCode, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests, "index %s answered %s", page, resp.Status)
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != pep691 {
-		ix.fail(w, http.StatusBadGateway, "index %s answered %q, not the PEP 691 JSON simple API", page, mt)
+		ix.fail(w, http.StatusBadGateway, false, "index %s answered %q, not the PEP 691 JSON simple API", page, mt)
 		return
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(body, &doc); err != nil {
-		ix.fail(w, http.StatusBadGateway, "index %s: bad JSON: %v", page, err)
+		ix.fail(w, http.StatusBadGateway, false, "index %s: bad JSON: %v", page, err)
 		return
 	}
 	files, _ := doc["files"].([]any)
@@ -138,7 +150,7 @@ func (ix *cutoffIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	doc["files"] = kept
 	out, err := json.Marshal(doc)
 	if err != nil {
-		ix.fail(w, http.StatusInternalServerError, "%v", err)
+		ix.fail(w, http.StatusInternalServerError, false, "%v", err)
 		return
 	}
 	w.Header().Set("Content-Type", pep691)

@@ -152,12 +152,18 @@ func requirements(lock *Lock) string {
 	return b.String()
 }
 
-// indexError adds what the index answered to a failed run's error.
+// indexError adds what the index answered to a failed run's error, and
+// ErrUnavailable when the failure is transient.
 func indexError(what string, err error, ix *cutoffIndex) error {
 	if errs := ix.Errors(); len(errs) > 0 {
-		return fmt.Errorf("%s: %s\n%w", what, strings.Join(errs, "; "), err)
+		err = fmt.Errorf("%s: %s\n%w", what, strings.Join(errs, "; "), err)
+	} else {
+		err = fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	if ix.Transient() || transient(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // httpClient trusts the system's certificate authorities and certFile's.

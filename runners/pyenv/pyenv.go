@@ -44,6 +44,11 @@
 // whose lock is gone must be resolved again (Resolve), which is not
 // guaranteed to give the same lock.
 //
+// A failure of Resolve or Install that a later try may not meet (the
+// index or file host unreachable or answering 5xx or 429, the installer
+// stopped or killed) wraps ErrUnavailable; any other failure recurs, and
+// a caller may record it as the release's answer.
+//
 // An environment is used through its interpreter (Env.Python, and
 // `python -m MODULE` for tools): it was built under tmp/ and moved, so the
 // console scripts in its bin/ carry a stale path in their #! line. For the
@@ -370,6 +375,16 @@ func (c *Cache) Create(ctx context.Context, spec Spec) (*Env, error) {
 	}
 	return c.Install(ctx, l, spec.IndexURL)
 }
+
+// ErrUnavailable is wrapped by the error of Resolve, Install and Create
+// when the failure is transient: the index or the file host could not be
+// reached, timed out, dropped the connection or answered 5xx or 429, or
+// the installer was stopped (ctx ended) or killed by a signal. A later
+// try may succeed, so the failure must not be recorded as the release's
+// answer. Any other failure (a 404, no installable file, a build that
+// fails, a dependency conflict, an index answering garbage) recurs and
+// does not wrap it. See transient for how it is told.
+var ErrUnavailable = errors.New("the index or file host is unavailable or the installer was stopped (transient: a re-run retries)")
 
 // ErrToolsChanged is wrapped by the error of Get for an environment made
 // with another interpreter than the cache's (the base interpreter was

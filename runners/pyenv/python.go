@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -176,6 +177,59 @@ func failureReason(out string) string {
 }
 
 func (e *toolError) Unwrap() error { return e.err }
+
+// networkFailures are what pip's and uv's output say when a request got
+// no answer or a 5xx or 429 one, after their own retries: file downloads
+// go straight to the file host (the loopback index makes the files' URLs
+// absolute), so only the installer sees them. The pip ones were seen from
+// pip 23.2.1 against loopback servers that answer 503 or 429, close the
+// connection, hang, or cut a download short
+// (TestTransientFailuresAreErrUnavailable); the uv ones are uv's and
+// reqwest's wording, not provoked here (uv cannot be had offline).
+var networkFailures = []string{
+	// pip (urllib3), after its retries: refused, reset, timed out, too
+	// many 5xx answers.
+	"Max retries exceeded",
+	// pip: "504 Server Error: Gateway Timeout for url" (a 5xx it does not
+	// retry).
+	"Server Error:",
+	// pip: "429 Client Error: Too Many Requests for url"; uv: "HTTP status
+	// client error (429 Too Many Requests)".
+	"Too Many Requests",
+	// pip reads a download cut short as a hash mismatch. A file changed
+	// at the host reads the same; failing rather than recording it as the
+	// release's answer is the safer way for that too.
+	"DO NOT MATCH THE HASHES",
+	// uv: no answer, a 5xx answer, or either after its retries.
+	"error sending request",
+	"HTTP status server error",
+	"Request failed after",
+}
+
+// transient says whether a failed installer run's err is transient: ctx
+// ended, the installer was killed by a signal, or its output shows a
+// network failure (networkFailures).
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var te *toolError
+	if !errors.As(err, &te) {
+		return false
+	}
+	var exit *exec.ExitError
+	if errors.As(te.err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return true
+		}
+	}
+	for _, s := range networkFailures {
+		if strings.Contains(te.out, s) {
+			return true
+		}
+	}
+	return false
+}
 
 // summarize keeps the last lines of a tool's output that say something
 // (no progress bars, no blank lines), at most 25.
