@@ -137,9 +137,7 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 		byTask[s.TaskID] = append(byTask[s.TaskID], s)
 	}
 	out := make([]C1Row, len(tasks))
-	drops := map[string]int{}
 	survived := map[string]int{}
-	kept := 0
 	for i, t := range tasks {
 		row := C1Row{Row: t, Survivors: []string{}}
 		var ref *SampleRow // the first failing reference run, else the last
@@ -180,16 +178,28 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 		default:
 			row.C1Passed, row.Keep = true, true
 		}
+		out[i] = row
+	}
+	return t.finish(r, out, survived)
+}
+
+// finish logs what C1 dropped, by reason (up to its first "(" or ":"),
+// and the calibration solutions that passed some harness (survived, by
+// kind), notes how many tasks were kept and writes out: the end of a Go
+// and a Python c1 alike.
+func (t c1Type) finish(r nodes.Run, out []C1Row, survived map[string]int) error {
+	kept := 0
+	drops := map[string]int{}
+	for _, row := range out {
 		if row.Keep {
 			kept++
-		} else {
-			key := row.Reason
-			if i := strings.IndexAny(key, "(:"); i > 0 {
-				key = key[:i]
-			}
-			drops[strings.TrimSpace(key)]++
+			continue
 		}
-		out[i] = row
+		key := row.Reason
+		if i := strings.IndexAny(key, "(:"); i > 0 {
+			key = key[:i]
+		}
+		drops[strings.TrimSpace(key)]++
 	}
 	for _, k := range sortedKeys(drops) {
 		r.Logf("dropped %d: %s", drops[k], k)
@@ -201,7 +211,7 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 	if len(surv) > 0 {
 		r.Logf("calibration solutions that passed a harness: %s", strings.Join(surv, ", "))
 	}
-	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
+	r.Note("%d of %d tasks pass C1 and the audit", kept, len(out))
 	return t.Write(r, out)
 }
 

@@ -391,9 +391,7 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 	}
 	siblings := pySiblings(tasks)
 	out := make([]C1Row, len(tasks))
-	drops := map[string]int{}
 	survived := map[string]int{}
-	kept := 0
 	for i, tk := range tasks {
 		row := C1Row{Row: tk, Survivors: []string{}}
 		var ref *SampleRow
@@ -451,29 +449,9 @@ func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
 				}
 			}
 		}
-		if row.Keep {
-			kept++
-		} else {
-			key := row.Reason
-			if j := strings.IndexAny(key, "(:"); j > 0 {
-				key = key[:j]
-			}
-			drops[strings.TrimSpace(key)]++
-		}
 		out[i] = row
 	}
-	for _, k := range sortedKeys(drops) {
-		r.Logf("dropped %d: %s", drops[k], k)
-	}
-	if len(survived) > 0 {
-		var surv []string
-		for _, k := range sortedKeys(survived) {
-			surv = append(surv, fmt.Sprintf("%s %d", k, survived[k]))
-		}
-		r.Logf("calibration mutants that passed a harness: %s", strings.Join(surv, ", "))
-	}
-	r.Note("%d of %d tasks pass C1 and the audit", kept, len(tasks))
-	return t.Write(r, out)
+	return t.finish(r, out, survived)
 }
 
 // pySiblings is, for each task, the name of the API its sibling mutant
