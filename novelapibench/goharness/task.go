@@ -577,16 +577,22 @@ var firstSentence = regexp.MustCompile(`^(.+?[.!?])(\s|$)`)
 // glossOf is the doc's first sentence without the API's name as subject:
 // "Map manipulates a slice." → "manipulates a slice."
 func glossOf(doc, name string) string {
+	if g := Gloss(doc, name); g != "" {
+		return g
+	}
+	return "does what the library function is documented to do."
+}
+
+// Gloss is the first sentence of doc (whitespace folded) with a leading
+// "name " dropped and every other whole-word name replaced by "it"; ""
+// when doc has none. pyharness's task descriptions use it too.
+func Gloss(doc, name string) string {
 	flat := strings.Join(strings.Fields(doc), " ")
 	if m := firstSentence.FindStringSubmatch(flat); m != nil {
 		flat = m[1]
 	}
 	flat = strings.TrimPrefix(flat, name+" ")
-	flat = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(flat, "it")
-	if flat == "" {
-		return "does what the library function is documented to do."
-	}
-	return flat
+	return regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(flat, "it")
 }
 
 // NamesTarget reports whether text names the target API: its name as a

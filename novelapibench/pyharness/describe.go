@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
 // Describe writes a task's description (the paper's task prompt: what to
@@ -135,25 +137,18 @@ func Describe(t Task, doc string) (string, bool) {
 
 var sectionRule = regexp.MustCompile(`(?m)^\s*(-{3,}|={3,})\s*$`)
 
-var firstSentence = regexp.MustCompile(`^(.+?[.!?])(\s|$)`)
-
-// glossOf is the first sentence of doc with name replaced by "it".
+// glossOf is the first sentence of doc with name replaced by "it"
+// (goharness.Gloss), a docstring's doctest or parameter sections left out.
 func glossOf(doc, name string) string {
 	// A docstring's doctest or parameter sections are not the summary.
 	doc, _, _ = strings.Cut(doc, "\n\n")
 	if sectionRule.MatchString(doc) {
 		doc = "" // numpydoc's first section: there is no summary
 	}
-	flat := strings.Join(strings.Fields(doc), " ")
-	if m := firstSentence.FindStringSubmatch(flat); m != nil {
-		flat = m[1]
+	if g := goharness.Gloss(doc, name); g != "" {
+		return g
 	}
-	flat = strings.TrimPrefix(flat, name+" ")
-	flat = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(flat, "it")
-	if flat == "" {
-		return "what the library's function is documented to do."
-	}
-	return flat
+	return "what the library's function is documented to do."
 }
 
 // callText is the call of the solver function on input, an argument
