@@ -1,8 +1,9 @@
 // Package analysis holds the estimators and statistics of lacuna's
 // benchmark tables: pass@k with the unbiased estimator of Chen et al.
-// (2021), means, and percentile bootstrap confidence intervals that
-// resample groups (tasks). Its functions are pure and safe for concurrent
-// use; the bootstrap is deterministic given its seed.
+// (2021), means, and confidence intervals for means over groups (tasks):
+// a score interval for values in [0, 1] (MeanCI) and a percentile
+// bootstrap that resamples groups (Bootstrap). Its functions are pure and
+// safe for concurrent use; the bootstrap is deterministic given its seed.
 package analysis
 
 import (
@@ -80,6 +81,10 @@ type CI struct{ Lo, Hi float64 }
 // derives stream from the group's name (StreamOf) gets intervals that do
 // not change when other groups are added. ok is false for no values or
 // B < 1.
+//
+// The percentile interval runs narrow on few groups and has zero width
+// when all values agree; for values in [0, 1] (rates, pass@k), MeanCI
+// keeps its coverage from 10 groups up.
 func Bootstrap(values []float64, b int, level float64, seed, stream uint64) (ci CI, ok bool) {
 	n := len(values)
 	if n == 0 || b < 1 {

@@ -27,3 +27,24 @@ func ExampleBootstrap() {
 	fmt.Println(ci == again, ci.Lo < analysis.Mean(perTask), analysis.Mean(perTask) < ci.Hi)
 	// Output: true true true
 }
+
+// A 95% interval for the mean of per-task values in [0, 1]. When all ten
+// tasks pass, the percentile bootstrap collapses to [1, 1]; MeanCI gives
+// Wilson's interval for 10 of 10.
+func ExampleMeanCI() {
+	perTask := []float64{0, 0.25, 1, 0.5, 0, 1, 0.75, 0.2, 0.1, 0.9}
+	ci, ok := analysis.MeanCI(perTask, 0.95)
+	fmt.Printf("mean %.3f in [%.3f, %.3f] (%v)\n", analysis.Mean(perTask), ci.Lo, ci.Hi, ok)
+
+	allPass := []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	boot, _ := analysis.Bootstrap(allPass, 1000, 0.95, 1, analysis.StreamOf("qwen|S+E"))
+	ci, _ = analysis.MeanCI(allPass, 0.95)
+	fmt.Printf("all pass: bootstrap [%.3f, %.3f], MeanCI [%.3f, %.3f]\n", boot.Lo, boot.Hi, ci.Lo, ci.Hi)
+
+	_, ok = analysis.MeanCI([]float64{0.5, 1.2}, 0.95)
+	fmt.Println("a value above 1:", ok)
+	// Output:
+	// mean 0.470 in [0.240, 0.713] (true)
+	// all pass: bootstrap [1.000, 1.000], MeanCI [0.722, 1.000]
+	// a value above 1: false
+}
