@@ -425,6 +425,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("the second run made %d requests", after-before)
 	}
+	checkKeys(t, st, file, vars, "novelapibench_python")
 }
 
 func mustJSON(t *testing.T, v any) string {

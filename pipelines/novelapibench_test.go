@@ -397,6 +397,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("the second run made %d requests", after-before)
 	}
+	checkKeys(t, st, file, vars, "novelapibench_go")
 }
 
 // run runs the pipeline (the given targets, or all of it) and returns each

@@ -102,6 +102,7 @@ func TestToolSenseGeneratePipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for i, r := range res {
 		outputs[i.Addr] = r.Output
 	}
+	checkKeys(t, st, file, vars, "toolsense_generate")
 	for addr := range outputs {
 		if strings.Contains(addr, "mcq") || strings.Contains(addr, "qa_") || strings.Contains(addr, "probe") {
 			t.Errorf("generate = [\"rrb\"] ran %s", addr)

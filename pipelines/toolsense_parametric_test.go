@@ -210,6 +210,7 @@ func testParametricPipeline(t *testing.T, search string) {
 	if after := srv.Stats().Requests; after != before {
 		t.Errorf("the second run made %d requests", after-before)
 	}
+	checkKeys(t, st, file, vars, "toolsense_parametric_"+t.Name()[strings.LastIndex(t.Name(), "/")+1:])
 	// A beam below 50 keeps k = beam tools.
 	narrow := map[string]string{}
 	for k, v := range vars {

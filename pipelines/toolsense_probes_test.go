@@ -76,6 +76,7 @@ func TestToolSenseProbesPipelineRunsAgainstAScriptedModel(t *testing.T) {
 	for i, r := range res {
 		outputs[i.Addr] = r.Output
 	}
+	checkKeys(t, st, file, vars, "toolsense_probes")
 	if _, ok := outputs[`node.rrb_generate.rrb["generator"]`]; ok {
 		t.Errorf("generate = [\"mcq\", \"qa\"] generated an RRB")
 	}

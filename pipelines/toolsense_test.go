@@ -50,6 +50,7 @@ func TestToolSensePipelineEvaluatesBM25OnTheReleasedRRB(t *testing.T) {
 	for i, r := range res {
 		outputs[i.Addr] = r.Output
 	}
+	checkKeys(t, st, file, nil, "toolsense_bm25")
 	catalog := readRows[toolsense.CatalogRow](t, st, outputs["node.catalog.rrb"])
 	retrieved := readRows[toolsense.RetrieveRow](t, st, outputs["node.retrieve.bm25"])
 	eval := readRows[toolsense.EvalRow](t, st, outputs["node.retrieval_eval.rrb"])
