@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
+	"github.com/lacuna-dev/lacuna/nodes/filters"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -149,7 +152,7 @@ func (s *pyScript) reply(q llmtest.Request) string {
 	defer s.mu.Unlock()
 	text := q.Text()
 	switch q.Model {
-	case judge:
+	case judgeID:
 		m, ref := pySemSolution.FindStringSubmatch(text), pySemReference.FindStringSubmatch(text)
 		if m == nil || ref == nil {
 			// A verdict: asked only of the calibration mutants the fast
@@ -233,13 +236,13 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &pyScript{sweep: map[[2]string]int{}, sent: map[[2]string]string{}}
-	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judge}, Script: []llmtest.Rule{{Reply: s.reply}}})
+	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judgeID}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
 		"endpoint":   srv.URL(),
 		"model_id":   underTest,
 		"strong_id":  strong,
-		"judge_id":   judge,
+		"judge_id":   judgeID,
 		"libraries":  `{ stats = { ecosystem = "python", name = "py-stats", domain = "data" } }`,
 		"cells":      `["baseline", "Full"]`,
 		"retrievers": `["oracle", "bm25"]`,
@@ -259,7 +262,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		name[r.TaskID] = r.Qualified + "/" + r.Difficulty
 	}
 	const boxDrop = "no outcome depends on the target: the mock layer cannot tell a throwaway call"
-	for _, r := range read[tasks.C1Row](t, st, out[c1]) {
+	for _, r := range read[filters.C1Row](t, st, out[c1]) {
 		switch {
 		case r.Keep && r.Reason == "":
 			s.tasks = append(s.tasks, r.Row)
@@ -298,7 +301,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		`node.c2.lib["under_test/stats"]`: {"pystats.box/easy": boxDrop, "pystats.clamp/easy": c2Drop},
 		`node.c3.lib["under_test/stats"]`: {"pystats.box/easy": boxDrop, "pystats.clamp/easy": c2Drop, "pystats.ordered/easy": c3Drop},
 	} {
-		rows := read[tasks.FilterRow](t, st, out[addr])
+		rows := read[filters.FilterRow](t, st, out[addr])
 		if len(rows) != len(name) {
 			t.Errorf("%s: %d rows, want %d", addr, len(rows), len(name))
 		}
@@ -320,7 +323,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range read[tasks.GenerateRow](t, st, out[`node.generate.sweep["under_test/stats/Full@bm25"]`]) {
+	for _, r := range read[experiments.GenerateRow](t, st, out[`node.generate.sweep["under_test/stats/Full@bm25"]`]) {
 		if r.Retriever != "bm25" || len(r.Retrieved) == 0 || r.ExtractedBy != "fence:python" {
 			t.Errorf("Full@bm25 %s: retriever %q, %d chunks, extracted by %q", name[r.TaskID], r.Retriever, len(r.Retrieved), r.ExtractedBy)
 		}
@@ -330,13 +333,13 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	// decided by the fast path; the judge model scores the reference 1.
 	for _, cell := range pyCells {
 		addr := `node.judge.sweep["under_test/stats/` + cell + `"]`
-		rows := read[tasks.JudgeRow](t, st, out[addr])
+		rows := read[judge.JudgeRow](t, st, out[addr])
 		if len(rows) != 2*len(rest) {
 			t.Errorf("%s: %d samples, want %d", addr, len(rows), 2*len(rest))
 		}
 		for _, r := range rows {
 			a := pyAnswers[s.sweep[[2]string{r.TaskID, cell}]]
-			if r.Class != a.class || r.Path != tasks.PathRule || r.Model != underTest || r.Cell != cell || r.Passed != (a.class == goharness.ClassOK) {
+			if r.Class != a.class || r.Path != judge.PathRule || r.Model != underTest || r.Cell != cell || r.Passed != (a.class == goharness.ClassOK) {
 				t.Errorf("%s %s %s (%s): class %s by %s (%s), passed %v, want %s", cell, name[r.TaskID], r.SampleID, a.kind, r.Class, r.Path, r.Rule, r.Passed, a.class)
 			}
 			if r.Sem == nil || (*r.Sem == 1) != (a.class == goharness.ClassOK) {
@@ -402,18 +405,18 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("judge calibration: %v", err)
 	}
-	var rep tasks.CalibrationReport
+	var rep judge.CalibrationReport
 	if err := json.Unmarshal(a.Reports["calibration"], &rep); err != nil {
 		t.Fatalf("calibration report %s: %v", a.Reports["calibration"], err)
 	}
-	want := tasks.CalibrationReport{Samples: 43, Agree: 37, Agreement: 37.0 / 43,
+	want := judge.CalibrationReport{Samples: 43, Agree: 37, Agreement: 37.0 / 43,
 		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
 			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 6, "WrongParam": 5}, "WrongParam": {"WrongParam": 1}},
-		ByPath: map[string]*tasks.PathAgreement{
-			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
+		ByPath: map[string]*judge.PathAgreement{
+			judge.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
 				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
-			tasks.PathLLM:      {Samples: 11, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6, "WrongParam": 5}}},
-			tasks.PathFallback: {Samples: 1, Agree: 1, Confusion: map[string]map[string]int{"WrongParam": {"WrongParam": 1}}},
+			judge.PathLLM:      {Samples: 11, Agree: 6, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6, "WrongParam": 5}}},
+			judge.PathFallback: {Samples: 1, Agree: 1, Confusion: map[string]map[string]int{"WrongParam": {"WrongParam": 1}}},
 		}}
 	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
 		t.Errorf("calibration report\n%s\nwant\n%s", g, w)

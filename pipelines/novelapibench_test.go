@@ -16,6 +16,9 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
+	"github.com/lacuna-dev/lacuna/nodes/filters"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -23,14 +26,16 @@ import (
 
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
+	_ "github.com/lacuna-dev/lacuna/nodes/experiments"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
+	_ "github.com/lacuna-dev/lacuna/nodes/metrics"
 )
 
 // The served names of the three models of the pipeline, on one server.
 const (
 	underTest = "test/under"
 	strong    = "test/strong"
-	judge     = "test/judge"
+	judgeID   = "test/judge"
 	lib       = "shapes"
 )
 
@@ -105,7 +110,7 @@ func (s *script) reply(q llmtest.Request) string {
 	defer s.mu.Unlock()
 	text := q.Text()
 	switch q.Model {
-	case judge:
+	case judgeID:
 		if m := judgedBlock.FindStringSubmatch(text); m != nil {
 			ref := referenceBlock.FindStringSubmatch(text)
 			if ref != nil && strings.TrimSpace(ref[1]) == strings.TrimSpace(m[1]) {
@@ -167,13 +172,13 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &script{answers: map[string]map[string]string{}, sweep: map[[2]string]string{}, sent: map[[2]string]string{}}
-	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judge}, Script: []llmtest.Rule{{Reply: s.reply}}})
+	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judgeID}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
 		"endpoint":   srv.URL(),
 		"model_id":   underTest,
 		"strong_id":  strong,
-		"judge_id":   judge,
+		"judge_id":   judgeID,
 		"libraries":  `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
 		"cells":      `["baseline", "S", "Full"]`,
 		"retrievers": `["oracle", "bm25"]`,
@@ -188,7 +193,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	c1 := `node.c1.lib["shapes"]`
 	out := run(t, st, file, vars, c1, `node.solve.calibration["shapes"]`)
 	kept := map[string]bool{}
-	for _, r := range read[tasks.C1Row](t, st, out[c1]) {
+	for _, r := range read[filters.C1Row](t, st, out[c1]) {
 		kept[r.TaskID] = r.Keep
 	}
 	for _, r := range read[tasks.Row](t, st, out[`node.tasks.lib["shapes"]`]) {
@@ -288,7 +293,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	}
 	for _, cell := range []string{"S", "Full"} {
 		addr := `node.generate.sweep["under_test/shapes/` + cell + `@bm25"]`
-		rows := read[tasks.GenerateRow](t, st, out[addr])
+		rows := read[experiments.GenerateRow](t, st, out[addr])
 		if len(rows) != 2*len(rest) {
 			t.Errorf("%s: %d rows, want %d", addr, len(rows), 2*len(rest))
 		}
@@ -325,7 +330,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	passed := map[string]map[string]bool{} // cell → task → passed
 	for _, cell := range sweepCells {
 		addr := `node.judge.sweep["under_test/shapes/` + cell + `"]`
-		rows := read[tasks.JudgeRow](t, st, out[addr])
+		rows := read[judge.JudgeRow](t, st, out[addr])
 		if len(rows) != 2*len(rest) {
 			t.Errorf("%s: %d samples, want %d", addr, len(rows), 2*len(rest))
 		}

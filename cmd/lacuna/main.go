@@ -15,7 +15,11 @@ import (
 
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
+	_ "github.com/lacuna-dev/lacuna/nodes/experiments"
+	_ "github.com/lacuna-dev/lacuna/nodes/filters"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
+	_ "github.com/lacuna-dev/lacuna/nodes/judge"
+	_ "github.com/lacuna-dev/lacuna/nodes/metrics"
 	_ "github.com/lacuna-dev/lacuna/nodes/tasks"
 	_ "github.com/lacuna-dev/lacuna/nodes/toolsense"
 )

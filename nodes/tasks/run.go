@@ -1,12 +1,13 @@
-// Package tasks holds NovelAPIBench's stage 3 and 4 node types and its
-// model runs, for Go: tasks (graded coding tasks with execute-then-assert
-// harnesses), solve (running solutions through the harnesses), c1 (the
-// reference passes; calibration solutions fail), generate (a model's
-// answers to tasks in one knowledge cell, through the store's call cache),
-// c2 and c3 (the model-dependent filters), judge (the failure taxonomy:
-// the deterministic fast path, then a judge model or the fallback) and
-// metrics (pass@k, API_acc, Param_corr, Sem and the failure composition
-// with bootstrap CIs, the paper's tables).
+// Package tasks holds NovelAPIBench's stage 3 node types and what the
+// stages after it share about a task: tasks (graded coding tasks with
+// execute-then-assert harnesses, cut from validated examples) and solve
+// (running solutions, or the reference and its calibration mutants,
+// through the harnesses), the task and sample rows (Row, SampleRow,
+// Solution), and the readers and runners the filters, experiments and the
+// judge use (ReadTasks, ReadStates, RunAll, RunPython). The stages after
+// it live beside it: nodes/filters (c1, c2, c3), nodes/experiments
+// (generate: a model's answers in one knowledge cell, with RAG), nodes/judge
+// (the failure taxonomy) and nodes/metrics (the paper's tables).
 package tasks
 
 import (
@@ -310,9 +311,9 @@ func byModule(rows []Row) [][]int {
 	return groups
 }
 
-// runAll runs solutions grouped by module (observe: see moduleEnv.run);
+// RunAll runs solutions grouped by module (observe: see moduleEnv.run);
 // rows and records come back in sols order.
-func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, observe bool) ([]SampleRow, []*goharness.Record, error) {
+func RunAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, observe bool) ([]SampleRow, []*goharness.Record, error) {
 	specs, expects, err := decodeTasks(tasks)
 	if err != nil {
 		return nil, nil, err
@@ -356,7 +357,7 @@ func runAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, obse
 	return out, recs, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+func SortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

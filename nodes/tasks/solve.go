@@ -73,29 +73,29 @@ func (solveType) Validate(cfg any) error {
 // With ecosystem = "python" it pins what tasks does (resolvePython).
 func (solveType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	if r.Config().(*solveConfig).Ecosystem == "python" {
-		return resolvePython(ctx, r)
+		return ResolvePython(ctx, r)
 	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
 
 func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	tasks, err := readTasks(r, c.Tasks)
+	tasks, err := ReadTasks(r, c.Tasks)
 	if err != nil {
 		return err
 	}
 	python := c.Ecosystem == "python"
 	for _, tk := range tasks {
 		if (tk.Ecosystem == "python") != python {
-			return fmt.Errorf("task %s (%s) is a %s task: set ecosystem = %q on solve", tk.TaskID, tk.Qualified, ecosystemOf(tk), ecosystemOf(tk))
+			return fmt.Errorf("task %s (%s) is a %s task: set ecosystem = %q on solve", tk.TaskID, tk.Qualified, EcosystemOf(tk), EcosystemOf(tk))
 		}
 	}
 	var sols []Solution
 	switch {
 	case c.Calibration && python:
-		sols, err = pyCalibration(tasks)
+		sols, err = PyCalibration(tasks)
 	case c.Calibration:
-		sols, err = calibration(ctx, r, tasks)
+		sols, err = Calibration(ctx, r, tasks)
 	default:
 		sols, err = readSolutions(r, c.Solutions, tasks)
 	}
@@ -104,9 +104,9 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	var rows []SampleRow
 	if python {
-		rows, err = runPythonSolutions(ctx, r, c.Tasks.Node, tasks, sols)
+		rows, err = RunPython(ctx, r, c.Tasks.Node, tasks, sols)
 	} else {
-		rows, _, err = runAll(ctx, r, tasks, sols, false)
+		rows, _, err = RunAll(ctx, r, tasks, sols, false)
 	}
 	if err != nil {
 		return err
@@ -121,19 +121,19 @@ func (t solveType) Run(ctx context.Context, r nodes.Run) error {
 	return t.Write(r, rows)
 }
 
-// ecosystemOf is a task row's ecosystem, "go" for rows from before the
+// EcosystemOf is a task row's ecosystem, "go" for rows from before the
 // column.
-func ecosystemOf(t Row) string {
+func EcosystemOf(t Row) string {
 	if t.Ecosystem == "" {
 		return "go"
 	}
 	return t.Ecosystem
 }
 
-// readTasks reads every task of a tasks node's output or a filter's (c1,
+// ReadTasks reads every task of a tasks node's output or a filter's (c1,
 // c2, c3: kept or not).
-func readTasks(r nodes.Run, ref nodes.Ref) ([]Row, error) {
-	states, err := readTaskStates(r, ref)
+func ReadTasks(r nodes.Run, ref nodes.Ref) ([]Row, error) {
+	states, err := ReadStates(r, ref)
 	rows := make([]Row, len(states))
 	for i, s := range states {
 		rows[i] = s.Row
@@ -180,9 +180,9 @@ func readSolutions(r nodes.Run, ref nodes.Ref, tasks []Row) ([]Solution, error) 
 	return out, nil
 }
 
-// calibration builds, for every observed task, the reference and the
+// Calibration builds, for every observed task, the reference and the
 // mutants its harness must reject.
-func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, error) {
+func Calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, error) {
 	specs, expects, err := decodeTasks(tasks)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 			}
 			pkgs[t.ImportPath] = p
 		}
-		tg := target(t)
+		tg := Target(t)
 		name := tg.Name
 		if tg.Receiver != "" {
 			name = tg.Receiver + "." + tg.Name
@@ -235,8 +235,8 @@ func calibration(ctx context.Context, r nodes.Run, tasks []Row) ([]Solution, err
 	return out, nil
 }
 
-// target is a task's API as the Go runners name it.
-func target(t Row) goharness.Target {
+// Target is a task's API as the Go runners name it.
+func Target(t Row) goharness.Target {
 	parts := strings.Split(t.Qualified, ".")
 	tg := goharness.Target{ID: t.APIID, Package: t.ImportPath, Name: parts[len(parts)-1]}
 	if len(parts) == 3 {

@@ -11,20 +11,20 @@ import (
 	rpyenv "github.com/lacuna-dev/lacuna/runners/pyenv"
 )
 
-// runPythonSolutions runs each solution of a Python task through
+// RunPython runs each solution of a Python task through
 // pyharness in the sandbox, in v_new's environment (the task's
 // v_new_env), and checks it against the task's expectation. A task
 // without a harness (no expectation) or a node that cannot sandbox the
 // environment gives failed rows saying so, not run. Observation is the
 // harness's run as JSON (pyharness.Run, its output in Output): what judge
 // reads back.
-func runPythonSolutions(ctx context.Context, r nodes.Run, upstream string, tasks []Row, sols []Solution) ([]SampleRow, error) {
+func RunPython(ctx context.Context, r nodes.Run, upstream string, tasks []Row, sols []Solution) ([]SampleRow, error) {
 	p, err := pyenv.From(r)
 	if err != nil {
 		return nil, err
 	}
 	envs := &pyEnvs{p: p, upstream: upstream, envs: map[string]*rpyenv.Env{}}
-	specs, expects, err := pySpecs(tasks)
+	specs, expects, err := PySpecs(tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +109,10 @@ func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) er
 	return nil
 }
 
-// pyRun reads back a run sample row (one with an observation): the
+// PyRun reads back a run sample row (one with an observation): the
 // harness's run (its output bounded as fillPython stored it) and its
 // verdict.
-func pyRun(s SampleRow) (pyharness.Run, pyharness.Verdict, error) {
+func PyRun(s SampleRow) (pyharness.Run, pyharness.Verdict, error) {
 	var run pyharness.Run
 	if err := json.Unmarshal([]byte(s.Observation), &run); err != nil {
 		return run, pyharness.Verdict{}, fmt.Errorf("sample %s/%s: observation: %w", s.TaskID, s.SampleID, err)

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 )
 
 // TestPythonSolveAndJudgeClassifyEachSolution runs solutions of the
@@ -19,7 +21,7 @@ import (
 // comparative layer, is left undecided and the fallback calls it
 // WrongLogic.
 func TestPythonSolveAndJudgeClassifyEachSolution(t *testing.T) {
-	dir, scale := pyScaleTask(t)
+	dir, scale := taskstest.PyScaleTask(t)
 	if want := "from pystats import scale\nreturn scale(xs)"; strings.TrimRight(scale.Mask, "\n") != want {
 		t.Fatalf("easy task for pystats.scale: mask %q, want %q", scale.Mask, want)
 	}
@@ -28,25 +30,25 @@ func TestPythonSolveAndJudgeClassifyEachSolution(t *testing.T) {
 		passed             bool
 		class, path        string
 	}{
-		{"correct", scale.Mask, true, "OK", tasks.PathRule},
-		{"syntax", "return scale(xs\n", false, "WrongSyntax", tasks.PathRule},
-		{"import", "from pystats.nothere import scale\nreturn scale(xs)\n", false, "WrongImport", tasks.PathRule},
-		{"api", "import pystats\nreturn pystats.scaled(xs)\n", false, "WrongAPISelection", tasks.PathRule},
-		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", false, "WrongLogic", tasks.PathFallback},
+		{"correct", scale.Mask, true, "OK", judge.PathRule},
+		{"syntax", "return scale(xs\n", false, "WrongSyntax", judge.PathRule},
+		{"import", "from pystats.nothere import scale\nreturn scale(xs)\n", false, "WrongImport", judge.PathRule},
+		{"api", "import pystats\nreturn pystats.scaled(xs)\n", false, "WrongAPISelection", judge.PathRule},
+		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", false, "WrongLogic", judge.PathFallback},
 	}
 	var sols []string
 	for _, c := range cases {
 		sols = append(sols, c.sampleID, c.solution)
 	}
-	writeSolutions(t, dir, scale.TaskID, sols...)
-	run := nodetest.Run(t, dir, pySolvePipeline+`
+	taskstest.WriteSolutions(t, dir, scale.TaskID, sols...)
+	run := nodetest.Run(t, dir, taskstest.PySolvePipeline+`
 node "judge" "model" {
   tasks   = node.tasks.stats
   samples = node.solve.model
 }
 `)
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.model")
-	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.model")
+	judged := nodetest.Read[judge.JudgeRow](t, run, "node.judge.model")
 	if len(samples) != len(cases) || len(judged) != len(cases) {
 		t.Fatalf("%d samples and %d judged, want %d", len(samples), len(judged), len(cases))
 	}
@@ -83,7 +85,7 @@ func TestPythonSolveRejectsBadAttributesAtTheirPosition(t *testing.T) {
 		{"calibration = true\n  solutions = node.tasks.stats\n  ecosystem = \"python\"", "p.hcl:33,15-31", "set exactly one of solutions"},
 	} {
 		dir := t.TempDir()
-		src := pyTasksPipeline + "node \"solve\" \"s\" {\n  tasks = node.tasks.stats\n  " + tc.attrs + "\n}\n"
+		src := taskstest.PyTasksPipeline + "node \"solve\" \"s\" {\n  tasks = node.tasks.stats\n  " + tc.attrs + "\n}\n"
 		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
 			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)

@@ -9,14 +9,15 @@ import (
 
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 )
 
 // TestSolveCalibrationRunsTheReferenceAndEveryMutant: the reference twice
 // and the mutants of each task, through its harness; the references pass,
 // the mutants fail except where the harness is known to be weak.
 func TestSolveCalibrationRunsTheReferenceAndEveryMutant(t *testing.T) {
-	run := runFixture(t, "", calibration)
-	byTask := readTasks(t, run)
+	run := taskstest.Run(t, "", taskstest.Calibration)
+	byTask := taskstest.ReadTasks(t, run)
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
 	kinds := map[string]int{}
 	refs := map[string]int{}
@@ -29,12 +30,12 @@ func TestSolveCalibrationRunsTheReferenceAndEveryMutant(t *testing.T) {
 		if s.Kind == "reference" {
 			refs[s.TaskID]++
 		}
-		shouldPass := s.Kind == "reference" || (s.Kind == "perturb" && weak[name(task)])
+		shouldPass := s.Kind == "reference" || (s.Kind == "perturb" && taskstest.Weak[taskstest.Name(task)])
 		if shouldPass != s.Passed {
-			t.Errorf("%s %s: passed=%v layers %v compile %q runtime %q", name(task), s.Kind, s.Passed, s.FailedLayers, s.CompileError, s.RuntimeError)
+			t.Errorf("%s %s: passed=%v layers %v compile %q runtime %q", taskstest.Name(task), s.Kind, s.Passed, s.FailedLayers, s.CompileError, s.RuntimeError)
 		}
 		if s.Kind == "syntax" && s.CompileError == "" {
-			t.Errorf("%s syntax: no compile error", name(task))
+			t.Errorf("%s syntax: no compile error", taskstest.Name(task))
 		}
 	}
 	for _, k := range []string{"reference", "null", "sibling", "import", "perturb", "syntax"} {
@@ -44,7 +45,7 @@ func TestSolveCalibrationRunsTheReferenceAndEveryMutant(t *testing.T) {
 	}
 	for id, task := range byTask {
 		if refs[id] != 2 {
-			t.Errorf("%s: %d reference runs, want 2", name(task), refs[id])
+			t.Errorf("%s: %d reference runs, want 2", taskstest.Name(task), refs[id])
 		}
 	}
 }
@@ -54,8 +55,8 @@ func TestSolveCalibrationRunsTheReferenceAndEveryMutant(t *testing.T) {
 func TestSolveRunsGivenSolutions(t *testing.T) {
 	dir := t.TempDir()
 	var clamp tasks.Row
-	for _, task := range readTasks(t, runFixture(t, dir, "")) {
-		if name(task) == "shapes.Clamp easy" {
+	for _, task := range taskstest.ReadTasks(t, taskstest.Run(t, dir, "")) {
+		if taskstest.Name(task) == "shapes.Clamp easy" {
 			clamp = task
 		}
 	}
@@ -80,7 +81,7 @@ func TestSolveRunsGivenSolutions(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := runFixture(t, dir, `
+	run := taskstest.Run(t, dir, `
 node "import" "solutions" { path = "solutions.jsonl" }
 node "solve" "model" {
   tasks     = node.tasks.shapes

@@ -118,7 +118,7 @@ func (tasksType) Validate(cfg any) error {
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
 func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	if r.Config().(*config).Ecosystem == "python" {
-		return resolvePython(ctx, r)
+		return ResolvePython(ctx, r)
 	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
@@ -157,7 +157,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 			specs = append(specs, m.spec)
 		}
 	}
-	for _, k := range sortedKeys(noTask) {
+	for _, k := range SortedKeys(noTask) {
 		r.Logf("no task for %d APIs: %s", noTask[k], k)
 	}
 	// Execute: observe every reference under the spy, observeRuns times,
@@ -166,7 +166,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	for i := range rows {
 		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].ReferenceAnswer()}
 	}
-	obs, recs, err := runAll(ctx, r, rows, sols, true)
+	obs, recs, err := RunAll(ctx, r, rows, sols, true)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	}
 	if len(retry) > 0 {
-		again, recs2, err := runAll(ctx, r, rows, retry, true)
+		again, recs2, err := RunAll(ctx, r, rows, retry, true)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ const pyObserveRuns = 3
 // pySampleLimits bound one sample's process (both passes).
 var pySampleLimits = sandbox.Limits{Wall: 60 * time.Second, Memory: 2 << 30}
 
-// resolvePython pins what pyenv.Resolve pins (interpreter, installer,
+// ResolvePython pins what pyenv.Resolve pins (interpreter, installer,
 // index, sandbox) and the digests of the cut helper and the harness's
 // driver: a new driver recomputes the expectations and the verdicts. As
 // root, the harness's runner drops to uid 65534 before the sandbox starts,
@@ -35,7 +35,7 @@ var pySampleLimits = sandbox.Limits{Wall: 60 * time.Second, Memory: 2 << 30}
 // they are not, it fails at the ecosystem attribute, unless
 // LACUNA_PY_UNSANDBOXED=1 (then the samples are not run, as for any
 // unsandboxed Python node, and "sandbox" is "none").
-func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+func ResolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	p, err := pyenv.Resolve(ctx, r, pySampleLimits)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (e *pyEnvs) get(ctx context.Context, r nodes.Run, digest, lib, version stri
 
 // runner is a harness runner on env's interpreter, the environment
 // mounted read-only, its files in the store's Python cache (reachable by
-// the sandbox's user on the host wherever resolvePython let the node run).
+// the sandbox's user on the host wherever ResolvePython let the node run).
 func (e *pyEnvs) runner(r nodes.Run, env *rpyenv.Env) (*pyharness.Runner, error) {
 	dir, err := r.CacheDir("python")
 	if err != nil {
@@ -148,10 +148,10 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		}
 		made = append(made, m...)
 	}
-	for _, k := range sortedKeys(noTask) {
+	for _, k := range SortedKeys(noTask) {
 		r.Logf("no task for %d APIs: %s", noTask[k], k)
 	}
-	for _, k := range sortedKeys(levelSkips) {
+	for _, k := range SortedKeys(levelSkips) {
 		r.Logf("level not cut %d times: %s", levelSkips[k], k)
 	}
 
@@ -305,14 +305,14 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 	return out, miss, "", nil
 }
 
-// pyCalibration builds, for every observed Python task, its calibration
+// PyCalibration builds, for every observed Python task, its calibration
 // solutions: the reference (once: tasks observed it in pyObserveRuns
 // processes already) and pyharness.Mutants, the sibling mutant calling
 // another API with a task (pySiblings). Kind and SampleID are the
 // mutant's kind ("reference" for the reference).
-func pyCalibration(tasks []Row) ([]Solution, error) {
-	siblings := pySiblings(tasks)
-	specs, expects, err := pySpecs(tasks)
+func PyCalibration(tasks []Row) ([]Solution, error) {
+	siblings := PySiblings(tasks)
+	specs, expects, err := PySpecs(tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -329,16 +329,16 @@ func pyCalibration(tasks []Row) ([]Solution, error) {
 	return out, nil
 }
 
-// pySpecs decodes the spec and expectation of every observed Python task
+// PySpecs decodes the spec and expectation of every observed Python task
 // (pySpec), nil for a task without an expectation (not observed).
-func pySpecs(tasks []Row) ([]*pyharness.Task, []*pyharness.Expectation, error) {
+func PySpecs(tasks []Row) ([]*pyharness.Task, []*pyharness.Expectation, error) {
 	specs := make([]*pyharness.Task, len(tasks))
 	expects := make([]*pyharness.Expectation, len(tasks))
 	for i, tk := range tasks {
 		if tk.Expect == "" {
 			continue
 		}
-		task, exp, err := pySpec(tk)
+		task, exp, err := PySpec(tk)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -347,8 +347,8 @@ func pySpecs(tasks []Row) ([]*pyharness.Task, []*pyharness.Expectation, error) {
 	return specs, expects, nil
 }
 
-// pySpec decodes an observed Python task's spec and expectation.
-func pySpec(tk Row) (pyharness.Task, pyharness.Expectation, error) {
+// PySpec decodes an observed Python task's spec and expectation.
+func PySpec(tk Row) (pyharness.Task, pyharness.Expectation, error) {
 	var task pyharness.Task
 	var exp pyharness.Expectation
 	if err := json.Unmarshal([]byte(tk.Spec), &task); err != nil {
@@ -360,108 +360,14 @@ func pySpec(tk Row) (pyharness.Task, pyharness.Expectation, error) {
 	return task, exp, nil
 }
 
-// auditPython is C1 for Python tasks from their calibration runs (a solve
-// node's with calibration = true, or runPythonSolutions' of pyCalibration
-// when c1 has no samples): each mutant's verdict and fast-path class
-// (pyharness.AuditMutant) and pyharness.C1 decide what is kept. A task
-// must have a run of every kind pyCalibration builds for it (from these
-// tasks: on a subset of the solve node's tasks it expects no kind solve
-// did not build); one missing (samples filtered, a solve that lost rows)
-// drops it with "calibration sample KIND missing", as pyharness.C1 cannot
-// tell a mutant never run from one not built.
-func (t c1Type) auditPython(r nodes.Run, tasks []Row, runs []SampleRow) error {
-	byTask := map[string][]SampleRow{}
-	for _, s := range runs {
-		if _, ok := pyharness.ExpectedClass(s.Kind); !ok {
-			return fmt.Errorf("samples: %s/%s is of kind %q, not a calibration solution (samples must come from a solve node with calibration = true)", s.TaskID, s.SampleID, s.Kind)
-		}
-		byTask[s.TaskID] = append(byTask[s.TaskID], s)
-	}
-	observed, matched := 0, 0
-	for _, tk := range tasks {
-		if tk.Expect != "" {
-			observed++
-			if len(byTask[tk.TaskID]) > 0 {
-				matched++
-			}
-		}
-	}
-	if observed > 0 && matched == 0 {
-		return fmt.Errorf("samples: none of the %d samples is of the %d observed tasks (samples must come from a solve node with calibration = true on the same tasks node)", len(runs), observed)
-	}
-	siblings := pySiblings(tasks)
-	out := make([]C1Row, len(tasks))
-	survived := map[string]int{}
-	for i, tk := range tasks {
-		row := C1Row{Row: tk, Survivors: []string{}}
-		var ref *SampleRow
-		for j, s := range byTask[tk.TaskID] {
-			if s.Kind == "reference" {
-				ref = &byTask[tk.TaskID][j]
-			}
-		}
-		switch {
-		case tk.Expect == "":
-			row.Reason = "no harness: " + tk.ObserveError
-		case ref == nil:
-			row.Reason = "the reference was not run"
-		case ref.Observation == "": // not run (runPythonSolutions says why)
-			row.Reason = ref.Failures
-		default:
-			task, exp, err := pySpec(tk)
-			if err != nil {
-				return err
-			}
-			var a pyharness.Audit
-			ran := map[string]bool{}
-			for _, s := range byTask[tk.TaskID] {
-				ran[s.Kind] = true
-				run, v, err := pyRun(s)
-				if err != nil {
-					return err
-				}
-				if s.Kind == "reference" {
-					a.Reference = v
-					continue
-				}
-				m := pyharness.AuditMutant(task, exp, pyharness.MutantOf(s.Kind, s.Solution), v, run)
-				a.Mutants = append(a.Mutants, m)
-				row.AuditRun++
-				if v.Passed {
-					row.Survivors = append(row.Survivors, s.Kind)
-					survived[s.Kind]++
-				} else {
-					row.AuditKill++
-				}
-			}
-			row.C1Passed = a.Reference.Passed
-			if !a.Reference.Passed {
-				row.C1Error = a.Reference.Layer + ": " + a.Reference.Reason
-			}
-			if row.AuditRun > 0 {
-				row.Discrimination = float64(row.AuditKill) / float64(row.AuditRun)
-			}
-			row.Keep, row.Reason = pyharness.C1(exp, a)
-			for _, m := range pyharness.Mutants(task, siblings[i], exp) {
-				if !ran[m.Kind] {
-					row.Keep, row.Reason = false, "calibration sample "+m.Kind+" missing"
-					break
-				}
-			}
-		}
-		out[i] = row
-	}
-	return t.finish(r, out, survived)
-}
-
-// pySiblings is, for each task, the name of the API its sibling mutant
+// PySiblings is, for each task, the name of the API its sibling mutant
 // calls instead of the target ("" when there is none): the first by name
 // of the other targets with a task that have the same kind (function,
 // method, class, ...) and the same parent in their qualified names (the
 // same module for a function or a class, the same class for a method),
 // so that the mutant is a plausible wrong choice the harness must reject
 // for its behaviour, not a name the context cannot resolve.
-func pySiblings(tasks []Row) []string {
+func PySiblings(tasks []Row) []string {
 	parent := func(q string) string { return q[:max(strings.LastIndex(q, "."), 0)] }
 	name := func(q string) string { return q[strings.LastIndex(q, ".")+1:] }
 	names := map[string][]string{} // parent and kind → the target names with a task, sorted

@@ -23,7 +23,7 @@ func TestPythonSiblingsAreOfTheSameKindAndParent(t *testing.T) {
 		{Qualified: "pkg.Pair.size", Kind: "property"},
 	}
 	want := []string{"box", "flip", "Grid", "scale", "swap", "", "", "Pair", "box", ""}
-	if got := pySiblings(tasks); !reflect.DeepEqual(got, want) {
+	if got := PySiblings(tasks); !reflect.DeepEqual(got, want) {
 		t.Errorf("siblings\n got %q\nwant %q", got, want)
 	}
 }

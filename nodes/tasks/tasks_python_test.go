@@ -15,135 +15,12 @@ import (
 	"github.com/lacuna-dev/lacuna/engine"
 	_ "github.com/lacuna-dev/lacuna/nodes/bundle"
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
+	"github.com/lacuna-dev/lacuna/nodes/filters"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 )
-
-// pyStats are the releases of the fixture project "py-stats" (package
-// pystats): 2.0.0 adds scale (a doctest with a literal argument), clamp
-// (the shipped docs/usage.md calls it through the module), ordered (a
-// doctest that sets up its data first, then composes the call with
-// total), mean (a doctest that fails) and total (no example).
-var pyStats = map[string]map[string]string{
-	"1.0.0": {
-		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
-from pystats._core import add
-
-__all__ = ["add"]
-`,
-		"pystats/_core.py": `def add(a, b):
-    """Return the sum of a and b, for any two numbers."""
-    return a + b
-`,
-	},
-	"2.0.0": {
-		"pystats/__init__.py": `"""Stats: a fixture package for tasks."""
-from pystats._core import add, scale, mean, clamp, total, ordered, Pair, box
-
-__all__ = ["add", "scale", "mean", "clamp", "total", "ordered", "Pair", "box"]
-`,
-		"pystats/_core.py": `def add(a, b):
-    """Return the sum of a and b, for any two numbers."""
-    return a + b
-
-
-def scale(xs, k=2):
-    """Multiply every number of a list by the factor k.
-
-    >>> scale([1, 2, 3])
-    [2, 4, 6]
-    """
-    return [x * k for x in xs]
-
-
-def ordered(xs, reverse=False):
-    """Return the numbers of a list from the smallest to the largest.
-
-    >>> data = [3, 1, 2]
-    >>> ordered(data)
-    [1, 2, 3]
-    >>> total(ordered(data))
-    6
-    """
-    return sorted(xs, reverse=reverse)
-
-
-def mean(xs):
-    """Return the arithmetic mean of a non-empty list of numbers.
-
-    >>> mean([1, 2])
-    2
-    """
-    return sum(xs) / len(xs)
-
-
-def clamp(v, lo, hi):
-    """Limit the value v to the closed interval from lo to hi."""
-    return max(lo, min(v, hi))
-
-
-def total(xs):
-    """Return the sum of all the numbers of a list, zero when empty."""
-    return sum(xs)
-
-
-def box(v):
-    """Wrap the value v in a list of one item.
-
-    >>> box(3) is not None
-    True
-    """
-    return [v]
-
-
-class Pair:
-    """Hold two values side by side, first and second.
-
-    >>> Pair(1, 2)
-    Pair(1, 2)
-    """
-
-    def __init__(self, a, b):
-        self.a, self.b = a, b
-
-    def __repr__(self):
-        return f"Pair({self.a}, {self.b})"
-`,
-		"pystats/docs/usage.md": "# Usage\n\n```pycon\n>>> import pystats\n>>> pystats.clamp(5, 0, 3)\n3\n```\n",
-	},
-}
-
-const pyTasksPipeline = `
-model "m" {
-  id     = "example/model"
-  cutoff = "2024-06-01"
-}
-library "stats" {
-  ecosystem = "python"
-  name      = "py-stats"
-}
-node "version_resolve" "stats" {
-  library = library.stats
-  cutoff  = model.m.cutoff
-}
-node "surface_diff" "stats" {
-  versions  = node.version_resolve.stats
-  ecosystem = "python"
-}
-node "bundle" "stats" {
-  apis      = node.surface_diff.stats
-  ecosystem = "python"
-}
-node "tasks" "stats" {
-  bundles   = node.bundle.stats
-  ecosystem = "python"
-}
-node "c1" "stats" {
-  tasks     = node.tasks.stats
-  ecosystem = "python"
-}
-`
 
 // TestPythonTasksAndC1FromBundles runs the Python chain on a loopback
 // index through tasks and c1: scale and clamp (its example is the shipped
@@ -159,9 +36,9 @@ node "c1" "stats" {
 // v_new's from its kept lock; with the locks deleted too, a new one fails
 // saying how to rebuild them.
 func TestPythonTasksAndC1FromBundles(t *testing.T) {
-	offlinePyStats(t)
+	taskstest.OfflinePyStats(t)
 	dir := nodetest.StoreDir(t)
-	run := nodetest.Run(t, dir, pyTasksPipeline)
+	run := nodetest.Run(t, dir, taskstest.PyTasksPipeline)
 	notes := run.Notes(engine.EventDone)
 	rows := nodetest.Read[tasks.Row](t, run, "node.tasks.stats")
 	var got []string
@@ -191,7 +68,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	if n := notes["node.tasks.stats"]; n != wantNote {
 		t.Errorf("tasks note %q, want %q", n, wantNote)
 	}
-	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.stats")
+	c1 := nodetest.Read[filters.C1Row](t, run, "node.c1.stats")
 	if len(c1) != len(rows) {
 		t.Fatalf("%d c1 rows for %d tasks", len(c1), len(rows))
 	}
@@ -218,7 +95,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 		t.Errorf("c1 note %q", n)
 	}
 
-	again := nodetest.Run(t, dir, pyTasksPipeline)
+	again := nodetest.Run(t, dir, taskstest.PyTasksPipeline)
 	for addr, r := range again.Nodes {
 		if r.State != "cached" {
 			t.Errorf("second run: %s %s", addr, r.State)
@@ -252,7 +129,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 	if err := os.Remove(core[0]); err != nil {
 		t.Fatal(err)
 	}
-	healed := nodetest.Run(t, dir, strings.Replace(pyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
+	healed := nodetest.Run(t, dir, strings.Replace(taskstest.PyTasksPipeline, "bundles   = node.bundle.stats", "bundles   = node.bundle.stats\n  generator = \"examples\"", 1))
 	if s := healed.Nodes["node.bundle.stats"].State; s != engine.StateCached {
 		t.Errorf("bundle %s, want cached", s)
 	}
@@ -281,7 +158,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gone := nodetest.RunErr(t, dir, pyTasksPipeline+`
+	gone := nodetest.RunErr(t, dir, taskstest.PyTasksPipeline+`
 node "filter" "scale" {
   input = node.bundle.stats
   where = row.qualified_name == "pystats.scale"
@@ -313,7 +190,7 @@ func TestPythonTasksAndC1RejectBadAttributesAtTheirPosition(t *testing.T) {
 		{"tasks     = node.tasks.stats\n  ecosystem = \"python\"", "tasks     = node.tasks.stats\n  ecosystem = \"cobol\"", "p.hcl:28,15-22", `not "cobol"`},
 	} {
 		dir := t.TempDir()
-		src := strings.Replace(pyTasksPipeline, tc.old, tc.new, 1)
+		src := strings.Replace(taskstest.PyTasksPipeline, tc.old, tc.new, 1)
 		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 		if got := diags.Error(); !diags.HasErrors() || !strings.Contains(got, tc.pos) || !strings.Contains(got, tc.msg) {
 			t.Errorf("diagnostics %q, want %s and %q", got, tc.pos, tc.msg)
@@ -329,12 +206,12 @@ func TestPythonTasksAsRootRefuseAStoreTheSandboxUserCannotReach(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root's sandbox drops to uid 65534 from the host")
 	}
-	offlinePyStats(t)
+	taskstest.OfflinePyStats(t)
 	dir := nodetest.StoreDir(t)
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	run := nodetest.RunErr(t, dir, pyTasksPipeline)
+	run := nodetest.RunErr(t, dir, taskstest.PyTasksPipeline)
 	res := run.Nodes["node.tasks.stats"]
 	if res == nil || res.State != engine.StateFailed || res.Err == nil {
 		t.Fatalf("tasks in a private store as root: %+v, want failed", res)

@@ -22,8 +22,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/filters"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 
 	_ "github.com/lacuna-dev/lacuna/nodes/discovery"
@@ -130,7 +132,7 @@ func resolve(r suiteRow, byID map[string]tasks.Row) string {
 // its task.
 func TestSuitesAreWellFormed(t *testing.T) {
 	rows := readSuites(t)
-	byID := readTasks(t, runFixture(t, "", ""))
+	byID := taskstest.ReadTasks(t, taskstest.Run(t, "", ""))
 	seen := map[string]bool{}
 	for i, r := range rows {
 		where := fmt.Sprintf("row %d (%s %s %s)", i, r.API, r.Difficulty, r.SampleID)
@@ -188,9 +190,9 @@ func TestHarnessValidityBaseline(t *testing.T) {
 	switch mode {
 	case "fixture":
 		dir = t.TempDir()
-		base = pipeline
+		base = taskstest.Pipeline
 		nodetest.OfflineShapes(t)
-		byID := readTasks(t, nodetest.Run(t, dir, base))
+		byID := taskstest.ReadTasks(t, nodetest.Run(t, dir, base))
 		for id, task := range byID {
 			taskByID[id] = task
 		}
@@ -219,7 +221,7 @@ func TestHarnessValidityBaseline(t *testing.T) {
 		for _, lib := range []string{"lo", "zerolog", "gonum"} {
 			libs[lib] = `node.tasks.lib["` + lib + `"]`
 			c1[lib] = `node.c1.lib["` + lib + `"]`
-			for _, row := range nodetest.Read[tasks.C1Row](t, run, c1[lib]) {
+			for _, row := range nodetest.Read[filters.C1Row](t, run, c1[lib]) {
 				if !row.Keep {
 					continue
 				}
@@ -498,7 +500,7 @@ func shape(context string) (fmtName string, tail bool) {
 }
 
 // quietPrints turns the span's fmt.Print* calls into fmt.Sprint*: the
-// target is still called, what it computed is not printed.
+// Target is still called, what it computed is not printed.
 func quietPrints(mask, fmtName string) string {
 	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(fmtName) + `\.Print(ln|f)?\(`)
 	return re.ReplaceAllString(mask, fmtName+".Sprint$1(")

@@ -1,10 +1,11 @@
-package tasks
+package filters
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 )
 
@@ -74,7 +75,7 @@ func (c3Type) Validate(cfg any) error {
 // Run keeps the tasks the strong model solves with the bundle.
 func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task Row, n, passed int, written []string) (bool, string, error) {
+	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task tasks.Row, n, passed int, written []string) (bool, string, error) {
 		for _, cell := range written {
 			if cell != "" && cell != c.cell() {
 				return false, "", fmt.Errorf("samples: task %s has samples written in cell %s: C3 judges the strong model given cell %s (set cell = %q to judge those)", task.TaskID, cell, c.cell(), cell)

@@ -1,4 +1,4 @@
-package tasks_test
+package judge_test
 
 import (
 	"encoding/json"
@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
@@ -64,7 +66,7 @@ func TestJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
 		Default: `{"class": "WrongParam", "rationale": "an argument differs from the reference's"}`,
 	})
 	defer srv.Close()
-	run := runFixture(t, "", calibration+fmt.Sprintf(`
+	run := taskstest.Run(t, "", taskstest.Calibration+fmt.Sprintf(`
 model "judge" {
   id          = "judge-model"
   endpoint    = %q
@@ -79,20 +81,20 @@ node "judge" "llm" {
   on_judge_error = "fallback"
 }
 `, srv.URL()))
-	rows := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.llm")
+	rows := nodetest.Read[judge.JudgeRow](t, run, "node.judge.llm")
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
-	byTask := readTasks(t, run)
+	byTask := taskstest.ReadTasks(t, run)
 	want := map[string]struct{ class, path, rule string }{
-		"reference":               {goharness.ClassOK, tasks.PathRule, "passed"},
-		goharness.MutantSyntax:    {goharness.ClassWrongSyntax, tasks.PathRule, "does not parse"},
-		goharness.MutantImport:    {goharness.ClassWrongImport, tasks.PathRule, "import"},
-		goharness.MutantSibling:   {goharness.ClassWrongAPISelection, tasks.PathRule, "instead"},
-		goharness.MutantNull:      {goharness.ClassWrongAPISelection, tasks.PathRule, "never calls"},
-		goharness.MutantHardcoded: {goharness.ClassWrongAPISelection, tasks.PathRule, "never calls"},
-		goharness.MutantPerturb:   {goharness.ClassWrongParam, tasks.PathLLM, "an argument differs"},
-		goharness.MutantExit:      {goharness.ClassWrongLogic, tasks.PathLLM, "exits before"},
-		goharness.MutantGoexit:    {goharness.ClassWrongLogic, tasks.PathFallback, "judge answer broke the schema"},
-		goharness.MutantDiscarded: {goharness.ClassWrongLogic, tasks.PathFallback, "judge unreachable"},
+		"reference":               {goharness.ClassOK, judge.PathRule, "passed"},
+		goharness.MutantSyntax:    {goharness.ClassWrongSyntax, judge.PathRule, "does not parse"},
+		goharness.MutantImport:    {goharness.ClassWrongImport, judge.PathRule, "import"},
+		goharness.MutantSibling:   {goharness.ClassWrongAPISelection, judge.PathRule, "instead"},
+		goharness.MutantNull:      {goharness.ClassWrongAPISelection, judge.PathRule, "never calls"},
+		goharness.MutantHardcoded: {goharness.ClassWrongAPISelection, judge.PathRule, "never calls"},
+		goharness.MutantPerturb:   {goharness.ClassWrongParam, judge.PathLLM, "an argument differs"},
+		goharness.MutantExit:      {goharness.ClassWrongLogic, judge.PathLLM, "exits before"},
+		goharness.MutantGoexit:    {goharness.ClassWrongLogic, judge.PathFallback, "judge answer broke the schema"},
+		goharness.MutantDiscarded: {goharness.ClassWrongLogic, judge.PathFallback, "judge unreachable"},
 	}
 	for i, j := range rows {
 		w, ok := want[j.Kind]
@@ -143,7 +145,7 @@ node "judge" "llm" {
 		paths[p] = [2]int{a.Agree, a.Samples}
 	}
 	// llm: 5 perturbed + 9 exit; fallback: 9 goexit + 7 discarded.
-	if want := map[string][2]int{tasks.PathRule: {57, 59}, tasks.PathLLM: {14, 14}, tasks.PathFallback: {16, 16}}; !reflect.DeepEqual(paths, want) {
+	if want := map[string][2]int{judge.PathRule: {57, 59}, judge.PathLLM: {14, 14}, judge.PathFallback: {16, 16}}; !reflect.DeepEqual(paths, want) {
 		t.Errorf("agreement by path %v, want %v", paths, want)
 	}
 	// Every distinct question was asked once (the unreachable ones twice:
@@ -190,7 +192,7 @@ func TestJudgeCallFailuresAreNotStoredAsAnswers(t *testing.T) {
 	})
 	defer srv.Close()
 	dir := t.TempDir()
-	src := calibration + fmt.Sprintf(`
+	src := taskstest.Calibration + fmt.Sprintf(`
 model "judge" {
   id          = "judge-model"
   endpoint    = %q
@@ -220,7 +222,7 @@ node "judge" "refused" {
 }
 `, srv.URL(), refusing.URL())
 	nodetest.OfflineShapes(t)
-	run := nodetest.RunErr(t, dir, pipeline+src)
+	run := nodetest.RunErr(t, dir, taskstest.Pipeline+src)
 	// 7 discarded-result mutants unreachable, 9 exit mutants refused, of
 	// 30 distinct questions (5 perturbed arguments and 9 goexit mutants
 	// besides).
@@ -241,12 +243,12 @@ node "judge" "refused" {
 	refusedRows := func(run *nodetest.Result) {
 		t.Helper()
 		n := 0
-		for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.refused") {
+		for _, j := range nodetest.Read[judge.JudgeRow](t, run, "node.judge.refused") {
 			if j.Kind != goharness.MutantExit {
 				continue
 			}
 			n++
-			if j.Path != tasks.PathFallback || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400 Bad Request: ") {
+			if j.Path != judge.PathFallback || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400 Bad Request: ") {
 				t.Errorf("node.judge.refused: %s %s: %s by %s (%q), want the fallback's, rule prefixed judge refused", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
 			}
 		}
@@ -258,7 +260,7 @@ node "judge" "refused" {
 	if note := run.Notes("done")["node.judge.refused"]; !strings.Contains(note, "9 judge calls failed (0 unreachable, 9 refused)") {
 		t.Errorf("node.judge.refused: note %q", note)
 	}
-	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fallback") {
+	for _, j := range nodetest.Read[judge.JudgeRow](t, run, "node.judge.fallback") {
 		want := ""
 		switch j.Kind {
 		case goharness.MutantDiscarded:
@@ -268,7 +270,7 @@ node "judge" "refused" {
 		default:
 			continue
 		}
-		if j.Path != tasks.PathFallback || !strings.HasPrefix(j.Rule, want) {
+		if j.Path != judge.PathFallback || !strings.HasPrefix(j.Rule, want) {
 			t.Errorf("%s %s: %s by %s (%q), want the fallback's, rule prefixed %q", j.TaskID, j.Kind, j.Class, j.Path, j.Rule, want)
 		}
 	}
@@ -278,7 +280,7 @@ node "judge" "refused" {
 
 	down.Store(false)
 	before := srv.Stats().Requests
-	run = nodetest.Run(t, dir, pipeline+src)
+	run = nodetest.Run(t, dir, taskstest.Pipeline+src)
 	if made := srv.Stats().Requests - before; made != 16 {
 		t.Errorf("the re-run made %d requests, want the 16 that failed", made)
 	}
@@ -288,8 +290,8 @@ node "judge" "refused" {
 		}
 	}
 	refusedRows(run)
-	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.fail") {
-		if (j.Kind == goharness.MutantDiscarded || j.Kind == goharness.MutantExit) && j.Path != tasks.PathLLM {
+	for _, j := range nodetest.Read[judge.JudgeRow](t, run, "node.judge.fail") {
+		if (j.Kind == goharness.MutantDiscarded || j.Kind == goharness.MutantExit) && j.Path != judge.PathLLM {
 			t.Errorf("%s %s: %s by %s (%q), want the judge model's", j.TaskID, j.Kind, j.Class, j.Path, j.Rule)
 		}
 	}
@@ -317,7 +319,7 @@ func TestJudgeModelSystemReplacesTheBuiltInPrompt(t *testing.T) {
 	})
 	defer srv.Close()
 	const custom = "You are the house judge. Classes: WrongSyntax, WrongAPISelection, WrongImport, WrongParam, WrongShapeDtype, WrongLogic."
-	run := runFixture(t, "", calibration+fmt.Sprintf(`
+	run := taskstest.Run(t, "", taskstest.Calibration+fmt.Sprintf(`
 model "judge" {
   id       = "judge-model"
   endpoint = %q
@@ -340,8 +342,8 @@ node "judge" "builtin" {
 }
 `, srv.URL(), custom, srv.URL()))
 	llm := 0
-	for _, j := range nodetest.Read[tasks.JudgeRow](t, run, "node.judge.custom") {
-		if j.Path == tasks.PathLLM {
+	for _, j := range nodetest.Read[judge.JudgeRow](t, run, "node.judge.custom") {
+		if j.Path == judge.PathLLM {
 			llm++
 		}
 	}
@@ -359,10 +361,10 @@ node "judge" "builtin" {
 // then that, per call.
 func TestJudgePlanEstimatesTheModelsMaxTokens(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, calibration)
+	taskstest.Run(t, dir, taskstest.Calibration)
 	srv := llmtest.New(llmtest.Config{Models: []string{"judge-model"}})
 	defer srv.Close()
-	src := pipeline + calibration + fmt.Sprintf(`
+	src := taskstest.Pipeline + taskstest.Calibration + fmt.Sprintf(`
 model "short" {
   id       = "judge-model"
   endpoint = %[1]q

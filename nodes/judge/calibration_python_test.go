@@ -1,4 +1,4 @@
-package tasks_test
+package judge_test
 
 import (
 	"encoding/json"
@@ -6,14 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/filters"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
 
 // pyCalibrationPipeline is the Python fixture's chain with the
-// calibration run once by solve, read back by c1 (samples) and judged
+// Calibration run once by solve, read back by c1 (samples) and judged
 // against the class each solution stands for.
 const pyCalibrationPipeline = `
 node "solve" "calibration" {
@@ -55,7 +58,7 @@ node "c1" "partial" {
 `
 
 // TestPythonCalibrationThroughSolveAndJudge runs the Python fixture's
-// calibration as Go's runs: solve with calibration = true runs each
+// Calibration as Go's runs: solve with calibration = true runs each
 // task's reference and its mutants (kind = the mutant's: six, and a
 // perturb mutant for clamp, the one task with a parameter whose change
 // changes the outcome: hi), c1 reads them (samples) and keeps exactly
@@ -63,7 +66,7 @@ node "c1" "partial" {
 // passes), c1 given samples of none of its tasks fails, c1 given samples
 // that lack a kind of mutant for a task (its syntax mutants filtered out)
 // drops that task for it and decides the others as before, and the judge's
-// calibration report measures each path against pyharness.ExpectedClass
+// Calibration report measures each path against pyharness.ExpectedClass
 // exactly: the fast path decides the reference, null, sibling, import
 // and syntax rows and box's surviving throwaway (OK, expected
 // WrongLogic: the one disagreement); the scripted judge model answers the
@@ -71,7 +74,7 @@ node "c1" "partial" {
 // refuses the throwaway ones, which the fallback decides (WrongLogic:
 // the right calls, a wrong outcome).
 func TestPythonCalibrationThroughSolveAndJudge(t *testing.T) {
-	offlinePyStats(t)
+	taskstest.OfflinePyStats(t)
 	dir := nodetest.StoreDir(t)
 	srv := llmtest.New(llmtest.Config{
 		Models: []string{"judge-model"},
@@ -82,7 +85,7 @@ func TestPythonCalibrationThroughSolveAndJudge(t *testing.T) {
 		Default: `{"class": "WrongParam", "rationale": "an argument differs"}`,
 	})
 	defer srv.Close()
-	src := strings.Replace(pyTasksPipeline, "tasks     = node.tasks.stats\n  ecosystem = \"python\"",
+	src := strings.Replace(taskstest.PyTasksPipeline, "tasks     = node.tasks.stats\n  ecosystem = \"python\"",
 		"tasks     = node.tasks.stats\n  samples   = node.solve.calibration\n  ecosystem = \"python\"", 1) +
 		pyCalibrationPipeline + fmt.Sprintf(`
 model "judge" {
@@ -131,7 +134,7 @@ model "judge" {
 		}
 	}
 
-	c1 := nodetest.Read[tasks.C1Row](t, run, "node.c1.stats")
+	c1 := nodetest.Read[filters.C1Row](t, run, "node.c1.stats")
 	if len(c1) != len(rows) {
 		t.Fatalf("%d c1 rows for %d tasks", len(c1), len(rows))
 	}
@@ -149,7 +152,7 @@ model "judge" {
 
 	// Without its syntax mutant's run, a scale task is dropped for it,
 	// whatever the other runs say; the other tasks are decided as before.
-	partial := nodetest.Read[tasks.C1Row](t, run, "node.c1.partial")
+	partial := nodetest.Read[filters.C1Row](t, run, "node.c1.partial")
 	scales := 0
 	for i, c := range partial {
 		want := c1[i]
@@ -169,11 +172,11 @@ model "judge" {
 
 	// c1 running the calibration itself decides as c1 reading solve's
 	// samples.
-	if g, w := mustJSON(t, nodetest.Read[tasks.C1Row](t, run, "node.c1.self")), mustJSON(t, c1); g != w {
+	if g, w := mustJSON(t, nodetest.Read[filters.C1Row](t, run, "node.c1.self")), mustJSON(t, c1); g != w {
 		t.Errorf("c1 without samples\n%s\nwith samples\n%s", g, w)
 	}
 
-	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.calibration")
+	judged := nodetest.Read[judge.JudgeRow](t, run, "node.judge.calibration")
 	if len(judged) != len(samples) {
 		t.Fatalf("%d judged, want %d", len(judged), len(samples))
 	}
@@ -183,20 +186,20 @@ model "judge" {
 		}
 	}
 	rep, _ := calibrationReport(t, run, "node.judge.calibration")
-	want := tasks.CalibrationReport{Samples: 43, Agree: 42, Agreement: 42.0 / 43,
+	want := judge.CalibrationReport{Samples: 43, Agree: 42, Agreement: 42.0 / 43,
 		Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12}, "WrongImport": {"WrongImport": 6},
 			"WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1, "WrongLogic": 11}, "WrongParam": {"WrongParam": 1}},
-		ByPath: map[string]*tasks.PathAgreement{
-			tasks.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
+		ByPath: map[string]*judge.PathAgreement{
+			judge.PathRule: {Samples: 31, Agree: 30, Confusion: map[string]map[string]int{"OK": {"OK": 6}, "WrongAPISelection": {"WrongAPISelection": 12},
 				"WrongImport": {"WrongImport": 6}, "WrongSyntax": {"WrongSyntax": 6}, "WrongLogic": {"OK": 1}}},
-			tasks.PathLLM:      {Samples: 7, Agree: 7, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6}, "WrongParam": {"WrongParam": 1}}},
-			tasks.PathFallback: {Samples: 5, Agree: 5, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 5}}},
+			judge.PathLLM:      {Samples: 7, Agree: 7, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 6}, "WrongParam": {"WrongParam": 1}}},
+			judge.PathFallback: {Samples: 5, Agree: 5, Confusion: map[string]map[string]int{"WrongLogic": {"WrongLogic": 5}}},
 		}}
 	if g, w := mustJSON(t, rep), mustJSON(t, want); g != w {
 		t.Errorf("calibration report\n%s\nwant\n%s", g, w)
 	}
 	for _, j := range judged {
-		if j.Path == tasks.PathFallback && (j.Kind != pyharness.MutantThrowaway || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400")) {
+		if j.Path == judge.PathFallback && (j.Kind != pyharness.MutantThrowaway || !strings.HasPrefix(j.Rule, "judge refused: HTTP 400")) {
 			t.Errorf("%s %s: fallback by %q", name[j.TaskID], j.Kind, j.Rule)
 		}
 	}

@@ -1,4 +1,4 @@
-package tasks_test
+package judge_test
 
 import (
 	"encoding/json"
@@ -9,19 +9,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
 // calibrationReport reads a judge node's "calibration" report.
-func calibrationReport(t *testing.T, run *nodetest.Result, addr string) (tasks.CalibrationReport, string) {
+func calibrationReport(t *testing.T, run *nodetest.Result, addr string) (judge.CalibrationReport, string) {
 	t.Helper()
 	a, err := run.Store.GetAction(run.Nodes[addr].Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep tasks.CalibrationReport
+	var rep judge.CalibrationReport
 	if err := json.Unmarshal(a.Reports["calibration"], &rep); err != nil {
 		t.Fatalf("calibration report %s: %v", a.Reports["calibration"], err)
 	}
@@ -42,20 +44,20 @@ func fmtCorr(p *float64) string {
 // stands for by construction, except where a weak harness lets a mutant
 // pass; the calibration report counts exactly that.
 func TestJudgeClassifiesCalibrationSolutions(t *testing.T) {
-	run := runFixture(t, "", calibration+`
+	run := taskstest.Run(t, "", taskstest.Calibration+`
 node "judge" "calibration" {
   tasks   = node.tasks.shapes
   samples = node.solve.calibration
 }
 `)
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
-	rows := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.calibration")
+	rows := nodetest.Read[judge.JudgeRow](t, run, "node.judge.calibration")
 	if len(rows) == 0 || len(rows) != len(samples) {
 		t.Fatalf("%d judgements of %d samples", len(rows), len(samples))
 	}
-	byTask := readTasks(t, run)
+	byTask := taskstest.ReadTasks(t, run)
 	classes := append([]string{goharness.ClassOK}, goharness.FailureClasses...)
-	byKind := map[string][]tasks.JudgeRow{}
+	byKind := map[string][]judge.JudgeRow{}
 	agree, passedMutants := 0, 0
 	for i, j := range rows {
 		s := samples[i]
@@ -66,7 +68,7 @@ node "judge" "calibration" {
 		if j.Library != task.Library || j.Difficulty != task.Difficulty || j.Library == "" {
 			t.Errorf("%s: library %q difficulty %q, task has %q %q", j.TaskID, j.Library, j.Difficulty, task.Library, task.Difficulty)
 		}
-		if !slices.Contains(classes, j.Class) || j.Rule == "" || (j.Path != tasks.PathRule && j.Path != tasks.PathFallback) || j.Sem != nil {
+		if !slices.Contains(classes, j.Class) || j.Rule == "" || (j.Path != judge.PathRule && j.Path != judge.PathFallback) || j.Sem != nil {
 			t.Errorf("%s %s: class %q rule %q path %q sem %v", j.TaskID, j.Kind, j.Class, j.Rule, j.Path, j.Sem)
 		}
 		if exp, _ := goharness.ExpectedClass(j.Kind); j.Expected != exp || exp == "" {
@@ -81,21 +83,21 @@ node "judge" "calibration" {
 		byKind[j.Kind] = append(byKind[j.Kind], j)
 	}
 	for _, c := range []struct{ kind, class, path string }{
-		{"reference", goharness.ClassOK, tasks.PathRule},
-		{goharness.MutantSyntax, goharness.ClassWrongSyntax, tasks.PathRule},
-		{goharness.MutantImport, goharness.ClassWrongImport, tasks.PathRule},
-		{goharness.MutantSibling, goharness.ClassWrongAPISelection, tasks.PathRule},
-		{goharness.MutantNull, goharness.ClassWrongAPISelection, tasks.PathRule}, // the solver's code never calls the target
-		{goharness.MutantHardcoded, goharness.ClassWrongAPISelection, tasks.PathRule},
-		{goharness.MutantPerturb, goharness.ClassWrongParam, tasks.PathFallback}, // the call's argument differs from the reference's
-		{goharness.MutantExit, goharness.ClassWrongLogic, tasks.PathFallback},    // the reference's call, the program cut short
+		{"reference", goharness.ClassOK, judge.PathRule},
+		{goharness.MutantSyntax, goharness.ClassWrongSyntax, judge.PathRule},
+		{goharness.MutantImport, goharness.ClassWrongImport, judge.PathRule},
+		{goharness.MutantSibling, goharness.ClassWrongAPISelection, judge.PathRule},
+		{goharness.MutantNull, goharness.ClassWrongAPISelection, judge.PathRule}, // the solver's code never calls the target
+		{goharness.MutantHardcoded, goharness.ClassWrongAPISelection, judge.PathRule},
+		{goharness.MutantPerturb, goharness.ClassWrongParam, judge.PathFallback}, // the call's argument differs from the reference's
+		{goharness.MutantExit, goharness.ClassWrongLogic, judge.PathFallback},    // the reference's call, the program cut short
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			if len(byKind[c.kind]) == 0 {
 				t.Fatalf("no %s samples judged", c.kind)
 			}
 			for _, j := range byKind[c.kind] {
-				if j.Passed && c.kind == goharness.MutantPerturb && weak[name(byTask[j.TaskID])] {
+				if j.Passed && c.kind == goharness.MutantPerturb && taskstest.Weak[taskstest.Name(byTask[j.TaskID])] {
 					continue // a weak harness lets it pass: judged OK
 				}
 				if j.Class != c.class || j.Path != c.path {
@@ -122,7 +124,7 @@ node "judge" "calibration" {
 	if rep.Samples-rep.Agree != passedMutants {
 		t.Errorf("%d disagreements, %d mutants passed; confusion %v", rep.Samples-rep.Agree, passedMutants, rep.Confusion)
 	}
-	if rep.ByPath[tasks.PathRule].Samples+rep.ByPath[tasks.PathFallback].Samples != rep.Samples || rep.ByPath[tasks.PathLLM] != nil {
+	if rep.ByPath[judge.PathRule].Samples+rep.ByPath[judge.PathFallback].Samples != rep.Samples || rep.ByPath[judge.PathLLM] != nil {
 		t.Errorf("by path: %+v", rep.ByPath)
 	}
 	if !strings.Contains(logs, "calibration:") || !strings.Contains(logs, "expected") {
@@ -131,13 +133,13 @@ node "judge" "calibration" {
 }
 
 // TestJudgeLeavesParamCorrUndefinedWithoutAReferenceCall judges the
-// calibration samples against tasks whose reference answer calls no API of
+// Calibration samples against tasks whose reference answer calls no API of
 // the package (the mask replaced): param_corr is null on every row, and a
 // perturbed argument that fails is no longer called WrongParam for
 // differing from a reference call that does not exist.
 func TestJudgeLeavesParamCorrUndefinedWithoutAReferenceCall(t *testing.T) {
 	dir := t.TempDir()
-	run := runFixture(t, dir, calibration)
+	run := taskstest.Run(t, dir, taskstest.Calibration)
 	rd, err := run.Store.Open(run.Nodes["node.tasks.shapes"].Output)
 	if err != nil {
 		t.Fatal(err)
@@ -159,14 +161,14 @@ func TestJudgeLeavesParamCorrUndefinedWithoutAReferenceCall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run = runFixture(t, dir, calibration+`
+	run = taskstest.Run(t, dir, taskstest.Calibration+`
 node "import" "tasks" { path = "tasks.jsonl" }
 node "judge" "noref" {
   tasks   = node.import.tasks
   samples = node.solve.calibration
 }
 `)
-	rows := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.noref")
+	rows := nodetest.Read[judge.JudgeRow](t, run, "node.judge.noref")
 	perturbed := 0
 	for _, j := range rows {
 		if j.ParamCorr != nil {
@@ -174,7 +176,7 @@ node "judge" "noref" {
 		}
 		if j.Kind == goharness.MutantPerturb && !j.Passed {
 			perturbed++
-			if j.Class != goharness.ClassWrongLogic || j.Path != tasks.PathFallback || !strings.Contains(j.Rule, "arguments not compared") {
+			if j.Class != goharness.ClassWrongLogic || j.Path != judge.PathFallback || !strings.Contains(j.Rule, "arguments not compared") {
 				t.Errorf("%s perturb: %s by %s (%q), want WrongLogic by the fallback, arguments not compared", j.TaskID, j.Class, j.Path, j.Rule)
 			}
 		}

@@ -1,8 +1,9 @@
-package tasks
+package judge
 
 import (
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
@@ -10,13 +11,13 @@ import (
 // rule with solve's reason, with nothing to ask the judge model and no
 // param_corr; calibration agreement leaves it out.
 func TestJudgePythonMarksSamplesNeverRunNotRun(t *testing.T) {
-	task := Row{TaskID: "t", Ecosystem: "python", Library: "py-stats", Difficulty: "easy", Mask: "from pystats import scale\nreturn scale(xs)\n"}
+	task := tasks.Row{TaskID: "t", Ecosystem: "python", Library: "py-stats", Difficulty: "easy", Mask: "from pystats import scale\nreturn scale(xs)\n"}
 	for _, why := range []string{
 		"not run: the task has no harness: the reference raised",
 		"not run: the sandbox cannot mount the environment: the store is private",
 	} {
 		for _, kind := range []string{"model", "reference"} {
-			s := SampleRow{TaskID: "t", SampleID: "s", Kind: kind, Solution: "from pystats import scale\nreturn scale(xs)\n",
+			s := tasks.SampleRow{TaskID: "t", SampleID: "s", Kind: kind, Solution: "from pystats import scale\nreturn scale(xs)\n",
 				FailedLayers: []string{"integrity"}, Failures: why}
 			row, ask, err := judgePython(s, task)
 			if err != nil {

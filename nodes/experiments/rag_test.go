@@ -1,4 +1,4 @@
-package tasks
+package experiments
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/runners/embed"
 )
@@ -29,7 +30,7 @@ var ragBundles = []bundle.Row{
 	{Module: "example.com/other", Version: "v1.0.0", APIID: "other.Len", Qualified: "other.Len", MProse: "len counts items"},
 }
 
-var ragTask = Row{TaskID: "t1", APIID: "m.Clamp", Module: "example.com/m", Version: "v1.0.0", Example: "ExampleClamp",
+var ragTask = tasks.Row{TaskID: "t1", APIID: "m.Clamp", Module: "example.com/m", Version: "v1.0.0", Example: "ExampleClamp",
 	Description: "Limit a value to a range", Context: "x := <MASK>\n"}
 
 // ragVocab is every word piece of the bundles' M_prose documents and of
@@ -52,7 +53,7 @@ func newTestRAG(t *testing.T, kind, cell string, over map[string]cells.Source, t
 }
 
 // retrieveAll retrieves for tasks from ragBundles.
-func retrieveAll(t *testing.T, g *rag, tasks ...Row) map[string]ragHit {
+func retrieveAll(t *testing.T, g *rag, tasks ...tasks.Row) map[string]ragHit {
 	t.Helper()
 	pool, err := sortPool(ragBundles)
 	if err != nil {

@@ -1,4 +1,4 @@
-package tasks
+package experiments
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
 	"github.com/lacuna-dev/lacuna/runners/embed"
@@ -188,12 +189,12 @@ func approxPieces(w string) int {
 }
 
 // query is what a task is retrieved by.
-func ragQuery(t Row) string {
+func ragQuery(t tasks.Row) string {
 	return t.Description + "\n\n" + strings.TrimRight(t.Context, "\n")
 }
 
 // sameAPI says b is the bundle t was cut from.
-func sameAPI(b bundle.Row, t Row) bool {
+func sameAPI(b bundle.Row, t tasks.Row) bool {
 	return b.APIID == t.APIID && b.Module == t.Module && b.Version == t.Version
 }
 
@@ -201,7 +202,7 @@ func sameAPI(b bundle.Row, t Row) bool {
 // task and its chunks. pool is every bundle of the pool, sorted (sortPool).
 // Each pool is built, searched by its tasks and dropped in turn: only the
 // hits are kept.
-func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map[string]ragHit, error) {
+func (g *rag) retrieve(ctx context.Context, tks []tasks.Row, pool []bundle.Row) (map[string]ragHit, error) {
 	if len(pool) == 0 {
 		return nil, fmt.Errorf("retrieve: the pool holds no bundle")
 	}
@@ -213,9 +214,9 @@ func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map
 		}
 	}
 	// Tasks sharing a pool, in task order.
-	groups := map[string][]Row{}
+	groups := map[string][]tasks.Row{}
 	var order []string
-	for _, t := range tasks {
+	for _, t := range tks {
 		key := ""
 		if g.perExample {
 			key = t.Module + "\x00" + t.Version + "\x00" + t.APIID + "\x00" + t.Example
@@ -233,7 +234,7 @@ func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map
 				texts = append(texts, c.text)
 			}
 		}
-		for _, t := range tasks {
+		for _, t := range tks {
 			texts = append(texts, ragQuery(t))
 		}
 		if err := g.embed(ctx, texts, vecs); err != nil {
@@ -241,7 +242,7 @@ func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map
 		}
 	}
 	toks := map[string][]string{} // bm25: by text
-	out := make(map[string]ragHit, len(tasks))
+	out := make(map[string]ragHit, len(tks))
 	for _, key := range order {
 		ts := groups[key]
 		var chunks []poolChunk
@@ -278,12 +279,12 @@ func (g *rag) retrieve(ctx context.Context, tasks []Row, pool []bundle.Row) (map
 
 // search ranks chunks for each task. toks and vecs cache bm25 tokens and
 // dense vectors by text across pools.
-func (g *rag) search(ctx context.Context, tasks []Row, chunks []poolChunk, toks map[string][]string, vecs map[string][]float32) ([]ragHit, error) {
+func (g *rag) search(ctx context.Context, tks []tasks.Row, chunks []poolChunk, toks map[string][]string, vecs map[string][]float32) ([]ragHit, error) {
 	type hit struct {
 		doc   int
 		score float64
 	}
-	var rank func(t Row) []hit
+	var rank func(t tasks.Row) []hit
 	if g.kind == RetrieverBM25 {
 		docs := make([][]string, len(chunks))
 		for i, c := range chunks {
@@ -293,7 +294,7 @@ func (g *rag) search(ctx context.Context, tasks []Row, chunks []poolChunk, toks 
 			docs[i] = toks[c.text]
 		}
 		ix := bm25.New(docs, bm25.Options{})
-		rank = func(t Row) (out []hit) {
+		rank = func(t tasks.Row) (out []hit) {
 			for _, h := range ix.Top(bm25.Tokenize(ragQuery(t)), g.topK) {
 				out = append(out, hit{h.Doc, h.Score})
 			}
@@ -311,15 +312,15 @@ func (g *rag) search(ctx context.Context, tasks []Row, chunks []poolChunk, toks 
 		for i, c := range chunks {
 			docs[i] = vecs[c.text]
 		}
-		rank = func(t Row) (out []hit) {
+		rank = func(t tasks.Row) (out []hit) {
 			for _, h := range embed.TopK(vecs[ragQuery(t)], docs, g.topK) {
 				out = append(out, hit{h.Doc, h.Score})
 			}
 			return out
 		}
 	}
-	out := make([]ragHit, len(tasks))
-	for i, t := range tasks {
+	out := make([]ragHit, len(tks))
+	for i, t := range tks {
 		hits := rank(t)
 		texts := make([]string, len(hits))
 		rc := make([]RetrievedChunk, len(hits))

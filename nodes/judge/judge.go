@@ -1,4 +1,4 @@
-package tasks
+package judge
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 	"github.com/lacuna-dev/lacuna/runners/llm"
@@ -209,7 +210,7 @@ type judgeCall struct {
 
 func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	c := t.Config(r)
-	tasks, err := readTasks(r, c.Tasks)
+	tks, err := tasks.ReadTasks(r, c.Tasks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,7 +218,7 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	samples, err := artifacts.ReadAll[SampleRow](in)
+	samples, err := artifacts.ReadAll[tasks.SampleRow](in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,12 +226,12 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	if c.Model != nil && m == nil {
 		return nil, nil, fmt.Errorf("judge: the model was not resolved")
 	}
-	byID := map[string]Row{}
+	byID := map[string]tasks.Row{}
 	refs := map[string]*goharness.CallInfo{} // the reference's call of the target, by task
-	for _, t := range tasks {
+	for _, t := range tks {
 		byID[t.TaskID] = t
 		if t.Ecosystem != "python" {
-			refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, target(t), t.PkgName)
+			refs[t.TaskID] = goharness.TargetCall(t.Mask, t.Reference, tasks.Target(t), t.PkgName)
 		}
 	}
 	j := &judged{rows: make([]JudgeRow, 0, len(samples))}
@@ -255,7 +256,7 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 			j.rows = append(j.rows, row)
 			continue
 		}
-		tg := target(task)
+		tg := tasks.Target(task)
 		ran := s.CompileError == "" && s.Observation != ""
 		gs := goharness.Sample{Program: s.Program, Solution: s.Solution, Passed: s.Passed, CompileError: s.CompileError, Ran: ran, Direct: s.SpyDirect}
 		row := JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
@@ -615,9 +616,9 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int, faile
 		classes[row.Class]++
 		paths[row.Path]++
 	}
-	cols := classOrder(sortedKeys(classes))
-	table(r, "kind", byKind, sortedKeys(byKind), cols)
-	for _, p := range sortedKeys(problems) {
+	cols := classOrder(tasks.SortedKeys(classes))
+	table(r, "kind", byKind, tasks.SortedKeys(byKind), cols)
+	for _, p := range tasks.SortedKeys(problems) {
 		r.Logf("%d unusable judge answers: %s", problems[p], p)
 	}
 	var parts []string
@@ -638,7 +639,7 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int, faile
 	if cal := Calibration(out); cal != nil {
 		r.Report("calibration", cal)
 		r.Logf("calibration: %d of %d samples in their class by construction (%.1f%%)", cal.Agree, cal.Samples, 100*cal.Agreement)
-		exp := classOrder(sortedKeys(cal.Confusion))
+		exp := classOrder(tasks.SortedKeys(cal.Confusion))
 		var got []string
 		for _, m := range cal.Confusion {
 			for c := range m {
@@ -648,7 +649,7 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int, faile
 			}
 		}
 		table(r, "expected", cal.Confusion, exp, classOrder(got))
-		for _, p := range sortedKeys(cal.ByPath) {
+		for _, p := range tasks.SortedKeys(cal.ByPath) {
 			pa := cal.ByPath[p]
 			r.Logf("calibration, path %s: %d of %d agree", p, pa.Agree, pa.Samples)
 		}

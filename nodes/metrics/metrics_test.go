@@ -1,4 +1,4 @@
-package tasks_test
+package metrics_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+
+	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 )
 
 // judged is a hand-built judge table: model m, cell base with task t1
@@ -16,7 +18,7 @@ import (
 // library b, 4 samples, one left unclassified, none with a param_corr: its
 // reference has no call of the target), cell S with t1 (2 samples); a
 // sample of t1 never run (NotRun), which no metric counts; two
-// calibration rows (kind reference and perturb) that metrics skip.
+// Calibration rows (kind reference and perturb) that metrics skip.
 const judged = `{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":1.0}
 {"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":true,"class":"OK","api_called":true,"param_corr":1.0,"sem":0.5}
 {"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"WrongParam","api_called":true,"param_corr":0.5,"sem":0.0}

@@ -1,4 +1,4 @@
-package tasks_test
+package filters_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/filters"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
-	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 )
 
 // sample is one row of an imported evaluation: what C2 and C3 read of a
@@ -40,7 +41,7 @@ func outcomes(id, cell string, passed ...bool) []sample {
 // C3's, calibration runs or two models are errors.
 func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 	dir := t.TempDir()
-	byID := readTasks(t, runFixture(t, dir, ""))
+	byID := taskstest.ReadTasks(t, taskstest.Run(t, dir, ""))
 	var ids []string
 	for id := range byID {
 		ids = append(ids, id)
@@ -134,7 +135,7 @@ func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "samples.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			src := pipeline + `
+			src := taskstest.Pipeline + `
 node "import" "samples" {
   path    = "samples.jsonl"
   columns = { task_id = "string", kind = "string", model = "string", cell = "string", passed = "bool" }
@@ -155,7 +156,7 @@ node "import" "samples" {
 			if res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			rows := nodetest.Read[tasks.FilterRow](t, run, "node."+strings.Fields(tc.node)[1][1:3]+".f")
+			rows := nodetest.Read[filters.FilterRow](t, run, "node."+strings.Fields(tc.node)[1][1:3]+".f")
 			if len(rows) != len(byID) {
 				t.Fatalf("%d rows for %d tasks", len(rows), len(byID))
 			}

@@ -1,4 +1,4 @@
-package tasks_test
+package experiments_test
 
 import (
 	"encoding/json"
@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
-	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/runners/llm"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
@@ -20,7 +21,7 @@ import (
 // killSrc is the pipeline of TestGenerateResumesAfterKill: every task,
 // 3 seeded samples each (so that every call is a distinct request).
 func killSrc(url string) string {
-	return modelBlock(url) + `
+	return taskstest.ModelBlock(url) + `
 node "generate" "slow" {
   tasks   = node.tasks.shapes
   model   = model.coder
@@ -39,11 +40,11 @@ node "generate" "slow" {
 func TestGenerateResumesAfterKill(t *testing.T) {
 	if dir := os.Getenv("LACUNA_TEST_KILL_DIR"); dir != "" {
 		// The child: the parent's environment (offline proxy) is ours.
-		nodetest.Run(t, dir, pipeline+killSrc(os.Getenv("LACUNA_TEST_KILL_URL")))
+		nodetest.Run(t, dir, taskstest.Pipeline+killSrc(os.Getenv("LACUNA_TEST_KILL_URL")))
 		return
 	}
 	dir := t.TempDir()
-	byID := readTasks(t, runFixture(t, dir, ""))
+	byID := taskstest.ReadTasks(t, taskstest.Run(t, dir, ""))
 	total := 3 * len(byID)
 	// Each answer names its call, so that the cache says which calls the
 	// child completed.
@@ -99,7 +100,7 @@ func TestGenerateResumesAfterKill(t *testing.T) {
 		before[c.ID] = c.Requests
 	}
 
-	run := runFixture(t, dir, killSrc(srv.URL()))
+	run := taskstest.Run(t, dir, killSrc(srv.URL()))
 	asked := 0
 	for _, c := range srv.Calls() {
 		n := c.Requests - before[c.ID]
@@ -114,7 +115,7 @@ func TestGenerateResumesAfterKill(t *testing.T) {
 	if asked != total-len(completed) {
 		t.Errorf("the re-run made %d requests, want %d (%d calls, %d cached)", asked, total-len(completed), total, len(completed))
 	}
-	rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.slow")
+	rows := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.slow")
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if !strings.HasPrefix(r.Solution, "// call ") || byID[r.TaskID].TaskID == "" {

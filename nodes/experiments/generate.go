@@ -1,4 +1,4 @@
-package tasks
+package experiments
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/runners/embed"
 	"github.com/lacuna-dev/lacuna/runners/llm"
@@ -334,7 +335,7 @@ func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned
 
 // genCall is one call of a run, with what its row needs.
 type genCall struct {
-	task      Row
+	task      tasks.Row
 	sample    int
 	prompt    string
 	retrieved []RetrievedChunk
@@ -353,19 +354,19 @@ type genCall struct {
 func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ []genCall, _ *rag, unembedded bool, _ error) {
 	c := t.Config(r)
 	p := r.Pinned().(*generatePinned)
-	states, err := readTaskStates(r, c.Tasks)
+	states, err := tasks.ReadStates(r, c.Tasks)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	var tasks []Row
+	var tks []tasks.Row
 	for _, s := range states {
 		if s.Keep {
-			tasks = append(tasks, s.Row)
+			tks = append(tks, s.Row)
 		}
 	}
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i].TaskID < tasks[j].TaskID })
-	if c.Limit != nil && *c.Limit < len(tasks) {
-		tasks = tasks[:*c.Limit]
+	sort.Slice(tks, func(i, j int) bool { return tks[i].TaskID < tks[j].TaskID })
+	if c.Limit != nil && *c.Limit < len(tks) {
+		tks = tks[:*c.Limit]
 	}
 	bundles := map[string]bundle.Row{}
 	var g *rag
@@ -383,7 +384,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 			bundles[b.APIID] = b
 		}
 		if c.retriever() != RetrieverOracle {
-			hits, g, err = t.retrieve(ctx, r, c, p, tasks, rows, planning)
+			hits, g, err = t.retrieve(ctx, r, c, p, tks, rows, planning)
 			switch {
 			case planning && errors.Is(err, errNotEmbedded):
 				unembedded = true
@@ -407,7 +408,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 		req.Seed = c.Seed
 	}
 	var out []genCall
-	for _, task := range tasks {
+	for _, task := range tks {
 		b, ok := bundles[task.APIID]
 		if !ok && len(p.prompts.Cell().Parts) > 0 {
 			return nil, nil, false, fmt.Errorf("task %s: the bundles have no API %s", task.TaskID, task.APIID)
@@ -449,7 +450,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 
 // retrieve chooses the knowledge of each task from the pool: the rows of
 // every pool input (bundles, the rows read already, when pool is unset).
-func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig, p *generatePinned, tasks []Row, bundles []bundle.Row, planning bool) (map[string]ragHit, *rag, error) {
+func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig, p *generatePinned, tks []tasks.Row, bundles []bundle.Row, planning bool) (map[string]ragHit, *rag, error) {
 	var rows []bundle.Row
 	if len(c.Pool) == 0 {
 		rows = bundles
@@ -478,7 +479,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 	g := newRAG(c.retriever(), p.prompts, p.overridden, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
 		orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder, cache)
 	g.planning = planning
-	hits, err := g.retrieve(ctx, tasks, pool)
+	hits, err := g.retrieve(ctx, tks, pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -486,7 +487,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 }
 
 // cellTask is what a prompt may show of a task.
-func cellTask(t Row) cells.Task {
+func cellTask(t tasks.Row) cells.Task {
 	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
 		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
 }
@@ -573,7 +574,7 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, retriever, think str
 	if think == "keep" {
 		answer = resp.Text
 	}
-	code, how := llm.ExtractCode(answer, ecosystemOf(gc.task))
+	code, how := llm.ExtractCode(answer, tasks.EcosystemOf(gc.task))
 	return GenerateRow{
 		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
 		APIID: gc.task.APIID, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,

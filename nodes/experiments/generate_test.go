@@ -1,4 +1,4 @@
-package tasks_test
+package experiments_test
 
 import (
 	"fmt"
@@ -8,107 +8,18 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
+	"github.com/lacuna-dev/lacuna/nodes/filters"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
-
-// modelBlock is a model served by an llmtest server at url.
-func modelBlock(url string) string {
-	return fmt.Sprintf(`
-model "coder" {
-  id          = "example/coder"
-  endpoint    = %q
-  served_name = "test-model"
-  concurrency = 4
-}
-`, url)
-}
-
-const c1Node = `
-node "c1" "shapes" { tasks = node.tasks.shapes }
-`
-
-// keptByC1 runs stages 1-3 and C1 in dir and returns the tasks C1 keeps,
-// in task_id order, and every task C1 saw.
-func keptByC1(t *testing.T, dir string) (kept []tasks.Row, all []tasks.C1Row) {
-	t.Helper()
-	run := runFixture(t, dir, c1Node)
-	all = nodetest.Read[tasks.C1Row](t, run, "node.c1.shapes")
-	for _, c := range all {
-		if c.Keep {
-			kept = append(kept, c.Row)
-		}
-	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].TaskID < kept[j].TaskID })
-	if len(kept) < 7 {
-		t.Fatalf("C1 keeps %d tasks, the test needs 7", len(kept))
-	}
-	return kept, all
-}
-
-// scripted is a model that knows the answers of some tasks: it answers
-// task k's request with the reference mask (fenced, after a <think> block)
-// when solves(k, cell, seed) says so, and with junk otherwise. It finds the
-// task by the description and the context program the prompt holds.
-type scripted struct {
-	tasks  []tasks.Row
-	solves func(k int, full bool, seed int64) bool
-
-	mu     sync.Mutex
-	errors []string // requests it could not place
-}
-
-const thought = "The description names the library; the call goes where <MASK> is."
-
-func (s *scripted) reply(q llmtest.Request) string {
-	text := q.Text()
-	k := -1
-	for i, t := range s.tasks {
-		if strings.Contains(text, "Task ("+t.Difficulty+"): "+t.Description+"\n") && strings.Contains(text, "```go\n"+strings.TrimRight(t.Context, "\n")+"\n```\n\nWrite") {
-			if k >= 0 {
-				s.fail("two tasks match a request")
-			}
-			k = i
-		}
-	}
-	if k < 0 {
-		s.fail("no task matches a request: " + text)
-		return "?"
-	}
-	var seed int64 = -1
-	if q.Seed != nil {
-		seed = *q.Seed
-	}
-	if s.solves(k, strings.Contains(text, "## Signature (S)"), seed) {
-		return "<think>\n" + thought + "\n</think>\nHere is the code:\n\n```go\n" + s.tasks[k].Mask + "\n```\n"
-	}
-	if k%2 == 0 {
-		return "<think>I have not seen this API.</think>\nI do not know this library."
-	}
-	return "```go\nresult := library.DoIt(\n```"
-}
-
-func (s *scripted) fail(msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.errors = append(s.errors, msg)
-}
-
-func (s *scripted) check(t *testing.T) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.errors {
-		t.Error(e)
-	}
-}
 
 // TestGenerateSolveC2C3: a scripted model answers the reference on some
 // tasks and junk on the others, without knowledge (3 samples, seeded) and
@@ -117,19 +28,19 @@ func (s *scripted) check(t *testing.T) {
 // C3 those it solves with the bundle; running again makes no request.
 func TestGenerateSolveC2C3(t *testing.T) {
 	dir := t.TempDir()
-	kept, c1rows := keptByC1(t, dir)
+	kept, c1rows := taskstest.KeptByC1(t, dir)
 	// Without knowledge: task 0 solved on all 3 samples, task 1 on 2,
 	// task 2 on 1, the rest never. With the Full bundle: tasks 2-5.
 	baseSolved := map[int]int{0: 3, 1: 2, 2: 1}
-	model := &scripted{tasks: kept, solves: func(k int, full bool, seed int64) bool {
+	model := &taskstest.Scripted{Tasks: kept, Solves: func(k int, full bool, seed int64) bool {
 		if full {
 			return k >= 2 && k <= 5
 		}
 		return seed >= 100 && int(seed-100) < baseSolved[k]
 	}}
-	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Reply: model.reply}}})
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Reply: model.Reply}}})
 	defer srv.Close()
-	src := c1Node + modelBlock(srv.URL()) + `
+	src := taskstest.C1Node + taskstest.ModelBlock(srv.URL()) + `
 node "generate" "base" {
   tasks       = node.c1.shapes
   model       = model.coder
@@ -161,15 +72,15 @@ node "c3" "shapes" {
   samples = node.solve.full
 }
 `
-	run := runFixture(t, dir, src)
-	model.check(t)
+	run := taskstest.Run(t, dir, src)
+	model.Check(t)
 	index := map[string]int{}
 	for k, task := range kept {
 		index[task.TaskID] = k
 	}
 
 	t.Run("generate rows", func(t *testing.T) {
-		rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.base")
+		rows := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.base")
 		if len(rows) != 3*len(kept) {
 			t.Fatalf("%d rows, want %d tasks × 3", len(rows), len(kept))
 		}
@@ -185,7 +96,7 @@ node "c3" "shapes" {
 				t.Errorf("row %d: tokens %d/%d finish %q", i, r.PromptTokens, r.CompletionTokens, r.FinishReason)
 			}
 			if int(r.Sample) < baseSolved[k] {
-				if strings.TrimSpace(r.Solution) != strings.TrimSpace(kept[k].Mask) || r.Thinking != thought || !strings.HasPrefix(r.Raw, "<think>") || !strings.HasPrefix(r.ExtractedBy, "fence") {
+				if strings.TrimSpace(r.Solution) != strings.TrimSpace(kept[k].Mask) || r.Thinking != taskstest.Thought || !strings.HasPrefix(r.Raw, "<think>") || !strings.HasPrefix(r.ExtractedBy, "fence") {
 					t.Errorf("row %d: solution %q (by %s), thinking %q, want the mask %q", i, r.Solution, r.ExtractedBy, r.Thinking, kept[k].Mask)
 				}
 			}
@@ -199,7 +110,7 @@ node "c3" "shapes" {
 		for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.shapes") {
 			bundles[b.APIID] = b
 		}
-		rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.full")
+		rows := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.full")
 		if len(rows) != 2*5 {
 			t.Fatalf("%d Full rows, want 5 tasks × 2", len(rows))
 		}
@@ -207,13 +118,13 @@ node "c3" "shapes" {
 			task := kept[index[r.TaskID]]
 			b := bundles[task.APIID]
 			if b.Signature == "" || !strings.Contains(r.Prompt, b.Signature) || !strings.Contains(r.Prompt, b.MCode) || !strings.Contains(r.Prompt, b.MProse) {
-				t.Errorf("%s: the prompt lacks its API's signature, source or prose:\n%s", name(task), r.Prompt)
+				t.Errorf("%s: the prompt lacks its API's signature, source or prose:\n%s", taskstest.Name(task), r.Prompt)
 			}
 			if strings.Contains(r.Prompt, "\n"+task.Example+":\n") {
-				t.Errorf("%s: the prompt shows the example the task was cut from, %s", name(task), task.Example)
+				t.Errorf("%s: the prompt shows the example the task was cut from, %s", taskstest.Name(task), task.Example)
 			}
 			if r.SampleID != fmt.Sprintf("Full#%d", r.Sample) {
-				t.Errorf("%s: sample id %s", name(task), r.SampleID)
+				t.Errorf("%s: sample id %s", taskstest.Name(task), r.SampleID)
 			}
 		}
 	})
@@ -278,7 +189,7 @@ node "c3" "shapes" {
 			{"node.c2.shapes", wantC2, "C2: 7 tasks, 5 kept (model solved 2 without knowledge)"},
 			{"node.c3.shapes", wantC3, "C3: 5 tasks, 4 kept (strong model solved too few of 1 with the bundle, cell Full)"},
 		} {
-			rows := nodetest.Read[tasks.FilterRow](t, run, c.addr)
+			rows := nodetest.Read[filters.FilterRow](t, run, c.addr)
 			if len(rows) != len(c1rows) {
 				t.Fatalf("%s: %d rows for %d tasks", c.addr, len(rows), len(c1rows))
 			}
@@ -290,7 +201,7 @@ node "c3" "shapes" {
 					wantKeep = want == ""
 				}
 				if r.Keep != wantKeep || r.Reason != want {
-					t.Errorf("%s: task %d (%s): keep %v reason %q, want %v %q", c.addr, k, name(r.Row), r.Keep, r.Reason, wantKeep, want)
+					t.Errorf("%s: task %d (%s): keep %v reason %q, want %v %q", c.addr, k, taskstest.Name(r.Row), r.Keep, r.Reason, wantKeep, want)
 				}
 			}
 			if got := run.Notes("done")[c.addr]; got != c.note {
@@ -322,7 +233,7 @@ node "c3" "shapes" {
 	if want := 3*len(kept) + 2*5; before != want {
 		t.Errorf("%d requests, want %d", before, want)
 	}
-	again := runFixture(t, dir, src)
+	again := taskstest.Run(t, dir, src)
 	if n := srv.Stats().Requests - before; n != 0 {
 		t.Errorf("running again made %d requests", n)
 	}
@@ -339,7 +250,7 @@ node "c3" "shapes" {
 // file and line, before any call.
 func TestGenerateKeyFollowsTheTemplatesItsCellUses(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer srv.Close()
 	tpl := filepath.Join(dir, "tpl")
@@ -352,7 +263,7 @@ func TestGenerateKeyFollowsTheTemplatesItsCellUses(t *testing.T) {
 		}
 	}
 	write("E.tmpl", "Examples:\n{{range .Examples}}{{.Code}}\n{{end}}")
-	src := modelBlock(srv.URL())
+	src := taskstest.ModelBlock(srv.URL())
 	for _, cell := range []string{"S", "S+E"} {
 		src += fmt.Sprintf(`
 node "generate" %q {
@@ -365,9 +276,9 @@ node "generate" %q {
 }
 `, strings.ReplaceAll(strings.ToLower(cell), "+", "_"), cell)
 	}
-	first := runFixture(t, dir, src)
+	first := taskstest.Run(t, dir, src)
 	write("E.tmpl", "Examples, edited:\n{{range .Examples}}{{.Code}}\n{{end}}")
-	second := runFixture(t, dir, src)
+	second := taskstest.Run(t, dir, src)
 	for addr, recomputed := range map[string]bool{"node.generate.s": false, "node.generate.s_e": true} {
 		if changed := first.Nodes[addr].Key != second.Nodes[addr].Key; changed != recomputed {
 			t.Errorf("%s: key changed = %v, want %v", addr, changed, recomputed)
@@ -376,14 +287,14 @@ node "generate" %q {
 			t.Errorf("%s: %s after the edit, want %s", addr, second.Nodes[addr].State, want)
 		}
 	}
-	rows := nodetest.Read[tasks.GenerateRow](t, second, "node.generate.s_e")
+	rows := nodetest.Read[experiments.GenerateRow](t, second, "node.generate.s_e")
 	if len(rows) != 2 || !strings.Contains(rows[0].Prompt, "Examples, edited:") {
 		t.Errorf("%d rows; the prompt does not use the edited template:\n%s", len(rows), rows[0].Prompt)
 	}
 
 	before := srv.Stats().Requests
 	write("E.tmpl", "Examples:\n{{range .Examples}}{{.Code}}\n{{.Outpt}}{{end}}")
-	bad := nodetest.RunErr(t, dir, pipeline+src)
+	bad := nodetest.RunErr(t, dir, taskstest.Pipeline+src)
 	res := bad.Nodes["node.generate.s_e"]
 	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), filepath.Join(tpl, "E.tmpl")+":3:") || !strings.Contains(res.Err.Error(), "Outpt") {
 		t.Errorf("generate with a bad template: %+v", res)
@@ -402,11 +313,11 @@ node "generate" %q {
 // (prompt characters / 4, max_tokens per answer). Planning makes no call.
 func TestPlanCountsGenerateCallsAndTheCachedOnes(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer srv.Close()
 	gen := func(limit int) string {
-		return modelBlock(srv.URL()) + fmt.Sprintf(`
+		return taskstest.ModelBlock(srv.URL()) + fmt.Sprintf(`
 node "generate" "g" {
   tasks      = node.tasks.shapes
   model      = model.coder
@@ -418,7 +329,7 @@ node "generate" "g" {
 	}
 	plan := func() nodes.CallPlan {
 		t.Helper()
-		entries := nodetest.Plan(t, dir, pipeline+gen(3))
+		entries := nodetest.Plan(t, dir, taskstest.Pipeline+gen(3))
 		for _, e := range entries {
 			if e.Node == "node.generate.g" {
 				if len(e.Calls) != 1 {
@@ -434,8 +345,8 @@ node "generate" "g" {
 	if first.Model != "example/coder" || first.Calls != 6 || first.Cached != 0 || first.OutputTokens != 600 || first.PromptTokens == 0 {
 		t.Errorf("plan before any run: %+v", first)
 	}
-	run := runFixture(t, dir, gen(2))
-	done := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g")
+	run := taskstest.Run(t, dir, gen(2))
+	done := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.g")
 	var cachedPrompt int64
 	for _, r := range done {
 		// The estimate counts the messages' text, not the row's labels.
@@ -459,12 +370,12 @@ node "generate" "g" {
 // cache and counts the calls the run made as cached.
 func TestPlanDoesNotEmbedTheDensePool(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer srv.Close()
-	emb := tasks.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp"), 96)
+	emb := experiments.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp"), 96)
 	src := func(samples int) string {
-		return modelBlock(srv.URL()) + fmt.Sprintf(`
+		return taskstest.ModelBlock(srv.URL()) + fmt.Sprintf(`
 node "generate" "g" {
   tasks        = node.tasks.shapes
   bundles      = node.bundle.shapes
@@ -482,7 +393,7 @@ node "generate" "g" {
 	}
 	plan := func(samples int) nodes.CallPlan {
 		t.Helper()
-		entries := nodetest.Plan(t, dir, pipeline+src(samples))
+		entries := nodetest.Plan(t, dir, taskstest.Pipeline+src(samples))
 		for _, e := range entries {
 			if e.Node == "node.generate.g" && len(e.Calls) == 1 {
 				return e.Calls[0]
@@ -505,7 +416,7 @@ node "generate" "g" {
 	if first.Calls != 2 || first.Cached != 0 || first.PromptTokens < 2*2*96 || vectors() != 0 {
 		t.Errorf("plan before the run: %+v, %d vectors cached; want 2 calls, none cached, the chunks estimated, nothing embedded", first, vectors())
 	}
-	runFixture(t, dir, src(1))
+	taskstest.Run(t, dir, src(1))
 	if vectors() == 0 {
 		t.Fatal("the run cached no vector")
 	}
@@ -520,7 +431,7 @@ node "generate" "g" {
 // override them, and api = "completions" sends one prompt.
 func TestGenerateSendsTheModelBlocksSettings(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer srv.Close()
 	src := fmt.Sprintf(`
@@ -561,7 +472,7 @@ node "generate" "completions" {
   limit = 1
 }
 `, srv.URL())
-	run := runFixture(t, dir, src)
+	run := taskstest.Run(t, dir, src)
 	f := func(v float64) *float64 { return &v }
 	i := func(v int64) *int64 { return &v }
 	want := map[string]struct {
@@ -594,7 +505,7 @@ node "generate" "completions" {
 		t.Fatalf("%d calls, want 3", len(srv.Calls()))
 	}
 	for addr, w := range want {
-		row := nodetest.Read[tasks.GenerateRow](t, run, addr)[0]
+		row := nodetest.Read[experiments.GenerateRow](t, run, addr)[0]
 		key := "completions"
 		if w.temperature != nil {
 			key = fmt.Sprint(*w.temperature)
@@ -631,7 +542,7 @@ func val[T any](p *T) any {
 // makes only the calls that were not answered.
 func TestGenerateFailsOnAFailedCallAndResumes(t *testing.T) {
 	dir := t.TempDir()
-	byID := readTasks(t, runFixture(t, dir, ""))
+	byID := taskstest.ReadTasks(t, taskstest.Run(t, dir, ""))
 	var ids []string
 	for id := range byID {
 		ids = append(ids, id)
@@ -642,7 +553,7 @@ func TestGenerateFailsOnAFailedCallAndResumes(t *testing.T) {
 		Script: []llmtest.Rule{{Contains: "Task (" + bad.Difficulty + "): " + bad.Description + "\n", Status: 400}}})
 	defer refuse.Close()
 	src := func(url string) string {
-		return modelBlock(url) + `
+		return taskstest.ModelBlock(url) + `
 node "generate" "g" {
   tasks   = node.tasks.shapes
   model   = model.coder
@@ -651,18 +562,18 @@ node "generate" "g" {
 }
 `
 	}
-	res := nodetest.RunErr(t, dir, pipeline+src(refuse.URL())).Nodes["node.generate.g"]
+	res := nodetest.RunErr(t, dir, taskstest.Pipeline+src(refuse.URL())).Nodes["node.generate.g"]
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "task "+bad.TaskID+" sample ") || !strings.Contains(res.Err.Error(), "a re-run makes only the") || !strings.Contains(res.Err.Error(), "400") {
 		t.Fatalf("error %v", res.Err)
 	}
 	answered := refuse.Stats().Answers
 	answer := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer answer.Close()
-	run := runFixture(t, dir, src(answer.URL()))
+	run := taskstest.Run(t, dir, src(answer.URL()))
 	if got := answer.Stats().Requests; got != 8-answered {
 		t.Errorf("the re-run made %d requests, want %d (8 calls, %d answered before)", got, 8-answered, answered)
 	}
-	if rows := nodetest.Read[tasks.GenerateRow](t, run, "node.generate.g"); len(rows) != 8 {
+	if rows := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.g"); len(rows) != 8 {
 		t.Errorf("%d rows, want 8", len(rows))
 	}
 }
@@ -690,7 +601,7 @@ func TestGenerateRejectsBadConfig(t *testing.T) {
 		{"cell = \"S\"\n  bundles = node.import.x\n  retriever = \"dense\"\n  embedder = \"bge\"\n  pooling = \"max\"", "p.hcl:16,13-18: Unknown pooling; pooling must be \"cls\" or \"mean\", not \"max\"."},
 	} {
 		dir := t.TempDir()
-		src := modelBlock("http://127.0.0.1:9/v1") + `node "import" "x" { path = "x.jsonl" }
+		src := taskstest.ModelBlock("http://127.0.0.1:9/v1") + `node "import" "x" { path = "x.jsonl" }
 node "generate" "g" {
   tasks = node.import.x
   model = model.coder
@@ -709,7 +620,7 @@ node "generate" "g" {
 // "keep" from the whole answer; raw and thinking are kept either way.
 func TestGenerateStripsThinkingBeforeExtraction(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	const answer = "<think>\n```go\na := 1\nb := 2\n```\n</think>\n```go\nx := 1\n```"
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: answer})
 	defer srv.Close()
@@ -729,9 +640,9 @@ node "generate" %[1]q {
 }
 `, mode, srv.URL())
 	}
-	run := runFixture(t, dir, src)
+	run := taskstest.Run(t, dir, src)
 	for mode, want := range map[string]string{"strip": "x := 1", "keep": "a := 1\nb := 2"} {
-		row := nodetest.Read[tasks.GenerateRow](t, run, "node.generate."+mode)[0]
+		row := nodetest.Read[experiments.GenerateRow](t, run, "node.generate."+mode)[0]
 		if row.Solution != want || row.Raw != answer || row.Thinking != "```go\na := 1\nb := 2\n```" {
 			t.Errorf("think = %s: solution %q, raw %q, thinking %q", mode, row.Solution, row.Raw, row.Thinking)
 		}
@@ -746,10 +657,10 @@ node "generate" %[1]q {
 // longer than the encoder's sequence fail the plan.
 func TestGenerateRetrievesChunksInPlaceOfTheBundle(t *testing.T) {
 	dir := t.TempDir()
-	runFixture(t, dir, "")
+	taskstest.Run(t, dir, "")
 	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Default: "```go\nx := 1\n```"})
 	defer srv.Close()
-	emb := tasks.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp stack push pop [ ] t , v lo hi int"), 96)
+	emb := experiments.WriteBagOfWordsBERT(t, strings.Fields("# signature ( s ) package \" example . com / shapes : func clamp stack push pop [ ] t , v lo hi int"), 96)
 	node := func(name, attrs string) string {
 		return fmt.Sprintf(`
 node "generate" %q {
@@ -762,7 +673,7 @@ node "generate" %q {
 }
 `, name, attrs)
 	}
-	src := c1Node + modelBlock(srv.URL()) + node("oracle", "") + node("bm25", `retriever = "bm25"
+	src := taskstest.C1Node + taskstest.ModelBlock(srv.URL()) + node("oracle", "") + node("bm25", `retriever = "bm25"
   top_k = 2`) + node("pooled", `retriever = "bm25"
   pool = [node.bundle.shapes]
   top_k = 2`) + node("dense", fmt.Sprintf(`retriever = "dense"
@@ -770,9 +681,9 @@ node "generate" %q {
   pooling = "mean"
   chunk_tokens = 96
   top_k = 2`, emb))
-	first := runFixture(t, dir, src)
+	first := taskstest.Run(t, dir, src)
 	for _, arm := range []string{"oracle", "bm25", "dense"} {
-		rows := nodetest.Read[tasks.GenerateRow](t, first, "node.generate."+arm)
+		rows := nodetest.Read[experiments.GenerateRow](t, first, "node.generate."+arm)
 		if len(rows) != 3 {
 			t.Fatalf("%s: %d rows, want 3", arm, len(rows))
 		}
@@ -800,7 +711,7 @@ node "generate" %q {
 	}
 
 	// pool = [bundles] is the default pool.
-	if a, b := nodetest.Read[tasks.GenerateRow](t, first, "node.generate.bm25"), nodetest.Read[tasks.GenerateRow](t, first, "node.generate.pooled"); !reflect.DeepEqual(a[0].Retrieved, b[0].Retrieved) {
+	if a, b := nodetest.Read[experiments.GenerateRow](t, first, "node.generate.bm25"), nodetest.Read[experiments.GenerateRow](t, first, "node.generate.pooled"); !reflect.DeepEqual(a[0].Retrieved, b[0].Retrieved) {
 		t.Errorf("pool = [node.bundle.shapes] retrieved %+v, the default pool %+v", b[0].Retrieved, a[0].Retrieved)
 	}
 
@@ -818,24 +729,24 @@ node "generate" %q {
 	if err := os.WriteFile(filepath.Join(emb, "tokenizer_config.json"), []byte(`{"do_lower_case": true, "edited": 1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	second := runFixture(t, dir, src)
+	second := taskstest.Run(t, dir, src)
 	for addr, recomputed := range map[string]bool{"node.generate.oracle": false, "node.generate.bm25": false, "node.generate.dense": true} {
 		if changed := first.Nodes[addr].Key != second.Nodes[addr].Key; changed != recomputed {
 			t.Errorf("%s: key changed = %v after the embedder's edit, want %v", addr, changed, recomputed)
 		}
 	}
 
-	twice := c1Node + modelBlock(srv.URL()) + node("twice", `retriever = "bm25"
+	twice := taskstest.C1Node + taskstest.ModelBlock(srv.URL()) + node("twice", `retriever = "bm25"
   pool = [node.bundle.shapes, node.bundle.shapes]`)
-	res := nodetest.RunErr(t, dir, pipeline+twice).Nodes["node.generate.twice"]
+	res := nodetest.RunErr(t, dir, taskstest.Pipeline+twice).Nodes["node.generate.twice"]
 	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "Invalid pool: the pool holds bundle example.com/shapes.Apply of example.com/shapes v1.1.0 twice") {
 		t.Errorf("a pool naming a bundle node twice: %+v", res)
 	}
 
-	long := c1Node + modelBlock(srv.URL()) + node("dense", fmt.Sprintf(`retriever = "dense"
+	long := taskstest.C1Node + taskstest.ModelBlock(srv.URL()) + node("dense", fmt.Sprintf(`retriever = "dense"
   embedder = %q
   chunk_tokens = 97`, emb))
-	res = nodetest.RunErr(t, dir, pipeline+long).Nodes["node.generate.dense"]
+	res = nodetest.RunErr(t, dir, taskstest.Pipeline+long).Nodes["node.generate.dense"]
 	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "chunk_tokens 97 exceeds the 96 tokens the embedder encodes") {
 		t.Errorf("dense with chunks longer than the encoder's sequence: %+v", res)
 	}

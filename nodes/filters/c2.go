@@ -1,4 +1,4 @@
-package tasks
+package filters
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 )
 
 func init() { nodes.Register(c2Type{}) }
@@ -73,7 +74,7 @@ func (c2Type) Validate(cfg any) error {
 // Run keeps the tasks the model fails often enough without knowledge.
 func (t c2Type) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task Row, n, passed int, cells []string) (bool, string, error) {
+	rows, counts, err := filterBySamples(r, c.Tasks, c.Samples, func(task tasks.Row, n, passed int, cells []string) (bool, string, error) {
 		for _, cell := range cells {
 			if cell != "" && cell != "baseline" {
 				return false, "", fmt.Errorf("samples: task %s has samples written in cell %s: C2 judges the model without knowledge (cell baseline)", task.TaskID, cell)

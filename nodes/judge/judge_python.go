@@ -1,4 +1,4 @@
-package tasks
+package judge
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 )
@@ -22,11 +23,11 @@ import (
 //
 // ParamCorr is pyharness.ParamCorr of the solution against the task's
 // reference answer (Mask): null when the reference shows no call of the
-// target's name, and null (unknown, not 0) when the solution's source
+// Target's name, and null (unknown, not 0) when the solution's source
 // shows none but the spy counted direct calls of the target (SpyDirect >
 // 0): a call the lexical scan cannot see (map(scale, xss),
 // functools.partial(scale, k=2), g = scale; g(xs)).
-func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput, err error) {
+func judgePython(s tasks.SampleRow, task tasks.Row) (row JudgeRow, ask *pyharness.JudgeInput, err error) {
 	row = JudgeRow{TaskID: s.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: s.APIID,
 		Library: task.Library, Difficulty: task.Difficulty, Passed: s.Passed, SpyDirect: s.SpyDirect, APICalled: s.SpyDirect > 0, Path: PathRule}
 	row.Expected, _ = pyharness.ExpectedClass(s.Kind)
@@ -44,7 +45,7 @@ func judgePython(s SampleRow, task Row) (row JudgeRow, ask *pyharness.JudgeInput
 			return row, nil, fmt.Errorf("task %s: expect: %w", task.TaskID, err)
 		}
 	}
-	run, v, err := pyRun(s)
+	run, v, err := tasks.PyRun(s)
 	if err != nil {
 		return row, nil, err
 	}

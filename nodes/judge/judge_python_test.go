@@ -1,4 +1,4 @@
-package tasks_test
+package judge_test
 
 import (
 	"encoding/json"
@@ -9,10 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
-	"github.com/lacuna-dev/lacuna/runners/pypi/pypitest"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -26,7 +27,7 @@ import (
 // model (400) and the fallback decides from param_corr (path fallback,
 // WrongParam). Every sample gets a sem score from the Python sem prompt.
 func TestPythonJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
-	dir, scale := pyScaleTask(t)
+	dir, scale := taskstest.PyScaleTask(t)
 	var mu sync.Mutex
 	var verdictPrompts []string
 	srv := llmtest.New(llmtest.Config{
@@ -59,18 +60,18 @@ func TestPythonJudgeModelDecidesWhatTheFastPathLeaves(t *testing.T) {
 		corr                                  string
 		sem                                   float64
 	}{
-		{"correct", scale.Mask, "OK", tasks.PathRule, "passed", "1", 1},
-		{"syntax", "return scale(xs\n", "WrongSyntax", tasks.PathRule, "does not compile", "0", 0.25},
-		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", "WrongLogic", tasks.PathLLM, "adds one to every scaled value", "1", 0.25},
-		{"keyword", "from pystats import scale\nreturn scale(xs, k=3)\n", "WrongParam", tasks.PathFallback,
+		{"correct", scale.Mask, "OK", judge.PathRule, "passed", "1", 1},
+		{"syntax", "return scale(xs\n", "WrongSyntax", judge.PathRule, "does not compile", "0", 0.25},
+		{"value", "from pystats import scale\nreturn [v + 1 for v in scale(xs)]\n", "WrongLogic", judge.PathLLM, "adds one to every scaled value", "1", 0.25},
+		{"keyword", "from pystats import scale\nreturn scale(xs, k=3)\n", "WrongParam", judge.PathFallback,
 			"judge refused: HTTP 400 Bad Request", "0.5", 0.25},
 	}
 	var sols []string
 	for _, c := range cases {
 		sols = append(sols, c.sampleID, c.solution)
 	}
-	writeSolutions(t, dir, scale.TaskID, sols...)
-	run := nodetest.Run(t, dir, pySolvePipeline+fmt.Sprintf(`
+	taskstest.WriteSolutions(t, dir, scale.TaskID, sols...)
+	run := nodetest.Run(t, dir, taskstest.PySolvePipeline+fmt.Sprintf(`
 model "judge" {
   id          = "judge-model"
   endpoint    = %q
@@ -84,7 +85,7 @@ node "judge" "model" {
   sem     = true
 }
 `, srv.URL()))
-	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.model")
+	judged := nodetest.Read[judge.JudgeRow](t, run, "node.judge.model")
 	if len(judged) != len(cases) {
 		t.Fatalf("%d judged, want %d", len(judged), len(cases))
 	}
@@ -120,64 +121,6 @@ node "judge" "model" {
 	}
 }
 
-// pySolvePipeline solves the fixture's tasks with the solutions
-// writeSolutions wrote.
-const pySolvePipeline = pyTasksPipeline + `
-node "import" "solutions" { path = "solutions.jsonl" }
-node "solve" "model" {
-  tasks     = node.tasks.stats
-  solutions = node.import.solutions
-  ecosystem = "python"
-}
-`
-
-// offlinePyStats publishes the fixture project py-stats (pyStats: 1.0.0
-// before the model's cutoff, 2.0.0 after) on a loopback index and points
-// the run's Python at it.
-func offlinePyStats(t *testing.T) {
-	t.Helper()
-	mit := []string{"License-Expression: MIT"}
-	nodetest.OfflinePython(t, pypitest.Published(t, "py-stats",
-		pypitest.Release{Version: "1.0.0", Uploaded: pypitest.Day("2024-01-10"), Files: pyStats["1.0.0"], Metadata: mit},
-		pypitest.Release{Version: "2.0.0", Uploaded: pypitest.Day("2024-09-01"), Files: pyStats["2.0.0"], Metadata: mit}))
-}
-
-// pyScaleTask runs the Python fixture's chain through tasks in a store the
-// sandbox's user can reach, and returns the store and the easy task of
-// pystats.scale.
-func pyScaleTask(t *testing.T) (dir string, scale tasks.Row) {
-	t.Helper()
-	offlinePyStats(t)
-	dir = nodetest.StoreDir(t)
-	run := nodetest.Run(t, dir, pyTasksPipeline)
-	for _, r := range nodetest.Read[tasks.Row](t, run, "node.tasks.stats") {
-		if r.Qualified == "pystats.scale" && r.Difficulty == "easy" {
-			scale = r
-		}
-	}
-	if scale.TaskID == "" || scale.Expect == "" {
-		t.Fatalf("no observed easy task for pystats.scale")
-	}
-	return dir, scale
-}
-
-// writeSolutions writes solutions.jsonl in dir: solutions of task, given
-// as sample ID, code, sample ID, code, ...
-func writeSolutions(t *testing.T, dir, task string, sols ...string) {
-	t.Helper()
-	var lines []string
-	for i := 0; i+1 < len(sols); i += 2 {
-		b, err := json.Marshal(map[string]string{"task_id": task, "sample_id": sols[i], "solution": sols[i+1]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "solutions.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestPythonJudgeAsksNothingAboutSamplesNeverRun: the fixture's tasks,
 // with the scale task's harness taken away (as when its reference failed),
 // imported and solved: scale's samples are never run, so they are NotRun,
@@ -185,10 +128,10 @@ func writeSolutions(t *testing.T, dir, task string, sols ...string) {
 // verdict or a sem score; the ordered task's sample beside them is judged
 // and scored as usual.
 func TestPythonJudgeAsksNothingAboutSamplesNeverRun(t *testing.T) {
-	dir, scale := pyScaleTask(t)
+	dir, scale := taskstest.PyScaleTask(t)
 	var rows []tasks.Row
 	ordered := ""
-	for _, r := range nodetest.Read[tasks.Row](t, nodetest.Run(t, dir, pyTasksPipeline), "node.tasks.stats") {
+	for _, r := range nodetest.Read[tasks.Row](t, nodetest.Run(t, dir, taskstest.PyTasksPipeline), "node.tasks.stats") {
 		if r.TaskID == scale.TaskID {
 			r.Expect, r.ObserveError = "", "reference failed: taken away by the test"
 		}
@@ -240,12 +183,12 @@ node "judge" "model" {
   sem     = true
 }
 `, srv.URL()))
-	judged := nodetest.Read[tasks.JudgeRow](t, run, "node.judge.model")
+	judged := nodetest.Read[judge.JudgeRow](t, run, "node.judge.model")
 	if len(judged) != len(sols) {
 		t.Fatalf("%d judged, want %d", len(judged), len(sols))
 	}
 	for _, j := range judged[:2] {
-		if j.Class != tasks.ClassNotRun || j.Path != tasks.PathRule || !strings.Contains(j.Rule, "no harness: reference failed: taken away by the test") || j.Sem != nil || j.ParamCorr != nil {
+		if j.Class != judge.ClassNotRun || j.Path != judge.PathRule || !strings.Contains(j.Rule, "no harness: reference failed: taken away by the test") || j.Sem != nil || j.ParamCorr != nil {
 			t.Errorf("%s: %s by %s (%q), sem %s, param_corr %s; want NotRun by rule, no sem, no param_corr", j.SampleID, j.Class, j.Path, j.Rule, fmtCorr(j.Sem), fmtCorr(j.ParamCorr))
 		}
 	}

@@ -1,4 +1,4 @@
-package tasks
+package judge
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 )
@@ -27,7 +28,7 @@ func TestJudgePythonReadsCallsTheSourceScanCannotSee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := Row{TaskID: "t", Ecosystem: "python", Spec: string(spec), Expect: string(expect), Mask: "from pystats import scale\nreturn [scale(x) for x in xss]\n"}
+	task := tasks.Row{TaskID: "t", Ecosystem: "python", Spec: string(spec), Expect: string(expect), Mask: "from pystats import scale\nreturn [scale(x) for x in xss]\n"}
 	ran := func(calls ...pyharness.Call) *pyharness.Record {
 		return &pyharness.Record{Stage: "ran", Direct: len(calls), Calls: calls}
 	}
@@ -61,7 +62,7 @@ func TestJudgePythonReadsCallsTheSourceScanCannotSee(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := SampleRow{TaskID: "t", SampleID: "s", Kind: "model", Solution: tc.solution, Observation: string(obs), SpyDirect: int64(tc.rec.Direct),
+			s := tasks.SampleRow{TaskID: "t", SampleID: "s", Kind: "model", Solution: tc.solution, Observation: string(obs), SpyDirect: int64(tc.rec.Direct),
 				FailedLayers: []string{"comparative"}, Failures: "input 0: 3 != 2"}
 			row, ask, err := judgePython(s, task)
 			if err != nil {

@@ -1,4 +1,4 @@
-package tasks
+package filters
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
@@ -31,9 +32,9 @@ type c1Config struct {
 
 // C1Row is a task with what C1 and the harness audit found. Keep is true
 // when the reference passes its own harness (every run of it) and every
-// calibration solution fails it; Reason explains every drop.
+// Calibration solution fails it; Reason explains every drop.
 type C1Row struct {
-	Row
+	tasks.Row
 	C1Passed  bool   `parquet:"c1_passed"` // the reference passes its harness
 	C1Error   string `parquet:"c1_error"`
 	AuditRun  int32  `parquet:"audit_run"`    // calibration solutions run
@@ -77,7 +78,7 @@ func (c1Type) Doc() string {
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
 func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	if r.Config().(*c1Config).Ecosystem == "python" {
-		return resolvePython(ctx, r)
+		return tasks.ResolvePython(ctx, r)
 	}
 	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 }
@@ -89,12 +90,12 @@ func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, erro
 // keeps the rest.
 func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	tasks, err := readTasks(r, c.Tasks)
+	tks, err := tasks.ReadTasks(r, c.Tasks)
 	if err != nil {
 		return err
 	}
 	python := c.Ecosystem == "python"
-	for _, tk := range tasks {
+	for _, tk := range tks {
 		switch {
 		case !python && tk.Ecosystem == "python":
 			return fmt.Errorf("task %s (%s) is a Python library's: set ecosystem = \"python\" on c1", tk.TaskID, tk.Qualified)
@@ -102,45 +103,45 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 			return fmt.Errorf("task %s (%s) is not a Python task: the tasks input must come from a tasks node with ecosystem = \"python\"", tk.TaskID, tk.Qualified)
 		}
 	}
-	var runs []SampleRow
+	var runs []tasks.SampleRow
 	switch {
 	case c.Samples.Node != "":
 		in, err := r.Input(c.Samples)
 		if err != nil {
 			return err
 		}
-		if runs, err = artifacts.ReadAll[SampleRow](in); err != nil {
+		if runs, err = artifacts.ReadAll[tasks.SampleRow](in); err != nil {
 			return fmt.Errorf("samples: %w (samples must come from a solve node with calibration = true)", err)
 		}
 	case python:
-		sols, err := pyCalibration(tasks)
+		sols, err := tasks.PyCalibration(tks)
 		if err != nil {
 			return err
 		}
-		if runs, err = runPythonSolutions(ctx, r, c.Tasks.Node, tasks, sols); err != nil {
+		if runs, err = tasks.RunPython(ctx, r, c.Tasks.Node, tks, sols); err != nil {
 			return err
 		}
 	default:
-		sols, err := calibration(ctx, r, tasks)
+		sols, err := tasks.Calibration(ctx, r, tks)
 		if err != nil {
 			return err
 		}
-		if runs, _, err = runAll(ctx, r, tasks, sols, false); err != nil {
+		if runs, _, err = tasks.RunAll(ctx, r, tks, sols, false); err != nil {
 			return err
 		}
 	}
 	if python {
-		return t.auditPython(r, tasks, runs)
+		return t.auditPython(r, tks, runs)
 	}
-	byTask := map[string][]SampleRow{}
+	byTask := map[string][]tasks.SampleRow{}
 	for _, s := range runs {
 		byTask[s.TaskID] = append(byTask[s.TaskID], s)
 	}
-	out := make([]C1Row, len(tasks))
+	out := make([]C1Row, len(tks))
 	survived := map[string]int{}
-	for i, t := range tasks {
+	for i, t := range tks {
 		row := C1Row{Row: t, Survivors: []string{}}
-		var ref *SampleRow // the first failing reference run, else the last
+		var ref *tasks.SampleRow // the first failing reference run, else the last
 		for j, s := range byTask[t.TaskID] {
 			if s.Kind == "reference" {
 				if ref == nil || ref.Passed {
@@ -201,11 +202,11 @@ func (t c1Type) finish(r nodes.Run, out []C1Row, survived map[string]int) error 
 		}
 		drops[strings.TrimSpace(key)]++
 	}
-	for _, k := range sortedKeys(drops) {
+	for _, k := range tasks.SortedKeys(drops) {
 		r.Logf("dropped %d: %s", drops[k], k)
 	}
 	var surv []string
-	for _, k := range sortedKeys(survived) {
+	for _, k := range tasks.SortedKeys(survived) {
 		surv = append(surv, fmt.Sprintf("%s %d", k, survived[k]))
 	}
 	if len(surv) > 0 {

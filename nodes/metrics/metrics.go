@@ -1,4 +1,4 @@
-package tasks
+package metrics
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/judge"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/parquet-go/parquet-go"
 )
@@ -32,7 +33,7 @@ type metricsConfig struct {
 	// column, only its "model" rows count: calibration rows (the reference
 	// and the mutants, whose judge the calibration report measures) are
 	// skipped, and an input of nothing else is an error. Rows of class
-	// NotRun (ClassNotRun) count only in not_run.
+	// NotRun (judge.ClassNotRun) count only in not_run.
 	Judged    []nodes.Ref `hcl:"judged"`
 	K         []int       `hcl:"k,optional"`
 	Bootstrap *int        `hcl:"bootstrap,optional"`
@@ -274,7 +275,7 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 	notRun := 0
 	pairs := map[string]bool{} // model × cell pairs with a sample that ran
 	for _, j := range rows {
-		if j.class == ClassNotRun {
+		if j.class == judge.ClassNotRun {
 			notRun++
 			continue
 		}
@@ -495,7 +496,7 @@ func compute(g group, ks []int, b int, seed uint64) groupMetrics {
 	per := map[string]*acc{}
 	notRun := 0
 	for _, j := range g.rows {
-		if j.class == ClassNotRun {
+		if j.class == judge.ClassNotRun {
 			notRun++
 			continue
 		}
