@@ -14,6 +14,7 @@ import (
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 // TestToolSenseParametricPipelineRunsAgainstAScriptedModel runs
@@ -49,7 +50,7 @@ func testParametricPipeline(t *testing.T, search string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, catalog, err := toolsense.ReadRRB(f, "rrb")
+	_, catalog, err := ts.ReadRRB(f, "rrb")
 	f.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
+	"github.com/lacuna-dev/lacuna/toolsense"
 )
 
 type corpus struct {

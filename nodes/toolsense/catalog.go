@@ -1,8 +1,6 @@
 package toolsense
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/internal/regfile"
 	"github.com/lacuna-dev/lacuna/nodes"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(catalogType{}) }
@@ -83,67 +82,32 @@ func (catalogType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, e
 	return &nodes.Pinned{Identity: map[string]string{"file": fmt.Sprintf("%016x", xxhash.Sum64(b))}, Value: b}, nil
 }
 
-// source is one tool object and where it came from ("tools.jsonl:3",
-// "row 7 (sample_id X) analyzed_tools").
-type source struct {
-	tool  Tool
-	where string
-}
-
 func (t catalogType) Run(_ context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	var srcs []source
+	var srcs []ts.Source
 	var err error
 	if c.Path != "" {
 		b, ok := r.Pinned().([]byte)
 		if !ok {
 			return fmt.Errorf("catalog %s: the file was not resolved", c.Path)
 		}
-		srcs, err = fileTools(c.Path, b)
+		srcs, err = ts.ReadToolsJSONL(c.Path, b)
 	} else {
 		srcs, err = rrbTools(r, c.FromRRB)
 	}
 	if err != nil {
 		return err
 	}
-	rows, note, err := buildCatalog(srcs)
+	rows, st, err := ts.BuildCatalog(srcs)
 	if err != nil {
 		return err
 	}
-	r.Note("%s", note)
+	r.Note("%d tools, %d services; %d with an empty or missing description; %d repeated tool objects kept once", st.Tools, st.Services, st.EmptyDescriptions, st.Repeats)
 	return t.Write(r, rows)
 }
 
-// fileTools decodes a JSONL file of tool objects; blank lines are skipped.
-func fileTools(name string, b []byte) ([]source, error) {
-	var out []source
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		l := bytes.TrimSpace(sc.Bytes())
-		if len(l) == 0 {
-			continue
-		}
-		where := fmt.Sprintf("%s:%d", name, line)
-		if !utf8.Valid(l) {
-			return nil, fmt.Errorf("%s: invalid UTF-8", where)
-		}
-		ts, err := decodeTools(l)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		for _, t := range ts {
-			out = append(out, source{t, where})
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
-}
-
 // rrbTools lists each RRB row's analyzed_tools, then its answer tools.
-func rrbTools(r nodes.Run, ref nodes.Ref) ([]source, error) {
+func rrbTools(r nodes.Run, ref nodes.Ref) ([]ts.Source, error) {
 	in, err := r.Input(ref)
 	if err != nil {
 		return nil, err
@@ -152,7 +116,7 @@ func rrbTools(r nodes.Run, ref nodes.Ref) ([]source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("from_rrb %s: %w", ref, err)
 	}
-	var out []source
+	var out []ts.Source
 	for i, v := range cols {
 		for j, name := range []string{"analyzed_tools", "tool"} {
 			where := fmt.Sprintf("%s row %d (sample_id %s) %s", ref, i+1, text(v[0]), name)
@@ -160,48 +124,14 @@ func rrbTools(r nodes.Run, ref nodes.Ref) ([]source, error) {
 			if !utf8.ValidString(raw) {
 				return nil, fmt.Errorf("%s: invalid UTF-8", where)
 			}
-			ts, err := decodeTools([]byte(raw))
+			tools, err := ts.DecodeTools([]byte(raw))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
-			for _, t := range ts {
-				out = append(out, source{t, where})
+			for _, t := range tools {
+				out = append(out, ts.Source{Tool: t, Where: where})
 			}
 		}
 	}
 	return out, nil
-}
-
-// buildCatalog keys the tools by tool_name in first-occurrence order.
-func buildCatalog(srcs []source) ([]CatalogRow, string, error) {
-	var rows []CatalogRow
-	first := map[string]int{} // tool_name → index in rows
-	from := map[string]string{}
-	repeats, emptyDesc := 0, 0
-	for _, s := range srcs {
-		row, err := s.tool.row()
-		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", s.where, err)
-		}
-		if i, ok := first[row.ToolName]; ok {
-			if !sameContent(rows[i], row) {
-				return nil, "", fmt.Errorf("tool %q is at %s and at %s with different content", row.ToolName, from[row.ToolName], s.where)
-			}
-			repeats++
-			continue
-		}
-		row.Position = int64(len(rows))
-		first[row.ToolName] = len(rows)
-		from[row.ToolName] = s.where
-		if row.ToolDescription == "" || row.APIDescription == "" {
-			emptyDesc++
-		}
-		rows = append(rows, row)
-	}
-	services := map[string]bool{}
-	for _, r := range rows {
-		services[r.Service] = true
-	}
-	note := fmt.Sprintf("%d tools, %d services; %d with an empty or missing description; %d repeated tool objects kept once", len(rows), len(services), emptyDesc, repeats)
-	return rows, note, nil
 }

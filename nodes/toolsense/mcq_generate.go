@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(mcqGenerateType{}) }
@@ -88,8 +89,8 @@ func (t mcqGenerateType) Run(ctx context.Context, r nodes.Run) error {
 			continue
 		}
 		rows = append(rows, MCQRow{
-			ID: probeID("mcq", pt.tool.ToolName), Question: *pt.item.Question, CorrectAnswer: *pt.item.CorrectAnswer,
-			WrongAnswers: probeMarshal(pt.item.WrongAnswers), Tool: probeToolJSON(pt.tool),
+			ID: ts.ProbeID(ts.BenchmarkMCQ, pt.tool.ToolName), Question: *pt.item.Question, CorrectAnswer: *pt.item.CorrectAnswer,
+			WrongAnswers: ts.MarshalUnescaped(pt.item.WrongAnswers), Tool: ts.ProbeToolJSON(pt.tool),
 		})
 	}
 	g.report(r, len(rows), "")

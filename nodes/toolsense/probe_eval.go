@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"regexp"
-	"slices"
-	"strings"
-	"unicode"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(probeEvalType{}) }
@@ -35,7 +30,7 @@ type probeEvalConfig struct {
 	Model nodes.Model `hcl:"model"`
 	// ToolRef is how the prompt names the tool: "token" (default) its
 	// ToolGen virtual token(s), spelled as retrieve_parametric spells
-	// them (toolTokens: <<tool_name>> by default), the paper's setting
+	// them (ts.ToolTokens: <<tool_name>> by default), the paper's setting
 	// (the model sees only the token); "name" the tool_name as text;
 	// "description" its names and descriptions (the annotators'
 	// open-book setting, an upper bound).
@@ -65,9 +60,9 @@ func (c *probeEvalConfig) toolRef() string {
 
 // tokenSpelling is the virtual token's format, open and close strings.
 func (c *probeEvalConfig) tokenSpelling() (format, open, close string) {
-	format, open, close = c.TokenFormat, defaultTokenOpen, defaultTokenClose
+	format, open, close = c.TokenFormat, ts.DefaultTokenOpen, ts.DefaultTokenClose
 	if format == "" {
-		format = flatTokens
+		format = ts.FlatTokens
 	}
 	if c.TokenOpen != nil {
 		open = *c.TokenOpen
@@ -85,28 +80,10 @@ func (c *probeEvalConfig) seed() uint64 {
 	return uint64(*c.Seed)
 }
 
-// The benchmarks and their answer labels.
-const (
-	BenchmarkMCQ = "mcq"
-	BenchmarkQA  = "qa"
-)
-
-var (
-	mcqLetters = []string{"A", "B", "C", "D"}
-	qaLabels   = []string{"Yes", "No"}
-)
-
-// How a predicted answer was read (ProbeEvalRow.ParsedBy).
-const (
-	ParsedConstrained = "constrained" // the server held the constraint (llm.Response.SchemaHeld): the answer is one of the labels
-	ParsedFreeText    = "parsed"      // read from an answer that did not satisfy the constraint (the server ignored it)
-	ParsedNone        = "unparseable" // no label could be read: counted wrong
-)
-
 // ProbeEvalRow is one item's question, the model's answer and whether it
 // was right.
 type ProbeEvalRow struct {
-	Benchmark string `parquet:"benchmark"` // mcq or qa
+	Benchmark string `parquet:"benchmark"` // ts.BenchmarkMCQ or ts.BenchmarkQA
 	ID        string `parquet:"id"`
 	ToolName  string `parquet:"tool_name"`
 	Question  string `parquet:"question"`
@@ -120,8 +97,8 @@ type ProbeEvalRow struct {
 	// Gold is the correct letter (mcq) or answer (qa).
 	Gold string `parquet:"gold"`
 	// Raw is the model's answer as sent; Predicted the label read from it
-	// ("" when none could be), ParsedBy how (ParsedConstrained,
-	// ParsedFreeText, ParsedNone).
+	// ("" when none could be), ParsedBy how (ts.ParsedConstrained,
+	// ts.ParsedFreeText, ts.ParsedNone: ts.ParsedBy).
 	Raw       string `parquet:"raw"`
 	Predicted string `parquet:"predicted"`
 	ParsedBy  string `parquet:"parsed_by"`
@@ -175,7 +152,7 @@ func (probeEvalType) Validate(cfg any) error {
 		return nodes.Errorf("tool_ref", "Invalid tool_ref", "tool_ref is \"token\", \"name\" or \"description\", not %q.", c.ToolRef)
 	case c.toolRef() != "token" && (c.TokenFormat != "" || c.TokenOpen != nil || c.TokenClose != nil):
 		return nodes.Errorf("token_format", "Token spelling without tokens", "token_format, token_open and token_close spell the virtual token of tool_ref = \"token\"; tool_ref is %q.", c.ToolRef)
-	case c.TokenFormat != "" && c.TokenFormat != flatTokens && c.TokenFormat != hierarchicalTokens:
+	case c.TokenFormat != "" && c.TokenFormat != ts.FlatTokens && c.TokenFormat != ts.HierarchicalTokens:
 		return nodes.Errorf("token_format", "Unknown token format", "%q: use \"flat\" (<<API&&ENDPOINT>>) or \"hierarchical\" (<<API>><<ENDPOINT>>).", c.TokenFormat)
 	case (c.TokenOpen != nil && *c.TokenOpen == "") || (c.TokenClose != nil && *c.TokenClose == ""):
 		return nodes.Errorf("token_open", "Empty token spelling", "token_open and token_close must not be empty.")
@@ -193,7 +170,7 @@ func (probeEvalType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinne
 	if err != nil {
 		return nil, err
 	}
-	id["prompts"] = probePromptDigest("mcq_eval", "qa_eval")
+	id["prompts"] = ts.ProbePromptDigest("mcq_eval", "qa_eval")
 	return &nodes.Pinned{Identity: id, Value: m}, nil
 }
 
@@ -214,9 +191,9 @@ func probeItems(r nodes.Run, ref nodes.Ref) (string, []map[string]string, error)
 	if err != nil {
 		return "", nil, err
 	}
-	bench, names := BenchmarkQA, []string{"id", "question", "answer", "tool"}
+	bench, names := ts.BenchmarkQA, []string{"id", "question", "answer", "tool"}
 	if _, ok := in.Schema().Lookup("correct_answer"); ok {
-		bench, names = BenchmarkMCQ, []string{"id", "question", "correct_answer", "wrong_answers", "tool"}
+		bench, names = ts.BenchmarkMCQ, []string{"id", "question", "correct_answer", "wrong_answers", "tool"}
 	}
 	cols, err := columns(in, names...)
 	if err != nil {
@@ -253,9 +230,9 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 	} else if req.MaxTokens == 0 {
 		req.MaxTokens = 16
 	}
-	req.Choice = qaLabels
-	if bench == BenchmarkMCQ {
-		req.Choice = mcqLetters
+	req.Choice = ts.QALabels()
+	if bench == ts.BenchmarkMCQ {
+		req.Choice = ts.MCQLetters()
 	}
 	seen := map[string]int{}
 	var out []probeQuestion
@@ -268,11 +245,11 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 			return "", nil, fmt.Errorf("%s: the id is also row %d's", where, j+1)
 		}
 		seen[it["id"]] = i
-		tools, err := decodeTools([]byte(it["tool"]))
+		tools, err := ts.DecodeTools([]byte(it["tool"]))
 		if err != nil || len(tools) != 1 {
 			return "", nil, fmt.Errorf("%s: tool is not one tool object: %v", where, err)
 		}
-		tool, err := tools[0].row()
+		tool, err := tools[0].Row()
 		if err != nil {
 			return "", nil, fmt.Errorf("%s: tool: %w", where, err)
 		}
@@ -281,36 +258,31 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("%s: %w", where, err)
 		}
-		data := map[string]any{"Tool": ref, "Question": it["question"]}
-		if bench == BenchmarkMCQ {
+		if bench == ts.BenchmarkMCQ {
 			var wrong []string
 			if err := json.Unmarshal([]byte(it["wrong_answers"]), &wrong); err != nil {
 				return "", nil, fmt.Errorf("%s: wrong_answers is not a JSON list of strings: %v", where, err)
 			}
 			orig := append([]string{it["correct_answer"]}, wrong...)
-			if why := probeCheckOptions(orig); why != "" {
+			if why := ts.CheckMCQOptions(orig); why != "" {
 				return "", nil, fmt.Errorf("%s: %s", where, why)
 			}
-			perm := probePermutation(c.seed(), row.ID)
-			type option struct{ Letter, Text string }
-			var shown []option
-			for j, k := range perm {
+			letters := ts.MCQLetters()
+			for j, k := range ts.MCQPermutation(c.seed(), row.ID) {
 				row.Options = append(row.Options, orig[k])
 				row.Permutation = append(row.Permutation, int64(k))
-				shown = append(shown, option{mcqLetters[j], orig[k]})
 				if k == 0 {
-					row.Gold = mcqLetters[j]
+					row.Gold = letters[j]
 				}
 			}
-			data["Options"] = shown
 		} else {
-			row.Options = qaLabels
+			row.Options = ts.QALabels()
 			row.Gold = it["answer"]
 			if row.Gold != "Yes" && row.Gold != "No" {
 				return "", nil, fmt.Errorf("%s: answer is %q, not Yes or No", where, row.Gold)
 			}
 		}
-		user, err := renderProbePrompt(bench+"_eval", data)
+		user, err := ts.ProbeEvalPrompt(bench, ref, it["question"], row.Options)
 		if err != nil {
 			return "", nil, err
 		}
@@ -321,191 +293,11 @@ func (t probeEvalType) questions(r nodes.Run) (string, []probeQuestion, error) {
 	return bench, out, nil
 }
 
-// probeCheckOptions says why an MCQ item's options [correct, wrong...] cannot
-// be asked ("" when they can): three wrong answers, none empty, the four
-// distinct.
-func probeCheckOptions(opts []string) string {
-	if len(opts) != 4 {
-		return fmt.Sprintf("%d wrong answers, not 3", len(opts)-1)
-	}
-	seen := map[string]bool{}
-	for _, o := range opts {
-		k := probeNormalize(o)
-		if k == "" {
-			return "an option is empty"
-		}
-		if seen[k] {
-			return fmt.Sprintf("option %q is there twice", o)
-		}
-		seen[k] = true
-	}
-	return ""
-}
-
-// probePermutation is item id's option order under seed: element j is the
-// index in [correct, wrong1, wrong2, wrong3] of the option shown as letter
-// j. It depends on the seed and the id only (not on the item's place).
-func probePermutation(seed uint64, id string) []int {
-	return rand.New(rand.NewPCG(seed, xxhash.Sum64String(id))).Perm(4)
-}
-
-// probeToolRef is how a prompt names the tool (c.ToolRef): its virtual
-// token(s), spelled by toolTokens as retrieve_parametric spells them and
-// written one after the other (hierarchical: <<API>><<ENDPOINT>>).
+// probeToolRef is how a prompt names the tool (c.ToolRef): ts.ToolRef,
+// its virtual token(s) spelled as retrieve_parametric spells them.
 func probeToolRef(t CatalogRow, c *probeEvalConfig) (string, error) {
-	switch c.toolRef() {
-	case "name":
-		return t.ToolName, nil
-	case "description":
-		return "\n" + probeDescription(t), nil
-	}
 	format, open, close := c.tokenSpelling()
-	toks, err := toolTokens(t, format, open, close)
-	if err != nil {
-		return "", err
-	}
-	return strings.Join(toks, ""), nil
-}
-
-var (
-	// "Answer: B", "the answer is (B)", "answer: A or B" (group 1 holds
-	// every letter claimed).
-	probeAnswerIs = regexp.MustCompile(`(?i:\banswer)(?:\s+is)?\s*[:\-]?\s*(\(?[A-D]\)?(?:\s*(?:,|/|(?i:or|and))\s*\(?[A-D]\)?)*)(?:\W|$)`)
-	// "correct option: B", "option (B)".
-	probeOptionIs = regexp.MustCompile(`(?i:\boption)(?:\s+is)?\s*[:\-]?\s*\(?([A-D])(?:\W|$)`)
-	// "B.", "B)", "(B)", "B:" at the start of the answer, and what follows.
-	probeLeadingLetter = regexp.MustCompile(`^\(?([A-D])(?:[.):]|\)\s|$)(.*)$`)
-	// A letter A–D standing as its own word.
-	probeLetterWord = regexp.MustCompile(`\b[A-D]\b`)
-	// QA: "Yes" or "No" as the whole answer or followed by , . ! : (so
-	// "No idea" is not No); "answer: no".
-	probeQAFirst    = regexp.MustCompile(`^(?i)\**(yes|no)\**(?:[,.!:]|$)`)
-	probeQAAnswerIs = regexp.MustCompile(`(?i)\banswer(?:\s+is)?\s*[:\-]?\s*\**(yes|no)\b`)
-)
-
-// parseMCQAnswer reads a letter from an answer: the choice itself (bare
-// or as a JSON string), else from free text, in this order: a bare
-// lowercase letter; the letters an "answer" phrase claims ("Answer: B",
-// "the answer is (C)"), read only when they are one letter; the letter of
-// an "option" phrase ("correct option: B"), read only when every such
-// phrase names one letter and no other letter A–D stands as a word; a
-// leading "B." or "B)" read only when nothing follows it or what follows
-// begins with that option's text ("B. Weather data", not "A: no idea" or
-// "A. or maybe C"); the text of exactly one option. ok is false when none
-// can be read: several letters claimed is unparseable, not the first.
-func parseMCQAnswer(text string, options []string) (letter string, ok bool) {
-	s := probeAnswerText(text)
-	for _, l := range mcqLetters {
-		if s == l || s == strings.ToLower(l) {
-			return l, true
-		}
-	}
-	distinct := func(ls []string) []string {
-		slices.Sort(ls)
-		return slices.Compact(ls)
-	}
-	var claimed []string
-	for _, m := range probeAnswerIs.FindAllStringSubmatch(s, -1) {
-		claimed = append(claimed, probeLetterWord.FindAllString(strings.ToUpper(m[1]), -1)...)
-	}
-	if claimed = distinct(claimed); len(claimed) > 0 {
-		if len(claimed) == 1 {
-			return claimed[0], true
-		}
-		return "", false
-	}
-	words := distinct(probeLetterWord.FindAllString(s, -1))
-	for _, m := range probeOptionIs.FindAllStringSubmatch(s, -1) {
-		claimed = append(claimed, m[1])
-	}
-	if claimed = distinct(claimed); len(claimed) > 0 {
-		if len(claimed) == 1 && len(words) == 1 {
-			return claimed[0], true
-		}
-		return "", false
-	}
-	if m := probeLeadingLetter.FindStringSubmatch(s); m != nil {
-		rest := probeNormalize(m[2])
-		opt := probeNormalize(options[strings.Index("ABCD", m[1])])
-		if rest == "" || strings.HasPrefix(rest, opt) {
-			return m[1], true
-		}
-		return "", false
-	}
-	hit := -1
-	for j, o := range options {
-		if probeNormalize(strings.TrimRight(s, ".")) == probeNormalize(o) {
-			if hit >= 0 {
-				return "", false
-			}
-			hit = j
-		}
-	}
-	if hit >= 0 {
-		return mcqLetters[hit], true
-	}
-	return "", false
-}
-
-// parseQAAnswer reads Yes or No from an answer: the choice itself (bare
-// or as a JSON string), else free text whose first word is yes or no
-// (any case, bold allowed) and is the whole answer or followed by , . !
-// or : ("No, it does not."; "No idea" is not an answer), else "answer:
-// yes". ok is false when none can be read, and when the other label also
-// stands as a word ("Yes, but no").
-func parseQAAnswer(text string) (label string, ok bool) {
-	s := probeAnswerText(text)
-	if s == "Yes" || s == "No" {
-		return s, true
-	}
-	m := probeQAFirst.FindStringSubmatch(s)
-	if m == nil {
-		m = probeQAAnswerIs.FindStringSubmatch(s)
-	}
-	if m == nil {
-		return "", false
-	}
-	label, other := "Yes", "no"
-	if strings.EqualFold(m[1], "no") {
-		label, other = "No", "yes"
-	}
-	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) })
-	if slices.Contains(words, other) {
-		return "", false
-	}
-	return label, true
-}
-
-// probeParsedBy is how an answer was read: constrained when a label was
-// read and the server held the constraint (the response's SchemaHeld:
-// its answer satisfied the choice), free text when a label was read from
-// an answer that did not satisfy it.
-func probeParsedBy(ok bool, schemaHeld *bool) string {
-	switch {
-	case !ok:
-		return ParsedNone
-	case schemaHeld != nil && *schemaHeld:
-		return ParsedConstrained
-	}
-	return ParsedFreeText
-}
-
-// probeAnswerText is an answer with its think blocks and a fence left
-// aside, a JSON string unquoted and an object's single "answer" field
-// taken, trimmed.
-func probeAnswerText(text string) string {
-	s := strings.TrimSpace(llm.AnswerJSON(text))
-	var str string
-	if json.Unmarshal([]byte(s), &str) == nil {
-		return strings.TrimSpace(str)
-	}
-	var obj struct {
-		Answer *string `json:"answer"`
-	}
-	if json.Unmarshal([]byte(s), &obj) == nil && obj.Answer != nil {
-		return strings.TrimSpace(*obj.Answer)
-	}
-	return s
+	return ts.ToolRef(t, c.toolRef(), format, open, close)
 }
 
 func (t probeEvalType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
@@ -548,12 +340,12 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 		row.Raw = resp.Text
 		row.CutOff = resp.FinishReason == "length"
 		var ok bool
-		if bench == BenchmarkMCQ {
-			row.Predicted, ok = parseMCQAnswer(resp.Text, row.Options)
+		if bench == ts.BenchmarkMCQ {
+			row.Predicted, ok = ts.ParseMCQAnswer(resp.Text, row.Options)
 		} else {
-			row.Predicted, ok = parseQAAnswer(resp.Text)
+			row.Predicted, ok = ts.ParseQAAnswer(resp.Text)
 		}
-		row.ParsedBy = probeParsedBy(ok, resp.SchemaHeld)
+		row.ParsedBy = ts.ParsedBy(ok, resp.SchemaHeld)
 		row.Correct = ok && row.Predicted == row.Gold
 		rows[i] = row
 	})
@@ -580,8 +372,8 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 	if len(rows) > 0 {
 		acc = 100 * float64(correct) / float64(len(rows))
 	}
-	r.Report("answers", map[string]int{"constrained": by[ParsedConstrained], "free_text": by[ParsedFreeText], "unparseable": by[ParsedNone], "cut_off": cut})
+	r.Report("answers", map[string]int{"constrained": by[ts.ParsedConstrained], "free_text": by[ts.ParsedFreeText], "unparseable": by[ts.ParsedNone], "cut_off": cut})
 	r.Note("%s: %d items, %d correct (%.1f%%); answers %d constrained, %d parsed from free text, %d unparseable (counted wrong), %d cut off at max_tokens (finish_reason length); %d calls made, %d cached",
-		bench, len(rows), correct, acc, by[ParsedConstrained], by[ParsedFreeText], by[ParsedNone], cut, st.Calls, st.Cached)
+		bench, len(rows), correct, acc, by[ts.ParsedConstrained], by[ts.ParsedFreeText], by[ts.ParsedNone], cut, st.Calls, st.Cached)
 	return t.Write(r, rows)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 const probeItemsN = 12
@@ -169,7 +170,7 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 		if len(seen) != 4 {
 			t.Errorf("%s: permutation %v is not one", row.ID, row.Permutation)
 		}
-		if !row.Correct || row.ParsedBy != toolsense.ParsedConstrained || row.Predicted != row.Gold {
+		if !row.Correct || row.ParsedBy != ts.ParsedConstrained || row.Predicted != row.Gold {
 			t.Errorf("right model, %s: %+v", row.ID, row)
 		}
 		if row.Gold == "A" {
@@ -185,13 +186,13 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 		}
 	}
 	for _, row := range rows(`node.probe_eval.mcq["garbage"]`) {
-		if row.ParsedBy != toolsense.ParsedNone || row.Correct || row.Predicted != "" {
+		if row.ParsedBy != ts.ParsedNone || row.Correct || row.Predicted != "" {
 			t.Errorf("garbage model, %s: %+v", row.ID, row)
 		}
 	}
 	for _, addr := range []string{`node.probe_eval.mcq["chatty"]`, `node.probe_eval.qa["chatty"]`} {
 		for _, row := range rows(addr) {
-			if row.ParsedBy != toolsense.ParsedFreeText || !row.Correct {
+			if row.ParsedBy != ts.ParsedFreeText || !row.Correct {
 				t.Errorf("free-text answers, %s: %+v", row.ID, row)
 			}
 		}
@@ -202,7 +203,7 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 	// the response's SchemaHeld.
 	for _, addr := range []string{`node.probe_eval.mcq["wrapped"]`, `node.probe_eval.qa["wrapped"]`} {
 		for _, row := range rows(addr) {
-			if row.ParsedBy != toolsense.ParsedFreeText || !row.Correct {
+			if row.ParsedBy != ts.ParsedFreeText || !row.Correct {
 				t.Errorf("wrapped answers, %s: %+v", row.ID, row)
 			}
 		}
@@ -216,7 +217,7 @@ func TestProbeEvalScoresScriptedModelsExactly(t *testing.T) {
 	}
 	// Answers stopped by max_tokens are counted.
 	for _, row := range rows("node.probe_eval.short") {
-		if !row.CutOff || row.ParsedBy != toolsense.ParsedNone {
+		if !row.CutOff || row.ParsedBy != ts.ParsedNone {
 			t.Errorf("cut-off answer, %s: %+v", row.ID, row)
 		}
 	}

@@ -2,20 +2,15 @@ package toolsense
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/cespare/xxhash/v2"
-	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 // This file holds what mcq_generate and qa_generate share: the probing
@@ -129,153 +124,8 @@ func resolveProbeGen(ctx context.Context, r nodes.Resolve, kind string) (*nodes.
 			id[k] = v
 		}
 	}
-	id["prompts"] = probePromptDigest(kind+"_generate", kind+"_judge")
+	id["prompts"] = ts.ProbePromptDigest(kind+"_generate", kind+"_judge")
 	return &nodes.Pinned{Identity: id, Value: &probeGenPinned{gen: gen, judge: judge}}, nil
-}
-
-// probeItem is a generated item as the generator answers it (the JSON of
-// the generation prompts' format instructions).
-type probeItem struct {
-	Question      *string  `json:"question"`
-	CorrectAnswer *string  `json:"correct_answer"` // mcq
-	WrongAnswers  []string `json:"wrong_answers"`  // mcq
-	Skip          *bool    `json:"skip"`
-}
-
-// Generation and judge answer schemas (sent as structured output; the
-// answers are parsed either way).
-var (
-	mcqGenSchema = json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"},"correct_answer":{"type":"string"},` +
-		`"wrong_answers":{"type":"array","items":{"type":"string"}},"skip":{"type":"boolean"}},` +
-		`"required":["question","correct_answer","wrong_answers","skip"],"additionalProperties":false}`)
-	qaGenSchema = json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"},"skip":{"type":"boolean"}},` +
-		`"required":["question","skip"],"additionalProperties":false}`)
-	probeJudgeSchema = json.RawMessage(`{"type":"object","properties":{"accept":{"type":"boolean"},"reason":{"type":"string"}},` +
-		`"required":["accept","reason"],"additionalProperties":false}`)
-)
-
-// decodeProbeJSON decodes the JSON object of an answer (llm.AnswerJSON:
-// think blocks and a fence around it left aside), refusing unknown fields.
-func decodeProbeJSON(text string, v any) error {
-	s := llm.AnswerJSON(text)
-	d := json.NewDecoder(strings.NewReader(s))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("not the JSON object asked for: %v", err)
-	}
-	if d.More() {
-		return fmt.Errorf("not the JSON object asked for: trailing text after it")
-	}
-	return nil
-}
-
-// parseProbeItem reads a generation answer; mcq says which fields it
-// needs.
-func parseProbeItem(text string, mcq bool) (probeItem, error) {
-	var it probeItem
-	if err := decodeProbeJSON(text, &it); err != nil {
-		return it, err
-	}
-	if it.Skip != nil && *it.Skip {
-		return it, nil
-	}
-	var missing []string
-	if it.Question == nil {
-		missing = append(missing, "question")
-	}
-	if mcq && it.CorrectAnswer == nil {
-		missing = append(missing, "correct_answer")
-	}
-	if mcq && it.WrongAnswers == nil {
-		missing = append(missing, "wrong_answers")
-	}
-	if !mcq && (it.CorrectAnswer != nil || it.WrongAnswers != nil) {
-		return it, fmt.Errorf("a yes/no item has no answer options")
-	}
-	if len(missing) > 0 {
-		return it, fmt.Errorf("the answer lacks %s", strings.Join(missing, ", "))
-	}
-	return it, nil
-}
-
-// probeJudgeVerdict reads a judge answer. An answer that is not the
-// verdict's JSON is an error: the caller rejects the item (fail closed).
-func probeJudgeVerdict(text string) (accept bool, reason string, err error) {
-	var v struct {
-		Accept *bool   `json:"accept"`
-		Reason *string `json:"reason"`
-	}
-	if err := decodeProbeJSON(text, &v); err != nil {
-		return false, "", err
-	}
-	if v.Accept == nil {
-		return false, "", fmt.Errorf("no accept field")
-	}
-	if v.Reason != nil {
-		reason = strings.TrimSpace(*v.Reason)
-	}
-	return *v.Accept, reason, nil
-}
-
-// probeNormalize is an option as options are compared: lowercase, spaces
-// collapsed.
-func probeNormalize(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-
-// probeHasWords says whether phrase occurs in text, case aside, as whole
-// words: neither preceded nor followed by a letter or digit ("this tool"
-// is in "Does this tool's API" but not in "this toolkit").
-func probeHasWords(text, phrase string) bool {
-	re := regexp.MustCompile(`(?i)(?:^|[^\pL\pN])` + regexp.QuoteMeta(phrase) + `(?:[^\pL\pN]|$)`)
-	return re.MatchString(text)
-}
-
-// validateProbeItem is the programmatic validator: the reasons an item
-// fails it, none when it passes. Every item: a question that says "this
-// tool" and names neither the tool's full tool_name nor its tool_title
-// (the service name), each matched case-insensitively as whole words
-// (probeHasWords), so a one-word title that is a common word ("Email")
-// rejects a question using that word: the feedback names it and the
-// retry rephrases. MCQ also: a correct answer and exactly three wrong
-// ones, the four distinct (case and spacing aside), each of lo..hi words
-// when hi > 0 (no word limit when hi is 0).
-func validateProbeItem(it probeItem, tool CatalogRow, mcq bool, lo, hi int) []string {
-	var why []string
-	q := strings.TrimSpace(*it.Question)
-	switch {
-	case q == "":
-		why = append(why, "the question is empty")
-	case !probeHasWords(q, "this tool"):
-		why = append(why, `the question does not say "this tool"`)
-	}
-	for _, name := range []string{tool.ToolName, tool.ToolTitle} {
-		if strings.TrimSpace(name) != "" && probeHasWords(q, name) {
-			why = append(why, fmt.Sprintf("the question names the tool (%q): use \"this tool\"", name))
-			break
-		}
-	}
-	if !mcq {
-		return why
-	}
-	if len(it.WrongAnswers) != 3 {
-		why = append(why, fmt.Sprintf("there are %d wrong answers, not 3", len(it.WrongAnswers)))
-	}
-	opts := append([]string{*it.CorrectAnswer}, it.WrongAnswers...)
-	seen := map[string]bool{}
-	for i, o := range opts {
-		label := "the correct answer"
-		if i > 0 {
-			label = fmt.Sprintf("wrong answer %d", i)
-		}
-		if n := len(strings.Fields(o)); hi > 0 && (n < lo || n > hi) {
-			why = append(why, fmt.Sprintf("%s %q has %d words, not %d–%d", label, o, n, lo, hi))
-		}
-		if k := probeNormalize(o); seen[k] {
-			why = append(why, fmt.Sprintf("%s %q repeats another option", label, o))
-		} else {
-			seen[k] = true
-		}
-	}
-	return why
 }
 
 // probeTool is one sampled tool and the state of its generation.
@@ -284,33 +134,23 @@ type probeTool struct {
 	target string // qa: the answer the question must have, "Yes" or "No"
 
 	done     bool
-	item     probeItem
+	item     ts.ProbeItem
 	attempts int
 	feedback []string // the reasons of the last rejected attempt
 	dropped  string   // why the tool has no item ("" when it has one)
 }
 
 // sampleProbeTools draws count tools (all when count is nil) from the
-// catalog with the seed and returns them in catalog order; for QA the
-// target answers alternate Yes, No, Yes, ... in that order (balanced by
-// construction, seed 002 §3.2; rebalanceQA restores the balance after
-// drops).
+// catalog with the seed (ts.SampleProbeTools) and returns them in catalog
+// order; for QA their target answers alternate Yes, No, Yes, ... in that
+// order (ts.QATarget; rebalanceQA restores the balance after drops).
 func sampleProbeTools(cat []CatalogRow, count *int, seed uint64, kind string) []*probeTool {
-	idx := make([]int, len(cat))
-	for i := range idx {
-		idx[i] = i
-	}
-	if count != nil && *count < len(cat) {
-		rng := rand.New(rand.NewPCG(seed, analysis.StreamOf(kind+"_generate tools")))
-		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
-		idx = idx[:*count]
-		sort.Ints(idx)
-	}
+	idx := ts.SampleProbeTools(len(cat), count, seed, kind)
 	out := make([]*probeTool, len(idx))
 	for i, j := range idx {
 		out[i] = &probeTool{tool: cat[j]}
-		if kind == "qa" {
-			out[i].target = [2]string{"Yes", "No"}[i%2]
+		if kind == ts.BenchmarkQA {
+			out[i].target = ts.QATarget(i)
 		}
 	}
 	return out
@@ -319,29 +159,16 @@ func sampleProbeTools(cat []CatalogRow, count *int, seed uint64, kind string) []
 // probeRebalanced is why rebalanceQA dropped a tool.
 const probeRebalanced = "dropped to rebalance Yes/No"
 
-// rebalanceQA restores the Yes/No balance that drops broke: of the kept
-// tools whose target is the majority's, it drops (marks probeRebalanced)
-// a seeded sample of the surplus, so that as many Yes as No items remain
-// (none when one target has no item left; an odd count loses one).
+// rebalanceQA marks probeRebalanced the kept tools ts.RebalanceQA drops
+// to restore the Yes/No balance that drops broke.
 func rebalanceQA(tools []*probeTool, seed uint64) {
-	var yes, no []*probeTool
-	for _, t := range tools {
-		switch {
-		case t.dropped != "":
-		case t.target == "Yes":
-			yes = append(yes, t)
-		default:
-			no = append(no, t)
-		}
+	targets := make([]string, len(tools))
+	kept := make([]bool, len(tools))
+	for i, t := range tools {
+		targets[i], kept[i] = t.target, t.dropped == ""
 	}
-	major, minor := yes, no
-	if len(no) > len(yes) {
-		major, minor = no, yes
-	}
-	rng := rand.New(rand.NewPCG(seed, analysis.StreamOf("qa_generate rebalance")))
-	rng.Shuffle(len(major), func(i, j int) { major[i], major[j] = major[j], major[i] })
-	for _, t := range major[len(minor):] {
-		t.dropped = probeRebalanced
+	for _, i := range ts.RebalanceQA(targets, kept, seed) {
+		tools[i].dropped = probeRebalanced
 	}
 }
 
@@ -382,24 +209,20 @@ func newProbeGen(r nodes.Run, kind string, cfg *probeGenConfig) (*probeGen, erro
 	return g, nil
 }
 
-func (g *probeGen) mcq() bool { return g.kind == "mcq" }
+func (g *probeGen) mcq() bool { return g.kind == ts.BenchmarkMCQ }
 
 // genCall is the generation call of tool t's attempt: the prompt with the
 // last attempt's reasons as feedback, sample index = attempt (a retry is
 // a new call even when its prompt repeats one).
 func (g *probeGen) genCall(t *probeTool) (llm.Call, error) {
-	data := map[string]any{"Description": probeDescription(t.tool), "TargetAnswer": t.target, "Feedback": ""}
-	if len(t.feedback) > 0 {
-		data["Feedback"] = "- " + strings.Join(t.feedback, "\n- ")
-	}
-	user, err := renderProbePrompt(g.kind+"_generate", data)
+	user, err := ts.ProbeGeneratePrompt(g.kind, t.tool, t.target, t.feedback)
 	if err != nil {
 		return llm.Call{}, err
 	}
 	req := g.p.gen.Request()
-	req.Schema, req.SchemaName = qaGenSchema, "qa_item"
+	req.Schema, req.SchemaName = ts.QAItemSchema, "qa_item"
 	if g.mcq() {
-		req.Schema, req.SchemaName = mcqGenSchema, "mcq_item"
+		req.Schema, req.SchemaName = ts.MCQItemSchema, "mcq_item"
 	}
 	return llm.Call{Request: probeMessages(g.p.gen, req, user), Sample: t.attempts}, nil
 }
@@ -408,20 +231,15 @@ func (g *probeGen) genCall(t *probeTool) (llm.Call, error) {
 // the model block says (seed 002 Appendix I and K.3: every judge call at
 // T = 0; the judge is often the generator's block, whose temperature is
 // the generator's).
-func (g *probeGen) judgeCall(t *probeTool, it probeItem) (llm.Call, error) {
-	data := map[string]any{"Description": probeDescription(t.tool), "Question": *it.Question, "Answer": t.target}
-	if g.mcq() {
-		data["CorrectAnswer"] = *it.CorrectAnswer
-		data["WrongAnswers"] = strings.Join(it.WrongAnswers, "; ")
-	}
-	user, err := renderProbePrompt(g.kind+"_judge", data)
+func (g *probeGen) judgeCall(t *probeTool, it ts.ProbeItem) (llm.Call, error) {
+	user, err := ts.ProbeJudgePrompt(g.kind, t.tool, it, t.target)
 	if err != nil {
 		return llm.Call{}, err
 	}
 	req := g.p.judge.Request()
 	zero := 0.0
 	req.Temperature = &zero
-	req.Schema, req.SchemaName = probeJudgeSchema, "verdict"
+	req.Schema, req.SchemaName = ts.ProbeVerdictSchema, "verdict"
 	return llm.Call{Request: probeMessages(g.p.judge, req, user), Sample: t.attempts}, nil
 }
 
@@ -478,7 +296,7 @@ func (g *probeGen) loop(ask probeAsker) error {
 			return fmt.Errorf("generation: %w", err)
 		}
 		var judged []*probeTool
-		var items []probeItem
+		var items []ts.ProbeItem
 		calls = nil
 		for i, t := range open {
 			if answers[i] == nil { // a plan stops at a call it would make
@@ -486,7 +304,7 @@ func (g *probeGen) loop(ask probeAsker) error {
 				continue
 			}
 			t.attempts++
-			it, err := parseProbeItem(answers[i].Text, g.mcq())
+			it, err := ts.ParseProbeItem(answers[i].Text, g.mcq())
 			if err != nil {
 				g.reject(t, "generation unusable", []string{"your answer was not usable: " + err.Error()})
 				continue
@@ -495,7 +313,7 @@ func (g *probeGen) loop(ask probeAsker) error {
 				t.done, t.dropped = true, "the generator skipped the tool (skip = true)"
 				continue
 			}
-			if why := validateProbeItem(it, t.tool, g.mcq(), lo, hi); len(why) > 0 {
+			if why := ts.ValidateProbeItem(it, t.tool, g.mcq(), lo, hi); len(why) > 0 {
 				g.reject(t, "validator", why)
 				continue
 			}
@@ -517,7 +335,7 @@ func (g *probeGen) loop(ask probeAsker) error {
 				t.done, t.dropped = true, "not planned"
 				continue
 			}
-			accept, reason, err := probeJudgeVerdict(verdicts[i].Text)
+			accept, reason, err := ts.ParseProbeVerdict(verdicts[i].Text)
 			switch {
 			case err != nil:
 				g.reject(t, "judge reply unusable", []string{"the judge's verdict could not be read (" + err.Error() + "), so the item was rejected"})
@@ -587,7 +405,7 @@ func (g *probeGen) run(ctx context.Context, r nodes.Run) error {
 // exact once the cache holds a whole run.
 func (g *probeGen) plan(ctx context.Context) ([]nodes.CallPlan, error) {
 	var asked [2][]llm.Call // generation, judge
-	placeholder, err := g.judgeCall(&probeTool{}, probeItem{Question: new(string), CorrectAnswer: new(string)})
+	placeholder, err := g.judgeCall(&probeTool{}, ts.ProbeItem{Question: new(string), CorrectAnswer: new(string)})
 	if err != nil {
 		return nil, err
 	}
@@ -627,12 +445,6 @@ func (g *probeGen) plan(ctx context.Context) ([]nodes.CallPlan, error) {
 		return []nodes.CallPlan{gen}, nil
 	}
 	return []nodes.CallPlan{gen, judge}, nil
-}
-
-// probeID is a generated item's id: the digest of the benchmark and the
-// tool_name (one item per tool), so re-generation keeps ids.
-func probeID(kind, toolName string) string {
-	return fmt.Sprintf("%s-%016x", kind, xxhash.Sum64String(kind+"\x00"+toolName))
 }
 
 // report notes what the loop kept and dropped, with the drop reasons, and

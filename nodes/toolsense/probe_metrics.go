@@ -8,6 +8,7 @@ import (
 	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(probeMetricsType{}) }
@@ -132,10 +133,10 @@ func probeMetrics(eval string, rows []ProbeEvalRow, b int, seed uint64) (ProbeMe
 	bench := rows[0].Benchmark
 	m := ProbeMetricsRow{Eval: eval, Benchmark: bench, Model: rows[0].Model, N: int64(len(rows)), Lo: math.NaN(), Hi: math.NaN()}
 	switch bench {
-	case BenchmarkMCQ:
-		m.Labels = mcqLetters
-	case BenchmarkQA:
-		m.Labels = qaLabels
+	case ts.BenchmarkMCQ:
+		m.Labels = ts.MCQLetters()
+	case ts.BenchmarkQA:
+		m.Labels = ts.QALabels()
 	default:
 		return m, fmt.Errorf("unknown benchmark %q", bench)
 	}
@@ -151,9 +152,9 @@ func probeMetrics(eval string, rows []ProbeEvalRow, b int, seed uint64) (ProbeMe
 			m.Correct++
 		}
 		switch row.ParsedBy {
-		case ParsedNone:
+		case ts.ParsedNone:
 			m.Unparseable++
-		case ParsedFreeText:
+		case ts.ParsedFreeText:
 			m.FreeText++
 		}
 		pred[i], gold[i] = row.Predicted, row.Gold

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/nodes"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(qaGenerateType{}) }
@@ -90,7 +91,7 @@ func (t qaGenerateType) Run(ctx context.Context, r nodes.Run) error {
 		if pt.target == "Yes" {
 			yes++
 		}
-		rows = append(rows, QARow{ID: probeID("qa", pt.tool.ToolName), Question: *pt.item.Question, Answer: pt.target, Tool: probeToolJSON(pt.tool)})
+		rows = append(rows, QARow{ID: ts.ProbeID(ts.BenchmarkQA, pt.tool.ToolName), Question: *pt.item.Question, Answer: pt.target, Tool: ts.ProbeToolJSON(pt.tool)})
 	}
 	// The targets alternate in catalog order: the file must not.
 	rng := rand.New(rand.NewPCG(c.seed(), analysis.StreamOf("qa_generate order")))

@@ -9,6 +9,7 @@ import (
 	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(retrievalEvalType{}) }
@@ -180,8 +181,6 @@ func (retrievalEvalType) Validate(cfg any) error {
 	return nil
 }
 
-var tierOrder = []string{"easy", "medium", "hard"}
-
 func (t retrievalEvalType) Run(_ context.Context, r nodes.Run) error {
 	c := t.Config(r)
 	var out []EvalRow
@@ -306,10 +305,10 @@ func tiersOf(rows []RetrieveRow) []tier {
 	for _, row := range rows {
 		byTier[row.Tier] = append(byTier[row.Tier], row)
 	}
-	names := slices.Clone(tierOrder)
+	names := ts.Tiers()
 	var others []string
 	for name := range byTier {
-		if !slices.Contains(tierOrder, name) {
+		if !slices.Contains(names, name) {
 			others = append(others, name)
 		}
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
 	"github.com/lacuna-dev/lacuna/runners/embed"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(retrieveType{}) }
@@ -161,20 +161,6 @@ func (retrieveType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, 
 	return &nodes.Pinned{Identity: map[string]string{"model": m.Fingerprint()}, Value: m}, nil
 }
 
-// DocText is the text BM25 indexes and the dense retriever embeds for a
-// tool: tool_title, api_title,
-// tool_description and api_description joined by single spaces, missing
-// (empty) fields skipped.
-func DocText(t CatalogRow) string {
-	var parts []string
-	for _, f := range []string{t.ToolTitle, t.APITitle, t.ToolDescription, t.APIDescription} {
-		if f != "" {
-			parts = append(parts, f)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
 	cin, err := r.Input(c.Catalog)
@@ -205,11 +191,11 @@ func (t retrieveType) Run(ctx context.Context, r nodes.Run) error {
 	flagged := 0
 	for i, v := range cols {
 		row := RetrieveRow{SampleID: text(v[0]), Query: text(v[1]), Tier: text(v[3]), Retriever: c.Retriever, Answers: []string{}}
-		ts, err := decodeTools([]byte(text(v[2])))
+		answers, err := ts.DecodeTools([]byte(text(v[2])))
 		if err != nil {
 			return fmt.Errorf("queries %s row %d (sample_id %s) tool: %w", c.Queries, i+1, row.SampleID, err)
 		}
-		for _, tool := range ts {
+		for _, tool := range answers {
 			if tool.ToolName == nil || *tool.ToolName == "" || *tool.ToolName == "None" {
 				return fmt.Errorf("queries %s row %d (sample_id %s): an answer tool has no tool_name", c.Queries, i+1, row.SampleID)
 			}
@@ -259,7 +245,7 @@ type scored struct {
 func rankBM25(ctx context.Context, r nodes.Run, tools []CatalogRow, queries []string, k int) ([][]scored, error) {
 	docs := make([][]string, len(tools))
 	for i, tool := range tools {
-		docs[i] = bm25.Tokenize(DocText(tool))
+		docs[i] = bm25.Tokenize(ts.DocText(tool))
 	}
 	ix := bm25.New(docs, bm25.Options{})
 	out := make([][]scored, len(queries))
@@ -294,7 +280,7 @@ func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []Cata
 	}
 	texts := make([]string, 0, len(tools)+len(queries))
 	for _, tool := range tools {
-		texts = append(texts, DocText(tool))
+		texts = append(texts, ts.DocText(tool))
 	}
 	texts = append(texts, queries...)
 	vecs := make([][]float32, 0, len(texts))

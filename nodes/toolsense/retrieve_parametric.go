@@ -14,24 +14,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(parametricType{}) }
-
-// retrievalPrompt is seed 002's Figure 16 (Appendix K.2), the Stage 2
-// retrieval prompt ToolGen-style models are trained and queried with;
-// {query} is replaced by the query. Its bytes are in every key
-// (Resolve's "prompt").
-//
-//go:embed prompts/retrieval.txt
-var retrievalPrompt string
 
 // parametricConfig:
 //
@@ -73,8 +64,6 @@ type parametricConfig struct {
 const (
 	defaultBeam           = 50
 	defaultFreeMaxTokens  = 64
-	flatTokens            = "flat"
-	hierarchicalTokens    = "hierarchical"
 	constrainedDecoding   = "constrained"
 	freeDecoding          = "free"
 	retrieverConstrained  = "parametric-constrained"
@@ -86,7 +75,7 @@ const (
 
 func (c *parametricConfig) format() string {
 	if c.TokenFormat == "" {
-		return flatTokens
+		return ts.FlatTokens
 	}
 	return c.TokenFormat
 }
@@ -117,7 +106,7 @@ func (c *parametricConfig) prompt() string {
 }
 
 func (c *parametricConfig) spelling() (open, close string) {
-	open, close = defaultTokenOpen, defaultTokenClose
+	open, close = ts.DefaultTokenOpen, ts.DefaultTokenClose
 	if c.TokenOpen != nil {
 		open = *c.TokenOpen
 	}
@@ -182,7 +171,7 @@ func (parametricType) Doc() string {
 	return "Retrieves tools with a ToolGen-style model (one virtual token per tool, seed 002 §3.3) served by an " +
 		"OpenAI-compatible server (vLLM), as retrieve's rows (retriever parametric-constrained or parametric-free) for " +
 		"retrieval_eval's constrained/free pairs. Each query is asked with the K.2 retrieval prompt " +
-		"(nodes/toolsense/prompts/retrieval.txt; prompt = \"none\" sends the bare query) at temperature 0. " +
+		"(toolsense/prompts/retrieval.txt; prompt = \"none\" sends the bare query) at temperature 0. " +
 		"decoding = \"constrained\": lacuna searches, the server scores. token_format = \"flat\" (<<tool_title&&api_title>>): " +
 		"one request per query, max_tokens 1, top_logprobs = min(beam, tools), allowed_token_ids = the catalog's tool tokens; " +
 		"the tools ranked by log-probability (ties by catalog order), the top k kept. \"hierarchical\" (<<tool_title>><<api_title>>): beam search of width `beam` over the two steps, each a logprobs request " +
@@ -233,7 +222,7 @@ func (parametricType) Validate(cfg any) error {
 		return nodes.Errorf("decoding", "Unknown decoding", "%q: use \"constrained\" or \"free\".", c.Decoding)
 	}
 	switch {
-	case c.format() != flatTokens && c.format() != hierarchicalTokens:
+	case c.format() != ts.FlatTokens && c.format() != ts.HierarchicalTokens:
 		return nodes.Errorf("token_format", "Unknown token format", "%q: use \"flat\" (<<API&&ENDPOINT>>) or \"hierarchical\" (<<API>><<ENDPOINT>>).", c.TokenFormat)
 	case c.beam() < 1:
 		return nodes.Errorf("beam", "Invalid beam", "beam is the search's width, at least 1; got %d.", c.beam())
@@ -278,7 +267,7 @@ func (parametricType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinn
 		if err != nil {
 			return nil, nodes.Errorf("tokens", "Cannot read the token ids", "%v", err)
 		}
-		if p.ids, err = ReadTokenIDs(b); err != nil {
+		if p.ids, err = ts.ReadTokenIDs(b); err != nil {
 			return nil, nodes.Errorf("tokens", "Invalid token ids", "%s: %v", c.Tokens, err)
 		}
 		id["tokens"] = digest(b)
@@ -292,196 +281,27 @@ func (parametricType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinn
 		id[k] = v
 	}
 	if c.prompt() == "k2" {
-		id["prompt"] = digest([]byte(retrievalPrompt))
+		id["prompt"] = ts.RetrievalPromptDigest()
 	}
 	return &nodes.Pinned{Identity: id, Value: p}, nil
 }
 
+// digest is the tokens file's identity: "sha256:" and the first 8 bytes
+// of its SHA-256 in hex (ts.RetrievalPromptDigest's encoding).
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(s[:8])
 }
 
-// ReadTokenIDs reads a model's token ids: a JSON object from token text
-// to id (Hugging Face's added_tokens.json), or a tokenizer.json, whose
-// added_tokens list it reads (virtual tokens are added tokens). Two texts
-// with one id, or one text twice, is an error.
-func ReadTokenIDs(b []byte) (map[string]int, error) {
-	var flat map[string]int
-	if err := json.Unmarshal(b, &flat); err == nil {
-		return flat, checkIDs(flat)
-	}
-	var tok struct {
-		AddedTokens []struct {
-			ID      *int    `json:"id"`
-			Content *string `json:"content"`
-		} `json:"added_tokens"`
-	}
-	if err := json.Unmarshal(b, &tok); err != nil || tok.AddedTokens == nil {
-		return nil, errors.New("neither a JSON object from token text to id (added_tokens.json) nor a tokenizer.json with added_tokens")
-	}
-	ids := map[string]int{}
-	for i, t := range tok.AddedTokens {
-		if t.ID == nil || t.Content == nil {
-			return nil, fmt.Errorf("added_tokens[%d] has no id or no content", i)
-		}
-		if _, dup := ids[*t.Content]; dup {
-			return nil, fmt.Errorf("added token %q is listed twice", *t.Content)
-		}
-		ids[*t.Content] = *t.ID
-	}
-	return ids, checkIDs(ids)
-}
-
-// checkIDs fails when two texts share an id, naming the first such pair
-// in text order (the same error on every run).
-func checkIDs(ids map[string]int) error {
-	texts := slices.Sorted(maps.Keys(ids))
-	seen := map[int]string{}
-	for _, text := range texts {
-		id := ids[text]
-		if other, dup := seen[id]; dup {
-			return fmt.Errorf("tokens %q and %q have the same id %d", other, text, id)
-		}
-		seen[id] = text
-	}
-	return nil
-}
-
-// trie is the catalog's tool tokens: flat, one token per tool (tool);
-// hierarchical, API tokens (api, apis) and under each its endpoint
-// tokens. Tools are indexes into tools, which is in catalog order.
-type trie struct {
-	tools []CatalogRow
-	flat  bool
-	tool  map[string]int // flat: token → tool
-	apis  []api          // hierarchical, in first catalog order
-	api   map[string]int // hierarchical: API token → its index in apis
-	names map[string]int // tool_name → tool
-}
-
-// isTool says whether name is a catalog tool's.
-func (t *trie) isTool(name string) bool {
-	_, ok := t.names[name]
-	return ok
-}
-
-// api is an API token and the endpoint tokens that may follow it.
-type api struct {
-	token     string
-	first     int            // the first tool's position
-	endpoints map[string]int // endpoint token → tool
-	order     []string       // endpoint tokens, in catalog order
-}
-
-func newTrie(tools []CatalogRow, format, open, close string) (*trie, error) {
-	t := &trie{tools: tools, flat: format == flatTokens, tool: map[string]int{}, api: map[string]int{}, names: map[string]int{}}
-	for i, tool := range tools {
-		t.names[tool.ToolName] = i
-		toks, err := toolTokens(tool, format, open, close)
-		if err != nil {
-			return nil, nodes.Errorf("token_format", "Tool without API and endpoint", "%v", err)
-		}
-		if t.flat {
-			t.tool[toks[0]] = i
-			continue
-		}
-		at, et := toks[0], toks[1]
-		j, seen := t.api[at]
-		if !seen {
-			j = len(t.apis)
-			t.api[at] = j
-			t.apis = append(t.apis, api{token: at, first: i, endpoints: map[string]int{}})
-		}
-		t.apis[j].endpoints[et] = i
-		t.apis[j].order = append(t.apis[j].order, et)
-	}
-	return t, nil
-}
-
-// idsOf is the ids of tokens, ascending; a token without an id is an
-// error naming how many lack one and the first few.
-func idsOf(tokens []string, ids map[string]int) ([]int, error) {
-	out := make([]int, 0, len(tokens))
-	var missing []string
-	for _, tok := range tokens {
-		id, ok := ids[tok]
-		if !ok {
-			missing = append(missing, tok)
-			continue
-		}
-		out = append(out, id)
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return nil, nodes.Errorf("tokens", "Catalog tokens without an id", "%d catalog tokens have no id in the tokens file (first: %q): the model does not know these tools, or token_format / token_open / token_close spell them differently", len(missing), missing[:min(3, len(missing))])
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// candidate is one entry of the search: a tool (or, at step 1 of a
-// hierarchical search, an API) and its summed log-probability.
-type candidate struct {
-	idx   int
-	score float64
-	pos   int // catalog position, for ties
-}
-
-func byScore(a, b candidate) int {
-	if c := cmp.Compare(b.score, a.score); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.pos, b.pos)
-}
-
-// topOf reads a one-token answer's top log-probabilities as the allowed
-// tokens' scores. Constrained requests ask for return_tokens_as_token_ids,
-// so an entry reads "token_id:N" and is matched by its id through the
-// tokens file (two tokens of one text stay apart, and the server's way of
-// spelling a token does not matter). An entry in any other form (a server
-// that ignores return_tokens_as_token_ids) is matched by its text, a
-// fallback: there a token the server spells otherwise is outside, and
-// two tokens of one text are one entry of the client's map. An entry
-// outside the allowed tokens is an error: the server ranked before the
-// allowed_token_ids mask (vLLM's raw_logprobs), so its list may leave
-// out allowed tokens and its ranking must not be kept.
-func topOf(resp *llm.Response, allowed map[string]int, byID map[int]string) (map[int]float64, error) {
-	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
-		return nil, errors.New("the server answered without top log-probabilities: constrained decoding ranks the tool tokens by them (vLLM returns them for logprobs / top_logprobs; a server that does not cannot serve constrained decoding)")
-	}
-	hits := map[int]float64{}
-	var outside []string
-	for entry, lp := range resp.Logprobs[0].Top {
-		text := entry
-		if s, ok := strings.CutPrefix(entry, "token_id:"); ok {
-			text = "" // an id the tokens file does not name is outside
-			if id, err := strconv.Atoi(s); err == nil {
-				text = byID[id]
-			}
-		}
-		i, ok := allowed[text]
-		if !ok {
-			outside = append(outside, entry)
-			continue
-		}
-		hits[i] = lp
-	}
-	if len(outside) > 0 {
-		slices.Sort(outside)
-		return nil, fmt.Errorf("%d of the %d top log-probabilities are of tokens outside the allowed ones (first: %q): the server ranked the whole vocabulary, not the allowed_token_ids it sampled from, so allowed tokens may be missing from its list; run vLLM with --logprobs-mode processed_logprobs (its default, raw_logprobs, ranks before the mask). If it runs so, the server spells the tool tokens differently from the tokens file and ignored return_tokens_as_token_ids. The answer stays in the call cache and fails every re-run: once the server is fixed, set or change the model block's seed (in every call's key; a temperature-0 answer does not depend on it), or run lacuna gc --calls", len(outside), len(resp.Logprobs[0].Top), outside[:min(3, len(outside))])
-	}
-	return hits, nil
-}
-
-// searcher builds the requests of one node's search and reads their
-// answers. It is not mutated after newSearcher.
+// searcher builds the requests of one node's search; search (the
+// catalog's trie, the beam, the token ids) reads their answers. It is
+// not mutated after newSearcher.
 type searcher struct {
-	c    *parametricConfig
-	p    *parametricPinned
-	trie *trie
-	base llm.Request
-	byID map[int]string
+	c      *parametricConfig
+	p      *parametricPinned
+	trie   *ts.Trie
+	search *ts.Search
+	base   llm.Request
 	// flatIDs / apiIDs / endpointIDs are the allowed ids of each step.
 	flatIDs     string
 	apiIDs      string
@@ -490,11 +310,11 @@ type searcher struct {
 
 func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (*searcher, error) {
 	open, close := c.spelling()
-	tr, err := newTrie(tools, c.format(), open, close)
+	tr, err := ts.NewTrie(tools, c.format(), open, close)
 	if err != nil {
-		return nil, err
+		return nil, nodes.Errorf("token_format", "Tool without API and endpoint", "%v", err)
 	}
-	s := &searcher{c: c, p: p, trie: tr, base: p.model.Request()}
+	s := &searcher{c: c, p: p, trie: tr, search: &ts.Search{Trie: tr, Beam: c.beam()}, base: p.model.Request()}
 	zero := 0.0
 	s.base.Temperature = &zero
 	s.base.Params = maps.Clone(s.base.Params)
@@ -526,36 +346,36 @@ func newSearcher(c *parametricConfig, p *parametricPinned, tools []CatalogRow) (
 	}
 	s.base.MaxTokens = 1
 	s.base.Params[tokenIDsParam] = "true"
-	s.byID = make(map[int]string, len(p.ids))
+	s.search.ByID = make(map[int]string, len(p.ids))
 	for text, id := range p.ids {
-		s.byID[id] = text
+		s.search.ByID[id] = text
 	}
 	list := func(tokens []string) (string, error) {
-		ids, err := idsOf(tokens, p.ids)
+		ids, err := ts.TokenIDs(tokens, p.ids)
 		if err != nil {
-			return "", err
+			return "", nodes.Errorf("tokens", "Catalog tokens without an id", "%v: the model does not know these tools, or token_format / token_open / token_close spell them differently", err)
 		}
 		b, _ := json.Marshal(ids) // ints always encode
 		return string(b), nil
 	}
-	if tr.flat {
-		toks := make([]string, 0, len(tr.tool))
-		for tok := range tr.tool {
+	if tr.Flat {
+		toks := make([]string, 0, len(tr.Tool))
+		for tok := range tr.Tool {
 			toks = append(toks, tok)
 		}
 		s.flatIDs, err = list(toks)
 		return s, err
 	}
-	toks := make([]string, len(tr.apis))
-	for i, a := range tr.apis {
-		toks[i] = a.token
+	toks := make([]string, len(tr.APIs))
+	for i, a := range tr.APIs {
+		toks[i] = a.Token
 	}
 	if s.apiIDs, err = list(toks); err != nil {
 		return nil, err
 	}
-	s.endpointIDs = make([]string, len(tr.apis))
-	for i, a := range tr.apis {
-		if s.endpointIDs[i], err = list(a.order); err != nil {
+	s.endpointIDs = make([]string, len(tr.APIs))
+	for i, a := range tr.APIs {
+		if s.endpointIDs[i], err = list(a.Order); err != nil {
 			return nil, err
 		}
 	}
@@ -567,7 +387,7 @@ func (s *searcher) text(query string) string {
 	if s.c.prompt() == "none" {
 		return query
 	}
-	return strings.ReplaceAll(retrievalPrompt, "{query}", query)
+	return ts.RetrievalPrompt(query)
 }
 
 // call is the request for a query: the first step (apiToken ""), or the
@@ -614,162 +434,21 @@ func (s *searcher) first(query string) llm.Call {
 		return s.call(query, "", "", 0)
 	case s.c.Decoding == freeDecoding:
 		return s.call(query, "", "", s.c.beam())
-	case s.trie.flat:
-		return s.call(query, "", s.flatIDs, min(s.c.beam(), len(s.trie.tool)))
+	case s.trie.Flat:
+		return s.call(query, "", s.flatIDs, min(s.c.beam(), len(s.trie.Tool)))
 	}
-	return s.call(query, "", s.apiIDs, min(s.c.beam(), len(s.trie.apis)))
+	return s.call(query, "", s.apiIDs, min(s.c.beam(), len(s.trie.APIs)))
 }
 
 // second is the endpoint step of a hierarchical search after API a.
 func (s *searcher) second(query string, a int) llm.Call {
-	return s.call(query, s.trie.apis[a].token, s.endpointIDs[a], min(s.c.beam(), len(s.trie.apis[a].order)))
+	return s.call(query, s.trie.APIs[a].Token, s.endpointIDs[a], min(s.c.beam(), len(s.trie.APIs[a].Order)))
 }
 
 // freeSecond is the second step of a free beam search after a first
 // token of any text.
 func (s *searcher) freeSecond(query, prefix string) llm.Call {
 	return s.call(query, prefix, "", s.c.beam())
-}
-
-// output is one output of a free beam search: a catalog tool, or the raw
-// text of an output that names none.
-type output struct {
-	name  string
-	score float64
-	pos   int // the order the search met it in, for ties
-}
-
-// freeTop is a free step's answer: every listed token, best first (ties
-// by text), at most beam of them.
-func (s *searcher) freeTop(resp *llm.Response) ([]output, error) {
-	if len(resp.Logprobs) == 0 || len(resp.Logprobs[0].Top) == 0 {
-		return nil, errors.New("the server answered without top log-probabilities: free decoding with a beam ranks the first tokens by them (vLLM returns them for logprobs / top_logprobs)")
-	}
-	out := make([]output, 0, len(resp.Logprobs[0].Top))
-	for text, lp := range resp.Logprobs[0].Top {
-		out = append(out, output{name: text, score: lp})
-	}
-	slices.SortFunc(out, func(a, b output) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return out[:min(len(out), s.c.beam())], nil
-}
-
-// named is a free output's entry in a ranking: the tool its tokens name
-// (flat: one tool token; hierarchical: an API token then one of its
-// endpoint tokens), or their raw text.
-func (s *searcher) named(first, second string) string {
-	if s.trie.flat {
-		if t, ok := s.trie.tool[first]; ok {
-			return s.trie.tools[t].ToolName
-		}
-		return first
-	}
-	if a, ok := s.trie.api[first]; ok {
-		if t, ok := s.trie.apis[a].endpoints[second]; ok {
-			return s.trie.tools[t].ToolName
-		}
-	}
-	return first + second
-}
-
-// rankFlat is a flat search's result: the listed tools, best first.
-func (s *searcher) rankFlat(resp *llm.Response) ([]candidate, error) {
-	hits, err := topOf(resp, s.trie.tool, s.byID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]candidate, 0, len(hits))
-	for i, lp := range hits {
-		out = append(out, candidate{idx: i, score: lp, pos: i})
-	}
-	slices.SortFunc(out, byScore)
-	return out[:min(len(out), s.c.beam())], nil
-}
-
-// apiBeams is a hierarchical search's first step: the best beam APIs.
-func (s *searcher) apiBeams(resp *llm.Response) ([]candidate, error) {
-	hits, err := topOf(resp, s.trie.api, s.byID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]candidate, 0, len(hits))
-	for a, lp := range hits {
-		out = append(out, candidate{idx: a, score: lp, pos: s.trie.apis[a].first})
-	}
-	slices.SortFunc(out, byScore)
-	return out[:min(len(out), s.c.beam())], nil
-}
-
-// endpoints extends beam b (an API) by its second step's answer.
-func (s *searcher) endpoints(b candidate, resp *llm.Response) ([]candidate, error) {
-	hits, err := topOf(resp, s.trie.apis[b.idx].endpoints, s.byID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]candidate, 0, len(hits))
-	for tool, lp := range hits {
-		out = append(out, candidate{idx: tool, score: b.score + lp, pos: tool})
-	}
-	return out, nil
-}
-
-// freeParse reads a free-decoding answer back to tools: the virtual
-// tokens in order of appearance (hierarchical: an API token followed by
-// one of its endpoint tokens makes a tool), each tool once. unknown are
-// the tokens (or, hierarchical, unpaired API or endpoint tokens) that
-// name no catalog tool, in order; dups counts repeated tools dropped.
-func (s *searcher) freeParse(answer string) (tools []int, unknown []string, dups int) {
-	open, close := s.c.spelling()
-	var toks []string
-	for rest := answer; ; {
-		i := strings.Index(rest, open)
-		if i < 0 {
-			break
-		}
-		j := strings.Index(rest[i+len(open):], close)
-		if j < 0 {
-			break
-		}
-		// The token opens at the last open before its close:
-		// "<<<A&&E>>" is "<" then "<<A&&E>>".
-		at := i + len(open) + j
-		i = strings.LastIndex(rest[:at], open)
-		end := at + len(close)
-		toks = append(toks, rest[i:end])
-		rest = rest[end:]
-	}
-	seen := map[int]bool{}
-	add := func(t int) {
-		if seen[t] {
-			dups++
-			return
-		}
-		seen[t] = true
-		tools = append(tools, t)
-	}
-	for i := 0; i < len(toks); i++ {
-		if s.trie.flat {
-			if t, ok := s.trie.tool[toks[i]]; ok {
-				add(t)
-			} else {
-				unknown = append(unknown, toks[i])
-			}
-			continue
-		}
-		if a, ok := s.trie.api[toks[i]]; ok && i+1 < len(toks) {
-			if t, ok := s.trie.apis[a].endpoints[toks[i+1]]; ok {
-				add(t)
-				i++
-				continue
-			}
-		}
-		unknown = append(unknown, toks[i])
-	}
-	return tools, unknown, dups
 }
 
 // readQueries reads the catalog and the RRB queries (the first Limit) as
@@ -809,11 +488,11 @@ func (t parametricType) readQueries(r nodes.Run) ([]CatalogRow, []RetrieveRow, e
 	rows := make([]RetrieveRow, len(cols))
 	for i, v := range cols {
 		row := RetrieveRow{SampleID: text(v[0]), Query: text(v[1]), Tier: text(v[3]), Retriever: retriever, Answers: []string{}, Ranked: []string{}, Scores: []float64{}}
-		ts, err := decodeTools([]byte(text(v[2])))
+		answers, err := ts.DecodeTools([]byte(text(v[2])))
 		if err != nil {
 			return nil, nil, fmt.Errorf("queries %s row %d (sample_id %s) tool: %w", c.Queries, i+1, row.SampleID, err)
 		}
-		for _, tool := range ts {
+		for _, tool := range answers {
 			if tool.ToolName == nil || *tool.ToolName == "" || *tool.ToolName == "None" {
 				return nil, nil, fmt.Errorf("queries %s row %d (sample_id %s): an answer tool has no tool_name", c.Queries, i+1, row.SampleID)
 			}
@@ -903,28 +582,28 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		calls[i] = s.first(row.Query)
 	}
 	var free FreeReport
-	var beams [][]candidate
-	var freeBeams [][]output
+	var beams [][]ts.Candidate
+	var freeBeams [][]ts.FreeOutput
 	err = do(calls, query, func(i int, resp *llm.Response) error {
 		switch {
 		case c.freeBeam():
-			top, err := s.freeTop(resp)
+			top, err := s.search.FreeTop(resp)
 			if err != nil {
 				return err
 			}
-			if !s.trie.flat {
+			if !s.trie.Flat {
 				if freeBeams == nil {
-					freeBeams = make([][]output, len(rows))
+					freeBeams = make([][]ts.FreeOutput, len(rows))
 				}
 				freeBeams[i] = top
 				return nil
 			}
 			for j := range top {
-				top[j].name = s.named(top[j].name, "")
+				top[j].Name = s.trie.Named(top[j].Name, "")
 			}
 			setOutputs(&rows[i], top, c.k())
 		case c.Decoding == freeDecoding:
-			found, unknown, dups := s.freeParse(resp.Text)
+			found, unknown, dups := s.trie.FreeParse(resp.Text)
 			for _, tool := range found[:min(len(found), c.k())] {
 				rows[i].Ranked = append(rows[i].Ranked, tools[tool].ToolName)
 			}
@@ -941,19 +620,19 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 					free.Examples = append(free.Examples, u)
 				}
 			}
-		case s.trie.flat:
-			ranked, err := s.rankFlat(resp)
+		case s.trie.Flat:
+			ranked, err := s.search.RankFlat(resp)
 			if err != nil {
 				return err
 			}
 			setRanking(&rows[i], tools, ranked, c.k())
 		default:
-			b, err := s.apiBeams(resp)
+			b, err := s.search.APIBeams(resp)
 			if err != nil {
 				return err
 			}
 			if beams == nil {
-				beams = make([][]candidate, len(rows))
+				beams = make([][]ts.Candidate, len(rows))
 			}
 			beams[i] = b
 		}
@@ -969,16 +648,16 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		for q, bs := range beams {
 			for b := range bs {
 				steps = append(steps, step{q, b})
-				calls2 = append(calls2, s.second(rows[q].Query, bs[b].idx))
+				calls2 = append(calls2, s.second(rows[q].Query, bs[b].Idx))
 			}
 		}
-		cands := make([][]candidate, len(rows))
+		cands := make([][]ts.Candidate, len(rows))
 		err = do(calls2, func(i int) string {
 			st := steps[i]
-			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.apis[beams[st.q][st.b].idx].token)
+			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.APIs[beams[st.q][st.b].Idx].Token)
 		}, func(i int, resp *llm.Response) error {
 			st := steps[i]
-			ext, err := s.endpoints(beams[st.q][st.b], resp)
+			ext, err := s.search.Endpoints(beams[st.q][st.b], resp)
 			cands[st.q] = append(cands[st.q], ext...)
 			return err
 		})
@@ -986,7 +665,7 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 			return err
 		}
 		for q, cs := range cands {
-			slices.SortFunc(cs, byScore)
+			slices.SortFunc(cs, ts.ByScore)
 			setRanking(&rows[q], tools, cs[:min(len(cs), c.beam())], c.k())
 		}
 	}
@@ -997,19 +676,19 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		for q, bs := range freeBeams {
 			for b := range bs {
 				steps = append(steps, step{q, b})
-				calls2 = append(calls2, s.freeSecond(rows[q].Query, bs[b].name))
+				calls2 = append(calls2, s.freeSecond(rows[q].Query, bs[b].Name))
 			}
 		}
-		outs := make([][]output, len(rows))
+		outs := make([][]ts.FreeOutput, len(rows))
 		err = do(calls2, func(i int) string {
 			st := steps[i]
-			return fmt.Sprintf("%s, second step after %q", query(st.q), freeBeams[st.q][st.b].name)
+			return fmt.Sprintf("%s, second step after %q", query(st.q), freeBeams[st.q][st.b].Name)
 		}, func(i int, resp *llm.Response) error {
 			st := steps[i]
 			first := freeBeams[st.q][st.b]
-			top, err := s.freeTop(resp)
+			top, err := s.search.FreeTop(resp)
 			for j, o := range top {
-				outs[st.q] = append(outs[st.q], output{name: s.named(first.name, o.name), score: first.score + o.score, pos: st.b*c.beam() + j})
+				outs[st.q] = append(outs[st.q], ts.FreeOutput{Name: s.trie.Named(first.Name, o.Name), Score: first.Score + o.Score, Pos: st.b*c.beam() + j})
 			}
 			return err
 		})
@@ -1017,11 +696,11 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 			return err
 		}
 		for q, cands := range outs {
-			slices.SortFunc(cands, func(a, b output) int {
-				if c := cmp.Compare(b.score, a.score); c != 0 {
+			slices.SortFunc(cands, func(a, b ts.FreeOutput) int {
+				if c := cmp.Compare(b.Score, a.Score); c != 0 {
 					return c
 				}
-				return cmp.Compare(a.pos, b.pos)
+				return cmp.Compare(a.Pos, b.Pos)
 			})
 			setOutputs(&rows[q], cands[:min(len(cands), c.beam())], c.k())
 		}
@@ -1040,20 +719,20 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 		valid := 0
 		for _, row := range rows {
 			for _, name := range row.Ranked {
-				if s.trie.isTool(name) {
+				if s.trie.IsTool(name) {
 					valid++
 				}
 			}
 		}
 		r.Note("%d queries, free decoding (%s tokens, beam %d), top %d: %d of %d outputs name a catalog tool; one token per step (%s), scores are summed log-probabilities with no end token and no length normalisation, where Hugging Face's beam search runs each beam to its end token; %s",
-			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), steps(s.trie.flat), calls0)
+			len(rows), c.format(), c.beam(), c.k(), valid, listed(rows), steps(s.trie.Flat), calls0)
 	case c.Decoding == freeDecoding:
 		r.Report("free_decoding", free)
 		r.Note("%d queries, free decoding (%s tokens, greedy): %d without a catalog tool, %d unknown tool tokens in %d queries, %d duplicates dropped; %s",
 			len(rows), c.format(), free.NoTool, free.Unknown, free.UnknownQueries, free.Duplicates, calls0)
 	default:
 		r.Note("%d queries, constrained decoding (%s tokens, beam %d), top %d: %d queries with fewer than %d tools listed; %s; %s",
-			len(rows), c.format(), c.beam(), c.k(), short, c.k(), scoreNote(s.trie.flat), calls0)
+			len(rows), c.format(), c.beam(), c.k(), short, c.k(), scoreNote(s.trie.Flat), calls0)
 	}
 	return t.Write(r, rows)
 }
@@ -1076,10 +755,10 @@ func scoreNote(flat bool) string {
 }
 
 // setOutputs writes a free beam search's best k outputs into a row.
-func setOutputs(row *RetrieveRow, outs []output, k int) {
+func setOutputs(row *RetrieveRow, outs []ts.FreeOutput, k int) {
 	for _, o := range outs[:min(len(outs), k)] {
-		row.Ranked = append(row.Ranked, o.name)
-		row.Scores = append(row.Scores, o.score)
+		row.Ranked = append(row.Ranked, o.Name)
+		row.Scores = append(row.Scores, o.Score)
 	}
 }
 
@@ -1093,10 +772,10 @@ func listed(rows []RetrieveRow) int {
 }
 
 // setRanking writes a search's best k into a row.
-func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []candidate, k int) {
+func setRanking(row *RetrieveRow, tools []CatalogRow, ranked []ts.Candidate, k int) {
 	for _, sc := range ranked[:min(len(ranked), k)] {
-		row.Ranked = append(row.Ranked, tools[sc.idx].ToolName)
-		row.Scores = append(row.Scores, sc.score)
+		row.Ranked = append(row.Ranked, tools[sc.Idx].ToolName)
+		row.Scores = append(row.Scores, sc.Score)
 	}
 }
 
@@ -1125,7 +804,7 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 	for _, row := range rows {
 		first := s.first(row.Query)
 		calls = append(calls, first)
-		if s.trie.flat || (c.Decoding == freeDecoding && !c.freeBeam()) {
+		if s.trie.Flat || (c.Decoding == freeDecoding && !c.freeBeam()) {
 			continue
 		}
 		var resp *llm.Response
@@ -1134,13 +813,13 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 		}
 		// An answer the run cannot read (no log-probabilities) counts
 		// as unanswered: the upper bound.
-		var top []output
-		var bs []candidate
+		var top []ts.FreeOutput
+		var bs []ts.Candidate
 		if resp != nil {
 			if c.freeBeam() {
-				top, err = s.freeTop(resp)
+				top, err = s.search.FreeTop(resp)
 			} else {
-				bs, err = s.apiBeams(resp)
+				bs, err = s.search.APIBeams(resp)
 			}
 			if err != nil {
 				resp = nil
@@ -1149,7 +828,7 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 		switch {
 		case c.freeBeam() && resp != nil:
 			for _, o := range top {
-				calls = append(calls, s.freeSecond(row.Query, o.name))
+				calls = append(calls, s.freeSecond(row.Query, o.Name))
 			}
 		case c.freeBeam():
 			for range c.beam() {
@@ -1157,10 +836,10 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 			}
 		case resp != nil:
 			for _, b := range bs {
-				calls = append(calls, s.second(row.Query, b.idx))
+				calls = append(calls, s.second(row.Query, b.Idx))
 			}
 		default:
-			for a := range min(c.beam(), len(s.trie.apis)) {
+			for a := range min(c.beam(), len(s.trie.APIs)) {
 				calls = append(calls, s.second(row.Query, a))
 			}
 		}

@@ -812,38 +812,6 @@ func TestConstrainedDecodingNeedsAnIDForEveryCatalogToken(t *testing.T) {
 	wantContains(t, nodeErr(t, r, "node.retrieve_parametric.c"), "p.hcl:", "4 catalog tokens have no id in the tokens file", `(first: ["<<Maps&&current>>" "<<Maps&&route>>" "<<Tik&&trending>>"])`)
 }
 
-func TestReadTokenIDsReadsAddedTokensOrATokenizer(t *testing.T) {
-	cases := []struct {
-		in   string
-		want map[string]int
-		err  string
-	}{
-		{`{"<<a>>": 5, "<<b>>": 6}`, map[string]int{"<<a>>": 5, "<<b>>": 6}, ""},
-		{`{"added_tokens": [{"id": 5, "content": "<<a>>", "special": false}], "model": {"vocab": {"x": 1}}}`, map[string]int{"<<a>>": 5}, ""},
-		{`{"<<a>>": 5, "<<b>>": 5}`, nil, `tokens "<<a>>" and "<<b>>" have the same id 5`},
-		{`{"<<c>>": 5, "<<b>>": 5, "<<a>>": 5, "<<d>>": 6, "<<e>>": 6}`, nil, `tokens "<<a>>" and "<<b>>" have the same id 5`},
-		{`{"added_tokens": [{"id": 5, "content": "<<a>>"}, {"id": 6, "content": "<<a>>"}]}`, nil, `added token "<<a>>" is listed twice`},
-		{`[1, 2]`, nil, "neither a JSON object"},
-	}
-	for _, tc := range cases {
-		got, err := toolsense.ReadTokenIDs([]byte(tc.in))
-		for range 20 { // the same error on every read
-			if _, again := toolsense.ReadTokenIDs([]byte(tc.in)); fmt.Sprint(again) != fmt.Sprint(err) {
-				t.Errorf("%s: error %v, then %v", tc.in, err, again)
-				break
-			}
-		}
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.in, err, tc.err)
-			}
-		case err != nil || !reflect.DeepEqual(got, tc.want):
-			t.Errorf("%s: %v %v, want %v", tc.in, got, err, tc.want)
-		}
-	}
-}
-
 func TestRetrieveParametricRefusesConfigsItCannotRun(t *testing.T) {
 	head := `model "tg" {
   id       = "x"

@@ -16,6 +16,7 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/bm25"
 	"github.com/lacuna-dev/lacuna/runners/embed"
 	"github.com/lacuna-dev/lacuna/runners/embed/embedtest"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 // The fixture: four tools with disjoint words, and three queries whose
@@ -53,13 +54,6 @@ func runFixture(t *testing.T, extra string) *nodetest.Result {
 	return nodetest.Run(t, dir, fixturePipeline+extra)
 }
 
-func TestDocTextJoinsTitlesThenDescriptionsSkippingMissing(t *testing.T) {
-	got := toolsense.DocText(toolsense.CatalogRow{ToolTitle: "QR", APITitle: "Get", ToolDescription: "", APIDescription: "/qr"})
-	if got != "QR Get /qr" {
-		t.Errorf("DocText = %q, want %q", got, "QR Get /qr")
-	}
-}
-
 // TestRetrieveRanksTheCatalogWithBM25: the top k are the bm25 index's over
 // DocText, names and scores, in the hand-known order; answers outside the
 // catalog are kept and flagged.
@@ -77,7 +71,7 @@ func TestRetrieveRanksTheCatalogWithBM25(t *testing.T) {
 	var docs [][]string
 	for _, row := range nodetest.Read[toolsense.CatalogRow](t, r, "node.catalog.c") {
 		cat = append(cat, row)
-		docs = append(docs, bm25.Tokenize(toolsense.DocText(row)))
+		docs = append(docs, bm25.Tokenize(ts.DocText(row)))
 	}
 	ix := bm25.New(docs, bm25.Options{})
 	if len(got) != 3 {
@@ -180,7 +174,7 @@ func TestRetrieveRanksTheCatalogByDenseCosine(t *testing.T) {
 			cat := nodetest.Read[toolsense.CatalogRow](t, r, "node.catalog.c")
 			var texts []string
 			for _, row := range cat {
-				texts = append(texts, toolsense.DocText(row))
+				texts = append(texts, ts.DocText(row))
 			}
 			docs, err := m.Embed(context.Background(), texts, 1)
 			if err != nil {

@@ -7,32 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
-	"text/template"
-	"unicode/utf8"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 func init() { nodes.Register(rrbGenerateType{}) }
-
-// The prompts of RRB generation (seed 002 Appendix K.3, Figures 21 and
-// 22), Go templates; their bytes are in every rrb_generate key.
-var (
-	//go:embed prompts/rrb_generate.txt
-	rrbGeneratePrompt string
-	//go:embed prompts/rrb_judge.txt
-	rrbJudgePrompt string
-
-	rrbGenerateTmpl = template.Must(template.New("rrb_generate.txt").Option("missingkey=error").Parse(rrbGeneratePrompt))
-	rrbJudgeTmpl    = template.Must(template.New("rrb_judge.txt").Option("missingkey=error").Parse(rrbJudgePrompt))
-)
 
 // rrbGenerateConfig:
 //
@@ -55,12 +40,8 @@ type rrbGenerateConfig struct {
 	Retries *int           `hcl:"retries,optional"`
 }
 
-// The RRB tiers in output order, and the paper's samples per seed
-// (Appendix J.1).
-var (
-	rrbTiers          = []string{"easy", "medium", "hard"}
-	defaultRRBSamples = map[string]int{"easy": 3, "medium": 3, "hard": 2}
-)
+// The paper's samples per seed and tier (Appendix J.1).
+var defaultRRBSamples = map[string]int{"easy": 3, "medium": 3, "hard": 2}
 
 const defaultRRBRetries = 3
 
@@ -130,7 +111,7 @@ func (rrbGenerateType) Doc() string {
 		"medium 3, hard 2 per seed; a pool smaller than a tier's answers, medium 2 and hard 4 tools, is an error, as is " +
 		"a tool_name twice in the catalog or a pool, or a seed twice) one " +
 		"call to `model` asks for that many (query, answer tools) samples with the paper's prompt " +
-		"(nodes/toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a " +
+		"(toolsense/prompts/rrb_generate.txt; the model block's sampling defaults). Each sample passes a " +
 		"programmatic validator (every answer in the pool, no answer twice, the seed among the answers, the tier's " +
 		"cardinality: easy 1, medium 2–3, hard ≥ 4; its length: easy under 20 words, medium under 25, hard 1–3 sentences, " +
 		"a period after an abbreviation (e.g., U.S., etc., an initial) ending none; no answer's tool_name verbatim in the " +
@@ -197,19 +178,13 @@ func (rrbGenerateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pin
 			id[k] = v
 		}
 	}
-	id["prompts"] = fmt.Sprintf("%016x", xxhash.Sum64String(rrbGeneratePrompt+"\x00"+rrbJudgePrompt))
+	id["prompts"] = ts.RRBPromptDigest()
 	return &nodes.Pinned{Identity: id, Value: p}, nil
-}
-
-// rrbSample is one generated (query, answer tools) pair.
-type rrbSample struct {
-	Query  string   `json:"query"`
-	Answer []string `json:"answer"`
 }
 
 // rrbAccepted is a sample that passed both checks.
 type rrbAccepted struct {
-	rrbSample
+	ts.RRBSample
 	attempt int
 	reason  string
 }
@@ -229,6 +204,15 @@ type rrbUnit struct {
 func (u *rrbUnit) missing() int { return u.want - len(u.accepted) }
 
 func (u *rrbUnit) pending() bool { return u.pendingGen || u.pendingJudge }
+
+// queries are the accepted samples' queries, in order.
+func (u *rrbUnit) queries() []string {
+	var out []string
+	for _, a := range u.accepted {
+		out = append(out, a.Query)
+	}
+	return out
+}
 
 // rrbWork is one run's state: the pools with their tools, the units.
 type rrbWork struct {
@@ -267,7 +251,7 @@ func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
 		return nil, err
 	}
 	for i := range w.pools {
-		for _, tier := range rrbTiers {
+		for _, tier := range ts.Tiers() {
 			if n, ok := c.samples()[tier]; ok {
 				w.units = append(w.units, &rrbUnit{seed: i, tier: tier, want: n})
 			}
@@ -275,9 +259,6 @@ func (t rrbGenerateType) prepare(r nodes.Run) (*rrbWork, error) {
 	}
 	return w, nil
 }
-
-// rrbMinPool is the fewest pool tools a tier's answer can have.
-var rrbMinPool = map[string]int{"easy": 1, "medium": 2, "hard": 4}
 
 // poolTools resolves each pool's tool names in the catalog (byName). Its
 // errors are at the node's pools attribute: a pool that does not start
@@ -307,10 +288,10 @@ func poolTools(pools []NeighborsRow, byName map[string]CatalogRow, samples map[s
 			in[name] = true
 			pool = append(pool, tool)
 		}
-		for _, tier := range rrbTiers {
-			if _, ok := samples[tier]; ok && len(pool) < rrbMinPool[tier] {
+		for _, tier := range ts.Tiers() {
+			if _, ok := samples[tier]; ok && len(pool) < ts.MinAnswers(tier) {
 				return nil, nodes.Errorf("pools", "Pools too small", "the %s tier's answers have %d or more tools, but the pool of seed %q (row %d) has %d: "+
-					"raise the neighbors node's k or leave the tier out of samples.", tier, rrbMinPool[tier], p.Seed, i+1, len(pool))
+					"raise the neighbors node's k or leave the tier out of samples.", tier, ts.MinAnswers(tier), p.Seed, i+1, len(pool))
 			}
 		}
 		out = append(out, pool)
@@ -318,69 +299,32 @@ func poolTools(pools []NeighborsRow, byName map[string]CatalogRow, samples map[s
 	return out, nil
 }
 
-// describe is a tool's description in prompts: tool_description and
-// api_description.
-func describe(t CatalogRow) string {
-	return joinNonEmpty(t.ToolDescription, t.APIDescription)
-}
-
 // genCall is the generation call of a unit's attempt (1-based): the
 // sample index is attempt − 1, so that two attempts with the same prompt
 // are different calls.
 func (w *rrbWork) genCall(m *llmenv.Model, u *rrbUnit, attempt int) (llm.Call, error) {
-	pool := w.pools[u.seed]
-	var lines []string
-	for _, tool := range pool {
-		lines = append(lines, "- "+tool.ToolName+": "+describe(tool))
-	}
-	var fb []string
+	var rejected, accepted []string
 	if attempt > 1 {
-		if len(u.reasons) > 0 {
-			fb = append(fb, "Rejected samples:")
-		}
-		for _, r := range u.reasons {
-			fb = append(fb, "- "+r)
-		}
-		if len(u.accepted) > 0 {
-			fb = append(fb, fmt.Sprintf("Already accepted (do not repeat them; generate %d new samples):", u.missing()))
-			for _, a := range u.accepted {
-				fb = append(fb, "- "+a.Query)
-			}
-		}
+		rejected, accepted = u.reasons, u.queries()
 	}
-	var b strings.Builder
-	err := rrbGenerateTmpl.Execute(&b, map[string]any{
-		"N": u.missing(), "Tier": u.tier, "AnchorName": pool[0].ToolName, "AnchorDescription": describe(pool[0]),
-		"Pool": strings.Join(lines, "\n"), "Feedback": strings.Join(fb, "\n"),
-	})
+	prompt, err := ts.RRBGeneratePrompt(u.tier, u.missing(), w.pools[u.seed], rejected, accepted)
 	if err != nil {
-		return llm.Call{}, fmt.Errorf("rrb_generate prompt: %w", err)
+		return llm.Call{}, err
 	}
-	return llm.Call{Request: chat(m, m.Request(), b.String()), Sample: attempt - 1}, nil
+	return llm.Call{Request: chat(m, m.Request(), prompt), Sample: attempt - 1}, nil
 }
 
 // judgeCall is the judge's call for a unit's valid samples, at
 // temperature 0.
-func (w *rrbWork) judgeCall(m *llmenv.Model, u *rrbUnit, samples []rrbSample) (llm.Call, error) {
-	byName := map[string]CatalogRow{}
-	for _, tool := range w.pools[u.seed] {
-		byName[tool.ToolName] = tool
-	}
-	var s strings.Builder
-	for i, x := range samples {
-		fmt.Fprintf(&s, "Sample %d:\nQuery: %s\nAnswer tools:\n", i+1, x.Query)
-		for _, a := range x.Answer {
-			fmt.Fprintf(&s, "- %s: %s\n", a, describe(byName[a]))
-		}
-	}
-	var b strings.Builder
-	if err := rrbJudgeTmpl.Execute(&b, map[string]any{"Tier": u.tier, "Samples": strings.TrimRight(s.String(), "\n")}); err != nil {
-		return llm.Call{}, fmt.Errorf("rrb_judge prompt: %w", err)
+func (w *rrbWork) judgeCall(m *llmenv.Model, u *rrbUnit, samples []ts.RRBSample) (llm.Call, error) {
+	prompt, err := ts.RRBJudgePrompt(u.tier, w.pools[u.seed], samples)
+	if err != nil {
+		return llm.Call{}, err
 	}
 	zero := 0.0
 	req := m.Request()
 	req.Temperature = &zero
-	return llm.Call{Request: chat(m, req, b.String())}, nil
+	return llm.Call{Request: chat(m, req, prompt)}, nil
 }
 
 // chat puts the prompt into req as the user turn (after the model
@@ -466,7 +410,7 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 		}
 		type judged struct {
 			u     *rrbUnit
-			valid []rrbSample
+			valid []ts.RRBSample
 		}
 		var toJudge []judged
 		var jcalls []llm.Call
@@ -479,7 +423,7 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 				u.pendingGen = true
 				continue
 			}
-			valid, reasons := w.check(u, answers[i].resp.Text)
+			valid, reasons := ts.CheckRRBAnswer(answers[i].resp.Text, u.tier, w.pools[u.seed], u.missing(), u.queries())
 			u.reasons = reasons
 			if len(valid) == 0 {
 				continue
@@ -509,10 +453,10 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 				j.u.pendingJudge = true
 				continue
 			}
-			ok, why := parseVerdicts(verdicts[i].resp.Text, len(j.valid))
+			ok, why := ts.ParseRRBVerdicts(verdicts[i].resp.Text, len(j.valid))
 			for k, s := range j.valid {
 				if ok[k] {
-					j.u.accepted = append(j.u.accepted, rrbAccepted{rrbSample: s, attempt: attempt, reason: why[k]})
+					j.u.accepted = append(j.u.accepted, rrbAccepted{RRBSample: s, attempt: attempt, reason: why[k]})
 					continue
 				}
 				j.u.reasons = append(j.u.reasons, fmt.Sprintf("judge rejected: %q: %s", s.Query, why[k]))
@@ -520,170 +464,6 @@ func (w *rrbWork) run(p *rrbPinned, retries int, ask asker) (rrbCalls, error) {
 		}
 	}
 	return made, nil
-}
-
-// check parses a generation answer and validates its samples (the first
-// missing() of them): it returns those that pass and the reasons of those
-// that do not, each starting with its rule's name; fewer samples than
-// missing() is a reason too.
-func (w *rrbWork) check(u *rrbUnit, text string) (valid []rrbSample, reasons []string) {
-	answer, _ := llm.StripThink(text)
-	var out struct {
-		Samples []rrbSample `json:"samples"`
-	}
-	if err := json.Unmarshal([]byte(llm.AnswerJSON(answer)), &out); err != nil {
-		return nil, []string{fmt.Sprintf("unparseable: the answer is not the JSON object asked for (%v)", err)}
-	}
-	if len(out.Samples) == 0 {
-		return nil, []string{"unparseable: the answer has no samples"}
-	}
-	seen := map[string]bool{}
-	for _, a := range u.accepted {
-		seen[normQuery(a.Query)] = true
-	}
-	for _, s := range out.Samples[:min(len(out.Samples), u.missing())] {
-		if why := validateRRB(s, u.tier, w.pools[u.seed]); why != "" {
-			reasons = append(reasons, fmt.Sprintf("%s (query %q)", why, s.Query))
-			continue
-		}
-		if seen[normQuery(s.Query)] {
-			reasons = append(reasons, fmt.Sprintf("duplicate query: %q was already given", s.Query))
-			continue
-		}
-		seen[normQuery(s.Query)] = true
-		valid = append(valid, s)
-	}
-	if len(out.Samples) < u.missing() {
-		reasons = append(reasons, fmt.Sprintf("too few samples: %d of %d", len(out.Samples), u.missing()))
-	}
-	return valid, reasons
-}
-
-// normQuery is a query compared for duplicates: lower case, spaces
-// collapsed.
-func normQuery(q string) string {
-	return strings.Join(strings.Fields(strings.ToLower(q)), " ")
-}
-
-// sentenceEnd is where a sentence may end: ., ! or ? and spaces (or the
-// end of the text), with the word before it.
-var sentenceEnd = regexp.MustCompile(`(\S*?)([.!?]+)(\s+|$)`)
-
-// notSentenceEnd are words whose trailing period is an abbreviation's
-// (lower case, without it); so are words holding a period of their own
-// (e.g, i.e, U.S) and single letters (initials).
-var notSentenceEnd = map[string]bool{"etc": true, "vs": true, "approx": true, "mr": true, "mrs": true, "ms": true,
-	"dr": true, "st": true, "inc": true, "ltd": true, "co": true, "no": true, "jr": true, "sr": true}
-
-// sentences counts the sentences of q: text up to ., ! or ? and spaces,
-// except a single period after an abbreviation. An abbreviation ending a
-// sentence ("... and so on, etc. Then") joins two sentences into one: the
-// count errs low, the lenient way for the hard tier's limit.
-func sentences(q string) int {
-	q = strings.TrimSpace(q)
-	n, start := 0, 0
-	for _, m := range sentenceEnd.FindAllStringSubmatchIndex(q, -1) {
-		word, punct := q[m[2]:m[3]], q[m[4]:m[5]]
-		if punct == "." && m[5] < len(q) && (strings.Contains(word, ".") || utf8.RuneCountInString(word) == 1 || notSentenceEnd[strings.ToLower(word)]) {
-			continue
-		}
-		if strings.Trim(q[start:m[1]], ".!? \t\n") != "" {
-			n++
-		}
-		start = m[1]
-	}
-	if strings.TrimSpace(q[start:]) != "" {
-		n++
-	}
-	return n
-}
-
-// validateRRB is the programmatic filter: "" when s passes, else the
-// first rule it breaks ("rule: detail"). pool[0] is the seed.
-func validateRRB(s rrbSample, tier string, pool []CatalogRow) string {
-	q := strings.TrimSpace(s.Query)
-	if q == "" {
-		return "empty query: the query is empty"
-	}
-	in := map[string]bool{}
-	for _, t := range pool {
-		in[t.ToolName] = true
-	}
-	seen := map[string]bool{}
-	hasSeed := false
-	for _, a := range s.Answer {
-		switch {
-		case !in[a]:
-			return fmt.Sprintf("not in pool: answer %q is not in the candidate pool", a)
-		case seen[a]:
-			return fmt.Sprintf("duplicate answer: %q is listed twice", a)
-		case strings.Contains(strings.ToLower(q), strings.ToLower(a)):
-			return fmt.Sprintf("name in query: the query names answer tool %q", a)
-		}
-		seen[a] = true
-		hasSeed = hasSeed || a == pool[0].ToolName
-	}
-	n, words := len(s.Answer), len(strings.Fields(q))
-	switch {
-	case tier == "easy" && n != 1, tier == "medium" && (n < 2 || n > 3), tier == "hard" && n < 4:
-		return fmt.Sprintf("cardinality: %d answer tools, the %s tier needs %s", n, tier, map[string]string{"easy": "exactly 1", "medium": "2–3", "hard": "4 or more"}[tier])
-	case !hasSeed:
-		return fmt.Sprintf("seed missing: the target tool %q is not among the answers", pool[0].ToolName)
-	case tier == "easy" && words >= 20:
-		return fmt.Sprintf("too long: %d words, the easy tier needs under 20", words)
-	case tier == "medium" && words >= 25:
-		return fmt.Sprintf("too long: %d words, the medium tier needs under 25", words)
-	case tier == "hard" && sentences(q) > 3:
-		return fmt.Sprintf("too long: %d sentences, the hard tier needs 1–3", sentences(q))
-	}
-	return ""
-}
-
-// parseVerdicts reads the judge's reply for n samples. It fails closed:
-// a reply that is not the JSON object asked for, or has a number of
-// verdicts other than n, rejects every sample; a verdict without a
-// boolean validation_result rejects its sample.
-func parseVerdicts(text string, n int) (ok []bool, why []string) {
-	ok, why = make([]bool, n), make([]string, n)
-	answer, _ := llm.StripThink(text)
-	var out struct {
-		Verdicts []struct {
-			Result *bool  `json:"validation_result"`
-			Reason string `json:"reason"`
-		} `json:"verdicts"`
-	}
-	err := json.Unmarshal([]byte(llm.AnswerJSON(answer)), &out)
-	if err == nil && len(out.Verdicts) != n {
-		err = fmt.Errorf("%d verdicts for %d samples", len(out.Verdicts), n)
-	}
-	if err != nil {
-		for i := range why {
-			why[i] = fmt.Sprintf("judge reply unparseable (%v)", err)
-		}
-		return ok, why
-	}
-	for i, v := range out.Verdicts {
-		switch {
-		case v.Result == nil:
-			why[i] = "judge reply unparseable (a verdict without validation_result)"
-		default:
-			ok[i], why[i] = *v.Result, v.Reason
-		}
-	}
-	return ok, why
-}
-
-// toolJSON is a catalog tool as the released files write it: missing
-// fields "None".
-func toolJSON(t CatalogRow) map[string]string {
-	none := func(s string) string {
-		if s == "" {
-			return "None"
-		}
-		return s
-	}
-	return map[string]string{"tool_name": t.ToolName, "tool_title": none(t.ToolTitle), "tool_description": none(t.ToolDescription),
-		"api_title": none(t.APITitle), "api_description": none(t.APIDescription)}
 }
 
 func mustJSON(v any) string {
@@ -704,20 +484,20 @@ func (w *rrbWork) rows() (rows []RRBRow, dropped []RRBDropped) {
 		var analyzed []map[string]string
 		for _, t := range pool {
 			byName[t.ToolName] = t
-			analyzed = append(analyzed, toolJSON(t))
+			analyzed = append(analyzed, ts.ToolObject(t))
 		}
 		d := RRBDropped{Seed: pool[0].ToolName, Tier: u.tier, Missing: u.missing(), Reasons: u.reasons}
 		for i, a := range u.accepted {
 			id := fmt.Sprintf("%s/%s/%d", pool[0].ToolName, u.tier, i)
-			if prev, ok := first[normQuery(a.Query)]; ok {
+			if prev, ok := first[ts.NormQuery(a.Query)]; ok {
 				d.Missing++
 				d.Reasons = append(d.Reasons, fmt.Sprintf("duplicate query: %q repeats row %s", a.Query, prev))
 				continue
 			}
-			first[normQuery(a.Query)] = id
+			first[ts.NormQuery(a.Query)] = id
 			var tools []map[string]string
 			for _, name := range a.Answer {
-				tools = append(tools, toolJSON(byName[name]))
+				tools = append(tools, ts.ToolObject(byName[name]))
 			}
 			var tool any = tools
 			if u.tier == "easy" {

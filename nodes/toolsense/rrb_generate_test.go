@@ -13,6 +13,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 )
 
 // rrbPrompt is what the scripted generator reads of a generation prompt.
@@ -177,17 +178,17 @@ func TestRRBGenerateValidatesJudgesRetriesAndDrops(t *testing.T) {
 	attempts := map[string]int64{}
 	for _, row := range rows {
 		attempts[row.Seed+"/"+row.Complexity] = row.Attempt
-		var pool []toolsense.Tool
+		var pool []ts.Tool
 		if err := json.Unmarshal([]byte(row.AnalyzedTools), &pool); err != nil || len(pool) != 5 || *pool[0].ToolName != row.Seed {
 			t.Errorf("%s: analyzed_tools %s (%v): want the 5-tool pool, seed first", row.SampleID, row.AnalyzedTools, err)
 		}
 		if row.Complexity == "easy" {
-			var tool toolsense.Tool
+			var tool ts.Tool
 			if err := json.Unmarshal([]byte(row.Tool), &tool); err != nil || *tool.ToolName != row.Seed {
 				t.Errorf("%s: easy tool %s (%v): want the seed's object", row.SampleID, row.Tool, err)
 			}
 		} else {
-			var tools []toolsense.Tool
+			var tools []ts.Tool
 			if err := json.Unmarshal([]byte(row.Tool), &tools); err != nil || len(tools) < 2 {
 				t.Errorf("%s: %s tool %s (%v): want a list", row.SampleID, row.Complexity, row.Tool, err)
 			}

@@ -1,100 +1,27 @@
 // Package toolsense holds the node types of ToolSense (seed 002): tool
-// catalogs (catalog), retrieval over them (retrieve) and its evaluation
-// (retrieval_eval).
+// catalogs (catalog), hard-negative pools (neighbors), the Realistic
+// Retrieval Benchmark's generation (rrb_generate), the MCQ and QA probes
+// (mcq_generate, qa_generate, probe_eval, probe_metrics), retrieval over
+// a catalog (retrieve, retrieve_parametric) and its evaluation
+// (retrieval_eval). Each node type is a config, a row type, Resolve and
+// Run; the benchmark's own logic they call (prompts, validators, answer
+// parsers, virtual tokens, the beam search) is in the toolsense package
+// at the repository's top level.
 package toolsense
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	ts "github.com/lacuna-dev/lacuna/toolsense"
 	"github.com/parquet-go/parquet-go"
 )
 
-// Tool is a tool object in the ToolSense / ToolGen shape, as the released
-// benchmarks and catalogs write it. A field that is absent, JSON null or
-// the literal "None" is missing.
-type Tool struct {
-	ToolName        *string `json:"tool_name"`
-	ToolTitle       *string `json:"tool_title"`
-	ToolDescription *string `json:"tool_description"`
-	APITitle        *string `json:"api_title"`
-	APIDescription  *string `json:"api_description"`
-}
-
-// CatalogRow is one tool of a catalog.
-type CatalogRow struct {
-	// ToolName is "<tool_title>&&<api_title>", the byte-exact key.
-	ToolName        string `parquet:"tool_name"`
-	ToolTitle       string `parquet:"tool_title"`
-	ToolDescription string `parquet:"tool_description"`
-	APITitle        string `parquet:"api_title"`
-	APIDescription  string `parquet:"api_description"`
-	// Service is tool_title, or the part of tool_name before its first
-	// "&&" when tool_title is missing.
-	Service string `parquet:"service"`
-	// Missing names the fields that were absent, null, "None" or empty
-	// (they are empty strings in the row).
-	Missing []string `parquet:"missing,list"`
-	// Position is the tool's 0-based place in the catalog: ties in a
-	// ranking are broken by it.
-	Position int64 `parquet:"position"`
-}
-
-// row turns a decoded tool into a catalog row (Position unset). It fails
-// when tool_name is missing or has no "&&".
-func (t Tool) row() (CatalogRow, error) {
-	var r CatalogRow
-	get := func(name string, p *string, dst *string) {
-		if p == nil || *p == "None" || *p == "" {
-			r.Missing = append(r.Missing, name)
-			return
-		}
-		*dst = *p
-	}
-	get("tool_name", t.ToolName, &r.ToolName)
-	get("tool_title", t.ToolTitle, &r.ToolTitle)
-	get("tool_description", t.ToolDescription, &r.ToolDescription)
-	get("api_title", t.APITitle, &r.APITitle)
-	get("api_description", t.APIDescription, &r.APIDescription)
-	if r.ToolName == "" {
-		return r, fmt.Errorf("tool_name is missing")
-	}
-	service, _, ok := strings.Cut(r.ToolName, "&&")
-	if !ok {
-		return r, fmt.Errorf("tool_name %q has no \"&&\" between the tool title and the API title", r.ToolName)
-	}
-	r.Service = r.ToolTitle
-	if r.Service == "" {
-		r.Service = service
-	}
-	return r, nil
-}
-
-// sameContent reports whether two rows of one tool_name agree.
-func sameContent(a, b CatalogRow) bool {
-	return a.ToolTitle == b.ToolTitle && a.ToolDescription == b.ToolDescription &&
-		a.APITitle == b.APITitle && a.APIDescription == b.APIDescription
-}
-
-// decodeTools reads one JSON value holding a tool object or a list of
-// them (an RRB row's `tool`: an object for easy rows, a list otherwise).
-func decodeTools(raw []byte) ([]Tool, error) {
-	s := strings.TrimSpace(string(raw))
-	if strings.HasPrefix(s, "[") {
-		var ts []Tool
-		if err := json.Unmarshal(raw, &ts); err != nil {
-			return nil, err
-		}
-		return ts, nil
-	}
-	var t Tool
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, err
-	}
-	return []Tool{t}, nil
-}
+// CatalogRow is one tool of a catalog, the catalog node's row: its type
+// is toolsense.CatalogRow, which every step of the benchmark reads a tool
+// as.
+type CatalogRow = ts.CatalogRow
 
 // columns reads the named top-level columns of an artifact whose schema
 // is not fixed (an import's): one value per row and name, null where the

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 	"github.com/lacuna-dev/lacuna/runners/bm25"
+	"github.com/lacuna-dev/lacuna/toolsense"
 )
 
 // releasedDir is the released ToolSense data, in the shared/ folder beside

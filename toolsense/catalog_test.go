@@ -1,10 +1,8 @@
-package toolsense_test
+package toolsense
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/lacuna-dev/lacuna/nodes/toolsense"
 )
 
 func TestReadRRB(t *testing.T) {
@@ -13,14 +11,14 @@ func TestReadRRB(t *testing.T) {
 	good := `{"query": "q1", "tool": ` + a + `, "analyzed_tools": [` + b + `, ` + a + `]}
 {"query": "q2", "tool": [` + b + `], "analyzed_tools": [` + a + `, ` + b + `]}
 `
-	queries, catalog, err := toolsense.ReadRRB(strings.NewReader(good), "rrb.jsonl")
+	queries, catalog, err := ReadRRB(strings.NewReader(good), "rrb.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(queries, ",") != "q1,q2" || len(catalog) != 2 || catalog[0].ToolName != "B&&y" || catalog[1].ToolName != "A&&x" {
 		t.Fatalf("queries %v, catalog %+v", queries, catalog)
 	}
-	if got := toolsense.DocText(catalog[1]); got != "A x does x" {
+	if got := DocText(catalog[1]); got != "A x does x" {
 		t.Errorf("DocText = %q, want the missing description skipped", got)
 	}
 	for _, c := range []struct{ name, src, want string }{
@@ -28,8 +26,15 @@ func TestReadRRB(t *testing.T) {
 		{"one name, two contents", good + `{"query": "q3", "tool": [], "analyzed_tools": [` + strings.Replace(a, "does x", "does z", 1) + `]}`, `tool "A&&x" is at rrb.jsonl:1 analyzed_tools and at rrb.jsonl:3 analyzed_tools`},
 		{"no && in a name", `{"query": "q", "tool": [], "analyzed_tools": [{"tool_name": "A"}]}`, `rrb.jsonl:1 analyzed_tools: tool_name "A" has no "&&"`},
 	} {
-		if _, _, err := toolsense.ReadRRB(strings.NewReader(c.src), "rrb.jsonl"); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := ReadRRB(strings.NewReader(c.src), "rrb.jsonl"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestDocTextJoinsTitlesThenDescriptionsSkippingMissing(t *testing.T) {
+	got := DocText(CatalogRow{ToolTitle: "QR", APITitle: "Get", ToolDescription: "", APIDescription: "/qr"})
+	if got != "QR Get /qr" {
+		t.Errorf("DocText = %q, want %q", got, "QR Get /qr")
 	}
 }
