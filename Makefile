@@ -45,7 +45,7 @@ ENDPOINT ?=
 SERVED_NAME ?=
 QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME))
 # (a variable: a comma inside $(if ...) would end its argument)
-SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,ok,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
+SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,failures,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
 quickstart: deps build
 	$(BIN) validate $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl

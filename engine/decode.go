@@ -24,6 +24,10 @@ type configField struct {
 	Optional bool
 	Roots    []string // extra variables of a nodes.Expr field
 	Removed  string   // `removed:"..."`: setting it is an error with this detail
+	// OmitNull (`key:"omitnull"` on a pointer field) leaves the field out
+	// of the canonical config while it is nil, so that adding an
+	// attribute to a type keeps the keys of every config without it.
+	OmitNull bool
 	Type     reflect.Type
 	cty      cty.Type // the cty type values convert to (for plain Go fields)
 }
@@ -68,6 +72,12 @@ func configFields(t nodes.Type) ([]configField, error) {
 			f.cty = ty
 		}
 		f.Removed = sf.Tag.Get("removed")
+		if k := sf.Tag.Get("key"); k != "" {
+			if k != "omitnull" || sf.Type.Kind() != reflect.Pointer || !f.Optional {
+				return nil, fmt.Errorf("node type %s: field %s: key:%q: the one key tag is \"omitnull\", on an optional pointer field", t.Name(), sf.Name, k)
+			}
+			f.OmitNull = true
+		}
 		if r := sf.Tag.Get("roots"); r != "" {
 			f.Roots = strings.Split(r, ",")
 		}

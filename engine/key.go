@@ -40,10 +40,15 @@ func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) 
 	rv := reflect.ValueOf(inst.Config).Elem()
 	e := keyEncoder{buf: make([]byte, 0, 256), digest: digest}
 	e.buf = append(e.buf, '{')
-	for n, f := range sortedFields(inst.Type().Name(), fields) {
+	n := 0
+	for _, f := range sortedFields(inst.Type().Name(), fields) {
+		if f.OmitNull && rv.Field(f.Index).IsNil() {
+			continue
+		}
 		if n > 0 {
 			e.buf = append(e.buf, ',')
 		}
+		n++
 		e.string(f.Name)
 		e.buf = append(e.buf, ':')
 		if err := e.value(rv.Field(f.Index)); err != nil {

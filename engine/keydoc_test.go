@@ -33,6 +33,9 @@ type keydocConfig struct {
 	Inputs  []nodes.Ref       `hcl:"inputs,optional"`
 	Extra   cty.Value         `hcl:"extra,optional"`
 	Where   nodes.Expr        `hcl:"where,optional" roots:"row"`
+	// Attributes added later, absent from the key while unset.
+	Later   *bool   `hcl:"later,optional" key:"omitnull"`
+	LaterOn *string `hcl:"later_on,optional" key:"omitnull"`
 }
 
 type keydocType struct{}
@@ -140,6 +143,7 @@ node "keydoc" "k" {
     tiers    = local.tiers
   }
   where = row.score >= var.min || length(local.tiers) > 0 # the captured values count
+  later_on = "set"
 }
 `
 	dir := t.TempDir()
@@ -185,6 +189,7 @@ node "keydoc" "k" {
 				"neg": docNumber("0"), "pi": docNumber("3.14159"), "big": docNumber("12345678901234567890"),
 				"ok": false, "none": nil, "tiers": tiers,
 			}),
+		"later_on": "set", // later, unset, is absent
 		"where": map[string]any{
 			"expr": "row . score >= var . min || length ( local . tiers ) > 0",
 			"with": map[string]any{

@@ -8,12 +8,17 @@
 #   the sweep: every kept task × knowledge cell × retriever × n samples:
 #            the oracle prepend (the task's own bundle) and, in the same
 #            sweep, real retrievers in its place (Appendix E.4, Figure 3)
-#   the judge: the failure taxonomy (fast path, then the judge model)
-#   metrics: pass@1, pass@k, API_acc, Param_corr, Sem and the failure
-#            composition per model × cell × difficulty × library, with CIs
+#   greedy: the sweep again, one sample per task at T = 0 (the paper's
+#            pass@1 is deterministic decoding)
+#   the judge: the failure taxonomy (fast path, then the judge model) of
+#            the greedy samples
+#   metrics: pass@1 (greedy), pass@k (Chen et al., from the sweep), API_acc,
+#            Param_corr, Sem and the composition of the pass@1 failures per
+#            model × cell × difficulty × library, with score CIs and n
 #
-#   lacuna plan pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
-#   lacuna run  pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1
+#   lacuna plan pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1 \
+#     --var strong_id=... --var strong_endpoint=... --var judge_id=... --var judge_endpoint=...
+#   lacuna run  pipelines/novelapibench.hcl --var endpoint=http://127.0.0.1:8000/v1 --var strong_id=... ...
 #   lacuna cat  pipelines/novelapibench.hcl node.metrics.table \
 #     --where difficulty=all --where library=all \
 #     --columns model,cell,tasks,pass_at_1,pass_at_5,api_acc,param_corr,sem
@@ -81,8 +86,10 @@ variable "api_key_env" {
   description = "the environment variable holding the API key, for hosted APIs"
 }
 
-# The strong model of C3 and the judge model of the taxonomy (the paper
-# uses GPT-5-mini for both roles); by default, the model under test.
+# The strong model of C3 ("a strong external LLM") and the judge model of
+# the taxonomy (the paper's is GPT-5-mini). Both must be named: left
+# empty they are the model under test, and c3 and the greedy judge refuse
+# that at plan time (file:line:col) unless allow_self = true.
 variable "strong_endpoint" {
   type    = string
   default = ""
@@ -101,6 +108,12 @@ variable "judge_endpoint" {
 variable "judge_id" {
   type    = string
   default = ""
+}
+
+variable "allow_self" {
+  type        = bool
+  default     = false
+  description = "let the model under test play C3's strong model or the judge (a plan error otherwise: C3 would keep what it solves itself, and it would grade its own answers)"
 }
 
 variable "libraries" {
@@ -148,6 +161,12 @@ variable "samples" {
   type        = number
   default     = 20
   description = "samples per task and cell (pass@k needs n >= k)"
+}
+
+variable "k" {
+  type        = list(number)
+  default     = [5]
+  description = "the pass@k of the sampled runs (k = 1: c/n, column pass_at_1_sampled); pass@1 is the greedy sample's"
 }
 
 variable "temperature" {
@@ -299,9 +318,12 @@ node "solve" "c3" {
 }
 
 node "c3" "lib" {
-  for_each = local.pairs
-  tasks    = node.c2.lib[each.key]
-  samples  = node.solve.c3[each.key]
+  for_each   = local.pairs
+  tasks      = node.c2.lib[each.key]
+  samples    = node.solve.c3[each.key]
+  strong     = model.strong
+  under_test = local.models[each.value.model]
+  allow_self = var.allow_self
 }
 
 # The sweep: every task that passed C1-C3, in every cell and with every
@@ -330,12 +352,50 @@ node "solve" "sweep" {
   ecosystem = local.ecosystem[each.value.lib]
 }
 
+# The sampled runs give pass@k: their harness verdicts are what counts, so
+# the judge classifies them without a model (the fast path and the
+# deterministic fallback), making no calls.
 node "judge" "sweep" {
   for_each = local.sweep
   tasks    = node.tasks.lib[each.value.lib]
   samples  = node.solve.sweep[each.key]
-  model    = model.judge
-  sem      = true
+}
+
+# pass@1 is the paper's greedy decoding (Appendix E.2): one sample per task
+# and cell at T = 0, with the same prompts as the sweep. API_acc,
+# Param_corr, Sem and the failure composition (over the pass@1 failures)
+# are read from these samples, classified by the judge model.
+node "generate" "greedy" {
+  for_each     = local.sweep
+  tasks        = node.c3.lib["${each.value.model}/${each.value.lib}"]
+  bundles      = node.bundle.lib[each.value.lib]
+  model        = local.models[each.value.model]
+  cell         = each.value.cell
+  retriever    = each.value.retriever
+  pool         = each.value.retriever == "oracle" ? [] : values(node.bundle.lib)
+  embedder     = each.value.retriever == "oracle" || var.rag_embedder == "" ? null : var.rag_embedder
+  pooling      = each.value.retriever == "dense" ? var.rag_pooling : null
+  chunk_tokens = each.value.retriever == "oracle" ? null : var.rag_chunk_tokens
+  samples      = 1
+  temperature  = 0
+  limit        = local.limit
+}
+
+node "solve" "greedy" {
+  for_each  = local.sweep
+  tasks     = node.tasks.lib[each.value.lib]
+  solutions = node.generate.greedy[each.key]
+  ecosystem = local.ecosystem[each.value.lib]
+}
+
+node "judge" "greedy" {
+  for_each   = local.sweep
+  tasks      = node.tasks.lib[each.value.lib]
+  samples    = node.solve.greedy[each.key]
+  model      = model.judge
+  under_test = local.models[each.value.model]
+  allow_self = var.allow_self
+  sem        = true
 }
 
 # The judge model's agreement with the classes the calibration solutions
@@ -348,10 +408,12 @@ node "judge" "calibration" {
   model    = model.judge
 }
 
-# Table 1 and Table 3 of the paper, per model: lacuna cat ... node.metrics.table
+# Table 1 and Table 3 of the paper, per model: lacuna cat ... node.metrics.table.
+# pass@1 from the greedy samples; pass@k (Chen et al.) from the sweep's
+# n = var.samples at T = var.temperature; every metric with its 95% score
+# interval and the number of tasks it averages (METRIC_lo, _hi, _n).
 node "metrics" "table" {
-  judged    = values(node.judge.sweep)
-  k         = [1, 5]
-  bootstrap = 1000
-  seed      = 1
+  greedy = values(node.judge.greedy)
+  judged = values(node.judge.sweep)
+  k      = var.k
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes/experiments"
 	"github.com/lacuna-dev/lacuna/nodes/filters"
@@ -112,12 +113,14 @@ var pyCells = []string{"baseline", "Full", "Full@bm25"}
 
 // pyScript is what the scripted models answer for the Python run.
 type pyScript struct {
-	mu     sync.Mutex
-	tasks  []tasks.Row          // C1-kept, by task_id
-	c2Easy string               // solved without knowledge: C2 drops it
-	c3Hard string               // the strong model fails it: C3 drops it
-	sweep  map[[2]string]int    // (task_id, cell) → index in pyAnswers
-	sent   map[[2]string]string // (task_id, cell) → the sweep's system and user messages
+	mu      sync.Mutex
+	tasks   []tasks.Row          // C1-kept, by task_id
+	c2Easy  string               // solved without knowledge: C2 drops it
+	c3Hard  string               // the strong model fails it: C3 drops it
+	sweep   map[[2]string]int    // (task_id, cell) → index in pyAnswers of the greedy answer
+	passes  map[[2]string]int    // (task_id, cell) → sampled answers that are the reference
+	sampled map[[2]string]int    // (task_id, cell) → sampled requests answered
+	sent    map[[2]string]string // (task_id, cell) → the sweep's system and user messages
 }
 
 func (s *pyScript) task(text string) (tasks.Row, bool) {
@@ -193,8 +196,16 @@ func (s *pyScript) reply(q llmtest.Request) string {
 		if len(q.Messages) > 0 && q.Messages[0].Role == "system" {
 			sent = q.Messages[0].Content + "\n\n" + text
 		}
-		s.sent[[2]string{t.TaskID, cell}] = sent
-		i, ok := s.sweep[[2]string{t.TaskID, cell}]
+		key := [2]string{t.TaskID, cell}
+		if q.Temperature == nil || *q.Temperature != 0 { // a sampled run
+			s.sampled[key]++
+			if s.sampled[key] <= s.passes[key] {
+				return s.answer(t, 0)
+			}
+			return pyJunk
+		}
+		s.sent[key] = sent
+		i, ok := s.sweep[key]
 		if !ok {
 			return pyJunk
 		}
@@ -235,7 +246,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &pyScript{sweep: map[[2]string]int{}, sent: map[[2]string]string{}}
+	s := &pyScript{sweep: map[[2]string]int{}, passes: map[[2]string]int{}, sampled: map[[2]string]int{}, sent: map[[2]string]string{}}
 	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judgeID}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
@@ -247,6 +258,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		"cells":      `["baseline", "Full"]`,
 		"retrievers": `["oracle", "bm25"]`,
 		"samples":    "2",
+		"k":          "[1, 2]",
 	}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
@@ -283,6 +295,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	for i, task := range rest {
 		for c, cell := range pyCells {
 			s.sweep[[2]string{task.TaskID, cell}] = (i + c) % len(pyAnswers)
+			s.passes[[2]string{task.TaskID, cell}] = (2*i + c) % 3
 		}
 	}
 
@@ -329,13 +342,14 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Every sample of the sweep lands in the class its answer stands for,
-	// decided by the fast path; the judge model scores the reference 1.
+	// Every greedy sample lands in the class its answer stands for, decided
+	// by the fast path; the judge model scores the reference 1. Of the
+	// sampled runs, as many pass as the script answered with the reference.
 	for _, cell := range pyCells {
-		addr := `node.judge.sweep["under_test/stats/` + cell + `"]`
+		addr := `node.judge.greedy["under_test/stats/` + cell + `"]`
 		rows := read[judge.JudgeRow](t, st, out[addr])
-		if len(rows) != 2*len(rest) {
-			t.Errorf("%s: %d samples, want %d", addr, len(rows), 2*len(rest))
+		if len(rows) != len(rest) {
+			t.Errorf("%s: %d samples, want %d", addr, len(rows), len(rest))
 		}
 		for _, r := range rows {
 			a := pyAnswers[s.sweep[[2]string{r.TaskID, cell}]]
@@ -346,10 +360,23 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 				t.Errorf("%s %s (%s): sem %v", cell, name[r.TaskID], a.kind, r.Sem)
 			}
 		}
+		passedOf := map[string]int{}
+		for _, r := range read[judge.JudgeRow](t, st, out[`node.judge.sweep["under_test/stats/`+cell+`"]`]) {
+			if r.Passed {
+				passedOf[r.TaskID]++
+			}
+		}
+		for _, task := range rest {
+			if got, w := passedOf[task.TaskID], s.passes[[2]string{task.TaskID, cell}]; got != w {
+				t.Errorf("%s %s: %d sampled runs pass, want %d", cell, name[task.TaskID], got, w)
+			}
+		}
 	}
 
-	// The metrics, from the construction: every sample of a (task, cell)
-	// is the same answer.
+	// The metrics, from the construction: pass@1 and the composition of
+	// the failures from the greedy answers, pass@1 (sampled) and pass@2
+	// (n = 2: 0 or 1) from the sampled ones, with Wilson's interval on
+	// pass@1.
 	metrics := readMaps(t, st, out[`node.metrics.table`])
 	for _, cell := range pyCells {
 		var row map[string]any
@@ -362,27 +389,33 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 			t.Fatalf("no pooled metrics row for %s", cell)
 		}
 		counts := map[string]int{}
+		var sampled1, sampled2 []float64
 		for _, task := range rest {
 			counts[pyAnswers[s.sweep[[2]string{task.TaskID, cell}]].class]++
+			c := s.passes[[2]string{task.TaskID, cell}]
+			sampled1 = append(sampled1, float64(c)/2)
+			sampled2 = append(sampled2, math.Min(float64(c), 1))
 		}
-		pct := func(n int) float64 { return math.Round(10000*float64(n)/float64(len(rest))) / 100 }
-		ok := pct(counts[goharness.ClassOK])
+		failures := len(rest) - counts[goharness.ClassOK]
+		pct := func(n, of int) float64 { return math.Round(10000*float64(n)/float64(of)) / 100 }
+		mean := func(xs []float64) float64 { return math.Round(10000*analysis.Mean(xs)) / 100 }
+		ok := pct(counts[goharness.ClassOK], len(rest))
+		lo, hi := wilsonPct(counts[goharness.ClassOK], len(rest))
 		checks := map[string]float64{
-			"pass_at_1": ok, "pass_at_5": math.NaN(), "sem": ok, "ok": ok,
-			"wrong_syntax": pct(counts[goharness.ClassWrongSyntax]), "wrong_api_selection": pct(counts[goharness.ClassWrongAPISelection]),
-			"wrong_import": pct(counts[goharness.ClassWrongImport]), "wrong_param": 0, "wrong_logic": 0, "wrong_shape_dtype": 0,
+			"pass_at_1": ok, "pass_at_1_lo": lo, "pass_at_1_hi": hi, "sem": ok,
+			"pass_at_1_sampled": mean(sampled1), "pass_at_2": mean(sampled2),
+			"wrong_syntax": pct(counts[goharness.ClassWrongSyntax], failures), "wrong_api_selection": pct(counts[goharness.ClassWrongAPISelection], failures),
+			"wrong_import": pct(counts[goharness.ClassWrongImport], failures), "wrong_param": 0, "wrong_logic": 0, "wrong_shape_dtype": 0,
 		}
 		if got := row["tasks"]; got != int64(len(rest)) {
 			t.Errorf("%s: tasks %v, want %d", cell, got, len(rest))
 		}
+		if got := row["failures"]; got != int64(failures) {
+			t.Errorf("%s: failures %v, want %d", cell, got, failures)
+		}
 		for col, w := range checks {
 			got, isNum := row[col].(float64)
-			switch {
-			case math.IsNaN(w):
-				if row[col] != nil {
-					t.Errorf("%s %s = %v, want null (2 samples < k)", cell, col, row[col])
-				}
-			case !isNum || math.Abs(got-w) > 0.005:
+			if !isNum || math.Abs(got-w) > 0.005 {
 				t.Errorf("%s %s = %v, want %.2f", cell, col, row[col], w)
 			}
 		}

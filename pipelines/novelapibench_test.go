@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -59,7 +60,9 @@ type script struct {
 	answers map[string]map[string]string // task_id → kind → solution
 	c2Easy  string                       // the task the model solves without knowledge (C2 drops it)
 	c3Hard  string                       // the task the strong model cannot solve (C3 drops it)
-	sweep   map[[2]string]string         // (task_id, cell) → kind
+	sweep   map[[2]string]string         // (task_id, cell) → kind of the greedy answer
+	passes  map[[2]string]int            // (task_id, cell) → sampled answers that are the reference
+	sampled map[[2]string]int            // (task_id, cell) → sampled requests answered
 	sent    map[[2]string]string         // (task_id, cell) → the sweep's prompt received
 }
 
@@ -148,18 +151,33 @@ func (s *script) reply(q llmtest.Request) string {
 			}
 			return junk
 		}
-		s.sent[[2]string{t.TaskID, cellOf(text)}] = text
-		return fence(s.answers[t.TaskID][s.sweep[[2]string{t.TaskID, cellOf(text)}]])
+		key := [2]string{t.TaskID, cellOf(text)}
+		if q.Temperature != nil && *q.Temperature == 0 { // the greedy sample
+			s.sent[key] = text
+			return fence(s.answers[t.TaskID][s.sweep[key]])
+		}
+		// The sampled runs: the first passes[key] of a (task, cell)'s
+		// requests get the reference, the others junk. The samples are
+		// identical requests, so which sample gets which is arrival
+		// order's; how many pass is not.
+		s.sampled[key]++
+		if s.sampled[key] <= s.passes[key] {
+			return fence(s.answers[t.TaskID]["reference"])
+		}
+		return junk
 	}
 	return junk
 }
 
 // TestNovelAPIBenchEndToEnd runs pipelines/novelapibench.hcl on the offline
 // fixture module against a scripted server playing the model under test,
-// the strong model of C3 and the judge: the model answers the reference on
-// some tasks and known calibration mutants on others, so C2, C3, every
-// sample's class and every metric have exact expected values. A second run
-// makes no model call.
+// the strong model of C3 and the judge: the model's greedy answers are the
+// reference on some tasks and known calibration mutants on others, and of
+// its 3 sampled answers per task and cell 0 to 3 are the reference (partial
+// passes), so C2, C3, every sample's class and every metric (pass@1 from
+// the greedy samples, pass@k from the sampled ones, API_acc, Param_corr,
+// the composition of the failures and their score intervals) have exact
+// expected values. A second run makes no model call.
 func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	nodetest.OfflineShapes(t)
 	src, err := os.ReadFile("novelapibench.hcl")
@@ -171,7 +189,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	if err := os.WriteFile(file, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &script{answers: map[string]map[string]string{}, sweep: map[[2]string]string{}, sent: map[[2]string]string{}}
+	s := &script{answers: map[string]map[string]string{}, sweep: map[[2]string]string{}, passes: map[[2]string]int{}, sampled: map[[2]string]int{}, sent: map[[2]string]string{}}
 	srv := llmtest.New(llmtest.Config{Models: []string{underTest, strong, judgeID}, Script: []llmtest.Rule{{Reply: s.reply}}})
 	defer srv.Close()
 	vars := map[string]string{
@@ -182,7 +200,8 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		"libraries":  `{ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
 		"cells":      `["baseline", "S", "Full"]`,
 		"retrievers": `["oracle", "bm25"]`,
-		"samples":    "2",
+		"samples":    "3",
+		"k":          "[1, 2]",
 	}
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
@@ -224,6 +243,7 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		for c, cell := range sweepCells {
 			kind := avail[(i+c)%len(avail)]
 			s.sweep[[2]string{task.TaskID, cell}] = kind
+			s.passes[[2]string{task.TaskID, cell}] = (i + 2*c) % 4
 			class, _ := goharness.ExpectedClass(kind)
 			if kind == "reference" {
 				class = goharness.ClassOK
@@ -294,8 +314,8 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 	for _, cell := range []string{"S", "Full"} {
 		addr := `node.generate.sweep["under_test/shapes/` + cell + `@bm25"]`
 		rows := read[experiments.GenerateRow](t, st, out[addr])
-		if len(rows) != 2*len(rest) {
-			t.Errorf("%s: %d rows, want %d", addr, len(rows), 2*len(rest))
+		if len(rows) != 3*len(rest) {
+			t.Errorf("%s: %d rows, want %d", addr, len(rows), 3*len(rest))
 		}
 		for _, r := range rows {
 			var ids, texts []string
@@ -326,15 +346,16 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Every sample of the sweep lands in the class its answer stands for.
-	passed := map[string]map[string]bool{} // cell → task → passed
+	// Every greedy sample lands in the class its answer stands for, judged
+	// by the judge model where the fast path leaves it.
+	greedy := map[string][]judge.JudgeRow{} // cell → rows
 	for _, cell := range sweepCells {
-		addr := `node.judge.sweep["under_test/shapes/` + cell + `"]`
+		addr := `node.judge.greedy["under_test/shapes/` + cell + `"]`
 		rows := read[judge.JudgeRow](t, st, out[addr])
-		if len(rows) != 2*len(rest) {
-			t.Errorf("%s: %d samples, want %d", addr, len(rows), 2*len(rest))
+		if len(rows) != len(rest) {
+			t.Errorf("%s: %d samples, want %d", addr, len(rows), len(rest))
 		}
-		passed[cell] = map[string]bool{}
+		greedy[cell] = rows
 		for _, r := range rows {
 			w := want[[2]string{r.TaskID, cell}]
 			if r.Class != w || r.Model != underTest || r.Cell != cell || r.Path == "fallback" {
@@ -346,14 +367,34 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 			if r.Sem == nil || (*r.Sem == 1) != (w == goharness.ClassOK) {
 				t.Errorf("%s %s: sem %v for class %s", cell, r.TaskID, r.Sem, w)
 			}
-			passed[cell][r.TaskID] = r.Passed
+		}
+		// The sampled runs: as many pass as the script answered with the
+		// reference; their judge has no model (no sem, no call).
+		passedOf := map[string]int{}
+		for _, r := range read[judge.JudgeRow](t, st, out[`node.judge.sweep["under_test/shapes/`+cell+`"]`]) {
+			if r.Passed {
+				passedOf[r.TaskID]++
+			}
+			if r.Sem != nil || r.Path == "llm" {
+				t.Errorf("%s %s: a sampled run judged by the model (path %s, sem %v)", cell, r.TaskID, r.Path, r.Sem)
+			}
+		}
+		for _, task := range rest {
+			if got, w := passedOf[task.TaskID], s.passes[[2]string{task.TaskID, cell}]; got != min(w, 3) {
+				t.Errorf("%s %s: %d sampled runs pass, want %d", cell, task.TaskID, got, min(w, 3))
+			}
 		}
 	}
 
-	// The metrics, recomputed from the construction: every sample of a
-	// (task, cell) is the same answer, so pass@k is the fraction of tasks
-	// answered with the reference.
+	// The metrics, recomputed from the construction: pass@1 is the share of
+	// tasks whose greedy answer is the reference; pass@1 (sampled) and
+	// pass@2 come from c of n = 3 sampled answers per task (Chen et al.:
+	// c = 0 → 0, 1 → 1 - C(2,2)/C(3,2) = 2/3, 2 and 3 → 1); API_acc and
+	// Param_corr are the greedy rows' means; the composition is each
+	// class's share of the greedy failures; each comes with its score
+	// interval (Wilson's on 0/1 values) and n.
 	metrics := readMaps(t, st, out[`node.metrics.table`])
+	var partial struct{ api, corr, pass, sampled bool }
 	for _, cell := range sweepCells {
 		var row map[string]any
 		for _, m := range metrics {
@@ -365,35 +406,73 @@ func TestNovelAPIBenchEndToEnd(t *testing.T) {
 			t.Fatalf("no pooled metrics row for %s", cell)
 		}
 		counts := map[string]int{}
-		ok := 0
+		ok, failures := 0, 0
+		var sampled1, sampled2 []float64
 		for _, task := range rest {
 			class := want[[2]string{task.TaskID, cell}]
 			counts[class]++
 			if class == goharness.ClassOK {
 				ok++
+			} else {
+				failures++
+			}
+			c := min(s.passes[[2]string{task.TaskID, cell}], 3)
+			sampled1 = append(sampled1, float64(c)/3)
+			sampled2 = append(sampled2, []float64{0, 2.0 / 3, 1, 1}[c])
+		}
+		api, corr := 0.0, []float64{}
+		for _, r := range greedy[cell] {
+			if r.APICalled {
+				api++
+			}
+			if r.ParamCorr != nil {
+				corr = append(corr, *r.ParamCorr)
 			}
 		}
-		pct := func(n int) float64 { return math.Round(10000*float64(n)/float64(len(rest))) / 100 }
+		n := float64(len(rest))
+		round := func(x float64) float64 { return math.Round(10000*x) / 100 }
+		pct := func(k, of int) float64 { return round(float64(k) / float64(of)) }
+		mean := func(xs []float64) float64 { return round(analysis.Mean(xs)) }
+		p1lo, p1hi := wilsonPct(ok, len(rest))
+		wpLo, wpHi := wilsonPct(counts[goharness.ClassWrongParam], failures)
 		checks := map[string]float64{
-			"pass_at_1": pct(ok), "pass_at_5": math.NaN(), "sem": pct(ok), "ok": pct(ok),
-			"wrong_syntax": pct(counts[goharness.ClassWrongSyntax]), "wrong_api_selection": pct(counts[goharness.ClassWrongAPISelection]),
-			"wrong_import": pct(counts[goharness.ClassWrongImport]), "wrong_param": pct(counts[goharness.ClassWrongParam]),
-			"wrong_logic": pct(counts[goharness.ClassWrongLogic]), "wrong_shape_dtype": 0,
+			"tasks": n, "samples": 3 * n, "greedy": n, "failures": float64(failures),
+			"pass_at_1": pct(ok, len(rest)), "pass_at_1_lo": p1lo, "pass_at_1_hi": p1hi, "pass_at_1_n": n,
+			"pass_at_1_sampled": mean(sampled1), "pass_at_1_sampled_n": n,
+			"pass_at_2": mean(sampled2), "pass_at_2_n": n,
+			"api_acc": round(api / n), "api_acc_n": n,
+			"param_corr": mean(corr), "param_corr_n": float64(len(corr)),
+			"sem": pct(ok, len(rest)), "sem_n": n,
+			"wrong_syntax": pct(counts[goharness.ClassWrongSyntax], failures), "wrong_api_selection": pct(counts[goharness.ClassWrongAPISelection], failures),
+			"wrong_import": pct(counts[goharness.ClassWrongImport], failures), "wrong_param": pct(counts[goharness.ClassWrongParam], failures),
+			"wrong_param_lo": wpLo, "wrong_param_hi": wpHi, "wrong_param_n": float64(failures),
+			"wrong_logic": pct(counts[goharness.ClassWrongLogic], failures), "wrong_shape_dtype": 0, "unclassified": 0,
 		}
-		if got := row["tasks"]; got != int64(len(rest)) {
-			t.Errorf("%s: tasks %v, want %d", cell, got, len(rest))
+		if p2, ok := analysis.MeanCI(sampled2, 0.95); ok {
+			checks["pass_at_2_lo"], checks["pass_at_2_hi"] = round(p2.Lo), round(p2.Hi)
 		}
 		for col, w := range checks {
-			got, isNum := row[col].(float64)
-			switch {
-			case math.IsNaN(w):
-				if row[col] != nil {
-					t.Errorf("%s %s = %v, want null (2 samples < k)", cell, col, row[col])
-				}
-			case !isNum || math.Abs(got-w) > 0.005:
-				t.Errorf("%s %s = %v, want %.2f", cell, col, row[col], w)
+			var got float64
+			switch v := row[col].(type) {
+			case float64:
+				got = v
+			case int64:
+				got = float64(v)
+			default:
+				t.Errorf("%s %s = %v (%T), want %.2f", cell, col, row[col], row[col], w)
+				continue
+			}
+			if math.Abs(got-w) > 0.005 {
+				t.Errorf("%s %s = %v, want %.2f", cell, col, got, w)
 			}
 		}
+		partial.api = partial.api || api > 0 && api < n
+		partial.corr = partial.corr || len(corr) > 0
+		partial.pass = partial.pass || ok > 0 && failures > 0
+		partial.sampled = partial.sampled || slices.Contains(sampled2, 2.0/3)
+	}
+	if !partial.api || !partial.corr || !partial.pass || !partial.sampled {
+		t.Errorf("the construction should give a cell with partial API_acc, Param_corr, greedy passes and failures, and a task with 1 of 3 sampled passes: %+v", partial)
 	}
 
 	// A second run makes no model call: everything is cached.
@@ -493,4 +572,15 @@ func readMaps(t *testing.T, st *artifacts.Store, obj artifacts.Object) []map[str
 		out = append(out, v.(map[string]any))
 	}
 	return out
+}
+
+// wilsonPct is Wilson's 95% score interval for x of n, as the metrics'
+// rounded percentages: analysis.MeanCI on 0/1 values.
+func wilsonPct(x, n int) (lo, hi float64) {
+	z := 1.959963984540054
+	p, nn := float64(x)/float64(n), float64(n)
+	center := (p + z*z/(2*nn)) / (1 + z*z/nn)
+	half := z / (1 + z*z/nn) * math.Sqrt(p*(1-p)/nn+z*z/(4*nn*nn))
+	r := func(v float64) float64 { return math.Round(math.Max(0, math.Min(1, v))*10000) / 100 }
+	return r(center - half), r(center + half)
 }

@@ -149,8 +149,8 @@ node "judge" "slice" {
   samples  = node.solve.slice[each.key]
 }
 
+# One sample at temperature 0 (the model block's): the paper's greedy pass@1.
 node "metrics" "slice" {
   for_each = var.endpoint == "" ? {} : { table = true }
-  judged   = values(node.judge.slice)
-  k        = [1]
+  greedy   = values(node.judge.slice)
 }

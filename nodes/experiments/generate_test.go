@@ -68,8 +68,11 @@ node "solve" "full" {
   solutions = node.generate.full
 }
 node "c3" "shapes" {
-  tasks   = node.c2.shapes
-  samples = node.solve.full
+  tasks      = node.c2.shapes
+  samples    = node.solve.full
+  strong     = model.coder # the scripted model plays both
+  under_test = model.coder
+  allow_self = true
 }
 `
 	run := taskstest.Run(t, dir, src)

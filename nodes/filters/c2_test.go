@@ -116,6 +116,19 @@ func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 			note:    "C3: 9 tasks, 1 kept (strong model solved too few of 1 with the bundle, cell S+E; 7 without samples)",
 		},
 		{
+			name:    "c3 samples of another model than the strong one",
+			node:    "node \"c3\" \"f\" {\n  strong = model.su\n  under_test = model.sm\n  allow_self = false",
+			samples: [][]sample{outcomes(a, "Full", P)},
+			err:     "samples: written by m, not by the strong model u",
+		},
+		{
+			name:    "c3 with the model under test, allowed",
+			node:    "node \"c3\" \"f\" {\n  strong = model.sm\n  under_test = model.sm\n  allow_self = true",
+			samples: [][]sample{outcomes(a, "Full", P)},
+			keep:    map[string]string{a: ""},
+			note:    "C3: 9 tasks, 1 kept (strong model solved too few of 0 with the bundle, cell Full; 8 without samples)",
+		},
+		{
 			name:    "c3 min_passed",
 			node:    "node \"c3\" \"f\" {\n  min_passed = 2",
 			samples: [][]sample{outcomes(a, "Full", F, P, P), outcomes(b, "Full", P)},
@@ -136,6 +149,8 @@ func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := taskstest.Pipeline + `
+model "sm" { id = "m" }
+model "su" { id = "u" }
 node "import" "samples" {
   path    = "samples.jsonl"
   columns = { task_id = "string", kind = "string", model = "string", cell = "string", passed = "bool" }
@@ -145,6 +160,9 @@ node "import" "samples" {
   samples = node.import.samples
 }
 `
+			if strings.Contains(tc.node, `"c3"`) && !strings.Contains(tc.node, "strong") {
+				src = strings.Replace(src, "  tasks   = node.tasks.shapes\n", "  tasks   = node.tasks.shapes\n  strong = model.sm\n  under_test = model.su\n", 1)
+			}
 			run := nodetest.RunErr(t, dir, src)
 			res := run.Nodes["node."+strings.Fields(tc.node)[1][1:3]+".f"]
 			if tc.err != "" {
@@ -184,14 +202,19 @@ func TestC2AndC3RejectInvalidBounds(t *testing.T) {
 	for _, c := range []struct{ node, want string }{
 		{"node \"c2\" \"f\" {\n  n = 3\n  min_failed = 4", "p.hcl:4,16-17: Invalid min_failed; min_failed must be between 1 and n (3)."},
 		{"node \"c2\" \"f\" {\n  n = 0", "p.hcl:3,7-8: Invalid n; n must be at least 1."},
-		{"node \"c3\" \"f\" {\n  min_passed = 0", "p.hcl:3,16-17: Invalid min_passed; min_passed must be at least 1."},
-		{"node \"c3\" \"f\" {\n  cell = \"full\"", `p.hcl:3,10-16: Unknown cell; unknown cell "full"`},
+		{"node \"c3\" \"f\" {\n  min_passed = 0\n  strong = model.s\n  under_test = model.u", "p.hcl:3,16-17: Invalid min_passed; min_passed must be at least 1."},
+		{"node \"c3\" \"f\" {\n  cell = \"full\"\n  strong = model.s\n  under_test = model.u", `p.hcl:3,10-16: Unknown cell; unknown cell "full"`},
+		{"node \"c3\" \"f\" {\n  strong = model.u\n  under_test = model.u", "p.hcl:3,12-19: Strong model is the model under test; C3's strong model and the model under test are both u"},
+		{"node \"c3\" \"f\" {\n  strong = model.s2\n  under_test = model.u", "p.hcl:3,12-20: Strong model is the model under test; C3's strong model and the model under test are both u"},
 	} {
 		dir := t.TempDir()
 		src := "node \"import\" \"x\" { path = \"x.jsonl\" }\n" + c.node + `
   tasks   = node.import.x
   samples = node.import.x
 }
+model "s" { id = "strong" }
+model "s2" { id = "u" }
+model "u" { id = "u" }
 `
 		_, diags := engine.ExpandSource(filepath.Join(dir, "p.hcl"), []byte(src), dir, engine.Options{})
 		if !strings.Contains(diags.Error(), c.want) {

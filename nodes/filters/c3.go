@@ -15,7 +15,7 @@ func init() { nodes.Register(c3Type{}) }
 //
 //	node "generate" "c3" { tasks = node.c2.lo  bundles = node.bundle.lo  model = model.strong  cell = "Full" }
 //	node "solve" "c3"    { tasks = node.c2.lo  solutions = node.generate.c3 }
-//	node "c3" "lo"       { tasks = node.c2.lo  samples = node.solve.c3 }
+//	node "c3" "lo"       { tasks = node.c2.lo  samples = node.solve.c3  strong = model.strong  under_test = model.qwen }
 //
 //lint:ignore U1000 used as nodes.Static's type argument (staticcheck misses that use)
 type c3Config struct {
@@ -30,6 +30,16 @@ type c3Config struct {
 	Cell *string `hcl:"cell,optional"`
 	// MinPassed is how many samples must pass (default 1).
 	MinPassed *int `hcl:"min_passed,optional"`
+	// Strong is the strong external model whose samples C3 counts (the
+	// paper: "a strong external LLM"), and UnderTest the model the
+	// benchmark is built for. They must differ, unless AllowSelf: a C3 run
+	// with the model under test keeps only what that model itself solves,
+	// which is C2's complement, not informativeness. Every sample must
+	// have been written by Strong (samples without a model, from an
+	// imported table, are taken as its).
+	Strong    nodes.Model `hcl:"strong"`
+	UnderTest nodes.Model `hcl:"under_test"`
+	AllowSelf bool        `hcl:"allow_self,optional"`
 }
 
 func (c *c3Config) minPassed() int { return orDefault(c.MinPassed, 1) }
@@ -53,11 +63,13 @@ var (
 )
 
 func (c3Type) Name() string    { return "c3" }
-func (c3Type) Version() string { return "2" }
+func (c3Type) Version() string { return "3" }
 func (c3Type) Doc() string {
 	return "C3, informativeness (seed §3.2 stage 4): keeps a task when a strong model given the Full bundle (a generate " +
 		"node with cell Full, run by solve) solves at least min_passed (default 1) of its samples, dropping tasks unsolvable " +
-		"even with complete knowledge. Samples written in a cell other than cell (default Full) are an error. A task with no " +
+		"even with complete knowledge. strong names that model and under_test the model the benchmark is for: the same model is a " +
+		"plan error unless allow_self = true, and samples another model wrote are an error. " +
+		"Samples written in a cell other than cell (default Full) are an error. A task with no " +
 		"samples is dropped (\"no samples\"). Dropped tasks stay with keep = false and the reason, as do those dropped before."
 }
 
@@ -68,6 +80,11 @@ func (c3Type) Validate(cfg any) error {
 	}
 	if _, err := cells.Lookup(c.cell()); err != nil {
 		return nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	if c.Strong.ID == c.UnderTest.ID && !c.AllowSelf {
+		return nodes.Errorf("strong", "Strong model is the model under test",
+			"C3's strong model and the model under test are both %s: C3 would keep only what the tested model solves itself. "+
+				"Name a stronger model (the paper uses a strong external LLM), or set allow_self = true to do this on purpose.", c.Strong.ID)
 	}
 	return nil
 }
@@ -88,6 +105,9 @@ func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
 	})
 	if err != nil {
 		return err
+	}
+	if counts.model != "" && counts.model != c.Strong.ID {
+		return fmt.Errorf("samples: written by %s, not by the strong model %s (strong = ...)", counts.model, c.Strong.ID)
 	}
 	unsolved := counts.in - counts.kept - counts.noSamples
 	extra := []string{}

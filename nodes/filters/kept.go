@@ -26,7 +26,8 @@ type verdict func(t tasks.Row, n, passed int, cells []string) (keep bool, reason
 
 // filterCounts is what a filter saw, for its note.
 type filterCounts struct {
-	in, kept, noSamples int // tasks kept before it, ... it keeps, ... without samples
+	in, kept, noSamples int    // tasks kept before it, ... it keeps, ... without samples
+	model               string // the model that wrote the samples ("" for none named)
 }
 
 // sampleVerdict is what a filter reads of a sample's run: SampleRow's
@@ -71,6 +72,7 @@ func filterBySamples(r nodes.Run, tasksRef, samplesRef nodes.Ref, judge verdict)
 			return nil, counts, fmt.Errorf("samples: task %s has a %s sample: samples must be a model's solutions run by solve, not calibration runs", s.TaskID, s.Kind)
 		}
 		models[s.Model] = true
+		counts.model = s.Model
 		if len(models) > 1 {
 			return nil, counts, fmt.Errorf("samples: solutions of several models (%s): the filter judges one model's", strings.Join(tasks.SortedKeys(models), ", "))
 		}

@@ -55,7 +55,18 @@ type judgeConfig struct {
 	// cached output until the node is recomputed (lacuna run --recompute on
 	// it, or a change of its config), even once the judge would answer.
 	OnJudgeError *string `hcl:"on_judge_error,optional"`
+	// UnderTest names the model whose samples are judged. The judge model
+	// must be another (the paper's is GPT-5-mini judging open models): a
+	// model grading its own answers is a plan error unless AllowSelf. Where
+	// UnderTest is not set, a sample written by the judge model is the same
+	// error when the node runs.
+	// Both are absent from the key while unset (key:"omitnull"): a judge
+	// without them keeps its key from before they were added.
+	UnderTest *nodes.Model `hcl:"under_test,optional" key:"omitnull"`
+	AllowSelf *bool        `hcl:"allow_self,optional" key:"omitnull"`
 }
+
+func (c *judgeConfig) allowSelf() bool { return c.AllowSelf != nil && *c.AllowSelf }
 
 // What a failed judge call does (judgeConfig.OnJudgeError).
 const (
@@ -176,8 +187,15 @@ func (judgeType) Validate(cfg any) error {
 	if m := c.onJudgeError(); m != OnJudgeErrorFail && m != OnJudgeErrorFallback {
 		return nodes.Errorf("on_judge_error", "Invalid on_judge_error", "on_judge_error is %q or %q, not %q.", OnJudgeErrorFail, OnJudgeErrorFallback, m)
 	}
+	if c.Model != nil && c.UnderTest != nil && c.Model.ID == c.UnderTest.ID && !c.allowSelf() {
+		return nodes.Errorf("model", "Judge model is the model under test", selfJudged, c.Model.ID)
+	}
 	return nil
 }
+
+// selfJudged explains why a model may not judge its own samples.
+const selfJudged = "the judge model and the model under test are both %s: a model would grade its own answers. " +
+	"Name another judge model (the paper uses GPT-5-mini), or set allow_self = true to do this on purpose."
 
 // Resolve checks the judge model against its server and pins what it
 // reports; without a model there is nothing outside to pin.
@@ -225,6 +243,13 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	m, _ := r.Pinned().(*llmenv.Model)
 	if c.Model != nil && m == nil {
 		return nil, nil, fmt.Errorf("judge: the model was not resolved")
+	}
+	if c.Model != nil && !c.allowSelf() {
+		for _, s := range samples {
+			if s.Model == c.Model.ID {
+				return nil, nil, fmt.Errorf("samples: task %s's sample %s was written by the judge model: "+selfJudged, s.TaskID, s.SampleID, s.Model)
+			}
+		}
 	}
 	byID := map[string]tasks.Row{}
 	refs := map[string]*goharness.CallInfo{} // the reference's call of the target, by task
