@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
@@ -143,6 +142,10 @@ type GenerateRow struct {
 	Cell   string `parquet:"cell"`
 	Sample int32  `parquet:"sample"` // the sample's index
 	APIID  string `parquet:"api_id"`
+	// MProseTier is the m_prose_tier of the task's bundle row: "doc" for
+	// a bundle node's rows, paper, source or doc for a prose node's; ""
+	// when the cell shows no bundle (baseline).
+	MProseTier string `parquet:"m_prose_tier"`
 	// Prompt is the messages sent, as text ("[system]\n...\n\n[user]\n...",
 	// or the completions prompt).
 	Prompt string `parquet:"prompt"`
@@ -181,7 +184,7 @@ var (
 )
 
 func (generateType) Name() string    { return "generate" }
-func (generateType) Version() string { return "2" }
+func (generateType) Version() string { return "3" }
 func (generateType) Doc() string {
 	return "Asks a model for the code of every kept task's mask, n samples per task, in one knowledge cell (the task's own " +
 		"bundle prepended: baseline, S_name, S, E, M_prose, M_code, S+M_prose, S+E, S+M_code, S+M_prose+M_code, S+E+M_code, " +
@@ -198,7 +201,8 @@ func (generateType) Doc() string {
 		"(templates = DIR overrides them by file name; the model block's system, when set, replaces system.tmpl). Calls go " +
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline. A Python task (a tasks node with ecosystem = \"python\") is prompted in Python " +
-		"and its solution taken from the answer's python fence."
+		"and its solution taken from the answer's python fence. bundles and pool also take a prose node's rows (M_prose " +
+		"tiers, S backfill); each row's m_prose_tier is its task's bundle row's (\"doc\" for a bundle node's)."
 }
 
 func (generateType) Validate(cfg any) error {
@@ -340,6 +344,7 @@ type genCall struct {
 	prompt    string
 	retrieved []RetrievedChunk
 	call      llm.Call
+	tier      string // the bundle row's m_prose_tier
 }
 
 // calls builds the run's calls, in row order: the kept tasks in task_id
@@ -376,9 +381,9 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 		if err != nil {
 			return nil, nil, false, err
 		}
-		rows, err := artifacts.ReadAll[bundle.Row](in)
+		rows, err := bundle.ReadRows(in)
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("bundles: %w (bundles must come from a bundle node)", err)
+			return nil, nil, false, fmt.Errorf("bundles: %w (bundles must come from a bundle or prose node)", err)
 		}
 		for _, b := range rows {
 			bundles[b.APIID] = b
@@ -442,7 +447,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 			}
 		}
 		for i := 0; i < c.samples(); i++ {
-			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}})
+			out = append(out, genCall{task: task, sample: i, prompt: prompt, retrieved: retrieved, call: llm.Call{Request: rq, Sample: i}, tier: b.MProseTier})
 		}
 	}
 	return out, g, unembedded, nil
@@ -460,9 +465,9 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 		if err != nil {
 			return nil, nil, err
 		}
-		rs, err := artifacts.ReadAll[bundle.Row](in)
+		rs, err := bundle.ReadRows(in)
 		if err != nil {
-			return nil, nil, fmt.Errorf("pool %s: %w (the pool must list bundle nodes)", ref, err)
+			return nil, nil, fmt.Errorf("pool %s: %w (the pool must list bundle or prose nodes)", ref, err)
 		}
 		rows = append(rows, rs...)
 	}
@@ -577,7 +582,7 @@ func answerRow(gc genCall, resp *llm.Response, model, cell, retriever, think str
 	code, how := llm.ExtractCode(answer, tasks.EcosystemOf(gc.task))
 	return GenerateRow{
 		TaskID: gc.task.TaskID, SampleID: fmt.Sprintf("%s#%d", cell, gc.sample), Model: model, Cell: cell, Sample: int32(gc.sample),
-		APIID: gc.task.APIID, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
+		APIID: gc.task.APIID, MProseTier: gc.tier, Prompt: gc.prompt, Retriever: retriever, Retrieved: gc.retrieved, Raw: resp.Text, Thinking: thinking, Solution: code, ExtractedBy: how,
 		FinishReason: resp.FinishReason, PromptTokens: int64(resp.PromptTokens), CompletionTokens: int64(resp.OutputTokens),
 		LatencyS: resp.Latency.Seconds(),
 	}
