@@ -95,8 +95,8 @@ func proseInt(p *int, def int) int {
 // ProseRow is a bundle row whose M_prose is the tier's and whose S has
 // the backfilled parameter descriptions: every Row column is the input
 // row's except m_prose, m_prose_tier and the doc of the parameters named
-// in s_backfilled. ReadRows reads it as a Row wherever a bundle goes
-// (ReadOriginalRows as the bundle's Row).
+// in s_backfilled. ReadRows reads it as a Row (generate's bundles and
+// pool), ReadOriginalRows as the bundle node's Row it was made from.
 type ProseRow struct {
 	Row
 	// Docstring is the input row's m_prose: the API's doc comment or
@@ -132,9 +132,9 @@ func ReadRows(in *artifacts.Reader) ([]Row, error) {
 
 // ReadOriginalRows is ReadRows with a prose node's rows undone: m_prose
 // the docstring again (tier doc), the backfilled parameters' doc empty.
-// The tasks node reads it: task descriptions are glossed from the
-// docstring, so a task set is the same whether cut from a bundle node or
-// from a prose node over it.
+// It is what the tasks node should read to accept a prose node (task
+// descriptions gloss the docstring, so a task set would be the same
+// whether cut from a bundle node or from a prose node over it).
 func ReadOriginalRows(in *artifacts.Reader) ([]Row, error) {
 	return readRows(in, true)
 }
@@ -183,8 +183,8 @@ func (proseType) Name() string    { return "prose" }
 func (proseType) Version() string { return "1" }
 func (proseType) Doc() string {
 	return "Writes the M_prose tiers and the S backfill of seed §3 with `model` over a bundle node's rows (one row out per " +
-		"row in, every bundle column kept except m_prose, m_prose_tier and the backfilled parameters' doc; ReadRows, tasks " +
-		"and generate read it as bundle rows). The tier is decided from the bundle alone: \"paper\" when the docstring " +
+		"row in, every bundle column kept except m_prose, m_prose_tier and the backfilled parameters' doc; generate's " +
+		"bundles and pool read it as bundle rows, through ReadRows; cut tasks from the bundle node). The tier is decided from the bundle alone: \"paper\" when the docstring " +
 		"cites a publication (a DOI, an arXiv id, \"et al.\", a year in parentheses after a capitalised name such as " +
 		"\"Jaccard (1901)\" or \"(Flajolet, 2007)\", or a References/Bibliography section); else \"source\" when M_code " +
 		"(helpers included) has at least `source_branches` (3) branch points (Go: if, for, case, &&, ||, an `if err != nil` " +
