@@ -307,7 +307,6 @@ type proseItem struct {
 	done     bool
 	answer   proseAnswer
 	answered bool
-	planned  bool // a plan stopped at an uncached call
 }
 
 // proseAnswer is a usable answer.
@@ -550,7 +549,7 @@ func (g *proseRun) loop(ask asker) error {
 		}
 		for i, it := range open {
 			if answers[i] == nil { // a plan stops at a call it would make
-				it.done, it.planned = true, true
+				it.done = true
 				continue
 			}
 			it.attempts++
