@@ -147,9 +147,31 @@
 // An audit hook (PEP 578; it cannot be removed) refuses, from the first
 // pass on and in every thread: the garbage collector's object walks,
 // other threads' frames, trace and profile hooks, new audit hooks, any
-// path under /proc (the process's memory and descriptors), ctypes, and
+// path into /proc or to /dev/mem (the process's memory and descriptors:
+// the hook resolves each path itself, against the working directory,
+// "." and ".." and every symbolic link followed with the posix functions
+// it captured, so //proc, /./proc, a link to /proc and /dev/fd/N are
+// /proc; a relative path with a component named proc is refused whatever
+// it is relative to, since no audit event carries dir_fd), ctypes, and
 // starting or signalling processes (fork, exec, spawn, system,
-// subprocess, kill).
+// subprocess, kill). _posixsubprocess.fork_exec starts a process without
+// an audit event (subprocess raises its own through its module's sys,
+// which a solution can replace): once armed, the driver replaces it, in
+// _posixsubprocess and subprocess, by a refusal, and refuses a fresh
+// import of _posixsubprocess.
+//
+// Beneath the hook, the operating system keeps the key: the driver makes
+// itself not dumpable (prctl PR_SET_DUMPABLE 0) before it reads anything,
+// and fails closed when it cannot, and the child it forks inherits that.
+// A process of the same user, such as one a solution started by a route
+// the hook missed, can then neither copy the parent's descriptors
+// (pidfd_getfd: EPERM) nor open its /proc files nor ptrace it.
+// TestSolutionsCannotReachTheKeyOrTheirMemory runs each route (a helper
+// started through fork_exec or a silenced subprocess that copies
+// descriptor 7 with pidfd_getfd; /proc reached by //proc, /./proc, dir_fd,
+// a symbolic link and /dev/fd); with the hook's refusal of fork_exec
+// taken out by hand, the helper's pidfd_getfd fails with EPERM, and with
+// neither it read the key.
 //
 // Python cannot hide an object from code in the same interpreter, so the
 // child's report is only as trustworthy as its main thread is out of the
@@ -164,7 +186,13 @@
 // make by accident or by a simple trick (printing a verdict, writing to a
 // descriptor, exiting early with 0, os._exit, unwrapping or replacing the
 // spy, calling the target only through the library, patching what the
-// driver calls) and every route to the key. Other known limits: the spy's
+// driver calls) and every route to the key we know of. What remains: the
+// threat model is a solution that runs as the sandbox's user inside the
+// sandbox, not one that exploits the kernel or the interpreter (a memory
+// corruption in a C extension module could read the child's nonce); a
+// process a solution starts by a route not listed here runs outside the
+// hook (it cannot take the key, and the sandbox ends it with the
+// sample). Other known limits: the spy's
 // state is reachable through its __closure__, so a solution can raise
 // its own call count (the mock layer still rejects it unless it also
 // detects the mock pass); a thread the solution starts may outlive its

@@ -72,32 +72,153 @@ class Refused(RuntimeError):
     """Raised by the audit hook: the harness refuses this operation."""
 
 
+# Prefixes of the audit events that take a path first ("open" too).
+PATH_EVENT_PREFIXES = ("os.", "shutil.", "glob.", "pathlib.", "tempfile.", "io.", "fcntl.")
+
+# Audit events whose first two arguments are both paths.
+TWO_PATHS = frozenset(["os.symlink", "os.link", "os.rename", "shutil.copyfile", "shutil.move"])
+
+
 def install_guard():
     """Adds the audit hook; returns the switch that arms it. The hook runs
     in every thread, the child's main one included: it holds what it uses
     in locals, so that a solution replacing the driver's globals or
-    builtins changes nothing it runs."""
-    armed = [False]
+    builtins changes nothing it runs.
 
-    def hook(event, args, armed=armed, denied=DENIED, refused=Refused, type_=type, str_=str, bytes_=bytes,
-             decode=bytes.decode, startswith=str.startswith, isinstance_=isinstance, as_str=str.__str__):
-        if not armed[0]:
+    A path an event names is refused when it leads into /proc or to
+    /dev/mem: the hook makes it absolute (against the working directory),
+    drops "." and empty components, applies "..", and follows symbolic
+    links itself with the C functions it captured (posix.lstat and
+    posix.readlink, not os.path, which a solution could replace), so that
+    //proc, /./proc, /tmp/x/../../proc, a link to /proc and /dev/fd/N
+    (a link into /proc/self/fd) are all /proc. A relative path with a
+    component named proc is refused whatever it is relative to: with
+    dir_fd (which no audit event carries) it may be relative to a
+    descriptor of /."""
+    import posix
+    import stat
+
+    armed = [False]
+    busy = [False]
+
+    def resolve(p, getcwd=posix.getcwd, lstat=posix.lstat, readlink=posix.readlink, islnk=stat.S_ISLNK,
+                oserror=OSError, startswith=str.startswith, split=str.split, join="/".join):
+        if not startswith(p, "/"):
+            p = getcwd() + "/" + p
+        todo = [c for c in split(p, "/") if c and c != "."]
+        todo.reverse()
+        done = []
+        hops = 0
+        while todo:
+            c = todo.pop()
+            if c == "..":
+                if done:
+                    done.pop()
+                continue
+            here = "/" + join(done + [c])
+            try:
+                link = hops < 40 and islnk(lstat(here).st_mode)
+            except oserror:
+                link = False
+            if not link:
+                done.append(c)
+                continue
+            hops += 1
+            target = readlink(here)
+            if startswith(target, "/"):
+                done = []
+            more = [x for x in split(target, "/") if x and x != "."]
+            more.reverse()
+            todo += more
+        return "/" + join(done)
+
+    def denied_path(p, type_=type, str_=str, bytes_=bytes, decode=bytes.decode, startswith=str.startswith,
+                    split=str.split, isinstance_=isinstance, as_str=str.__str__, resolve=resolve):
+        if isinstance_(p, bytes_):
+            p = decode(p, "utf-8", "surrogateescape")
+        elif type_(p) is not str_:
+            p = as_str(p) if isinstance_(p, str_) else None
+        if p is None or p == "":
+            return None
+        if not startswith(p, "/") and "proc" in split(p, "/"):
+            return p
+        try:
+            r = resolve(p)
+        except (ValueError, TypeError):  # a NUL byte: no file has that name
+            return None
+        if r == "/proc" or startswith(r, "/proc/") or r == "/dev/mem" or startswith(r, "/dev/mem/"):
+            return p
+        return None
+
+    def hook(event, args, armed=armed, busy=busy, denied=DENIED, two=TWO_PATHS, refused=Refused, denied_path=denied_path, len_=len,
+             startswith=str.startswith, path_events=PATH_EVENT_PREFIXES):
+        if not armed[0] or busy[0]:
             return
         if event in denied:
             raise refused("lacuna harness: " + event + " is not allowed in a solution")
-        # Any path under /proc (open, os.listdir, os.scandir, ...): the
-        # process's memory and descriptors.
-        if args and event != "import":
-            p = args[0]
-            if isinstance_(p, bytes_):
-                p = decode(p, "utf-8", "surrogateescape")
-            elif type_(p) is not str_:
-                p = as_str(p) if isinstance_(p, str_) else None
-            if p is not None and (p == "/proc" or startswith(p, "/proc/") or startswith(p, "/dev/mem")):
-                raise refused("lacuna harness: " + event + " of " + p + " is not allowed in a solution")
+        if event == "import":
+            # A fresh copy of _posixsubprocess would bring back the
+            # fork_exec that arm() replaced.
+            if args and args[0] == "_posixsubprocess":
+                raise refused("lacuna harness: importing _posixsubprocess is not allowed in a solution")
+            return
+        # Any path into /proc (open, os.listdir, os.scandir, os.chdir,
+        # os.symlink's target, ...): the process's memory and descriptors.
+        # Only events that take paths: others ("compile", "exec", ...)
+        # carry source text.
+        if not args or not (event == "open" or startswith(event, path_events)):
+            return
+        busy[0] = True
+        try:
+            for p in (args[0], args[1]) if event in two and len_(args) > 1 else (args[0],):
+                bad = denied_path(p)
+                if bad is not None:
+                    raise refused("lacuna harness: " + event + " of " + bad + " is not allowed in a solution")
+        finally:
+            busy[0] = False
 
     sys.addaudithook(hook)
     return armed
+
+
+def arm(armed):
+    """Arms the audit hook for good, and takes away what starts a process
+    without an audit event: _posixsubprocess.fork_exec, which subprocess
+    calls after raising its event through its own module's sys (which a
+    solution may replace) and which a solution may call itself. The
+    process is not dumpable (main), so a process started anyway could not
+    read the parent's descriptors or memory; this keeps it from starting."""
+
+    def refuse(*args, **kwargs):
+        raise Refused("lacuna harness: _posixsubprocess.fork_exec is not allowed in a solution")
+
+    import _posixsubprocess
+
+    _posixsubprocess.fork_exec = refuse
+    sub = sys.modules.get("subprocess")
+    if sub is not None:
+        sub._fork_exec = refuse
+    armed[0] = True
+
+
+def undumpable():
+    """Makes this process, and the child it forks, not dumpable
+    (prctl(PR_SET_DUMPABLE, 0)): another process of the same user, such as
+    one a solution started, can then neither open its /proc files nor copy
+    its descriptors (pidfd_getfd) nor ptrace it; the key (descriptor 7)
+    and the record's descriptor (8) stay the parent's. Returns why it
+    could not, or None."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+            return "prctl(PR_SET_DUMPABLE, 0) failed: errno %d" % ctypes.get_errno()
+        if libc.prctl(3, 0, 0, 0, 0) != 0:  # PR_GET_DUMPABLE
+            return "the process is still dumpable"
+    except (ImportError, OSError, AttributeError) as e:
+        return "prctl(PR_SET_DUMPABLE, 0): %s" % e
+    return None
 
 
 # The spy's state is a plain list (no class whose attributes a solution
@@ -348,6 +469,11 @@ def main():
     solution, reads the key from descriptor 7 only then, and signs and
     writes the record."""
     cfg = json.loads(sys.stdin.buffer.read())
+    why = undumpable()
+    if why is not None:
+        # Fail closed: a dumpable parent lends its key to any process the
+        # solution starts.
+        sign_and_exit({"stage": "load", "error": {"type": "HarnessError", "message": "lacuna harness: " + why}}, 0)
     armed = install_guard()
     for p in reversed(cfg.get("paths") or []):
         sys.path.insert(0, p)
@@ -495,7 +621,7 @@ def child(cfg, code, state, armed, nonce, w):
     direct = 0
     run, i_direct, i_indirect, i_calls = run_pass, DIRECT, INDIRECT, CALLS
     # Armed for good: a thread the solution started may outlive its pass.
-    armed[0] = True
+    arm(armed)
     for name, mock in (("real", False), ("mock", True)):
         out = []
         done = new_lock()
