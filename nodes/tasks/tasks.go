@@ -19,13 +19,18 @@ func init() { nodes.Register(tasksType{}) }
 
 // config:
 //
-//	node "tasks" "lo" { bundles = node.bundle.lo }
+//	node "tasks" "lo"  { bundles = node.bundle.lo }
+//	node "tasks" "gen" { bundles = node.bundle.lo  generator = "llm"  model = model.gen }
 type config struct {
 	Bundles nodes.Ref `hcl:"bundles"`
-	// Generator is "examples" (deterministic, from each bundle's
-	// validated examples and signature). "llm", the paper's one call
-	// producing three graded tasks, arrives with the LLM issue.
+	// Generator is "examples" (the default: deterministic, cut from each
+	// bundle's validated examples) or "llm" (the paper's one model call
+	// per bundle for three graded tasks, tasks_llm.go).
 	Generator string `hcl:"generator,optional"`
+	// Model is the llm generator's model (nil otherwise). Unset, it is
+	// left out of the key (omitnull): the examples generator's keys are
+	// those it had before the llm generator.
+	Model *nodes.Model `hcl:"model,optional" key:"omitnull"`
 	// Ecosystem is "go" (default) or "python": the bundles' (a Python
 	// bundle's tasks are cut and observed with novelapibench/pyharness in
 	// v_new's environment, nodes/pyenv's sandbox).
@@ -57,8 +62,8 @@ type Row struct {
 	Mask      string `parquet:"mask"`
 	Reference string `parquet:"reference"` // the whole reference program
 	Harness   string `parquet:"harness"`   // the test file, reference solution in place
-	Generator string `parquet:"generator"`
-	Example   string `parquet:"example"` // the Example function it was cut from
+	Generator string `parquet:"generator"` // examples or llm
+	Example   string `parquet:"example"`   // the Example function it was cut from ("" for llm)
 	// Missing names the levels this API has no task for, and why.
 	Missing string `parquet:"missing"`
 	// Spec and Expect are the task and the reference's observation as
@@ -86,10 +91,11 @@ type tasksType struct{ nodes.Static[config, Row] }
 
 // Compile-time checks: a typo in an optional method must not drop it.
 var (
-	_ nodes.Typed      = tasksType{}
-	_ nodes.Documented = tasksType{}
-	_ nodes.Validator  = tasksType{}
-	_ nodes.Resolver   = tasksType{}
+	_ nodes.Typed       = tasksType{}
+	_ nodes.Documented  = tasksType{}
+	_ nodes.Validator   = tasksType{}
+	_ nodes.Resolver    = tasksType{}
+	_ nodes.CallPlanner = tasksType{}
 )
 
 func (tasksType) Name() string    { return "tasks" }
@@ -97,7 +103,13 @@ func (tasksType) Version() string { return "18" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +
-		"With ecosystem = \"python\": cut from the doctests with novelapibench/pyharness and observed in v_new's environment."
+		"With ecosystem = \"python\": cut from the doctests with novelapibench/pyharness and observed in v_new's environment. " +
+		"With generator = \"llm\" (Go only) and model = model.NAME: one call per bundle (prompts/generate_go.txt, its bytes in the key; " +
+		"temperature 0 unless the model block sets one) asks for three assertion-free scenario programs (easy, medium, hard) with the " +
+		"span to write marked and a description that does not name the API; each is observed like a cut task, and one that is " +
+		"malformed, names the API or whose reference does not compile or run is dropped, the reason in missing and the report " +
+		"\"dropped\". A bundle with no valid example, or whose answer yields no medium and no hard task, is asked for three easy " +
+		"variants instead (the paper's fallback)."
 }
 
 func (tasksType) Validate(cfg any) error {
@@ -107,20 +119,35 @@ func (tasksType) Validate(cfg any) error {
 	}
 	switch c.Generator {
 	case "", "examples":
+		if c.Model != nil {
+			return nodes.Errorf("model", "Model without the llm generator", "model is the llm generator's: set generator = \"llm\" or remove model.")
+		}
 		return nil
 	case "llm":
-		return nodes.Errorf("generator", "Generator not available yet", "generator \"llm\" (one LLM call per bundle, the paper's) arrives with the LLM issue; use \"examples\".")
+		if c.Ecosystem == "python" {
+			return nodes.Errorf("generator", "Generator not available for Python", "generator \"llm\" generates Go tasks only so far; a Python library's tasks are cut from its doctests (generator \"examples\").")
+		}
+		if c.Model == nil {
+			return nodes.Errorf("generator", "Generator without a model", "generator \"llm\" asks a model for each bundle's tasks: set model = model.NAME.")
+		}
+		return nil
 	}
-	return nodes.Errorf("generator", "Unknown generator", "generator must be \"examples\", not %q.", c.Generator)
+	return nodes.Errorf("generator", "Unknown generator", "generator must be \"examples\" or \"llm\", not %q.", c.Generator)
 }
 
 // Resolve pins the toolchain and the sandbox the harnesses are built and
 // run with: both are in the key, so upgrading Go recomputes the verdicts.
+// The llm generator pins its model and its prompt's digest too.
 func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
-	if r.Config().(*config).Ecosystem == "python" {
+	c := r.Config().(*config)
+	if c.Ecosystem == "python" {
 		return ResolvePython(ctx, r)
 	}
-	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+	p, err := goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+	if err != nil || c.Generator != "llm" {
+		return p, err
+	}
+	return resolveLLM(ctx, r, c, p)
 }
 
 func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
@@ -141,6 +168,9 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 			return fmt.Errorf("bundle %s (%s) is a Python library's: set ecosystem = \"python\" on tasks", b.Qualified, b.Library)
 		}
 	}
+	if c.Generator == "llm" {
+		return t.runLLM(ctx, r, bundles)
+	}
 	var rows []Row
 	var specs []goharness.Task
 	levels := map[string]int{}
@@ -160,15 +190,28 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	for _, k := range SortedKeys(noTask) {
 		r.Logf("no task for %d APIs: %s", noTask[k], k)
 	}
-	// Execute: observe every reference under the spy, observeRuns times,
-	// counterfactually, and on the second input where one is derived.
+	observed, second, err := observe(ctx, r, rows, specs)
+	if err != nil {
+		return err
+	}
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (up to %d runs each), %d with a second input", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed, observeRuns, second)
+	return t.Write(r, rows)
+}
+
+// observe is the execute step: it runs every reference under the spy,
+// observeRuns times, counterfactually, and on the second input where one
+// is derived, and records in each row what the runs agree on (Expect) and
+// the harness, or why the reference could not be observed (ObserveError).
+// It returns how many were observed, and how many of those with a second
+// input.
+func observe(ctx context.Context, r nodes.Run, rows []Row, specs []goharness.Task) (observed, second int, err error) {
 	sols := make([]Solution, len(rows))
 	for i := range rows {
 		sols[i] = Solution{Task: i, SampleID: "observe", Kind: "reference", Code: specs[i].ReferenceAnswer()}
 	}
 	obs, recs, err := RunAll(ctx, r, rows, sols, true)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	// A second input can break the build (a changed literal that a
 	// constant expression needed) or crash the process (a panic in a
@@ -182,13 +225,12 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	if len(retry) > 0 {
 		again, recs2, err := RunAll(ctx, r, rows, retry, true)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		for k, s := range retry {
 			obs[s.Task], recs[s.Task] = again[k], recs2[k]
 		}
 	}
-	observed, second := 0, 0
 	for i, s := range obs {
 		switch {
 		case s.CompileError != "":
@@ -214,8 +256,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 				SpyImport: rows[i].ImportPath, Module: rows[i].Module, Runs: 1}).Source("harness", map[string]string{})
 		}
 	}
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (up to %d runs each), %d with a second input", len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], observed, observeRuns, second)
-	return t.Write(r, rows)
+	return observed, second, nil
 }
 
 type made struct {
@@ -227,7 +268,7 @@ type made struct {
 // supports each level; why says why there are none.
 func cut(b bundle.Row) ([]made, string) {
 	if b.Kind == "type" {
-		return nil, "a type: no call to build a task around (the llm generator will)"
+		return nil, "a type: no call to build a task around"
 	}
 	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Module: b.Module, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
 	if b.Kind == "method" {

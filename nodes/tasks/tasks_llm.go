@@ -1,0 +1,595 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"text/template"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/runners/llm"
+)
+
+// The llm generator (seed §3.1 stage 3, "Task generation"): one model
+// call per bundle shows the bundle (S, E, M_prose, M_code) and asks for
+// three difficulty-graded tasks (easy: near-direct invocation; medium:
+// integration with a little data or control-flow context; hard:
+// composition with auxiliary calls of the package), each a whole
+// assertion-free scenario program (package main) whose main marks the span
+// the solver writes between a line "// <MASK>" and a line "// </MASK>",
+// with a description that does not name the API. Each scenario becomes a
+// goharness.Task (TaskFromScenario) and its reference is observed exactly
+// as a cut task's (observe), so the harness's guarantees are the same.
+//
+// The fallback ("bundles whose examples cannot be exercised standalone
+// fall back to three easy variants"): a bundle with no valid example is
+// asked for three easy variants instead of graded tasks; a bundle whose
+// graded answer yields no kept medium and no kept hard task (each missing
+// from the answer, malformed, naming the API, or its reference failing to
+// compile or run) is asked again, once, for three easy variants, and its
+// tasks are then those variants that are kept: the graded answer's tasks
+// are all dropped ("replaced by the easy-variant fallback"), its easy one
+// included, so that the bundle has three easy variants as the paper says.
+//
+// The prompt is a template file; its bytes are in the key.
+//
+//go:embed prompts/generate_go.txt
+var generateGoPrompt string
+
+var generateGoTmpl = template.Must(template.New("generate_go.txt").Option("missingkey=error").Parse(generateGoPrompt))
+
+// promptDigest is the digest of the generator's prompt file, for the key.
+func promptDigest() string {
+	return fmt.Sprintf("%016x", xxhash.Sum64String("generate_go.txt\x00"+generateGoPrompt))
+}
+
+// generateMaxTokens bounds an answer when the model block sets no
+// max_tokens: three programs and their descriptions, with room for a
+// reasoning model's thinking.
+const generateMaxTokens = 8192
+
+// generateSchema constrains the answer: a list of tasks, each with its
+// difficulty, description and program.
+func generateSchema(variants bool) json.RawMessage {
+	levels := `["easy","medium","hard"]`
+	if variants {
+		levels = `["easy"]`
+	}
+	return json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","items":{"type":"object","properties":{` +
+		`"difficulty":{"type":"string","enum":` + levels + `},"description":{"type":"string"},"program":{"type":"string"}},` +
+		`"required":["difficulty","description","program"],"additionalProperties":false}}},"required":["tasks"],"additionalProperties":false}`)
+}
+
+// llmPinned is what Resolve fixed for the llm generator: the Go
+// environment (goenv's pinned value, what RunAll reads through goRun) and
+// the model as its server reported it.
+type llmPinned struct {
+	goEnv any
+	model *llmenv.Model
+}
+
+// goRun is a run whose pinned value is the Go environment alone: the view
+// RunAll and prepare expect.
+type goRun struct {
+	nodes.Run
+	goEnv any
+}
+
+func (r goRun) Pinned() any { return r.goEnv }
+
+// resolveLLM adds the model (checked against its server) and the prompt's
+// digest to the Go environment's pin.
+func resolveLLM(ctx context.Context, r nodes.Resolve, c *config, g *nodes.Pinned) (*nodes.Pinned, error) {
+	m, id, err := llmenv.Resolve(ctx, r, "model", "model", *c.Model)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range g.Identity {
+		id[k] = v
+	}
+	id["prompts"] = promptDigest()
+	return &nodes.Pinned{Identity: id, Value: &llmPinned{goEnv: g.Value, model: m}}, nil
+}
+
+// CallsModels: only the llm generator calls a model.
+func (tasksType) CallsModels(cfg any) bool { return cfg.(*config).Generator == "llm" }
+
+// PlanCalls counts the llm generator's calls: one per bundle it asks
+// (graded tasks, or easy variants for a bundle with no valid example),
+// and the easy-variant fallbacks the call cache already holds. A fallback
+// not made yet cannot be foreseen: whether it is asked depends on running
+// the graded answer's references.
+func (t tasksType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
+	c := t.Config(r)
+	if c.Generator != "llm" {
+		return nil, nil
+	}
+	p := r.Pinned().(*llmPinned)
+	in, err := r.Input(c.Bundles)
+	if err != nil {
+		return nil, err
+	}
+	bundles, err := artifacts.ReadAll[bundle.Row](in)
+	if err != nil {
+		return nil, err
+	}
+	cl := p.model.Client(r)
+	var calls []llm.Call
+	for _, u := range llmUnits(bundles) {
+		if u.skip != "" {
+			continue
+		}
+		first, err := generateCall(p.model, u.b, u.tg, u.variants)
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, first)
+		if !u.variants {
+			fb, err := generateCall(p.model, u.b, u.tg, true)
+			if err != nil {
+				return nil, err
+			}
+			if cl.Cached(fb) {
+				calls = append(calls, fb)
+			}
+		}
+	}
+	return []nodes.CallPlan{llmenv.Estimate(cl, p.model.Config.ID, calls, 0)}, nil
+}
+
+// llmUnit is one bundle's work.
+type llmUnit struct {
+	b  bundle.Row
+	tg goharness.Target
+	// variants: asked for easy variants from the start (no valid
+	// example); skip: not asked at all, and why.
+	variants bool
+	skip     string
+	cands    []*candidate // every task its answers proposed, in order
+	fellBack bool         // the fallback was asked
+}
+
+// candidate is one task an answer proposed.
+type candidate struct {
+	unit       *llmUnit
+	round      string // "graded" or "variants"
+	index      int    // its place in the answer
+	difficulty string
+	desc       string // the model's description
+	spec       goharness.Task
+	row        Row
+	dropped    string // why it is not a task ("" while it is one)
+}
+
+func llmUnits(bundles []bundle.Row) []*llmUnit {
+	var out []*llmUnit
+	for _, b := range bundles {
+		u := &llmUnit{b: b, tg: target(b)}
+		switch {
+		case b.Kind != "func" && b.Kind != "method":
+			u.skip = "a " + b.Kind + ": the spy instruments functions and methods only"
+		default:
+			u.variants = true
+			for _, e := range b.Examples {
+				if e.Valid {
+					u.variants = false
+				}
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// target is the API a bundle is about, as goharness names it.
+func target(b bundle.Row) goharness.Target {
+	tg := goharness.Target{ID: b.APIID, Package: b.ImportPath, Module: b.Module, Name: b.Qualified[strings.LastIndex(b.Qualified, ".")+1:]}
+	if b.Kind == "method" {
+		parts := strings.Split(b.Qualified, ".")
+		tg.Receiver = parts[len(parts)-2]
+	}
+	return tg
+}
+
+// promptData is what the prompt template reads.
+type promptData struct {
+	Qualified, Name, Kind, ImportPath, Module, Version string
+	Signature, MProse, MCode                           string
+	Examples                                           []promptExample
+	Variants                                           bool
+}
+
+type promptExample struct{ Code, Output string }
+
+// generateCall is a bundle's call: the graded prompt, or the easy
+// variants' (variants). It carries the model block's request settings,
+// temperature 0 when the block sets none (a generator asked once per
+// bundle should not vary), max_tokens generateMaxTokens when it sets
+// none, the block's system message when it has one, and the answer's
+// schema.
+func generateCall(m *llmenv.Model, b bundle.Row, tg goharness.Target, variants bool) (llm.Call, error) {
+	d := promptData{Qualified: b.Qualified, Name: tg.Name, Kind: b.Kind, ImportPath: b.ImportPath,
+		Module: b.Module, Version: b.Version, Signature: b.Signature, MProse: strings.TrimSpace(b.MProse), MCode: strings.TrimSpace(b.MCode), Variants: variants}
+	for _, e := range b.Examples {
+		if e.Valid {
+			d.Examples = append(d.Examples, promptExample{Code: strings.TrimSpace(e.Code), Output: strings.TrimRight(e.Output, "\n")})
+		}
+	}
+	var buf bytes.Buffer
+	if err := generateGoTmpl.Execute(&buf, d); err != nil {
+		return llm.Call{}, fmt.Errorf("prompt generate_go.txt: %w", err)
+	}
+	req := m.Request()
+	zero := 0.0
+	if req.Temperature == nil {
+		req.Temperature = &zero
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = generateMaxTokens
+	}
+	req.Schema, req.SchemaName = generateSchema(variants), "tasks"
+	sys := ""
+	if m.Config.System != nil {
+		sys = *m.Config.System
+	}
+	if req.API == "completions" {
+		req.Prompt = strings.TrimSpace(sys+"\n\n"+buf.String()) + "\n\nAnswer (JSON):\n"
+	} else {
+		req.Messages = []llm.Message{{Role: "user", Content: buf.String()}}
+		if sys != "" {
+			req.Messages = append([]llm.Message{{Role: "system", Content: sys}}, req.Messages...)
+		}
+	}
+	return llm.Call{Request: req}, nil
+}
+
+// answer is one call's outcome: its text, or why there is none.
+type answer struct {
+	text    string
+	refused string // the server refused the call (a 4xx other than 429)
+}
+
+// ask makes calls through the model, at most its concurrency at once. A
+// refused call is an answer with its reason; any other failure after the
+// client's retries (5xx, 429, an unreachable server) fails the node once
+// the round is done: the answered calls are cached, so a re-run makes only
+// the missing ones.
+func ask(ctx context.Context, r nodes.Run, p *llmPinned, cl *llm.Client, calls []llm.Call) ([]answer, error) {
+	out := make([]answer, len(calls))
+	var firstErr error
+	failed := 0
+	llmenv.DoAll(ctx, r, cl, calls, p.model.Endpoint.Concurrency, false, func(i int, resp *llm.Response, err error) {
+		if err == nil {
+			out[i].text = resp.Text
+			return
+		}
+		if why := refusal(err); why != "" {
+			out[i].refused = why
+			return
+		}
+		failed++
+		if firstErr == nil {
+			firstErr = err
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if firstErr != nil {
+		return nil, fmt.Errorf("tasks: %d of %d generation calls failed after their retries (the first: %w); the answered calls are cached, so a re-run makes only the missing ones", failed, len(calls), firstErr)
+	}
+	return out, nil
+}
+
+// refusal is why a failed call was refused, for a 4xx other than 429 (the
+// server will not answer this request), "" otherwise.
+func refusal(err error) string {
+	var se *llm.StatusError
+	if !errors.As(err, &se) || se.Status/100 != 4 || se.Status == http.StatusTooManyRequests {
+		return ""
+	}
+	why := fmt.Sprintf("generation refused: HTTP %d %s", se.Status, http.StatusText(se.Status))
+	if body, _, _ := strings.Cut(strings.TrimSpace(se.Body), "\n"); body != "" {
+		why += ": " + clip(body, 120)
+	}
+	return why
+}
+
+// clip bounds a reason kept in a row.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// proposal is one task of an answer, as the schema has it.
+type proposal struct {
+	Difficulty  string `json:"difficulty"`
+	Description string `json:"description"`
+	Program     string `json:"program"`
+}
+
+// propose reads an answer of u's (round "graded" or "variants") into
+// candidates: each proposed task becomes one, with the reason it is
+// dropped when it cannot be a task. A graded answer's difficulty given
+// twice keeps the first; one missing is a dropped candidate of its own
+// ("the answer has no hard task"). A variants answer keeps its first three
+// easy tasks.
+func propose(u *llmUnit, round, text string) []*candidate {
+	drop := func(difficulty, why string) *candidate {
+		return &candidate{unit: u, round: round, index: -1, difficulty: difficulty, dropped: why}
+	}
+	var ans struct {
+		Tasks []proposal `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(llm.AnswerJSON(text)), &ans); err != nil {
+		return []*candidate{drop("all", "malformed answer: not the JSON asked for ("+clip(err.Error(), 120)+")")}
+	}
+	var out []*candidate
+	seen := map[string]int{}
+	for i, p := range ans.Tasks {
+		c := &candidate{unit: u, round: round, index: i, difficulty: p.Difficulty, desc: strings.TrimSpace(p.Description)}
+		out = append(out, c)
+		switch {
+		case round == "variants" && p.Difficulty != goharness.Easy:
+			c.dropped = fmt.Sprintf("difficulty %q: the fallback asks for easy variants", p.Difficulty)
+			continue
+		case p.Difficulty != goharness.Easy && p.Difficulty != goharness.Medium && p.Difficulty != goharness.Hard:
+			c.dropped = fmt.Sprintf("difficulty %q is not easy, medium or hard", p.Difficulty)
+			continue
+		case round == "graded" && seen[p.Difficulty] > 0:
+			c.dropped = "a second " + p.Difficulty + " task"
+			continue
+		case round == "variants" && seen[p.Difficulty] >= 3:
+			c.dropped = "a fourth easy variant"
+			continue
+		}
+		seen[p.Difficulty]++
+		switch {
+		case c.desc == "":
+			c.dropped = "no description"
+		case goharness.NamesTarget(c.desc, u.tg):
+			c.dropped = "its description names " + u.tg.Name
+		default:
+			spec, err := goharness.TaskFromScenario(p.Program, p.Difficulty, u.tg)
+			if err != nil {
+				c.dropped = "malformed program: the scenario " + clip(err.Error(), 200)
+				break
+			}
+			c.spec = spec
+		}
+	}
+	if round == "graded" {
+		for _, level := range []string{goharness.Easy, goharness.Medium, goharness.Hard} {
+			if seen[level] == 0 {
+				out = append(out, drop(level, "the answer has no "+level+" task"))
+			}
+		}
+	} else if n := seen[goharness.Easy]; n < 3 {
+		out = append(out, drop(goharness.Easy, fmt.Sprintf("the answer has %d easy variants, not 3", n)))
+	}
+	return out
+}
+
+// rowOf is a kept candidate's task row, its description still the
+// model's (finish completes it once the reference is observed).
+func (c *candidate) rowOf() Row {
+	b, t := c.unit.b, c.spec
+	spec, _ := json.Marshal(t)
+	return Row{
+		TaskID:  fmt.Sprintf("%016x", xxhash.Sum64String(fmt.Sprintf("%s\x00%s\x00llm\x00%s\x00%d", b.APIID, c.difficulty, c.round, c.index))),
+		Library: b.Library, Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
+		Qualified: b.Qualified, PkgName: pkgNameIn(t, b.ImportPath), Family: b.Family, FamilyRep: b.FamilyRep,
+		Difficulty: c.difficulty, Description: c.desc, Context: t.Context(), Mask: t.ReferenceAnswer(), Reference: t.Program(t.ReferenceAnswer()),
+		Generator: "llm", Spec: string(spec), Ecosystem: "go",
+	}
+}
+
+// answerFormat is the sentence a cut task's description ends its
+// specification with (goharness.Describe), for the solver's answer.
+const answerFormat = "Answer with the import declarations your code needs (the program imports only what its own code uses), then the statements that replace the marker; a whole program (package main) is accepted too."
+
+// finish completes a kept candidate's description once its reference is
+// observed: the model's text, the library's module when the text does not
+// name it, the answer's format and, as a check after the specification,
+// what the finished program prints when every run printed the same. It
+// drops the candidate when the output would name the API.
+func (c *candidate) finish(exp *goharness.Expectation) {
+	var b strings.Builder
+	b.WriteString(c.desc)
+	if !strings.Contains(c.desc, c.unit.b.Module) {
+		b.WriteString("\nUse the library " + c.unit.b.Module + ".")
+	}
+	b.WriteString("\n" + answerFormat)
+	if out := strings.TrimRight(exp.Output, "\n"); exp.OutputMode == goharness.ModeExact && out != "" {
+		b.WriteString("\nFor these inputs the finished program prints:\n" + out)
+	}
+	if goharness.NamesTarget(b.String(), c.unit.tg) {
+		c.dropped = "its expected output names " + c.unit.tg.Name
+		return
+	}
+	c.row.Description = b.String()
+}
+
+// observeCandidates builds the rows of the candidates not dropped and
+// observes their references (observe); a reference that does not compile
+// or run drops its candidate, with observe's reason.
+func observeCandidates(ctx context.Context, r nodes.Run, cands []*candidate) (observed, second int, err error) {
+	var rows []Row
+	var specs []goharness.Task
+	var which []*candidate
+	for _, c := range cands {
+		if c.dropped == "" {
+			c.row = c.rowOf()
+			rows, specs, which = append(rows, c.row), append(specs, c.spec), append(which, c)
+		}
+	}
+	if len(rows) == 0 {
+		return 0, 0, nil
+	}
+	if observed, second, err = observe(ctx, r, rows, specs); err != nil {
+		return 0, 0, err
+	}
+	for i, c := range which {
+		c.row = rows[i]
+		if rows[i].ObserveError != "" {
+			c.dropped = clip(rows[i].ObserveError, 300)
+			continue
+		}
+		var exp goharness.Expectation
+		if err := json.Unmarshal([]byte(rows[i].Expect), &exp); err != nil {
+			return 0, 0, fmt.Errorf("task %s: expect: %w", rows[i].TaskID, err)
+		}
+		c.finish(&exp)
+	}
+	return observed, second, nil
+}
+
+// Dropped is one generated task that is not a row, in the report
+// "dropped" (and, as "difficulty: reason", in the missing column of the
+// API's rows).
+type Dropped struct {
+	APIID      string `json:"api_id"`
+	Difficulty string `json:"difficulty"` // "all" for an answer that is not the JSON asked
+	Round      string `json:"round"`      // graded or variants
+	Reason     string `json:"reason"`
+}
+
+// runLLM is Run for generator = "llm".
+func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row) error {
+	p := r.Pinned().(*llmPinned)
+	gr := goRun{Run: r, goEnv: p.goEnv}
+	cl := p.model.Client(r)
+	units := llmUnits(bundles)
+	// Round one: every bundle asked once, graded or (no valid example)
+	// for easy variants.
+	var asked []*llmUnit
+	for _, u := range units {
+		if u.skip == "" {
+			asked = append(asked, u)
+		}
+	}
+	calls := 0
+	roundOne, err := t.generate(ctx, gr, p, cl, asked, func(u *llmUnit) bool { return u.variants })
+	if err != nil {
+		return err
+	}
+	calls += len(asked)
+	observed, second := roundOne[0], roundOne[1]
+	// The fallback: a graded answer that yields no medium and no hard task.
+	var fallback []*llmUnit
+	for _, u := range asked {
+		if u.variants {
+			continue
+		}
+		kept := false
+		for _, c := range u.cands {
+			kept = kept || c.dropped == "" && c.difficulty != goharness.Easy
+		}
+		if !kept {
+			u.fellBack = true
+			for _, c := range u.cands {
+				if c.dropped == "" {
+					c.dropped = "replaced by the easy-variant fallback (no medium or hard task was kept)"
+				}
+			}
+			fallback = append(fallback, u)
+		}
+	}
+	if len(fallback) > 0 {
+		roundTwo, err := t.generate(ctx, gr, p, cl, fallback, func(*llmUnit) bool { return true })
+		if err != nil {
+			return err
+		}
+		calls += len(fallback)
+		observed, second = observed+roundTwo[0], second+roundTwo[1]
+	}
+	var rows []Row
+	var dropped []Dropped
+	levels := map[string]int{}
+	reasons := map[string]int{}
+	for _, u := range units {
+		if u.skip != "" {
+			r.Logf("%s: no task: %s", u.b.Qualified, u.skip)
+			continue
+		}
+		var miss []string
+		var mine []Row
+		for _, c := range u.cands {
+			if c.dropped == "" {
+				mine = append(mine, c.row)
+				continue
+			}
+			dropped = append(dropped, Dropped{APIID: u.b.APIID, Difficulty: c.difficulty, Round: c.round, Reason: c.dropped})
+			miss = append(miss, c.difficulty+": "+c.dropped)
+			rule, _, _ := strings.Cut(c.dropped, ":")
+			reasons[rule]++
+			r.Logf("%s: %s %s task dropped: %s", u.b.Qualified, c.round, c.difficulty, c.dropped)
+		}
+		for _, row := range mine {
+			row.Missing = strings.Join(miss, "; ")
+			levels[row.Difficulty]++
+			rows = append(rows, row)
+		}
+	}
+	r.Report("dropped", dropped)
+	r.Report("usage", cl.Stats())
+	var why []string
+	for _, k := range SortedKeys(reasons) {
+		why = append(why, fmt.Sprintf("%s %d", k, reasons[k]))
+	}
+	note := fmt.Sprintf("%d tasks from %d bundles by generator llm (easy %d, medium %d, hard %d; %d model calls, %d easy-variant fallbacks); %d references observed (up to %d runs each), %d with a second input; %d generated tasks dropped",
+		len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], calls, len(fallback), observed, observeRuns, second, len(dropped))
+	if len(why) > 0 {
+		note += " (" + strings.Join(why, ", ") + ")"
+	}
+	r.Note("%s", note)
+	return t.Write(r, rows)
+}
+
+// generate asks each unit once (easy variants when variants says so,
+// graded tasks otherwise), turns the answers into candidates and observes
+// those that are tasks. It returns observe's counts.
+func (tasksType) generate(ctx context.Context, r nodes.Run, p *llmPinned, cl *llm.Client, units []*llmUnit, variants func(*llmUnit) bool) ([2]int, error) {
+	calls := make([]llm.Call, len(units))
+	for i, u := range units {
+		c, err := generateCall(p.model, u.b, u.tg, variants(u))
+		if err != nil {
+			return [2]int{}, err
+		}
+		calls[i] = c
+	}
+	answers, err := ask(ctx, r, p, cl, calls)
+	if err != nil {
+		return [2]int{}, err
+	}
+	var fresh []*candidate
+	for i, u := range units {
+		round := "graded"
+		if variants(u) {
+			round = "variants"
+		}
+		var cands []*candidate
+		if why := answers[i].refused; why != "" {
+			cands = []*candidate{{unit: u, round: round, index: -1, difficulty: "all", dropped: why}}
+		} else {
+			cands = propose(u, round, answers[i].text)
+		}
+		u.cands = append(u.cands, cands...)
+		fresh = append(fresh, cands...)
+	}
+	observed, second, err := observeCandidates(ctx, r, fresh)
+	return [2]int{observed, second}, err
+}
