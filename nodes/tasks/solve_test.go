@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,9 @@ func TestSolveRunsGivenSolutions(t *testing.T) {
 		{"", clamp.Mask, "s0", true, true},
 		{"", "", "s1", false, true},                                                 // the span left empty
 		{"broken", strings.Replace(clamp.Mask, ")", "", 1), "broken", false, false}, // a syntax break
+		// Reads the harness's key from the test binary's symbol table and
+		// memory (the key signs the record): refused before the build.
+		{"keytheft", strings.Replace(clamp.Mask, "\n\n", "\n"+keyTheft, 1), "keytheft", false, false},
 	}
 	var lines []string
 	for _, c := range cases {
@@ -103,5 +107,32 @@ node "solve" "model" {
 		if s.Passed != c.passed || (s.CompileError == "") != c.compiles {
 			t.Errorf("case %d (%s): passed=%v compile error %q, want passed=%v compiles=%v", i, c.wantID, s.Passed, s.CompileError, c.passed, c.compiles)
 		}
+		if c.wantID == "keytheft" && (!strings.Contains(s.CompileError, `imports "debug/elf", which a solution may not`) || !slices.Equal(s.FailedLayers, []string{"span"}) || strings.Contains(s.Output, "STOLEN")) {
+			t.Errorf("key theft: compile error %q, layers %v, output %q", s.CompileError, s.FailedLayers, s.Output)
+		}
 	}
 }
+
+// keyTheft finds the harness's key by the test binary's symbol table and
+// reads it through unsafe: before imports were checked and harness
+// binaries stripped, it printed "STOLEN 32".
+const keyTheft = `import (
+	"debug/elf"
+	"os"
+	"strings"
+	"unsafe"
+)
+
+if exe, err := os.Executable(); err == nil {
+	if f, err := elf.Open(exe); err == nil {
+		syms, err := f.Symbols()
+		fmt.Println("symbols:", len(syms), err)
+		for _, s := range syms {
+			if strings.HasSuffix(s.Name, ".lacunaKey") {
+				key := *(*[]byte)(unsafe.Pointer(uintptr(s.Value)))
+				fmt.Println("STOLEN", len(key))
+			}
+		}
+	}
+}
+`

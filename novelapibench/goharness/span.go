@@ -5,6 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -84,4 +86,56 @@ func CheckDecls(decls string) error {
 		return true
 	})
 	return bad
+}
+
+// refusedImports are the packages a solution may not import: each reads
+// or writes memory the type system does not let it reach (unsafe, the
+// raw system calls of syscall and golang.org/x/sys, cgo), loads or
+// inspects code (plugin; debug/* reads the test binary's own symbols and
+// DWARF, where the harness's key lives) or reaches into the runtime's
+// internals (runtime/debug, runtime/pprof, runtime/trace). No task's
+// answer needs them, and each is a route to forging the harness's record.
+var refusedImports = []string{"unsafe", "syscall", "C", "plugin", "runtime/debug", "runtime/pprof", "runtime/trace", "runtime/cgo"}
+
+// refusedPrefixes are refused with everything under them.
+var refusedPrefixes = []string{"debug/", "golang.org/x/sys/", "runtime/internal/", "internal/"}
+
+// CheckImports refuses a solution that imports a package of
+// refusedImports or under refusedPrefixes (imports as Task.Imports holds
+// them: `name "path"`), before the build: a clear verdict, where the
+// package would otherwise let the solution read the harness's key.
+func CheckImports(imports []string) error {
+	for _, im := range imports {
+		_, quoted, _ := strings.Cut(im, " ")
+		p, err := strconv.Unquote(quoted)
+		if err != nil {
+			p = strings.Trim(quoted, "\"`")
+		}
+		refused := slices.Contains(refusedImports, p) || p == "golang.org/x/sys"
+		for _, pre := range refusedPrefixes {
+			refused = refused || strings.HasPrefix(p, pre)
+		}
+		if refused {
+			return fmt.Errorf("imports %q, which a solution may not: it reaches memory, code or runtime internals the harness's integrity rests on", p)
+		}
+	}
+	return nil
+}
+
+// CheckSolverImports is CheckImports over the imports the unit file gets
+// for the solver's code (ImportsFor) less those the task's context itself
+// uses: a package the example imports for its own lines is the task's,
+// not the solver's choice.
+func (t Task) CheckSolverImports(solverImports []string, code string) error {
+	ctx := map[string]bool{}
+	for _, im := range t.contextImports() {
+		ctx[im] = true
+	}
+	var mine []string
+	for _, im := range t.ImportsFor(solverImports, code) {
+		if !ctx[im] {
+			mine = append(mine, im)
+		}
+	}
+	return CheckImports(mine)
 }

@@ -42,3 +42,31 @@ func TestCheckSpanRefusesWhatCouldSkipOrForgeTheChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckImportsRefusesWhatReachesTheHarness(t *testing.T) {
+	for _, c := range []struct {
+		imports []string
+		refused string
+	}{
+		{[]string{`fmt "fmt"`, `shapes "example.com/shapes"`}, ""},
+		{[]string{`reflect "reflect"`, `runtime "runtime"`, `exec "os/exec"`}, ""},
+		{[]string{`unsafe "unsafe"`}, "unsafe"},
+		{[]string{`fmt "fmt"`, `syscall "syscall"`}, "syscall"},
+		{[]string{`elf "debug/elf"`}, "debug/elf"},
+		{[]string{`gosym "debug/gosym"`}, "debug/gosym"},
+		{[]string{`debug "runtime/debug"`}, "runtime/debug"},
+		{[]string{`plugin "plugin"`}, "plugin"},
+		{[]string{`unix "golang.org/x/sys/unix"`}, "golang.org/x/sys/unix"},
+		{[]string{`u "unsafe"`}, "unsafe"}, // renamed
+		{[]string{"u `unsafe`"}, "unsafe"}, // a raw string path
+		{[]string{`debugger "example.com/debug/elf"`}, ""}, // a module's own package
+	} {
+		err := CheckImports(c.imports)
+		switch {
+		case c.refused == "" && err != nil:
+			t.Errorf("%v: refused: %v", c.imports, err)
+		case c.refused != "" && (err == nil || !strings.Contains(err.Error(), `"`+c.refused+`"`)):
+			t.Errorf("%v: %v, want %q refused", c.imports, err, c.refused)
+		}
+	}
+}
