@@ -63,7 +63,7 @@ type Row struct {
 	Reference string `parquet:"reference"` // the whole reference program
 	Harness   string `parquet:"harness"`   // the test file, reference solution in place
 	Generator string `parquet:"generator"` // examples or llm
-	Example   string `parquet:"example"`   // the Example function it was cut from ("" for llm)
+	Example   string `parquet:"example"`   // the Example function it was cut from (llm: the example holding its span, or "")
 	// Missing names the levels this API has no task for, and why.
 	Missing string `parquet:"missing"`
 	// Spec and Expect are the task and the reference's observation as

@@ -393,8 +393,23 @@ func (c *candidate) rowOf() Row {
 		Library: b.Library, Module: b.Module, Version: b.Version, APIID: b.APIID, ImportPath: b.ImportPath,
 		Qualified: b.Qualified, PkgName: pkgNameIn(t, b.ImportPath), Family: b.Family, FamilyRep: b.FamilyRep,
 		Difficulty: c.difficulty, Description: c.desc, Context: t.Context(), Mask: t.ReferenceAnswer(), Reference: t.Program(t.ReferenceAnswer()),
-		Generator: "llm", Spec: string(spec), Ecosystem: "go",
+		Generator: "llm", Example: sourceExample(b, t.Mask), Spec: string(spec), Ecosystem: "go",
 	}
+}
+
+// sourceExample is the first valid example of b whose program holds the
+// span (whitespace aside), "" when none does: a scenario that copies an
+// example's call keeps that example's name, so that the knowledge cells
+// withhold it from E as they withhold a cut task's source.
+func sourceExample(b bundle.Row, span string) string {
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	want := flat(span)
+	for _, e := range b.Examples {
+		if e.Valid && want != "" && strings.Contains(flat(e.Code), want) {
+			return e.Name
+		}
+	}
+	return ""
 }
 
 // answerFormat is the sentence a cut task's description ends its

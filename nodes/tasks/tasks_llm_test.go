@@ -64,8 +64,9 @@ var graded = map[string]string{
 			scenario("", "\tsides := []float64{1, 5}\n\t// <MASK>\n\ttotal := 0\n\tfor _, s := range sides {\n\t\ttotal += shapes.Clamp(int(shapes.Area(s, s)), 0, 10)\n\t}\n\t// </MASK>\n\tfmt.Println(total)\n")},
 	),
 	"shapes.Scale": answerJSON(
-		scripted{"easy", "Set scaled to weights with every element multiplied by 3, leaving weights as it is.",
-			scenario("", "\tweights := []float64{0.5, 1.25, 2}\n\tvar scaled []float64\n\t// <MASK>\n\tscaled = shapes.Scale(weights, 3)\n\t// </MASK>\n\tfmt.Println(scaled, weights)\n")},
+		// The example's own call: the task keeps its name (Example).
+		scripted{"easy", "Print the numbers 1, 2 and 3, each multiplied by 2, as one slice.",
+			scenario("", "\t// <MASK>\n\tfmt.Println(shapes.Scale([]int{1, 2, 3}, 2))\n\t// </MASK>\n")},
 		scripted{"medium", "Collect the even numbers of nums into evens, then set tenfold to evens with every element multiplied by 10.",
 			scenario("", "\tnums := []int{1, 2, 3, 4, 6}\n\t// <MASK>\n\tvar evens []int\n\tfor _, n := range nums {\n\t\tif n%2 == 0 {\n\t\t\tevens = append(evens, n)\n\t\t}\n\t}\n\ttenfold := shapes.Scale(evens, 10)\n\t// </MASK>\n\tfmt.Println(tenfold)\n")},
 		scripted{"hard", "For every side s of sides, compute with the library the area of an s by s+1 rectangle into areas, then set bigger to areas with every element multiplied by 1.5.",
@@ -169,9 +170,13 @@ func TestLLMGeneratorMakesGradedTasksAndFallsBackToEasyVariants(t *testing.T) {
 		count[r.Difficulty]++
 		missing[r.Qualified] = r.Missing
 		target := r.Qualified[strings.LastIndex(r.Qualified, ".")+1:]
+		source := ""
+		if taskstest.Name(r) == "shapes.Scale easy" {
+			source = "ExampleScale"
+		}
 		switch {
-		case r.Generator != "llm" || r.Example != "":
-			t.Errorf("%s: generator %q example %q", taskstest.Name(r), r.Generator, r.Example)
+		case r.Generator != "llm" || r.Example != source:
+			t.Errorf("%s: generator %q example %q, want %q", taskstest.Name(r), r.Generator, r.Example, source)
 		case strings.Contains(r.Description, target) || strings.Contains(r.Context, target):
 			t.Errorf("%s: names the target:\n%s\n%s", taskstest.Name(r), r.Description, r.Context)
 		case r.Expect == "" || r.Harness == "" || r.ObserveError != "":
