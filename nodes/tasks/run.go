@@ -209,7 +209,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 	}
 	// Two sandboxes a core: much of a sandbox's start is the kernel
 	// setting up its namespaces and mounts.
-	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Args: []string{"-overlay", e.spy.Overlay, "-ldflags=-s -w"}}),
+	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Offline: true, Args: []string{"-overlay", e.spy.Overlay, "-ldflags=-s -w"}}),
 		goharness.RunConfig{Dir: e.ws.Dir, Parallel: 2 * max(runtime.NumCPU(), 1), Supervise: e.ws.Isolation == "bubblewrap"})
 	if err != nil {
 		return nil, nil, err

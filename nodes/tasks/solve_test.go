@@ -75,6 +75,9 @@ func TestSolveRunsGivenSolutions(t *testing.T) {
 		// Reads the harness's key from the test binary's symbol table and
 		// memory (the key signs the record): refused before the build.
 		{"keytheft", strings.Replace(clamp.Mask, "\n\n", "\n"+keyTheft, 1), "keytheft", false, false},
+		// An import no module provides: the build is offline, so it is a
+		// compile error, not a request to a proxy or to the host.
+		{"evil", "import \"evil.example.com/shapes\"\n\n" + clamp.Mask, "evil", false, false},
 	}
 	var lines []string
 	for _, c := range cases {
@@ -106,6 +109,9 @@ node "solve" "model" {
 		}
 		if s.Passed != c.passed || (s.CompileError == "") != c.compiles {
 			t.Errorf("case %d (%s): passed=%v compile error %q, want passed=%v compiles=%v", i, c.wantID, s.Passed, s.CompileError, c.passed, c.compiles)
+		}
+		if c.wantID == "evil" && !strings.Contains(s.CompileError, "module lookup disabled by GOPROXY=off") {
+			t.Errorf("evil import: compile error %q", s.CompileError)
 		}
 		if c.wantID == "keytheft" && (!strings.Contains(s.CompileError, `imports "debug/elf", which a solution may not`) || !slices.Equal(s.FailedLayers, []string{"span"}) || strings.Contains(s.Output, "STOLEN")) {
 			t.Errorf("key theft: compile error %q, layers %v, output %q", s.CompileError, s.FailedLayers, s.Output)

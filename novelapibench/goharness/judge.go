@@ -39,7 +39,7 @@ type Sample struct {
 }
 
 var (
-	importTrouble = regexp.MustCompile(`could not import|cannot find package|no required module provides package|does not contain package|is not in std|is not in GOROOT`)
+	importTrouble = regexp.MustCompile(`could not import|cannot find package|no required module provides package|does not contain package|is not in std|is not in GOROOT|cannot find module providing package|module lookup disabled`)
 	undefinedSel  = regexp.MustCompile(`undefined: (\w+)\.(\w+)`)
 	undefinedName = regexp.MustCompile(`undefined: (\w+)($|\s|\n)`)
 	noSuchMember  = regexp.MustCompile(`has no field or method (\w+)`)

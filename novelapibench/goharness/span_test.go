@@ -57,8 +57,8 @@ func TestCheckImportsRefusesWhatReachesTheHarness(t *testing.T) {
 		{[]string{`debug "runtime/debug"`}, "runtime/debug"},
 		{[]string{`plugin "plugin"`}, "plugin"},
 		{[]string{`unix "golang.org/x/sys/unix"`}, "golang.org/x/sys/unix"},
-		{[]string{`u "unsafe"`}, "unsafe"}, // renamed
-		{[]string{"u `unsafe`"}, "unsafe"}, // a raw string path
+		{[]string{`u "unsafe"`}, "unsafe"},                 // renamed
+		{[]string{"u `unsafe`"}, "unsafe"},                 // a raw string path
 		{[]string{`debugger "example.com/debug/elf"`}, ""}, // a module's own package
 	} {
 		err := CheckImports(c.imports)

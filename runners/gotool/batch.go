@@ -60,7 +60,7 @@ type BatchOptions struct {
 // binaries through opts.Exec (inside it). A unit that does not compile is
 // set aside and its package rebuilt without it, so it costs only itself.
 func (t *Toolchain) RunBatch(ctx context.Context, mod *modfetch.Module, units []Unit, opts BatchOptions) ([]UnitResult, error) {
-	b, err := t.newBatch(ctx, mod, units, opts.WorkDir)
+	b, err := t.newBatch(ctx, mod, units, opts.WorkDir, opts.Offline)
 	if err != nil {
 		return nil, err
 	}
@@ -153,20 +153,20 @@ func importPath(dir string) string { return "lacuna.batch/m/" + dir }
 // then each unit into its group's package. A unit that does not parse is
 // set aside before the build: the go command reports one parse error per
 // package and round.
-func (t *Toolchain) newBatch(ctx context.Context, mod *modfetch.Module, units []Unit, workDir string) (*batch, error) {
+func (t *Toolchain) newBatch(ctx context.Context, mod *modfetch.Module, units []Unit, workDir string, offline bool) (*batch, error) {
 	work, err := os.MkdirTemp(workDir, "batch-")
 	if err != nil {
 		return nil, err
 	}
 	b := &batch{work: work, keep: t.opts.KeepWork, units: units, pending: map[string]*pkg{}, compileError: make([]string, len(units))}
-	if err := b.write(ctx, t, mod); err != nil {
+	if err := b.write(ctx, t, mod, offline); err != nil {
 		b.close()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *batch) write(ctx context.Context, t *Toolchain, mod *modfetch.Module) error {
+func (b *batch) write(ctx context.Context, t *Toolchain, mod *modfetch.Module, offline bool) error {
 	goVersion, err := t.goVersion(ctx)
 	if err != nil {
 		return err
@@ -174,6 +174,13 @@ func (b *batch) write(ctx context.Context, t *Toolchain, mod *modfetch.Module) e
 	gomod := fmt.Sprintf("module lacuna.batch/m\n\ngo %s\n\nrequire %s %s\n\nreplace %s => %s\n", goVersion, mod.Path, mod.Version, mod.Path, mod.Dir)
 	if err := os.WriteFile(filepath.Join(b.work, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return err
+	}
+	if offline {
+		// Before any unit is written: what is downloaded is the target's
+		// graph, whatever the units import.
+		if err := t.downloadAll(ctx, b.work); err != nil {
+			return err
+		}
 	}
 	fset := token.NewFileSet()
 	for i, u := range b.units {

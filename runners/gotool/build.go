@@ -49,7 +49,7 @@ func (t *Toolchain) BuildBatch(ctx context.Context, mod *modfetch.Module, units 
 	if opts.Exec == "" {
 		return nil, errors.New("gotool: no sandbox wrapper to run the test binaries through")
 	}
-	b, err := t.newBatch(ctx, mod, units, opts.WorkDir)
+	b, err := t.newBatch(ctx, mod, units, opts.WorkDir, opts.Offline)
 	if err != nil {
 		return nil, err
 	}

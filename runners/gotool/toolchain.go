@@ -134,6 +134,18 @@ func (t *Toolchain) Env() []string {
 		"GOWORK=off", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
 }
 
+// downloadAll downloads, online, every module in the build list of the
+// module at dir (its go.mod's requirements and theirs): what an Offline
+// build of it may then use.
+func (t *Toolchain) downloadAll(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, t.Go, "mod", "download", "all")
+	cmd.Dir, cmd.Env = dir, t.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod download all: %v\n%s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // BinaryDied ends the output of a test whose binary died while it ran
 // (os.Exit, a panic in a goroutine, a crash): the test is reported failed
 // with what it printed, the crash's reason included.
@@ -154,6 +166,16 @@ type TestOptions struct {
 	// Build bounds the go command under Sandbox; zero fields take
 	// BuildLimits' values.
 	Build sandbox.Limits
+	// Offline builds with GOPROXY=off: modules come from the module cache
+	// only, so an import of a package no module in the build list provides
+	// is a compile error ("module lookup disabled by GOPROXY=off"), never
+	// a request to a proxy or, through ",direct", to the host the import
+	// path names. For generated code (a model's answer chooses its
+	// imports). BuildBatch and RunBatch first download, online, every
+	// module in the generated module's graph (`go mod download all`: the
+	// target module's requirements, none of the units'), so that an empty
+	// or deleted module cache never turns into compile errors.
+	Offline bool
 }
 
 // BuildLimits bound the go command while it compiles generated code:
@@ -234,6 +256,9 @@ func (t *Toolchain) goTest(ctx context.Context, dir string, args []string, opts 
 	runCtx, cancel := context.WithTimeout(ctx, opts.Wall)
 	defer cancel()
 	argv, env := append([]string{t.Go}, args...), t.Env()
+	if opts.Offline {
+		env = append(env, "GOPROXY=off") // the last of a key wins
+	}
 	if opts.Sandbox != nil {
 		lim := opts.Build
 		if lim.Memory == 0 {
