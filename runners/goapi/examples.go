@@ -19,11 +19,15 @@ import (
 	"golang.org/x/mod/modfile"
 )
 
-// Example is one Example function of a module, made standalone: a
-// `package main` program that imports the module like any user would.
+// Example is one usage example of a module, made standalone: a `package
+// main` program that imports the module like any user would. Kind says
+// where it comes from: an Example function (Examples), a test or
+// benchmark function (MineTests) or a fenced block of a documentation
+// file (MineDocs).
 type Example struct {
-	Name    string // the function's name: ExampleMap, ExampleSet_Add_second
-	Package string // import path of the package it documents
+	Name    string // the function's name: ExampleMap, ExampleSet_Add_second; TestMap; README.md:42
+	Kind    string // KindExample, KindTest, KindBenchmark, KindReadme
+	Package string // import path of the package it documents (a test's package; the module's for a documentation file)
 	// ID is the API it documents under godoc's naming rules (Example F,
 	// Example T, Example T_M, each with an optional _suffix); "" for a
 	// package example.
@@ -37,6 +41,31 @@ type Example struct {
 	HasOutput bool   // an "// Output:" comment is present
 	Unordered bool   // "// Unordered output:"
 	Imports   []string
+	// Calls are the module's functions and methods the program uses, as
+	// API identities (Checker.Calls); set for mined examples, and by
+	// whoever checks the others.
+	Calls []string
+}
+
+// Kinds of examples, by where they come from. An Example function is
+// KindExample for the API it documents and KindOtherExample for every
+// other API it calls (the bundle node decides which).
+const (
+	KindExample      = "example"
+	KindOtherExample = "other_example"
+	KindTest         = "test"
+	KindBenchmark    = "benchmark"
+	KindReadme       = "readme"
+)
+
+// Mined reports whether the example was mined from a test, a benchmark
+// or a documentation block rather than written as an Example function.
+// That decides how it is validated: an Example function is checked
+// against its // Output: comment (one without it is compiled, never run);
+// a mined one has no expected output and is valid when it compiles and
+// runs to exit 0 without panicking.
+func (e Example) Mined() bool {
+	return e.Kind == KindTest || e.Kind == KindBenchmark || e.Kind == KindReadme
 }
 
 // Examples finds the Example functions of the module at dir (test files
@@ -172,7 +201,7 @@ func packageExamples(pdir, rel, pkgPath string, bp *build.Package) ([]Example, e
 		}
 		for _, ex := range doc.Examples(f) {
 			e := Example{
-				Name: "Example" + ex.Name + prefixed(ex.Suffix, "_"), Package: pkgPath, File: relFile,
+				Name: "Example" + ex.Name + prefixed(ex.Suffix, "_"), Kind: KindExample, Package: pkgPath, File: relFile,
 				Output: ex.Output, HasOutput: ex.Output != "" || ex.EmptyOutput, Unordered: ex.Unordered,
 			}
 			e.ID = exampleTarget(pkgPath, ex.Name)

@@ -31,16 +31,26 @@ type ExampleResult struct {
 	Got     string // what it printed, when that is not the expected output
 	Error   string // compiler or runtime message, bounded
 	Seconds float64
+	// Output is what a mined example (goapi.Example.Mined) printed on
+	// standard output when it passed, "" when it printed more than
+	// MaxMinedOutput bytes.
+	Output string
 }
+
+// MaxMinedOutput bounds the output a mined example's result keeps.
+const MaxMinedOutput = 2000
 
 // RunExamples validates standalone examples of module mod (its verified
 // tree): each becomes an Example test in a generated module that requires
 // mod through a replace directive. One `go test -json` compiles them all
 // outside the sandbox and runs the test binaries inside it (opts.Exec);
 // the go command compares the output by its own rules (// Output:,
-// // Unordered output:). An example that does not compile is set aside
-// and the rest of its package rebuilt, so one bad example costs only
-// itself.
+// // Unordered output:). A mined example (a test, a benchmark, a
+// documentation block: goapi.Example.Mined) has no output to compare:
+// it becomes a Test function instead, and passes when it runs to its end
+// without panicking or exiting (its log.Fatal checks held). An example
+// that does not compile is set aside and the rest of its package rebuilt,
+// so one bad example costs only itself.
 func (t *Toolchain) RunExamples(ctx context.Context, mod *modfetch.Module, exs []goapi.Example, opts BatchOptions) ([]ExampleResult, error) {
 	res := make([]ExampleResult, len(exs))
 	var units []Unit
@@ -59,7 +69,7 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *modfetch.Module, exs [
 		units = append(units, Unit{
 			Group: ex.Package,
 			Source: func(pkg string, declared map[string]string) string {
-				return prog.file(pkg, UnitName(ex.Name, u), ex, declared)
+				return prog.file(pkg, UnitName(unitBase(ex), u), ex, declared)
 			},
 			Clashes: prog.clashes,
 		})
@@ -74,7 +84,8 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *modfetch.Module, exs [
 	}
 	for u, r := range got {
 		i := which[u]
-		tr, ran := r.Tests[UnitName(exs[i].Name, u)]
+		name := UnitName(unitBase(exs[i]), u)
+		tr, ran := r.Tests[name]
 		switch {
 		case r.CompileError != "":
 			res[i] = ExampleResult{Status: ExampleCompileError, Error: r.CompileError}
@@ -82,9 +93,12 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *modfetch.Module, exs [
 			res[i] = ExampleResult{Status: ExampleTimeout, Error: "the go test run ran out of time"}
 		case ran && tr.Passed:
 			res[i] = ExampleResult{Status: ExamplePassed, Seconds: tr.Seconds}
+			if exs[i].Mined() {
+				res[i].Output = testOutput(tr.Output, name)
+			}
 		case ran:
 			res[i] = classifyFailure(tr.Output, tr.Seconds)
-		case !exs[i].HasOutput:
+		case !exs[i].HasOutput && !exs[i].Mined():
 			res[i] = ExampleResult{Status: ExampleNoOutput}
 		case strings.Contains(r.PackageFailure, "test timed out"):
 			res[i] = ExampleResult{Status: ExampleTimeout, Error: bound(r.PackageFailure, 4000)}
@@ -93,6 +107,31 @@ func (t *Toolchain) RunExamples(ctx context.Context, mod *modfetch.Module, exs [
 		}
 	}
 	return res, nil
+}
+
+// unitBase names an example's unit function: a mined example is a Test.
+func unitBase(ex goapi.Example) string {
+	if ex.Mined() {
+		return "TestMined"
+	}
+	return ex.Name
+}
+
+// testOutput is what a passing test printed, without go test's lines
+// about it; "" when that is more than MaxMinedOutput bytes.
+func testOutput(out, name string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(out, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "=== ") && strings.HasSuffix(t, name) || strings.HasPrefix(t, "--- PASS: "+name+" ") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	if b.Len() > MaxMinedOutput {
+		return ""
+	}
+	return b.String()
 }
 
 // clashes reports whether the program declares a helper under a name the
@@ -219,6 +258,16 @@ func (prog *program) file(pkgName, fn string, ex goapi.Example, helpers map[stri
 		if name == "_" || name == "." || uses[name] {
 			fmt.Fprintf(&b, "import %s %s\n", name, im.Path.Value)
 		}
+	}
+	if ex.Mined() {
+		b.WriteString("import lacunatesting \"testing\"\n")
+		for _, d := range decls {
+			b.WriteString("\n")
+			b.WriteString(d.src)
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "\nfunc %s(*lacunatesting.T) {%s\n}\n", fn, prog.body)
+		return b.String()
 	}
 	for _, d := range decls {
 		b.WriteString("\n")

@@ -127,3 +127,50 @@ func TestCompileBombIsACompileErrorOfItsOwn(t *testing.T) {
 		t.Errorf("the bomb: %s (%.300s), want a compile error saying out of memory", res[1].Status, res[1].Error)
 	}
 }
+
+// TestMinedExamplesRunToTheirEnd: a mined example (a test, a benchmark, a
+// README block) has no output to compare; it is valid when it runs to its
+// end, and what it printed is kept. A failed check (log.Fatal), a panic
+// or an os.Exit(0) make it invalid; an Example function without
+// // Output: is still compiled only.
+func TestMinedExamplesRunToTheirEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	prog := func(body string, imports ...string) string {
+		var b strings.Builder
+		b.WriteString("package main\n\nimport (\n\t\"example.com/shapes\"\n")
+		for _, im := range imports {
+			fmt.Fprintf(&b, "\t%q\n", im)
+		}
+		b.WriteString(")\n\nfunc main() {\n\txs := shapes.Scale([]int{1, 2}, 2)\n" + body + "\n}\n")
+		return b.String()
+	}
+	exs := []goapi.Example{
+		{Name: "TestPrints", Kind: goapi.KindTest, Package: "example.com/shapes", Program: prog(`fmt.Println(xs)`, "fmt")},
+		{Name: "TestCheckFails", Kind: goapi.KindTest, Package: "example.com/shapes", Program: prog(`if xs[0] != 3 { log.Fatalf("got %v", xs) }`, "log")},
+		{Name: "README.md:3", Kind: goapi.KindReadme, Package: "example.com/shapes", Program: prog(`panic(xs)`)},
+		{Name: "BenchmarkExits", Kind: goapi.KindBenchmark, Package: "example.com/shapes", Program: prog(`_ = xs; os.Exit(0)`, "os")},
+		{Name: "ExampleSilent", Kind: goapi.KindExample, Package: "example.com/shapes", Program: prog(`_ = xs`)},
+	}
+	tc, ws, mod := workspace(t)
+	res, err := tc.RunExamples(context.Background(), mod, exs, ws.BatchOptions(TestOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ExamplePassed, ExampleRuntimeError, ExampleRuntimeError, ExampleRuntimeError, ExampleNoOutput}
+	for i, e := range exs {
+		if res[i].Status != want[i] {
+			t.Errorf("%s: %s (%.300s), want %s", e.Name, res[i].Status, res[i].Error, want[i])
+		}
+	}
+	if res[0].Output != "[2 4]\n" {
+		t.Errorf("TestPrints kept output %q, want %q", res[0].Output, "[2 4]\n")
+	}
+	if !strings.Contains(res[1].Error, "got [2 4]") {
+		t.Errorf("the failed check's message is lost: %q", res[1].Error)
+	}
+}
