@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -42,6 +44,50 @@ type config struct {
 	// ExampleTimeout bounds one example test binary, or one Python
 	// example's interpreter (default "60s").
 	ExampleTimeout string `hcl:"example_timeout,optional"`
+	// ExampleKinds are where E's examples come from (unset or empty: all
+	// of them): "example" the API's own Example functions, "other_example"
+	// the Example functions of other APIs that call it, "test" and
+	// "benchmark" the module's test and benchmark functions that call it
+	// made standalone programs, "readme" the fenced Go blocks of the
+	// module's Markdown files that call it (goapi.MineTests, MineDocs).
+	ExampleKinds []string `hcl:"example_kinds,optional"`
+	// MaxMined bounds the examples of each kind but "example" an API
+	// keeps, the shortest programs first (default 3): a prompt shows two
+	// at most (generate's max_examples), and some fail validation.
+	MaxMined *int `hcl:"max_mined,optional"`
+}
+
+// Kinds of E's examples (Example.Kind): where each comes from.
+const (
+	KindExample      = goapi.KindExample      // the API's own: a Go Example function, a Python docstring's doctest
+	KindReadme       = goapi.KindReadme       // a documentation file's: a README's Go block, a Python documentation file's doctest
+	KindOtherExample = goapi.KindOtherExample // another API's Example function that calls it
+	KindTest         = goapi.KindTest         // a test function that calls it, made standalone
+	KindBenchmark    = goapi.KindBenchmark    // a benchmark function that calls it, made standalone
+)
+
+// exampleKinds are E's kinds, in the order a bundle row lists them.
+var exampleKinds = []string{KindExample, KindReadme, KindOtherExample, KindTest, KindBenchmark}
+
+func (c *config) kinds() map[string]bool {
+	out := map[string]bool{}
+	if len(c.ExampleKinds) == 0 {
+		for _, k := range exampleKinds {
+			out[k] = true
+		}
+		return out
+	}
+	for _, k := range c.ExampleKinds {
+		out[k] = true
+	}
+	return out
+}
+
+func (c *config) maxMined() int {
+	if c.MaxMined == nil {
+		return 3
+	}
+	return *c.MaxMined
 }
 
 func (c *config) maxCode() int {
@@ -78,15 +124,21 @@ type Param struct {
 // Example is one E entry: a standalone program and what validating it in
 // the sandbox found.
 type Example struct {
-	Name      string `parquet:"name"`
+	Name string `parquet:"name"`
+	// Kind is where it comes from (config.ExampleKinds): example,
+	// other_example, test, benchmark, readme; File the file it is in.
+	Kind      string `parquet:"kind"`
 	File      string `parquet:"file"`
 	Code      string `parquet:"code"`   // the standalone program ("" when it could not be made standalone)
-	Output    string `parquet:"output"` // the expected output
+	Output    string `parquet:"output"` // the expected output; for a mined kind (test, benchmark, readme), what the validating run printed
 	Unordered bool   `parquet:"unordered"`
 	Status    string `parquet:"status"` // passed, failed, no_output, compile_error, runtime_error, timeout, not_standalone; Python: crashed, not_run
-	Valid     bool   `parquet:"valid"`  // ran in the sandbox and printed Output
-	Got       string `parquet:"got"`    // the output, when it differs
-	Error     string `parquet:"error"`
+	// Valid: an Example function ran in the sandbox and printed its
+	// Output; a mined one ran to its end (exit 0, no panic, its checks
+	// held).
+	Valid bool   `parquet:"valid"`
+	Got   string `parquet:"got"` // the output, when it differs
+	Error string `parquet:"error"`
 	// Python: Module is the module whose globals a docstring's example
 	// runs in ("" for a documentation file's); Steps are its ">>>" steps
 	// as JSON ([{"source", "want"}]), what the tasks node cuts from.
@@ -146,10 +198,12 @@ var (
 )
 
 func (bundle) Name() string    { return "bundle" }
-func (bundle) Version() string { return "5" }
+func (bundle) Version() string { return "6" }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
-		"validated in the sandbox), M_prose (doc tier), M_code (source with helpers inlined) and the module's licence. " +
+		"validated in the sandbox: the API's Example functions, other APIs' Example functions that call it, the module's " +
+		"tests and benchmarks that call it and its README's Go blocks, each row's kind saying which), M_prose (doc tier), " +
+		"M_code (source with helpers inlined) and the module's licence. " +
 		"With ecosystem = \"python\": from v_new's environment, S with kinds and defaults, E the doctests of the docstring " +
 		"and of the shipped documentation files run in the sandbox, M_code from the syntax tree, the licence from the metadata."
 }
@@ -166,6 +220,14 @@ func (bundle) Validate(cfg any) error {
 		if d, err := time.ParseDuration(c.ExampleTimeout); err != nil || d <= 0 {
 			return nodes.Errorf("example_timeout", "Invalid duration", "%q is not a duration like \"60s\".", c.ExampleTimeout)
 		}
+	}
+	for _, k := range c.ExampleKinds {
+		if !slices.Contains(exampleKinds, k) {
+			return nodes.Errorf("example_kinds", "Unknown example kind", "%q is not a kind of example; the kinds are %s.", k, strings.Join(exampleKinds, ", "))
+		}
+	}
+	if c.MaxMined != nil && *c.MaxMined < 0 {
+		return nodes.Errorf("max_mined", "Invalid max_mined", "max_mined must not be negative.")
 	}
 	return nil
 }
@@ -252,33 +314,9 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *
 		return p, err
 	}
 	// E: the module's examples for the kept APIs, validated together.
-	all, err := goapi.Examples(mod.Dir)
+	byAPI, stats, err := examples(ctx, r, c, g, mod, apis)
 	if err != nil {
 		return nil, "", err
-	}
-	wanted := map[string]bool{}
-	for _, a := range apis {
-		wanted[a.ID] = true
-	}
-	var exs []goapi.Example
-	for _, e := range all {
-		if wanted[e.ID] {
-			exs = append(exs, e)
-		}
-	}
-	results, err := validate(ctx, r, c, g, mod, exs)
-	if err != nil {
-		return nil, "", err
-	}
-	byAPI := map[string][]Example{}
-	statuses := map[string]int{}
-	for i, e := range exs {
-		res := results[i]
-		statuses[res.Status]++
-		byAPI[e.ID] = append(byAPI[e.ID], Example{
-			Name: e.Name, File: e.File, Code: e.Program, Output: e.Output, Unordered: e.Unordered,
-			Status: res.Status, Valid: res.Status == gotool.ExamplePassed, Got: res.Got, Error: res.Error,
-		})
 	}
 	var rows []Row
 	noCode, noExample, withValid := 0, 0, 0
@@ -328,10 +366,149 @@ func buildModule(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *
 			rows = append(rows, row)
 		}
 	}
-	r.Logf("%s@%s (%s, licence %s): %d kept APIs, %d examples for them (%s); %d APIs with a validated example; dropped %d without M_code, %d without a valid example; %d bundles",
-		mod.Path, mod.Version, mod.Verified, lic.SPDX, len(apis), len(exs), countList(statuses), withValid, noCode, noExample, len(rows))
+	r.Logf("%s@%s (%s, licence %s): %d kept APIs, %s; %d APIs with a validated example; dropped %d without M_code, %d without a valid example; %d bundles",
+		mod.Path, mod.Version, mod.Verified, lic.SPDX, len(apis), stats, withValid, noCode, noExample, len(rows))
 	short := mod.Path[strings.LastIndex(mod.Path, "/")+1:]
 	return rows, fmt.Sprintf("%s %s: %d kept, %d with validated examples, %d bundles", short, mod.Version, len(apis), withValid, len(rows)), nil
+}
+
+// examples finds each kept API's examples of the kinds c asks for (see
+// config.ExampleKinds), validates every program once in one batch, and
+// returns them by API, in exampleKinds' order; stats says how many of
+// each kind, and of them valid, for the log.
+func examples(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *modfetch.Module, apis []discovery.APIRow) (map[string][]Example, string, error) {
+	kinds := c.kinds()
+	all, err := goapi.Examples(mod.Dir)
+	if err != nil {
+		return nil, "", err
+	}
+	wanted := map[string]bool{}
+	names := map[string]bool{}
+	for _, a := range apis {
+		wanted[a.ID] = true
+		if a.Kind != "type" {
+			names[a.Name] = true
+		}
+	}
+	pool := all
+	if kinds[goapi.KindOtherExample] || kinds[goapi.KindTest] || kinds[goapi.KindBenchmark] || kinds[goapi.KindReadme] {
+		root, err := g.Toolchain.GOROOT(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		chk, err := goapi.NewChecker(mod.Dir, root)
+		if err != nil {
+			return nil, "", err
+		}
+		start := time.Now()
+		if kinds[goapi.KindOtherExample] {
+			for i := range all {
+				if all[i].Program != "" {
+					all[i].Calls, _ = chk.Calls(all[i].Program)
+				}
+			}
+		}
+		if kinds[goapi.KindTest] || kinds[goapi.KindBenchmark] {
+			tests, err := goapi.MineTests(mod.Dir, names, chk)
+			if err != nil {
+				return nil, "", err
+			}
+			for _, e := range tests {
+				if kinds[e.Kind] {
+					pool = append(pool, e)
+				}
+			}
+		}
+		if kinds[goapi.KindReadme] {
+			docs, err := goapi.MineDocs(mod.Dir, chk)
+			if err != nil {
+				return nil, "", err
+			}
+			pool = append(pool, docs...)
+		}
+		r.Logf("mined %d programs besides %d Example functions of %s@%s in %.1fs", len(pool)-len(all), len(all), mod.Path, mod.Version, time.Since(start).Seconds())
+	}
+	// Each API's examples: its own Example functions as the module has
+	// them, then of every other kind the shortest programs that call it.
+	type use struct {
+		ex   int // into pool
+		kind string
+	}
+	uses := map[string][]use{}
+	for _, a := range apis {
+		byKind := map[string][]int{}
+		for i, e := range pool {
+			switch {
+			case i < len(all) && e.ID == a.ID:
+				if kinds[goapi.KindExample] {
+					byKind[goapi.KindExample] = append(byKind[goapi.KindExample], i)
+				}
+			case i < len(all):
+				if kinds[goapi.KindOtherExample] && e.Program != "" && slices.Contains(e.Calls, a.ID) {
+					byKind[goapi.KindOtherExample] = append(byKind[goapi.KindOtherExample], i)
+				}
+			case slices.Contains(e.Calls, a.ID):
+				byKind[e.Kind] = append(byKind[e.Kind], i)
+			}
+		}
+		for _, k := range exampleKinds {
+			idx := byKind[k]
+			if k != goapi.KindExample {
+				sort.SliceStable(idx, func(x, y int) bool { return len(pool[idx[x]].Program) < len(pool[idx[y]].Program) })
+				idx = idx[:min(len(idx), c.maxMined())]
+			}
+			for _, i := range idx {
+				uses[a.ID] = append(uses[a.ID], use{i, k})
+			}
+		}
+	}
+	// Validate each program once.
+	at := map[int]int{} // pool → validated
+	var exs []goapi.Example
+	for _, a := range apis {
+		for _, u := range uses[a.ID] {
+			if _, ok := at[u.ex]; !ok {
+				at[u.ex] = len(exs)
+				exs = append(exs, pool[u.ex])
+			}
+		}
+	}
+	results, err := validate(ctx, r, c, g, mod, exs)
+	if err != nil {
+		return nil, "", err
+	}
+	byAPI := map[string][]Example{}
+	count, valid := map[string]int{}, map[string]int{}
+	statuses := map[string]int{}
+	for i := range exs {
+		statuses[results[i].Status]++
+	}
+	for _, a := range apis {
+		for _, u := range uses[a.ID] {
+			e, res := pool[u.ex], results[at[u.ex]]
+			out := e.Output
+			if e.Mined() {
+				out = res.Output
+			}
+			ex := Example{
+				Name: e.Name, Kind: u.kind, File: e.File, Code: e.Program, Output: out, Unordered: e.Unordered,
+				Status: res.Status, Valid: res.Status == gotool.ExamplePassed, Got: res.Got, Error: res.Error,
+			}
+			byAPI[a.ID] = append(byAPI[a.ID], ex)
+			count[u.kind]++
+			if ex.Valid {
+				valid[u.kind]++
+			}
+		}
+	}
+	var parts []string
+	for _, k := range exampleKinds {
+		if count[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d (%d valid)", k, count[k], valid[k]))
+		}
+	}
+	stats := fmt.Sprintf("%d programs validated (%s); examples for them: %s", len(exs), countList(statuses), strings.Join(parts, ", "))
+	return byAPI, stats, nil
 }
 
 // validate runs the examples in the sandbox, batched into one go test.

@@ -207,7 +207,11 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 			if file == "" {
 				file = s.File
 			}
-			row.Examples = append(row.Examples, Example{Name: e.Name, File: file, Code: e.Code, Output: e.Output,
+			kind := KindExample // a docstring's
+			if e.Module == "" {
+				kind = KindReadme // a documentation file's
+			}
+			row.Examples = append(row.Examples, Example{Name: e.Name, Kind: kind, File: file, Code: e.Code, Output: e.Output,
 				Status: v.Status, Valid: v.Valid(), Got: v.Got, Error: v.Error, Module: e.Module, Steps: stepsJSON(e.Steps)})
 			if v.Valid() {
 				row.ValidExamples++

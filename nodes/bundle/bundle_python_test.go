@@ -206,7 +206,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 				{Name: "clip", Type: "bool", Doc: "Clip negative results to zero.", Kind: "keyword_only", Default: ptr("False")},
 			},
 			Results: []bundle.Param{{Type: "list", Doc: "The scaled numbers, in order."}},
-			Examples: []bundle.Example{{Name: "pycalc._core:scale", File: "pycalc/_core.py", Code: "scale([1, 2, 3])\n", Output: "[2, 4, 6]\n",
+			Examples: []bundle.Example{{Name: "pycalc._core:scale", Kind: bundle.KindExample, File: "pycalc/_core.py", Code: "scale([1, 2, 3])\n", Output: "[2, 4, 6]\n",
 				Status: "passed", Valid: true, Module: "pycalc._core", Steps: `[{"source":"scale([1, 2, 3])\n","want":"[2, 4, 6]\n"}]`}},
 			ValidExamples: 1,
 			MProse:        "Multiply every number of a list by the factor k.\n\nParameters\n----------\nxs : list\n    The numbers to scale.\nk : int\n    The factor.\nclip : bool\n    Clip negative results to zero.\n\nReturns\n-------\nlist\n    The scaled numbers, in order.",
@@ -221,7 +221,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 			Signature: "def twice(x)",
 			Params:    []bundle.Param{{Name: "x", Kind: "positional_or_keyword"}},
 			Results:   []bundle.Param{},
-			Examples: []bundle.Example{{Name: "pygpl:twice", File: "pygpl/__init__.py", Code: "twice(\"ab\")\n", Output: "'abab'\n",
+			Examples: []bundle.Example{{Name: "pygpl:twice", Kind: bundle.KindExample, File: "pygpl/__init__.py", Code: "twice(\"ab\")\n", Output: "'abab'\n",
 				Status: "passed", Valid: true, Module: "pygpl", Steps: `[{"source":"twice(\"ab\")\n","want":"'abab'\n"}]`}},
 			ValidExamples: 1,
 			MProse:        "Return x added to itself, for numbers and strings alike.",
@@ -242,7 +242,7 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 		}
 	}
 	clamp := got["pycalc.clamp"]
-	if len(clamp.Examples) != 1 || clamp.Examples[0].File != "pycalc/docs/usage.md" || !clamp.Examples[0].Valid || clamp.Examples[0].Output != "3\n" {
+	if len(clamp.Examples) != 1 || clamp.Examples[0].File != "pycalc/docs/usage.md" || clamp.Examples[0].Kind != bundle.KindReadme || !clamp.Examples[0].Valid || clamp.Examples[0].Output != "3\n" {
 		t.Errorf("clamp's example from the shipped docs: %+v", clamp.Examples)
 	}
 	notes := run.Notes(engine.EventDone)

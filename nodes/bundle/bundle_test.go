@@ -44,7 +44,7 @@ func TestBundlesOfTheKeptAPIsOnAnOfflineProxy(t *testing.T) {
 	if len(s.Params) != 2 || s.Params[0].Name != "xs" || s.TypeParams != "[T Number]" || len(s.Results) != 1 {
 		t.Errorf("S of Scale: %+v %q %+v", s.Params, s.TypeParams, s.Results)
 	}
-	if len(s.Examples) != 1 || !s.Examples[0].Valid || s.Examples[0].Output != "[2 4 6]\n" || !strings.Contains(s.Examples[0].Code, "package main") {
+	if len(s.Examples) == 0 || s.Examples[0].Name != "ExampleScale" || s.Examples[0].Kind != bundle.KindExample || !s.Examples[0].Valid || s.Examples[0].Output != "[2 4 6]\n" || !strings.Contains(s.Examples[0].Code, "package main") {
 		t.Errorf("E of Scale: %+v", s.Examples)
 	}
 	if !strings.Contains(s.MCode, "func mulAll") || strings.Contains(s.MCode, "Scale multiplies") || len(s.MCodeHelpers) != 1 {
@@ -55,6 +55,42 @@ func TestBundlesOfTheKeptAPIsOnAnOfflineProxy(t *testing.T) {
 	}
 	if c := got["shapes.Clamp"]; !strings.Contains(c.Examples[0].Code, "func describe") {
 		t.Errorf("Clamp's example lost its helper:\n%s", c.Examples[0].Code)
+	}
+	// E's other kinds, each validated: the README's block, with what it
+	// printed; tests made standalone (a subtest run in place, a check
+	// turned into log.Fatalf); another API's Example function calling the
+	// API; a benchmark's loop run once. A test that hands its T to a
+	// helper is not an example, nor are TestClamp's or BenchmarkApply's
+	// programs Scale's.
+	for _, tc := range []struct {
+		api   string
+		kinds []string // "kind name status" in the row's order
+		code  map[string]string
+	}{
+		{"shapes.Scale", []string{"example ExampleScale passed", "readme README.md:5 passed", "test TestScaleKeepsItsInput passed"},
+			map[string]string{"TestScaleKeepsItsInput": `log.Fatalf("Scale(%v, 3) = %v", xs, got)`}},
+		{"shapes.Clamp", []string{"example ExampleClamp passed", "test TestClamp passed"},
+			map[string]string{"TestClamp": "func() {"}},
+		{"shapes.Apply", []string{"example ExampleApply passed", "benchmark BenchmarkApply passed"},
+			map[string]string{"BenchmarkApply": "shapes.Apply(xs, inc)"}},
+		// Stack.Pop's Example prints something else than it claims: as
+		// Push's other example it fails there too. Shortest first.
+		{"shapes.Stack.Push", []string{"example ExampleStack_Push passed", "other_example ExampleStack_Pop failed", "other_example ExampleStack_Len passed"}, nil},
+		{"shapes.Stack.Len", []string{"example ExampleStack_Len passed", "other_example ExampleStack_Push passed"}, nil},
+	} {
+		var kinds []string
+		for _, e := range got[tc.api].Examples {
+			kinds = append(kinds, e.Kind+" "+e.Name+" "+e.Status)
+			if want, ok := tc.code[e.Name]; ok && !strings.Contains(e.Code, want) {
+				t.Errorf("%s: %s lacks %q:\n%s", tc.api, e.Name, want, e.Code)
+			}
+			if e.Name == "README.md:5" && (e.File != "README.md" || e.Output != "[3 4]\n") {
+				t.Errorf("%s: README block in %q printed %q, want [3 4]", tc.api, e.File, e.Output)
+			}
+		}
+		if strings.Join(kinds, "; ") != strings.Join(tc.kinds, "; ") {
+			t.Errorf("%s examples:\n%s\nwant\n%s", tc.api, strings.Join(kinds, "\n"), strings.Join(tc.kinds, "\n"))
+		}
 	}
 	notes := run.Notes(engine.EventDone)
 	if n := notes["node.bundle.shapes"]; !strings.Contains(n, "12 kept, 6 with validated examples, 6 bundles") {
@@ -70,6 +106,27 @@ func TestBundlesOfTheKeptAPIsOnAnOfflineProxy(t *testing.T) {
 	}
 	if n := again.Notes(engine.EventCached)["node.bundle.shapes"]; n != notes["node.bundle.shapes"] {
 		t.Errorf("cached note %q", n)
+	}
+}
+
+func TestBundleMinesOnlyTheKindsAsked(t *testing.T) {
+	nodetest.OfflineShapes(t)
+	run := runPipeline(t, t.TempDir(), `example_kinds = ["example", "readme"]`)
+	for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.shapes") {
+		for _, e := range b.Examples {
+			if e.Kind != bundle.KindExample && e.Kind != bundle.KindReadme {
+				t.Errorf("%s: %s of kind %s", b.Qualified, e.Name, e.Kind)
+			}
+		}
+	}
+}
+
+func TestBundleRefusesAnUnknownExampleKind(t *testing.T) {
+	nodetest.OfflineShapes(t)
+	_, diags := engine.ExpandSource("p.hcl", []byte(strings.Replace(pipeline, "EXTRA", `example_kinds = ["examples"]`, 1)), t.TempDir(), engine.Options{})
+	// The attribute is on line 19 of the pipeline.
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Unknown example kind") || !strings.Contains(diags.Error(), "p.hcl:19,") {
+		t.Errorf("diagnostics %v, want an error at example_kinds", diags)
 	}
 }
 

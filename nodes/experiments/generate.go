@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,6 +62,13 @@ type generateConfig struct {
 	// built-in ones by file name (novelapibench/cells/templates), read at
 	// plan time; relative to the pipeline's directory.
 	Templates string `hcl:"templates,optional"`
+	// MaxExamples and MaxExampleBytes bound what E shows of a bundle
+	// (cells.SelectExamples: never the example the task was cut from; the
+	// API's own examples first, then README blocks, other APIs'
+	// examples, tests, benchmarks, shortest first): default 2 examples
+	// within 6000 bytes of code and output. Cells with E only.
+	MaxExamples     *int `hcl:"max_examples,optional"`
+	MaxExampleBytes *int `hcl:"max_example_bytes,optional"`
 
 	// Retriever is what a cell with parts prepends: "oracle" (default)
 	// the task's own bundle, "bm25" or "dense" the chunks retrieved from
@@ -114,6 +122,11 @@ func (c *generateConfig) rowCell() string {
 		return c.cell() + "@" + r
 	}
 	return c.cell()
+}
+
+// exampleLimits are E's bounds.
+func (c *generateConfig) exampleLimits() cells.ExampleLimits {
+	return cells.ExampleLimits{Max: orInt(c.MaxExamples, cells.DefaultExampleLimits.Max), Bytes: orInt(c.MaxExampleBytes, cells.DefaultExampleLimits.Bytes)}
 }
 
 func (c *generateConfig) cell() string {
@@ -184,11 +197,13 @@ var (
 )
 
 func (generateType) Name() string    { return "generate" }
-func (generateType) Version() string { return "3" }
+func (generateType) Version() string { return "4" }
 func (generateType) Doc() string {
 	return "Asks a model for the code of every kept task's mask, n samples per task, in one knowledge cell (the task's own " +
 		"bundle prepended: baseline, S_name, S, E, M_prose, M_code, S+M_prose, S+E, S+M_code, S+M_prose+M_code, S+E+M_code, " +
-		"Full; E leaves out the example the task was cut from, which holds its answer); one row per answer with the raw " +
+		"Full; E shows at most max_examples (2) of the bundle's examples within max_example_bytes (6000), the API's own first, " +
+		"then README blocks, other APIs' examples, tests, shortest first, never the example the task was cut from, which " +
+		"holds its answer); one row per answer with the raw " +
 		"answer, the extracted solution (solve runs it), tokens and latency. With retriever = \"bm25\" or \"dense\" " +
 		"(embedder = DIR, a BERT sentence encoder) the prepend is instead the top_k (5) chunks of chunk_tokens (512) with " +
 		"chunk_overlap (64) retrieved from one index over every bundle of pool (bundle nodes, default bundles: list every " +
@@ -224,6 +239,14 @@ func (generateType) Validate(cfg any) error {
 		return nodes.Errorf("temperature", "Invalid temperature", "temperature must not be negative.")
 	case c.TopP != nil && (*c.TopP <= 0 || *c.TopP > 1):
 		return nodes.Errorf("top_p", "Invalid top_p", "top_p must be in (0, 1].")
+	case c.MaxExamples != nil && !slices.Contains(cell.Parts, cells.E):
+		return nodes.Errorf("max_examples", "No examples shown", "cell %s shows no examples (E): max_examples is for cells with E.", cell.Name)
+	case c.MaxExampleBytes != nil && !slices.Contains(cell.Parts, cells.E):
+		return nodes.Errorf("max_example_bytes", "No examples shown", "cell %s shows no examples (E): max_example_bytes is for cells with E.", cell.Name)
+	case c.MaxExamples != nil && *c.MaxExamples < 1:
+		return nodes.Errorf("max_examples", "Invalid max_examples", "max_examples must be at least 1.")
+	case c.MaxExampleBytes != nil && *c.MaxExampleBytes < 1:
+		return nodes.Errorf("max_example_bytes", "Invalid max_example_bytes", "max_example_bytes must be at least 1.")
 	}
 	return validateRetrieval(c, cell)
 }
@@ -425,7 +448,7 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 			retrieved = h.chunks
 			msgs, err = p.prompts.RenderKnowledge(cellTask(task), h.knowledge)
 		} else {
-			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example))
+			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example, c.exampleLimits()))
 		}
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("task %s: %w", task.TaskID, err)
@@ -483,6 +506,7 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 	}
 	g := newRAG(c.retriever(), p.prompts, p.overridden, orInt(c.TopK, defaultTopK), orInt(c.ChunkTokens, defaultChunkTokens),
 		orInt(c.ChunkOverlap, defaultChunkOverlap), p.embedder, cache)
+	g.examples = c.exampleLimits()
 	g.planning = planning
 	hits, err := g.retrieve(ctx, tks, pool)
 	if err != nil {
@@ -497,9 +521,10 @@ func cellTask(t tasks.Row) cells.Task {
 		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
 }
 
-// cellBundle is what a prompt may show of a bundle: its valid examples,
-// less the one the task was cut from (it holds the task's answer).
-func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
+// cellBundle is what a prompt may show of a bundle: of its valid
+// examples, those cells.SelectExamples chooses within lim, never the one
+// the task was cut from (it holds the task's answer).
+func cellBundle(b bundle.Row, taskExample string, lim cells.ExampleLimits) cells.Bundle {
 	out := cells.Bundle{Language: b.Ecosystem, Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
 		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
 	for _, p := range b.Params {
@@ -512,11 +537,13 @@ func cellBundle(b bundle.Row, taskExample string) cells.Bundle {
 	for _, p := range b.Results {
 		out.Results = append(out.Results, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
 	}
+	var valid []cells.Example
 	for _, e := range b.Examples {
-		if e.Valid && e.Name != taskExample {
-			out.Examples = append(out.Examples, cells.Example{Name: e.Name, Code: e.Code, Output: e.Output})
+		if e.Valid {
+			valid = append(valid, cells.Example{Name: e.Name, Kind: e.Kind, Code: e.Code, Output: e.Output})
 		}
 	}
+	out.Examples = cells.SelectExamples(valid, taskExample, lim)
 	return out
 }
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/engine"
@@ -752,5 +753,113 @@ node "generate" %q {
 	res = nodetest.RunErr(t, dir, taskstest.Pipeline+long).Nodes["node.generate.dense"]
 	if res == nil || res.Err == nil || !strings.Contains(res.Err.Error(), "chunk_tokens 97 exceeds the 96 tokens the embedder encodes") {
 		t.Errorf("dense with chunks longer than the encoder's sequence: %+v", res)
+	}
+}
+
+// TestGenerateEShowsExamplesOtherThanTheTasksSource: a task is cut from
+// its API's Example function, which E never shows (it holds the task's
+// answer). E shows the bundle's other valid examples by
+// cells.SelectExamples' rule: the README's block before a test, another
+// API's Example function, a benchmark; an invalid one never; at most
+// max_examples of them. The model sees exactly that: the request's text
+// holds the examples chosen.
+func TestGenerateEShowsExamplesOtherThanTheTasksSource(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	asked := map[string]bool{} // request texts
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Reply: func(q llmtest.Request) string {
+		mu.Lock()
+		asked[q.Text()] = true
+		mu.Unlock()
+		return "```go\nx := 1\n```"
+	}}}})
+	defer srv.Close()
+	src := taskstest.ModelBlock(srv.URL()) + `
+node "generate" "e" {
+  tasks   = node.tasks.shapes
+  bundles = node.bundle.shapes
+  model   = model.coder
+  cell    = "E"
+}
+node "generate" "one" {
+  tasks        = node.tasks.shapes
+  bundles      = node.bundle.shapes
+  model        = model.coder
+  cell         = "E"
+  max_examples = 1
+}
+`
+	run := taskstest.Run(t, dir, src)
+	tks := taskstest.ReadTasks(t, run)
+	byID := map[string]tasks.Row{}
+	for _, task := range tks {
+		byID[task.TaskID] = task
+	}
+	// The examples E shows, by API, in order (the fixture's bundles:
+	// nodes/bundle's test).
+	want := map[string][]string{
+		"shapes.Scale":      {"README.md:5", "TestScaleKeepsItsInput"},
+		"shapes.Clamp":      {"TestClamp"},
+		"shapes.Apply":      {"BenchmarkApply"},
+		"shapes.Stack.Push": {"ExampleStack_Len"}, // ExampleStack_Pop prints something else than it claims
+		"shapes.Stack.Len":  {"ExampleStack_Push"},
+		"shapes.TotalArea":  nil,
+	}
+	shown := func(prompt string) []string {
+		_, e, ok := strings.Cut(prompt, "## Examples (E)\n")
+		if !ok {
+			t.Fatalf("no E in the prompt:\n%s", prompt)
+		}
+		// Each example is its name, a colon, then its fenced program.
+		var names []string
+		lines := strings.Split(e, "\n")
+		for i := 0; i+1 < len(lines); i++ {
+			if strings.HasSuffix(lines[i], ":") && lines[i+1] == "```go" {
+				names = append(names, strings.TrimSuffix(lines[i], ":"))
+			}
+		}
+		return names
+	}
+	for _, c := range []struct {
+		addr string
+		max  int
+	}{{"node.generate.e", 2}, {"node.generate.one", 1}} {
+		rows := nodetest.Read[experiments.GenerateRow](t, run, c.addr)
+		if len(rows) != len(tks) {
+			t.Fatalf("%s: %d rows for %d tasks", c.addr, len(rows), len(tks))
+		}
+		nonEmpty := 0
+		for _, r := range rows {
+			task := byID[r.TaskID]
+			got := shown(r.Prompt)
+			exp := want[task.Qualified]
+			if len(exp) > c.max {
+				exp = exp[:c.max]
+			}
+			if strings.Join(got, ",") != strings.Join(exp, ",") {
+				t.Errorf("%s: %s (cut from %s): E shows %q, want %q", c.addr, taskstest.Name(task), task.Example, got, exp)
+			}
+			for _, name := range got {
+				if name == task.Example {
+					t.Errorf("%s: %s: E shows the task's own source %s", c.addr, taskstest.Name(task), name)
+				}
+			}
+			if len(exp) == 0 && !strings.Contains(r.Prompt, "(no example)") {
+				t.Errorf("%s: %s: an empty E does not say so:\n%s", c.addr, taskstest.Name(task), r.Prompt)
+			}
+			if len(got) > 0 {
+				nonEmpty++
+			}
+			user := r.Prompt[strings.Index(r.Prompt, "[user]\n")+len("[user]\n"):]
+			mu.Lock()
+			sent := asked[user]
+			mu.Unlock()
+			if !sent {
+				t.Errorf("%s: %s: the model was not sent the prompt the row records", c.addr, taskstest.Name(task))
+			}
+		}
+		if nonEmpty == 0 {
+			t.Errorf("%s: no task's E holds an example", c.addr)
+		}
 	}
 }

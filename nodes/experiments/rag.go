@@ -88,9 +88,10 @@ type rag struct {
 	kind                string
 	prompts             *cells.Prompts
 	topK, size, overlap int
-	model               *embed.Model // counts tokens when set; embeds (dense)
-	cache               string       // the embed cache directory (dense)
-	perExample          bool         // the documents depend on the example left out
+	model               *embed.Model        // counts tokens when set; embeds (dense)
+	cache               string              // the embed cache directory (dense)
+	perExample          bool                // the documents depend on the example left out
+	examples            cells.ExampleLimits // what E shows of each bundle, as the oracle shows it
 	// planning: embed nothing; a text not in the cache fails retrieve
 	// with errNotEmbedded.
 	planning bool
@@ -248,7 +249,10 @@ func (g *rag) retrieve(ctx context.Context, tks []tasks.Row, pool []bundle.Row) 
 		var chunks []poolChunk
 		for i, b := range pool {
 			cs := base[i]
-			if g.perExample && sameAPI(b, ts[0]) {
+			// The task's own example holds its answer: left out of its
+			// API's document, and of any other that shows it (an Example
+			// function calling that API is its other_example).
+			if g.perExample && (sameAPI(b, ts[0]) || showsExample(b, ts[0].Example)) {
 				var err error
 				if cs, err = g.chunks(b, ts[0].Example); err != nil {
 					return nil, err
@@ -373,9 +377,19 @@ func (g *rag) embed(ctx context.Context, texts []string, vecs map[string][]float
 	return nil
 }
 
+// showsExample reports whether bundle b holds a valid example named name.
+func showsExample(b bundle.Row, name string) bool {
+	for _, e := range b.Examples {
+		if e.Valid && name != "" && e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // chunks are the chunks of b's document, less the example named leave.
 func (g *rag) chunks(b bundle.Row, leave string) ([]poolChunk, error) {
-	doc, err := g.prompts.Knowledge(cellBundle(b, leave))
+	doc, err := g.prompts.Knowledge(cellBundle(b, leave, g.examples))
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.APIID, err)
 	}

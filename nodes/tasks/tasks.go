@@ -278,7 +278,7 @@ func cut(b bundle.Row) ([]made, string) {
 	got := map[string]made{}
 	missing := map[string]string{}
 	for _, e := range b.Examples {
-		if !e.Valid {
+		if !e.Valid || !cutsFrom(e.Kind, "go") {
 			continue
 		}
 		ex := goapi.Example{Name: e.Name, Program: e.Code, Output: e.Output, HasOutput: true, Unordered: e.Unordered}
@@ -336,6 +336,16 @@ func cut(b bundle.Row) ([]made, string) {
 		}
 	}
 	return out, ""
+}
+
+// cutsFrom reports whether tasks are cut from a bundle example of that
+// kind: the API's own examples only (Go: its Example functions; Python:
+// its doctests and those of the documentation files), as before bundles
+// held other kinds. Another API's example, a test, a benchmark or a README
+// block is shown in E, never cut: its program was not written to show
+// this API's use. Rows from before kinds ("") are the API's own.
+func cutsFrom(kind, ecosystem string) bool {
+	return kind == "" || kind == bundle.KindExample || ecosystem == "python" && kind == bundle.KindReadme
 }
 
 // pkgNameIn is the name the task's program imports a package by.

@@ -236,7 +236,7 @@ func cutPython(ctx context.Context, env *rpyenv.Env, b bundle.Row) (out []pyMade
 	api := pyTarget(b)
 	var items []pyharness.Cuttable
 	for _, e := range b.Examples {
-		if !e.Valid {
+		if !e.Valid || !cutsFrom(e.Kind, "python") {
 			continue
 		}
 		ex, err := pyExample(e)

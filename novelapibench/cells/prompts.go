@@ -63,8 +63,8 @@ type Bundle struct {
 	TypeParams string
 	Params     []Param
 	Results    []Param
-	// E: the valid examples, less the one the task was cut from (that
-	// example is the task's answer).
+	// E: the valid examples SelectExamples chooses, never the one the
+	// task was cut from (that example is the task's answer).
 	Examples []Example
 	// M_prose
 	Prose string
@@ -97,7 +97,10 @@ type Param struct {
 
 // Example is one E entry.
 type Example struct {
-	Name   string
+	Name string
+	// Kind is where it comes from (the bundle's kinds): example,
+	// readme, other_example, test, benchmark; "" is example.
+	Kind   string
 	Code   string // the standalone program
 	Output string // what it prints
 }
@@ -224,7 +227,7 @@ var (
 	probePrompt = Prompt{Cell: "x", Knowledge: "x", Task: Task{Library: "x", Module: "x", Version: "x", Difficulty: "x", Description: "x", Context: "x"}}
 	probeParam  = Param{Name: "x", Type: "x", Variadic: true, Doc: "x", Kind: "x", Default: "x", HasDefault: true}
 	probeBundle = Bundle{Language: "x", Qualified: "x", Kind: "x", ImportPath: "x", Module: "x", Version: "x", Signature: "x", TypeParams: "x",
-		Params: []Param{probeParam}, Results: []Param{probeParam}, Examples: []Example{{Name: "x", Code: "x", Output: "x"}}, Prose: "x", Code: "x"}
+		Params: []Param{probeParam}, Results: []Param{probeParam}, Examples: []Example{{Name: "x", Kind: "x", Code: "x", Output: "x"}}, Prose: "x", Code: "x"}
 	probePython = func() Bundle {
 		b := probeBundle
 		b.Language = "python"
