@@ -184,7 +184,7 @@ func (proseType) Version() string { return "1" }
 func (proseType) Doc() string {
 	return "Writes the M_prose tiers and the S backfill of seed §3 with `model` over a bundle node's rows (one row out per " +
 		"row in, every bundle column kept except m_prose, m_prose_tier and the backfilled parameters' doc; generate's " +
-		"bundles and pool read it as bundle rows, through ReadRows; cut tasks from the bundle node). The tier is decided from the bundle alone: \"paper\" when the docstring " +
+		"bundles and pool read it as bundle rows, through ReadRows; tasks reads the rows as the bundle node wrote them, ReadOriginalRows, and its llm generator through ReadRows). The tier is decided from the bundle alone: \"paper\" when the docstring " +
 		"cites a publication (a DOI, an arXiv id, \"et al.\", a year in parentheses after a capitalised name such as " +
 		"\"Jaccard (1901)\" or \"(Flajolet, 2007)\", or a References/Bibliography section); else \"source\" when M_code " +
 		"(helpers included) has at least `source_branches` (3) branch points (Go: if, for, case, &&, ||, an `if err != nil` " +

@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/experiments"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 	"github.com/lacuna-dev/lacuna/runners/modfetch/proxytest"
 
@@ -282,6 +284,7 @@ node "prose" "cite" {
   model   = model.gen
 }
 node "tasks" "shapes" { bundles = node.bundle.shapes }
+node "tasks" "prose" { bundles = node.prose.shapes }
 node "generate" "prose" {
   tasks   = node.tasks.shapes
   bundles = node.prose.shapes
@@ -482,6 +485,13 @@ func TestProseWritesTiersAndBackfillsParameters(t *testing.T) {
 		if g.MProseTier != "doc" {
 			t.Errorf("generate over bundle, %s: tier %q", g.TaskID, g.MProseTier)
 		}
+	}
+
+	// The example cutter reads a prose node's rows as the bundle node
+	// wrote them: the same tasks, byte for byte.
+	fromBundle, fromProse := nodetest.Read[tasks.Row](t, run, "node.tasks.shapes"), nodetest.Read[tasks.Row](t, run, "node.tasks.prose")
+	if len(fromBundle) == 0 || !reflect.DeepEqual(fromBundle, fromProse) {
+		t.Errorf("tasks over prose rows differ from tasks over the bundle: %d and %d tasks", len(fromBundle), len(fromProse))
 	}
 
 	// Nothing is asked again.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/goenv"
@@ -99,7 +98,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "18" }
+func (tasksType) Version() string { return "19" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +
@@ -156,7 +155,7 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	bundles, err := artifacts.ReadAll[bundle.Row](in)
+	bundles, err := bundle.ReadOriginalRows(in)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"text/template"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
@@ -119,7 +118,7 @@ func (t tasksType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	if err != nil {
 		return nil, err
 	}
-	bundles, err := artifacts.ReadAll[bundle.Row](in)
+	bundles, err := bundle.ReadRows(in)
 	if err != nil {
 		return nil, err
 	}
