@@ -26,6 +26,13 @@
 // secrets. Warning says so, for the caller
 // to show; the package itself never prints.
 //
+// Where lacuna may make memory cgroups (as root, with cgroup v2's memory
+// controller delegable to it or cgroup v1's memory hierarchy mounted),
+// each run of an untrusted program also has a cgroup of its own that
+// bounds the memory all its processes hold together, shared memory and
+// memfds included (see Limits.Memory and cgroup.go); where it may not,
+// Warning says so and only the per-process rlimits bound memory.
+//
 // A Sandbox is immutable after New and safe for concurrent use.
 package sandbox
 
@@ -47,11 +54,21 @@ import (
 
 // Limits bound one run. Zero fields take the defaults.
 type Limits struct {
-	Wall     time.Duration // wall clock, default 60 s
-	CPU      time.Duration // CPU time of each process (RLIMIT_CPU), default Wall
-	Memory   int64         // address space of each process (RLIMIT_AS), default 4 GiB
-	FileSize int64         // largest file written (RLIMIT_FSIZE), default 256 MiB
-	Procs    int           // processes of the uid (RLIMIT_NPROC), default 256 (RunTool: 4096)
+	Wall time.Duration // wall clock, default 60 s
+	CPU  time.Duration // CPU time of each process (RLIMIT_CPU), default Wall
+	// Memory bounds the address space of each process (RLIMIT_AS) and,
+	// where the sandbox has a memory cgroup (Identity's memory_cgroup),
+	// what all the program's processes hold together: their memory,
+	// SysV and POSIX shared memory, memfds, and under bubblewrap the
+	// files in /work too, which are memory (the group's limit is then
+	// Memory+Disk). Swap does not extend it where the kernel accounts
+	// swap. Past it the kernel kills a process of the sandbox, and
+	// Result.MemoryExceeded (Run) or a line starting with MemoryMarker
+	// (ExecWrapper) says so. Default 4 GiB. RunTool's trusted tool has
+	// the rlimit only.
+	Memory   int64
+	FileSize int64 // largest file written (RLIMIT_FSIZE), default 256 MiB
+	Procs    int   // processes of the uid (RLIMIT_NPROC), default 256 (RunTool: 4096)
 	// Disk is the size of /work under bubblewrap: everything the program
 	// writes (/tmp included), its input files and, for ExecWrapper, the
 	// copy of the program itself. Default 256 MiB. It is memory of the
@@ -63,9 +80,10 @@ type Limits struct {
 	// 16 MiB.
 	Output int
 	// Files is how many files each process may have open (RLIMIT_NOFILE),
-	// default 256 (RunTool: 4096). Memory held in memfds or shared memory
-	// is bounded only through it (and FileSize): RLIMIT_AS does not count
-	// such pages while they are not mapped.
+	// default 256 (RunTool: 4096). Without a memory cgroup, memory held
+	// in memfds or shared memory is bounded only through it (and
+	// FileSize, and the size of SysV segments not at all): RLIMIT_AS does
+	// not count such pages while they are not mapped.
 	Files int
 }
 
@@ -141,6 +159,16 @@ type Result struct {
 	Truncated bool          // output went past Limits.Output and was cut
 	TimedOut  bool          // the wall clock ran out and everything was killed
 	Duration  time.Duration // wall time
+	// MemoryExceeded: the sandbox's processes together reached the
+	// memory cgroup's limit (see Limits.Memory) and the kernel killed
+	// one of them ("killed: memory limit"). Only with a memory cgroup: a
+	// program may also fail on its own near the limit (ENOMEM,
+	// MemoryError) without a kill, which this does not report.
+	MemoryExceeded bool
+	// MemoryPeak is the most the sandbox's cgroup held at once, in
+	// bytes; 0 without a memory cgroup or where the kernel does not say
+	// (cgroup v2 before Linux 5.19).
+	MemoryPeak int64
 }
 
 // Sandbox runs programs with the isolation this machine offers.
@@ -149,16 +177,20 @@ type Sandbox struct {
 	version string   // bubblewrap's version
 	system  []string // bubblewrap arguments binding the system's directories
 	prlimit string
-	env     string // env(1), which starts bubblewrap with a clean environment
-	setpriv string // setpriv(1), which drops root in ExecWrapper; "" unless root
+	env     string     // env(1), which starts bubblewrap with a clean environment
+	setpriv string     // setpriv(1), which drops root in ExecWrapper; "" unless root
+	mem     *memCgroup // where each run's memory cgroup is made; nil without
+	memWhy  string     // why there is no memory cgroup
 }
 
 // nobody is the unprivileged uid/gid programs run as when lacuna runs as
 // root (root is exempt from RLIMIT_NPROC, so a fork bomb would not stop).
 const nobody = 65534
 
-// New finds prlimit and bubblewrap. Without bubblewrap it still works,
-// with resource limits only; Warning then says what that means.
+// New finds prlimit, bubblewrap and where to make memory cgroups (and
+// removes stale ones: see cgroup.go). Without bubblewrap or a memory
+// cgroup it still works, with less isolation or resource limits only;
+// Warning then says what that means.
 func New() (*Sandbox, error) {
 	s := &Sandbox{}
 	var err error
@@ -173,6 +205,7 @@ func New() (*Sandbox, error) {
 			return nil, errors.New("sandbox: setpriv (util-linux) is required to run programs unprivileged")
 		}
 	}
+	s.useMemCgroup()
 	b, err := exec.LookPath("bwrap")
 	if err != nil {
 		return s, nil
@@ -195,33 +228,67 @@ func (s *Sandbox) Isolation() string {
 	return "rlimits"
 }
 
-// Warning is what the user should be told about this sandbox, or "" when
-// programs are isolated.
-func (s *Sandbox) Warning() string {
-	if s.bwrap != "" {
-		return ""
+// useMemCgroup finds where to make memory cgroups and checks that a
+// program can run in one, or records why not.
+func (s *Sandbox) useMemCgroup() {
+	c, err := openMemCgroup()
+	if err == nil {
+		c.gc(time.Now())
+		p := process{argv: []string{s.env}, dir: "/", lim: Limits{Wall: 30 * time.Second}.withDefaults(),
+			unprivileged: os.Geteuid() == 0, setpriv: s.setpriv, mem: c, memLimit: 64 << 20}
+		var r *Result
+		if r, err = p.run(context.Background()); err == nil && r.ExitCode != 0 {
+			err = fmt.Errorf("a program in a memory cgroup exited %d: %s", r.ExitCode, bytes.TrimSpace(r.Stderr))
+		}
 	}
-	return "WARNING: bubblewrap (bwrap) is not installed: untrusted code will run WITHOUT network or file-system isolation, with resource limits only. Install it: apt-get install bubblewrap"
+	if err != nil {
+		s.memWhy = err.Error()
+		return
+	}
+	s.mem = c
+}
+
+// Warning is what the user should be told about this sandbox, or "" when
+// programs are isolated and their memory bounded as a whole.
+func (s *Sandbox) Warning() string {
+	var w []string
+	if s.bwrap == "" {
+		w = append(w, "WARNING: bubblewrap (bwrap) is not installed: untrusted code will run WITHOUT network or file-system isolation, with resource limits only. Install it: apt-get install bubblewrap")
+	}
+	if s.mem == nil {
+		why := s.memWhy
+		if why == "" {
+			why = "not looked for"
+		}
+		w = append(w, "WARNING: no memory cgroup can be made for untrusted code ("+why+"): its memory is bounded per process only (RLIMIT_AS), which counts neither shared memory, memfds nor the sum over its processes, so one program can hold many times Limits.Memory. Run lacuna as root where cgroup v1's memory hierarchy is mounted or cgroup v2's memory controller can be delegated to it.")
+	}
+	return strings.Join(w, "\n")
 }
 
 // Identity is what an action key must include about running a program
 // here with lim (through Run, ExecWrapper or RunTool): the mechanism,
-// bubblewrap's version, the uid programs run as, and every limit (defaults
+// bubblewrap's version, the uid programs run as, whether a memory cgroup
+// bounds the sandbox as a whole (memory_cgroup: cgroup-v1, cgroup-v2 or
+// none; it changes what Memory means), and every limit (defaults
 // applied) that can change a verdict. Callers add the read-only paths'
 // contents and the environment they pass, which the key covers anyway.
 func (s *Sandbox) Identity(lim Limits) map[string]string {
 	lim = lim.withDefaults()
 	id := map[string]string{
-		"sandbox":   s.Isolation(),
-		"uid":       "caller",
-		"wall":      lim.Wall.String(),
-		"cpu":       lim.CPU.String(),
-		"memory":    strconv.FormatInt(lim.Memory, 10),
-		"file_size": strconv.FormatInt(lim.FileSize, 10),
-		"procs":     strconv.Itoa(lim.Procs),
-		"disk":      strconv.FormatInt(lim.Disk, 10),
-		"output":    strconv.Itoa(lim.Output),
-		"files":     strconv.Itoa(lim.Files),
+		"sandbox":       s.Isolation(),
+		"uid":           "caller",
+		"wall":          lim.Wall.String(),
+		"cpu":           lim.CPU.String(),
+		"memory":        strconv.FormatInt(lim.Memory, 10),
+		"file_size":     strconv.FormatInt(lim.FileSize, 10),
+		"procs":         strconv.Itoa(lim.Procs),
+		"disk":          strconv.FormatInt(lim.Disk, 10),
+		"output":        strconv.Itoa(lim.Output),
+		"files":         strconv.Itoa(lim.Files),
+		"memory_cgroup": "none",
+	}
+	if s.mem != nil {
+		id["memory_cgroup"] = s.mem.version()
 	}
 	if s.bwrap != "" {
 		id["bubblewrap"] = s.version
@@ -408,7 +475,8 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, errors.New("sandbox: no work directory")
 	}
 	lim := spec.Limits.withDefaults()
-	p := process{dir: spec.Dir, env: spec.Env, stdin: spec.Stdin, lim: lim, unprivileged: os.Geteuid() == 0}
+	p := process{dir: spec.Dir, env: spec.Env, stdin: spec.Stdin, lim: lim, unprivileged: os.Geteuid() == 0,
+		mem: s.mem, memLimit: s.memLimit(lim), setpriv: s.setpriv}
 	if s.bwrap == "" {
 		if p.env == nil {
 			p.env = defaultEnv(spec.Dir, spec.Dir)
@@ -448,6 +516,22 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	return p.run(ctx)
 }
 
+// memLimit is the memory cgroup's limit for a run with lim: under
+// bubblewrap the files in /work are memory too.
+func (s *Sandbox) memLimit(lim Limits) int64 {
+	if s.bwrap != "" {
+		return lim.Memory + lim.Disk
+	}
+	return lim.Memory
+}
+
+// dropRoot is setpriv's command line that drops root as Run's
+// unprivileged programs do (the parent-death signal too, which changing
+// the uid clears).
+func dropRoot(setpriv string) []string {
+	return []string{setpriv, "--reuid=" + strconv.Itoa(nobody), "--regid=" + strconv.Itoa(nobody), "--clear-groups", "--pdeathsig=SIGKILL"}
+}
+
 // process is one command to run with its limits.
 type process struct {
 	argv         []string
@@ -457,14 +541,46 @@ type process struct {
 	files        []*os.File // descriptors 3, 4, ...
 	lim          Limits
 	unprivileged bool // run as uid/gid 65534
+	// mem, when set, is where the run's memory cgroup of memLimit bytes
+	// is made; v1's shim must be root to join it, and then drops root
+	// with setpriv for an unprivileged run.
+	mem      *memCgroup
+	memLimit int64
+	setpriv  string
 }
 
 // run runs p in a process group of its own, killed as a whole at the wall
-// clock or when ctx ends, with its output bounded as it is read.
+// clock or when ctx ends, with its output bounded as it is read, and in a
+// memory cgroup of its own when p.mem is set, where every process left
+// is killed too.
 func (p process) run(ctx context.Context) (*Result, error) {
+	argv, unprivileged := p.argv, p.unprivileged
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var group *memGroup
+	if p.mem != nil {
+		var err error
+		if group, err = p.mem.newGroup(p.memLimit); err != nil {
+			return nil, err
+		}
+		if p.mem.v == 2 {
+			fd, err := syscall.Open(group.dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				group.end()
+				return nil, fmt.Errorf("sandbox: memory cgroup: %w", err)
+			}
+			defer syscall.Close(fd)
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
+		} else {
+			var drop []string
+			if unprivileged {
+				drop, unprivileged = dropRoot(p.setpriv), false
+			}
+			argv = group.joinArgv(argv, drop)
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, p.lim.Wall)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, p.argv[0], p.argv[1:]...)
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = p.dir
 	cmd.Env = p.env
 	if cmd.Env == nil {
@@ -474,8 +590,8 @@ func (p process) run(ctx context.Context) (*Result, error) {
 	cmd.ExtraFiles = p.files
 	stdout, stderr := &capped{limit: p.lim.Output}, &capped{limit: p.lim.Output}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if p.unprivileged {
+	cmd.SysProcAttr = attr
+	if unprivileged {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
 	// Timeout or cancel: kill the whole process group (and with bubblewrap
@@ -494,6 +610,16 @@ func (p process) run(ctx context.Context) (*Result, error) {
 	// Whatever the program left behind in its group goes too.
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if group != nil {
+		oom, peak, merr := group.end()
+		p.mem.gc(time.Now())
+		// Killed before it could join (ctx, a wall clock shorter than
+		// starting), the program never ran.
+		if merr != nil && cmd.ProcessState != nil && ctx.Err() == nil && !res.TimedOut {
+			return nil, merr
+		}
+		res.MemoryExceeded, res.MemoryPeak = oom, peak
 	}
 	var ee *exec.ExitError
 	switch {

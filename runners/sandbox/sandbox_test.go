@@ -532,6 +532,15 @@ func TestKilledExecWrapperLeavesNothingBehind(t *testing.T) {
 	if left := leftovers(); len(left) > 0 {
 		t.Errorf("files left behind: %q", left)
 	}
+	// The killed wrapper's memory cgroup is left for gc, empty.
+	if s.mem != nil {
+		groups, _ := filepath.Glob(filepath.Join(s.mem.dir, "x-*"))
+		for _, g := range groups {
+			if procs, _ := readWords(filepath.Join(g, "cgroup.procs")); len(procs) > 0 {
+				t.Errorf("memory cgroup %s still holds processes %v", g, procs)
+			}
+		}
+	}
 }
 
 // processesWith lists the host processes whose command line holds token.
@@ -577,19 +586,31 @@ func TestIdentityNamesTheMechanismAndTheLimits(t *testing.T) {
 			t.Errorf("limits %+v do not change the identity", lim)
 		}
 	}
+	want := "none"
+	if s.mem != nil {
+		want = "cgroup-v" + strconv.Itoa(s.mem.v)
+	}
+	if id["memory_cgroup"] != want {
+		t.Errorf("memory_cgroup %q, want %q", id["memory_cgroup"], want)
+	}
 	bare := (&Sandbox{}).Identity(Limits{})
-	if bare["sandbox"] != "rlimits" || bare["bubblewrap"] != "" {
-		t.Errorf("without bubblewrap: %v", bare)
+	if bare["sandbox"] != "rlimits" || bare["bubblewrap"] != "" || bare["memory_cgroup"] != "none" {
+		t.Errorf("without bubblewrap or a memory cgroup: %v", bare)
 	}
 }
 
-func TestWarningOnlyWithoutIsolation(t *testing.T) {
+func TestWarningOnlyWithoutIsolationOrAMemoryCgroup(t *testing.T) {
 	s, _ := setup(t)
-	if got := s.Warning(); (got == "") != (s.Isolation() == "bubblewrap") {
-		t.Errorf("isolation %s, warning %q", s.Isolation(), got)
+	if got := s.Warning(); (got == "") != (s.Isolation() == "bubblewrap" && s.mem != nil) {
+		t.Errorf("isolation %s, memory cgroup %v (%s), warning %q", s.Isolation(), s.mem != nil, s.memWhy, got)
 	}
-	if w := (&Sandbox{}).Warning(); !strings.Contains(w, "bubblewrap") {
-		t.Errorf("without bubblewrap the warning is %q", w)
+	if w := (&Sandbox{}).Warning(); !strings.Contains(w, "bubblewrap") || !strings.Contains(w, "no memory cgroup") {
+		t.Errorf("without bubblewrap or a memory cgroup the warning is %q", w)
+	}
+	noCgroup := *s
+	noCgroup.mem, noCgroup.memWhy = nil, "cgroup v1: permission denied"
+	if w := noCgroup.Warning(); !strings.Contains(w, "WARNING: no memory cgroup") || !strings.Contains(w, "permission denied") || !strings.Contains(w, "RLIMIT_AS") {
+		t.Errorf("without a memory cgroup the warning is %q", w)
 	}
 }
 

@@ -30,7 +30,11 @@ type Tool struct {
 // outside bubblewrap, as lacuna's user, because the go command reads and
 // writes lacuna's build and module caches (and may fetch modules);
 // with cgo off, compiling runs none of the input's code, only the
-// compiler's on it, and the limits stop a compile bomb.
+// compiler's on it, and the limits stop a compile bomb. It has no memory
+// cgroup: the trusted compiler hides no memory in shared memory or
+// memfds, and the go command runs several compilers at once, each under
+// RLIMIT_AS, so one group of Memory for them all would fail builds that
+// pass now (and ToolCommand's callers start the tool themselves).
 //
 // To compile generated code with it (what the Go toolchain runner does):
 //
