@@ -571,7 +571,7 @@ func TestMemoryCgroupWithoutBubblewrap(t *testing.T) {
 	}
 
 	token := fmt.Sprintf("lacuna-escaped-%d-%d", os.Getpid(), time.Now().UnixNano())
-	r, err = rl.Run(context.Background(), Spec{Argv: sh("id -u; setsid sh -c 'sleep 300; : " + token + "' </dev/null >/dev/null 2>&1 & sleep 0.2"), Dir: dir, Limits: Limits{Wall: 20 * time.Second}})
+	r, err = rl.Run(context.Background(), Spec{Argv: sh("id -u; setsid sh -c 'while :; do sleep 1; done; : " + token + "' </dev/null >/dev/null 2>&1 & sleep 0.2"), Dir: dir, Limits: Limits{Wall: 20 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +614,16 @@ func unifiedForTest(t *testing.T) (c *memCgroup, rel string) {
 	if err := c.mkdir(c.dir); err != nil {
 		t.Skipf("SKIPPED LOUDLY: cannot make a cgroup v2 group: %v", err)
 	}
-	t.Cleanup(func() { c.rmdir(c.dir) })
+	t.Cleanup(func() {
+		// What a failing test left: every group below, and its processes.
+		groups, _ := filepath.Glob(filepath.Join(c.dir, "*", "cgroup.kill"))
+		for _, k := range groups {
+			writeCgroupFile(k, "1")
+			time.Sleep(100 * time.Millisecond)
+			c.rmdir(filepath.Dir(k))
+		}
+		c.rmdir(c.dir)
+	})
 	if _, err := os.Stat(filepath.Join(c.dir, "cgroup.kill")); err != nil {
 		t.Skip("SKIPPED LOUDLY: cgroup.kill needs Linux 5.14")
 	}
@@ -630,7 +639,7 @@ func TestV2RunClonesIntoItsGroupAndKillsWhatIsLeft(t *testing.T) {
 	v2 := *s
 	v2.mem, v2.bwrap = c, "" // under bubblewrap the program sees its cgroup namespace's root only
 	token := fmt.Sprintf("lacuna-escaped-v2-%d-%d", os.Getpid(), time.Now().UnixNano())
-	r, err := v2.Run(context.Background(), Spec{Argv: sh("id -u; cat /proc/self/cgroup; setsid sh -c 'sleep 300; : " + token + "' </dev/null >/dev/null 2>&1 & sleep 0.2"), Dir: dir, Limits: Limits{Wall: 20 * time.Second, Memory: 1 << 30}})
+	r, err := v2.Run(context.Background(), Spec{Argv: sh("id -u; cat /proc/self/cgroup; setsid sh -c 'while :; do sleep 1; done; : " + token + "' </dev/null >/dev/null 2>&1 & sleep 0.2"), Dir: dir, Limits: Limits{Wall: 20 * time.Second, Memory: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
