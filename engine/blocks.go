@@ -35,6 +35,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "endpoint", Type: cty.String, Doc: "OpenAI-compatible base URL"},
 			{Name: "api_key_env", Type: cty.String, Doc: "the environment variable holding the API key (never the key itself)"},
 			{Name: "served_name", Type: cty.String, Doc: "the name the server knows the model by (default: id); checked against GET /v1/models at plan time"},
+			{Name: "reported_name", Type: cty.String, Doc: "the id the server may name in its answers' model field besides served_name, e.g. the dated model behind an alias (\"*\": any, or none); an answer naming any other model fails its call and is never cached"},
 			{Name: "api", Type: cty.String, OneOf: []string{"chat", "completions"}, Doc: "chat (default) or completions"},
 			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a runner that serves the model (e.g. runner.vllm)"},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},

@@ -9,7 +9,7 @@ import (
 // Model is a `model` block as a node config field receives it
 // (`model = model.qwen`). Only its identity and its sampling defaults are
 // key material (KeyView): the endpoint, the key's variable, the served
-// name, the concurrency and the timeout say how to reach the model, not
+// and reported names, the concurrency and the timeout say how to reach the model, not
 // what it is, so moving the server keeps every key and the call cache.
 // The structured-output mechanism is key material when it is not the
 // default (KeyView): vLLM answers the two through different code paths,
@@ -39,6 +39,9 @@ type Model struct {
 	// StructuredOutput is how constraints go on the wire (response_format,
 	// the default, or structured_outputs); see KeyView.
 	StructuredOutput *string `cty:"structured_output"`
+	// ReportedName is the id the server may name in its answers besides
+	// the served name ("*": any); see runners/llm.Endpoint.Reported.
+	ReportedName *string `cty:"reported_name"`
 }
 
 // ModelKey is the part of a Model that enters action keys.

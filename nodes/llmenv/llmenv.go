@@ -40,6 +40,9 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	// The block's defaults are the client's (the limiter shared below
 	// needs the concurrency itself).
 	ep := llm.Endpoint{ServedName: m.Served(), Concurrency: llm.DefaultConcurrency, Timeout: llm.DefaultTimeout}
+	if m.ReportedName != nil {
+		ep.Reported = *m.ReportedName
+	}
 	if m.Endpoint == nil || *m.Endpoint == "" {
 		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var).", m.ID)
 	}

@@ -178,3 +178,30 @@ func TestMaxRetriesZeroMeansOneTry(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// reported_name is the id answers may name besides served_name: unset,
+// answers from a server that names another id fail their call; set, they
+// are answers.
+func TestReportedNameAcceptsTheIDAnswersName(t *testing.T) {
+	srv := llmtest.New(llmtest.Config{AnswerModel: "test-model-2024-08-06"})
+	defer srv.Close()
+	call := llm.Call{Request: llm.Request{API: "chat", Messages: []llm.Message{{Role: "user", Content: "x"}}}}
+	for _, tc := range []struct {
+		attr *string
+		ok   bool
+	}{
+		{nil, false},
+		{ptr("test-model-2024-08-06"), true},
+		{ptr("*"), true},
+		{ptr("test-model-2025-01-01"), false},
+	} {
+		m, _, err := llmenv.Resolve(context.Background(), resolveEnv{}, "model", "model", nodes.Model{ID: "test-model", Endpoint: ptr(srv.URL()), ReportedName: tc.attr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := llm.New(m.Endpoint).Do(context.Background(), call)
+		if (err == nil) != tc.ok || tc.ok && r.Model != "test-model-2024-08-06" {
+			t.Errorf("reported_name %v: got %+v, %v; want ok %v", tc.attr, r, err, tc.ok)
+		}
+	}
+}

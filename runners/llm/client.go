@@ -24,9 +24,15 @@ import (
 // part of a call's key: moving the server or changing its limits keeps the
 // cache.
 type Endpoint struct {
-	BaseURL     string        // e.g. http://127.0.0.1:8000/v1; errors show it through RedactURL
-	APIKey      string        // sent as a bearer token when not empty
-	ServedName  string        // the `model` field of every request
+	BaseURL    string // e.g. http://127.0.0.1:8000/v1; errors show it through RedactURL
+	APIKey     string // sent as a bearer token when not empty
+	ServedName string // the `model` field of every request
+	// Reported is the id the server may name in its answers' `model`
+	// field besides ServedName (OpenAI's API answers a request for an
+	// alias under the dated model behind it); "*" accepts any id, or
+	// none. Empty: an answer must name ServedName. An answer naming
+	// another model fails its call (Client.Do) and is never cached.
+	Reported    string
 	Timeout     time.Duration // per attempt (0: DefaultTimeout)
 	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
 	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries; NoRetries: none)
@@ -221,7 +227,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 //
 // A cached call returns at once with Cached set. Otherwise the call is
 // sent, retried on 429, 5xx, timeouts, dropped connections and malformed
-// or empty answers (at most Endpoint.MaxRetries times, after the
+// answers (at most Endpoint.MaxRetries times, after the
 // Backoff's delay or the server's Retry-After capped at MaxRetryAfter; a
 // Retry-After that would outlast ctx's deadline fails the call at once,
 // saying so), and, once answered, stored in the cache before Do returns:
@@ -230,6 +236,19 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 // at most 8 MiB of answer: a longer one fails the call without a retry,
 // so that many calls in flight cannot exhaust memory. Cancelling ctx
 // stops the call promptly.
+//
+// Only a true answer is returned and cached. Malformed, and retried like
+// a dropped connection: a body that is not valid UTF-8 (or escapes a lone
+// UTF-16 surrogate; neither is ever replaced by U+FFFD), that does not
+// decode as the API's answer, that has no choices, a choice without
+// finish_reason, a chat message whose content is null (unless its
+// reasoning or refusal field carries what the model produced: a
+// reasoning model that spent max_tokens thinking answers that way) or a
+// completion whose text is null. Failed at once: an answer that names
+// another model than the one asked for (Endpoint.ServedName, or
+// Endpoint.Reported), which is a misrouted request or a server under
+// another name, and a chat answer that is a tool call (the client sends
+// no tools and reads no tool calls).
 func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 	c.stats.begin()
 	resp, err := c.do(ctx, call)
@@ -308,15 +327,17 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	return resp, nil
 }
 
-// lookup returns the cached call, or nil on a miss; an unreadable entry is
-// a miss (the call is made again and its entry rewritten).
+// lookup returns the cached call, or nil on a miss; an unreadable entry,
+// or one naming a model this client does not accept (written before
+// answers were checked), is a miss (the call is made again and its entry
+// rewritten).
 func (c *Client) lookup(key string) *Response {
 	b, ok, err := c.cache.Get(key)
 	if err != nil || !ok {
 		return nil
 	}
 	var r Response
-	if json.Unmarshal(b, &r) != nil {
+	if json.Unmarshal(b, &r) != nil || c.wrongModel(r.Model) != "" {
 		return nil
 	}
 	r.Cached = true
@@ -636,7 +657,11 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 	}
 	r, err := parseAnswer(b, api)
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, err), retry: true}
+		var fe *finalError
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, err), retry: !errors.As(err, &fe)}
+	}
+	if why := c.wrongModel(r.Model); why != "" {
+		return nil, &attemptError{err: fmt.Errorf("POST %s: %s", shown, why)}
 	}
 	r.Latency = time.Since(start)
 	o = success
@@ -717,17 +742,40 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
+// wrongModel says why an answer naming model is not an answer of the
+// model this client asks for ("" when it is).
+func (c *Client) wrongModel(model string) string {
+	switch {
+	case c.ep.Reported == "*", model == c.ep.ServedName, c.ep.Reported != "" && model == c.ep.Reported:
+		return ""
+	case model == "":
+		return fmt.Sprintf("the answer names no model (asked for %q); if the server never does, set reported_name = \"*\" in the model block", c.ep.ServedName)
+	}
+	want := c.ep.ServedName
+	if c.ep.Reported != "" {
+		want = c.ep.Reported
+	}
+	return fmt.Sprintf("the answer is from model %q, not %q as asked: a request routed to another model, or a server that reports another id for it; if that id is the model you mean, set reported_name = %q in the model block", model, want, model)
+}
+
+// finalError is a malformed answer that another try would not mend.
+type finalError struct{ msg string }
+
+func (e *finalError) Error() string { return e.msg }
+
 // The wire format of an answer.
 type wireAnswer struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Text    *string `json:"text"`
 		Message *struct {
-			Content          *string `json:"content"`
-			ReasoningContent string  `json:"reasoning_content"`
-			Reasoning        string  `json:"reasoning"`
+			Content          *string         `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			Refusal          *string         `json:"refusal"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
 		} `json:"message"`
-		FinishReason string          `json:"finish_reason"`
+		FinishReason *string         `json:"finish_reason"`
 		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage struct {
@@ -737,8 +785,11 @@ type wireAnswer struct {
 }
 
 // parseAnswer reads a 2xx answer; an error means the answer is malformed
-// (worth another try).
+// (worth another try, unless it is a *finalError).
 func parseAnswer(b []byte, api string) (*Response, error) {
+	if err := checkText(b); err != nil {
+		return nil, fmt.Errorf("malformed answer: %w", err)
+	}
 	var w wireAnswer
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("malformed answer (%v): %s", err, excerpt(string(b), 120))
@@ -747,22 +798,37 @@ func parseAnswer(b []byte, api string) (*Response, error) {
 		return nil, fmt.Errorf("answer has no choices: %s", excerpt(string(b), 120))
 	}
 	ch := w.Choices[0]
+	if ch.FinishReason == nil || *ch.FinishReason == "" {
+		return nil, fmt.Errorf("answer's choice has no finish_reason: %s", excerpt(string(b), 120))
+	}
+	if w.Usage.PromptTokens < 0 || w.Usage.CompletionTokens < 0 {
+		return nil, fmt.Errorf("answer's usage counts negative tokens: %s", excerpt(string(b), 120))
+	}
 	r := &Response{
-		FinishReason: ch.FinishReason,
+		FinishReason: *ch.FinishReason,
 		Model:        w.Model,
 		PromptTokens: w.Usage.PromptTokens,
 		OutputTokens: w.Usage.CompletionTokens,
 	}
 	if api == "chat" {
-		if ch.Message == nil {
+		m := ch.Message
+		if m == nil {
 			return nil, fmt.Errorf("answer's choice has no message: %s", excerpt(string(b), 120))
 		}
-		if ch.Message.Content != nil {
-			r.Text = *ch.Message.Content
-		}
-		r.Reasoning = ch.Message.ReasoningContent
+		r.Reasoning = m.ReasoningContent
 		if r.Reasoning == "" {
-			r.Reasoning = ch.Message.Reasoning
+			r.Reasoning = m.Reasoning
+		}
+		if m.Refusal != nil {
+			r.Refusal = *m.Refusal
+		}
+		switch {
+		case m.Content != nil:
+			r.Text = *m.Content
+		case len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]":
+			return nil, &finalError{"the answer is a tool call, not text (the client sends no tools; a model block's params must not add them): " + excerpt(string(b), 120)}
+		case r.Reasoning == "" && r.Refusal == "":
+			return nil, fmt.Errorf("answer's message has null content: %s", excerpt(string(b), 120))
 		}
 	} else {
 		if ch.Text == nil {
@@ -826,6 +892,56 @@ func parseLogprobs(b []byte, api string) ([]Token, error) {
 		}
 	}
 	return toks, nil
+}
+
+// checkText reports a body that is not valid UTF-8, or whose JSON escapes
+// a lone UTF-16 surrogate (\ud800 to \udfff unpaired): encoding/json
+// would decode either to U+FFFD, an answer the model never gave.
+func checkText(b []byte) error {
+	if !utf8.Valid(b) {
+		i := 0
+		for i < len(b) {
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("answer is not valid UTF-8 (byte %d)", i)
+	}
+	// Outside strings valid JSON has no backslash, so escapes can be
+	// scanned without tracking strings; a body that is not JSON fails to
+	// decode after this.
+	// escape reads the \uXXXX escape at i, if there is one.
+	escape := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(v), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := escape(i)
+		if !ok {
+			i++ // the escaped character
+			continue
+		}
+		switch {
+		case r >= 0xd800 && r < 0xdc00:
+			if lo, ok := escape(i + 6); ok && lo >= 0xdc00 && lo < 0xe000 {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("answer escapes a lone UTF-16 surrogate at byte %d", i)
+		case r >= 0xdc00 && r < 0xe000:
+			return fmt.Errorf("answer escapes a lone UTF-16 surrogate at byte %d", i)
+		}
+		i += 5
+	}
+	return nil
 }
 
 // excerpt shortens s to about n bytes on one line.

@@ -84,6 +84,7 @@ type Call struct {
 type Response struct {
 	Text         string  `json:"text"`                // the answer as the server sent it (think blocks included)
 	Reasoning    string  `json:"reasoning,omitempty"` // a separate reasoning_content field, when the server sends one
+	Refusal      string  `json:"refusal,omitempty"`   // a chat answer's refusal field (OpenAI's), when the model refused
 	FinishReason string  `json:"finish_reason"`
 	Model        string  `json:"model"` // the model the server says answered
 	PromptTokens int     `json:"prompt_tokens"`

@@ -73,6 +73,11 @@ type Config struct {
 	APIKey string
 	// Delay is how long every answer takes (a model's latency).
 	Delay time.Duration
+	// AnswerModel, when set, is the id every answer names in its `model`
+	// field instead of the request's: a server that reports the dated
+	// model behind an alias (OpenAI's API), or one that names every
+	// answer after itself.
+	AnswerModel string
 
 	// Faults gives each kind of fault the fraction of requests that get it
 	// (the fractions sum to at most 1); Seed makes the draw reproducible.
@@ -138,6 +143,11 @@ type Rule struct {
 	Reply     func(Request) string // computes the answer instead of Answer
 	Reasoning string               // sent as reasoning_content (chat)
 	Status    int                  // answer this HTTP status and an error instead (e.g. 400)
+	// Raw, when set, is the whole body of a 200 answer, sent as it is
+	// (a broken or lying server: invalid UTF-8, a null content, another
+	// model's id); nil sends the scripted answer. Faults still apply
+	// before it.
+	Raw func(Request) []byte
 }
 
 func (r *Rule) matches(q Request) bool {
@@ -520,7 +530,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		q.Logprobs = 0
 	}
 	ids, _ := q.Body["return_tokens_as_token_ids"].(bool)
-	body := answer(q, text, reasoning, top, ids && !s.cfg.IgnoreTokenIDs)
+	model := q.Model
+	if s.cfg.AnswerModel != "" {
+		model = s.cfg.AnswerModel
+	}
+	body := answer(q, model, text, reasoning, top, ids && !s.cfg.IgnoreTokenIDs)
+	if rule != nil && rule.Raw != nil {
+		if raw := rule.Raw(q); raw != nil {
+			body = raw
+		}
+	}
 	switch fault {
 	case Drop:
 		drop(w, body)
@@ -730,9 +749,9 @@ func renormalize(cands []Candidate) []Candidate {
 	return out
 }
 
-// answer builds the response body for text; top, when not nil, is the
+// answer builds the response body for text, from model; top, when not nil, is the
 // scripted distribution of its single token (Rule.Next).
-func answer(q Request, text, reasoning string, top []Candidate, tokenIDs bool) []byte {
+func answer(q Request, model, text, reasoning string, top []Candidate, tokenIDs bool) []byte {
 	finish := "stop"
 	for _, st := range q.Stop {
 		if i := strings.Index(text, st); st != "" && i >= 0 {
@@ -769,7 +788,7 @@ func answer(q Request, text, reasoning string, top []Candidate, tokenIDs bool) [
 		choice["logprobs"] = logprobs(q, text)
 	}
 	b, err := json.Marshal(map[string]any{
-		"id": "llmtest-" + q.ID, "object": object, "created": 0, "model": q.Model,
+		"id": "llmtest-" + q.ID, "object": object, "created": 0, "model": model,
 		"choices": []any{choice}, "usage": usage,
 	})
 	if err != nil {
