@@ -138,11 +138,20 @@ func (c *ContentHasher) Add(row parquet.Row) {
 		default:
 			raw := v.ByteArray()
 			b = binary.AppendUvarint(b, uint64(len(raw)))
+			if len(raw) > 4096 {
+				// Hashed where it is: a copy would double a large value.
+				c.h.Write(b)
+				c.h.Write(raw)
+				b = b[:0]
+				continue
+			}
 			b = append(b, raw...)
 		}
 	}
 	c.h.Write(b)
-	c.buf = b
+	if cap(b) <= 1<<20 {
+		c.buf = b
+	}
 	c.rows++
 }
 

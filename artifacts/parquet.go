@@ -30,7 +30,20 @@ const (
 	MetaSchemaVersion = "lacuna.schema_version"
 )
 
-var zstdCodec = &zstd.Codec{Level: zstd.SpeedDefault}
+var zstdCodec = sizedZstd{&zstd.Codec{Level: zstd.SpeedDefault}}
+
+// sizedZstd is parquet-go's zstd codec with the output buffer of a page
+// allocated once, about the page's size: the encoder otherwise grows it by
+// appending, which for a page of hundreds of MiB (one long value) leaves
+// several times its size as garbage. Same bytes out.
+type sizedZstd struct{ *zstd.Codec }
+
+func (c sizedZstd) Encode(dst, src []byte) ([]byte, error) {
+	if n := len(src) + len(src)>>7 + 1024; len(src) > 1<<20 && cap(dst) < n {
+		dst = make([]byte, 0, n)
+	}
+	return c.Codec.Encode(dst, src)
+}
 
 // ErrCorrupt reports an object whose bytes or rows do not match its name.
 var ErrCorrupt = errors.New("corrupt object")
@@ -80,6 +93,7 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 		parquet.Compression(zstdCodec),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
 		parquet.PageBufferSize(pageBufferSize),
+		parquet.ColumnPageBuffers(pageSpill{s}),
 	}
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
@@ -109,7 +123,9 @@ func (w *Writer) WriteRows(rows []parquet.Row) error {
 // map[string]any for a schema built from parquet.Group).
 func (w *Writer) Write(v any) error {
 	w.buf = append(w.buf[:0], w.schema.Deconstruct(nil, v))
-	return w.WriteRows(w.buf)
+	err := w.WriteRows(w.buf)
+	w.buf[0] = nil // the row's values may be large: keep none past the call
+	return err
 }
 
 // SetMeta adds a key-value pair to the file's metadata (before Commit).

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lacuna-dev/lacuna/internal/regfile"
 	"io"
 	"maps"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/lacuna-dev/lacuna/internal/regfile"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/parquet-go/parquet-go"
 )
@@ -134,10 +134,11 @@ func checkPinned(r nodes.Run, name string, read uint64) error {
 }
 
 // Run streams the file into the output: once to infer the schema (only
-// per-column counts are kept), once to write rows, so memory stays that of
-// one record and the writer's buffers whatever the file's size. A file
-// whose bytes differ from those Resolve pinned, in either pass, is an
-// error.
+// per-column counts are kept; values are checked, never held), once to
+// write rows, so memory stays that of one record and the writer's buffers
+// whatever the file's size. Reading a JSON record holds at most about
+// twice its size (its longest value in chunks, then whole). A file whose
+// bytes differ from those Resolve pinned, in either pass, is an error.
 func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
 	path := c.abs(r.Dir())
@@ -155,7 +156,7 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 		}
 	} else {
 		counts := map[string]*kindCount{}
-		digest, err := eachRecord(ctx, path, c.Path, format, nil, func(rec map[string]any, line int) error {
+		digest, err := eachRecord(ctx, path, c.Path, format, true, nil, func(rec map[string]any, line int) error {
 			for k, v := range rec {
 				n := counts[k]
 				if n == nil {
@@ -189,7 +190,7 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	row := map[string]any{}
 	records := 0
-	digest, err := eachRecord(ctx, path, c.Path, format, r.Progress, func(rec map[string]any, line int) error {
+	digest, err := eachRecord(ctx, path, c.Path, format, false, r.Progress, func(rec map[string]any, line int) error {
 		clear(row)
 		for _, col := range cols {
 			v, err := col.convert(rec[col.name])
@@ -224,8 +225,9 @@ const utf8BOM = "\xef\xbb\xbf"
 
 // eachRecord streams the records of a JSON or CSV file to fn with the line
 // each starts on, reporting progress in bytes when progress is not nil, and
-// returns the digest of the file's bytes as read.
-func eachRecord(ctx context.Context, path, name, format string, progress func(done, total int64), fn func(map[string]any, int) error) (uint64, error) {
+// returns the digest of the file's bytes as read. With kinds, fn needs only
+// the kinds of JSON values (jsonRecords.kinds).
+func eachRecord(ctx context.Context, path, name, format string, kinds bool, progress func(done, total int64), fn func(map[string]any, int) error) (uint64, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("import: %w", err)
@@ -249,7 +251,7 @@ func eachRecord(ctx context.Context, path, name, format string, progress func(do
 		}
 		next = cs.next
 	} else {
-		next = newJSONRecords(br, name).next
+		next = newJSONRecords(br, name, kinds).next
 	}
 	for i := 0; ; i++ {
 		rec, line, err := next()

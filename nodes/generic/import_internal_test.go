@@ -37,7 +37,7 @@ func TestImportBoundsOneRecord(t *testing.T) {
 
 func readAll(format, src string) error {
 	br := bufio.NewReader(strings.NewReader(src))
-	next := newJSONRecords(br, "f").next
+	next := newJSONRecords(br, "f", false).next
 	if format == "csv" {
 		cs, err := newCSVRecords(br, "f")
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -25,28 +26,102 @@ const maxJSONDepth = 10000
 // numbers: a JSON column stores it unchanged, and no map is built for it.
 type rawJSON []byte
 
+// textChunk is the size of the chunks a long value is read into.
+const textChunk = 1 << 20
+
+// text accumulates one value's bytes: in one slice while it is short, in
+// chunks of textChunk once it is not, joined once into a slice of the exact
+// size at the end. Growing one slice by append would copy the value at
+// every growth and leave about four times its size as garbage before the
+// last; chunks cost one copy, made when the size is known. With off, it
+// keeps nothing.
+type text struct {
+	buf    []byte   // the current chunk: the whole text while it is short
+	chunks [][]byte // the full chunks before buf
+	off    bool
+}
+
+func (t *text) reset(off bool) {
+	if cap(t.buf) > textChunk {
+		t.buf = nil
+	}
+	t.buf, t.chunks, t.off = t.buf[:0], nil, off
+}
+
+func (t *text) addByte(c byte) {
+	if t.off {
+		return
+	}
+	if len(t.buf) == cap(t.buf) && cap(t.buf) >= textChunk {
+		t.chunks = append(t.chunks, t.buf)
+		t.buf = make([]byte, 0, textChunk)
+	}
+	t.buf = append(t.buf, c)
+}
+
+func (t *text) add(p []byte) {
+	for _, c := range p {
+		t.addByte(c)
+	}
+}
+
+func (t *text) size() int {
+	n := len(t.buf)
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	return n
+}
+
+// take returns the text in a slice of its own.
+func (t *text) take() []byte {
+	out := make([]byte, 0, t.size())
+	for _, c := range t.chunks {
+		out = append(out, c...)
+	}
+	return append(out, t.buf...)
+}
+
+// string returns the text as a string (one copy, of the exact size).
+func (t *text) string() string {
+	var b strings.Builder
+	b.Grow(t.size())
+	for _, c := range t.chunks {
+		b.Write(c)
+	}
+	b.Write(t.buf)
+	return b.String()
+}
+
 // jsonRecords reads JSON objects from a stream: one per line (JSONL; any
 // whitespace separates them), or the elements of one top-level array. It
 // never changes what it reads without saying so: a duplicate key (at any
 // depth), invalid UTF-8, an escaped lone surrogate or a record over
 // maxRecord bytes is an error naming file:line:col. Numbers are
 // json.Number with the file's text; top-level values are string, bool,
-// json.Number, nil or rawJSON. A jsonRecords is used by one goroutine.
+// json.Number, nil or rawJSON. With kinds, only the kinds of the values
+// are wanted (inferring a schema): strings come back empty and nested
+// values as an empty rawJSON, checked as thoroughly but never held, so
+// that memory is not that of the largest value. A jsonRecords is used by
+// one goroutine.
 type jsonRecords struct {
 	r         *bufio.Reader
 	name      string
+	kinds     bool
 	line, col int
 	started   bool
 	array     bool     // inside a top-level array
 	done      bool     // the array is closed
 	n, start  int64    // bytes read, and where the current record started
 	keys      []keySet // the keys of the objects open at each depth
-	scratch   []byte   // a string being decoded
+	dec       text     // a string being decoded
+	raw       text     // a nested value's JSON text
+	discard   text     // keeps nothing
 	num       []byte   // a scalar being read
 }
 
-func newJSONRecords(r *bufio.Reader, name string) *jsonRecords {
-	return &jsonRecords{r: r, name: name, line: 1, col: 1}
+func newJSONRecords(r *bufio.Reader, name string, kinds bool) *jsonRecords {
+	return &jsonRecords{r: r, name: name, kinds: kinds, line: 1, col: 1, discard: text{off: true}}
 }
 
 func (j *jsonRecords) errorf(format string, args ...any) error {
@@ -166,11 +241,10 @@ func (j *jsonRecords) object() (map[string]any, error) {
 		if j.peek() != '"' {
 			return nil, j.errorf("want a string key")
 		}
-		_, k, err := j.str(nil, false)
-		if err != nil {
+		if err := j.str(nil, true); err != nil {
 			return nil, err
 		}
-		key := string(k)
+		key := j.dec.string()
 		if _, dup := rec[key]; dup {
 			return nil, fmt.Errorf("%s:%d:%d: duplicate key %q in one object; the file would be read differently by different tools, so remove one", j.name, kl, kc, key)
 		}
@@ -181,17 +255,24 @@ func (j *jsonRecords) object() (map[string]any, error) {
 		var v any
 		switch c := j.peek(); c {
 		case '{', '[':
-			raw, err := j.raw(nil, 1)
-			if err != nil {
+			j.raw.reset(j.kinds)
+			if err := j.rawValue(1); err != nil {
 				return nil, err
 			}
-			v = rawJSON(raw)
+			v = rawJSON(nil)
+			if !j.kinds {
+				v = rawJSON(j.raw.take())
+			}
+			j.raw.reset(false)
 		case '"':
-			_, sv, err := j.str(nil, false)
-			if err != nil {
+			if err := j.str(nil, !j.kinds); err != nil {
 				return nil, err
 			}
-			v = string(sv)
+			v = ""
+			if !j.kinds {
+				v = j.dec.string()
+			}
+			j.dec.reset(false)
 		default:
 			text, err := j.scalar()
 			if err != nil {
@@ -232,14 +313,15 @@ func (j *jsonRecords) comma(closer byte) (bool, error) {
 	return false, j.errorf("want , or %c, got %q", closer, c)
 }
 
-// raw reads a nested object or array into out as compact JSON, checking it
-// as object() does.
-func (j *jsonRecords) raw(out []byte, depth int) ([]byte, error) {
+// rawValue reads a nested object or array into j.raw as compact JSON,
+// checking it as object() does.
+func (j *jsonRecords) rawValue(depth int) error {
 	if depth > maxJSONDepth {
-		return nil, j.errorf("JSON nested deeper than %d levels", maxJSONDepth)
+		return j.errorf("JSON nested deeper than %d levels", maxJSONDepth)
 	}
+	out := &j.raw
 	open, _ := j.readByte()
-	out = append(out, open)
+	out.addByte(open)
 	closer := byte(']')
 	if open == '{' {
 		closer = '}'
@@ -251,140 +333,131 @@ func (j *jsonRecords) raw(out []byte, depth int) ([]byte, error) {
 	j.skipSpace()
 	if j.peek() == closer {
 		j.readByte()
-		return append(out, closer), nil
+		out.addByte(closer)
+		return nil
 	}
 	for first := true; ; first = false {
 		if !first {
-			out = append(out, ',')
+			out.addByte(',')
 		}
 		j.skipSpace()
 		if open == '{' {
 			kl, kc := j.line, j.col
 			if j.peek() != '"' {
-				return nil, j.errorf("want a string key")
+				return j.errorf("want a string key")
 			}
-			var k []byte
-			var err error
-			if out, k, err = j.str(out, true); err != nil {
-				return nil, err
+			if err := j.str(out, true); err != nil {
+				return err
 			}
-			if j.keys[depth-1].add(string(k)) {
-				return nil, fmt.Errorf("%s:%d:%d: duplicate key %q in one object; the file would be read differently by different tools, so remove one", j.name, kl, kc, k)
+			k := j.dec.string()
+			if j.keys[depth-1].add(k) {
+				return fmt.Errorf("%s:%d:%d: duplicate key %q in one object; the file would be read differently by different tools, so remove one", j.name, kl, kc, k)
 			}
 			if err := j.colon(); err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, ':')
+			out.addByte(':')
 			j.skipSpace()
 		}
 		var err error
 		switch j.peek() {
 		case '{', '[':
-			out, err = j.raw(out, depth+1)
+			err = j.rawValue(depth + 1)
 		case '"':
-			out, _, err = j.str(out, true)
+			err = j.str(out, false)
 		default:
 			var text []byte
 			if text, err = j.scalar(); err == nil {
-				out = append(out, text...)
+				out.add(text)
 			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		end, err := j.comma(closer)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if end {
-			return append(out, closer), nil
+			out.addByte(closer)
+			return nil
 		}
 	}
 }
 
-// str reads a JSON string, decoding it into the scratch buffer it returns
-// (valid until the next call) and, with raw, appending its JSON text as
-// written to out. It checks UTF-8 and escapes.
-func (j *jsonRecords) str(out []byte, raw bool) ([]byte, []byte, error) {
+// str reads a JSON string, with decode decoding it into j.dec (reset
+// first), and appending its JSON text as written to out when out is not
+// nil. It checks UTF-8 and escapes either way.
+func (j *jsonRecords) str(out *text, decode bool) error {
 	j.readByte() // "
-	if raw {
-		out = append(out, '"')
+	if out == nil {
+		out = &j.discard
 	}
-	s := j.scratch[:0]
-	defer func() {
-		if cap(s) <= 1<<20 { // a huge string's buffer is not kept for the next
-			j.scratch = s
-		}
-	}()
+	out.addByte('"')
+	s := &j.dec
+	s.reset(!decode)
 	for {
 		c, err := j.readByte()
 		if err != nil {
 			if err == io.EOF {
-				return nil, nil, j.errorf("unterminated string")
+				return j.errorf("unterminated string")
 			}
-			return nil, nil, err
+			return err
 		}
 		switch {
 		case c == '"':
-			if raw {
-				out = append(out, '"')
-			}
-			return out, s, nil
+			out.addByte('"')
+			return nil
 		case c < 0x20:
-			return nil, nil, j.errorAt(j.line, j.col-1, "control character %q in a string (JSON requires it escaped)", c)
+			return j.errorAt(j.line, j.col-1, "control character %q in a string (JSON requires it escaped)", c)
 		case c == '\\':
 			line, col := j.line, j.col-1
 			e, _ := j.readByte()
-			if raw {
-				out = append(out, '\\', e)
-			}
+			out.addByte('\\')
+			out.addByte(e)
 			switch e {
 			case '"', '\\', '/':
-				s = append(s, e)
+				s.addByte(e)
 			case 'b':
-				s = append(s, '\b')
+				s.addByte('\b')
 			case 'f':
-				s = append(s, '\f')
+				s.addByte('\f')
 			case 'n':
-				s = append(s, '\n')
+				s.addByte('\n')
 			case 'r':
-				s = append(s, '\r')
+				s.addByte('\r')
 			case 't':
-				s = append(s, '\t')
+				s.addByte('\t')
 			case 'u':
 				r, hex, err := j.hex4()
 				if err != nil {
-					return nil, nil, err
+					return err
 				}
-				if raw {
-					out = append(out, hex...)
-				}
+				out.add(hex)
 				if utf16.IsSurrogate(r) {
 					var low rune = -1
 					if b, _ := j.r.Peek(2); string(b) == "\\u" {
 						j.readByte()
 						j.readByte()
 						if low, hex, err = j.hex4(); err != nil {
-							return nil, nil, err
+							return err
 						}
-						if raw {
-							out = append(out, '\\', 'u')
-							out = append(out, hex...)
-						}
+						out.addByte('\\')
+						out.addByte('u')
+						out.add(hex)
 					}
 					if r = utf16.DecodeRune(r, low); r == utf8.RuneError {
-						return nil, nil, j.errorAt(line, col, "escaped lone UTF-16 surrogate in a string; it has no UTF-8 form, and Parquet strings must be UTF-8")
+						return j.errorAt(line, col, "escaped lone UTF-16 surrogate in a string; it has no UTF-8 form, and Parquet strings must be UTF-8")
 					}
 				}
-				s = utf8.AppendRune(s, r)
+				var buf [utf8.UTFMax]byte
+				s.add(utf8.AppendRune(buf[:0], r))
 			default:
-				return nil, nil, j.errorAt(line, col, "invalid escape \\%c in a string", e)
+				return j.errorAt(line, col, "invalid escape \\%c in a string", e)
 			}
 		case c < utf8.RuneSelf:
-			s = append(s, c)
-			if raw {
-				out = append(out, c)
-			}
+			s.addByte(c)
+			out.addByte(c)
 		default:
 			line, col := j.line, j.col
 			if c&0xC0 != 0x80 {
@@ -398,12 +471,10 @@ func (j *jsonRecords) str(out []byte, raw bool) ([]byte, []byte, error) {
 				n++
 			}
 			if r, size := utf8.DecodeRune(buf[:n]); r == utf8.RuneError && size <= 1 || size != n {
-				return nil, nil, j.errorAt(line, col, "invalid UTF-8 in a string; Parquet strings must be UTF-8: convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)")
+				return j.errorAt(line, col, "invalid UTF-8 in a string; Parquet strings must be UTF-8: convert the file to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8)")
 			}
-			s = append(s, buf[:n]...)
-			if raw {
-				out = append(out, buf[:n]...)
-			}
+			s.add(buf[:n])
+			out.add(buf[:n])
 		}
 	}
 }
