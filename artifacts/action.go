@@ -83,14 +83,62 @@ type Failure struct {
 // ErrNotFound is returned for keys and digests the store does not hold.
 var ErrNotFound = fs.ErrNotExist
 
-// GetAction returns the cache entry of key, or ErrNotFound.
+// ErrDamagedAction is in the chain of GetAction's error when the entry
+// exists but is not an action entry of its key (bytes that are not its
+// JSON, or another key's entry): a *DamagedActionError.
+var ErrDamagedAction = errors.New("damaged action entry")
+
+// DamagedActionError is an action entry that cannot be read as what its
+// name says. Nothing is moved by the read that finds it: a run moves it
+// to quarantine/ (QuarantineAction) and recomputes, fsck --repair does
+// the same, read-only commands report it.
+type DamagedActionError struct {
+	Key  Digest
+	Path string // relative to the store's root: ac/XX/KEY.json
+	Why  string
+}
+
+func (e *DamagedActionError) Error() string {
+	return fmt.Sprintf("action entry %s is damaged (%s): run the pipeline again to recompute it, or `lacuna fsck` to move it to quarantine/ (the next run recomputes it)", e.Path, e.Why)
+}
+
+func (e *DamagedActionError) Unwrap() error { return ErrDamagedAction }
+
+// GetAction returns the cache entry of key, ErrNotFound, or a
+// *DamagedActionError (ErrDamagedAction) for an entry that does not
+// decode or names another key.
 func (s *Store) GetAction(key Digest) (*Action, error) {
-	var a Action
-	if err := readJSON(s.path("ac", key, ".json"), &a); err != nil {
+	path := s.path("ac", key, ".json")
+	data, err := readFile(path)
+	if err != nil {
 		return nil, err
+	}
+	var a Action
+	why := ""
+	switch err := json.Unmarshal(data, &a); {
+	case err != nil:
+		why = "not JSON of an action entry: " + err.Error()
+	case a.Key != key:
+		why = fmt.Sprintf("it names key %q", a.Key)
+	case a.Output.Digest != "" && !a.Output.Digest.Valid():
+		why = fmt.Sprintf("its output digest %q is not a digest", a.Output.Digest)
+	}
+	if why != "" {
+		rel, _ := filepath.Rel(s.root, path)
+		return nil, &DamagedActionError{Key: key, Path: rel, Why: why}
 	}
 	a.Output.Action = key
 	return &a, nil
+}
+
+// QuarantineAction moves the entry of key to quarantine/KEY.json and
+// bumps the generation, so that no snapshot naming it is trusted: the
+// next run recomputes the action. An entry already gone is not an error.
+func (s *Store) QuarantineAction(key Digest) error {
+	if err := s.quarantine(s.path("ac", key, ".json"), string(key)+".json"); err != nil {
+		return fmt.Errorf("quarantine action entry %s: %w", key, err)
+	}
+	return s.bumpGeneration()
 }
 
 // PutAction records a finished action. Its output object must already be
@@ -116,15 +164,19 @@ func (s *Store) GetFailure(key Digest) (*Failure, error) {
 // A Snapshot records, for one pipeline, what each node address resolved
 // to at its last run: the action key and output. A run that computes the
 // same key for an address takes the output from the snapshot without
-// touching the action cache, which makes a no-op run of ten thousand nodes
-// one file read. The snapshot is trusted only while the store's generation
-// is the one it was written at: every deletion (gc, fsck repair,
-// quarantine) bumps the generation. Plans also use the recorded keys to say
-// why a node will run.
+// reading the action cache (a stat of the entry: ActionIntact), which
+// makes a no-op run of ten thousand nodes one file read and a stat per
+// node. The snapshot is trusted only while the store's generation is the
+// one it was written at: every deletion (gc, fsck repair, quarantine, a
+// damaged action entry) bumps the generation. Plans also use the recorded
+// keys to say why a node will run.
 type Snapshot struct {
 	Pipeline   string                  `json:"pipeline"`
 	Generation uint64                  `json:"generation"`
 	Nodes      map[string]SnapshotNode `json:"nodes"`
+	// Written is when the snapshot's file was last written (its
+	// modification time; zero when there is none). Not stored.
+	Written time.Time `json:"-"`
 }
 
 // SnapshotNode is one address in a Snapshot.
@@ -232,7 +284,12 @@ func splitTabs(line string, f []string) int {
 // LoadSnapshot returns the pipeline's snapshot, and whether its outputs can
 // be trusted (no deletion since it was written).
 func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
-	data, err := os.ReadFile(s.snapshotPath(pipeline))
+	path := s.snapshotPath(pipeline)
+	st, err := os.Stat(path)
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(path)
+	}
 	var snap *Snapshot
 	if err == nil {
 		snap, err = decodeSnapshot(data)
@@ -240,7 +297,31 @@ func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
 	if err != nil || snap.Pipeline != pipeline {
 		return &Snapshot{Pipeline: pipeline, Nodes: map[string]SnapshotNode{}}, false
 	}
+	snap.Written = st.ModTime()
 	return snap, snap.Generation == s.Generation()
+}
+
+// ActionIntact reports whether the action entry of key is in place and,
+// if it was modified after since, reads as key's entry
+// (GetAction). A run that trusts a snapshot written at since asks it of
+// every node the snapshot answers: an entry removed or overwritten since
+// is then recomputed like a missing or damaged one, at the cost of one
+// stat per node, not one read and decode (a no-op run of ten thousand
+// nodes stays cheap). Damage that keeps the modification time (a disk's
+// bit rot) is found by fsck, and by the commands that read the entry.
+func (s *Store) ActionIntact(key Digest, since time.Time) bool {
+	st, err := os.Stat(s.path("ac", key, ".json"))
+	if err != nil {
+		return false
+	}
+	// Not after, rather than before: file times tick coarsely (a few ms),
+	// and the entries a run writes just before its snapshot share the
+	// snapshot's time.
+	if !since.IsZero() && !st.ModTime().After(since) {
+		return true
+	}
+	_, err = s.GetAction(key)
+	return err == nil
 }
 
 // SaveSnapshot merges updates into the pipeline's snapshot, written at

@@ -32,10 +32,12 @@ type FsckReport struct {
 // exist, and the action must be among the output's writers (the file's
 // metadata names it or the shard's writers log records it; see
 // ErrWrongWriter). With repair, corrupt objects and blobs move to
-// quarantine/ and action entries whose output is gone or was not written by
-// them are removed, so the next run recomputes them (corrupt calls move
-// to quarantine/ too: the call is made again); nothing valid is
-// touched. Repair holds the store lock
+// quarantine/, damaged action entries (ErrDamagedAction) too, and action
+// entries whose output is gone or was not written by them are removed,
+// so the next run recomputes them (corrupt calls move to quarantine/ too:
+// the call is made again); nothing valid is touched. Every repair that
+// moves or removes an object or an action entry bumps the generation, so
+// no snapshot still naming it is trusted. Repair holds the store lock
 // exclusively, waiting for running runs to finish.
 func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	if repair {
@@ -119,14 +121,15 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	for _, k := range acts {
 		rep.Actions++
 		a, err := s.GetAction(k)
-		if err != nil || a.Key != k {
-			detail := "key does not match file name"
-			if err != nil {
-				detail = err.Error()
+		if err != nil {
+			detail := err.Error()
+			var de *DamagedActionError
+			if errors.As(err, &de) {
+				detail = de.Why
 			}
 			p := Problem{Kind: "bad-action", Name: k, Detail: detail}
-			if repair && os.Remove(s.path("ac", k, ".json")) == nil {
-				p.Fixed = "removed"
+			if repair && s.QuarantineAction(k) == nil {
+				p.Fixed = "moved to quarantine/; the next run recomputes it"
 			}
 			rep.Problems = append(rep.Problems, p)
 			continue

@@ -111,9 +111,11 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				e.Key = key
 				n, ok := w.fromSnapshot(i.Addr, key)
 				out := n.Output
+				var damaged error
 				if !ok {
-					if a, hit := x.cached(key); hit {
-						out, ok = a.Output, true
+					var a *artifacts.Action
+					if a, ok, damaged = x.cached(key); ok {
+						out = a.Output
 					}
 				}
 				if ok && !x.Force {
@@ -130,7 +132,10 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 						e.Reason = "computed from last-known results (" + listAddrs(e.LastKnown) + ")"
 					}
 				} else {
-					e.Status, e.Reason = PlanRun, w.why(i, cfg, pinned.Identity)
+					e.Status, e.Reason = PlanRun, w.why(i, key, cfg, pinned.Identity)
+					if damaged != nil && !x.Force {
+						e.Reason = "its " + damaged.Error()
+					}
 					if cp, ok := i.Type().(nodes.CallPlanner); ok && x.CountCalls {
 						inputs := make(map[string]artifacts.Object, len(i.Inputs))
 						for _, in := range i.Inputs {
@@ -170,8 +175,8 @@ func listAddrs(a []string) string {
 	return strings.Join(a, ", ")
 }
 
-// why explains a cache miss against the instance's previous key.
-func (w *walk) why(i *Instance, cfg []byte, identity map[string]string) string {
+// why explains a cache miss of key against the instance's previous key.
+func (w *walk) why(i *Instance, key artifacts.Digest, cfg []byte, identity map[string]string) string {
 	x := w.x
 	if x.Force {
 		return "forced"
@@ -185,6 +190,9 @@ func (w *walk) why(i *Instance, cfg []byte, identity map[string]string) string {
 	if err != nil {
 		if _, ferr := x.Store.GetFailure(last); ferr == nil || n.Failed {
 			return "failed last time"
+		}
+		if last == key {
+			return "its action entry is gone from the store (fsck, gc or by hand)"
 		}
 		return "new"
 	}

@@ -100,6 +100,7 @@ const (
 	EventCached   = "cached"   // reused from the action cache
 	EventFailed   = "failed"   // Error says why
 	EventSkipped  = "skipped"  // Cause names the failed input
+	EventDamaged  = "damaged"  // the action entry was damaged: moved to quarantine/, the instance recomputes (Error says what was wrong)
 	EventProgress = "progress" // Done/Total from inside a node
 	EventSummary  = "summary"  // the last event
 )
@@ -231,15 +232,21 @@ func (r resolveEnv) Getenv(key string) string {
 func (r resolveEnv) CacheDir(name string) (string, error) { return r.x.Store.CacheDir(name) }
 
 // cached returns the action of key when its output is still in the store.
-func (x *Executor) cached(key artifacts.Digest) (*artifacts.Action, bool) {
+// An entry that is there but damaged (artifacts.ErrDamagedAction) is a
+// miss, returned as damaged; one that cannot be read for another reason is
+// a miss (computing the action rewrites it).
+func (x *Executor) cached(key artifacts.Digest) (a *artifacts.Action, ok bool, damaged error) {
 	a, err := x.Store.GetAction(key)
 	if err != nil {
-		return nil, false
+		if errors.Is(err, artifacts.ErrDamagedAction) {
+			return nil, false, err
+		}
+		return nil, false, nil
 	}
 	if _, err := os.Stat(x.Store.ObjectPath(a.Output.Digest)); err != nil {
-		return nil, false
+		return nil, false, nil
 	}
-	return a, true
+	return a, true, nil
 }
 
 // digestsIn looks input digests up in an instance's inputs map.
@@ -310,7 +317,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		if n, ok := w.fromSnapshot(i.Addr, key); ok {
 			return hit(n.Output, n.Note) // the snapshot already says so
 		}
-		if a, ok := x.cached(key); ok {
+		if a, ok, _ := x.cached(key); ok {
 			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
 			return hit(a.Output, a.Note)
 		}
@@ -322,9 +329,21 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	defer unlock()
 	if !force {
 		// Another process may have computed it while we waited.
-		if a, ok := x.cached(key); ok {
+		a, ok, damaged := x.cached(key)
+		if ok {
 			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
 			return hit(a.Output, a.Note)
+		}
+		if damaged != nil {
+			// Under the key's lock no other process writes the entry:
+			// what is moved aside is the damaged one, never a fresh one.
+			de := &artifacts.DamagedActionError{Path: string(key), Why: damaged.Error()}
+			errors.As(damaged, &de)
+			msg := fmt.Sprintf("action entry %s was damaged (%s): moved to quarantine/, recomputing", de.Path, de.Why)
+			if err := x.Store.QuarantineAction(key); err != nil {
+				msg = fmt.Sprintf("action entry %s is damaged (%s), recomputing; %v", de.Path, de.Why, err)
+			}
+			emit(Event{Event: EventDamaged, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: msg})
 		}
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})

@@ -96,8 +96,11 @@ func (w *walk) lastKnown(i *Instance, cfg []byte) (artifacts.Object, artifacts.D
 
 // fromSnapshot is the output the pipeline's snapshot holds for addr at key,
 // when the store still has it (the walk's object index: one read of each
-// cas/ shard per walk), so that an object removed from cas/ is recomputed
-// rather than trusted.
+// cas/ shard per walk) and its action entry is intact
+// (artifacts.Store.ActionIntact: a stat, and a read only for an entry
+// modified since the snapshot was written), so that an object removed from
+// cas/, or an action entry removed or damaged, is recomputed rather than
+// trusted.
 func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.SnapshotNode, bool) {
 	if !w.snapValid {
 		return artifacts.SnapshotNode{}, false
@@ -108,6 +111,9 @@ func (w *walk) fromSnapshot(addr string, key artifacts.Digest) (artifacts.Snapsh
 	}
 	if !w.objects.Has(n.Output.Digest) {
 		return artifacts.SnapshotNode{}, false
+	}
+	if !w.x.Store.ActionIntact(key, w.snap.Written) {
+		return artifacts.SnapshotNode{}, false // runOne and Plan say why
 	}
 	return n, true
 }

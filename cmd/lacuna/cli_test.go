@@ -554,3 +554,80 @@ func TestRunRecomputeRunsACachedNodeAgain(t *testing.T) {
 		t.Errorf("run --recompute of an unknown node: %d %s", r.code, r.stderr)
 	}
 }
+
+// Random bytes over an action entry: cat and show name the entry and the
+// way out instead of a JSON error, plan says the node will run because of
+// it, run moves it to quarantine/ (saying so) and recomputes the same
+// rows; damage fsck finds first is repaired so that plan and run stop
+// saying cached.
+func TestDamagedActionEntryIsReportedAndRecomputed(t *testing.T) {
+	dir := benchDAG(t, 3)
+	lacuna(t, dir, "run", "pipeline.hcl")
+	want := digests(t, dir)
+	r := lacuna(t, dir, "show", "pipeline.hcl", "node.sample.s1", "--json")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("show --json: %v %s", err, r.stdout)
+	}
+	key := m["action"].(map[string]any)["key"].(string)
+	entry := filepath.Join(".lacuna", "ac", key[:2], key+".json")
+	damage := func() {
+		t.Helper()
+		junk := []byte("\x9c\xff{\"key\x00 not an entry \xfe")
+		if err := os.WriteFile(filepath.Join(dir, entry), junk, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damage()
+
+	rel := filepath.Join("ac", key[:2], key+".json")
+	for _, args := range [][]string{{"cat", "pipeline.hcl", "node.sample.s1"}, {"cat", key}, {"show", key}} {
+		r := lacuna(t, dir, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "action entry "+rel+" is damaged") || !strings.Contains(r.stderr, "lacuna fsck") {
+			t.Errorf("%v: exit %d, stderr %q; want the entry named and the repair suggested", args, r.code, r.stderr)
+		}
+	}
+	if r := lacuna(t, dir, "show", "pipeline.hcl", "node.sample.s1"); !strings.Contains(r.stdout, rel+" is damaged") {
+		t.Errorf("show: %q %q", r.stdout, r.stderr)
+	}
+	if r := lacuna(t, dir, "plan", "pipeline.hcl"); !strings.Contains(r.stdout, "is damaged") {
+		t.Errorf("plan does not say why node.sample.s1 runs: %s", r.stdout)
+	}
+	r = lacuna(t, dir, "run", "pipeline.hcl", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"event":"damaged","time"`) || summary(t, r.stdout)["executed"] != 1.0 {
+		t.Errorf("run over a damaged entry: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".lacuna", "quarantine", key+".json")); err != nil {
+		t.Error(err)
+	}
+	if got := digests(t, dir); got["node.sample.s1"] != want["node.sample.s1"] {
+		t.Error("the recomputed node has other rows")
+	}
+
+	// Damage found by fsck first (its time set back: nothing a run's stat
+	// of the entry can see).
+	damage()
+	then := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, entry), then, then)
+	if f := lacuna(t, dir, "fsck", "--dry-run"); f.code != 1 || !strings.Contains(f.stdout, "bad-action "+key) {
+		t.Errorf("fsck --dry-run: %d %s", f.code, f.stdout)
+	}
+	if f := lacuna(t, dir, "fsck"); f.code != 1 || !strings.Contains(f.stdout, "moved to quarantine/") {
+		t.Errorf("fsck: %d %s", f.code, f.stdout)
+	}
+	if r := lacuna(t, dir, "plan", "pipeline.hcl"); !strings.Contains(r.stdout, "action entry is gone") {
+		t.Errorf("plan after fsck still trusts the snapshot: %s", r.stdout)
+	}
+	if r := lacuna(t, dir, "cat", "pipeline.hcl", "node.sample.s1"); r.code == 0 || strings.Contains(r.stderr, "no such file") || !strings.Contains(r.stderr, "not computed") {
+		t.Errorf("cat after fsck: %d %q", r.code, r.stderr)
+	}
+	if r := lacuna(t, dir, "run", "pipeline.hcl", "--json"); r.code != 0 || summary(t, r.stdout)["executed"] != 1.0 {
+		t.Errorf("run after fsck: %s %s", r.stdout, r.stderr)
+	}
+	if got := digests(t, dir); got["node.sample.s1"] != want["node.sample.s1"] {
+		t.Error("the recomputed node has other rows")
+	}
+	if f := lacuna(t, dir, "fsck"); f.code != 0 {
+		t.Errorf("fsck after the re-run: %s", f.stdout)
+	}
+}

@@ -10,9 +10,12 @@ import (
 var cmdFsck = newCommand("fsck", "[--store DIR]",
 	"verify every object in the store; quarantine corrupt ones", `
 Fsck reads every object, action entry, blob and call of the call cache of
-the store and checks its digest or checksum. Corrupt objects and calls are
-moved to quarantine/ (unless --dry-run), so the next run recomputes them or
-makes the call again. It exits 1 when it found a problem.`)
+the store and checks its digest or checksum. Corrupt objects, damaged
+action entries and corrupt calls are moved to quarantine/, and action
+entries whose output is gone are removed (unless --dry-run), so the next
+run recomputes them or makes the call again; every pipeline's snapshot is
+then distrusted, so plan and run look the actions up again. It exits 1
+when it found a problem.`)
 
 var fsckFlags struct {
 	storeFlag

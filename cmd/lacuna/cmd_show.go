@@ -290,6 +290,9 @@ func resolve(ctx context.Context, pf *pipelineFlags, pos []string, cmd *Command)
 				s.action, s.object = a, a.Output
 			} else {
 				s.pending = fmt.Sprintf("not computed with its current inputs (plan: %s, %s)", e.Status, e.Reason)
+				if _, err := l.store.GetAction(e.Key); e.Key != "" && errors.Is(err, artifacts.ErrDamagedAction) {
+					s.pending = err.Error()
+				}
 				if e.Key != "" {
 					f, err := l.store.GetFailure(e.Key)
 					if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
@@ -307,8 +310,12 @@ func resolve(ctx context.Context, pf *pipelineFlags, pos []string, cmd *Command)
 			return nil, nil, err
 		}
 		d := artifacts.Digest(pos[0])
-		if a, err := st.GetAction(d); err == nil {
+		a, err := st.GetAction(d)
+		switch {
+		case err == nil:
 			return st, []subject{{node: a.Node, action: a, object: a.Output}}, nil
+		case errors.Is(err, artifacts.ErrDamagedAction):
+			return nil, nil, err
 		}
 		if f, err := st.GetFailure(d); err == nil {
 			return st, []subject{{node: f.Node, failure: f, pending: "failed"}}, nil

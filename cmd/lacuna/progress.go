@@ -149,6 +149,8 @@ func (p *plainProgress) event(e engine.Event) {
 		fmt.Fprintf(p.w, "[%d/%d] FAILED   %s\n%s\n", n, p.c.total, e.Node, indent(e.Error))
 	case engine.EventSkipped:
 		fmt.Fprintf(p.w, "[%d/%d] skipped  %s (input %s failed)\n", n, p.c.total, e.Node, e.Cause)
+	case engine.EventDamaged:
+		fmt.Fprintf(p.w, "[%d/%d] damaged  %s\n%s\n", n, p.c.total, e.Node, indent(e.Error))
 	case engine.EventSummary:
 		fmt.Fprintln(p.w, p.c.summary(e.Summary))
 	}
@@ -220,6 +222,8 @@ func (p *ttyProgress) event(e engine.Event) {
 		p.above(fmt.Sprintf("\x1b[31mFAILED\x1b[0m   %s\n%s", e.Node, indent(e.Error)))
 	case engine.EventSkipped:
 		p.above(fmt.Sprintf("skipped  %s (input %s failed)", e.Node, e.Cause))
+	case engine.EventDamaged:
+		p.above(fmt.Sprintf("damaged  %s\n%s", e.Node, indent(e.Error)))
 	case engine.EventSummary:
 		p.clear()
 		fmt.Fprintln(p.w, p.c.summary(e.Summary))
