@@ -378,7 +378,8 @@ func TestCalibrationMutantsFailAndTheJudgeClassifiesThem(t *testing.T) {
 
 // TestSupervisedSandboxIsResetBetweenSamples: under the supervisor,
 // samples share a sandbox one after another; what one leaves (files,
-// processes, a changed program) or does to the supervisor itself never
+// processes, a System V shared memory segment, a changed program) or does
+// to the supervisor itself never
 // reaches the next one's verdict.
 func TestSupervisedSandboxIsResetBetweenSamples(t *testing.T) {
 	if testing.Short() {
@@ -392,12 +393,16 @@ func TestSupervisedSandboxIsResetBetweenSamples(t *testing.T) {
 	// The reference, failing if it sees anything a sample before it left.
 	check := "\tif _, err := os.Stat(\"/work/leak\"); err == nil {\n\t\tpanic(\"a file left by another sample\")\n\t}\n" +
 		"\tif _, err := os.Stat(\"/tmp/leak\"); err == nil {\n\t\tpanic(\"a temporary file left by another sample\")\n\t}\n" +
+		"\tif b, _ := os.ReadFile(\"/proc/sysvipc/shm\"); strings.Count(string(b), \"\\n\") > 1 {\n\t\tpanic(\"a shared memory segment left by another sample\")\n\t}\n" +
 		"\tif ents, _ := os.ReadDir(\"/proc\"); len(ents) > 0 {\n\t\tfor _, p := range ents {\n\t\t\tif b, _ := os.ReadFile(\"/proc/\" + p.Name() + \"/comm\"); strings.TrimSpace(string(b)) == \"sleep\" {\n\t\t\t\tpanic(\"a process left by another sample\")\n\t\t\t}\n\t\t}\n\t}\n" +
 		scaleTask.Mask
 	hostile := []string{
 		"\tos.WriteFile(\"/work/leak\", []byte(\"x\"), 0o644)\n\tos.WriteFile(\"/tmp/leak\", []byte(\"x\"), 0o644)",
 		"\tcmd := exec.Command(\"/bin/sleep\", \"100\")\n\tcmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}\n\tcmd.Start()\n\ttime.Sleep(100 * time.Millisecond)",
 		"\tos.WriteFile(\"/work/prog\", []byte(\"#!/bin/sh\\nexit 0\\n\"), 0o755)",
+		// A System V segment outlives its creator, and counts against
+		// the memory the sandbox's next units share.
+		"\tif id, _, errno := syscall.Syscall(syscall.SYS_SHMGET, 0, 1<<20, 0o1600); errno != 0 || int(id) < 0 {\n\t\tpanic(\"shmget: \" + errno.Error())\n\t}",
 		"\tsyscall.Kill(os.Getppid(), syscall.SIGSTOP)",
 		"\tsyscall.Kill(os.Getppid(), syscall.SIGKILL)",
 	}

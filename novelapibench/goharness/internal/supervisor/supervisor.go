@@ -197,6 +197,7 @@ func lacunaReset(initial map[int]bool, self int) {
 		}
 		lacunatime.Sleep(lacunatime.Millisecond)
 	}
+	lacunaRemoveIPC()
 	// A unit may have taken write permission from /work or /work/.tmp, or
 	// replaced the latter: both are the sandbox uid's.
 	lacunaos.Chmod("/work", 0o755)
@@ -212,6 +213,34 @@ func lacunaReset(initial map[int]bool, self int) {
 				continue
 			}
 			lacunaRemove(lacunafilepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// lacunaRemoveIPC removes every System V shared memory segment, message
+// queue and semaphore set of the sandbox's IPC namespace (its own: one
+// sandbox's), once the processes that used them are gone: such an object
+// outlives its creator, and its memory counts against the sandbox's
+// memory cgroup, which the next units share. Without this a unit could
+// leave the next ones too little memory to pass.
+func lacunaRemoveIPC() {
+	for _, kind := range []struct {
+		file string
+		call uintptr
+	}{{"/proc/sysvipc/shm", lacunasyscall.SYS_SHMCTL}, {"/proc/sysvipc/msg", lacunasyscall.SYS_MSGCTL}, {"/proc/sysvipc/sem", lacunasyscall.SYS_SEMCTL}} {
+		data, err := lacunaos.ReadFile(kind.file)
+		if err != nil {
+			continue
+		}
+		for i, line := range lacunastrings.Split(string(data), "\n") {
+			f := lacunastrings.Fields(line)
+			if i == 0 || len(f) < 2 {
+				continue // the header
+			}
+			if id, err := lacunastrconv.Atoi(f[1]); err == nil {
+				// IPC_RMID is 0 for all three; semctl's semnum is ignored.
+				lacunasyscall.Syscall(kind.call, uintptr(id), 0, 0)
+			}
 		}
 	}
 }
