@@ -59,7 +59,8 @@ func (b *spillBuffer) spill() error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b.mem); err == nil {
+	_, err = f.Write(b.mem)
+	if err == nil {
 		_, err = f.Seek(b.pos, io.SeekStart)
 	}
 	if err != nil {

@@ -188,14 +188,14 @@ func (judgeType) Validate(cfg any) error {
 		return nodes.Errorf("on_judge_error", "Invalid on_judge_error", "on_judge_error is %q or %q, not %q.", OnJudgeErrorFail, OnJudgeErrorFallback, m)
 	}
 	if c.Model != nil && c.UnderTest != nil && c.Model.ID == c.UnderTest.ID && !c.allowSelf() {
-		return nodes.Errorf("model", "Judge model is the model under test", selfJudged, c.Model.ID)
+		return nodes.Errorf("model", "Judge model is the model under test", selfJudged+".", c.Model.ID)
 	}
 	return nil
 }
 
 // selfJudged explains why a model may not judge its own samples.
 const selfJudged = "the judge model and the model under test are both %s: a model would grade its own answers. " +
-	"Name another judge model (the paper uses GPT-5-mini), or set allow_self = true to do this on purpose."
+	"Name another judge model (the paper uses GPT-5-mini), or set allow_self = true to do this on purpose"
 
 // Resolve checks the judge model against its server and pins what it
 // reports; without a model there is nothing outside to pin.

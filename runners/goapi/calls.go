@@ -333,7 +333,7 @@ func redeclare(st *ast.AssignStmt, info *types.Info, taken map[string]bool) {
 		if obj == nil {
 			continue
 		}
-		name := id.Name
+		var name string
 		for k := 2; ; k++ {
 			if n := fmt.Sprintf("%s%d", id.Name, k); !taken[n] {
 				name = n

@@ -1,5 +1,7 @@
 package goapi
 
+//lint:file-ignore SA1019 a test file's identifiers are resolved per file (ast.Object), as code.go does: go/types would have to load and type-check the module's dependencies first
+
 import (
 	"bytes"
 	"fmt"
