@@ -169,7 +169,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			out[i].RuntimeError = "the target cannot be spied on (no Go body)"
 			continue
 		}
-		err := goharness.CheckSpan(code)
+		err := goharness.CheckSpanFor(code, expect)
 		if err == nil && whole {
 			err = goharness.CheckDecls(spec.Decls)
 		}

@@ -75,6 +75,10 @@ func TestSolveRunsGivenSolutions(t *testing.T) {
 		// Reads the harness's key from the test binary's symbol table and
 		// memory (the key signs the record): refused before the build.
 		{"keytheft", strings.Replace(clamp.Mask, "\n\n", "\n"+keyTheft, 1), "keytheft", false, false},
+		// A return the run never takes (defensive code) passes; one it
+		// takes ends the scenario before its end marker and fails there.
+		{"return-never", strings.Replace(clamp.Mask, "\n\n", "\n\nif false {\n\treturn\n}\n", 1), "return-never", true, true},
+		{"return-early", clamp.Mask + "\nreturn", "return-early", false, true},
 		// An import no module provides: the build is offline, so it is a
 		// compile error, not a request to a proxy or to the host.
 		{"evil", "import \"evil.example.com/shapes\"\n\n" + clamp.Mask, "evil", false, false},
@@ -109,6 +113,9 @@ node "solve" "model" {
 		}
 		if s.Passed != c.passed || (s.CompileError == "") != c.compiles {
 			t.Errorf("case %d (%s): passed=%v compile error %q, want passed=%v compiles=%v", i, c.wantID, s.Passed, s.CompileError, c.passed, c.compiles)
+		}
+		if c.wantID == "return-early" && !strings.Contains(s.Failures, "did not run to its end") {
+			t.Errorf("an early return: failures %q, layers %v", s.Failures, s.FailedLayers)
 		}
 		if c.wantID == "evil" && !strings.Contains(s.CompileError, "module lookup disabled by GOPROXY=off") {
 			t.Errorf("evil import: compile error %q", s.CompileError)

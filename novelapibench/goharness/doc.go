@@ -17,9 +17,13 @@
 //     wrote and a span of statements, or a whole program. The context
 //     imports only what its own code uses, so the solver writes the
 //     target's import (a wrong one is a WrongImport). CheckSpan and
-//     CheckDecls refuse code that could leave the scenario early (return,
-//     goto), declare code outside it (init, closing the function) or name
-//     the harness's internals (any identifier starting with lacuna).
+//     CheckDecls refuse code that could leave the scenario early (goto;
+//     return, except where the expectation holds the end marker, which a
+//     run that returns early then misses: CheckSpanFor), declare code
+//     outside it (init, closing the function) or name the harness's
+//     internals (any identifier starting with lacuna); CheckImports
+//     refuses packages that reach memory, code or runtime internals
+//     (unsafe, syscall, debug/*, ...), routes to the key.
 //   - The spy (NewSpy) instruments the target. A call counts as the
 //     solver's (Observation.Direct) only when its caller's file and line
 //     are the solution's: calls from the task's own code, from the

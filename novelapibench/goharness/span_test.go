@@ -70,3 +70,28 @@ func TestCheckImportsRefusesWhatReachesTheHarness(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSpanForAllowsAReturnOnlyWhereTheEndMarkerIsExpected(t *testing.T) {
+	span := "x := 1\nif x < 0 {\n\treturn\n}\nfmt.Println(x)"
+	withEnd := &Expectation{Probes: map[string]Expected{EndProbe: {}}}
+	for _, c := range []struct {
+		name string
+		e    *Expectation
+		ok   bool
+	}{
+		{"observing the reference", nil, false},
+		{"an expectation without the end marker", &Expectation{Probes: map[string]Expected{}}, false},
+		{"an expectation with the end marker", withEnd, true},
+	} {
+		err := CheckSpanFor(span, c.e)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v, want allowed %v", c.name, err, c.ok)
+		}
+	}
+	if err := CheckSpanFor("goto end\nend:", withEnd); err == nil {
+		t.Error("goto allowed with the end marker")
+	}
+	if err := CheckSpan(span); err == nil {
+		t.Error("CheckSpan allowed a return")
+	}
+}
