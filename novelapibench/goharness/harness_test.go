@@ -170,17 +170,18 @@ func TestHarnessObservesThenChecks(t *testing.T) {
 		layers []string
 	}{
 		{scaleTask.Mask, []string{}},
-		{"\tvar ys []int\n\tfor _, x := range xs {\n\t\tys = append(ys, shapes.Scale([]int{x}, 2)...)\n\t}", []string{}},                    // another correct way
-		{"\tys := shapes.Scale[int](xs, 2)", []string{}},                                                                                    // explicit type parameters
-		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}},                                                                            // perturbed argument
-		{"\tys := []int{2, 4, 6}", []string{"spy"}},                                                                                         // right values, target never called
-		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}},                                                                              // a sibling that calls it indirectly
-		{"\t_ = shapes.Scale([]int{9}, 9)\n\tys := []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                   // throwaway call
-		{"\tys := shapes.Scale(xs, 2)\n\tys = []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                        // the result discarded
-		{"\tys := []int{2, 4, 6}\n\tif len(shapes.Scale(xs, 2)) > 0 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}}, // used, but not for the values
-		{"\tys := shapes.Scale(xs, 2)\n\tif xs[0] == 1 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution"}},                           // right on the first input only
-		{"\tys := shapes.Scale([]int{1, 2, 3}, 2)", []string{"perturbed"}},                                                                  // ignores the input
-		{"\tys := shapes.Scale(xs, 2)\n\tfmt.Println(\"[2 4 6]\")\n\tos.Exit(0)", []string{"runtime"}},                                      // exits early: -test.paniconexit0 makes it a panic
+		{"\tvar ys []int\n\tfor _, x := range xs {\n\t\tys = append(ys, shapes.Scale([]int{x}, 2)...)\n\t}", []string{}},                                 // another correct way
+		{"\tys := shapes.Scale[int](xs, 2)", []string{}},                                                                                                 // explicit type parameters
+		{"\tys := reflect.ValueOf(shapes.Scale[int]).Call([]reflect.Value{reflect.ValueOf(xs), reflect.ValueOf(2)})[0].Interface().([]int)", []string{}}, // through reflect: the solver's call
+		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}},                                                                                         // perturbed argument
+		{"\tys := []int{2, 4, 6}", []string{"spy"}},                                                                                                      // right values, target never called
+		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}},                                                                                           // a sibling that calls it indirectly
+		{"\t_ = shapes.Scale([]int{9}, 9)\n\tys := []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                                // throwaway call
+		{"\tys := shapes.Scale(xs, 2)\n\tys = []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                                     // the result discarded
+		{"\tys := []int{2, 4, 6}\n\tif len(shapes.Scale(xs, 2)) > 0 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},              // used, but not for the values
+		{"\tys := shapes.Scale(xs, 2)\n\tif xs[0] == 1 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution"}},                                        // right on the first input only
+		{"\tys := shapes.Scale([]int{1, 2, 3}, 2)", []string{"perturbed"}},                                                                               // ignores the input
+		{"\tys := shapes.Scale(xs, 2)\n\tfmt.Println(\"[2 4 6]\")\n\tos.Exit(0)", []string{"runtime"}},                                                   // exits early: -test.paniconexit0 makes it a panic
 		{"\tys := shapes.Scale(xs, 2)\n\tgo func() { panic(\"boom\") }()\n\tselect {}", []string{"no record: " + ErrNoRecord.Error()}},
 		{"\tys := shapes.Scale(xs, 2)\n\tgo func() { select {} }()", []string{"runtime"}}, // leftover goroutine
 		{"\tys := shapes.Scale(xs, 2)\n\truntime.Goexit()", []string{"runtime"}},          // leaves the scenario

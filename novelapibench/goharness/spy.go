@@ -263,11 +263,17 @@ var LacunaSpy [%d]LacunaSpyCounter
 var LacunaSpyHook func(file string, line int) (solver, counterfactual bool)
 
 // lacunaSpyHit runs first in a spied API: the frame above the API is its
-// caller, in this module (indirect) or not (the hook decides).
+// caller, in this module (indirect) or not (the hook decides). A call
+// made through reflect (Value.Call and the runtime's trampolines) is the
+// call of the code that made it: those frames are passed over.
 func lacunaSpyHit(slot int) (solver, counterfactual bool) {
-	pcs := make([]uintptr, 1)
-	runtime.Callers(3, pcs)
-	frame, _ := runtime.CallersFrames(pcs).Next()
+	pcs := make([]uintptr, 16)
+	n := runtime.Callers(3, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	frame, more := frames.Next()
+	for more && (strings.HasPrefix(frame.Function, "reflect.") || strings.HasPrefix(frame.Function, "runtime.")) {
+		frame, more = frames.Next()
+	}
 	if fn := frame.Function; strings.HasPrefix(fn, %q) || strings.HasPrefix(fn, %q) {
 		LacunaSpy[slot].Indirect.Add(1)
 		return false, false
