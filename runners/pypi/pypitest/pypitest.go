@@ -1,5 +1,6 @@
-// Package pypitest builds real wheels in Go and serves them from a PEP
-// 691 index on loopback, for offline tests of the Python layers: the
+// Package pypitest builds real wheels (and source distributions) in Go
+// and serves them from a PEP 691 index on loopback, for offline tests of
+// the Python layers: the
 // simple API (JSON, with PEP 700 upload-time and versions, PEP 592
 // yanking, PEP 658/714 core metadata), the files at their URLs with
 // correct hashes, and the PyPI JSON API (/pypi/NAME/json) beside it.
@@ -7,8 +8,10 @@
 package pypitest
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -47,9 +50,55 @@ type Release struct {
 	Metadata []string
 	// NoFiles lists the version with no file at all.
 	NoFiles bool
+	// Sdist, when not nil, publishes a source distribution beside the
+	// wheel: NAME-VERSION.tar.gz holding these files (path with "/" →
+	// content, such as "tests/test_core.py") and PKG-INFO under the
+	// directory NAME-VERSION/, as sdists lay themselves out.
+	Sdist map[string]string
 }
 
-// Wheel is a built wheel.
+// BuildSdist builds the source distribution of release r of project:
+// r.Sdist's files and PKG-INFO under NAME-VERSION/ in a gzipped tar. The
+// same arguments give the same bytes.
+func BuildSdist(project string, r Release) (Wheel, error) {
+	base := distName(project) + "-" + r.Version
+	meta := "Metadata-Version: 2.1\nName: " + project + "\nVersion: " + r.Version + "\nSummary: lacuna test fixture\n"
+	all := map[string]string{"PKG-INFO": meta}
+	for p, c := range r.Sdist {
+		if strings.HasPrefix(p, "/") || strings.Contains(p, "..") {
+			return Wheel{}, fmt.Errorf("sdist file %q: a fixture path must be relative", p)
+		}
+		all[p] = c
+	}
+	names := make([]string, 0, len(all))
+	for p := range all {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.ModTime = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	tw := tar.NewWriter(zw)
+	for _, p := range names {
+		h := &tar.Header{Name: base + "/" + p, Mode: 0o644, Size: int64(len(all[p])), Typeflag: tar.TypeReg, ModTime: zw.ModTime, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return Wheel{}, err
+		}
+		if _, err := tw.Write([]byte(all[p])); err != nil {
+			return Wheel{}, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return Wheel{}, err
+	}
+	if err := zw.Close(); err != nil {
+		return Wheel{}, err
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return Wheel{Filename: base + ".tar.gz", Data: buf.Bytes(), SHA256: hex.EncodeToString(sum[:]), Metadata: []byte(meta)}, nil
+}
+
+// Wheel is a built wheel (or, from BuildSdist, a source distribution).
 type Wheel struct {
 	Filename string
 	Data     []byte
@@ -147,6 +196,7 @@ func NewIndex() *Index {
 // a release of the same version.
 func (ix *Index) Publish(name string, releases ...Release) error {
 	built := map[string]Wheel{}
+	sdists := map[string]Wheel{}
 	for _, r := range releases {
 		if r.NoFiles {
 			continue
@@ -156,6 +206,11 @@ func (ix *Index) Publish(name string, releases ...Release) error {
 			return fmt.Errorf("%s %s: %w", name, r.Version, err)
 		}
 		built[r.Version] = w
+		if r.Sdist != nil {
+			if sdists[r.Version], err = BuildSdist(name, r); err != nil {
+				return fmt.Errorf("%s %s: %w", name, r.Version, err)
+			}
+		}
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -173,6 +228,9 @@ func (ix *Index) Publish(name string, releases ...Release) error {
 		}
 		p.releases = append(kept, r)
 		if w, ok := built[r.Version]; ok {
+			ix.wheels[w.Filename] = w
+		}
+		if w, ok := sdists[r.Version]; ok {
 			ix.wheels[w.Filename] = w
 		}
 	}
@@ -209,7 +267,8 @@ func Serve(tb testing.TB, ix *Index) string {
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
 
 // ServeHTTP answers /simple/NAME/ (PEP 691 JSON; 404 for unknown or
-// unnormalised names), /files/WHEEL and /files/WHEEL.metadata, and
+// unnormalised names), /files/WHEEL, /files/WHEEL.metadata and
+// /files/SDIST, and
 // /pypi/NAME/json.
 func (ix *Index) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ix.mu.Lock()
@@ -261,32 +320,44 @@ func (ix *Index) simplePage(name string, p *project) map[string]any {
 		if r.NoFiles {
 			continue
 		}
-		wh := ix.wheels[distName(p.name)+"-"+r.Version+"-py3-none-any.whl"]
-		msum := sha256.Sum256(wh.Metadata)
-		f := map[string]any{
-			"filename":      wh.Filename,
-			"url":           "../../files/" + wh.Filename,
-			"hashes":        map[string]string{"sha256": wh.SHA256},
-			"size":          len(wh.Data),
-			"core-metadata": map[string]string{"sha256": hex.EncodeToString(msum[:])},
-			// The PEP 691 name, which pip before 23.3 reads.
-			"dist-info-metadata": map[string]string{"sha256": hex.EncodeToString(msum[:])},
+		for _, wh := range ix.files(p.name, r) {
+			f := map[string]any{
+				"filename": wh.Filename,
+				"url":      "../../files/" + wh.Filename,
+				"hashes":   map[string]string{"sha256": wh.SHA256},
+				"size":     len(wh.Data),
+			}
+			if strings.HasSuffix(wh.Filename, ".whl") {
+				msum := sha256.Sum256(wh.Metadata)
+				f["core-metadata"] = map[string]string{"sha256": hex.EncodeToString(msum[:])}
+				// The PEP 691 name, which pip before 23.3 reads.
+				f["dist-info-metadata"] = map[string]string{"sha256": hex.EncodeToString(msum[:])}
+			}
+			if r.RequiresPython != "" {
+				f["requires-python"] = r.RequiresPython
+			}
+			if !r.Uploaded.IsZero() {
+				f["upload-time"] = stamp(r.Uploaded)
+			}
+			switch {
+			case r.Yanked && r.YankedReason != "":
+				f["yanked"] = r.YankedReason
+			case r.Yanked:
+				f["yanked"] = true
+			}
+			files = append(files, f)
 		}
-		if r.RequiresPython != "" {
-			f["requires-python"] = r.RequiresPython
-		}
-		if !r.Uploaded.IsZero() {
-			f["upload-time"] = stamp(r.Uploaded)
-		}
-		switch {
-		case r.Yanked && r.YankedReason != "":
-			f["yanked"] = r.YankedReason
-		case r.Yanked:
-			f["yanked"] = true
-		}
-		files = append(files, f)
 	}
 	return map[string]any{"meta": map[string]string{"api-version": "1.1"}, "name": name, "versions": versions, "files": files}
+}
+
+// files are release r's files: its wheel, then its sdist when it has one.
+func (ix *Index) files(project string, r Release) []Wheel {
+	out := []Wheel{ix.wheels[distName(project)+"-"+r.Version+"-py3-none-any.whl"]}
+	if sd, ok := ix.wheels[distName(project)+"-"+r.Version+".tar.gz"]; ok {
+		out = append(out, sd)
+	}
+	return out
 }
 
 // jsonPage is the PyPI JSON API's document, releases only. Its upload
@@ -299,15 +370,16 @@ func (ix *Index) jsonPage(p *project) map[string]any {
 		if r.NoFiles {
 			continue
 		}
-		wh := ix.wheels[distName(p.name)+"-"+r.Version+"-py3-none-any.whl"]
 		up := r.Uploaded
 		if up.IsZero() {
 			up = time.Now()
 		}
-		releases[r.Version] = append(releases[r.Version], map[string]any{
-			"filename": wh.Filename, "upload_time_iso_8601": stamp(up), "yanked": r.Yanked,
-			"digests": map[string]string{"sha256": wh.SHA256},
-		})
+		for _, wh := range ix.files(p.name, r) {
+			releases[r.Version] = append(releases[r.Version], map[string]any{
+				"filename": wh.Filename, "upload_time_iso_8601": stamp(up), "yanked": r.Yanked,
+				"digests": map[string]string{"sha256": wh.SHA256},
+			})
+		}
 	}
 	return map[string]any{"info": map[string]string{"name": p.name}, "releases": releases}
 }
