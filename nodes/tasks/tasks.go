@@ -123,9 +123,6 @@ func (tasksType) Validate(cfg any) error {
 		}
 		return nil
 	case "llm":
-		if c.Ecosystem == "python" {
-			return nodes.Errorf("generator", "Generator not available for Python", "generator \"llm\" generates Go tasks only so far; a Python library's tasks are cut from its doctests (generator \"examples\").")
-		}
 		if c.Model == nil {
 			return nodes.Errorf("generator", "Generator without a model", "generator \"llm\" asks a model for each bundle's tasks: set model = model.NAME.")
 		}
@@ -139,10 +136,13 @@ func (tasksType) Validate(cfg any) error {
 // The llm generator pins its model and its prompt's digest too.
 func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*config)
+	var p *nodes.Pinned
+	var err error
 	if c.Ecosystem == "python" {
-		return ResolvePython(ctx, r)
+		p, err = ResolvePython(ctx, r)
+	} else {
+		p, err = goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 	}
-	p, err := goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
 	if err != nil || c.Generator != "llm" {
 		return p, err
 	}
@@ -158,6 +158,9 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 	bundles, err := bundle.ReadOriginalRows(in)
 	if err != nil {
 		return err
+	}
+	if c.Ecosystem == "python" && c.Generator == "llm" {
+		return t.runLLM(ctx, r, bundles)
 	}
 	if c.Ecosystem == "python" {
 		return t.runPython(ctx, r, bundles)

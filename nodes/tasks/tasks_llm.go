@@ -16,7 +16,9 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
 	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
+	"github.com/lacuna-dev/lacuna/novelapibench/pyharness"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	"github.com/lacuna-dev/lacuna/runners/pyapi"
 )
 
 // The llm generator (seed §3.1 stage 3, "Task generation"): one model
@@ -40,15 +42,30 @@ import (
 // are all dropped ("replaced by the easy-variant fallback"), its easy one
 // included, so that the bundle has three easy variants as the paper says.
 //
-// The prompt is a template file; its bytes are in the key.
+// A Python bundle (ecosystem = "python", tasks_llm_python.go) is asked
+// the same way for scripts whose span sits between a line "# <MASK>" and
+// a line "# </MASK>"; each becomes a pyharness.Task (TasksFromScenarios)
+// observed as a cut Python task is, and the fallback rule is the same.
+//
+// The prompt is a template file per ecosystem; its bytes are in the key.
 //
 //go:embed prompts/generate_go.txt
 var generateGoPrompt string
 
-var generateGoTmpl = template.Must(template.New("generate_go.txt").Option("missingkey=error").Parse(generateGoPrompt))
+//go:embed prompts/generate_python.txt
+var generatePythonPrompt string
 
-// promptDigest is the digest of the generator's prompt file, for the key.
-func promptDigest() string {
+var (
+	generateGoTmpl     = template.Must(template.New("generate_go.txt").Option("missingkey=error").Parse(generateGoPrompt))
+	generatePythonTmpl = template.Must(template.New("generate_python.txt").Option("missingkey=error").Parse(generatePythonPrompt))
+)
+
+// promptDigest is the digest of the generator's prompt file for the
+// ecosystem, for the key.
+func promptDigest(python bool) string {
+	if python {
+		return fmt.Sprintf("%016x", xxhash.Sum64String("generate_python.txt\x00"+generatePythonPrompt))
+	}
 	return fmt.Sprintf("%016x", xxhash.Sum64String("generate_go.txt\x00"+generateGoPrompt))
 }
 
@@ -69,25 +86,27 @@ func generateSchema(variants bool) json.RawMessage {
 		`"required":["difficulty","description","program"],"additionalProperties":false}}},"required":["tasks"],"additionalProperties":false}`)
 }
 
-// llmPinned is what Resolve fixed for the llm generator: the Go
-// environment (goenv's pinned value, what RunAll reads through goRun) and
+// llmPinned is what Resolve fixed for the llm generator: the
+// ecosystem's environment (goenv's pinned value, what RunAll reads
+// through envRun; for Python pyenv's *Python, what pyenv.From reads) and
 // the model as its server reported it.
 type llmPinned struct {
-	goEnv any
+	env   any
 	model *llmenv.Model
 }
 
-// goRun is a run whose pinned value is the Go environment alone: the view
-// RunAll and prepare expect.
-type goRun struct {
+// envRun is a run whose pinned value is the ecosystem's environment
+// alone: the view RunAll, prepare and pyenv.From expect.
+type envRun struct {
 	nodes.Run
-	goEnv any
+	env any
 }
 
-func (r goRun) Pinned() any { return r.goEnv }
+func (r envRun) Pinned() any { return r.env }
 
 // resolveLLM adds the model (checked against its server) and the prompt's
-// digest to the Go environment's pin.
+// digest to the environment's pin; for Python the scenario reader's
+// digest too.
 func resolveLLM(ctx context.Context, r nodes.Resolve, c *config, g *nodes.Pinned) (*nodes.Pinned, error) {
 	m, id, err := llmenv.Resolve(ctx, r, "model", "model", *c.Model)
 	if err != nil {
@@ -96,8 +115,12 @@ func resolveLLM(ctx context.Context, r nodes.Resolve, c *config, g *nodes.Pinned
 	for k, v := range g.Identity {
 		id[k] = v
 	}
-	id["prompts"] = promptDigest()
-	return &nodes.Pinned{Identity: id, Value: &llmPinned{goEnv: g.Value, model: m}}, nil
+	python := c.Ecosystem == "python"
+	id["prompts"] = promptDigest(python)
+	if python {
+		id["helper.scenario"] = fmt.Sprintf("%016x", xxhash.Sum64String(pyharness.ScenarioHelperSource()))
+	}
+	return &nodes.Pinned{Identity: id, Value: &llmPinned{env: g.Value, model: m}}, nil
 }
 
 // CallsModels: only the llm generator calls a model.
@@ -124,17 +147,17 @@ func (t tasksType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	}
 	cl := p.model.Client(r)
 	var calls []llm.Call
-	for _, u := range llmUnits(bundles) {
+	for _, u := range llmUnits(bundles, c.Ecosystem == "python") {
 		if u.skip != "" {
 			continue
 		}
-		first, err := generateCall(p.model, u.b, u.tg, u.variants)
+		first, err := generateCall(p.model, u, u.variants)
 		if err != nil {
 			return nil, err
 		}
 		calls = append(calls, first)
 		if !u.variants {
-			fb, err := generateCall(p.model, u.b, u.tg, true)
+			fb, err := generateCall(p.model, u, true)
 			if err != nil {
 				return nil, err
 			}
@@ -149,7 +172,10 @@ func (t tasksType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 // llmUnit is one bundle's work.
 type llmUnit struct {
 	b  bundle.Row
-	tg goharness.Target
+	tg goharness.Target // a Go bundle's target
+	// py: a Python bundle's, its target pyTarget's.
+	py  bool
+	api pyapi.API
 	// variants: asked for easy variants from the start (no valid
 	// example); skip: not asked at all, and why.
 	variants bool
@@ -167,15 +193,25 @@ type candidate struct {
 	desc       string // the model's description
 	spec       goharness.Task
 	row        Row
+	program    string // the model's scenario
+	py         pyharness.Task
 	dropped    string // why it is not a task ("" while it is one)
 }
 
-func llmUnits(bundles []bundle.Row) []*llmUnit {
+// llmUnits are the bundles' units; python: Python bundles.
+func llmUnits(bundles []bundle.Row, python bool) []*llmUnit {
 	var out []*llmUnit
 	for _, b := range bundles {
-		u := &llmUnit{b: b, tg: target(b)}
+		u := &llmUnit{b: b}
+		if python {
+			u.py, u.api = true, pyTarget(b)
+		} else {
+			u.tg = target(b)
+		}
 		switch {
-		case b.Kind != "func" && b.Kind != "method":
+		case python && b.Kind == "property":
+			u.skip = "a property: read, not called"
+		case !python && b.Kind != "func" && b.Kind != "method":
 			u.skip = "a " + b.Kind + ": the spy instruments functions and methods only"
 		default:
 			u.variants = true
@@ -200,12 +236,13 @@ func target(b bundle.Row) goharness.Target {
 	return tg
 }
 
-// promptData is what the prompt template reads.
+// promptData is what the prompt templates read (Package: a Python
+// bundle's top-level package).
 type promptData struct {
-	Qualified, Name, Kind, ImportPath, Module, Version string
-	Signature, MProse, MCode                           string
-	Examples                                           []promptExample
-	Variants                                           bool
+	Qualified, Name, Kind, ImportPath, Module, Version, Package string
+	Signature, MProse, MCode                                    string
+	Examples                                                    []promptExample
+	Variants                                                    bool
 }
 
 type promptExample struct{ Code, Output string }
@@ -216,17 +253,24 @@ type promptExample struct{ Code, Output string }
 // bundle should not vary), max_tokens generateMaxTokens when it sets
 // none, the block's system message when it has one, and the answer's
 // schema.
-func generateCall(m *llmenv.Model, b bundle.Row, tg goharness.Target, variants bool) (llm.Call, error) {
-	d := promptData{Qualified: b.Qualified, Name: tg.Name, Kind: b.Kind, ImportPath: b.ImportPath,
+func generateCall(m *llmenv.Model, u *llmUnit, variants bool) (llm.Call, error) {
+	b, name, tmpl := u.b, u.tg.Name, generateGoTmpl
+	if u.py {
+		name, tmpl = pyharness.Target{ID: b.APIID}.Name(), generatePythonTmpl
+	}
+	d := promptData{Qualified: b.Qualified, Name: name, Kind: b.Kind, ImportPath: b.ImportPath,
 		Module: b.Module, Version: b.Version, Signature: b.Signature, MProse: strings.TrimSpace(b.MProse), MCode: strings.TrimSpace(b.MCode), Variants: variants}
+	if u.py {
+		d.Package = pyharness.Target{ID: b.APIID}.Package()
+	}
 	for _, e := range b.Examples {
 		if e.Valid {
 			d.Examples = append(d.Examples, promptExample{Code: strings.TrimSpace(e.Code), Output: strings.TrimRight(e.Output, "\n")})
 		}
 	}
 	var buf bytes.Buffer
-	if err := generateGoTmpl.Execute(&buf, d); err != nil {
-		return llm.Call{}, fmt.Errorf("prompt generate_go.txt: %w", err)
+	if err := tmpl.Execute(&buf, d); err != nil {
+		return llm.Call{}, fmt.Errorf("prompt %s: %w", tmpl.Name(), err)
 	}
 	req := m.Request()
 	zero := 0.0
@@ -359,15 +403,10 @@ func propose(u *llmUnit, round, text string) []*candidate {
 		switch {
 		case c.desc == "":
 			c.dropped = "no description"
-		case goharness.NamesTarget(c.desc, u.tg):
-			c.dropped = "its description names " + u.tg.Name
+		case u.namesTarget(c.desc):
+			c.dropped = "its description names " + u.name()
 		default:
-			spec, err := goharness.TaskFromScenario(p.Program, p.Difficulty, u.tg)
-			if err != nil {
-				c.dropped = "malformed program: the scenario " + clip(err.Error(), 200)
-				break
-			}
-			c.spec = spec
+			c.program = p.Program
 		}
 	}
 	if round == "graded" {
@@ -380,6 +419,62 @@ func propose(u *llmUnit, round, text string) []*candidate {
 		out = append(out, drop(goharness.Easy, fmt.Sprintf("the answer has %d easy variants, not 3", n)))
 	}
 	return out
+}
+
+// name is the target's name, as the description must not write it.
+func (u *llmUnit) name() string {
+	if u.py {
+		return pyharness.Target{ID: u.b.APIID}.Name()
+	}
+	return u.tg.Name
+}
+
+// namesTarget reports whether text names the target.
+func (u *llmUnit) namesTarget(text string) bool {
+	if u.py {
+		return pyharness.NamesTarget(text, pyharness.Target{ID: u.b.APIID})
+	}
+	return goharness.NamesTarget(text, u.tg)
+}
+
+// scenarios is what the llm generator needs of an ecosystem: the
+// candidates' programs made tasks (a program that cannot be one drops its
+// candidate, with the reason), and their references observed.
+type scenarios interface {
+	// specify makes the task of every candidate with a program.
+	specify(ctx context.Context, cands []*candidate) error
+	// observe builds the rows of the candidates not dropped and observes
+	// their references; one that fails drops its candidate.
+	observe(ctx context.Context, cands []*candidate) (counts [2]int, err error)
+	// observed says what observe's counts, summed, are, for the note.
+	observed(counts [2]int) string
+}
+
+// goScenarios are Go's: goharness.TaskFromScenario and observe.
+type goScenarios struct{ r nodes.Run }
+
+func (goScenarios) specify(_ context.Context, cands []*candidate) error {
+	for _, c := range cands {
+		if c.dropped != "" || c.program == "" {
+			continue
+		}
+		spec, err := goharness.TaskFromScenario(c.program, c.difficulty, c.unit.tg)
+		if err != nil {
+			c.dropped = "malformed program: the scenario " + clip(err.Error(), 200)
+			continue
+		}
+		c.spec = spec
+	}
+	return nil
+}
+
+func (g goScenarios) observe(ctx context.Context, cands []*candidate) ([2]int, error) {
+	observed, second, err := observeCandidates(ctx, g.r, cands)
+	return [2]int{observed, second}, err
+}
+
+func (goScenarios) observed(n [2]int) string {
+	return fmt.Sprintf("%d references observed (up to %d runs each), %d with a second input", n[0], observeRuns, n[1])
 }
 
 // rowOf is a kept candidate's task row, its description still the
@@ -445,7 +540,7 @@ func observeCandidates(ctx context.Context, r nodes.Run, cands []*candidate) (ob
 	var specs []goharness.Task
 	var which []*candidate
 	for _, c := range cands {
-		if c.dropped == "" {
+		if c.dropped == "" && c.program != "" {
 			c.row = c.rowOf()
 			rows, specs, which = append(rows, c.row), append(specs, c.spec), append(which, c)
 		}
@@ -484,9 +579,18 @@ type Dropped struct {
 // runLLM is Run for generator = "llm".
 func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row) error {
 	p := r.Pinned().(*llmPinned)
-	gr := goRun{Run: r, goEnv: p.goEnv}
+	er := envRun{Run: r, env: p.env}
+	python := t.Config(r).Ecosystem == "python"
+	var kit scenarios = goScenarios{r: er}
+	if python {
+		py, err := newPyScenarios(er, t.Config(r).Bundles.Node, bundles)
+		if err != nil {
+			return err
+		}
+		kit = py
+	}
 	cl := p.model.Client(r)
-	units := llmUnits(bundles)
+	units := llmUnits(bundles, python)
 	// Round one: every bundle asked once, graded or (no valid example)
 	// for easy variants.
 	var asked []*llmUnit
@@ -496,12 +600,11 @@ func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row
 		}
 	}
 	calls := 0
-	roundOne, err := t.generate(ctx, gr, p, cl, asked, func(u *llmUnit) bool { return u.variants })
+	counts, err := t.generate(ctx, er, kit, p, cl, asked, func(u *llmUnit) bool { return u.variants })
 	if err != nil {
 		return err
 	}
 	calls += len(asked)
-	observed, second := roundOne[0], roundOne[1]
 	// The fallback: a graded answer that yields no medium and no hard task.
 	var fallback []*llmUnit
 	for _, u := range asked {
@@ -510,7 +613,7 @@ func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row
 		}
 		kept := false
 		for _, c := range u.cands {
-			kept = kept || c.dropped == "" && c.difficulty != goharness.Easy
+			kept = kept || c.dropped == "" && c.difficulty != goharness.Easy // pyharness.Easy is the same word
 		}
 		if !kept {
 			u.fellBack = true
@@ -523,12 +626,12 @@ func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row
 		}
 	}
 	if len(fallback) > 0 {
-		roundTwo, err := t.generate(ctx, gr, p, cl, fallback, func(*llmUnit) bool { return true })
+		roundTwo, err := t.generate(ctx, er, kit, p, cl, fallback, func(*llmUnit) bool { return true })
 		if err != nil {
 			return err
 		}
 		calls += len(fallback)
-		observed, second = observed+roundTwo[0], second+roundTwo[1]
+		counts = [2]int{counts[0] + roundTwo[0], counts[1] + roundTwo[1]}
 	}
 	var rows []Row
 	var dropped []Dropped
@@ -564,8 +667,8 @@ func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row
 	for _, k := range SortedKeys(reasons) {
 		why = append(why, fmt.Sprintf("%s %d", k, reasons[k]))
 	}
-	note := fmt.Sprintf("%d tasks from %d bundles by generator llm (easy %d, medium %d, hard %d; %d model calls, %d easy-variant fallbacks); %d references observed (up to %d runs each), %d with a second input; %d generated tasks dropped",
-		len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], calls, len(fallback), observed, observeRuns, second, len(dropped))
+	note := fmt.Sprintf("%d tasks from %d bundles by generator llm (easy %d, medium %d, hard %d; %d model calls, %d easy-variant fallbacks); %s; %d generated tasks dropped",
+		len(rows), len(bundles), levels[goharness.Easy], levels[goharness.Medium], levels[goharness.Hard], calls, len(fallback), kit.observed(counts), len(dropped))
 	if len(why) > 0 {
 		note += " (" + strings.Join(why, ", ") + ")"
 	}
@@ -574,12 +677,13 @@ func (t tasksType) runLLM(ctx context.Context, r nodes.Run, bundles []bundle.Row
 }
 
 // generate asks each unit once (easy variants when variants says so,
-// graded tasks otherwise), turns the answers into candidates and observes
-// those that are tasks. It returns observe's counts.
-func (tasksType) generate(ctx context.Context, r nodes.Run, p *llmPinned, cl *llm.Client, units []*llmUnit, variants func(*llmUnit) bool) ([2]int, error) {
+// graded tasks otherwise), turns the answers into candidates, makes their
+// tasks and observes those that are tasks (kit). It returns observe's
+// counts.
+func (tasksType) generate(ctx context.Context, r nodes.Run, kit scenarios, p *llmPinned, cl *llm.Client, units []*llmUnit, variants func(*llmUnit) bool) ([2]int, error) {
 	calls := make([]llm.Call, len(units))
 	for i, u := range units {
-		c, err := generateCall(p.model, u.b, u.tg, variants(u))
+		c, err := generateCall(p.model, u, variants(u))
 		if err != nil {
 			return [2]int{}, err
 		}
@@ -604,6 +708,8 @@ func (tasksType) generate(ctx context.Context, r nodes.Run, p *llmPinned, cl *ll
 		u.cands = append(u.cands, cands...)
 		fresh = append(fresh, cands...)
 	}
-	observed, second, err := observeCandidates(ctx, r, fresh)
-	return [2]int{observed, second}, err
+	if err := kit.specify(ctx, fresh); err != nil {
+		return [2]int{}, err
+	}
+	return kit.observe(ctx, fresh)
 }

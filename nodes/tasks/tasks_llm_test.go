@@ -280,7 +280,7 @@ func TestLLMGeneratorConfigErrorsNameTheAttribute(t *testing.T) {
 	for _, tc := range []struct{ body, summary string }{
 		{`generator = "llm"`, "Generator without a model"},
 		{`model = model.m`, "Model without the llm generator"},
-		{"generator = \"llm\"\n  model = model.m\n  ecosystem = \"python\"", "Generator not available for Python"},
+		{"generator = \"llm\"\n  ecosystem = \"python\"", "Generator without a model"},
 		{`generator = "gpt"`, "Unknown generator"},
 	} {
 		src := bundlesPipeline + "node \"tasks\" \"x\" {\n  bundles = node.bundle.shapes\n  " + tc.body + "\n}\n"

@@ -155,8 +155,28 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		r.Logf("level not cut %d times: %s", levelSkips[k], k)
 	}
 
-	// Observe each library version's references in its environment.
-	observed, dropped := 0, 0
+	observed, dropped, err := observePython(ctx, r, p, envs, made)
+	if err != nil {
+		return err
+	}
+	rows := make([]Row, len(made))
+	levels := map[string]int{}
+	for i, m := range made {
+		rows[i] = m.row
+		levels[m.row.Difficulty]++
+	}
+	r.Report("skipped", map[string]map[string]int{"no_task": noTask, "level": levelSkips})
+	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d inputs dropped (perturbed ones that tell nothing apart, class spans' repeats); %d bundles without a task",
+		len(rows), len(bundles), levels[pyharness.Easy], levels[pyharness.Medium], levels[pyharness.Hard], observed, pyObserveRuns, dropped, sumCounts(noTask))
+	return t.Write(r, rows)
+}
+
+// observePython observes the references of made in their environments
+// (pyObserveRuns processes each, Derive, then UsableInputs), recording in
+// each row its spec and expectation, or why it could not be observed
+// (ObserveError). It returns how many were observed and how many inputs
+// UsableInputs dropped.
+func observePython(ctx context.Context, r nodes.Run, p *pyenv.Python, envs *pyEnvs, made []pyMade) (observed, dropped int, err error) {
 	byEnv := map[string][]int{}
 	var order []string
 	for i, m := range made {
@@ -176,7 +196,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		env := envs.envs[digest]
 		run, err := envs.runner(r, env)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		var samples []pyharness.Sample
 		for _, i := range idx {
@@ -187,7 +207,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 		runs, err := run.RunAll(ctx, samples)
 		run.Close()
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		for j, i := range idx {
 			m := &made[i]
@@ -205,16 +225,7 @@ func (t tasksType) runPython(ctx context.Context, r nodes.Run, bundles []bundle.
 			observed++
 		}
 	}
-	rows := make([]Row, len(made))
-	levels := map[string]int{}
-	for i, m := range made {
-		rows[i] = m.row
-		levels[m.row.Difficulty]++
-	}
-	r.Report("skipped", map[string]map[string]int{"no_task": noTask, "level": levelSkips})
-	r.Note("%d tasks from %d bundles (easy %d, medium %d, hard %d); %d references observed (%d runs each), %d inputs dropped (perturbed ones that tell nothing apart, class spans' repeats); %d bundles without a task",
-		len(rows), len(bundles), levels[pyharness.Easy], levels[pyharness.Medium], levels[pyharness.Hard], observed, pyObserveRuns, dropped, sumCounts(noTask))
-	return t.Write(r, rows)
+	return observed, dropped, nil
 }
 
 func sumCounts(m map[string]int) int {
