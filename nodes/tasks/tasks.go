@@ -103,8 +103,9 @@ func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +
 		"With ecosystem = \"python\": cut from the doctests with novelapibench/pyharness and observed in v_new's environment. " +
-		"With generator = \"llm\" (Go only) and model = model.NAME: one call per bundle (prompts/generate_go.txt, its bytes in the key; " +
-		"temperature 0 unless the model block sets one) asks for three assertion-free scenario programs (easy, medium, hard) with the " +
+		"With generator = \"llm\" and model = model.NAME: one call per bundle (prompts/generate_go.txt, or for Python generate_python.txt, " +
+		"its bytes in the key; temperature 0 unless the model block sets one) asks for three assertion-free scenario programs (easy, medium, " +
+		"hard; Python: scripts, the span between \"# <MASK>\" and \"# </MASK>\" lines, made a task of the cutter's shape) with the " +
 		"span to write marked and a description that does not name the API; each is observed like a cut task, and one that is " +
 		"malformed, names the API or whose reference does not compile or run is dropped, the reason in missing and the report " +
 		"\"dropped\". A bundle with no valid example, or whose answer yields no medium and no hard task, is asked for three easy " +
