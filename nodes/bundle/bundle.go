@@ -198,7 +198,7 @@ var (
 )
 
 func (bundle) Name() string    { return "bundle" }
-func (bundle) Version() string { return "6" }
+func (bundle) Version() string { return "7" }
 func (bundle) Doc() string {
 	return "Builds the knowledge bundle of every kept API: S (signature, parameters), E (examples made standalone and " +
 		"validated in the sandbox: the API's Example functions, other APIs' Example functions that call it, the module's " +

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/mod/modfile"
 )
@@ -245,16 +247,27 @@ func hasExamples(f *ast.File) bool {
 	return false
 }
 
-// exampleTarget maps go/doc's example name (Map, Set_Add, "" for the
-// package) to an API identity.
+// exampleTarget maps go/doc's example name (Map, Set_Add, Find_notFound,
+// Set_Add_second; "" or _suffix for the package) to an API identity. A
+// last part that starts with a lower-case letter is a suffix, as godoc
+// reads it (ExampleFind_notFound is another example of Find, not of a
+// method notFound), and what is left is F or T, or T_M.
 func exampleTarget(pkgPath, name string) string {
-	if name == "" {
+	parts := strings.Split(name, "_")
+	if n := len(parts); n > 1 && isExampleSuffix(parts[n-1]) {
+		parts = parts[:n-1]
+	}
+	if len(parts) > 2 || parts[0] == "" {
 		return ""
 	}
-	if t, m, ok := strings.Cut(name, "_"); ok {
-		return pkgPath + "." + t + "." + m
-	}
-	return pkgPath + "." + name
+	return pkgPath + "." + strings.Join(parts, ".")
+}
+
+// isExampleSuffix is go/doc's rule: an example's suffix starts with a
+// lower-case letter.
+func isExampleSuffix(s string) bool {
+	r, size := utf8.DecodeRuneInString(s)
+	return size > 0 && unicode.IsLower(r)
 }
 
 // externalize rewrites an internal test file (package lo) as an external

@@ -1,6 +1,7 @@
 package goapi
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -8,6 +9,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,8 +30,14 @@ import (
 // only declares (a signature), or that does not parse is not an example.
 // c then prepares each program (Checker.Prepare: variables shown in a
 // comment instead of used, twice-declared names, undefined names drop the
-// block) and sets its Calls. Name is the file and the line its fence
-// opens on (README.md:42).
+// block) and sets its Calls. A name the module's root package exports,
+// written bare, is qualified with the package; a block naming something
+// undefined is tried again as the block before it and itself together (a
+// follow-up using the variables or the type the one before declares); a
+// program is cut before the first statement of main that does not
+// type-check when the ones before it do and call the module (see
+// Checker.docProgram). Name is the file and the line its fence opens on
+// (README.md:42).
 func MineDocs(dir string, c *Checker) ([]Example, error) {
 	gm, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
@@ -58,12 +66,15 @@ func MineDocs(dir string, c *Checker) ([]Example, error) {
 			file := filepath.ToSlash(filepath.Join(rel, e.Name()))
 			blocks := FencedGo(string(text))
 			aliases := importAliases(blocks)
-			for _, b := range blocks {
-				prog, why := snippetProgram(b.Source, pkgs, aliases)
-				if why != "" {
-					continue
+			for i, b := range blocks {
+				prog, why := c.docProgram(b.Source, pkgs, aliases)
+				if i > 0 && namesUndefined(why) {
+					// A block continuing the one before it (a
+					// follow-up using its variables or its type) is
+					// the two together.
+					prog, why = c.docProgram(blocks[i-1].Source+"\n\n"+b.Source, pkgs, aliases)
 				}
-				if prog, why = c.Prepare(prog); why != "" {
+				if why != "" {
 					continue
 				}
 				calls, err := c.Calls(prog)
@@ -76,6 +87,148 @@ func MineDocs(dir string, c *Checker) ([]Example, error) {
 		return nil
 	})
 	return out, err
+}
+
+// docProgram makes a block's source a prepared program (snippetProgram,
+// then Checker.Prepare); why says why it cannot be one. A name the
+// module's root package exports, written bare (a README written for a
+// dot import), is qualified; a program that type-checks up to a
+// statement of main that does not (a README showing a call the API does
+// not allow after one it does) is cut before it (cutAtError).
+func (c *Checker) docProgram(src string, pkgs, aliases map[string]string) (string, string) {
+	prog, why := snippetProgram(src, pkgs, aliases)
+	if why != "" {
+		return "", why
+	}
+	prog = c.qualifyBare(prog)
+	if prog, why = c.Prepare(prog); why != "" {
+		return "", why
+	}
+	return c.cutAtError(prog), ""
+}
+
+// namesUndefined reports whether why says a block names something it
+// does not declare: a variable (the type checker's "undefined: x"), or x
+// in x.Len() (snippetProgram takes it for a package no import provides).
+func namesUndefined(why string) bool {
+	return strings.HasPrefix(why, "undefined: ") || strings.HasSuffix(why, ", which no import provides")
+}
+
+// qualifyBare rewrites the names a program leaves undefined that the
+// module's root package exports as that package's (Filter → lo.Filter),
+// importing it. A program with no such name is returned as it is.
+func (c *Checker) qualifyBare(program string) string {
+	f, _, errs, err := c.check(program)
+	if err != nil {
+		return program
+	}
+	root, err := c.Import(c.modPath)
+	if err != nil {
+		return program
+	}
+	qual := root.Name()
+	imported := false
+	for _, im := range f.Imports {
+		if strings.Trim(im.Path.Value, `"`) == c.modPath {
+			if im.Name != nil && (im.Name.Name == "." || im.Name.Name == "_") {
+				return program
+			}
+			qual, imported = ImportName(im), true
+		}
+	}
+	at := map[token.Pos]bool{}
+	for _, e := range errs {
+		name, ok := strings.CutPrefix(e.Msg, "undefined: ")
+		if !ok || strings.Contains(name, ".") || !ast.IsExported(name) || root.Scope().Lookup(name) == nil {
+			continue
+		}
+		at[e.Pos] = true
+	}
+	if len(at) == 0 {
+		return program
+	}
+	taken := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if at[id.Pos()] {
+				id.Name = qual + "." + id.Name
+			} else if id.Name == qual && !imported {
+				taken = true // the package's name means something else here
+			}
+		}
+		return true
+	})
+	if taken {
+		return program
+	}
+	var b bytes.Buffer
+	if err := format.Node(&b, c.fset, f); err != nil {
+		return program
+	}
+	out := b.String()
+	if !imported {
+		i := strings.Index(out, "\n") + 1 // after the package clause
+		out = out[:i] + fmt.Sprintf("\nimport %q\n", c.modPath) + out[i:]
+	}
+	res, err := format.Source([]byte(out))
+	if err != nil {
+		return program
+	}
+	return string(res)
+}
+
+// cutAtError cuts a prepared program before the first statement of main
+// that does not type-check, when statements before it do and still call
+// the module (a README block going on to show a call with the wrong
+// number of results, or an argument the API does not take); the cut
+// program is prepared again. A program whose errors are elsewhere, in
+// its first statement, or that imports a package the checker does not
+// read (its errors may be the checker's) is returned as it is: the
+// compiler has the last word on it.
+func (c *Checker) cutAtError(program string) string {
+	for round := 0; round < 4; round++ {
+		f, _, errs, err := c.check(program)
+		if err != nil || len(errs) == 0 {
+			return program
+		}
+		for _, im := range f.Imports {
+			if p := strings.Trim(im.Path.Value, `"`); !isStdPath(p) && p != c.modPath && !strings.HasPrefix(p, c.modPath+"/") {
+				return program
+			}
+		}
+		var body *ast.BlockStmt
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "main" && fd.Body != nil {
+				body = fd.Body
+			}
+		}
+		if body == nil {
+			return program
+		}
+		k := len(body.List)
+		for _, e := range errs {
+			i := slices.IndexFunc(body.List, func(s ast.Stmt) bool { return s.Pos() <= e.Pos && e.Pos < s.End() })
+			if i < 0 {
+				return program // an error outside main's statements
+			}
+			k = min(k, i)
+		}
+		if k == 0 {
+			return program
+		}
+		pos := c.fset.Position(body.List[k].Pos())
+		lineStart := pos.Offset - (pos.Column - 1)
+		end := c.fset.Position(body.Rbrace).Offset
+		cut, why := c.Prepare(program[:lineStart] + program[end:])
+		if why != "" {
+			return program
+		}
+		if calls, err := c.Calls(cut); err != nil || len(calls) == 0 {
+			return program
+		}
+		program = cut
+	}
+	return program
 }
 
 // Block is one fenced code block of a Markdown file.

@@ -30,22 +30,34 @@ func TestMineDocsMakesBlocksStandalone(t *testing.T) {
 		ok    bool
 		calls []string
 		has   []string
+		lacks []string
 	}{
 		// A result shown in a comment is used as _; the second d is
 		// another variable; the module's package is imported.
-		{"README.md:5", true, []string{"example.com/mine.Double"}, []string{`"example.com/mine"`, "d := mine.Double(4)\n\t_ = d\n\t// 8", "d2 := mine.Double(5)"}},
+		{"README.md:5", true, []string{"example.com/mine.Double"}, []string{`"example.com/mine"`, "d := mine.Double(4)\n\t_ = d\n\t// 8", "d2 := mine.Double(5)"}, nil},
 		// Declarations before the statements stay at the top level; fmt
 		// is imported.
-		{"README.md:15", true, []string{"example.com/mine.Join"}, []string{"type word string", "func (w word) String() string", "func main() {", `"fmt"`}},
+		{"README.md:15", true, []string{"example.com/mine.Join"}, []string{"type word string", "func (w word) String() string", "func main() {", `"fmt"`}, nil},
 		// The block's import line, and a package it leaves out.
-		{"README.md:26", true, []string{"example.com/mine.Double", "example.com/mine/geom.Square"}, []string{`sq "example.com/mine/geom"`, `"example.com/mine"`}},
-		{"README.md:34", false, nil, nil}, // a signature only
-		{"README.md:40", false, nil, nil}, // value is declared elsewhere
-		{"README.md:46", true, []string{"example.com/mine.Bag.Add", "example.com/mine.Bag.Len"}, []string{"func main() {"}},
-		{"README.md:62", false, nil, nil}, // not Go
+		{"README.md:26", true, []string{"example.com/mine.Double", "example.com/mine/geom.Square"}, []string{`sq "example.com/mine/geom"`, `"example.com/mine"`}, nil},
+		{"README.md:34", false, nil, nil, nil}, // a signature only
+		// value is declared elsewhere, not in the block before it
+		{"README.md:40", false, nil, nil, nil},
+		{"README.md:46", true, []string{"example.com/mine.Bag.Add", "example.com/mine.Bag.Len"}, []string{"func main() {"}, nil},
+		{"README.md:62", false, nil, nil, nil}, // not Go
 		// Names first assigned with = are declared there; a name declared
 		// again for a value of another type is another variable.
-		{"README.md:70", true, []string{"example.com/mine.Double", "example.com/mine.Join"}, []string{`word, n := mine.Join("a", "b"), mine.Double(1)`, `v2 := mine.Join("x")`}},
+		{"README.md:70", true, []string{"example.com/mine.Double", "example.com/mine.Join"}, []string{`word, n := mine.Join("a", "b"), mine.Double(1)`, `v2 := mine.Join("x")`}, nil},
+		// Cut before the statement that does not type-check, its
+		// comment kept.
+		{"README.md:79", true, []string{"example.com/mine.Double"}, []string{"n := mine.Double(3)\n\t_ = n\n\t// 6\n}"}, []string{"three"}},
+		// A bare name of the root package is the package's.
+		{"README.md:88", true, []string{"example.com/mine.Join"}, []string{`s := mine.Join("a", "b")`, `"example.com/mine"`}, nil},
+		{"README.md:94", true, []string{"example.com/mine.Bag.Add"}, []string{`b.Add("x")`}, nil},
+		// Goes on with the block before it: the two together.
+		{"README.md:99", true, []string{"example.com/mine.Bag.Add", "example.com/mine.Bag.Len"}, []string{"var b mine.Bag[string]\n\tb.Add(\"x\")\n\n\tfmt.Println(b.Len())"}, nil},
+		// An error in the first statement is left to the compiler.
+		{"README.md:105", true, []string{"example.com/mine.Double", "example.com/mine.Join"}, []string{"w := mine.Join(1)", "n := mine.Double(2)"}, nil},
 	} {
 		e, ok := byName[tc.name]
 		if ok != tc.ok {
@@ -66,9 +78,14 @@ func TestMineDocsMakesBlocksStandalone(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", tc.name, s, e.Program)
 			}
 		}
+		for _, s := range tc.lacks {
+			if strings.Contains(e.Program, s) {
+				t.Errorf("%s has %q:\n%s", tc.name, s, e.Program)
+			}
+		}
 	}
-	if len(got) != 5 {
-		t.Errorf("%d blocks mined, want 5", len(got))
+	if len(got) != 10 {
+		t.Errorf("%d blocks mined, want 10", len(got))
 	}
 }
 
