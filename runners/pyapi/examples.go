@@ -47,7 +47,7 @@ type Example struct {
 	// ("pydantic.networks:HttpUrl#fenced-2"), so that bundle rows and
 	// tasks, which carry the name, say where an example came from.
 	Name string
-	// Origin is OriginDoctest or OriginFenced.
+	// Origin is OriginDoctest, OriginFenced or OriginTest.
 	Origin string
 	// APIID is the API whose docstring holds it; "" for a documentation
 	// file (the bundle ties those to APIs by the names their code uses).
@@ -68,7 +68,8 @@ type Example struct {
 	Output string // the steps' expected outputs, in order
 	// Calls are the names its steps call (f of f(...), m of x.m(...)),
 	// sorted, each once: what ties a documentation file's example to the
-	// APIs it exercises.
+	// APIs it exercises. A test's (OriginTest) are every name its program
+	// loads or reads as an attribute.
 	Calls []string
 }
 
@@ -316,7 +317,7 @@ func (x *Executor) Args() []string {
 }
 
 // Run runs ex and returns its verdict: a doctest as doctest.testmod runs
-// it (Flags apply), a fenced example as a script in a fresh __main__, its
+// it (Flags apply), a fenced example or a test's program as a script in a fresh __main__, its
 // steps in order, stopping at the first that does not pass; a step's
 // printed output is compared with its Want (trailing whitespace of lines
 // and trailing blank lines ignored; all whitespace and commas before a
@@ -344,7 +345,7 @@ func (x *Executor) Run(ctx context.Context, ex Example) (Verdict, error) {
 		Origin string `json:"origin"`
 		Steps  []step `json:"steps,omitempty"`
 	}{Name: ex.Name, Module: ex.Module, File: ex.File, Text: ex.Text, Origin: ex.Origin}
-	if ex.Origin == OriginFenced {
+	if ex.Origin == OriginFenced || ex.Origin == OriginTest {
 		for _, s := range ex.Steps {
 			r.Steps = append(r.Steps, step{s.Source, s.Want, s.Loose})
 		}

@@ -36,7 +36,7 @@ after a print, dedented ("loose": true on the step; a top-level one is
 not a step of its own). Neither imports nor runs anything.
 
 run runs one example. A fenced one ("origin": "fenced", its "steps"
-given) runs as a script would: its steps in order in the globals of a
+given), and a test made a program ("origin": "test", tests.py), runs as a script would: its steps in order in the globals of a
 fresh module __main__, each step's standard output compared with its want
 when it states one (lines' trailing whitespace and trailing blank lines
 ignored; a loose want's whitespace and commas before a closing bracket,
@@ -381,7 +381,7 @@ def run(argv, out):
         i += 2
     sys.path[:0] = [os.path.abspath(p) for p in paths]
     req = json.load(sys.stdin)
-    if req.get("origin") == "fenced":
+    if req.get("origin") in ("fenced", "test"):  # a test's program runs as a fenced block
         run_fenced(req, out)
         return
     globs = {"__name__": "__main__"}
