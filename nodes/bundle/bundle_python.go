@@ -2,7 +2,9 @@ package bundle
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/lacuna-dev/lacuna/nodes/pyenv"
 	"github.com/lacuna-dev/lacuna/runners/pyapi"
 	rpyenv "github.com/lacuna-dev/lacuna/runners/pyenv"
+	"github.com/lacuna-dev/lacuna/runners/pypi"
 	"github.com/lacuna-dev/lacuna/runners/sandbox"
 )
 
@@ -28,6 +31,11 @@ var pySurfaceLimits = sandbox.Limits{Wall: 10 * time.Minute, Memory: 8 << 30, Ou
 // cannot mount them); it is never valid.
 const exampleNotRun = "not_run"
 
+// pyExamplesVersion is the version of how a Python bundle gathers and ties
+// E (beside the node's Version, which the Go and Python bundles share):
+// 2 adds the sdist's tests (pySdistTests).
+const pyExamplesVersion = "2"
+
 // resolvePython pins what pyenv.Resolve pins (interpreter, installer,
 // sandbox) and the digests of the three helpers the bundle runs (surface,
 // M_code, examples).
@@ -36,9 +44,11 @@ func resolvePython(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) 
 	if err != nil {
 		return nil, err
 	}
-	for k, src := range map[string]string{"helper.surface": pyapi.HelperSource(), "helper.code": pyapi.CodeHelperSource(), "helper.examples": pyapi.ExamplesHelperSource()} {
+	for k, src := range map[string]string{"helper.surface": pyapi.HelperSource(), "helper.code": pyapi.CodeHelperSource(),
+		"helper.examples": pyapi.ExamplesHelperSource(), "helper.tests": pyapi.TestsHelperSource()} {
 		p.Identity[k] = fmt.Sprintf("%016x", xxhash.Sum64String(src))
 	}
+	p.Identity["python.examples"] = pyExamplesVersion
 	return p, nil
 }
 
@@ -170,6 +180,13 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 	if err != nil {
 		return nil, "", err
 	}
+	if c.kinds()[KindTest] {
+		tests, err := pySdistTests(ctx, r, p, env, lib, version, surf)
+		if err != nil {
+			return nil, "", err
+		}
+		exs = tieTests(exs, byAPI, tests, surf, c.maxMined())
+	}
 	verdicts, err := runExamples(ctx, r, c, p, env, exs)
 	if err != nil {
 		return nil, "", err
@@ -207,11 +224,16 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 			if file == "" {
 				file = s.File
 			}
-			kind := KindExample // a docstring's
-			if e.Module == "" {
+			kind, out := KindExample, e.Output // a docstring's
+			switch {
+			case e.Origin == pyapi.OriginTest:
+				// A mined program states no output: Output is what its
+				// validating run printed, as a Go test's.
+				kind, out = KindTest, printed(v)
+			case e.Module == "":
 				kind = KindReadme // a documentation file's
 			}
-			row.Examples = append(row.Examples, Example{Name: e.Name, Kind: kind, File: file, Code: e.Code, Output: e.Output,
+			row.Examples = append(row.Examples, Example{Name: e.Name, Kind: kind, File: file, Code: e.Code, Output: out,
 				Status: v.Status, Valid: v.Valid(), Got: v.Got, Error: v.Error, Module: e.Module, Steps: stepsJSON(e.Steps)})
 			if v.Valid() {
 				row.ValidExamples++
@@ -349,6 +371,151 @@ func pyExamples(ctx context.Context, r nodes.Run, env *rpyenv.Env, site string, 
 		}
 	}
 	return exs, byAPI, nil
+}
+
+// pySdistTests are the test functions of lib==version's source
+// distribution that refer to a kept API of surf by name, made standalone
+// programs (pyapi.TestExamples), File relative to the sdist's root. The
+// sdist is the one the index lists for the release (pypi.SdistFile),
+// checked against the index's sha256 and kept in the store's "pysdist"
+// cache under that digest; a release without one (wheels only) has no
+// test examples, logged. An index that cannot be read, or a download that
+// fails, fails the node: a bundle without the tests it would have had must
+// not be cached.
+func pySdistTests(ctx context.Context, r nodes.Run, p *pyenv.Python, env *rpyenv.Env, lib, version string, surf []pyapi.API) ([]pyapi.Example, error) {
+	ix, err := pypi.NewIndex(p.Index)
+	if err != nil {
+		return nil, err
+	}
+	proj, err := ix.Project(ctx, lib)
+	if err != nil {
+		return nil, fmt.Errorf("%s==%s: source distribution: %w", lib, version, err)
+	}
+	f, err := pypi.SdistFile(proj, version)
+	if errors.Is(err, pypi.ErrNotFound) {
+		r.Logf("%s==%s: no test examples: %v", lib, version, err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := cachedSdist(ctx, r, ix, f)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "lacuna-sdist-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	root, err := pypi.Unpack(f.Filename, data, tmp, 0)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, a := range surf {
+		if !seen[a.Name] {
+			seen[a.Name] = true
+			names = append(names, a.Name)
+		}
+	}
+	start := time.Now()
+	tests, skipped, err := pyapi.TestExamples(ctx, env.Python(), root, names)
+	if err != nil {
+		return nil, err
+	}
+	r.Logf("%s==%s: %d test functions of %s (sha256 %.12s) made standalone programs in %.1fs; not standalone: %s",
+		lib, version, len(tests), f.Filename, f.Hashes["sha256"], time.Since(start).Seconds(), countList(skipped))
+	return tests, nil
+}
+
+// cachedSdist is file f of the index, from the store's "pysdist" cache
+// when it holds it with the index's digest, else downloaded (and checked)
+// into it.
+func cachedSdist(ctx context.Context, r nodes.Run, ix *pypi.Index, f pypi.File) ([]byte, error) {
+	dir, err := r.CacheDir("pysdist")
+	if err != nil {
+		return nil, err
+	}
+	sum := strings.ToLower(f.Hashes["sha256"])
+	path := ""
+	if len(sum) == 64 && !strings.ContainsAny(sum, "./") {
+		path = filepath.Join(dir, sum)
+		if b, err := os.ReadFile(path); err == nil && fmt.Sprintf("%x", sha256.Sum256(b)) == sum {
+			return b, nil
+		}
+	}
+	b, err := ix.Download(ctx, f)
+	if err != nil || path == "" {
+		return b, err
+	}
+	tmp, err := os.CreateTemp(dir, ".download-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	return b, os.Rename(tmp.Name(), path)
+}
+
+// tieTests appends to exs the tests that exercise a kept API of surf, and
+// their indexes to byAPI: at most max per API, the shortest programs
+// first. A test exercises an API whose name its program uses (calls,
+// loads, reads as an attribute); for a method or property, the program
+// must use its class's name too (x.sort() alone is no call of
+// GenerateJsonSchema.sort).
+func tieTests(exs []pyapi.Example, byAPI map[string][]int, tests []pyapi.Example, surf []pyapi.API, max int) []pyapi.Example {
+	uses := make([]map[string]bool, len(tests))
+	for i, t := range tests {
+		uses[i] = map[string]bool{}
+		for _, c := range t.Calls {
+			uses[i][c] = true
+		}
+	}
+	order := make([]int, len(tests))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return len(tests[order[x]].Code) < len(tests[order[y]].Code) })
+	at := map[int]int{} // tests → exs
+	for _, a := range surf {
+		owner, _, _ := strings.Cut(a.QualName(), ".")
+		member := owner != a.QualName()
+		n := 0
+		for _, i := range order {
+			if n == max {
+				break
+			}
+			if !uses[i][a.Name] || member && !uses[i][owner] {
+				continue
+			}
+			k, ok := at[i]
+			if !ok {
+				k = len(exs)
+				at[i] = k
+				exs = append(exs, tests[i])
+			}
+			byAPI[a.ID] = append(byAPI[a.ID], k)
+			n++
+		}
+	}
+	return exs
+}
+
+// printed is what an example's steps printed, in order.
+func printed(v pyapi.Verdict) string {
+	var b strings.Builder
+	for _, s := range v.Steps {
+		b.WriteString(s.Got)
+	}
+	return b.String()
 }
 
 // runExamples runs each example in its own sandbox against env (read

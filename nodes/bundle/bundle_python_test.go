@@ -264,6 +264,108 @@ func TestPythonBundlesFromVersionResolveThroughSurfaceDiff(t *testing.T) {
 	}
 }
 
+// pyCalcTests is the test suite of py-calc 2.0.0's source distribution:
+// total (no doctest) and mean (a failing doctest) are exercised by tests
+// that pass, total also by a longer one and by one that fails; a test
+// that needs a fixture it cannot inline is not an example.
+var pyCalcTests = map[string]string{
+	"tests/test_core.py": `import unittest
+import pytest
+from pycalc import total, mean
+
+
+class TotalTests(unittest.TestCase):
+    def test_total(self):
+        self.assertEqual(total([1, 2]), 3)
+
+    def test_total_long(self):
+        xs = [1, 2, 3, 4]
+        self.assertEqual(total(xs), 10)
+        self.assertEqual(total([]), 0)
+
+    def test_total_wrong(self):
+        self.assertEqual(total([10, 20, 30]), 70)
+
+
+def test_mean():
+    assert mean([1, 2]) == 1.5
+
+
+def test_needs_a_fixture(tmp_path):
+    assert total([1]) == 1
+`,
+}
+
+// TestPythonBundleTakesExamplesFromTheSdistsTests: py-calc 2.0.0 is
+// published with a source distribution whose tests call total and mean;
+// those become E entries of kind "test" (file the test file, validated in
+// the sandbox, a failing one kept invalid), so total and mean have bundles
+// now, with at most max_mined tests each, the shortest first. py-gpl has
+// no sdist: its bundle is as before.
+func TestPythonBundleTakesExamplesFromTheSdistsTests(t *testing.T) {
+	ix := pypitest.NewIndex()
+	var rs []pypitest.Release
+	for v, day := range map[string]string{"1.0.0": "2024-01-10", "2.0.0": "2024-09-01"} {
+		r := pypitest.Release{Version: v, Uploaded: pypitest.Day(day), Files: pyCalc[v], Metadata: []string{"License-Expression: MIT"}}
+		if v == "2.0.0" {
+			r.Sdist = pyCalcTests
+		}
+		rs = append(rs, r)
+	}
+	if err := ix.Publish("py-calc", rs...); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ix, "py-gpl", pyGPL, "License-Expression: GPL-3.0-or-later")
+	nodetest.OfflinePython(t, ix)
+	run := nodetest.Run(t, nodetest.StoreDir(t), strings.Replace(pyPipeline, "EXTRA", "max_mined = 2", 1))
+	got := map[string]bundle.Row{}
+	for _, b := range nodetest.Read[bundle.Row](t, run, "node.bundle.py") {
+		got[b.Qualified] = b
+	}
+	if names := sorted(keys(got)); !reflect.DeepEqual(names, []string{"pycalc.clamp", "pycalc.mean", "pycalc.scale", "pycalc.total", "pygpl.twice"}) {
+		t.Fatalf("bundles %v; notes %q", names, run.Notes(engine.EventDone))
+	}
+	type ex struct {
+		name, kind, status string
+		valid              bool
+	}
+	want := map[string][]ex{
+		"pycalc.total": {
+			{"tests/test_core.py::TotalTests::test_total", "test", "passed", true},
+			{"tests/test_core.py::TotalTests::test_total_wrong", "test", "runtime_error", false},
+		},
+		"pycalc.mean": {
+			{"pycalc._core:mean", "example", "failed", false},
+			{"tests/test_core.py::test_mean", "test", "passed", true},
+		},
+		"pygpl.twice": {{"pygpl:twice", "example", "passed", true}},
+	}
+	for api, w := range want {
+		var g []ex
+		for _, e := range got[api].Examples {
+			g = append(g, ex{e.Name, e.Kind, e.Status, e.Valid})
+			if e.Kind == bundle.KindTest && (e.File != "tests/test_core.py" || e.Module != "" || !strings.Contains(e.Code, "from pycalc import ")) {
+				t.Errorf("%s: test example %s: file %q module %q code\n%s", api, e.Name, e.File, e.Module, e.Code)
+			}
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s's examples %+v, want %+v", api, g, w)
+		}
+	}
+	if e := got["pycalc.total"].Examples[0]; e.Code != "from pycalc import total\n\nassert total([1, 2]) == 3\n" {
+		t.Errorf("total's test made a program:\n%s", e.Code)
+	}
+	a, err := run.Store.GetAction(run.Nodes["node.bundle.py"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"py-calc==2.0.0: 4 test functions of py_calc-2.0.0.tar.gz", "not standalone: fixture 1", "py-gpl==2.0.0: no test examples"} {
+		if !strings.Contains(a.Logs, line) {
+			t.Errorf("log lacks %q:\n%s", line, a.Logs)
+		}
+	}
+}
+
 // TestPythonBundleKeepsAPIsWithoutValidExamplesWhenAsked: with
 // require_example = false, mean's failing doctest is in its bundle with
 // the verdict and what it printed, and total has an empty E. Then, with
