@@ -276,17 +276,21 @@ ASSERT_OPS = {
 }
 
 
-def expected_raise(exc, body, regex, prog):
-    """try: body / except exc [as e]: [assert re.search(regex, str(e))] /
-    else: raise AssertionError."""
-    handler_body = [ast.Pass()]
+def expected_raise(exc, body, regex, prog, bind=None):
+    """try: body / except exc [as e]: [assert re.search(regex, str(e))]
+    [bind = e] / else: raise AssertionError."""
+    handler_body = []
     name = None
+    if regex is not None or bind:
+        name = "exc" if bind != "exc" else "error"
     if regex is not None:
         prog.extra_imports.add("import re")
-        name = "exc"
         search = ast.Call(ast.Attribute(ast.Name("re", ast.Load()), "search", ast.Load()),
-                          [regex, ast.Call(ast.Name("str", ast.Load()), [ast.Name("exc", ast.Load())], [])], [])
-        handler_body = [ast.Assert(search, None)]
+                          [regex, ast.Call(ast.Name("str", ast.Load()), [ast.Name(name, ast.Load())], [])], [])
+        handler_body.append(ast.Assert(search, None))
+    if bind:
+        handler_body.append(ast.Assign([ast.Name(bind, ast.Store())], ast.Name(name, ast.Load()), lineno=0))
+    handler_body = handler_body or [ast.Pass()]
     label = ast.unparse(exc)
     fail = ast.Raise(ast.Call(ast.Name("AssertionError", ast.Load()), [ast.Constant("%s not raised" % label)], []), None)
     return ast.Try(body=body, handlers=[ast.ExceptHandler(exc, name, handler_body)], orelse=[fail], finalbody=[])
@@ -296,8 +300,9 @@ class Rewriter(ast.NodeTransformer):
     """Makes unittest's assertions and pytest.raises plain Python, and
     reads setUp's self attributes as names."""
 
-    def __init__(self, prog, self_name, attrs):
+    def __init__(self, prog, self_name, attrs, raised):
         self.prog, self.self_name, self.attrs = prog, self_name, attrs
+        self.raised = raised  # {name: its exception's attribute} of `with ... as name`
 
     def is_self_call(self, call, *methods):
         f = call.func
@@ -305,6 +310,8 @@ class Rewriter(ast.NodeTransformer):
                 and (not methods or f.attr in methods))
 
     def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and self.raised.get(node.value.id) == node.attr:
+            return ast.copy_location(ast.Name(node.value.id, node.ctx), node)
         if self.self_name and is_name(node.value, self.self_name) and node.attr in self.attrs:
             return ast.copy_location(ast.Name(node.attr, node.ctx), node)
         return self.generic_visit(node)
@@ -387,11 +394,16 @@ class Rewriter(ast.NodeTransformer):
             node.items = [self.visit(i) for i in node.items]
             node.body = body
             return node
+        bind = None
         if item.optional_vars is not None:
-            raise NotStandalone("uses the raised exception")
+            # exc_info.value (pytest), cm.exception (unittest) read as the
+            # exception itself: build checked that the name has no other use.
+            if not isinstance(item.optional_vars, ast.Name) or item.optional_vars.id not in self.raised:
+                raise NotStandalone("uses the raised exception")
+            bind = item.optional_vars.id
         if not call.args:
             raise NotStandalone("pytest used otherwise")
-        return ast.copy_location(expected_raise(self.visit(call.args[0]), body, regex, self.prog), node)
+        return ast.copy_location(expected_raise(self.visit(call.args[0]), body, regex, self.prog, bind), node)
 
 
 class Globals(ast.NodeTransformer):
@@ -419,6 +431,35 @@ class Globals(ast.NodeTransformer):
         if rest:
             out.append(ast.copy_location(ast.Nonlocal(rest), node))
         return out
+
+
+def raised_names(body, self_name):
+    """{name: attribute} of body's `with pytest.raises(...) as name`
+    (attribute value) and `with self.assertRaises...(...) as name`
+    (exception) whose name is used only as name.attribute, besides the
+    with statement itself."""
+    cands = {}
+    for n in ast.walk(ast.Module(body, [])):
+        if isinstance(n, ast.With) and len(n.items) == 1 and isinstance(n.items[0].optional_vars, ast.Name):
+            call = n.items[0].context_expr
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            if dotted(f) == "pytest.raises":
+                cands[n.items[0].optional_vars.id] = "value"
+            elif self_name and isinstance(f, ast.Attribute) and is_name(f.value, self_name) and f.attr.startswith("assertRaises"):
+                cands[n.items[0].optional_vars.id] = "exception"
+    if not cands:
+        return {}
+    ok = dict(cands)
+    bases = set()
+    for n in ast.walk(ast.Module(body, [])):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and cands.get(n.value.id) == n.attr:
+            bases.add(id(n.value))
+    for n in ast.walk(ast.Module(body, [])):
+        if isinstance(n, ast.Name) and n.id in ok and isinstance(n.ctx, ast.Load) and id(n) not in bases:
+            del ok[n.id]  # exc_info.match(...), exc_info.type: not rewritten
+    return ok
 
 
 def has_return_or_yield(body):
@@ -530,7 +571,7 @@ def build(fn, cls, modules, prog, test_tops):
         setup = []  # setUp sets nothing the test reads
     if has_return_or_yield(body):
         raise NotStandalone("returns or yields")
-    rw = Rewriter(prog, self_name, attrs)
+    rw = Rewriter(prog, self_name, attrs, raised_names(body, self_name))
     pre = []
     for name, value in cases:
         pre.append(ast.Assign([ast.Name(name, ast.Store())], value, lineno=0))

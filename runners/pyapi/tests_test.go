@@ -100,6 +100,18 @@ def test_raises():
         double(None)
 
 
+def test_raised():
+    with pytest.raises(TypeError) as exc_info:
+        double(None)
+    assert "number" in str(exc_info.value)
+
+
+def test_raised_matched():
+    with pytest.raises(TypeError) as exc_info:
+        double(None)
+    exc_info.match("number")
+
+
 def test_relative():
     assert double(1) == TWO
 
@@ -125,8 +137,9 @@ def test_returns():
 // TestTestExamplesMakeTestsStandalonePrograms: unittest methods with
 // their asserts made plain and setUp's attributes made names, pytest
 // functions with parametrize's first passing case and an inlined
-// conftest fixture, each preceded by what it uses of its file (imports
-// pruned); tests that cannot stand alone are counted by reason, and a
+// conftest fixture, pytest.raises(...) as exc_info with exc_info.value
+// read as the exception, each preceded by what it uses of its file
+// (imports pruned); tests that cannot stand alone are counted by reason, and a
 // test that names no wanted API is not looked at.
 func TestTestExamplesMakeTestsStandalonePrograms(t *testing.T) {
 	py := python(t)
@@ -185,6 +198,16 @@ except TypeError as exc:
 else:
     raise AssertionError('TypeError not raised')
 `,
+		"tests/test_py.py::test_raised": `from calc import double
+
+try:
+    double(None)
+except TypeError as exc:
+    exc_info = exc
+else:
+    raise AssertionError('TypeError not raised')
+assert 'number' in str(exc_info)
+`,
 		"tests/test_py.py::test_fails": `from calc import double
 
 assert double(1) == 3
@@ -214,7 +237,7 @@ assert double(1) == 3
 			t.Errorf("unexpected example %s:\n%s", name, got[name])
 		}
 	}
-	wantSkipped := map[string]int{"self used otherwise": 1, "relative import": 1, "fixture": 1, "marked xfail or skip": 1, "returns or yields": 1}
+	wantSkipped := map[string]int{"uses the raised exception": 1, "self used otherwise": 1, "relative import": 1, "fixture": 1, "marked xfail or skip": 1, "returns or yields": 1}
 	if !reflect.DeepEqual(skipped, wantSkipped) {
 		t.Errorf("not standalone %v, want %v", skipped, wantSkipped)
 	}
