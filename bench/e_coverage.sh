@@ -13,7 +13,9 @@
 # pipelines/quickstart.hcl (its libraries are read from the library blocks;
 # the c1 and bundle nodes are node.c1.lib["LIB"] and node.bundle.lib["LIB"]).
 # For the Python quickstart: PIPELINE=pipelines/examples/python_quickstart.hcl,
-# whose nodes are named the same way. LACUNA_BIN names a lacuna binary to
+# whose nodes are named the same way; set LACUNA_PYTHON as the run did
+# (/usr/bin/python3): the Python nodes' keys hold the interpreter, and
+# without it cat finds them "not computed". LACUNA_BIN names a lacuna binary to
 # read the store with (another revision's, for a store it computed);
 # default: this tree's, built.
 set -euo pipefail
