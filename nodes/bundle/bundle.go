@@ -62,7 +62,7 @@ const (
 	KindExample      = goapi.KindExample      // the API's own: a Go Example function, a Python docstring's doctest
 	KindReadme       = goapi.KindReadme       // a documentation file's: a README's Go block, a Python documentation file's doctest
 	KindOtherExample = goapi.KindOtherExample // another API's Example function that calls it
-	KindTest         = goapi.KindTest         // a test function that calls it, made standalone
+	KindTest         = goapi.KindTest         // a test function that calls it, made standalone (Python: from the release's sdist)
 	KindBenchmark    = goapi.KindBenchmark    // a benchmark function that calls it, made standalone
 )
 
@@ -205,7 +205,7 @@ func (bundle) Doc() string {
 		"tests and benchmarks that call it and its README's Go blocks, each row's kind saying which), M_prose (doc tier), " +
 		"M_code (source with helpers inlined) and the module's licence. " +
 		"With ecosystem = \"python\": from v_new's environment, S with kinds and defaults, E the doctests of the docstring " +
-		"and of the shipped documentation files run in the sandbox, M_code from the syntax tree, the licence from the metadata."
+		"and of the shipped documentation files and the release sdist's tests that use it (made standalone, kind test), run in the sandbox, M_code from the syntax tree, the licence from the metadata."
 }
 
 func (bundle) Validate(cfg any) error {

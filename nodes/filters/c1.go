@@ -66,7 +66,7 @@ func (c1Type) Validate(cfg any) error {
 }
 
 func (c1Type) Name() string    { return "c1" }
-func (c1Type) Version() string { return "18" }
+func (c1Type) Version() string { return "19" }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
 		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason. " +
@@ -172,7 +172,7 @@ func (t c1Type) Run(ctx context.Context, r nodes.Run) error {
 			row.Reason = "C1: the reference fails its own harness (" + row.C1Error + ")"
 		case len(exp.Dependent) == 0:
 			row.C1Passed = true
-			row.Reason = "no asserted value is computed through the target: answering the target's calls with zero values changed nothing the harness checks"
+			row.Reason = "no asserted value is computed through the target: substituting the target's results (other values of the same shape) changed nothing the harness checks"
 		case len(row.Survivors) > 0:
 			row.C1Passed = true
 			row.Reason = "audit: the harness accepts " + strings.Join(row.Survivors, ", ")

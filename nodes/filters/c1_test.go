@@ -1,6 +1,7 @@
 package filters_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/nodes/filters"
@@ -40,6 +41,12 @@ node "c1" "own" { tasks = node.tasks.shapes }
 				if c.AuditRun < 4 {
 					t.Errorf("%s: %d calibration solutions run, want at least 4", n, c.AuditRun)
 				}
+				if taskstest.Independent[n] {
+					if c.Keep || !strings.HasPrefix(c.Reason, "no asserted value is computed through the target") {
+						t.Errorf("%s (independent): keep=%v reason %q", n, c.Keep, c.Reason)
+					}
+					continue
+				}
 				if taskstest.Weak[n] {
 					if c.Keep || c.Reason != "audit: the harness accepts perturb" || c.AuditKill != c.AuditRun-1 || len(c.Survivors) != 1 {
 						t.Errorf("%s (weak): keep=%v reason %q killed %d/%d survivors %v", n, c.Keep, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
@@ -51,7 +58,7 @@ node "c1" "own" { tasks = node.tasks.shapes }
 					t.Errorf("%s: keep=%v reason %q killed %d/%d discrimination %v", n, c.Keep, c.Reason, c.AuditKill, c.AuditRun, c.Discrimination)
 				}
 			}
-			if kept != len(byTask)-len(taskstest.Weak) {
+			if kept != len(byTask)-len(taskstest.Weak)-len(taskstest.Independent) {
 				t.Errorf("kept %d of %d tasks", kept, len(byTask))
 			}
 		})

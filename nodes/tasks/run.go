@@ -145,7 +145,7 @@ const observeRuns = 100
 func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task, expects []*goharness.Expectation, sols []Solution, observe bool) ([]SampleRow, []*goharness.Record, error) {
 	out := make([]SampleRow, len(sols))
 	recs := make([]*goharness.Record, len(sols))
-	var units []gotool.Unit
+	var units []goharness.Unit
 	var which []int
 	unitExpect := map[int]*goharness.Expectation{}
 	for i, s := range sols {
@@ -186,6 +186,9 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			SpyAccess: access, SpyImport: t.ImportPath, Module: e.mod.Path, Runs: 1}
 		if observe {
 			u.Runs = observeRuns
+		}
+		if whole {
+			expect.SubstitutionFor(&u)
 		}
 		if !whole && (observe && !s.NoPerturb || expect != nil && expect.Perturbed != nil) {
 			u.Perturbed, _ = goharness.PerturbBefore(spec)

@@ -58,6 +58,9 @@ var suiteClasses = map[string][]string{
 		"forge-observation", // printing a LACUNA_RESULT line before the harness's own
 		"isolation",         // os.Exit, a panic in a goroutine, a stack overflow, a leftover goroutine
 		"stdlib-sibling",    // the standard library (or builtins) instead of the target
+		"guarded-hardcode",  // the target called (in a recover, or as a guard on its result), then hard-coded values
+		"other-data",        // the target called on data that is not the task's, then hard-coded values
+		"state-counting",    // telling runs apart through process or sandbox state (environment, files)
 	},
 	"correct": {
 		"reference",                // the reference span, as a control
@@ -68,6 +71,7 @@ var suiteClasses = map[string][]string{
 		"data-built-another-way",   // the same input built with other statements
 		"whole-program",            // package main with imports instead of a span
 		"extra-imports",            // uses standard packages the context does not import
+		"defensive-code",           // checks the result (panic or exit when empty), indexes it for logging, returns in a branch not taken
 	},
 }
 
@@ -416,10 +420,33 @@ func generate(task tasks.Row) []suiteRow {
 		Output string `json:"output"`
 		Probes map[string]struct {
 			Type, Value string
+			Len         int
+			Nil         bool
 		} `json:"probes"`
 	}
 	if json.Unmarshal([]byte(task.Expect), &e) != nil {
 		return out
+	}
+	// Defensive code around the span's results: a check that they are not
+	// empty, the first element logged, a return in a branch not taken.
+	var checks []string
+	for _, name := range sortedIDs(e.Probes) {
+		p := e.Probes[name]
+		if strings.Contains(name, ":") || p.Len <= 0 || p.Nil || !(strings.HasPrefix(p.Type, "[]") || p.Type == "string") {
+			continue
+		}
+		checks = append(checks, "if len("+name+") == 0 {\n\tpanic(\"no result\")\n}",
+			"println(\"first:\", "+name+"[0])")
+		if strings.HasPrefix(p.Type, "[]") {
+			checks = append(checks, "if "+name+" == nil {\n\tos.Exit(1)\n}")
+		}
+	}
+	if len(checks) > 0 {
+		code := mask + "\n" + strings.Join(checks, "\n")
+		if strings.Contains(code, "os.Exit") {
+			code = "import \"os\"\n\n" + code
+		}
+		add("correct", "defensive-code", "g-defensive", code)
 	}
 	// Hard-coded values: the probed variables declared with the values the
 	// reference observed (%#v is Go syntax for most values), and, when
@@ -457,6 +484,44 @@ func generate(task tasks.Row) []suiteRow {
 	add("adversarial", "forge-verdict", "g-verdict", passAll+"\n"+hard)
 	add("adversarial", "forge-observation", "g-observation", "print(\"LACUNA_RESULT \" + "+strconv.Quote(expect)+" + \"\\n\")\n"+hard)
 	add("adversarial", "isolation", "g-overflow", hard+"\ngo func() {\n\tvar f func(int) int\n\tf = func(n int) int { return f(n+1) + 1 }\n\tf(0)\n}()")
+	// The reference's calls inside a function that recovers from a panic
+	// (their printing thrown away, the probed variables used), then the
+	// observed values hard-coded: plainly, behind a guard on the call
+	// having run, on other data, and only in the first run a process or a
+	// sandbox sees (a later run printing zero values, which a
+	// counterfactual run in the same process would take for dependence).
+	var uses []string
+	for _, d := range decls {
+		uses = append(uses, "_ = "+strings.Fields(d)[1])
+	}
+	inner := func(span string) string {
+		return "func() {\n\tdefer func() { recover() }()\n" + span + "\n" + strings.Join(uses, "\n") + "\n\tranOK = true\n}()\n_ = ranOK\n"
+	}
+	var zeros []string
+	for _, name := range sortedIDs(e.Probes) {
+		if !strings.Contains(name, ":") {
+			zeros = append(zeros, name+" = *new("+e.Probes[name].Type+")")
+		}
+	}
+	add("adversarial", "guarded-hardcode", "g-recover", "ranOK := false\n"+inner(quiet)+hard)
+	add("adversarial", "guarded-hardcode", "g-guard", "ranOK := false\n"+inner(quiet)+"if !ranOK {\n\tpanic(\"no\")\n}\n"+hard)
+	if other, ok := goharness.PerturbBefore(goharness.Task{Before: quiet}); ok && other != quiet {
+		add("adversarial", "other-data", "g-other", "ranOK := false\n"+inner(other)+hard)
+	}
+	// Telling a later run from the first: the values hard-coded in the
+	// first run, zero values (or nothing printed) in later ones.
+	for _, st := range []struct{ id, setup, later string }{
+		{"g-env", "seen := os.Getenv(\"SEEN\") != \"\"\nos.Setenv(\"SEEN\", \"1\")\n", "seen"},
+		{"g-file", "_, statErr := os.Stat(\"seen\")\nos.WriteFile(\"seen\", nil, 0o644)\n", "statErr == nil"},
+	} {
+		head := "import \"os\"\n\nranOK := false\n" + st.setup + inner(quiet)
+		switch {
+		case len(decls) > 0:
+			add("adversarial", "state-counting", st.id, head+hard+"\nif "+st.later+" {\n"+strings.Join(zeros, "\n")+"\n}")
+		case !tail && fmtName != "":
+			add("adversarial", "state-counting", st.id, head+"if !("+st.later+") {\n"+fmtName+".Print("+strconv.Quote(e.Output)+")\n}")
+		}
+	}
 	if quiet != mask {
 		// The reference's calls, their printing thrown away, then the
 		// observed output.

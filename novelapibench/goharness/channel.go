@@ -36,21 +36,23 @@ const maxRecord = 64 << 20
 // concurrent use.
 type Channel struct {
 	key     []byte
+	variant byte
 	keyFile *os.File
 	out     *os.File
 }
 
-// NewChannel makes a channel with its files in dir.
-func NewChannel(dir string) (*Channel, error) {
+// NewChannel makes a channel with its files in dir, for a process that
+// runs variant (VariantNormal, ...): the variant travels with the key.
+func NewChannel(dir string, variant byte) (*Channel, error) {
 	key, err := newKey()
 	if err != nil {
 		return nil, err
 	}
-	c := &Channel{key: key}
+	c := &Channel{key: key, variant: variant}
 	if c.keyFile, err = tempUnlinked(dir, "key-"); err != nil {
 		return nil, err
 	}
-	if _, err = c.keyFile.Write(c.key); err == nil {
+	if _, err = c.keyFile.Write(append(append([]byte(nil), c.key...), variant)); err == nil {
 		_, err = c.keyFile.Seek(0, io.SeekStart)
 	}
 	if err == nil {
@@ -104,13 +106,14 @@ func (c *Channel) Record(unit int) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ReadRecord(c.key, data, unit)
+	return ReadRecord(c.key, data, unit, c.variant)
 }
 
-// ReadRecord reads unit's record from what its harness wrote to its
-// channel, signed with key: exactly one line that authenticates
-// (ErrTampered otherwise), none at all being ErrNoRecord.
-func ReadRecord(key, data []byte, unit int) (*Record, error) {
+// ReadRecord reads the record of unit's variant from what its harness
+// wrote to its channel, signed with key: exactly one line that
+// authenticates and names them (ErrTampered otherwise), none at all being
+// ErrNoRecord.
+func ReadRecord(key, data []byte, unit int, variant byte) (*Record, error) {
 	var rec *Record
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
@@ -122,7 +125,7 @@ func ReadRecord(key, data []byte, unit int) (*Record, error) {
 			return nil, ErrTampered
 		}
 		rec = &Record{}
-		if err := json.Unmarshal(body, rec); err != nil || rec.Unit != unit {
+		if err := json.Unmarshal(body, rec); err != nil || rec.Unit != unit || rec.Variant != string(variant) {
 			return nil, ErrTampered
 		}
 	}

@@ -53,44 +53,69 @@ type Expectation struct {
 	// Unstable names the probes (and OutputKey) not asserted because they
 	// varied between the reference's runs beyond order.
 	Unstable []string `json:"unstable,omitempty"`
-	// Dependent names the asserted items (probes, OutputKey) that the
-	// counterfactual run changed: the values computed through the target.
-	// A solution's counterfactual run must change every one it has. When
-	// the reference's counterfactual run stopped early (a panic on a zero
-	// result), only the probes it recorded before that count.
+	// Args are the argument tuples the reference's calls of the target
+	// received (Observation.Args), compared as a set: under ArgsMode
+	// ModeExact as rendered, ModeUnordered with slices' elements sorted
+	// (the reference's varied only in order); "" asserts nothing (they
+	// varied more, or there were too many). A solution's calls must
+	// receive the task's data: no call on other data, none missing.
+	Args     []string `json:"args,omitempty"`
+	ArgsMode string   `json:"args_mode,omitempty"`
+	// ArgsMore allows calls on other data besides: a whole program's calls
+	// include those the task's context made, which the reference's span
+	// did not (WithProbes).
+	ArgsMore bool `json:"args_more,omitempty"`
+	// Substituted is what the reference computed with its calls of the
+	// target substituted (their results replaced by other values of the
+	// same type and shape, derived from them; see Spy): a solution under
+	// the same substitution must compute the same. Derived from runs
+	// that may stop early (a panic on a substituted value): then only
+	// what they recorded is asserted.
+	Substituted *Expectation `json:"substituted,omitempty"`
+	// Dependent names the asserted items (probes, OutputKey) the
+	// substitution changed: the values computed through the target. A
+	// task with none is dropped by C1.
 	Dependent []string `json:"dependent,omitempty"`
-	// CounterfactualEnded: the reference's counterfactual run reached the
-	// end marker. A solution's that does not proves nothing then: its
-	// values are missing, not changed.
-	CounterfactualEnded bool `json:"counterfactual_ended,omitempty"`
+	// Panicked: the runs (substituted ones) panicked; a solution's
+	// panicking there is not a failure by itself.
+	Panicked bool `json:"panicked,omitempty"`
 	// Perturbed is the expectation on the task's second input, when one
 	// was derived and it changes what is asserted.
 	Perturbed *Expectation `json:"perturbed,omitempty"`
 }
 
 // Derive builds the expectation from a reference's record: its runs
-// must all end cleanly; the counterfactual run says which items depend
-// on the target; the perturbed runs give the second input's expectation
-// (dropped when they fail or change nothing asserted).
+// must all end cleanly; the substituted runs give what a solution must
+// compute from substituted results, and which items depend on the target
+// (dropped when they timed out); the perturbed runs give the second
+// input's expectation (dropped when they fail or change nothing
+// asserted).
 func Derive(rec *Record) (*Expectation, error) {
-	e, err := derive(rec.Normal)
+	e, err := derive(rec.Normal, false)
 	if err != nil {
 		return nil, err
 	}
 	e.Runs = max(e.Runs, rec.Runs)
-	if cf := rec.Counterfactual; cf != nil && !cf.TimedOut {
-		e.CounterfactualEnded = ended(cf)
+	if sub, err := derive(rec.Substituted, true); err == nil {
+		s0 := &rec.Substituted[0]
 		for _, k := range e.items() {
-			_, recorded := cf.Probes[k]
-			switch {
-			case !e.CounterfactualEnded && (k == OutputKey || !recorded):
-				// It stopped early: only what it recorded is evidence.
-			case !e.matches(k, cf):
+			// An item the substituted runs did not record (they stopped
+			// before setting it) or that varied between them shows nothing.
+			_, recorded := sub.Probes[k]
+			if k == OutputKey {
+				// What a run that stopped early printed shows nothing of
+				// what the rest would have.
+				recorded = sub.OutputMode != "" && sub.hasEnd()
+			}
+			if recorded && !e.matches(k, s0) {
 				e.Dependent = append(e.Dependent, k)
 			}
 		}
+		if len(e.Dependent) > 0 {
+			e.Substituted = sub
+		}
 	}
-	if p, err := derive(rec.Perturbed); err == nil {
+	if p, err := derive(rec.Perturbed, false); err == nil {
 		for _, k := range e.items() {
 			if !e.matches(k, &rec.Perturbed[0]) {
 				e.Perturbed = p
@@ -101,7 +126,10 @@ func Derive(rec *Record) (*Expectation, error) {
 	return e, nil
 }
 
-func derive(runs []Observation) (*Expectation, error) {
+// derive is the expectation of a variant's runs. Loose runs (the
+// substituted ones) may panic, stop early or not call the target: what
+// they recorded is what is asserted.
+func derive(runs []Observation, loose bool) (*Expectation, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("no run")
 	}
@@ -109,13 +137,16 @@ func derive(runs []Observation) (*Expectation, error) {
 		switch {
 		case o.TimedOut:
 			return nil, fmt.Errorf("run %d of %d timed out", k+1, len(runs))
+		case o.Lost != "":
+			return nil, fmt.Errorf("run %d of %d: %s", k+1, len(runs), firstLine(o.Lost))
+		case loose:
 		case o.Panic != "":
 			return nil, fmt.Errorf("run %d of %d panicked: %s", k+1, len(runs), firstLine(o.Panic))
 		case o.Direct == 0:
 			return nil, fmt.Errorf("run %d of %d never calls the target from the span", k+1, len(runs))
 		}
 	}
-	e := &Expectation{Runs: len(runs), Probes: map[string]Expected{}, Callbacks: true}
+	e := &Expectation{Runs: len(runs), Probes: map[string]Expected{}, Callbacks: !loose}
 	for name := range runs[0].Probes {
 		vals := make([]Probe, 0, len(runs))
 		for _, o := range runs {
@@ -144,8 +175,28 @@ func derive(runs []Observation) (*Expectation, error) {
 		}
 	}
 	for _, o := range runs {
+		e.Panicked = e.Panicked || o.Panic != ""
 		e.Callbacks = e.Callbacks && o.Callbacks > 0
 		e.Leftover = max(e.Leftover, o.Leftover)
+	}
+	e.Args, e.ArgsMode = runs[0].Args, ModeExact
+	for _, o := range runs {
+		switch {
+		case o.ArgsCut || len(o.Args) == 0:
+			e.ArgsMode = ""
+		case e.ArgsMode == ModeExact && slices.Equal(o.Args, e.Args):
+		case slices.Equal(o.ArgsFree, runs[0].ArgsFree):
+			e.ArgsMode = ModeUnordered
+		default:
+			e.ArgsMode = ""
+		}
+		if e.ArgsMode == "" {
+			e.Args = nil
+			break
+		}
+	}
+	if e.ArgsMode == ModeUnordered {
+		e.Args = runs[0].ArgsFree
 	}
 	sort.Strings(e.Unstable)
 	return e, nil
@@ -297,7 +348,8 @@ func (e *Expectation) same(k string, a, b *Observation) bool {
 // WithProbes is the expectation for a whole-program solution, which
 // rewrote the context: the named probes (those its main declares), each
 // as the reference had it at the end of main (where a whole program's
-// probes are read), and the end marker. It has no second input.
+// probes are read), and the end marker, on the task's data and under
+// substitution. It has no second input.
 func (e *Expectation) WithProbes(names []string) *Expectation {
 	if e == nil {
 		return nil
@@ -324,8 +376,22 @@ func (e *Expectation) WithProbes(names []string) *Expectation {
 			c.Dependent = append(c.Dependent, n)
 		}
 	}
+	c.ArgsMore = true
+	c.Substituted = e.Substituted.WithProbes(names)
 	c.Perturbed = nil
 	return &c
+}
+
+// SubstitutionFor sets, for a whole-program solution of a task with
+// expectation e, which of its calls of the target are substituted: those
+// on the data the reference's span passed (its calls include those the
+// task's context made, which the reference's substituted run left
+// alone). Nothing changes when e asserts no arguments.
+func (e *Expectation) SubstitutionFor(u *UnitSpec) {
+	if e == nil || e.ArgsMode == "" {
+		return
+	}
+	u.SubstituteOnly, u.SubstituteFree = append([]string{}, e.Args...), e.ArgsMode == ModeUnordered
 }
 
 // Failure is one reason a solution fails its harness.
@@ -348,7 +414,7 @@ func Check(e *Expectation, rec *Record) []Failure {
 		return fs
 	}
 	o := &rec.Normal[0]
-	fs = append(fs, e.check(o, "")...)
+	fs = append(fs, e.check(o, "", "")...)
 	if o.Direct == 0 {
 		add("spy", "the solution's code never calls the target (%d calls from elsewhere, %d from the library itself)", o.Context, o.Indirect)
 	}
@@ -358,62 +424,52 @@ func Check(e *Expectation, rec *Record) []Failure {
 	if len(fs) > 0 {
 		return fs
 	}
-	// Attribution: every value the target computed for the reference
-	// must change when the solution's calls of the target are answered
-	// with zero values.
-	cf := rec.Counterfactual
-	var unchanged []string
-	for _, k := range e.Dependent {
-		_, recorded := cf.probe(k)
-		switch {
-		case cf == nil || cf.TimedOut || !recorded:
-			// Missing is not changed: a run that stopped early (a panic on
-			// the zero value of a result the code then threw away) shows
-			// nothing about where the values came from.
-			unchanged = append(unchanged, k)
-		case k == OutputKey && !ended(cf):
-			unchanged = append(unchanged, k)
-		case e.same(k, o, cf):
-			unchanged = append(unchanged, k)
+	// Attribution: with the target's results substituted, the solution
+	// must compute what the reference computed from them.
+	if e.Substituted != nil {
+		if len(rec.Substituted) == 0 {
+			add("attribution", "the scenario did not run with the target's results substituted")
+		} else {
+			fs = append(fs, e.Substituted.check(&rec.Substituted[0], "with the target's results replaced by other values of the same shape: ", "attribution")...)
 		}
-	}
-	if len(unchanged) > 0 {
-		why := "did not change"
-		if cf != nil && !ended(cf) {
-			why = "were not computed (the run stopped early)"
-		}
-		add("attribution", "%s %s when the target's calls were answered with zero values: not shown to come from the target", strings.Join(unchanged, ", "), why)
 	}
 	if e.Perturbed != nil {
 		if len(rec.Perturbed) == 0 {
 			add("perturbed", "the scenario on the second input did not run")
 		} else {
-			fs = append(fs, e.Perturbed.check(&rec.Perturbed[0], "on the second input: ")...)
+			fs = append(fs, e.Perturbed.check(&rec.Perturbed[0], "on the second input: ", "perturbed")...)
 		}
 	}
 	return fs
 }
 
-// check is the runtime, structural and comparative layers for one
-// observation; prefix says which input (the perturbed one is reported in
-// its own layer).
-func (e *Expectation) check(o *Observation, prefix string) []Failure {
+// check is the runtime, structural, comparative and input layers for
+// one observation; prefix says which variant, reported in its own layer
+// (the normal one: "", "").
+func (e *Expectation) check(o *Observation, prefix, variant string) []Failure {
 	var fs []Failure
 	add := func(layer, format string, args ...any) {
-		if prefix != "" {
-			layer = "perturbed"
+		if variant != "" {
+			layer = variant
 		}
 		fs = append(fs, Failure{layer, prefix + fmt.Sprintf(format, args...)})
+	}
+	if o.Lost != "" {
+		add("runtime", "%s", o.Lost)
+		return fs
 	}
 	if o.TimedOut {
 		add("runtime", "timed out")
 		return fs
 	}
-	if o.Panic != "" {
+	if o.Panic != "" && !e.Panicked {
 		add("runtime", "panic: %s", o.Panic)
 	}
 	if o.Leftover > e.Leftover {
 		add("runtime", "the solution left %d goroutines running after the scenario (the reference left %d)", o.Leftover, e.Leftover)
+	}
+	if msg := e.checkArgs(o); msg != "" {
+		add("input", "%s", msg)
 	}
 	if _, ended := o.Probes[EndProbe]; !ended && e.hasEnd() {
 		// What it did not compute follows from that.
@@ -446,6 +502,48 @@ func (e *Expectation) check(o *Observation, prefix string) []Failure {
 		}
 	}
 	return fs
+}
+
+// checkArgs compares the arguments of a solution's calls of the target
+// with the reference's ("" when they agree or nothing is asserted).
+func (e *Expectation) checkArgs(o *Observation) string {
+	if e.ArgsMode == "" || o.Direct == 0 {
+		return ""
+	}
+	got := o.Args
+	if e.ArgsMode == ModeUnordered {
+		got = o.ArgsFree
+	}
+	var extra, missing []string
+	for _, a := range got {
+		if !slices.Contains(e.Args, a) {
+			extra = append(extra, a)
+		}
+	}
+	for _, a := range e.Args {
+		if !slices.Contains(got, a) {
+			missing = append(missing, a)
+		}
+	}
+	show := func(tuples []string) string {
+		out := make([]string, 0, 3)
+		for _, t := range tuples[:min(3, len(tuples))] {
+			out = append(out, "("+cut(strings.ReplaceAll(t, "\x1f", ", "), 200)+")")
+		}
+		if len(tuples) > 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(tuples)-3))
+		}
+		return strings.Join(out, "; ")
+	}
+	switch {
+	case o.ArgsCut:
+		return fmt.Sprintf("the target was called with more than 64 different arguments or 10,000 times; the reference's calls received %s", show(e.Args))
+	case len(extra) > 0 && !e.ArgsMore:
+		return fmt.Sprintf("the target was called on data that is not the task's: %s (the reference's calls received %s)", show(extra), show(e.Args))
+	case len(missing) > 0:
+		return fmt.Sprintf("the target was never called on the task's data: %s", show(missing))
+	}
+	return ""
 }
 
 // Layers lists the layers of failures, first seen first.

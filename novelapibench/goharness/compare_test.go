@@ -20,7 +20,7 @@ func ints(v string, elems ...string) Probe {
 // TestDeriveAssertsOnlyWhatIsStable: values that agree in every run are
 // exact; values whose runs differ only in order are compared as
 // multisets; values that vary otherwise, or hold addresses, keep only
-// their shape; the counterfactual run names what depends on the target.
+// their shape; the substituted runs name what depends on the target.
 func TestDeriveAssertsOnlyWhatIsStable(t *testing.T) {
 	a := obs("a\nb\n", 1, map[string]Probe{
 		"xs":  ints("[]int{1, 2}", "1", "2"),
@@ -36,14 +36,14 @@ func TestDeriveAssertsOnlyWhatIsStable(t *testing.T) {
 		"p":   {Type: "*int", Len: -1, Value: "(*int)(0xc000099999)", Addr: true},
 		"n":   {Type: "uint", Len: -1, Value: "0x10"},
 	})
-	cf := obs("", 1, map[string]Probe{
-		"xs":  {Type: "[]int", Len: 0, Nil: true, Value: "[]int(nil)"},
+	sub := obs("b\nc\n", 1, map[string]Probe{
+		"xs":  ints("[]int{2, 3}", "2", "3"),
 		"ks":  ints("[]int{1, 2}", "1", "2"),
 		"now": {Type: "int64", Len: -1, Value: "19"},
 		"p":   {Type: "*int", Len: -1, Value: "(*int)(0xc0000aaaaa)", Addr: true},
 		"n":   {Type: "uint", Len: -1, Value: "0x10"},
 	})
-	e, err := Derive(&Record{Normal: []Observation{a, b, a}, Counterfactual: &cf})
+	e, err := Derive(&Record{Normal: []Observation{a, b, a}, Substituted: []Observation{sub}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,12 @@ func TestDeriveAssertsOnlyWhatIsStable(t *testing.T) {
 	if e.OutputMode != ModeUnordered || e.Runs != 3 {
 		t.Errorf("output mode %q runs %d", e.OutputMode, e.Runs)
 	}
-	if !reflect.DeepEqual(e.Dependent, []string{"xs", OutputKey}) {
+	if !reflect.DeepEqual(e.Dependent, []string{"xs", OutputKey}) || e.Substituted == nil {
 		t.Errorf("dependent %v, want [xs output]", e.Dependent)
+	}
+	// Substituted runs that change nothing asserted leave no dependence.
+	if e, _ := Derive(&Record{Normal: []Observation{a}, Substituted: []Observation{a}}); len(e.Dependent) != 0 || e.Substituted != nil {
+		t.Errorf("dependent %v with nothing changed", e.Dependent)
 	}
 }
 
@@ -77,28 +81,39 @@ func TestDeriveRefusesAReferenceThatFails(t *testing.T) {
 }
 
 // TestCheckLayers: each way a solution can differ from the reference
-// fails its own layer, and the counterfactual decides attribution.
+// fails its own layer, and the substituted run decides attribution.
 func TestCheckLayers(t *testing.T) {
 	ref := obs("[2 4]\n", 1, map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")})
-	refCF := obs("[]\n", 1, map[string]Probe{"ys": {Type: "[]int", Len: 0, Nil: true, Value: "[]int(nil)"}})
-	e, err := Derive(&Record{Normal: []Observation{ref, ref}, Counterfactual: &refCF})
+	ref.Args, ref.ArgsFree = []string{"[]int []int{1, 2}"}, []string{"[]int {1, 2}"}
+	refSub := obs("[3 5]\n", 1, map[string]Probe{"ys": ints("[]int{3, 5}", "3", "5")})
+	refSub.Args, refSub.ArgsFree = ref.Args, ref.ArgsFree
+	e, err := Derive(&Record{Normal: []Observation{ref, ref}, Substituted: []Observation{refSub}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hardcoded := ref // the same values, but they do not change without the target
+	call := func(o Observation) Observation { o.Args, o.ArgsFree = ref.Args, ref.ArgsFree; return o }
+	hardcoded := ref // the same values, whatever the target returned
+	other := ref     // a call on data of its own
+	other.Args = append([]string{"[]int []int{7}"}, ref.Args...)
+	missing := ref // the target called, but never on the task's data
+	missing.Args = []string{"[]int []int{7}"}
 	for _, tc := range []struct {
 		name   string
 		rec    Record
 		layers []string
 	}{
-		{"the reference", Record{Normal: []Observation{ref}, Counterfactual: &refCF}, []string{}},
-		{"never calls", Record{Normal: []Observation{obs("[2 4]\n", 0, map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")})}, Counterfactual: &refCF}, []string{"spy"}},
-		{"throwaway call", Record{Normal: []Observation{ref}, Counterfactual: &hardcoded}, []string{"attribution"}},
-		{"wrong value", Record{Normal: []Observation{obs("[2 5]\n", 1, map[string]Probe{"ys": ints("[]int{2, 5}", "2", "5")})}, Counterfactual: &refCF}, []string{"comparative"}},
-		{"wrong type", Record{Normal: []Observation{obs("[2 4]\n", 1, map[string]Probe{"ys": {Type: "[]string", Len: 2}})}}, []string{"structural"}},
-		{"panics", Record{Normal: []Observation{{Panic: "boom", Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{}}}}, []string{"runtime"}},
-		{"exits early", Record{Normal: []Observation{{Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")}}}, Counterfactual: &refCF}, []string{"runtime"}},
-		{"leaves goroutines", Record{Normal: []Observation{func() Observation { o := ref; o.Leftover = 1; return o }()}, Counterfactual: &refCF}, []string{"runtime"}},
+		{"the reference", Record{Normal: []Observation{ref}, Substituted: []Observation{refSub}}, []string{}},
+		{"never calls", Record{Normal: []Observation{obs("[2 4]\n", 0, map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")})}, Substituted: []Observation{refSub}}, []string{"spy"}},
+		{"hard-coded after a call", Record{Normal: []Observation{ref}, Substituted: []Observation{hardcoded}}, []string{"attribution"}},
+		{"not run substituted", Record{Normal: []Observation{ref}}, []string{"attribution"}},
+		{"substituted process lost", Record{Normal: []Observation{ref}, Substituted: []Observation{{Lost: "exit 2"}}}, []string{"attribution"}},
+		{"a guard call on other data", Record{Normal: []Observation{other}, Substituted: []Observation{refSub}}, []string{"input"}},
+		{"made-up data", Record{Normal: []Observation{missing}, Substituted: []Observation{refSub}}, []string{"input"}},
+		{"wrong value", Record{Normal: []Observation{call(obs("[2 5]\n", 1, map[string]Probe{"ys": ints("[]int{2, 5}", "2", "5")}))}, Substituted: []Observation{refSub}}, []string{"comparative"}},
+		{"wrong type", Record{Normal: []Observation{call(obs("[2 4]\n", 1, map[string]Probe{"ys": {Type: "[]string", Len: 2}}))}}, []string{"structural"}},
+		{"panics", Record{Normal: []Observation{call(Observation{Panic: "boom", Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{}})}}, []string{"runtime"}},
+		{"exits early", Record{Normal: []Observation{call(Observation{Direct: 1, Output: "[2 4]\n", Probes: map[string]Probe{"ys": ints("[]int{2, 4}", "2", "4")}})}, Substituted: []Observation{refSub}}, []string{"runtime"}},
+		{"leaves goroutines", Record{Normal: []Observation{func() Observation { o := ref; o.Leftover = 1; return o }()}, Substituted: []Observation{refSub}}, []string{"runtime"}},
 		{"no run", Record{}, []string{"runtime"}},
 	} {
 		if got := Layers(Check(e, &tc.rec)); !reflect.DeepEqual(got, tc.layers) {
@@ -107,24 +122,69 @@ func TestCheckLayers(t *testing.T) {
 	}
 }
 
+// TestCheckArgs: the solver's calls must receive the task's data,
+// exactly, or in any order where the reference's varied in order only;
+// nothing is asserted when they varied more or were too many.
+func TestCheckArgs(t *testing.T) {
+	call := func(exact, free string) Observation {
+		o := obs("x\n", 1, nil)
+		o.Args, o.ArgsFree = []string{exact}, []string{free}
+		return o
+	}
+	a, b := call("[]int []int{1, 2}", "[]int {1, 2}"), call("[]int []int{2, 1}", "[]int {1, 2}")
+	c := call("[]int []int{3}", "[]int {3}")
+	cut := a
+	cut.ArgsCut = true
+	for _, tc := range []struct {
+		name     string
+		runs     []Observation
+		mode     string
+		accepted []Observation
+		refused  []Observation
+	}{
+		{"stable", []Observation{a, a}, ModeExact, []Observation{a}, []Observation{b, c}},
+		{"varies in order", []Observation{a, b}, ModeUnordered, []Observation{a, b}, []Observation{c}},
+		{"varies", []Observation{a, c}, "", []Observation{a, b, c}, nil},
+		{"too many calls", []Observation{cut}, "", []Observation{a, c}, nil},
+	} {
+		e, err := derive(tc.runs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.ArgsMode != tc.mode {
+			t.Errorf("%s: mode %q, want %q", tc.name, e.ArgsMode, tc.mode)
+		}
+		for _, o := range tc.accepted {
+			if msg := e.checkArgs(&o); msg != "" {
+				t.Errorf("%s: refused %v: %s", tc.name, o.Args, msg)
+			}
+		}
+		for _, o := range tc.refused {
+			if msg := e.checkArgs(&o); msg == "" {
+				t.Errorf("%s: accepted %v", tc.name, o.Args)
+			}
+		}
+	}
+}
+
 // TestCheckSecondInput: a solution right on the first input but not on
 // the second fails the perturbed layer.
 func TestCheckSecondInput(t *testing.T) {
 	ref := obs("3\n", 1, nil)
-	cf := obs("0\n", 1, nil)
+	sub := obs("4\n", 1, nil)
 	p := obs("5\n", 1, nil)
-	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{p}})
+	e, err := Derive(&Record{Normal: []Observation{ref}, Substituted: []Observation{sub}, Perturbed: []Observation{p}})
 	if err != nil || e.Perturbed == nil {
 		t.Fatalf("expectation %+v, %v", e, err)
 	}
-	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{ref}})); !reflect.DeepEqual(got, []string{"perturbed"}) {
+	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Substituted: []Observation{sub}, Perturbed: []Observation{ref}})); !reflect.DeepEqual(got, []string{"perturbed"}) {
 		t.Errorf("layers %v, want [perturbed]", got)
 	}
-	if got := Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{p}}); len(got) != 0 {
+	if got := Check(e, &Record{Normal: []Observation{ref}, Substituted: []Observation{sub}, Perturbed: []Observation{p}}); len(got) != 0 {
 		t.Errorf("the reference fails: %v", got)
 	}
 	// A second input on which the reference computes the same is dropped.
-	if e, _ := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf, Perturbed: []Observation{ref}}); e.Perturbed != nil {
+	if e, _ := Derive(&Record{Normal: []Observation{ref}, Substituted: []Observation{sub}, Perturbed: []Observation{ref}}); e.Perturbed != nil {
 		t.Error("kept a second input that changes nothing")
 	}
 }
@@ -144,29 +204,28 @@ func TestCheckWithoutEndMarker(t *testing.T) {
 }
 
 // TestAttributionLooksThroughPointers: a solution holding a *T where the
-// reference holds a T is compared through the pointer, in the
-// counterfactual too: a new address is not a changed value.
+// reference holds a T is compared through the pointer, substituted too.
 func TestAttributionLooksThroughPointers(t *testing.T) {
 	stack := func(v string) Probe { return Probe{Type: "main.Stack", Len: -1, Value: v} }
 	ptr := func(addr, v string) Probe {
 		e := stack(v)
 		return Probe{Type: "*main.Stack", Len: -1, Value: "(*main.Stack)(" + addr + ")", Addr: true, Elem: &e}
 	}
-	ref, cf := obs("", 1, map[string]Probe{"s": stack("main.Stack{n:1}")}), obs("", 1, map[string]Probe{"s": stack("main.Stack{n:0}")})
-	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &cf})
+	ref, sub := obs("", 1, map[string]Probe{"s": stack("main.Stack{n:1}")}), obs("", 1, map[string]Probe{"s": stack("main.Stack{n:2}")})
+	e, err := Derive(&Record{Normal: []Observation{ref}, Substituted: []Observation{sub}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	used := obs("", 1, map[string]Probe{"s": ptr("0xc000010000", "main.Stack{n:1}")})
-	usedCF := obs("", 1, map[string]Probe{"s": ptr("0xc000020000", "main.Stack{n:0}")})
+	usedSub := obs("", 1, map[string]Probe{"s": ptr("0xc000020000", "main.Stack{n:2}")})
 	hard := obs("", 1, map[string]Probe{"s": ptr("0xc000030000", "main.Stack{n:1}")})
 	for _, tc := range []struct {
 		name   string
 		rec    Record
 		layers []string
 	}{
-		{"computed through the target", Record{Normal: []Observation{used}, Counterfactual: &usedCF}, []string{}},
-		{"the same value at another address", Record{Normal: []Observation{used}, Counterfactual: &hard}, []string{"attribution"}},
+		{"computed through the target", Record{Normal: []Observation{used}, Substituted: []Observation{usedSub}}, []string{}},
+		{"the same value at another address", Record{Normal: []Observation{used}, Substituted: []Observation{hard}}, []string{"attribution"}},
 	} {
 		if got := Layers(Check(e, &tc.rec)); !reflect.DeepEqual(got, tc.layers) {
 			t.Errorf("%s: layers %v, want %v (%v)", tc.name, got, tc.layers, Check(e, &tc.rec))
@@ -174,39 +233,26 @@ func TestAttributionLooksThroughPointers(t *testing.T) {
 	}
 }
 
-// TestAttributionNeedsEvidence: a counterfactual run that stops early is
-// not evidence of change; when the reference's own stops early, only
-// what it recorded before counts.
-func TestAttributionNeedsEvidence(t *testing.T) {
+// TestAttributionWhereTheReferenceStops: when the reference's
+// substituted run stops early (a panic on a substituted value), what it
+// recorded before is asserted: a solution that stops where it does
+// passes, one that stops before recording it fails.
+func TestAttributionWhereTheReferenceStops(t *testing.T) {
 	ys := func(v string) map[string]Probe { return map[string]Probe{"ys": ints(v)} }
 	ref := obs("[2 4]\n", 1, ys("[]int{2, 4}"))
-	refCF := obs("[]\n", 1, ys("[]int(nil)"))
+	late := Observation{Direct: 1, Panic: "boom", Output: "", Probes: ys("[]int{3, 5}")}
 	crash := Observation{Direct: 1, Panic: "index out of range", Probes: map[string]Probe{}}
-	e, err := Derive(&Record{Normal: []Observation{ref}, Counterfactual: &refCF})
+	e, err := Derive(&Record{Normal: []Observation{ref}, Substituted: []Observation{late}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Hard-coded values after a call whose zero result the code then
-	// indexes: its counterfactual run crashes.
-	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &crash})); !reflect.DeepEqual(got, []string{"attribution"}) {
-		t.Errorf("a crashing counterfactual passed attribution: %v", got)
+	if !reflect.DeepEqual(e.Dependent, []string{"ys"}) {
+		t.Fatalf("dependent %v, want [ys]", e.Dependent)
 	}
-	// The reference's counterfactual run crashes after recording ys (in the
-	// code after the span): ys is evidence, the output and the end marker
-	// are not.
-	late := Observation{Direct: 1, Panic: "boom", Output: "", Probes: ys("[]int(nil)")}
-	e, err = Derive(&Record{Normal: []Observation{ref}, Counterfactual: &late})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(e.Dependent, []string{"ys"}) || e.CounterfactualEnded {
-		t.Fatalf("dependent %v ended %v, want [ys] false", e.Dependent, e.CounterfactualEnded)
-	}
-	if got := Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &late}); len(got) != 0 {
+	if got := Check(e, &Record{Normal: []Observation{ref}, Substituted: []Observation{late}}); len(got) != 0 {
 		t.Errorf("a solution that stops where the reference does fails: %v", got)
 	}
-	// Crashing before ys was recorded: nothing is evidence.
-	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Counterfactual: &crash})); !reflect.DeepEqual(got, []string{"attribution"}) {
+	if got := Layers(Check(e, &Record{Normal: []Observation{ref}, Substituted: []Observation{crash}})); !reflect.DeepEqual(got, []string{"attribution"}) {
 		t.Errorf("layers %v, want [attribution]", got)
 	}
 }

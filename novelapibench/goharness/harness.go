@@ -31,7 +31,17 @@ type Observation struct {
 	// solver gave it (the behavioural layer).
 	Callbacks int64  `json:"callbacks"`
 	Panic     string `json:"panic,omitempty"`
-	TimedOut  bool   `json:"timed_out,omitempty"`
+	// Args are the solver's calls' arguments, one rendering per distinct
+	// tuple (sorted; a function is "func", a value holding addresses its
+	// type); ArgsFree the same with slices' elements sorted; ArgsCut says
+	// there were more than 64 distinct tuples or 10,000 calls.
+	Args     []string `json:"args,omitempty"`
+	ArgsFree []string `json:"args_free,omitempty"`
+	ArgsCut  bool     `json:"args_cut,omitempty"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	// Lost says the variant's process wrote no record (it crashed, exited
+	// or hung), and what it printed; RunUnits sets it, never the process.
+	Lost string `json:"lost,omitempty"`
 	// Leftover counts the goroutines the scenario left running after it
 	// ended (and a short grace period).
 	Leftover int64 `json:"leftover,omitempty"`
@@ -57,19 +67,34 @@ type Probe struct {
 	Elem *Probe `json:"elem,omitempty"`
 }
 
-// Record is what one harness process reports on its channel: the
-// distinct observations of Runs runs of the scenario (in the order first
-// seen, 16 at most), one counterfactual observation (the solver's calls
-// of the target answered with zero values, the target's body not run)
-// and, when the task has a second input, the distinct observations of
-// PerturbedRuns runs of the perturbed scenario.
+// Variants of a harness run, each in a fresh process: the scenario on
+// the task's data; the same with the solver's calls of the target
+// substituted (their results replaced by other well-formed values of the
+// same type and shape, derived from them); the scenario on the task's
+// second input. The variant reaches the process with its key, on the
+// descriptor it closes before any solution code runs: nothing the
+// solution can read tells the variants apart.
+const (
+	VariantNormal      = 'n'
+	VariantSubstituted = 's'
+	VariantPerturbed   = 'p'
+)
+
+// Record is what a harness reports: the distinct observations (in the
+// order first seen, 16 at most) of Runs runs of the scenario, of
+// SubstitutedRuns runs with the solver's calls substituted and, when
+// the task has a second input, of PerturbedRuns runs on it. Each variant
+// runs in a process of its own, which reports its part (Variant says
+// which); RunUnits joins them.
 type Record struct {
-	Unit           int           `json:"unit"`
-	Runs           int           `json:"runs"`
-	PerturbedRuns  int           `json:"perturbed_runs,omitempty"`
-	Normal         []Observation `json:"normal"`
-	Counterfactual *Observation  `json:"counterfactual,omitempty"`
-	Perturbed      []Observation `json:"perturbed,omitempty"`
+	Unit            int           `json:"unit"`
+	Variant         string        `json:"variant,omitempty"`
+	Runs            int           `json:"runs,omitempty"`
+	SubstitutedRuns int           `json:"substituted_runs,omitempty"`
+	PerturbedRuns   int           `json:"perturbed_runs,omitempty"`
+	Normal          []Observation `json:"normal"`
+	Substituted     []Observation `json:"substituted,omitempty"`
+	Perturbed       []Observation `json:"perturbed,omitempty"`
 }
 
 // EndProbe is the probe the scenario records as its last statement: a
@@ -104,6 +129,13 @@ type UnitSpec struct {
 	// Perturbed is the context's code before the span on the task's
 	// second input ("" for none; see PerturbBefore).
 	Perturbed string
+	// SubstituteOnly, when not nil, limits substitution to the solver's
+	// calls with these argument tuples (Observation.Args, or ArgsFree
+	// when SubstituteFree): for a whole program, the reference's span's
+	// (SubstitutionFor), so that calls the task's context made stay as
+	// the reference's run had them.
+	SubstituteOnly []string
+	SubstituteFree bool
 }
 
 // Harness renders a solution in a task's harness as test unit u.Index
@@ -121,9 +153,13 @@ type UnitSpec struct {
 // declarations define are instrumented too: calls into them from the
 // module's code (the target using a type the caller gave it through an
 // interface) count with the callbacks.
-func Harness(u UnitSpec) gotool.Unit {
+func Harness(u UnitSpec) Unit {
 	i, t := u.Index, u.Task
-	return gotool.Unit{
+	variants := string([]byte{VariantNormal, VariantSubstituted})
+	if u.Perturbed != "" {
+		variants += string(VariantPerturbed)
+	}
+	return Unit{Variants: variants, Unit: gotool.Unit{
 		Group: "tasks",
 		Source: func(pkg string, declared map[string]string) string {
 			var head, b strings.Builder
@@ -195,7 +231,8 @@ func Harness(u UnitSpec) gotool.Unit {
 				nums[k] = strconv.Itoa(n)
 			}
 			counter := "lacunaspied." + strings.SplitN(u.SpyAccess, ".", 2)[1]
-			fmt.Fprintf(&b, "\nfunc %s(*lacunatesting.T) {\n\tlacunaspied.LacunaSpyHook = lacunaHook\n\tc := &%s\n", gotool.UnitName("Test", i), counter)
+			slot := strings.TrimSuffix(counter[strings.LastIndex(counter, "[")+1:], "]")
+			fmt.Fprintf(&b, "\nfunc %s(*lacunatesting.T) {\n\tlacunaspied.LacunaSpyHook = lacunaHook\n\tlacunaspied.LacunaSpyCall = func(slot int, args []any) bool {\n\t\treturn slot == %s && lacunaArgsHook(args)\n\t}\n%s\tc := &%s\n", gotool.UnitName("Test", i), slot, substituteOnly(u), counter)
 			fmt.Fprintf(&b, "\tlacunaMain(%d, %q, []int{%s}, %d, %s, %s, func() [4]int64 {\n\t\treturn [4]int64{c.Direct.Load(), c.Context.Load(), c.Indirect.Load(), c.Callbacks.Load() + lacunaUserCallbacks.Load()}\n\t})\n}\n",
 				i, "/"+gotool.UnitFile(i), strings.Join(nums, ", "), max(u.Runs, 1), gotool.UnitName("lacunaScenario", i), perturbed)
 			return head.String() + b.String()
@@ -213,7 +250,34 @@ func Harness(u UnitSpec) gotool.Unit {
 			}
 			return false
 		},
+	}}
+}
+
+// Unit is a harness unit to build and the variants to run it in, each in
+// a process of its own (VariantNormal, ...; "" is the normal one only).
+type Unit struct {
+	gotool.Unit
+	Variants string
+}
+
+func (u Unit) variants() string {
+	if u.Variants == "" {
+		return string(VariantNormal)
 	}
+	return u.Variants
+}
+
+// substituteOnly is the statements that set, in a unit's test, which of
+// the solver's calls are substituted ("" for all of them).
+func substituteOnly(u UnitSpec) string {
+	if u.SubstituteOnly == nil {
+		return ""
+	}
+	keys := make([]string, len(u.SubstituteOnly))
+	for k, a := range u.SubstituteOnly {
+		keys[k] = strconv.Quote(a) + ": true"
+	}
+	return fmt.Sprintf("\tlacunaSubstituteOnly, lacunaSubstituteFree = map[string]bool{%s}, %v\n", strings.Join(keys, ", "), u.SubstituteFree)
 }
 
 // instrumentMethods adds a lacunaUserCallback() call at the top of every
@@ -312,6 +376,8 @@ import lacunaexec "os/exec"
 import lacunafilepath "path/filepath"
 import lacunastrconv "strconv"
 import lacunasyscall "syscall"
+import lacunasync "sync"
+import lacunasort "sort"
 `
 
 // harnessRuntime is declared once per harness package.
@@ -335,38 +401,52 @@ type lacunaObservation struct {
 	Indirect  int64                       ` + "`json:\"indirect\"`" + `
 	Callbacks int64                       ` + "`json:\"callbacks\"`" + `
 	Panic     string                      ` + "`json:\"panic,omitempty\"`" + `
+	Args      []string                    ` + "`json:\"args,omitempty\"`" + `
+	ArgsFree  []string                    ` + "`json:\"args_free,omitempty\"`" + `
+	ArgsCut   bool                        ` + "`json:\"args_cut,omitempty\"`" + `
 	TimedOut  bool                        ` + "`json:\"timed_out,omitempty\"`" + `
 	Leftover  int64                       ` + "`json:\"leftover,omitempty\"`" + `
 }
 
 type lacunaRecord struct {
-	Unit           int                 ` + "`json:\"unit\"`" + `
-	Runs           int                 ` + "`json:\"runs\"`" + `
-	PerturbedRuns  int                 ` + "`json:\"perturbed_runs,omitempty\"`" + `
-	Normal         []lacunaObservation ` + "`json:\"normal\"`" + `
-	Counterfactual *lacunaObservation  ` + "`json:\"counterfactual,omitempty\"`" + `
-	Perturbed      []lacunaObservation ` + "`json:\"perturbed,omitempty\"`" + `
+	Unit            int                 ` + "`json:\"unit\"`" + `
+	Variant         string              ` + "`json:\"variant\"`" + `
+	Runs            int                 ` + "`json:\"runs,omitempty\"`" + `
+	SubstitutedRuns int                 ` + "`json:\"substituted_runs,omitempty\"`" + `
+	PerturbedRuns   int                 ` + "`json:\"perturbed_runs,omitempty\"`" + `
+	Normal          []lacunaObservation ` + "`json:\"normal,omitempty\"`" + `
+	Substituted     []lacunaObservation ` + "`json:\"substituted,omitempty\"`" + `
+	Perturbed       []lacunaObservation ` + "`json:\"perturbed,omitempty\"`" + `
 }
 
-// The key records are signed with, read from its descriptor before any
-// test runs (package variables initialise before tests, and a
-// solution's code runs only inside its scenario), and the channel they
-// are written to.
-var lacunaKey, lacunaChannel = lacunaOpen()
+// The key records are signed with and the variant this process runs
+// (VariantNormal, VariantSubstituted, VariantPerturbed), read from its
+// descriptor before any test runs (package variables initialise before
+// tests, and a solution's code runs only inside its scenario), and the
+// channel records are written to. Nothing else in the process tells
+// the variants apart.
+var lacunaKey, lacunaVariant, lacunaChannel = lacunaOpen()
 
-func lacunaOpen() ([]byte, *lacunaos.File) {
+func lacunaOpen() ([]byte, byte, *lacunaos.File) {
 	if len(lacunaos.Args) > 1 && lacunaos.Args[1] == "` + SuperviseArg + `" {
 		lacunaos.Exit(lacunaSupervise(lacunaos.Args[2:]))
 	}
 	kf := lacunaos.NewFile(7, "lacuna-key")
-	key := make([]byte, 32)
+	key, variant := make([]byte, 33), byte('n')
 	if kf != nil {
-		if n, _ := lacunaio.ReadFull(kf, key); n != len(key) {
+		n, _ := lacunaio.ReadFull(kf, key)
+		switch {
+		case n < 32:
 			key = nil
+		case n == 33:
+			variant = key[32]
 		}
 		kf.Close()
 	}
-	return key, lacunaos.NewFile(8, "lacuna-channel")
+	if key != nil {
+		key = key[:32]
+	}
+	return key, variant, lacunaos.NewFile(8, "lacuna-channel")
 }
 
 // lacunaEmit writes the record, signed, in one write.
@@ -475,48 +555,135 @@ func lacunaUserCallback() {
 }
 
 // lacunaAttr says which calls are the solver's: those from the lines
-// (start, end pairs) of one file; counterfactual asks the spy to answer
-// them with zero values.
+// (start, end pairs) of one file; substitute asks the spy to substitute
+// their results.
 type lacunaAttr struct {
-	file           string
-	lines          []int
-	counterfactual bool
+	file       string
+	lines      []int
+	substitute bool
 }
 
 var lacunaAttribution lacunaatomic.Pointer[lacunaAttr]
 
 // lacunaHook is the spy's LacunaSpyHook.
-func lacunaHook(file string, line int) (solver, counterfactual bool) {
+func lacunaHook(file string, line int) (solver, substitute bool) {
 	a := lacunaAttribution.Load()
 	if a == nil || !lacunastrings.HasSuffix(file, a.file) {
 		return false, false
 	}
 	for k := 0; k+1 < len(a.lines); k += 2 {
 		if line >= a.lines[k] && line <= a.lines[k+1] {
-			return true, a.counterfactual
+			return true, a.substitute
 		}
 	}
 	return false, false
 }
 
-// lacunaMain observes the scenario up to runs times, once
-// counterfactually, and the perturbed scenario up to runs times, then
-// writes the record.
+// lacunaMain observes this process's variant of the scenario up to runs
+// times (the task's data, the solver's calls of the target substituted,
+// or the second input), then writes the record.
 func lacunaMain(unit int, file string, lines []int, runs int, scenario, perturbed func(func(string, any)), spy func() [4]int64) {
-	rec := lacunaRecord{Unit: unit}
+	rec := lacunaRecord{Unit: unit, Variant: string(lacunaVariant)}
 	defer func() { lacunaEmit(rec) }()
 	attr := &lacunaAttr{file: file, lines: lines}
-	var ok bool
-	if rec.Normal, rec.Runs, ok = lacunaRepeat(scenario, runs, attr, spy); !ok {
-		return
+	switch lacunaVariant {
+	case 's':
+		attr.substitute = true
+		rec.Substituted, rec.SubstitutedRuns, _ = lacunaRepeat(scenario, runs, attr, spy)
+	case 'p':
+		if perturbed != nil {
+			rec.Perturbed, rec.PerturbedRuns, _ = lacunaRepeat(perturbed, runs, attr, spy)
+		}
+	default:
+		rec.Normal, rec.Runs, _ = lacunaRepeat(scenario, runs, attr, spy)
 	}
-	lacunaAttribution.Store(&lacunaAttr{file: file, lines: lines, counterfactual: true})
-	cf := lacunaRun(scenario, spy)
-	rec.Counterfactual = &cf
-	if cf.TimedOut || perturbed == nil {
-		return
+}
+
+// The arguments of the solver's calls of the target in the current run:
+// their renderings as tuples, exactly and order-free (distinct, 64 at
+// most), rendered for the first 10,000 calls.
+var (
+	lacunaArgsMu    lacunasync.Mutex
+	lacunaArgsExact map[string]bool
+	lacunaArgsFree  map[string]bool
+	lacunaArgsCalls int
+	lacunaArgsCut   bool
+)
+
+const lacunaMaxArgTuples, lacunaMaxArgCalls = 64, 10000
+
+// lacunaSubstituteOnly, when set, names the argument tuples (exact, or
+// order-free when lacunaSubstituteFree) whose calls are substituted: a
+// whole program's, whose calls include those of the task's context,
+// which the reference's substituted run did not substitute.
+var (
+	lacunaSubstituteOnly map[string]bool
+	lacunaSubstituteFree bool
+)
+
+// lacunaArgsHook records a call of the target from the solver's code
+// and says whether it may be substituted.
+func lacunaArgsHook(args []any) bool {
+	lacunaArgsMu.Lock()
+	defer lacunaArgsMu.Unlock()
+	if lacunaArgsExact == nil || len(args) == 0 {
+		return true
 	}
-	rec.Perturbed, rec.PerturbedRuns, _ = lacunaRepeat(perturbed, runs, attr, spy)
+	lacunaArgsCalls++
+	if lacunaArgsCalls > lacunaMaxArgCalls {
+		lacunaArgsCut = true
+		return lacunaSubstituteOnly == nil
+	}
+	exact, free := make([]string, len(args)), make([]string, len(args))
+	for i, a := range args {
+		exact[i], free[i] = lacunaArgKey(a)
+	}
+	e, f := lacunastrings.Join(exact, "\x1f"), lacunastrings.Join(free, "\x1f")
+	substitute := lacunaSubstituteOnly == nil || lacunaSubstituteOnly[e] && !lacunaSubstituteFree || lacunaSubstituteOnly[f] && lacunaSubstituteFree
+	if !lacunaArgsExact[e] && len(lacunaArgsExact) >= lacunaMaxArgTuples {
+		lacunaArgsCut = true
+		return substitute
+	}
+	lacunaArgsExact[e], lacunaArgsFree[f] = true, true
+	return substitute
+}
+
+// lacunaArgKey renders an argument: a function as "func" (a solution
+// may pass its own equivalent), a value holding addresses by its type
+// (what a pointer points to when that is plain data), anything else by
+// type and value; order-free, a slice's elements sorted.
+func lacunaArgKey(a any) (exact, free string) {
+	if a == nil {
+		return "nil", "nil"
+	}
+	if lacunareflect.TypeOf(a).Kind() == lacunareflect.Func {
+		return "func", "func"
+	}
+	p := lacunaDescribe(a)
+	if p.Addr {
+		if p.Elem != nil && !p.Elem.Addr {
+			p = *p.Elem
+			p.Type = "*" + p.Type
+		} else {
+			return p.Type, p.Type
+		}
+	}
+	exact = p.Type + " " + p.Value
+	if p.Elems == nil {
+		return exact, exact
+	}
+	elems := append([]string(nil), p.Elems...)
+	lacunasort.Strings(elems)
+	return exact, p.Type + " {" + lacunastrings.Join(elems, ", ") + "}"
+}
+
+func lacunaSortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	lacunasort.Strings(out)
+	return out
 }
 
 // lacunaRepeat runs a scenario up to runs times (10 at least, more only
@@ -556,6 +723,9 @@ func lacunaRun(scenario func(func(string, any)), spy func() [4]int64) (obs lacun
 		lacunaio.Copy(lacunaio.Discard, r)
 		done <- string(b)
 	}()
+	lacunaArgsMu.Lock()
+	lacunaArgsExact, lacunaArgsFree, lacunaArgsCalls, lacunaArgsCut = map[string]bool{}, map[string]bool{}, 0, false
+	lacunaArgsMu.Unlock()
 	before := spy()
 	probes := map[string]lacunaProbeValue{}
 	finished := make(chan string, 1)
@@ -591,6 +761,10 @@ func lacunaRun(scenario func(func(string, any)), spy func() [4]int64) (obs lacun
 		}
 	}
 	after := spy()
+	lacunaArgsMu.Lock()
+	obs.Args, obs.ArgsFree, obs.ArgsCut = lacunaSortedKeys(lacunaArgsExact), lacunaSortedKeys(lacunaArgsFree), lacunaArgsCut
+	lacunaArgsExact, lacunaArgsFree = nil, nil
+	lacunaArgsMu.Unlock()
 	obs.Direct, obs.Context, obs.Indirect, obs.Callbacks = after[0]-before[0], after[1]-before[1], after[2]-before[2], after[3]-before[3]
 	w.Close()
 	lacunaos.Stdout = old

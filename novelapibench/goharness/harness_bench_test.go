@@ -3,8 +3,6 @@ package goharness
 import (
 	"context"
 	"testing"
-
-	"github.com/lacuna-dev/lacuna/runners/gotool"
 )
 
 // BenchmarkRunUnits builds and runs 48 harnesses of the fixture's Scale
@@ -19,7 +17,7 @@ func BenchmarkRunUnits(b *testing.B) {
 	if !f.supervise {
 		b.Skip("needs bubblewrap")
 	}
-	units := make([]gotool.Unit, 48)
+	units := make([]Unit, 48)
 	for i := range units {
 		u := f.unit(scaleTask, scaleTask.ReferenceAnswer(), 1)
 		u.Index = i

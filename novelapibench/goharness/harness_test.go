@@ -78,7 +78,7 @@ func (f spiedFixture) unit(task Task, solution string, runs int) UnitSpec {
 // run runs units, each alone, and returns what each gave.
 func (f spiedFixture) run(tb testing.TB, specs ...UnitSpec) []UnitRun {
 	tb.Helper()
-	units := make([]gotool.Unit, len(specs))
+	units := make([]Unit, len(specs))
 	for i, u := range specs {
 		u.Index = i
 		units[i] = Harness(u)
@@ -123,6 +123,9 @@ func (f spiedFixture) check(t *testing.T, task Task, e *Expectation, solutions .
 		u := f.unit(task, s, 1)
 		if e.Perturbed != nil && !u.SolverDecls {
 			u.Perturbed, _ = PerturbBefore(task)
+		}
+		if u.SolverDecls {
+			e.SubstitutionFor(&u)
 		}
 		specs = append(specs, u)
 	}
@@ -170,13 +173,13 @@ func TestHarnessObservesThenChecks(t *testing.T) {
 		layers []string
 	}{
 		{scaleTask.Mask, []string{}},
-		{"\tvar ys []int\n\tfor _, x := range xs {\n\t\tys = append(ys, shapes.Scale([]int{x}, 2)...)\n\t}", []string{}},                                 // another correct way
+		{"\tvar ys []int\n\tfor _, x := range xs {\n\t\tys = append(ys, shapes.Scale([]int{x}, 2)...)\n\t}", []string{"input"}},                          // right, but the target never gets the task's data as the reference passes it (a known false reject)
 		{"\tys := shapes.Scale[int](xs, 2)", []string{}},                                                                                                 // explicit type parameters
 		{"\tys := reflect.ValueOf(shapes.Scale[int]).Call([]reflect.Value{reflect.ValueOf(xs), reflect.ValueOf(2)})[0].Interface().([]int)", []string{}}, // through reflect: the solver's call
-		{"\tys := shapes.Scale(xs, 3)", []string{"comparative"}},                                                                                         // perturbed argument
+		{"\tys := shapes.Scale(xs, 3)", []string{"input", "comparative"}},                                                                                // perturbed argument
 		{"\tys := []int{2, 4, 6}", []string{"spy"}},                                                                                                      // right values, target never called
 		{"\tys, _ := shapes.ScaleErr(xs, 2)", []string{"spy"}},                                                                                           // a sibling that calls it indirectly
-		{"\t_ = shapes.Scale([]int{9}, 9)\n\tys := []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                                // throwaway call
+		{"\t_ = shapes.Scale([]int{9}, 9)\n\tys := []int{2, 4, 6}", []string{"input"}},                                                                   // throwaway call on other data
 		{"\tys := shapes.Scale(xs, 2)\n\tys = []int{2, 4, 6}", []string{"attribution", "perturbed"}},                                                     // the result discarded
 		{"\tys := []int{2, 4, 6}\n\tif len(shapes.Scale(xs, 2)) > 0 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},              // used, but not for the values
 		{"\tys := shapes.Scale(xs, 2)\n\tif xs[0] == 1 {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution"}},                                        // right on the first input only
@@ -186,6 +189,19 @@ func TestHarnessObservesThenChecks(t *testing.T) {
 		{"\tys := shapes.Scale(xs, 2)\n\tgo func() { select {} }()", []string{"runtime"}}, // leftover goroutine
 		{"\tys := shapes.Scale(xs, 2)\n\truntime.Goexit()", []string{"runtime"}},          // leaves the scenario
 		{"\tys := shapes.Scale(xs, 2", []string{"compile"}},                               // syntax break
+		// Defensive code: it no longer dies on a zero result.
+		{"\tys := shapes.Scale(xs, 2)\n\tif len(ys) == 0 {\n\t\tpanic(\"no result\")\n\t}", []string{}},
+		{"\tys := shapes.Scale(xs, 2)\n\tif ys == nil {\n\t\tos.Exit(1)\n\t}", []string{}},
+		{"\tys := shapes.Scale(xs, 2)\n\tfmt.Fprintln(os.Stderr, \"first:\", ys[0])", []string{}},
+		// Guards on the target's result, then the values hard-coded.
+		{"\tok := len(shapes.Scale([]int{7}, 1)) > 0\n\tys := []int{0, 0, 0}\n\tif ok {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"input"}},
+		{"\tok := len(shapes.Scale(xs, 2)) == 3\n\tys := []int{}\n\tif ok {\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},
+		{"\tk := shapes.Scale(xs, 2)[0] / 2\n\tys := []int{2 * k, 4 * k, 6 * k}", []string{"attribution", "perturbed"}},
+		{"\tfunc() {\n\t\tdefer func() { recover() }()\n\t\t_ = shapes.Scale(xs, 2)\n\t}()\n\tys := []int{2, 4, 6}", []string{"attribution", "perturbed"}},
+		// Telling runs apart through process or sandbox state: every
+		// variant runs in a fresh process, in a reset sandbox.
+		{"\tvar ys []int\n\tif os.Getenv(\"SEEN\") != \"\" {\n\t\tys = shapes.Scale(xs, 2)\n\t} else {\n\t\tos.Setenv(\"SEEN\", \"1\")\n\t\t_ = shapes.Scale(xs, 2)\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},
+		{"\tvar ys []int\n\tif _, err := os.Stat(\"seen\"); err == nil {\n\t\tys = shapes.Scale(xs, 2)\n\t} else {\n\t\tos.WriteFile(\"seen\", nil, 0o644)\n\t\t_ = shapes.Scale(xs, 2)\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},
 		{"package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes\"\n)\n\nfunc double(xs []int) []int { return shapes.Scale(xs, 2) }\n\nfunc main() {\n\tfmt.Println(double([]int{1, 2, 3}))\n}\n", []string{}}, // a whole program, the call in a helper
 	}
 	var codes []string

@@ -31,7 +31,7 @@ type UnitRun struct {
 // RunStats say where a batch's time went.
 type RunStats struct {
 	Units     int     // harness units
-	Processes int     // units that ran (the others did not compile)
+	Processes int     // processes run: one per variant of a unit that compiled
 	Sandboxes int     // sandboxes started to run them
 	Build     float64 // seconds compiling
 	Run       float64 // seconds running the processes
@@ -41,13 +41,13 @@ type RunStats struct {
 type RunConfig struct {
 	Dir      string // where channel files go (they are unlinked at once)
 	Parallel int    // sandboxes at a time; default 1
-	// Supervise runs the units of a test binary in chunks, a chunk in one
-	// sandbox under the supervisor (internal/supervisor): each unit still
-	// in a fresh process of its own, started one at a time, the sandbox
-	// reset in between (leftover processes killed, /work emptied), which
-	// spares a sandbox's start per unit. It needs bubblewrap (the
-	// supervisor refuses to run outside its process namespace): without
-	// it, every unit gets a sandbox of its own.
+	// Supervise runs the processes of a test binary in chunks, a chunk in
+	// one sandbox under the supervisor (internal/supervisor): each
+	// process still a fresh one, started one at a time, the sandbox reset
+	// in between (leftover processes killed, /work emptied), which spares
+	// a sandbox's start per process. It needs bubblewrap (the supervisor
+	// refuses to run outside its process namespace): without it, every
+	// process gets a sandbox of its own.
 	Supervise bool
 	// UnitWall bounds one harness process; default UnitWall.
 	UnitWall time.Duration
@@ -57,61 +57,87 @@ const (
 	// UnitWall bounds one harness process: its runs of the scenario, each
 	// bounded at 10 s inside, stop at the first that times out.
 	UnitWall = 60 * time.Second
-	// superviseChunk is how many units one supervised sandbox runs: a
-	// chunk is a unit of parallel work and of what a unit that kills its
-	// supervisor can cost (the rest of the chunk runs again, unit by
-	// unit).
+	// superviseChunk is how many units one supervised sandbox runs (each
+	// in a process per variant): a chunk is a unit of parallel work and
+	// of what a process that kills its supervisor can cost (the rest of
+	// the chunk runs again, process by process).
 	superviseChunk = 32
 )
 
-// RunUnits compiles harness units in one batched build and runs every
-// one in a process of its own, from its package's shared test binary, in
-// the sandbox (opts.Exec), cfg.Parallel sandboxes at a time. No unit's
-// crash, exit, hang, leftover goroutines or processes, files or global
-// state can reach another's record. The error is for the batch (the
-// build could not run, ctx ended); what went wrong with one unit is in
-// its UnitRun.
-func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []gotool.Unit, opts gotool.BatchOptions, cfg RunConfig) ([]UnitRun, RunStats, error) {
+// job is one process: a unit's variant.
+type job struct {
+	unit    int
+	variant byte
+}
+
+// jobRun is what one process gave.
+type jobRun struct {
+	record  *Record
+	err     error
+	process *gotool.Process
+}
+
+// RunUnits compiles harness units in one batched build and runs each of
+// a unit's variants in a process of its own, from its package's shared
+// test binary, in the sandbox (opts.Exec), cfg.Parallel sandboxes at a
+// time, and joins a unit's variants into one Record. No process's crash,
+// exit, hang, leftover goroutines or processes, files or global state
+// can reach another's record, another unit's or another variant's of the
+// same unit. The error is for the batch (the build could not run, ctx
+// ended); what went wrong with one unit is in its UnitRun.
+func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, units []Unit, opts gotool.BatchOptions, cfg RunConfig) ([]UnitRun, RunStats, error) {
 	out := make([]UnitRun, len(units))
 	stats := RunStats{Units: len(units)}
 	if cfg.UnitWall <= 0 {
 		cfg.UnitWall = UnitWall
 	}
 	start := time.Now()
-	built, err := tc.BuildBatch(ctx, mod, units, opts)
+	plain := make([]gotool.Unit, len(units))
+	for i, u := range units {
+		plain[i] = u.Unit
+	}
+	built, err := tc.BuildBatch(ctx, mod, plain, opts)
 	if err != nil {
 		return nil, stats, err
 	}
 	defer built.Close()
 	stats.Build = time.Since(start).Seconds()
 	start = time.Now()
-	byBinary := map[string][]int{}
+	byBinary := map[string][]job{}
 	var binaries []string
+	runs := map[job]*jobRun{}
 	for i, u := range built.Units {
 		if u.CompileError != "" {
 			out[i].CompileError = u.CompileError
 			continue
 		}
-		stats.Processes++
 		if byBinary[u.Binary] == nil {
 			binaries = append(binaries, u.Binary)
 		}
-		byBinary[u.Binary] = append(byBinary[u.Binary], i)
+		for _, v := range []byte(units[i].variants()) {
+			byBinary[u.Binary] = append(byBinary[u.Binary], job{i, v})
+			runs[job{i, v}] = &jobRun{}
+			stats.Processes++
+		}
 	}
-	var alone []int // units to run in a sandbox of their own
+	var alone []job // processes to run in a sandbox of their own
 	if cfg.Supervise {
-		var chunks [][]int
+		var chunks [][]job
 		for _, bin := range binaries {
-			idx := byBinary[bin]
-			for len(idx) > 0 {
-				n := min(superviseChunk, len(idx))
-				chunks = append(chunks, idx[:n])
-				idx = idx[n:]
+			jobs := byBinary[bin]
+			for len(jobs) > 0 {
+				n, seen := 0, map[int]bool{}
+				for n < len(jobs) && (len(seen) < superviseChunk || seen[jobs[n].unit]) {
+					seen[jobs[n].unit] = true
+					n++
+				}
+				chunks = append(chunks, jobs[:n])
+				jobs = jobs[n:]
 			}
 		}
 		var mu sync.Mutex
 		errs := parallel(len(chunks), cfg.Parallel, func(k int) error {
-			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, cfg.UnitWall, out)
+			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, cfg.UnitWall, runs)
 			mu.Lock()
 			alone = append(alone, missing...)
 			stats.Sandboxes++
@@ -127,18 +153,19 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		}
 	}
 	errs := parallel(len(alone), cfg.Parallel, func(k int) error {
-		i := alone[k]
-		ch, err := NewChannel(cfg.Dir)
+		j := alone[k]
+		ch, err := NewChannel(cfg.Dir, j.variant)
 		if err != nil {
 			return err
 		}
 		defer ch.Close()
-		p, err := built.Run(ctx, i, gotool.RunOptions{Wall: cfg.UnitWall + 30*time.Second, ExtraFiles: ch.Files()})
+		p, err := built.Run(ctx, j.unit, gotool.RunOptions{Wall: cfg.UnitWall + 30*time.Second, ExtraFiles: ch.Files()})
 		if err != nil {
 			return err
 		}
-		out[i].Process = p
-		out[i].Record, out[i].Err = ch.Record(i)
+		r := runs[j]
+		r.process = p
+		r.record, r.err = ch.Record(j.unit)
 		return nil
 	})
 	stats.Sandboxes += len(alone)
@@ -146,7 +173,62 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 	if err := errors.Join(errs...); err != nil {
 		return nil, stats, err
 	}
+	for i := range out {
+		if out[i].CompileError == "" {
+			out[i] = join(i, units[i].variants(), runs)
+		}
+	}
 	return out, stats, nil
+}
+
+// join makes a unit's run of its variants' processes: the normal
+// variant's record and process, with the other variants' observations.
+// A record that fails authentication in any variant makes the unit's
+// ErrTampered; another variant's process that wrote no record is an
+// observation of that variant saying so (Observation.Lost).
+func join(unit int, variants string, runs map[job]*jobRun) UnitRun {
+	n := runs[job{unit, VariantNormal}]
+	u := UnitRun{Record: n.record, Err: n.err, Process: n.process}
+	for _, v := range []byte(variants) {
+		r := runs[job{unit, v}]
+		if errors.Is(r.err, ErrTampered) {
+			u.Record, u.Err = nil, r.err
+			return u
+		}
+		if v == VariantNormal {
+			continue
+		}
+		if u.Process != nil && r.process != nil {
+			u.Process.Seconds += r.process.Seconds
+		}
+		if u.Record == nil {
+			continue
+		}
+		var obs []Observation
+		var runs int
+		switch {
+		case r.record != nil && v == VariantSubstituted:
+			obs, runs = r.record.Substituted, r.record.SubstitutedRuns
+		case r.record != nil:
+			obs, runs = r.record.Perturbed, r.record.PerturbedRuns
+		default:
+			lost := Observation{Lost: "its process ended without a record"}
+			if r.err != nil {
+				lost.Lost = r.err.Error()
+			}
+			if r.process != nil {
+				lost.TimedOut = r.process.TimedOut
+				lost.Lost += fmt.Sprintf(" (exit %d): %s", r.process.ExitCode, cut(r.process.Output, 2000))
+			}
+			obs, runs = []Observation{lost}, 1
+		}
+		if v == VariantSubstituted {
+			u.Record.Substituted, u.Record.SubstitutedRuns = obs, runs
+		} else {
+			u.Record.Perturbed, u.Record.PerturbedRuns = obs, runs
+		}
+	}
+	return u
 }
 
 // parallel calls f(0..n-1), at most p at a time, and returns their
@@ -172,10 +254,11 @@ func parallel(n, p int, f func(k int) error) []error {
 	return errs
 }
 
-// supervisedResult is the supervisor's line for one unit
+// supervisedResult is the supervisor's line for one process
 // (internal/supervisor's lacunaResult).
 type supervisedResult struct {
 	Unit     int     `json:"unit"`
+	Variant  string  `json:"variant"`
 	Exit     int     `json:"exit"`
 	TimedOut bool    `json:"timed_out"`
 	Seconds  float64 `json:"seconds"`
@@ -183,10 +266,10 @@ type supervisedResult struct {
 	Record   string  `json:"record"` // hex
 }
 
-// supervise runs units (of one binary) in one sandbox under the
-// supervisor and fills their runs in out; it returns the units it has no
-// result for (the supervisor died before reaching them), to run alone.
-func supervise(ctx context.Context, built *gotool.Built, units []int, dir string, unitWall time.Duration, out []UnitRun) (missing []int, err error) {
+// supervise runs jobs (of one binary) in one sandbox under the
+// supervisor and fills their runs; it returns the jobs it has no result
+// for (the supervisor died before reaching them), to run alone.
+func supervise(ctx context.Context, built *gotool.Built, jobs []job, dir string, unitWall time.Duration, runs map[job]*jobRun) (missing []job, err error) {
 	control, err := tempUnlinked(dir, "control-")
 	if err != nil {
 		return nil, err
@@ -197,13 +280,13 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 		return nil, err
 	}
 	defer results.Close()
-	keys := map[int][]byte{}
+	keys := map[job][]byte{}
 	w := bufio.NewWriter(control)
-	for _, i := range units {
-		if keys[i], err = newKey(); err != nil {
+	for _, j := range jobs {
+		if keys[j], err = newKey(); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "%d %s\n", i, hex.EncodeToString(keys[i]))
+		fmt.Fprintf(w, "%d %c %s\n", j.unit, j.variant, hex.EncodeToString(keys[j]))
 	}
 	if err := w.Flush(); err != nil {
 		return nil, err
@@ -211,9 +294,9 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 	if _, err := control.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	// The supervisor reports a unit at least every unitWall: one that stops
-	// longer (a unit stopped it with SIGSTOP) is killed, and the units it
-	// did not report run again alone.
+	// The supervisor reports a process at least every unitWall: one that
+	// stops longer (a unit stopped it with SIGSTOP) is killed, and the
+	// processes it did not report run again alone.
 	run, stalled := context.WithCancel(ctx)
 	defer stalled()
 	go func() {
@@ -227,8 +310,8 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 			}
 		}
 	}()
-	wall := time.Duration(len(units))*unitWall + 30*time.Second
-	_, err = built.Exec(run, built.Units[units[0]].Binary, gotool.RunOptions{
+	wall := time.Duration(len(jobs))*unitWall + 30*time.Second
+	_, err = built.Exec(run, built.Units[jobs[0].unit].Binary, gotool.RunOptions{
 		Wall: wall, ExtraFiles: []*os.File{control, results}, Args: []string{SuperviseArg, unitWall.String()}})
 	stalled()
 	if ctx.Err() != nil {
@@ -240,26 +323,30 @@ func supervise(ctx context.Context, built *gotool.Built, units []int, dir string
 	if _, err := results.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	got := map[int]bool{}
-	sc := bufio.NewScanner(io.LimitReader(results, int64(len(units))*(maxRecord+(1<<20))))
+	got := map[job]bool{}
+	sc := bufio.NewScanner(io.LimitReader(results, int64(len(jobs))*(maxRecord+(1<<20))))
 	sc.Buffer(nil, 2*maxRecord)
 	for sc.Scan() {
 		var r supervisedResult
-		if json.Unmarshal(sc.Bytes(), &r) != nil || keys[r.Unit] == nil || got[r.Unit] {
+		if json.Unmarshal(sc.Bytes(), &r) != nil || len(r.Variant) != 1 {
 			break // a line cut short: the supervisor died writing it
 		}
-		got[r.Unit] = true
-		u := &out[r.Unit]
-		u.Process = &gotool.Process{Output: r.Output, ExitCode: r.Exit, TimedOut: r.TimedOut, Seconds: r.Seconds}
+		j := job{r.Unit, r.Variant[0]}
+		if keys[j] == nil || got[j] {
+			break
+		}
+		got[j] = true
+		jr := runs[j]
+		jr.process = &gotool.Process{Output: r.Output, ExitCode: r.Exit, TimedOut: r.TimedOut, Seconds: r.Seconds}
 		if record, err := hex.DecodeString(r.Record); err != nil {
-			u.Err = ErrTampered
+			jr.err = ErrTampered
 		} else {
-			u.Record, u.Err = ReadRecord(keys[r.Unit], record, r.Unit)
+			jr.record, jr.err = ReadRecord(keys[j], record, r.Unit, j.variant)
 		}
 	}
-	for _, i := range units {
-		if !got[i] {
-			missing = append(missing, i)
+	for _, j := range jobs {
+		if !got[j] {
+			missing = append(missing, j)
 		}
 	}
 	return missing, nil

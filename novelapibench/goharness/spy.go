@@ -28,13 +28,17 @@ import (
 // otherwise the harness's hook (LacunaSpyHook, set before the scenario
 // runs) says from the caller's file and line whether the call is the
 // solver's (direct) or the task's context's. Only the solver's calls
-// count as direct, only functions the solver passed are counted as
-// callbacks, and only the solver's calls are answered counterfactually:
-// when the hook asks for it, the target returns the zero values of its
-// results without running its body (a function result being one that does
-// nothing, a channel a closed one: see lacunaEmpty). A harness compares what the
-// scenario computes with and without the target's work (see Check): a
-// value that does not change was not computed through the target.
+// count as direct, hand their arguments to the harness (LacunaSpyArgs:
+// the solver must pass the task's data), have the functions they pass
+// counted as callbacks, and are substituted when the hook asks for it:
+// the target runs, then its results are replaced by other well-formed
+// values of the same type and shape derived from them (numbers one more,
+// booleans flipped, strings shifted, element by element; see
+// lacunaPerturb), and the values it hands the solver's callbacks change
+// the same way. The harness requires a solution to compute, from the
+// substituted results, what the reference computes from them (see
+// Check): a value computed another way, or hard-coded after a call made
+// for show, does not follow.
 type Spy struct {
 	// Overlay is the go test -overlay file.
 	Overlay string
@@ -78,12 +82,7 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 		}
 		pdir := filepath.Dir(full)
 		pkgName[pdir] = f.Name.Name
-		// An edit replaces src[at:end] with text.
-		type edit struct {
-			at, end int
-			text    string
-		}
-		var edits []edit
+		var edits []textEdit
 		for _, a := range byFile[rel] {
 			fd := funcAt(fset, f, a)
 			if fd == nil || fd.Body == nil {
@@ -95,15 +94,32 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			s.Access[a.ID] = fmt.Sprintf("%s.LacunaSpy[%d]", f.Name.Name, slot)
 			// Same lines: positions in panics and compiler messages stay put.
 			results, names := namedResults(src, fset, fd)
-			cf := "return"
-			if len(names) > 0 {
-				cf = "lacunaEmpty(&" + strings.Join(names, ", &") + "); return"
+			params, renames := namedParams(fset, fd)
+			for _, r := range renames {
+				edits = append(edits, r)
 			}
-			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d); lacunaS { if lacunaCF { %s };%s };", slot, cf, callbackWrappers(src, fset, fd, slot))
+			args := "nil"
+			if len(params) > 0 {
+				args = "func() []interface{} { return []interface{}{" + strings.Join(params, ", ") + "} }"
+			}
+			// A call with results other than errors has them substituted
+			// when it returns; one without (it works on its arguments and
+			// receiver) runs on substituted arguments instead.
+			sub, data := "", dataResults(src, fset, fd)
+			if data {
+				sub = "defer lacunaSubstitute([]interface{}{" + strings.Join(params, ", ") + "}"
+				for _, n := range names {
+					sub += ", &" + n
+				}
+				sub += ")"
+			} else if inputs := params[min(len(params), receivers(fd)):]; len(inputs) > 0 {
+				sub = "lacunaPerturbParams(&" + strings.Join(inputs, ", &") + ")"
+			}
+			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d, %s); lacunaS { if lacunaCF { %s };%s };", slot, args, sub, callbackWrappers(src, fset, fd, slot, data))
 			lbrace := fset.Position(fd.Body.Lbrace).Offset + 1
-			edits = append(edits, edit{lbrace, lbrace, text})
+			edits = append(edits, textEdit{lbrace, lbrace, text})
 			if results != "" {
-				edits = append(edits, edit{fset.Position(fd.Type.Results.Pos()).Offset, fset.Position(fd.Type.Results.End()).Offset, results})
+				edits = append(edits, textEdit{fset.Position(fd.Type.Results.Pos()).Offset, fset.Position(fd.Type.Results.End()).Offset, results})
 			}
 		}
 		sort.Slice(edits, func(i, j int) bool { return edits[i].at > edits[j].at })
@@ -129,9 +145,8 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 	return s, os.WriteFile(s.Overlay, b, 0o644)
 }
 
-// namedResults gives every result of fd a name, so that a counterfactual
-// call can return them with a bare return after lacunaEmpty has made them
-// usable: the results list rewritten ("" when fd's results are all named
+// namedResults gives every result of fd a name, so that a substituted
+// call's deferred lacunaSubstitute can replace them: the results list rewritten ("" when fd's results are all named
 // already, or it has none) and the names in order. Unnamed and _ results
 // become lacunaR0, lacunaR1, ... The types are not restated inside the
 // body, where a parameter may shadow a type's name (url *url.URL).
@@ -166,11 +181,72 @@ func namedResults(src []byte, fset *token.FileSet, fd *ast.FuncDecl) (results st
 	return "(" + strings.Join(fields, ", ") + ")", names
 }
 
+// dataResults says fd returns something other than errors.
+func dataResults(src []byte, fset *token.FileSet, fd *ast.FuncDecl) bool {
+	if fd.Type.Results == nil {
+		return false
+	}
+	for _, f := range fd.Type.Results.List {
+		if string(src[fset.Position(f.Type.Pos()).Offset:fset.Position(f.Type.End()).Offset]) != "error" {
+			return true
+		}
+	}
+	return false
+}
+
+// receivers is how many of namedParams' names are fd's receiver.
+func receivers(fd *ast.FuncDecl) int {
+	if fd.Recv == nil {
+		return 0
+	}
+	return 1
+}
+
+// textEdit replaces src[at:end] with text.
+type textEdit struct {
+	at, end int
+	text    string
+}
+
+// namedParams gives the receiver and every parameter of fd a name, so
+// that the spy can hand their values to the harness (the arguments a
+// call received) and to the substitution: the names in order (receiver
+// first) and the edits that name the unnamed and blank ones, in place,
+// so no position moves. Unnamed and _ ones become lacunaP0, lacunaP1, ...
+func namedParams(fset *token.FileSet, fd *ast.FuncDecl) (names []string, edits []textEdit) {
+	off := func(p token.Pos) int { return fset.Position(p).Offset }
+	lists := []*ast.FieldList{fd.Recv, fd.Type.Params}
+	for _, list := range lists {
+		if list == nil {
+			continue
+		}
+		for _, field := range list.List {
+			if len(field.Names) == 0 {
+				name := fmt.Sprintf("lacunaP%d", len(names))
+				names = append(names, name)
+				edits = append(edits, textEdit{off(field.Type.Pos()), off(field.Type.Pos()), name + " "})
+				continue
+			}
+			for _, n := range field.Names {
+				name := n.Name
+				if name == "_" {
+					name = fmt.Sprintf("lacunaP%d", len(names))
+					edits = append(edits, textEdit{off(n.Pos()), off(n.End()), name})
+				}
+				names = append(names, name)
+			}
+		}
+	}
+	return names, edits
+}
+
 // callbackWrappers wraps every parameter of function type (written as a
-// func literal type) so that calls into it are counted: the behavioural
-// layer compares them with the reference's. All on the line of the body's
-// brace, so positions do not move.
-func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int) string {
+// func literal type) so that calls into it are counted (the behavioural
+// layer compares them with the reference's) and, in a substituted call
+// of a function with results (perturb; the arguments of one without are
+// substituted already), receive perturbed values. All on the line of the
+// body's brace, so positions do not move.
+func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int, perturb bool) string {
 	text := func(n ast.Node) string {
 		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
 	}
@@ -209,8 +285,12 @@ func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot in
 				results = " " + text(ft.Results)
 				call = "return " + call
 			}
-			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1); %[6]s } };",
-				name.Name, k, strings.Join(params, ", "), results, slot, call)
+			change := ""
+			if perturb && len(args) > 0 {
+				change = " if lacunaCF { lacunaPerturbArgs(&" + strings.Join(args, ", &") + ") };"
+			}
+			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1);%[7]s %[6]s } };",
+				name.Name, k, strings.Join(params, ", "), results, slot, call, change)
 			k++
 		}
 	}
@@ -258,15 +338,25 @@ var LacunaSpy [%d]LacunaSpyCounter
 
 // LacunaSpyHook attributes a call from outside the module by its
 // caller's file and line: whether it is the solver's, and whether to
-// answer it counterfactually. The harness sets it before any scenario
+// substitute its results. The harness sets it before any scenario
 // runs; nil attributes every such call to the context.
-var LacunaSpyHook func(file string, line int) (solver, counterfactual bool)
+var LacunaSpyHook func(file string, line int) (solver, substitute bool)
+
+// LacunaSpyCall, when set, is told of every call the hook attributes to
+// the solver: the API's slot and the arguments (the receiver first; nil
+// when there are none) as the call received them, which the harness
+// compares with the reference's. It says whether the call may be
+// substituted when the hook asks for that: the harness substitutes only
+// its target's calls (and, in a whole program, only those on the data
+// the reference's span passed).
+var LacunaSpyCall func(slot int, args []interface{}) (substitute bool)
 
 // lacunaSpyHit runs first in a spied API: the frame above the API is its
 // caller, in this module (indirect) or not (the hook decides). A call
 // made through reflect (Value.Call and the runtime's trampolines) is the
-// call of the code that made it: those frames are passed over.
-func lacunaSpyHit(slot int) (solver, counterfactual bool) {
+// call of the code that made it: those frames are passed over. args
+// gives the call's arguments (nil: it has none).
+func lacunaSpyHit(slot int, args func() []interface{}) (solver, substitute bool) {
 	pcs := make([]uintptr, 16)
 	n := runtime.Callers(3, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
@@ -279,39 +369,271 @@ func lacunaSpyHit(slot int) (solver, counterfactual bool) {
 		return false, false
 	}
 	if h := LacunaSpyHook; h != nil {
-		solver, counterfactual = h(frame.File, frame.Line)
+		solver, substitute = h(frame.File, frame.Line)
 	}
 	if solver {
 		LacunaSpy[slot].Direct.Add(1)
+		if h := LacunaSpyCall; h != nil {
+			var a []interface{}
+			if args != nil {
+				a = args()
+			}
+			substitute = h(slot, a) && substitute
+		}
 	} else {
 		LacunaSpy[slot].Context.Add(1)
 	}
-	return solver, counterfactual
+	return solver, substitute
 }
 
-// lacunaEmpty makes the counterfactual results at ptrs usable where their
-// zero values would stop the caller by themselves: a function becomes
-// one that does nothing and returns zero values (an empty sequence), a
-// channel one that is closed. What the caller computes from them then
-// shows whether it used them. (interface{}: the module's go version may
-// predate any.)
-func lacunaEmpty(ptrs ...interface{}) {
+// lacunaSubstitute runs when a substituted call returns (deferred): it
+// replaces the results at ptrs with other well-formed values of the same
+// type and shape, derived from them (lacunaPerturb). A result that shares
+// its memory with an argument (the target changed its input in place and
+// returned it) is changed in place, so both views agree. Errors are left
+// as they are.
+func lacunaSubstitute(args []interface{}, ptrs ...interface{}) {
+	errType := reflect.TypeOf((*error)(nil)).Elem()
 	for _, p := range ptrs {
 		v := reflect.ValueOf(p).Elem()
-		t := v.Type()
+		if v.Type() == errType {
+			continue
+		}
+		if lacunaAliases(v, args) {
+			lacunaPerturbInPlace(v, 0)
+		} else {
+			v.Set(lacunaPerturb(v, 0))
+		}
+	}
+}
+
+// lacunaPerturbParams substitutes the arguments of a call that returns
+// nothing but errors, before its body runs: the parameters at ptrs get
+// perturbed copies (the caller's data is not touched), so what the call
+// does to its receiver or leaves in its outputs is the target's work on
+// other data. Functions and channels are kept.
+func lacunaPerturbParams(ptrs ...interface{}) {
+	for _, p := range ptrs {
+		v := reflect.ValueOf(p).Elem()
+		if k := v.Kind(); k != reflect.Func && k != reflect.Chan {
+			v.Set(lacunaPerturb(v, 0))
+		}
+	}
+}
+
+// lacunaPerturbArgs changes, in place, the arguments a solver's callback
+// receives from a substituted call.
+func lacunaPerturbArgs(ptrs ...interface{}) {
+	for _, p := range ptrs {
+		v := reflect.ValueOf(p).Elem()
+		v.Set(lacunaPerturb(v, 0))
+	}
+}
+
+// lacunaAddr is where a value's memory is (0: it holds none).
+func lacunaAddr(v reflect.Value) uintptr {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer:
+		if !v.IsNil() {
+			return v.Pointer()
+		}
+	}
+	return 0
+}
+
+func lacunaAliases(v reflect.Value, args []interface{}) bool {
+	p := lacunaAddr(v)
+	if p == 0 {
+		return false
+	}
+	for _, a := range args {
+		if a != nil && lacunaAddr(reflect.ValueOf(a)) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// lacunaShift moves every ASCII letter and digit to the next (z to a, 9
+// to 0): the same length, another value.
+func lacunaShift(s string) string {
+	b := []byte(s)
+	for i, c := range b {
 		switch {
-		case v.Kind() == reflect.Func:
-			v.Set(reflect.MakeFunc(t, func([]reflect.Value) []reflect.Value {
-				out := make([]reflect.Value, t.NumOut())
-				for i := range out {
-					out[i] = reflect.Zero(t.Out(i))
+		case c == 'z':
+			b[i] = 'a'
+		case c == 'Z':
+			b[i] = 'A'
+		case c == '9':
+			b[i] = '0'
+		case c >= 'a' && c < 'z', c >= 'A' && c < 'Z', c >= '0' && c < '9':
+			b[i] = c + 1
+		}
+	}
+	return string(b)
+}
+
+// lacunaPerturb is another value of v's type and shape: numbers grow by
+// one, booleans flip, strings shift their letters and digits; slices,
+// arrays, maps' values (keys of a set), exported struct fields and what
+// pointers to plain data point to change element by element, in copies; a
+// function's results (and the values it hands to the callbacks it is
+// given, as an iterator yields them) change the same way. Errors,
+// channels, structs with unexported fields behind pointers and values
+// too deep are kept.
+func lacunaPerturb(v reflect.Value, depth int) reflect.Value {
+	if !v.IsValid() || depth > 6 {
+		return v
+	}
+	t := v.Type()
+	out := reflect.New(t).Elem()
+	switch v.Kind() {
+	case reflect.Bool:
+		out.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		out.SetInt(v.Int() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		out.SetUint(v.Uint() + 1)
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if f-f != 0 { // NaN, ±Inf
+			return v
+		}
+		out.SetFloat(f + 1)
+	case reflect.Complex64, reflect.Complex128:
+		out.SetComplex(v.Complex() + 1)
+	case reflect.String:
+		out.SetString(lacunaShift(v.String()))
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		out = reflect.MakeSlice(t, v.Len(), v.Len())
+		for i := 0; i < v.Len(); i++ {
+			out.Index(i).Set(lacunaPerturb(v.Index(i), depth+1))
+		}
+	case reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			out.Index(i).Set(lacunaPerturb(v.Index(i), depth+1))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		out = reflect.MakeMapWithSize(t, v.Len())
+		set := t.Elem().Size() == 0
+		it := v.MapRange()
+		for it.Next() {
+			if set {
+				out.SetMapIndex(lacunaPerturb(it.Key(), depth+1), it.Value())
+			} else {
+				out.SetMapIndex(it.Key(), lacunaPerturb(it.Value(), depth+1))
+			}
+		}
+	case reflect.Struct:
+		out.Set(v)
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).IsExported() && out.Field(i).CanSet() {
+				out.Field(i).Set(lacunaPerturb(v.Field(i), depth+1))
+			}
+		}
+	case reflect.Pointer:
+		if v.IsNil() || !lacunaPlain(t.Elem()) {
+			return v
+		}
+		out = reflect.New(t.Elem())
+		out.Elem().Set(lacunaPerturb(v.Elem(), depth+1))
+	case reflect.Interface:
+		if v.IsNil() || t.Implements(reflect.TypeOf((*error)(nil)).Elem()) {
+			return v
+		}
+		out.Set(lacunaPerturb(v.Elem(), depth+1))
+	case reflect.Func:
+		if v.IsNil() {
+			return v
+		}
+		// A copy: v may be the very variable the wrapper replaces.
+		orig := reflect.New(t).Elem()
+		orig.Set(v)
+		return reflect.MakeFunc(t, func(in []reflect.Value) []reflect.Value {
+			args := make([]reflect.Value, len(in))
+			for i, a := range in {
+				args[i] = a
+				if a.Kind() == reflect.Func && !a.IsNil() {
+					args[i] = lacunaPerturbIn(a, depth+1)
 				}
-				return out
-			}))
-		case v.Kind() == reflect.Chan && t.ChanDir()&reflect.RecvDir != 0:
-			c := reflect.MakeChan(reflect.ChanOf(reflect.BothDir, t.Elem()), 0)
-			c.Close()
-			v.Set(c.Convert(t))
+			}
+			var res []reflect.Value
+			if t.IsVariadic() {
+				res = orig.CallSlice(args)
+			} else {
+				res = orig.Call(args)
+			}
+			for i := range res {
+				res[i] = lacunaPerturb(res[i], depth+1)
+			}
+			return res
+		})
+	default:
+		return v
+	}
+	return out
+}
+
+// lacunaPerturbIn wraps a callback so that what it is given is perturbed
+// (an iterator's yield receives other values).
+func lacunaPerturbIn(f reflect.Value, depth int) reflect.Value {
+	t := f.Type()
+	return reflect.MakeFunc(t, func(in []reflect.Value) []reflect.Value {
+		args := make([]reflect.Value, len(in))
+		for i, a := range in {
+			args[i] = lacunaPerturb(a, depth+1)
+		}
+		if t.IsVariadic() {
+			return f.CallSlice(args)
+		}
+		return f.Call(args)
+	})
+}
+
+// lacunaPlain says a pointer to t may be replaced by a pointer to a
+// perturbed copy: t is not a struct with unexported fields (an object
+// whose identity and invariants the caller relies on).
+func lacunaPlain(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return t.Kind() != reflect.Func && t.Kind() != reflect.Chan && t.Kind() != reflect.UnsafePointer
+	}
+	for i := 0; i < t.NumField(); i++ {
+		if !t.Field(i).IsExported() {
+			return false
+		}
+	}
+	return true
+}
+
+// lacunaPerturbInPlace changes what v refers to in place: a slice's
+// elements, a map's values, what a pointer to plain data points to.
+func lacunaPerturbInPlace(v reflect.Value, depth int) {
+	switch v.Kind() {
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			v.Index(i).Set(lacunaPerturb(v.Index(i), depth+1))
+		}
+	case reflect.Map:
+		if v.IsNil() || v.Type().Elem().Size() == 0 {
+			return
+		}
+		it := v.MapRange()
+		var keys, vals []reflect.Value
+		for it.Next() {
+			keys, vals = append(keys, it.Key()), append(vals, it.Value())
+		}
+		for i, k := range keys {
+			v.SetMapIndex(k, lacunaPerturb(vals[i], depth+1))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() && lacunaPlain(v.Type().Elem()) && v.Elem().CanSet() {
+			v.Elem().Set(lacunaPerturb(v.Elem(), depth+1))
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 
 // TestSpyCountsDirectAndIndirectCalls builds harness tests against the
 // fixture with the spy overlay: the solver's call (the line the hook
-// names) and the context's, a counterfactual call (zero results, the
-// body not run), a call through a sibling API, a generic method.
+// names) and the context's, a substituted call (its result replaced by
+// one of the same shape, each element one more) with the arguments the
+// harness receives, a call through a sibling API, a generic method.
 func TestSpyCountsDirectAndIndirectCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go programs")
@@ -66,11 +67,12 @@ func TestDirect(t *testing.T) {
 	report("context", ` + scale + `.Context.Load(), 0)
 }
 
-func TestCounterfactual(t *testing.T) {
+func TestSubstituted(t *testing.T) {
 	hook := shapes.LacunaSpyHook
 	shapes.LacunaSpyHook = func(string, int) (bool, bool) { return true, true }
-	defer func() { shapes.LacunaSpyHook = hook }()
-	fmt.Printf("SPY counterfactual %v\n", shapes.Scale([]int{1, 2}, 3))
+	shapes.LacunaSpyCall = func(_ int, args []interface{}) bool { fmt.Printf("SPY args %v\n", args); return true }
+	defer func() { shapes.LacunaSpyHook, shapes.LacunaSpyCall = hook, nil }()
+	fmt.Printf("SPY substituted %v\n", shapes.Scale([]int{1, 2}, 3))
 }
 
 func TestIndirect(t *testing.T) {
@@ -107,7 +109,7 @@ func TestGenericMethod(t *testing.T) {
 	for _, r := range run.Tests {
 		out += r.Output
 	}
-	for _, want := range []string{"SPY direct direct=1 indirect=0", "SPY context direct=1 indirect=0", "SPY counterfactual []", "SPY indirect direct=0 indirect=1", "SPY push direct=2 indirect=0"} {
+	for _, want := range []string{"SPY direct direct=1 indirect=0", "SPY context direct=1 indirect=0", "SPY substituted [4 7]", "SPY args [[1 2] 3]", "SPY indirect direct=0 indirect=1", "SPY push direct=2 indirect=0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
@@ -120,9 +122,13 @@ func TestGenericMethod(t *testing.T) {
 
 // TestSpyCompilesEveryShape: the spy's edits compile for the function
 // shapes real modules have (a parameter shadowing a result's type, named
-// and blank results, generics, variadics, methods of generic types,
-// function and channel results) and a counterfactual call returns
-// usable values: an empty sequence, a closed channel.
+// and blank results, unnamed and blank parameters and receivers,
+// generics, variadics, methods of generic types, function and channel
+// results) and a substituted call returns values of the same shape:
+// a sequence yielding other values, a struct's exported fields changed,
+// a slice changed in place where the target returned its input, a
+// function that returns nothing run on substituted copies of its
+// arguments, errors and channels kept.
 func TestSpyCompilesEveryShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go program")
@@ -147,10 +153,24 @@ func Gen[T any](xs ...T) T { return xs[0] }
 func Seq(xs []int) iter.Seq[int] { return func(yield func(int) bool) { for _, x := range xs { if !yield(x) { return } } } }
 func Chan() <-chan int { c := make(chan int, 1); c <- 1; return c }
 func Nothing(f func(int) int) { f(1) }
+func Unnamed(int, string) bool { return true }
+func Blank(_ int, s string) string { return s }
+func Reverse(xs []int) []int { for i, j := 0, len(xs)-1; i < j; i, j = i+1, j-1 { xs[i], xs[j] = xs[j], xs[i] }; return xs }
+func Fill(xs []int) { for i := range xs { xs[i] = 7 } }
+func Each(xs []string, f func(string, int)) { for i, x := range xs { f(x, i) } }
+
+type Pair struct {
+	A int
+	B string
+	c float64
+}
+
+func MakePair(a int) (Pair, error) { return Pair{A: a, B: "ab9", c: 1}, nil }
 
 type Box[T any] struct{ v T }
 
 func (b *Box[T]) Get() T { return b.v }
+func (Box[T]) Zero() (t T) { return }
 `,
 		"use/main_test.go": `package use
 
@@ -161,16 +181,40 @@ import (
 	"example.com/shape"
 )
 
-func TestCounterfactual(t *testing.T) {
+func TestSubstituted(t *testing.T) {
 	shape.LacunaSpyHook = func(string, int) (bool, bool) { return true, true }
-	if got := slices.Collect(shape.Seq([]int{1, 2})); len(got) != 0 {
+	var args [][]interface{}
+	shape.LacunaSpyCall = func(_ int, a []interface{}) bool { args = append(args, a); return true }
+	if got := slices.Collect(shape.Seq([]int{1, 2})); !slices.Equal(got, []int{2, 3}) {
 		t.Errorf("Seq: %v", got)
 	}
-	if v, ok := <-shape.Chan(); ok || v != 0 {
+	if v, ok := <-shape.Chan(); !ok || v != 1 {
 		t.Errorf("Chan: %v %v", v, ok)
 	}
-	if n, err := shape.Named(); n != 0 || err != nil {
+	if n, err := shape.Named(); n != 2 || err != nil {
 		t.Errorf("Named: %v %v", n, err)
+	}
+	if p, err := shape.MakePair(1); p.A != 2 || p.B != "bc0" || err != nil {
+		t.Errorf("MakePair: %+v %v", p, err)
+	}
+	xs := []int{1, 2, 3}
+	if ys := shape.Reverse(xs); !slices.Equal(ys, []int{4, 3, 2}) || !slices.Equal(xs, ys) {
+		t.Errorf("Reverse: %v, its input %v", ys, xs)
+	}
+	zs := []int{1, 2}
+	if shape.Fill(zs); !slices.Equal(zs, []int{1, 2}) { // it filled a substituted copy
+		t.Errorf("Fill: %v", zs)
+	}
+	var seen []string
+	shape.Each([]string{"a", "z"}, func(s string, i int) { seen = append(seen, s) })
+	if !slices.Equal(seen, []string{"b", "a"}) {
+		t.Errorf("Each handed its callback %v", seen)
+	}
+	if shape.Unnamed(1, "x") {
+		t.Error("Unnamed: not flipped")
+	}
+	if got := shape.Blank(1, "x"); got != "y" {
+		t.Errorf("Blank: %q", got)
 	}
 	shape.Parse("x")
 	shape.After(1)
@@ -179,6 +223,10 @@ func TestCounterfactual(t *testing.T) {
 	shape.Nothing(func(int) int { return 0 })
 	var b shape.Box[string]
 	b.Get()
+	b.Zero()
+	if len(args) == 0 || len(args[0]) != 1 {
+		t.Errorf("args %v", args)
+	}
 }
 `,
 	}

@@ -5,13 +5,15 @@
 // runtime's names), and a test binary started as `PROG lacuna-supervise
 // WALL` becomes the supervisor.
 //
-// The supervisor runs inside one sandbox and starts the harness units
-// listed on descriptor 7 ("UNIT KEYHEX" lines), one at a time, each in a
-// fresh process of the same binary (`PROG -test.run=^Test_uUNIT$`) that
-// gets its key on a pipe at descriptor 7 and writes its record to a pipe
-// at descriptor 8. For each unit it writes one JSON line (lacunaResult)
-// to its own descriptor 8, which no unit inherits. Between units it
-// resets the sandbox: every process a unit left behind is killed and
+// The supervisor runs inside one sandbox and starts the harness processes
+// listed on descriptor 7 ("UNIT VARIANT KEYHEX" lines: a unit's variant,
+// the scenario on the task's data, substituted or on the second input),
+// one at a time, each in a fresh process of the same binary
+// (`PROG -test.run=^Test_uUNIT$`, whatever the variant) that gets its key
+// and variant on a pipe at descriptor 7 and writes its record to a pipe
+// at descriptor 8. For each process it writes one JSON line
+// (lacunaResult) to its own descriptor 8, which no unit inherits. Between
+// processes it resets the sandbox: every process a unit left behind is killed and
 // /work is emptied (the program itself is a read-only mount), so no unit
 // sees what another did. It makes itself undumpable, so a unit cannot
 // read its memory (the keys) or its descriptors through /proc.
@@ -36,6 +38,7 @@ import (
 // lacunaResult is what the supervisor reports for one unit.
 type lacunaResult struct {
 	Unit     int     `json:"unit"`
+	Variant  string  `json:"variant"`
 	Exit     int     `json:"exit"`
 	TimedOut bool    `json:"timed_out,omitempty"`
 	Seconds  float64 `json:"seconds"`
@@ -78,15 +81,15 @@ func lacunaSupervise(args []string) int {
 	sc := lacunabufio.NewScanner(lacunastrings.NewReader(string(data)))
 	for sc.Scan() {
 		f := lacunastrings.Fields(sc.Text())
-		if len(f) != 2 {
+		if len(f) != 3 || len(f[1]) != 1 {
 			continue
 		}
 		unit, err1 := lacunastrconv.Atoi(f[0])
-		key, err2 := lacunahex.DecodeString(f[1])
+		key, err2 := lacunahex.DecodeString(f[2])
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		res := lacunaRunUnit(unit, key, wall, func() { lacunaReset(initial, self) })
+		res := lacunaRunUnit(unit, f[1][0], key, wall, func() { lacunaReset(initial, self) })
 		b, _ := lacunajson.Marshal(res)
 		if _, err := results.Write(append(b, '\n')); err != nil {
 			return 2
@@ -95,17 +98,17 @@ func lacunaSupervise(args []string) int {
 	return 0
 }
 
-// lacunaRunUnit runs one unit in a process of its own; reset runs once
-// the process has ended (or was killed at wall), before its record is
-// read: what it left running holds the record pipe open.
-func lacunaRunUnit(unit int, key []byte, wall lacunatime.Duration, reset func()) (res lacunaResult) {
-	res.Unit = unit
+// lacunaRunUnit runs one unit's variant in a process of its own; reset
+// runs once the process has ended (or was killed at wall), before its
+// record is read: what it left running holds the record pipe open.
+func lacunaRunUnit(unit int, variant byte, key []byte, wall lacunatime.Duration, reset func()) (res lacunaResult) {
+	res.Unit, res.Variant = unit, string(variant)
 	kr, kw, err := lacunaos.Pipe()
 	if err != nil {
 		res.Exit, res.Output = -1, err.Error()
 		return res
 	}
-	kw.Write(key)
+	kw.Write(append(key, variant))
 	kw.Close()
 	defer kr.Close()
 	rr, rw, err := lacunaos.Pipe()
