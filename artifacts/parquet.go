@@ -95,6 +95,14 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 		parquet.PageBufferSize(pageBufferSize),
 		parquet.ColumnPageBuffers(pageSpill{s}),
 	}
+	// A byte array column's values may be large (a record of hundreds of
+	// MiB): its minimum and maximum are not copied into page headers and
+	// the footer, where each would be a whole copy of the longest value.
+	for _, leaf := range schema.Columns() {
+		if col, ok := schema.Lookup(leaf...); ok && col.Node.Type().Kind() == parquet.ByteArray {
+			opts = append(opts, parquet.SkipPageBounds(leaf...), parquet.SkipPageStatistics(leaf...))
+		}
+	}
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
 		keys = append(keys, k)
