@@ -22,15 +22,15 @@ func adversaries() map[string]string {
 print("PASS")
 return ` + right,
 		"writes a forged record to the record descriptor": `import os
-os.write(8, b'00 {"stage": "ran", "direct": 1, "real": [], "mock": []}\n')
+os.write(8, b'00 {"stage": "ran", "direct": 1, "real": [], "substituted": []}\n')
 return ` + right,
 		"writes a forged record and exits": `import os
-os.write(8, b'00 {"stage": "ran", "direct": 1, "real": [], "mock": []}\n')
+os.write(8, b'00 {"stage": "ran", "direct": 1, "real": [], "substituted": []}\n')
 os._exit(0)`,
 		"writes a forged report to every descriptor and exits": `import os
 for fd in range(3, 256):
     try:
-        os.write(fd, b'{"stage": "ran", "direct": 1, "real": [], "mock": []}')
+        os.write(fd, b'{"stage": "ran", "direct": 1, "real": [], "substituted": []}')
     except OSError:
         pass
 os._exit(0)`,
@@ -119,8 +119,8 @@ def _forge():
                 r["real"] = real
                 r["direct"] = 1
                 r["stage"] = "ran"
-                r["mock"] = [{"value": {"t": "int", "type": "builtins.int", "v": "-1"}}] * len(real)
-                r["mock_direct"] = 1
+                r["substituted"] = [{"value": {"t": "int", "type": "builtins.int", "v": "-1"}}] * len(real)
+                r["substituted_direct"] = 1
                 r.pop("error", None)
                 for name in ("emit", "report"):
                     if callable(loc.get(name)):
@@ -389,5 +389,104 @@ func TestFilesWrittenOutsideReachNoOtherSample(t *testing.T) {
 	}
 	if string(after) != string(before) {
 		t.Error("the library on disk was changed by a sample")
+	}
+}
+
+// TestSubstitutionAndInputsTellComputedValuesFromOthers: solutions that
+// call the target and then produce the right values some other way fail,
+// and each names the layer that rejects it; defensive code on the
+// target's result passes, since a substitute is a well-formed value of the
+// result's type and shape, never a zero value or a mock.
+func TestSubstitutionAndInputsTellComputedValuesFromOthers(t *testing.T) {
+	f := newFixture(t, 2)
+	task := fixtureTask()
+	exp := f.expectation(t, task)
+	byHand := "sum(v * k * 10 for v in xs) + len(xs)"
+	cases := []struct {
+		name, solution, layer string // layer "" passes
+	}{
+		{"guards on the result, then returns hard-coded values", `from fixpkg import scale
+ys = scale(xs, factor=k * 10)
+if not isinstance(ys, list) or len(ys) != len(xs):
+    raise ValueError("bad result")
+return {3: 123, 2: 272}[len(xs)]`, LayerSubstitution},
+		{"calls the target on made-up data whose result coincides", `from fixpkg import scale
+ys = scale([v * k for v in xs], factor=10)
+return sum(ys) + len(ys)`, LayerInput},
+		{"calls the target on other data and computes by hand", `from fixpkg import scale
+scale([1], 1)
+return ` + byHand, LayerInput},
+		// Each computes by hand the first time it sees its input and
+		// returns something else when it sees it again, which in one
+		// process was the mock pass; in a process of its own every run
+		// is the first.
+		{"counts runs in os.environ to tell the passes apart", `import os
+from fixpkg import scale
+scale(xs, factor=k * 10)
+key = "LACUNA_SEEN_%d_%d" % (len(xs), k)
+seen = key in os.environ
+os.environ[key] = "1"
+if not seen:
+    return ` + byHand + `
+return -1`, LayerSubstitution},
+		{"counts runs in a file to tell the passes apart", `import os
+from fixpkg import scale
+scale(xs, factor=k * 10)
+p = "/tmp/lacuna-seen-%d-%d" % (len(xs), k)
+seen = os.path.exists(p)
+open(p, "w").close()
+if not seen:
+    return ` + byHand + `
+return -1`, LayerSubstitution},
+		{"counts runs in a module global to tell the passes apart", `import fixpkg
+from fixpkg import scale
+scale(xs, factor=k * 10)
+seen = getattr(fixpkg, "seen", set())
+fixpkg.seen = seen
+if (len(xs), k) not in seen:
+    seen.add((len(xs), k))
+    return ` + byHand + `
+return -1`, LayerSubstitution},
+		{"computes by hand once it has seen the target's result", `from fixpkg import scale
+ys = scale(xs, factor=k * 10)
+if ys == [v * k * 10 for v in xs]:
+    return sum(ys) + len(ys)
+return ` + byHand, LayerSubstitution},
+		{"exits when the result is empty", `from fixpkg import scale
+ys = scale(xs, factor=k * 10)
+if not ys:
+    raise SystemExit(1)
+return sum(ys) + len(ys)`, ""},
+		{"indexes the result for logging", `from fixpkg import scale
+ys = scale(xs, factor=k * 10)
+print("first:", ys[0], "of", len(ys))
+return sum(ys) + len(ys)`, ""},
+		{"asserts the result is not None", `from fixpkg import scale
+ys = scale(xs, factor=k * 10)
+assert ys is not None
+assert all(isinstance(y, int) for y in ys)
+return sum(ys) + len(ys)`, ""},
+		{"passes its arguments positionally and in another container", `import fixpkg
+ys = fixpkg.rescale(tuple(xs), k * 10)
+return sum(ys) + len(ys)`, ""},
+	}
+	var samples []Sample
+	for _, c := range cases {
+		samples = append(samples, Sample{Task: task, Solution: c.solution})
+	}
+	runs, err := f.runner.RunAll(t.Context(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		v := Check(exp, runs[i])
+		switch {
+		case c.layer == "" && !v.Passed:
+			t.Errorf("%s fails: %+v\n%s", c.name, v, runs[i].Output)
+		case c.layer != "" && (v.Passed || v.Layer != c.layer):
+			t.Errorf("%s: %+v, want rejected at %s", c.name, v, c.layer)
+		default:
+			t.Logf("%s: %+v", c.name, v)
+		}
 	}
 }

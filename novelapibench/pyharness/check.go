@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,13 +17,32 @@ import (
 type Expectation struct {
 	Expected []Expected `json:"expected"`
 	// Dependent says, per input, whether the reference's outcome changes
-	// when its own calls of the target are answered by a mock: only those
-	// outcomes are computed through the target, and a solution must
-	// change each of them too.
+	// when its own calls of the target are substituted (their results
+	// replaced by other values of the same type and shape): only those
+	// outcomes are computed through the target. C1 drops a task with
+	// none.
 	Dependent []bool `json:"dependent"`
+	// Substituted is, per input, the reference's outcome under the
+	// substitution, as Expected is under none; asserted where Dependent:
+	// a solution under the same substitution must compute the same.
+	Substituted []Expected `json:"substituted,omitempty"`
 	// Calls are the reference's direct calls (their shapes).
 	Calls []Call `json:"calls"`
+	// Args are, per input, the argument tuples the reference's calls of
+	// the target received (Record.Args), compared as a set: under ArgsMode
+	// ModeExact as recorded, ModeUnordered in their order-free form (the
+	// reference's runs varied only in order); "" asserts nothing (they
+	// varied more, or were cut). A solution's calls must receive the
+	// task's data: no call on other data, none missing.
+	Args     [][]string `json:"args,omitempty"`
+	ArgsMode string     `json:"args_mode,omitempty"`
 }
+
+// Argument modes of Expectation.ArgsMode.
+const (
+	ModeExact     = "exact"
+	ModeUnordered = "unordered"
+)
 
 // Expected is the reference's outcome on one input.
 type Expected struct {
@@ -42,6 +62,10 @@ type Expected struct {
 // Derive builds the expectation from runs of the reference (separate
 // processes, so hash randomisation differs between them). Every run must
 // have run, called the target directly, and raised on the same inputs.
+// An input's outcome is Dependent when, in every run, the substituted
+// variant's outcome fails the expectation on it; its substituted
+// expectation is derived as the normal one is (an input whose substituted
+// runs were lost or raised in some runs only is not Dependent).
 func Derive(runs []Run) (Expectation, error) {
 	if len(runs) == 0 {
 		return Expectation{}, errors.New("pyharness: no runs of the reference")
@@ -54,52 +78,115 @@ func Derive(runs []Run) (Expectation, error) {
 			return Expectation{}, fmt.Errorf("pyharness: reference run %d: %s: %s", i, r.Record.Stage, r.Record.Error)
 		case r.Record.Direct == 0:
 			return Expectation{}, fmt.Errorf("pyharness: reference run %d never calls the target directly", i)
-		case len(r.Record.Real) != len(runs[0].Record.Real) || len(r.Record.Mock) != len(r.Record.Real):
+		case len(r.Record.Real) != len(runs[0].Record.Real) || len(r.Record.Substituted) != len(r.Record.Real):
 			return Expectation{}, fmt.Errorf("pyharness: reference run %d: outcomes missing", i)
 		}
 	}
 	first := runs[0].Record
 	exp := Expectation{Calls: first.Calls}
-	for i, o := range first.Real {
-		e := Expected{Value: o.Value, Exact: true}
-		if o.Raised != nil {
-			e = Expected{Raises: o.Raised.Type, Exact: true}
+	for i := range first.Real {
+		real := make([]Outcome, len(runs))
+		sub := make([]Outcome, len(runs))
+		for j, r := range runs {
+			real[j], sub[j] = r.Record.Real[i], r.Record.Substituted[i]
 		}
-		var merged map[string]any
-		if o.Raised == nil {
-			if err := decode(o.Value, &merged); err != nil {
-				return Expectation{}, fmt.Errorf("pyharness: reference run 0, input %d: %w", i, err)
-			}
+		e, err := expectOutcomes(real)
+		if err != nil {
+			return Expectation{}, fmt.Errorf("pyharness: input %d: %w", i, err)
 		}
 		dep := true
-		for j, r := range runs {
-			ro := r.Record.Real[i]
-			if (ro.Raised == nil) != (o.Raised == nil) || (o.Raised != nil && ro.Raised.Type != o.Raised.Type) {
-				return Expectation{}, fmt.Errorf("pyharness: the reference raises on input %d in some runs only", i)
-			}
-			if o.Raised == nil && !bytes.Equal(ro.Value, o.Value) {
-				e.Exact = false
-				var other map[string]any
-				if err := decode(ro.Value, &other); err != nil {
-					return Expectation{}, fmt.Errorf("pyharness: reference run %d, input %d: %w", j, i, err)
-				}
-				markVary(merged, other)
-			}
-			if sameOutcome(r.Record.Mock[i], ro) {
+		for _, o := range sub {
+			if o.Lost != "" || meets(e, o) {
 				dep = false
 			}
 		}
-		if !e.Exact {
-			b, err := json.Marshal(merged)
-			if err != nil {
-				return Expectation{}, fmt.Errorf("pyharness: input %d: %w", i, err)
+		var s Expected
+		if dep {
+			if s, err = expectOutcomes(sub); err != nil {
+				dep, s = false, Expected{}
 			}
-			e.Value = b
 		}
 		exp.Expected = append(exp.Expected, e)
 		exp.Dependent = append(exp.Dependent, dep)
+		exp.Substituted = append(exp.Substituted, s)
+	}
+	exp.Args, exp.ArgsMode = first.Args, ModeExact
+	for _, r := range runs {
+		switch {
+		case r.Record.ArgsCut || len(r.Record.Args) != len(first.Real) || len(r.Record.ArgsFree) != len(first.Real) || slices.ContainsFunc(r.Record.Args, func(a []string) bool { return len(a) == 0 }):
+			exp.ArgsMode = ""
+		case exp.ArgsMode == ModeExact && slices.EqualFunc(r.Record.Args, first.Args, slices.Equal):
+		case slices.EqualFunc(r.Record.ArgsFree, first.ArgsFree, slices.Equal):
+			exp.ArgsMode = ModeUnordered
+		default:
+			exp.ArgsMode = ""
+		}
+		if exp.ArgsMode == "" {
+			exp.Args = nil
+			break
+		}
+	}
+	if exp.ArgsMode == ModeUnordered {
+		exp.Args = first.ArgsFree
 	}
 	return exp, nil
+}
+
+// expectOutcomes is what outcomes of one input in several runs assert: the
+// exception type they all raised, or the first's value with the parts
+// where the others disagree marked (markVary).
+func expectOutcomes(outs []Outcome) (Expected, error) {
+	o := outs[0]
+	if o.Lost != "" {
+		return Expected{}, errors.New("lost: " + o.Lost)
+	}
+	e := Expected{Value: o.Value, Exact: true}
+	if o.Raised != nil {
+		e = Expected{Raises: o.Raised.Type, Exact: true}
+	}
+	var merged map[string]any
+	if o.Raised == nil {
+		if err := decode(o.Value, &merged); err != nil {
+			return Expected{}, fmt.Errorf("run 0: %w", err)
+		}
+	}
+	for j, ro := range outs {
+		if ro.Lost != "" {
+			return Expected{}, errors.New("lost: " + ro.Lost)
+		}
+		if (ro.Raised == nil) != (o.Raised == nil) || (o.Raised != nil && ro.Raised.Type != o.Raised.Type) {
+			return Expected{}, errors.New("the reference raises in some runs only")
+		}
+		if o.Raised == nil && !bytes.Equal(ro.Value, o.Value) {
+			e.Exact = false
+			var other map[string]any
+			if err := decode(ro.Value, &other); err != nil {
+				return Expected{}, fmt.Errorf("run %d: %w", j, err)
+			}
+			markVary(merged, other)
+		}
+	}
+	if !e.Exact {
+		b, err := json.Marshal(merged)
+		if err != nil {
+			return Expected{}, err
+		}
+		e.Value = b
+	}
+	return e, nil
+}
+
+// meets reports whether outcome o is what e asserts: the exception type
+// e raises, or a value equal to e's on its asserted parts.
+func meets(e Expected, o Outcome) bool {
+	if o.Lost != "" {
+		return false
+	}
+	if e.Raises != "" || o.Raised != nil {
+		return e.Raises != "" && o.Raised != nil && o.Raised.Type == e.Raises
+	}
+	ok, _ := compareValues(e.Value, o.Value)
+	return ok
 }
 
 // markVary marks vary each part of w (a description) where g, another
@@ -213,7 +300,11 @@ const (
 	LayerRun         = "run"         // the program did not compile, load or finish
 	LayerStructural  = "structural"  // the target was not called from the solution
 	LayerComparative = "comparative" // an outcome differs from the reference's
-	LayerMock        = "mock"        // an outcome computed through the target in the reference is not in the solution
+	LayerInput       = "input"       // the solution's calls of the target received other data than the reference's
+	// LayerSubstitution: with the target's results substituted, an
+	// outcome the reference computes through them differs from the
+	// reference's.
+	LayerSubstitution = "substitution"
 )
 
 // Verdict is a sample's result against an expectation.
@@ -226,10 +317,11 @@ type Verdict struct {
 // Check applies the harness's layers to a sample's run: integrity, the
 // run itself, structural (the solution's own lines called the target),
 // comparative (each input's outcome equals the reference's: values within
-// float tolerance, the same exception type where the reference raised)
-// and mock-based (every outcome that depends on the target in the
-// reference changes when the solution's calls of the target are answered
-// by a mock).
+// float tolerance, the same exception type where the reference raised),
+// input (the solution's calls of the target received the task's data:
+// the reference's argument tuples, no other and none missing) and
+// substitution (with the target's results substituted, every outcome the
+// reference computes through them is what the reference computes then).
 func Check(exp Expectation, run Run) Verdict {
 	fail := func(layer, format string, args ...any) Verdict {
 		return Verdict{Layer: layer, Reason: fmt.Sprintf(format, args...)}
@@ -244,7 +336,7 @@ func Check(exp Expectation, run Run) Verdict {
 	if rec.Direct == 0 {
 		return fail(LayerStructural, "the solution never calls the target (%d calls from elsewhere)", rec.Indirect)
 	}
-	if len(rec.Real) != len(exp.Expected) || len(rec.Mock) != len(exp.Expected) {
+	if len(rec.Real) != len(exp.Expected) {
 		return fail(LayerRun, "%d outcomes, want %d", len(rec.Real), len(exp.Expected))
 	}
 	for i, e := range exp.Expected {
@@ -262,12 +354,91 @@ func Check(exp Expectation, run Run) Verdict {
 			}
 		}
 	}
+	if msg := exp.checkArgs(rec); msg != "" {
+		return fail(LayerInput, "%s", msg)
+	}
 	for i, dep := range exp.Dependent {
-		if dep && sameOutcome(rec.Mock[i], rec.Real[i]) {
-			return fail(LayerMock, "input %d: the outcome does not change when the target's calls are mocked: it is not computed through them", i)
+		if !dep || i >= len(exp.Substituted) {
+			continue
+		}
+		if i >= len(rec.Substituted) {
+			return fail(LayerSubstitution, "input %d: the solution did not run with the target's results substituted", i)
+		}
+		e, o := exp.Substituted[i], rec.Substituted[i]
+		const with = "with the target's results replaced by other values of the same type and shape"
+		switch {
+		case o.Lost != "":
+			return fail(LayerSubstitution, "input %d, %s: %s", i, with, o.Lost)
+		case e.Raises != "" && (o.Raised == nil || o.Raised.Type != e.Raises):
+			return fail(LayerSubstitution, "input %d, %s: the reference raises %s; the solution gives %s: not computed through the target's results", i, with, e.Raises, outcomeString(o))
+		case e.Raises != "":
+		case o.Raised != nil:
+			return fail(LayerSubstitution, "input %d, %s: raises %s where the reference returns: not computed through the target's results", i, with, o.Raised)
+		default:
+			if ok, why := compareValues(e.Value, o.Value); !ok {
+				return fail(LayerSubstitution, "input %d, %s: %s: not computed through the target's results", i, with, why)
+			}
 		}
 	}
 	return Verdict{Passed: true}
+}
+
+// checkArgs compares the argument tuples of a solution's calls of the
+// target with the reference's ("" when they agree or nothing is
+// asserted).
+func (exp Expectation) checkArgs(rec *Record) string {
+	if exp.ArgsMode == "" || rec.Direct == 0 {
+		return ""
+	}
+	if rec.ArgsCut {
+		return fmt.Sprintf("the target was called with more than %d different arguments or 10,000 times on an input", maxArgTuples)
+	}
+	all := rec.Args
+	if exp.ArgsMode == ModeUnordered {
+		all = rec.ArgsFree
+	}
+	for i, want := range exp.Args {
+		var got []string
+		if i < len(all) {
+			got = all[i]
+		}
+		if msg := argsDiffer(want, got); msg != "" {
+			return fmt.Sprintf("input %d: %s", i, msg)
+		}
+	}
+	return ""
+}
+
+// argsDiffer compares one input's argument tuples ("" when they agree).
+func argsDiffer(want, got []string) string {
+	var extra, missing []string
+	for _, a := range got {
+		if !slices.Contains(want, a) {
+			extra = append(extra, a)
+		}
+	}
+	for _, a := range want {
+		if !slices.Contains(got, a) {
+			missing = append(missing, a)
+		}
+	}
+	show := func(tuples []string) string {
+		out := make([]string, 0, 4)
+		for _, t := range tuples[:min(3, len(tuples))] {
+			out = append(out, "("+cut(strings.ReplaceAll(t, "\x1f", ", "), 200)+")")
+		}
+		if len(tuples) > 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(tuples)-3))
+		}
+		return strings.Join(out, "; ")
+	}
+	switch {
+	case len(extra) > 0:
+		return fmt.Sprintf("the target was called on data that is not the task's: %s (the reference's calls received %s)", show(extra), show(want))
+	case len(missing) > 0:
+		return fmt.Sprintf("the target was never called on the task's data: %s", show(missing))
+	}
+	return ""
 }
 
 func outcomeString(o Outcome) string {
@@ -282,15 +453,6 @@ func cut(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
-}
-
-// sameOutcome: both raised the same type, or both returned equal values.
-func sameOutcome(a, b Outcome) bool {
-	if a.Raised != nil || b.Raised != nil {
-		return a.Raised != nil && b.Raised != nil && a.Raised.Type == b.Raised.Type
-	}
-	ok, _ := compareValues(a.Value, b.Value)
-	return ok
 }
 
 // Float tolerance of the comparative layer (numpy.isclose's defaults).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -211,11 +212,13 @@ def label(text):
 // on a fixture package: its surface and doctests (runners/pyapi), the
 // doctests validated in the sandbox, Cut, then each task's expectation
 // from three sandboxed runs of its reference, the calibration mutants and
-// C1. Every task is kept but the class constructor's: its result is read
-// off the instance, so under the mock (an uninitialised instance) the
-// throwaway mutant raises as the reference does, and a raise counts as a
-// change: C1 drops it, as it must drop a task whose harness a throwaway
-// call passes.
+// C1. Every task is kept but field's whose call sits in a try: the target
+// raises on the example's input and its result is thrown away on the
+// perturbed one, and an exception is raised unchanged under substitution,
+// so no outcome depends on the target and C1 drops it. The class
+// constructor's (Grid: its result read off the instance) is kept: under
+// substitution it is constructed on perturbed arguments, which the
+// throwaway mutant's literals do not follow.
 func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 	py := python(t)
 	sb, err := sandbox.New()
@@ -318,12 +321,12 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 					t.Errorf("inputs %q, dropped %q; want every perturbed input kept", task.Inputs, dropped)
 				}
 			case "label":
-				// Named refuses the class's second definition: the
-				// repeat of the example's own input raises, so only the
-				// first input is kept, and the mock pass, run on a later
-				// definition, asserts nothing.
-				if len(task.Inputs) != 1 || len(dropped) != 2 || !strings.Contains(dropped[1], "defined again") || len(exp.Dependent) != 1 || exp.Dependent[0] {
-					t.Errorf("inputs %q, dropped %q, dependent %v; want the example's input alone, not dependent", task.Inputs, dropped, exp.Dependent)
+				// Named refuses a class's second definition; each input
+				// runs in a process of its own, so the class is defined
+				// once in each and the repeat of the example's own input
+				// computes the same: it alone is dropped.
+				if len(task.Inputs) != 2 || len(dropped) != 1 || !strings.Contains(dropped[0], "repeats the example's own input") || !slices.Equal(exp.Dependent, []bool{true, true}) {
+					t.Errorf("inputs %q, dropped %q, dependent %v; want the example's and the perturbed input, both dependent", task.Inputs, dropped, exp.Dependent)
 				}
 			case "field":
 				// The class's defaults and its call's keyword are
@@ -350,17 +353,9 @@ func TestCutTasksOfAPackagePassCalibrationAndC1(t *testing.T) {
 				t.Fatal(err)
 			}
 			keep, why := C1(exp, audit)
-			if task.Target.QualName() == "label" {
-				// Before the repeat, the mock pass's raise (the second
-				// definition refused) read as the target's dependence.
+			if task.Target.QualName() == "field" && task.Site.Around == "try" {
 				if keep || !strings.Contains(why, "no outcome depends on the target") {
-					t.Errorf("C1 keeps %v (%s), want it dropped: nothing the mock pass shows is the target's", keep, why)
-				}
-				return
-			}
-			if task.Target.QualName() == "Grid" {
-				if keep || !strings.Contains(why, "throwaway mutant passes") {
-					t.Errorf("C1 keeps %v (%s), want it dropped: the throwaway mutant passes", keep, why)
+					t.Errorf("C1 keeps %v (%s), want it dropped: the target's only effect is its exception, which substitution leaves", keep, why)
 				}
 				return
 			}

@@ -17,8 +17,9 @@
 // (Program). The prelude never imports the target's package (Validate):
 // that import is the solver's, and a wrong one is a WrongImport. The
 // harness calls the function on each of Inputs (the example's own
-// arguments, then perturbed ones), so a solution right by accident on one
-// input, or one that ignores its input, fails.
+// arguments, then perturbed ones), each in a process of its own, so a
+// solution right by accident on one input, or one that ignores its input,
+// fails.
 //
 // Cut makes the tasks of a validated example (runners/pyapi's Doctests and
 // DocFileExamples: a doctest, or a fenced Python block with its "#> "
@@ -41,28 +42,26 @@
 // solve defines the class with the call, then returns what the example's
 // later steps show of it (a validation's result, the error a try prints),
 // never the class object, which the driver describes by its name alone;
-// the mock layer then sees the class behave differently when the call is
-// answered by a mock, or C1 drops the task (a class target whose
-// uninitialised instance behaves as an initialised one; pydantic's
-// FailFast is kept: pydantic reads the metadata's instance attributes,
-// which an uninitialised one lacks). The steps between the class and the
+// the substitution layer then sees the class behave differently when the
+// call's result is substituted, or C1 drops the task (a class target
+// constructed on perturbed arguments that behaves as before: one that
+// takes none). The steps between the class and the
 // one that shows it run when the shown step needs them, or when they bind
 // a name the class reads (a default factory or a method reads it when
 // called). The prompt quotes the class with the call left out (Site.Class:
 // the fields, types and bases are the task's, not the solver's to guess).
-// Limit: solve defines the class on every call, for every input, in the
-// real pass and again in the mock pass of one process; a class registry
-// (__init_subclass__, SQLAlchemy's declarative base, a name registry) may
-// refuse or change a second definition. The example's own input is run
-// again last (Site.Repeats): when its outcome differs from the first's,
-// UsableInputs keeps the first input only, not Dependent (the mock pass
-// ran on a later definition). A registry that changes only the mocked
-// pass, or only values that vary from run to run, goes unseen. A target used
-// only as an annotation or a base class (pydantic's HttpUrl as a field's
-// type) makes no task: it is never called (pydantic builds its instances
-// with __new__), so the spy, which counts calls, would see none, the
-// structural layer would fail the reference, and the mock layer, which
-// replaces a call's result, could not make the dependence visible.
+// Each variant on each input runs in a process of its own, so solve
+// defines the class once per process and a class registry
+// (__init_subclass__, SQLAlchemy's declarative base, a name registry)
+// never sees a second definition. The example's own input is still run
+// again last (Site.Repeats), which UsableInputs then drops (when its
+// outcome differs from the first's, it keeps the first input only, not
+// Dependent). A target used only as an annotation or a base class
+// (pydantic's HttpUrl as a field's type) makes no task: it is never
+// called (pydantic builds its instances with __new__), so the spy, which
+// counts calls, would see none, the structural layer would fail the
+// reference, and the substitution layer, which replaces a call's result,
+// could not make the dependence visible.
 // Literal arguments become solve's parameters (a class's, and those of the
 // example's calls of the class), and a perturbed input follows the
 // example's own. An example or a level that cannot be cut is a Skip with
@@ -95,16 +94,57 @@
 //     in lacuna's process, floats within RelTol and AbsTol; an exception
 //     is compared by its type. The expected values never enter the
 //     process a solution runs in.
-//   - Mock-based: every sample runs twice in its process, the second time
-//     with the solution's own calls of the target answered by a
-//     unittest.mock.MagicMock (for a class: the instance left
-//     uninitialised), its body not run. Expectation.Dependent names the
-//     outcomes of the reference that this changes; a solution must change
-//     each of them too, so a throwaway call beside values computed
-//     another way (or hard-coded) fails. A raise under the mock counts as
-//     a change. Both passes run in the sample's one process, each in a
-//     fresh namespace: module-level state of the library that the real
-//     pass changed is still changed in the mock pass.
+//   - Input: the spy records, for the solution's calls of the target,
+//     each call's arguments bound to the target's parameters (defaults
+//     applied, so positional and keyword spellings agree) as a canonical
+//     text of their values (a list and a tuple alike, 2 and 2.0 alike,
+//     an object by its own address-free repr or its attributes, a
+//     callable as "callable": function arguments are not compared), and
+//     keeps each input's distinct tuples (cut past 64 of them or 10,000
+//     calls: then nothing is asserted). The expectation holds the
+//     reference's (exactly when its runs agree, in an order-free form
+//     with every sequence's items sorted when they differ only in order,
+//     else nothing). A solution whose calls receive other data (an extra
+//     tuple: made-up data whose result happens to agree) or never the
+//     task's (a missing one) fails the input layer.
+//   - Substitution: every sample runs again, in processes of its own,
+//     with the results of the solution's own calls of the target (the
+//     spy's frame attribution) replaced by a different, well-formed value
+//     of the same type and shape derived from the real one (the target
+//     runs first): an int grows by one (a bool flips), a float or complex
+//     by one (nan and inf kept), a string's or bytes' letters and digits
+//     shift to the next (z to a, 9 to 0), containers item by item (same
+//     length and type, a namedtuple's too; a dict's keys kept), a
+//     numeric numpy array by one (dtype and shape kept), an iterator
+//     yields perturbed items, an enum member becomes the next of its
+//     enum, an object is a copy with its public attributes (else its
+//     private ones) perturbed; None, callables and what cannot be copied
+//     stay, and an exception is raised unchanged. A result that is one of
+//     the arguments (an in-place API returning its input) is perturbed in
+//     place. A constructor (a class target's __init__) runs on perturbed
+//     copies of its arguments; a function returning None has the
+//     arguments it changed perturbed in place, or runs again on perturbed
+//     copies when it changed none. The same value always gets the same
+//     substitute. Expectation.Dependent names the inputs whose outcome
+//     the substitution changes in every reference run (C1 drops a task
+//     with none), and Expectation.Substituted what the reference then
+//     computes; a solution under the same substitution must compute
+//     exactly that. So a throwaway call beside values computed another
+//     way (or hard-coded), a guard on the result followed by literals,
+//     and a solution that recognises the substituted run and returns
+//     anything else all fail; defensive code on the result (if not
+//     result: raise, result[0] in a log line, assert result is not None)
+//     passes, as a substitute is never a zero value or a mock.
+//   - Variants in fresh processes: the normal variant and the substituted
+//     one run, each on each input, in a sandboxed process of its own
+//     (first every normal one; the substituted ones only when the normal
+//     ones ran), so no environment variable, file, module global or
+//     counter of one reaches another. Which variant a process runs comes
+//     on stdin with the rest of its configuration, read to its end before
+//     any of the solution's code runs; argv, the environment and the
+//     sandbox's files are the same in every variant. A substituted
+//     process that ends without a record loses its outcome (Outcome.Lost),
+//     which fails the substitution layer where the reference computed one.
 //   - Stable expectations (Derive): the reference runs in several
 //     processes (hash randomisation differs); each part of a value where
 //     the runs disagree (a leaf, or a container whose length differs; a
@@ -115,16 +155,16 @@
 //     the items are of several kinds or types. So a random function's
 //     reference passes its own expectation in a later run too, and C1
 //     decides on the stable parts.
-//   - Isolation: every sample runs in a process of its own under
-//     runners/sandbox (bubblewrap: no network, its own /tmp and /work,
-//     the environment read-only, CPU, memory, process and wall-clock
-//     limits), so no sample's crash, exit, hang, files or state reaches
-//     another; RunAll runs them in parallel and gives each the verdict Run
-//     gives it alone.
+//   - Isolation: every process (a sample's variant on one input) runs
+//     under runners/sandbox (bubblewrap: no network, its own /tmp and
+//     /work, the environment read-only, CPU, memory, process and
+//     wall-clock limits), so no process's crash, exit, hang, files or
+//     state reaches another; RunAll runs them in parallel and gives each
+//     sample the verdict Run gives it alone.
 //
 // # Integrity and its limits
 //
-// The process asserts nothing. After setting up (compiling the program,
+// A process asserts nothing. After setting up (compiling the program,
 // importing the target, installing the spy) it forks. The parent holds
 // the key, never runs a line of the solution and never shares memory with
 // it: it reads the key from descriptor 7 only after the child has ended,
@@ -181,8 +221,15 @@
 // collection the main thread's allocations start. Such code can choose
 // the child's report, never the key. The harness makes no stronger claim
 // because it needs none: deliberate code can pass without touching the
-// driver (a throwaway call of the target, and a different value when the
-// result is a mock). What it stops are the forgeries a model's code could
+// driver (computing the real value another way, through the library's
+// internals or by hand, and comparing it with the target's result to
+// learn that the result is substituted, and then inverting the
+// substitution). Python code can introspect its interpreter, so
+// deliberate code can also find which variant its process runs by
+// inspecting the driver (the spy's closure holds the switch); what the
+// process and the sandbox expose (the environment, files, module
+// globals, counters) no longer tells the variants apart, since each runs
+// in a fresh process and sandbox. What it stops are the forgeries a model's code could
 // make by accident or by a simple trick (printing a verdict, writing to a
 // descriptor, exiting early with 0, os._exit, unwrapping or replacing the
 // spy, calling the target only through the library, patching what the
@@ -194,8 +241,9 @@
 // hook (it cannot take the key, and the sandbox ends it with the
 // sample). Other known limits: the spy's
 // state is reachable through its __closure__, so a solution can raise
-// its own call count (the mock layer still rejects it unless it also
-// detects the mock pass); a thread the solution starts may outlive its
+// its own call count or read the substitution's switch (the substitution
+// layer still rejects a forged count unless the solution also computes
+// the substituted values); a thread the solution starts may outlive its
 // pass; a library that imports ctypes or starts processes lazily during
 // the solution fails there (the target's modules are imported before the
 // guard is armed). The paper says it too: the harness is not a security

@@ -15,6 +15,7 @@ what this does not stop.
 """
 
 import collections
+import copy
 import enum
 import functools
 import hashlib
@@ -25,6 +26,7 @@ import os
 import sys
 import threading
 import traceback
+import types
 
 SOLUTION_FILE = "<lacuna-solution>"
 INPUT_FILE = "<lacuna-input>"
@@ -222,17 +224,344 @@ def undumpable():
 
 
 # The spy's state is a plain list (no class whose attributes a solution
-# could replace with properties): [direct, indirect, calls, mock, lines].
-DIRECT, INDIRECT, CALLS, MOCK, LINES = range(5)
+# could replace with properties): [direct, indirect, calls, substitute,
+# lines, args, args_free, argument calls seen, args cut].
+DIRECT, INDIRECT, CALLS, SUBST, LINES, ARGS, ARGS_FREE, ARG_CALLS, ARGS_CUT = range(9)
+MAX_ARG_TUPLES = 64
+MAX_ARG_CALLS = 10000
+ARG_BUDGET = 4000  # values described per call's arguments
 
 
-def spy_state(lines):
-    return [0, 0, [], False, lines]
+def spy_state(lines, substitute):
+    return [0, 0, [], bool(substitute), lines, [], [], 0, False]
+
+
+def signature_of(target):
+    try:
+        import inspect
+
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        return None
+
+
+def bound_args(sig, args, kwargs, init):
+    """The call's arguments by parameter name, defaults applied, so that
+    scale(xs, 2), scale(xs, factor=2) and scale(xs) (factor's default 2)
+    are one call on one set of data; positional then keywords by name
+    when the signature does not bind. A constructor's self is left out."""
+    if sig is not None:
+        try:
+            ba = sig.bind(*args, **kwargs)
+            ba.apply_defaults()
+            items = list(ba.arguments.items())
+            return items[1:] if init else items
+        except TypeError:
+            pass
+    if init:
+        args = args[1:]
+    return [(str(i), a) for i, a in enumerate(args)] + sorted(kwargs.items())
+
+
+def arg_key(v, depth, budget):
+    """A canonical text of an argument's value, and its order-free form
+    (every sequence's items sorted): equal for equal data, whatever the
+    container (a list or a tuple, a numpy array or the list it holds) or
+    the number's type (2 and 2.0), with no address in it. A callable is
+    "callable": function arguments are not compared."""
+    budget[0] -= 1
+    if depth > MAX_DEPTH or budget[0] < 0:
+        return ("...", "...")
+    if v is None:
+        return ("None", "None")
+    t = type(v)
+    if isinstance(v, enum.Enum):
+        k = t.__qualname__ + "." + str(v.name)
+        return (k, k)
+    if t.__module__ == "numpy" and hasattr(v, "item") and hasattr(v, "dtype") and t.__name__ != "ndarray":
+        try:
+            return arg_key(v.item(), depth + 1, budget)
+        except Exception:
+            pass
+    if isinstance(v, bool):
+        k = "True" if v else "False"
+        return (k, k)
+    if isinstance(v, int):
+        k = str(int(v))
+        return (k, k)
+    if isinstance(v, float):
+        f = float(v)
+        k = str(int(f)) if f.is_integer() else repr(f)
+        return (k, k)
+    if isinstance(v, complex):
+        k = repr(complex(v))
+        return (k, k)
+    if isinstance(v, str):
+        k = json.dumps(str(v)[:MAX_TEXT])
+        return (k, k)
+    if isinstance(v, (bytes, bytearray)):
+        k = "b" + bytes(v[:MAX_TEXT]).hex()
+        return (k, k)
+    if t.__module__ == "numpy" and t.__name__ == "ndarray":
+        if v.size > MAX_ITEMS:
+            k = "array(%s, %s)" % (v.dtype, list(v.shape))
+            return (k, k)
+        v = v.tolist()
+    if isinstance(v, (list, tuple)):
+        ks = [arg_key(x, depth + 1, budget) for x in list(v)[:MAX_ITEMS]]
+        return ("[" + ",".join(k[0] for k in ks) + "]", "[" + ",".join(sorted(k[1] for k in ks)) + "]")
+    if isinstance(v, (set, frozenset)):
+        ks = [arg_key(x, depth + 1, budget) for x in list(v)[:MAX_ITEMS]]
+        return ("{" + ",".join(sorted(k[0] for k in ks)) + "}", "{" + ",".join(sorted(k[1] for k in ks)) + "}")
+    if isinstance(v, dict):
+        ks = [(arg_key(a, depth + 1, budget), arg_key(b, depth + 1, budget)) for a, b in list(v.items())[:MAX_ITEMS]]
+        return ("{" + ",".join(sorted(a[0] + ":" + b[0] for a, b in ks)) + "}",
+                "{" + ",".join(sorted(a[1] + ":" + b[1] for a, b in ks)) + "}")
+    if callable(v):
+        return ("callable", "callable")
+    name = t.__module__ + "." + t.__qualname__
+    if t.__repr__ is not object.__repr__:
+        try:
+            r = repr(v)
+        except Exception:
+            r = None
+        if isinstance(r, str) and " at 0x" not in r:
+            k = name + ":" + r[:MAX_TEXT]
+            return (k, k)
+    attrs = getattr(v, "__dict__", None)
+    if isinstance(attrs, dict) and not isinstance(v, (type, types.ModuleType)):
+        pairs = [(str(k), x) for k, x in list(attrs.items()) if not str(k).startswith("__")]
+        public = [kx for kx in pairs if not kx[0].startswith("_")]
+        ks = sorted((k, arg_key(x, depth + 1, budget)) for k, x in (public or pairs)[:MAX_ITEMS])
+        return (name + "(" + ",".join(k + "=" + x[0] for k, x in ks) + ")", name + "(" + ",".join(k + "=" + x[1] for k, x in ks) + ")")
+    return (name, name)
+
+
+def record_args(state, sig, args, kwargs, init):
+    """Adds the call's argument tuple to the state's set of distinct ones:
+    past MAX_ARG_TUPLES distinct tuples or MAX_ARG_CALLS calls, the set is
+    cut (nothing asserted of it)."""
+    if state[ARGS_CUT]:
+        return
+    state[ARG_CALLS] += 1
+    if state[ARG_CALLS] > MAX_ARG_CALLS:
+        state[ARGS_CUT] = True
+        return
+    budget = [ARG_BUDGET]
+    exact, free = [], []
+    for name, a in bound_args(sig, args, kwargs, init):
+        e, f = arg_key(a, 0, budget)
+        exact.append(str(name) + "=" + e)
+        free.append(str(name) + "=" + f)
+    for lst, k in ((state[ARGS], "\x1f".join(exact)), (state[ARGS_FREE], "\x1f".join(free))):
+        if k not in lst:
+            lst.append(k)
+    if len(state[ARGS]) > MAX_ARG_TUPLES or len(state[ARGS_FREE]) > MAX_ARG_TUPLES:
+        state[ARGS_CUT] = True
+
+
+# Substitution: a value of the same type and shape as the one given,
+# derived from it, different wherever it can be. Letters and digits shift
+# to the next (z to a, 9 to 0).
+def _shift_table():
+    t = {}
+    for lo, n in ((48, 10), (65, 26), (97, 26)):
+        for i in range(n):
+            t[lo + i] = lo + (i + 1) % n
+    return t
+
+
+TEXT_SHIFT = _shift_table()
+BYTES_SHIFT = bytes(TEXT_SHIFT.get(i, i) for i in range(256))
+
+
+def _same_type(t, v, fallback):
+    try:
+        return t(v)
+    except Exception:
+        return fallback
+
+
+def perturb(v, depth=0, budget=None):
+    """The substitute of v: ints grow by one (a bool flips), floats and
+    complex numbers by one (nan and inf kept), a string's or bytes'
+    letters and digits shift, containers are perturbed item by item (the
+    same length and container type; a dict's keys kept), a numeric numpy
+    array grows by one (its dtype and shape kept), an iterator yields
+    perturbed items, an enum member becomes the next of its enum, an
+    object is a copy with its public attributes (else its private ones)
+    perturbed; None, callables, and what cannot be copied stay. The same
+    value gives the same substitute."""
+    if budget is None:
+        budget = [MAX_NODES]
+    budget[0] -= 1
+    if v is None or depth > MAX_DEPTH or budget[0] < 0:
+        return v
+    t = type(v)
+    try:
+        if isinstance(v, enum.Enum):
+            members = list(t)
+            return members[(members.index(v) + 1) % len(members)] if v in members else v
+        if isinstance(v, bool):
+            return not v
+        if isinstance(v, int):
+            return v + 1 if t is int else _same_type(t, v + 1, v)
+        if isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                return v
+            return v + 1.0 if t is float else _same_type(t, v + 1.0, v)
+        if isinstance(v, complex):
+            return v + 1 if t is complex else _same_type(t, v + 1, v)
+        if isinstance(v, str):
+            s = str.translate(v, TEXT_SHIFT)
+            return s if t is str else _same_type(t, s, v)
+        if isinstance(v, bytes):
+            b = bytes.translate(v, BYTES_SHIFT)
+            return b if t is bytes else _same_type(t, b, v)
+        if isinstance(v, bytearray):
+            return _same_type(t, bytes(v).translate(BYTES_SHIFT), v)
+        if t.__module__.startswith("numpy") and hasattr(v, "dtype") and hasattr(v, "shape"):
+            kind = v.dtype.kind
+            if t.__name__ == "ndarray" or hasattr(v, "copy") and getattr(v, "ndim", 0) > 0:
+                w = v.copy()
+                if kind == "b":
+                    w[...] = ~v
+                elif kind in "iufc":
+                    w += 1
+                return w
+            if kind == "b":
+                return t(not v)
+            if kind in "iufc":
+                return t(v + 1)
+            return v
+        if isinstance(v, list):
+            items = [perturb(x, depth + 1, budget) for x in v]
+            if t is list:
+                return items
+            w = copy.copy(v)
+            w[:] = items
+            return w
+        if isinstance(v, tuple):
+            items = [perturb(x, depth + 1, budget) for x in v]
+            if t is tuple:
+                return tuple(items)
+            if hasattr(t, "_fields"):
+                return t(*items)
+            return _same_type(t, items, v)
+        if isinstance(v, (set, frozenset)):
+            items = [perturb(x, depth + 1, budget) for x in v]
+            return set(items) if t is set else frozenset(items) if t is frozenset else _same_type(t, items, v)
+        if isinstance(v, dict):
+            w = dict(v) if t is dict else copy.copy(v)
+            for k in list(w):
+                w[k] = perturb(w[k], depth + 1, budget)
+            return w
+        if isinstance(v, types.GeneratorType) or (hasattr(t, "__next__") and hasattr(t, "__iter__") and iter(v) is v):
+            return (perturb(x) for x in v)
+        if callable(v) or isinstance(v, types.ModuleType):
+            return v
+        attrs = getattr(v, "__dict__", None)
+        if isinstance(attrs, dict):
+            w = copy.copy(v)
+            if w is v or not isinstance(getattr(w, "__dict__", None), dict):
+                return v
+            perturb_attrs(w, depth, budget)
+            return w
+    except Exception:
+        pass
+    return v
+
+
+def perturb_attrs(obj, depth, budget):
+    """Perturbs obj's public attributes (else its private ones, as
+    describe compares it) in place, through its __dict__ (a frozen
+    dataclass's or a validating model's too). Reports whether it had any."""
+    d = obj.__dict__
+    pairs = [k for k in list(d) if isinstance(k, str) and not k.startswith("__") and not callable(d[k])]
+    public = [k for k in pairs if not k.startswith("_")]
+    for k in public or pairs:
+        d[k] = perturb(d[k], depth + 1, budget)
+    return bool(public or pairs)
+
+
+def perturb_in_place(v):
+    """Perturbs a mutable value in place (a list's, dict's, set's or
+    bytearray's items, a writable numeric numpy array, an object's
+    attributes); reports whether it could."""
+    try:
+        t = type(v)
+        if isinstance(v, list):
+            v[:] = [perturb(x) for x in v]
+            return True
+        if isinstance(v, dict):
+            for k in list(v):
+                v[k] = perturb(v[k])
+            return True
+        if isinstance(v, set):
+            items = [perturb(x) for x in v]
+            v.clear()
+            v.update(items)
+            return True
+        if isinstance(v, bytearray):
+            v[:] = bytes(v).translate(BYTES_SHIFT)
+            return True
+        if t.__module__.startswith("numpy") and t.__name__ == "ndarray":
+            if not v.flags.writeable or v.dtype.kind not in "biufc":
+                return False
+            if v.dtype.kind == "b":
+                v[...] = ~v
+            else:
+                v += 1
+            return True
+        if isinstance(v, (type, types.ModuleType)) or callable(v):
+            return False
+        if isinstance(getattr(v, "__dict__", None), dict):
+            return perturb_attrs(v, 0, [MAX_NODES])
+    except Exception:
+        pass
+    return False
+
+
+def substitute(target, args, kwargs, init, sig):
+    """Calls the target for the solution under substitution. A
+    constructor runs on perturbed copies of its arguments (callables
+    kept). A function runs on the solution's arguments; its result is
+    replaced by perturb's substitute, in place when it is one of the
+    arguments (an in-place API returning its input) and can be changed
+    there. A function that returns None works by side effect: the
+    arguments it changed are perturbed in place (the effect replaced by
+    another of the same shape); when it changed none, it runs again on
+    perturbed copies of them (a setter of the library's state set to other
+    data). An exception the target raises is raised unchanged."""
+    if init:
+        pa = [a if callable(a) else perturb(a) for a in args[1:]]
+        pk = {k: (a if callable(a) else perturb(a)) for k, a in kwargs.items()}
+        return target(args[0], *pa, **pk)
+    values = [a for a in list(args) + list(kwargs.values()) if not callable(a)]
+    before = None
+    if values:
+        before = [arg_key(a, 0, [ARG_BUDGET]) for a in values]
+    result = target(*args, **kwargs)
+    if result is None:
+        if values:
+            changed = [a for a, k in zip(values, before) if arg_key(a, 0, [ARG_BUDGET]) != k]
+            done = [a for a in changed if perturb_in_place(a)]
+            if not done:
+                pa = [a if callable(a) else perturb(a) for a in args]
+                pk = {k: (a if callable(a) else perturb(a)) for k, a in kwargs.items()}
+                target(*pa, **pk)
+        return None
+    for a in values:
+        if result is a:
+            if perturb_in_place(result):
+                return result
+            break
+    return perturb(result)
 
 
 def make_spy(target, state, init=False):
     getframe = sys._getframe
-    from unittest.mock import MagicMock
+    sig = signature_of(target)
 
     def spy(*args, **kwargs):
         f = getframe(1)
@@ -241,10 +570,9 @@ def make_spy(target, state, init=False):
             state[DIRECT] += 1
             if len(state[CALLS]) < 64:
                 state[CALLS].append({"args": len(args), "kwargs": sorted(kwargs)[:32]})
-            if state[MOCK]:
-                # A function's result is a mock; a class's instance is
-                # left uninitialised (its __init__ not run).
-                return None if init else MagicMock(name="lacuna-mock")
+            record_args(state, sig, args, kwargs, init)
+            if state[SUBST]:
+                return substitute(target, args, kwargs, init, sig)
         else:
             state[INDIRECT] += 1
         return target(*args, **kwargs)
@@ -415,12 +743,11 @@ def error_info(e, with_traceback=True):
     return info
 
 
-def run_pass(code, inputs, state, mock, out, done):
+def run_pass(code, inputs, out, done):
     """Runs in the solver's thread: the program in a fresh namespace, then
-    the solver function on each input; releases done at the end. out gets
-    plain data only."""
+    the solver function on each input (a process is given one); releases
+    done at the end. out gets plain data only."""
     try:
-        state[MOCK] = mock
         ns = {"__name__": "__lacuna_task__", "__builtins__": __builtins__}
         try:
             exec(code, ns)
@@ -478,7 +805,11 @@ def main():
     for p in reversed(cfg.get("paths") or []):
         sys.path.insert(0, p)
     out_name[0] = cfg["function"]
-    state = spy_state((cfg["first"], cfg["last"]))
+    # The variant: whether the solution's calls of the target are
+    # substituted. It comes on stdin, read to its end before any of the
+    # solution's code runs; argv, the environment and the files the
+    # sandbox gives are the same in every variant.
+    state = spy_state((cfg["first"], cfg["last"]), cfg.get("substitute") is True)
     record = {}
     try:
         code = compile(cfg["program"], SOLUTION_FILE, "exec")
@@ -544,7 +875,7 @@ def main():
 
 
 # What the child may report.
-REPORTED = frozenset(["stage", "error", "direct", "indirect", "mock_direct", "calls", "real", "mock"])
+REPORTED = frozenset(["stage", "error", "direct", "indirect", "calls", "args", "args_free", "args_cut", "real"])
 
 
 def sign_and_exit(record, code):
@@ -563,8 +894,8 @@ def sign_and_exit(record, code):
 
 
 def child(cfg, code, state, armed, nonce, w):
-    """Runs the two passes, each in a thread of its own, and reports to the
-    parent over w. From the moment the solver's thread starts, this
+    """Runs the pass (the process's variant on its input) in a thread of
+    its own, and reports to the parent over w. From the moment the solver's thread starts, this
     thread calls only what it captured before (C functions and builtins,
     held in locals): nothing a solution can replace by patching a module,
     a class or builtins runs here. It holds no key; the nonce only tells
@@ -577,7 +908,7 @@ def child(cfg, code, state, armed, nonce, w):
     encode = _json.make_encoder(None, None, _json.encode_basestring_ascii, None, ":", ",", True, False, True)
     to_bytes = str.encode
     new_lock, start = _thread.allocate_lock, _thread.start_new_thread
-    type_, str_, int_, float_, bool_, list_, dict_, items = type, str, int, float, bool, list, dict, dict.items
+    type_, str_, int_, float_, bool_, list_, dict_, items, sorted_ = type, str, int, float, bool, list, dict, dict.items, sorted
     depth_max = 4 * MAX_DEPTH + 8
     keep = []  # every object the solver's thread handed over stays alive here (no finaliser runs in this thread)
     record = {}
@@ -618,41 +949,42 @@ def child(cfg, code, state, armed, nonce, w):
 
     deadline = float(cfg.get("timeout", 20))
     inputs = cfg["inputs"]
-    direct = 0
-    run, i_direct, i_indirect, i_calls = run_pass, DIRECT, INDIRECT, CALLS
+    run, i_direct, i_indirect, i_calls, i_args, i_free, i_cut = run_pass, DIRECT, INDIRECT, CALLS, ARGS, ARGS_FREE, ARGS_CUT
     # Armed for good: a thread the solution started may outlive its pass.
     arm(armed)
-    for name, mock in (("real", False), ("mock", True)):
-        out = []
-        done = new_lock()
-        done.acquire()
-        keep.append(out)
-        start(run, (code, inputs, state, mock, out, done))
-        if not done.acquire(True, deadline):
-            record["stage"] = "timeout"
-            record["error"] = {"type": "Timeout", "message": "the " + name + " pass ran past its limit"}
-            report()
-        # What the solver's thread left behind is copied and checked: only
-        # plain data counts.
-        got = plain(out, 0)
-        d, ind, calls = state[i_direct], state[i_indirect], plain(state[i_calls], 0)
-        keep.append(d)
-        keep.append(ind)
-        if got is None or type_(d) is not int_ or type_(ind) is not int_:
+    out = []
+    done = new_lock()
+    done.acquire()
+    keep.append(out)
+    start(run, (code, inputs, out, done))
+    if not done.acquire(True, deadline):
+        record["stage"] = "timeout"
+        record["error"] = {"type": "Timeout", "message": "the pass ran past its limit"}
+        report()
+    # What the solver's thread left behind is copied and checked: only
+    # plain data counts.
+    got = plain(out, 0)
+    d, ind, cut_ = state[i_direct], state[i_indirect], state[i_cut]
+    calls, args, free = plain(state[i_calls], 0), plain(state[i_args], 0), plain(state[i_free], 0)
+    keep.append(d)
+    keep.append(ind)
+    if got is None or type_(d) is not int_ or type_(ind) is not int_ or type_(cut_) is not bool_ or args is None or free is None:
+        record["stage"] = "tampered"
+        record["error"] = {"type": "Tampered", "message": "the harness's data was replaced"}
+        report()
+    for a in args + free:
+        if type_(a) is not str_:
             record["stage"] = "tampered"
             record["error"] = {"type": "Tampered", "message": "the harness's data was replaced"}
             report()
-        if name == "real":
-            direct = d
-            record["direct"], record["indirect"] = d, ind
-            record["calls"] = calls if calls is not None else []
-        else:
-            record["mock_direct"] = d - direct
-        record[name] = got
-        if got and type_(got[0]) is dict_ and "program_error" in got[0]:
-            record["stage"] = "program"
-            record["error"] = got[0]["program_error"]
-            report()
+    record["direct"], record["indirect"] = d, ind
+    record["calls"] = calls if calls is not None else []
+    record["args"], record["args_free"], record["args_cut"] = [sorted_(args)], [sorted_(free)], cut_
+    record["real"] = got
+    if got and type_(got[0]) is dict_ and "program_error" in got[0]:
+        record["stage"] = "program"
+        record["error"] = got[0]["program_error"]
+        report()
     record["stage"] = "ran"
     report()
 

@@ -43,7 +43,7 @@ func TestEveryAliasOfTheTargetCounts(t *testing.T) {
 		"defining module": "from fixpkg._impl import scale as s\nys = s(xs, k * 10)\nreturn sum(ys) + len(ys)",
 		"class attribute": "from fixpkg import Tools\nys = Tools.scale(xs, factor=k * 10)\nreturn sum(ys) + len(ys)",
 		"whole function":  "import fixpkg\n\ndef helper(v, k):\n    return fixpkg.scale(v, k * 10)\n\ndef solve(xs, k):\n    ys = helper(xs, k)\n    return sum(ys) + len(ys)",
-		"callback":        "import fixpkg\nys = list(map(lambda v: fixpkg.scale([v], k * 10)[0], xs))\nreturn sum(ys) + len(ys)",
+		"callback":        "import fixpkg\nys = list(map(fixpkg.scale, [xs], [k * 10]))[0]\nreturn sum(ys) + len(ys)",
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := f.run(t, task, sol)
@@ -80,7 +80,7 @@ func TestMutantsAreRejectedWithTheirClasses(t *testing.T) {
 		MutantPerturb:   {LayerComparative, ClassUndecided},
 		MutantSyntax:    {LayerRun, ClassWrongSyntax},
 		MutantExit:      {LayerIntegrity, ClassUndecided},
-		MutantThrowaway: {LayerMock, ClassUndecided},
+		MutantThrowaway: {LayerSubstitution, ClassUndecided},
 	}
 	seen := map[string]bool{}
 	for _, m := range audit.Mutants {

@@ -45,11 +45,12 @@ const (
 	// passes the harness").
 	MutantExit = "exit"
 	// MutantThrowaway runs the reference's body, calls and all, and then
-	// returns the reference's values as literals, one per call of the
-	// function (a counter in the program's namespace): genuine calls,
-	// correct values, none of them computed through the calls. Only the
-	// mock layer rejects it. Built when every expected value can be
-	// written as a literal and the body ends in a return.
+	// returns the reference's values as literals, the one of the input its
+	// arguments are (each input runs in a process of its own, so it tells
+	// them by their values): genuine calls on the task's data, correct
+	// values, none of them computed through the calls. Only the
+	// substitution layer rejects it. Built when every expected value can
+	// be written as a literal and the body ends in a return.
 	MutantThrowaway = "throwaway"
 )
 
@@ -159,9 +160,18 @@ func Mutants(t Task, sibling string, exp Expectation) []Mutant {
 			}
 			lits = append(lits, lit)
 		}
-		if len(lits) > 0 {
-			out = append(out, MutantOf(MutantThrowaway, body+"\n_lacuna_discarded = "+expr+
-				"\nglobal _lacuna_n\n_lacuna_n = globals().get('_lacuna_n', -1) + 1\nreturn ["+strings.Join(lits, ", ")+"][_lacuna_n]"))
+		if len(lits) > 0 && len(lits) == len(t.Inputs) {
+			// Which input it is called on: its arguments (the function's
+			// locals before the body runs) against the task's inputs,
+			// evaluated as the harness evaluates them.
+			srcs := make([]string, len(t.Inputs))
+			for i, in := range t.Inputs {
+				srcs[i] = strconv.Quote(in)
+			}
+			out = append(out, MutantOf(MutantThrowaway, "_lacuna_args = repr(tuple(locals().values()))\n"+body+"\n_lacuna_discarded = "+expr+
+				"\n_lacuna_in = [eval(_s, globals()) for _s in ["+strings.Join(srcs, ", ")+"]]"+
+				"\n_lacuna_i = [repr(_a if isinstance(_a, tuple) else (_a,)) for _a in _lacuna_in].index(_lacuna_args)"+
+				"\nreturn ["+strings.Join(lits, ", ")+"][_lacuna_i]"))
 		}
 	}
 	return out
@@ -482,8 +492,8 @@ func AuditMutant(t Task, exp Expectation, m Mutant, v Verdict, run Run) MutantRe
 }
 
 // C1 is reference validity (NovelAPIBench stage 4): the reference passes
-// its own harness, some outcome is computed through the target (the mock
-// layer has something to check), and every calibration mutant is rejected
+// its own harness, some outcome is computed through the target (the
+// substitution layer has something to check), and every calibration mutant is rejected
 // with its class. reason says why a task is dropped.
 func C1(exp Expectation, a Audit) (keep bool, reason string) {
 	if !a.Reference.Passed {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -65,8 +66,8 @@ type Config struct {
 	// runs as root, they and Python must be reachable by uid 65534 (NewRunner
 	// checks).
 	ReadOnly []string
-	// Limits bound each sample's process; Wall defaults to 60 s, of which
-	// each of the two passes (real and mock) gets at most a third.
+	// Limits bound each of a sample's processes (a variant on one input);
+	// Wall defaults to 60 s, of which the pass gets at most a half.
 	Limits sandbox.Limits
 	// Parallel is how many samples RunAll runs at once; default 1.
 	Parallel int
@@ -141,43 +142,60 @@ func reachable(p string) error {
 // Close removes the runner's files.
 func (r *Runner) Close() error { return os.RemoveAll(r.dir) }
 
-// Run is what running one sample gave.
+// Run is what running one sample gave: its variants' processes joined.
 type Run struct {
-	// Record is the driver's record; nil when Problem says why there is
-	// none.
+	// Record is the driver's records joined; nil when Problem says why
+	// there is none.
 	Record *Record
-	// Problem: the process wrote no record (it crashed, exited early, was
-	// killed or hung) or a record that failed authentication (Tampered).
+	// Problem: a process of the normal variant wrote no record (it
+	// crashed, exited early, was killed or hung), or a process wrote a
+	// record that failed authentication (Tampered).
 	Problem  string
 	Tampered bool
 	ExitCode int
 	TimedOut bool
-	Output   string // what the process printed, stdout and stderr, cut at 64 KiB
+	Output   string // what the normal variant's processes printed, stdout and stderr, cut at 64 KiB
 }
 
-// Record is what the driver reports, authenticated.
+// Record is what the driver reported, authenticated, a process per
+// variant and input joined: the normal variant's on every input, then
+// (when they all ran) the substituted variant's.
 type Record struct {
-	// Stage: "ran" (both passes ran), "compile" (the program does not
+	// Stage: "ran" (every process ran), "compile" (the program does not
 	// compile), "load" (the environment or the target did not load: the
 	// task's fault, not the solution's), "program" (the program's
 	// module-level code raised), "timeout", "tampered" (the driver found
-	// its data replaced by the solution).
+	// its data replaced by the solution): the first of the normal
+	// variant's processes, in the inputs' order, that did not run.
 	Stage string   `json:"stage"`
 	Error *PyError `json:"error,omitempty"`
 	// Patched is how many places the spy replaced the target at.
 	Patched int `json:"patched"`
-	// Direct counts the real pass's calls of the target made from the
-	// solution's own lines; Indirect all others (the library calling
-	// itself, the prelude). MockDirect counts the mock pass's.
-	Direct     int    `json:"direct"`
-	Indirect   int    `json:"indirect"`
-	MockDirect int    `json:"mock_direct"`
-	Calls      []Call `json:"calls"`
-	// Real and Mock are the outcomes of the solver function on each input:
-	// with the target genuine, and with the solution's own calls of it
-	// answered by a unittest.mock.MagicMock.
-	Real []Outcome `json:"real"`
-	Mock []Outcome `json:"mock"`
+	// Direct counts the normal variant's calls of the target made from
+	// the solution's own lines; Indirect all others (the library calling
+	// itself, the prelude). SubstitutedDirect counts the substituted
+	// variant's.
+	Direct            int    `json:"direct"`
+	Indirect          int    `json:"indirect"`
+	SubstitutedDirect int    `json:"substituted_direct"`
+	Calls             []Call `json:"calls"`
+	// Args are, per input, the distinct argument tuples of the normal
+	// variant's direct calls, sorted: each argument as "name=value" (bound to the
+	// target's parameters, defaults applied; a callable is "callable"),
+	// joined by "\x1f". ArgsFree is the same with every sequence's items
+	// sorted. ArgsCut: more than 64 distinct tuples or 10,000 calls (then
+	// they are not asserted).
+	Args     [][]string `json:"args"`
+	ArgsFree [][]string `json:"args_free"`
+	ArgsCut  bool       `json:"args_cut"`
+	// Real and Substituted are the outcomes of the solver function on
+	// each input: with the target genuine, and with the solution's own
+	// calls of it substituted (their results replaced by other values of
+	// the same type and shape derived from them; see the package
+	// documentation). Substituted is empty when the normal variant did
+	// not run on every input.
+	Real        []Outcome `json:"real"`
+	Substituted []Outcome `json:"substituted,omitempty"`
 }
 
 // Call is the shape of one direct call: how many positional arguments,
@@ -187,10 +205,13 @@ type Call struct {
 	Kwargs []string `json:"kwargs"`
 }
 
-// Outcome is one call of the solver function: a value, or an exception.
+// Outcome is one call of the solver function: a value, or an exception;
+// or, for the substituted variant, why its process gave none (Lost: it
+// ended without a record, or timed out).
 type Outcome struct {
 	Value  json.RawMessage `json:"value,omitempty"`
 	Raised *PyError        `json:"raised,omitempty"`
+	Lost   string          `json:"lost,omitempty"`
 }
 
 // PyError describes a Python exception.
@@ -219,16 +240,17 @@ func (e *PyError) String() string {
 }
 
 type config struct {
-	Program  string   `json:"program"`
-	First    int      `json:"first"`
-	Last     int      `json:"last"`
-	Function string   `json:"function"`
-	Inputs   []string `json:"inputs"`
-	Module   string   `json:"module"`
-	QualName string   `json:"qualname"`
-	Modules  []string `json:"modules"`
-	Paths    []string `json:"paths"`
-	Timeout  float64  `json:"timeout"`
+	Program    string   `json:"program"`
+	First      int      `json:"first"`
+	Last       int      `json:"last"`
+	Function   string   `json:"function"`
+	Inputs     []string `json:"inputs"`
+	Module     string   `json:"module"`
+	QualName   string   `json:"qualname"`
+	Modules    []string `json:"modules"`
+	Paths      []string `json:"paths"`
+	Timeout    float64  `json:"timeout"`
+	Substitute bool     `json:"substitute"`
 }
 
 const (
@@ -236,38 +258,59 @@ const (
 	maxRecord = 16 << 20
 )
 
-// Run runs one sample in a fresh sandboxed process. The error is only for
-// what kept it from running at all.
+// Run runs one sample: each variant (normal, substituted) on each of
+// its task's inputs in a fresh sandboxed process of its own, so that no
+// state (module globals, the environment, files, counters) tells the
+// variants or the inputs apart. The error is only for what kept it from
+// running at all.
 func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
-	if err := s.Task.Validate(); err != nil {
-		return Run{}, fmt.Errorf("pyharness: task: %w", err)
+	runs, err := r.RunAll(ctx, []Sample{s})
+	if err != nil {
+		return Run{}, err
 	}
+	return runs[0], nil
+}
+
+// process is what one process (a sample's variant on one input) gave.
+type process struct {
+	record   *Record
+	problem  string
+	tampered bool
+	exitCode int
+	timedOut bool
+	output   string
+}
+
+// runProcess runs one variant of a sample on its input i in a fresh
+// sandboxed process. The variant travels on stdin with the rest of the
+// configuration, read to its end before any of the solution's code runs.
+func (r *Runner) runProcess(ctx context.Context, s Sample, i int, substitute bool) (process, error) {
 	prog, first, last := s.Task.Program(s.Solution)
 	cfg, err := json.Marshal(config{
-		Program: prog, First: first, Last: last, Function: s.Task.Function(), Inputs: s.Task.Inputs,
+		Program: prog, First: first, Last: last, Function: s.Task.Function(), Inputs: []string{s.Task.Inputs[i]},
 		Module: s.Task.Target.Module(), QualName: s.Task.Target.QualName(), Modules: s.Task.Target.modules(),
-		Paths: r.paths, Timeout: (r.lim.Wall / 3).Seconds(),
+		Paths: r.paths, Timeout: (r.lim.Wall / 2).Seconds(), Substitute: substitute,
 	})
 	if err != nil {
-		return Run{}, fmt.Errorf("pyharness: %w", err)
+		return process{}, fmt.Errorf("pyharness: %w", err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
-		return Run{}, fmt.Errorf("pyharness: key: %w", err)
+		return process{}, fmt.Errorf("pyharness: key: %w", err)
 	}
 	keyR, keyW, err := os.Pipe()
 	if err != nil {
-		return Run{}, fmt.Errorf("pyharness: %w", err)
+		return process{}, fmt.Errorf("pyharness: %w", err)
 	}
 	defer keyR.Close()
 	_, err = keyW.Write(key)
 	keyW.Close()
 	if err != nil {
-		return Run{}, fmt.Errorf("pyharness: key: %w", err)
+		return process{}, fmt.Errorf("pyharness: key: %w", err)
 	}
 	recR, recW, err := os.Pipe()
 	if err != nil {
-		return Run{}, fmt.Errorf("pyharness: %w", err)
+		return process{}, fmt.Errorf("pyharness: %w", err)
 	}
 	defer recR.Close()
 	runCtx, cancel := context.WithTimeout(ctx, r.lim.Wall)
@@ -283,7 +326,7 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		recW.Close()
-		return Run{}, fmt.Errorf("pyharness: start: %w", err)
+		return process{}, fmt.Errorf("pyharness: start: %w", err)
 	}
 	keyR.Close()
 	recW.Close()
@@ -302,26 +345,127 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 		data = <-got
 	}
 	if ctx.Err() != nil {
-		return Run{}, ctx.Err()
+		return process{}, ctx.Err()
 	}
-	run := Run{ExitCode: cmd.ProcessState.ExitCode(), TimedOut: runCtx.Err() != nil, Output: out.String()}
+	p := process{exitCode: cmd.ProcessState.ExitCode(), timedOut: runCtx.Err() != nil, output: out.String()}
 	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) && !run.TimedOut {
-		return Run{}, fmt.Errorf("pyharness: %w", waitErr)
+	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) && !p.timedOut {
+		return process{}, fmt.Errorf("pyharness: %w", waitErr)
 	}
-	run.Record, run.Problem, run.Tampered = parseRecord(key, data)
-	if run.Record == nil && run.Problem == "" {
-		run.Problem = "no record"
+	p.record, p.problem, p.tampered = parseRecord(key, data)
+	if p.record == nil && p.problem == "" {
+		p.problem = "no record"
 	}
-	if run.Record == nil && !run.Tampered {
+	if p.record == nil && !p.tampered {
 		switch {
-		case run.TimedOut:
-			run.Problem = fmt.Sprintf("no record: killed at the wall clock (%s)", r.lim.Wall)
+		case p.timedOut:
+			p.problem = fmt.Sprintf("no record: killed at the wall clock (%s)", r.lim.Wall)
 		default:
-			run.Problem = fmt.Sprintf("no record: the process ended (exit status %d) without writing one", run.ExitCode)
+			p.problem = fmt.Sprintf("no record: the process ended (exit status %d) without writing one", p.exitCode)
 		}
 	}
-	return run, nil
+	return p, nil
+}
+
+// joinNormal joins the normal variant's processes of a sample, one per
+// input, into its run: the first that has no record, or whose record did
+// not run, decides the run; the others' outcomes, counts and argument
+// tuples add up.
+func joinNormal(procs []process) Run {
+	var run Run
+	var outs []string
+	rec := &Record{Stage: "ran"}
+	for i, p := range procs {
+		if p.output != "" {
+			outs = append(outs, p.output)
+		}
+		if run.Record == nil && run.Problem != "" {
+			continue
+		}
+		if p.record == nil {
+			run = Run{Problem: p.problem, Tampered: p.tampered, ExitCode: p.exitCode, TimedOut: p.timedOut}
+			if len(procs) > 1 {
+				run.Problem = fmt.Sprintf("input %d: %s", i, p.problem)
+			}
+			continue
+		}
+		pr := p.record
+		if i == 0 {
+			run.ExitCode, run.TimedOut = p.exitCode, p.timedOut
+		}
+		rec.Patched = max(rec.Patched, pr.Patched)
+		rec.Direct += pr.Direct
+		rec.Indirect += pr.Indirect
+		for _, c := range pr.Calls {
+			if len(rec.Calls) < 64 {
+				rec.Calls = append(rec.Calls, c)
+			}
+		}
+		for k := range pr.Real {
+			var a, f []string
+			if k < len(pr.Args) && k < len(pr.ArgsFree) {
+				a, f = pr.Args[k], pr.ArgsFree[k]
+			}
+			rec.Args, rec.ArgsFree = append(rec.Args, a), append(rec.ArgsFree, f)
+		}
+		rec.ArgsCut = rec.ArgsCut || pr.ArgsCut
+		rec.Real = append(rec.Real, pr.Real...)
+		if rec.Stage == "ran" && pr.Stage != "ran" {
+			rec.Stage, rec.Error = pr.Stage, pr.Error
+			run.ExitCode, run.TimedOut = p.exitCode, p.timedOut
+		}
+		run.Record = rec
+	}
+	if run.Record != nil && rec.ArgsCut {
+		rec.Args, rec.ArgsFree = nil, nil
+	}
+	run.Output = joinOutput(outs)
+	return run
+}
+
+// maxArgTuples is how many distinct argument tuples a record keeps (the
+// driver's MAX_ARG_TUPLES).
+const maxArgTuples = 64
+
+// joinSubstituted adds the substituted variant's processes, one per
+// input, to a run whose normal variant ran: each one's outcome, or why it
+// has none (Outcome.Lost). A record that fails authentication, or one
+// whose driver found its data replaced, makes the whole run so.
+func joinSubstituted(run *Run, procs []process) {
+	rec := run.Record
+	for i, p := range procs {
+		switch {
+		case p.tampered:
+			*run = Run{Problem: fmt.Sprintf("substituted, input %d: %s", i, p.problem), Tampered: true, ExitCode: p.exitCode, Output: run.Output}
+			return
+		case p.record == nil:
+			rec.Substituted = append(rec.Substituted, Outcome{Lost: p.problem})
+			continue
+		}
+		pr := p.record
+		rec.SubstitutedDirect += pr.Direct
+		switch {
+		case pr.Stage == "tampered":
+			rec.Stage, rec.Error = pr.Stage, pr.Error
+			return
+		case pr.Stage == "ran" && len(pr.Real) == 1:
+			rec.Substituted = append(rec.Substituted, pr.Real[0])
+		case pr.Stage == "program" && pr.Error != nil:
+			// Module-level code of the solution's that calls the target
+			// raised on the substituted value.
+			rec.Substituted = append(rec.Substituted, Outcome{Raised: pr.Error})
+		default:
+			rec.Substituted = append(rec.Substituted, Outcome{Lost: fmt.Sprintf("%s: %s", pr.Stage, pr.Error)})
+		}
+	}
+}
+
+func joinOutput(outs []string) string {
+	s := strings.Join(outs, "")
+	if len(s) > maxOutput {
+		s = s[:maxOutput]
+	}
+	return s
 }
 
 // parseRecord authenticates the record: exactly one line, "MAC JSON".
@@ -353,30 +497,76 @@ func parseRecord(key, data []byte) (*Record, string, bool) {
 	return &rec, "", false
 }
 
-// RunAll runs samples, Config.Parallel at a time, each in a process of
-// its own: a sample's verdict is what Run gives it alone. The runs are in
-// the samples' order; the error is the first that kept a sample from
-// running.
+// RunAll runs samples, each variant of each on each input in a process
+// of its own, Config.Parallel processes at a time: first the normal
+// variant of every sample, then the substituted variant of those whose
+// normal variant ran on every input. A sample's verdict is what Run gives
+// it alone. The runs are in the samples' order; the error is the first
+// that kept a sample from running (an invalid task among them).
 func (r *Runner) RunAll(ctx context.Context, samples []Sample) ([]Run, error) {
-	runs := make([]Run, len(samples))
-	errs := make([]error, len(samples))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < r.parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				runs[i], errs[i] = r.Run(ctx, samples[i])
+	for _, s := range samples {
+		if err := s.Task.Validate(); err != nil {
+			return nil, fmt.Errorf("pyharness: task: %w", err)
+		}
+	}
+	type job struct{ sample, input int }
+	runJobs := func(jobs []job, substitute bool) ([][]process, error) {
+		procs := make([][]process, len(samples))
+		for _, j := range jobs {
+			if procs[j.sample] == nil {
+				procs[j.sample] = make([]process, len(samples[j.sample].Task.Inputs))
 			}
-		}()
+		}
+		errs := make([]error, len(jobs))
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for w := 0; w < r.parallel; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range next {
+					j := jobs[k]
+					procs[j.sample][j.input], errs[k] = r.runProcess(ctx, samples[j.sample], j.input, substitute)
+				}
+			}()
+		}
+		for k := range jobs {
+			next <- k
+		}
+		close(next)
+		wg.Wait()
+		return procs, errors.Join(errs...)
+	}
+	var jobs []job
+	for i, s := range samples {
+		for k := range s.Task.Inputs {
+			jobs = append(jobs, job{i, k})
+		}
+	}
+	normal, err := runJobs(jobs, false)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]Run, len(samples))
+	jobs = jobs[:0]
+	for i := range samples {
+		runs[i] = joinNormal(normal[i])
+		if rec := runs[i].Record; rec != nil && rec.Stage == "ran" {
+			for k := range samples[i].Task.Inputs {
+				jobs = append(jobs, job{i, k})
+			}
+		}
+	}
+	sub, err := runJobs(jobs, true)
+	if err != nil {
+		return nil, err
 	}
 	for i := range samples {
-		next <- i
+		if sub[i] != nil {
+			joinSubstituted(&runs[i], sub[i])
+		}
 	}
-	close(next)
-	wg.Wait()
-	return runs, errors.Join(errs...)
+	return runs, nil
 }
 
 // capped keeps the first limit bytes written.

@@ -160,7 +160,7 @@ func TestDeriveMarksOnlyThePartsWhereRunsDisagree(t *testing.T) {
 	run := func(token string) Run {
 		v := json.RawMessage(`{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"42"},{"t":"str","type":"builtins.str","v":"` + token + `","len":4}]}`)
 		mock := json.RawMessage(`{"t":"tuple","type":"builtins.tuple","len":2,"items":[{"t":"int","type":"builtins.int","v":"0"},{"t":"str","type":"builtins.str","v":"zzzz","len":4}]}`)
-		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: v}}, Mock: []Outcome{{Value: mock}}}}
+		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: v}}, Substituted: []Outcome{{Value: mock}}}}
 	}
 	exp, err := Derive([]Run{run("abcd"), run("efgh"), run("abcd")})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestDeriveAssertsNothingOfAPartWhoseTypeVaries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs []Run
 			for _, r := range tc.runs {
-				runs = append(runs, Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: value(tc.kind, r)}}, Mock: []Outcome{{Value: value(tc.kind, "")}}}})
+				runs = append(runs, Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: value(tc.kind, r)}}, Substituted: []Outcome{{Value: value(tc.kind, "")}}}})
 			}
 			exp, err := Derive(runs)
 			if err != nil {
@@ -251,7 +251,7 @@ func TestDeriveDropsAReprThatVaries(t *testing.T) {
 		return json.RawMessage(`{"t":"object","type":"m.Job","repr":"` + repr + `","items":[["size",{"t":"int","type":"builtins.int","v":"` + v + `"}]]}`)
 	}
 	run := func(repr string) Run {
-		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: obj(repr, "3")}}, Mock: []Outcome{{Value: obj("mock", "0")}}}}
+		return Run{Record: &Record{Stage: "ran", Direct: 1, Real: []Outcome{{Value: obj(repr, "3")}}, Substituted: []Outcome{{Value: obj("mock", "0")}}}}
 	}
 	exp, err := Derive([]Run{run("Job(1)"), run("Job(2)")})
 	if err != nil {
