@@ -360,18 +360,18 @@ func CutAll(ctx context.Context, python string, items []Cuttable) (CutResult, er
 // others do not). dropped says why each other input went. The task and
 // the expectation come back with the same inputs, in order.
 //
-// With Site.Repeats the last input repeats the first and always goes: a
-// class span is defined again on every input and in the mock pass, all in
-// one process, and when the repeat's outcome differs from the first's, a
-// second definition changes what the class does (a registry: SQLAlchemy's
-// declarative base, an __init_subclass__ that refuses a name twice). Then
-// only the first input is kept, the one run on the class's first
-// definition, and it is not Dependent: the mock pass ran on a later
-// definition, so its change may be the registry's, not the mock's. Such a
-// task has no Dependent outcome, so C1 always drops it ("no outcome
-// depends on the target"): it is kept here, not dropped, so that the drop
-// is counted with C1's reason and dropped says why. The task comes back
-// without Repeats: its inputs no longer end with one.
+// With Site.Repeats the last input repeats the first and always goes. It
+// was run because a class span is defined again on every input, and a
+// second definition may change what the class does (a registry:
+// SQLAlchemy's declarative base, an __init_subclass__ that refuses a name
+// twice). Every input now runs in a process of its own, so the repeat
+// computes what the first did; should its outcome differ anyway, only the
+// first input is kept, and it is not Dependent: the change may be the
+// class's, not the substitution's. Such a task has no Dependent outcome,
+// so C1 always drops it ("no outcome depends on the target"): it is kept
+// here, not dropped, so that the drop is counted with C1's reason and
+// dropped says why. The task comes back without Repeats: its inputs no
+// longer end with one.
 //
 // The result shares no slice with t or exp: appending to it changes
 // neither.
@@ -393,7 +393,7 @@ func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
 			}
 			out.Inputs, out.Site.Repeats = []string{t.Inputs[0]}, false
 			for i := 1; i < len(t.Inputs); i++ {
-				dropped = append(dropped, fmt.Sprintf("input %d %s: the class defined again in the same process computes something else on the example's own input (a registry of classes?), so only the first definition's outcome is kept, and the mock pass, on a later definition, asserts nothing", i, t.Inputs[i]))
+				dropped = append(dropped, fmt.Sprintf("input %d %s: the class defined again in the same process computes something else on the example's own input (a registry of classes?), so only the first definition's outcome is kept, and the substituted variant asserts nothing", i, t.Inputs[i]))
 			}
 			return out, oexp, dropped
 		}
