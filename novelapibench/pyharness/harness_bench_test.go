@@ -49,8 +49,9 @@ func benchSet(b *testing.B) (dir string, samples []Sample) {
 }
 
 // BenchmarkRunAll measures harness throughput: samples (each a sandboxed
-// process running the real and the mock pass, with the spy) per second,
-// two at a time as the tasks and c1 nodes run them.
+// process per variant, normal and substituted, and per input, with the
+// spy) per second, two processes at a time as the tasks and c1 nodes run
+// them.
 func BenchmarkRunAll(b *testing.B) {
 	dir, samples := benchSet(b)
 	sb, err := sandbox.New()
