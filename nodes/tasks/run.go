@@ -160,7 +160,14 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		solverImports, code := goharness.SplitAnswer(s.Code)
 		prog, span, whole := spec.AsProgram(s.Code)
 		if whole {
+			// A program that begins with the task's own context runs it
+			// as the context, and gets the second input as a span does.
+			var same bool
+			prog, span, same = spec.WithContext(prog, span)
 			spec, code, solverImports, expect = prog, span, nil, expect.WithProbes(prog.Probes)
+			if !same && expect != nil {
+				expect.Perturbed = nil
+			}
 		}
 		out[i] = SampleRow{TaskID: t.TaskID, SampleID: s.SampleID, Kind: s.Kind, Model: s.Model, Cell: s.Cell, APIID: t.APIID, Solution: s.Code, Program: spec.Program(s.Code), FailedLayers: []string{}}
 		access, ok := e.spy.Access[t.APIID]
@@ -190,7 +197,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		if whole {
 			expect.SubstitutionFor(&u)
 		}
-		if !whole && (observe && !s.NoPerturb || expect != nil && expect.Perturbed != nil) {
+		if !whole && observe && !s.NoPerturb || expect != nil && expect.Perturbed != nil {
 			u.Perturbed, _ = goharness.PerturbBefore(spec)
 		}
 		unit := goharness.Harness(u)

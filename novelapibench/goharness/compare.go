@@ -348,8 +348,9 @@ func (e *Expectation) same(k string, a, b *Observation) bool {
 // WithProbes is the expectation for a whole-program solution, which
 // rewrote the context: the named probes (those its main declares), each
 // as the reference had it at the end of main (where a whole program's
-// probes are read), and the end marker, on the task's data and under
-// substitution. It has no second input.
+// probes are read), and the end marker, on the task's data, under
+// substitution and on the second input (which only a program that begins
+// with the task's context gets: Task.WithContext).
 func (e *Expectation) WithProbes(names []string) *Expectation {
 	if e == nil {
 		return nil
@@ -378,7 +379,7 @@ func (e *Expectation) WithProbes(names []string) *Expectation {
 	}
 	c.ArgsMore = true
 	c.Substituted = e.Substituted.WithProbes(names)
-	c.Perturbed = nil
+	c.Perturbed = e.Perturbed.WithProbes(names)
 	return &c
 }
 

@@ -63,7 +63,9 @@
 //   - A second input (PerturbBefore) changes every literal of the context
 //     before the span; the reference's results there are asserted too, so
 //     a solution right by accident on one input, or one that ignores the
-//     input, fails.
+//     input, fails. A whole program whose main begins with the task's
+//     context (Task.WithContext) gets it too; one that built its data
+//     its own way does not (its calls' data is still checked).
 //   - Expectations (Derive) come from up to a hundred runs of the
 //     reference (ten at least; more while within 2 s: a two-entry map
 //     iterates in its rarer order one time in eight): only what every run

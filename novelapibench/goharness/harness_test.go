@@ -70,6 +70,7 @@ func (f spiedFixture) unit(task Task, solution string, runs int) UnitSpec {
 	imports, span := SplitAnswer(solution)
 	u := UnitSpec{Task: task, Solution: span, SolverImports: imports, SpyAccess: f.access, SpyImport: f.tg.Package, Module: "example.com/shapes", Runs: runs}
 	if prog, span, ok := task.AsProgram(solution); ok {
+		prog, span, _ = task.WithContext(prog, span)
 		u.Task, u.Solution, u.SolverImports, u.SolverDecls = prog, span, nil, true
 	}
 	return u
@@ -121,8 +122,8 @@ func (f spiedFixture) check(t *testing.T, task Task, e *Expectation, solutions .
 			s = task.Answer(s) // the import lines it needs, as a solver writes them
 		}
 		u := f.unit(task, s, 1)
-		if e.Perturbed != nil && !u.SolverDecls {
-			u.Perturbed, _ = PerturbBefore(task)
+		if e.Perturbed != nil && u.Task.Before != "" {
+			u.Perturbed, _ = PerturbBefore(u.Task)
 		}
 		if u.SolverDecls {
 			e.SubstitutionFor(&u)
@@ -140,6 +141,9 @@ func (f spiedFixture) check(t *testing.T, task Task, e *Expectation, solutions .
 			exp := e
 			if specs[i].SolverDecls {
 				exp = e.WithProbes(specs[i].Task.Probes)
+				if specs[i].Perturbed == "" {
+					exp.Perturbed = nil
+				}
 			}
 			out = append(out, Layers(Check(exp, run.Record)))
 		}
@@ -203,6 +207,10 @@ func TestHarnessObservesThenChecks(t *testing.T) {
 		{"\tvar ys []int\n\tif os.Getenv(\"SEEN\") != \"\" {\n\t\tys = shapes.Scale(xs, 2)\n\t} else {\n\t\tos.Setenv(\"SEEN\", \"1\")\n\t\t_ = shapes.Scale(xs, 2)\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},
 		{"\tvar ys []int\n\tif _, err := os.Stat(\"seen\"); err == nil {\n\t\tys = shapes.Scale(xs, 2)\n\t} else {\n\t\tos.WriteFile(\"seen\", nil, 0o644)\n\t\t_ = shapes.Scale(xs, 2)\n\t\tys = []int{2, 4, 6}\n\t}", []string{"attribution", "perturbed"}},
 		{"package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes\"\n)\n\nfunc double(xs []int) []int { return shapes.Scale(xs, 2) }\n\nfunc main() {\n\tfmt.Println(double([]int{1, 2, 3}))\n}\n", []string{}}, // a whole program, the call in a helper
+		// A whole program that begins with the task's context gets its
+		// second input: wrong on it only, it fails there.
+		{"package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes\"\n)\n\nfunc main() {\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, 2)\n\tfmt.Println(ys)\n}\n", []string{}},
+		{"package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes\"\n)\n\nfunc main() {\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, 2)\n\tif xs[0] != 1 {\n\t\tys = nil\n\t}\n\tfmt.Println(ys)\n}\n", []string{"perturbed"}},
 	}
 	var codes []string
 	for _, c := range cases {

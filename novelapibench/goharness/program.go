@@ -3,7 +3,9 @@ package goharness
 import (
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
+	"strings"
 
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
@@ -74,6 +76,44 @@ func (t Task) AsProgram(solution string) (prog Task, span string, ok bool) {
 	}
 	prog.Mask = span
 	return prog, span, true
+}
+
+// WithContext splits a whole program (prog and its main's body, as
+// AsProgram made them) where its main begins with the task's own context
+// before the span, statement for statement (as gofmt prints them): prog
+// then runs that code as its context, not the solver's, and the rest is
+// its span, so the program gets the task's second input as a span does
+// (PerturbBefore). ok is false when main does not begin so (the program
+// built its data its own way: it has no second input, its calls' data is
+// still checked).
+func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
+	const head = "package p\nfunc _() {"
+	parse := func(src string) (*token.FileSet, []ast.Stmt) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "", head+src+"\n}\n", parser.SkipObjectResolution)
+		if err != nil || len(f.Decls) != 1 {
+			return nil, nil
+		}
+		return fset, f.Decls[0].(*ast.FuncDecl).Body.List
+	}
+	bset, before := parse(t.Before)
+	sset, stmts := parse(body)
+	if len(before) == 0 || len(stmts) <= len(before) {
+		return prog, body, false
+	}
+	show := func(fset *token.FileSet, n ast.Node) string {
+		var b strings.Builder
+		printer.Fprint(&b, fset, n)
+		return b.String()
+	}
+	for i, st := range before {
+		if show(bset, st) != show(sset, stmts[i]) {
+			return prog, body, false
+		}
+	}
+	at := sset.Position(stmts[len(before)-1].End()).Offset - len(head)
+	prog.Before, prog.Mask = body[:at], body[at:]
+	return prog, body[at:], true
 }
 
 // WithProbes is o with only the named probes: what a whole-program

@@ -86,3 +86,36 @@ func TestProgramRendersEitherAnswerForm(t *testing.T) {
 		})
 	}
 }
+
+// TestWithContext: a whole program whose main begins with the task's
+// context, statement for statement as gofmt prints them, runs that code
+// as its context and the rest as its span; one that built its data
+// another way is left whole.
+func TestWithContext(t *testing.T) {
+	task := Task{Before: "\n\txs := []int{1, 2, 3}\n\tk := 2", Mask: "\tys := shapes.Scale(xs, k)"}
+	for _, tc := range []struct {
+		name, body, span string
+		ok               bool
+	}{
+		{"the context as written", "\n\txs := []int{1, 2, 3}\n\tk := 2\n\tys := shapes.Scale(xs, k)\n\tfmt.Println(ys)\n", "\n\tys := shapes.Scale(xs, k)\n\tfmt.Println(ys)\n", true},
+		{"reformatted", "\nxs := []int{1,2,3}\n\n\n  k := 2\nys := shapes.Scale(xs, k)\n", "\nys := shapes.Scale(xs, k)\n", true},
+		{"other data", "\n\txs := []int{1, 2, 4}\n\tk := 2\n\tys := shapes.Scale(xs, k)\n", "", false},
+		{"the context only", "\n\txs := []int{1, 2, 3}\n\tk := 2\n", "", false},
+		{"fewer statements", "\n\tys := shapes.Scale([]int{1, 2, 3}, 2)\n", "", false},
+	} {
+		prog, span, ok := task.WithContext(Task{Mask: tc.body}, tc.body)
+		if ok != tc.ok {
+			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			if span != tc.body || prog.Before != "" {
+				t.Errorf("%s: changed %q %q", tc.name, prog.Before, span)
+			}
+			continue
+		}
+		if span != tc.span || prog.Before+span != tc.body || prog.Mask != span {
+			t.Errorf("%s: before %q span %q, want span %q", tc.name, prog.Before, span, tc.span)
+		}
+	}
+}
