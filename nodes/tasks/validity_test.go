@@ -416,27 +416,37 @@ func generate(task tasks.Row) []suiteRow {
 			fmtName = name
 		}
 	}
+	type probe struct {
+		Type, Value string
+		Len         int
+		Nil         bool
+	}
 	var e struct {
-		Output string `json:"output"`
-		Probes map[string]struct {
-			Type, Value string
-			Len         int
-			Nil         bool
-		} `json:"probes"`
+		Output    string           `json:"output"`
+		Probes    map[string]probe `json:"probes"`
+		Perturbed *struct {
+			Probes map[string]probe `json:"probes"`
+		} `json:"perturbed"`
 	}
 	if json.Unmarshal([]byte(task.Expect), &e) != nil {
 		return out
 	}
 	// Defensive code around the span's results: a check that they are not
-	// empty, the first element logged, a return in a branch not taken.
+	// empty (where they are not on the second input either), the first
+	// element taken as code logging it would.
 	var checks []string
 	for _, name := range sortedIDs(e.Probes) {
 		p := e.Probes[name]
 		if strings.Contains(name, ":") || p.Len <= 0 || p.Nil || !(strings.HasPrefix(p.Type, "[]") || p.Type == "string") {
 			continue
 		}
+		if e.Perturbed != nil {
+			if q, ok := e.Perturbed.Probes[name]; ok && q.Len <= 0 {
+				continue
+			}
+		}
 		checks = append(checks, "if len("+name+") == 0 {\n\tpanic(\"no result\")\n}",
-			"println(\"first:\", "+name+"[0])")
+			"if first := "+name+"[0]; false {\n\t_ = first\n}")
 		if strings.HasPrefix(p.Type, "[]") {
 			checks = append(checks, "if "+name+" == nil {\n\tos.Exit(1)\n}")
 		}

@@ -28,14 +28,16 @@ import (
 // otherwise the harness's hook (LacunaSpyHook, set before the scenario
 // runs) says from the caller's file and line whether the call is the
 // solver's (direct) or the task's context's. Only the solver's calls
-// count as direct, hand their arguments to the harness (LacunaSpyArgs:
+// count as direct, hand their arguments to the harness (LacunaSpyCall:
 // the solver must pass the task's data), have the functions they pass
 // counted as callbacks, and are substituted when the hook asks for it:
 // the target runs, then its results are replaced by other well-formed
 // values of the same type and shape derived from them (numbers one more,
 // booleans flipped, strings shifted, element by element; see
-// lacunaPerturb), and the values it hands the solver's callbacks change
-// the same way. The harness requires a solution to compute, from the
+// lacunaPerturb); a target whose results hold nothing that can change
+// (none but errors, or objects kept as they are: a builder returning its
+// receiver) runs on substituted copies of its arguments instead. The
+// harness requires a solution to compute, from the
 // substituted results, what the reference computes from them (see
 // Check): a value computed another way, or hard-coded after a call made
 // for show, does not follow.
@@ -102,20 +104,21 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			if len(params) > 0 {
 				args = "func() []interface{} { return []interface{}{" + strings.Join(params, ", ") + "} }"
 			}
-			// A call with results other than errors has them substituted
-			// when it returns; one without (it works on its arguments and
-			// receiver) runs on substituted arguments instead.
-			sub, data := "", dataResults(src, fset, fd)
-			if data {
-				sub = "defer lacunaSubstitute([]interface{}{" + strings.Join(params, ", ") + "}"
-				for _, n := range names {
-					sub += ", &" + n
-				}
-				sub += ")"
-			} else if inputs := params[min(len(params), receivers(fd)):]; len(inputs) > 0 {
-				sub = "lacunaPerturbParams(&" + strings.Join(inputs, ", &") + ")"
+			// A call with results other than errors that hold data has them
+			// substituted when it returns; one without (it works on its
+			// arguments and receiver), or whose results are objects the
+			// substitution keeps (a builder returning its receiver), runs on
+			// substituted arguments instead.
+			inputs := "lacunaPerturbParams()"
+			if in := params[min(len(params), receivers(fd)):]; len(in) > 0 {
+				inputs = "lacunaPerturbParams(&" + strings.Join(in, ", &") + ")"
 			}
-			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d, %s); lacunaS { if lacunaCF { %s };%s };", slot, args, sub, callbackWrappers(src, fset, fd, slot, data))
+			sub := inputs
+			if dataResults(src, fset, fd) {
+				results := "&" + strings.Join(names, ", &")
+				sub = fmt.Sprintf("if lacunaOpaque(%s) { %s } else { defer lacunaSubstitute([]interface{}{%s}, %s) }", results, inputs, strings.Join(params, ", "), results)
+			}
+			text := fmt.Sprintf("if lacunaS, lacunaCF := lacunaSpyHit(%d, %s); lacunaS { if lacunaCF { %s };%s };", slot, args, sub, callbackWrappers(src, fset, fd, slot))
 			lbrace := fset.Position(fd.Body.Lbrace).Offset + 1
 			edits = append(edits, textEdit{lbrace, lbrace, text})
 			if results != "" {
@@ -241,12 +244,12 @@ func namedParams(fset *token.FileSet, fd *ast.FuncDecl) (names []string, edits [
 }
 
 // callbackWrappers wraps every parameter of function type (written as a
-// func literal type) so that calls into it are counted (the behavioural
-// layer compares them with the reference's) and, in a substituted call
-// of a function with results (perturb; the arguments of one without are
-// substituted already), receive perturbed values. All on the line of the
-// body's brace, so positions do not move.
-func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int, perturb bool) string {
+// func literal type) so that calls into it are counted: the behavioural
+// layer compares them with the reference's. (What the target hands them
+// is not substituted: that would change what the target computes, its
+// results' shape with it.) All on the line of the body's brace, so
+// positions do not move.
+func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot int) string {
 	text := func(n ast.Node) string {
 		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
 	}
@@ -285,12 +288,8 @@ func callbackWrappers(src []byte, fset *token.FileSet, fd *ast.FuncDecl, slot in
 				results = " " + text(ft.Results)
 				call = "return " + call
 			}
-			change := ""
-			if perturb && len(args) > 0 {
-				change = " if lacunaCF { lacunaPerturbArgs(&" + strings.Join(args, ", &") + ") };"
-			}
-			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1);%[7]s %[6]s } };",
-				name.Name, k, strings.Join(params, ", "), results, slot, call, change)
+			fmt.Fprintf(&b, " if %[1]s != nil { lacunaOrig%[2]d := %[1]s; %[1]s = func(%[3]s)%[4]s { LacunaSpy[%[5]d].Callbacks.Add(1); %[6]s } };",
+				name.Name, k, strings.Join(params, ", "), results, slot, call)
 			k++
 		}
 	}
@@ -408,7 +407,7 @@ func lacunaSubstitute(args []interface{}, ptrs ...interface{}) {
 }
 
 // lacunaPerturbParams substitutes the arguments of a call that returns
-// nothing but errors, before its body runs: the parameters at ptrs get
+// nothing the substitution can change, before its body runs: the parameters at ptrs get
 // perturbed copies (the caller's data is not touched), so what the call
 // does to its receiver or leaves in its outputs is the target's work on
 // other data. Functions and channels are kept.
@@ -421,13 +420,62 @@ func lacunaPerturbParams(ptrs ...interface{}) {
 	}
 }
 
-// lacunaPerturbArgs changes, in place, the arguments a solver's callback
-// receives from a substituted call.
-func lacunaPerturbArgs(ptrs ...interface{}) {
+// lacunaOpaque says no result at ptrs holds data the substitution can
+// change (errors aside): the call runs on substituted arguments instead.
+func lacunaOpaque(ptrs ...interface{}) bool {
+	errType := reflect.TypeOf((*error)(nil)).Elem()
 	for _, p := range ptrs {
-		v := reflect.ValueOf(p).Elem()
-		v.Set(lacunaPerturb(v, 0))
+		if t := reflect.TypeOf(p).Elem(); t != errType && lacunaChangeable(t, 0) {
+			return false
+		}
 	}
+	return true
+}
+
+// lacunaChangeable says lacunaPerturb changes some values of type t.
+func lacunaChangeable(t reflect.Type, depth int) bool {
+	if depth > 6 {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Slice, reflect.Array:
+		return lacunaChangeable(t.Elem(), depth+1)
+	case reflect.Map:
+		if t.Elem().Size() == 0 {
+			return lacunaChangeable(t.Key(), depth+1)
+		}
+		return lacunaChangeable(t.Elem(), depth+1)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).IsExported() && lacunaChangeable(t.Field(i).Type, depth+1) {
+				return true
+			}
+		}
+	case reflect.Pointer:
+		return lacunaPlain(t.Elem()) && lacunaChangeable(t.Elem(), depth+1)
+	case reflect.Interface:
+		return !t.Implements(reflect.TypeOf((*error)(nil)).Elem())
+	case reflect.Func:
+		for i := 0; i < t.NumOut(); i++ {
+			if lacunaChangeable(t.Out(i), depth+1) {
+				return true
+			}
+		}
+		for i := 0; i < t.NumIn(); i++ {
+			if f := t.In(i); f.Kind() == reflect.Func {
+				for j := 0; j < f.NumIn(); j++ {
+					if lacunaChangeable(f.In(j), depth+1) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // lacunaAddr is where a value's memory is (0: it holds none).

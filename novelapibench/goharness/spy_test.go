@@ -127,8 +127,8 @@ func TestGenericMethod(t *testing.T) {
 // results) and a substituted call returns values of the same shape:
 // a sequence yielding other values, a struct's exported fields changed,
 // a slice changed in place where the target returned its input, a
-// function that returns nothing run on substituted copies of its
-// arguments, errors and channels kept.
+// function that returns nothing, or a builder that returns its receiver,
+// run on substituted copies of its arguments, errors and channels kept.
 func TestSpyCompilesEveryShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go program")
@@ -171,6 +171,13 @@ type Box[T any] struct{ v T }
 
 func (b *Box[T]) Get() T { return b.v }
 func (Box[T]) Zero() (t T) { return }
+
+type Builder struct {
+	Parts []string
+	n     int
+}
+
+func (b *Builder) Add(s string) *Builder { b.Parts = append(b.Parts, s); b.n++; return b }
 `,
 		"use/main_test.go": `package use
 
@@ -224,6 +231,10 @@ func TestSubstituted(t *testing.T) {
 	var b shape.Box[string]
 	b.Get()
 	b.Zero()
+	var bl shape.Builder
+	if bl.Add("x").Add("y"); !slices.Equal(bl.Parts, []string{"y", "z"}) { // a builder: its arguments substituted
+		t.Errorf("Builder: %v", bl.Parts)
+	}
 	if len(args) == 0 || len(args[0]) != 1 {
 		t.Errorf("args %v", args)
 	}
