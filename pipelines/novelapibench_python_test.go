@@ -273,7 +273,7 @@ func TestNovelAPIBenchPythonEndToEnd(t *testing.T) {
 	for _, r := range read[tasks.Row](t, st, out[`node.tasks.lib["stats"]`]) {
 		name[r.TaskID] = r.Qualified + "/" + r.Difficulty
 	}
-	const boxDrop = "no outcome depends on the target: the mock layer cannot tell a throwaway call"
+	const boxDrop = "no outcome depends on the target: substituting its result changes nothing, so a throwaway call cannot be told apart"
 	for _, r := range read[filters.C1Row](t, st, out[c1]) {
 		switch {
 		case r.Keep && r.Reason == "":

@@ -77,7 +77,7 @@ func TestPythonTasksAndC1FromBundles(t *testing.T) {
 			t.Errorf("%s: c1's task columns differ from the task's", c.TaskID)
 		}
 		if c.Qualified == "pystats.box" {
-			if c.Keep || !c.C1Passed || c.Reason != "no outcome depends on the target: the mock layer cannot tell a throwaway call" ||
+			if c.Keep || !c.C1Passed || c.Reason != "no outcome depends on the target: substituting its result changes nothing, so a throwaway call cannot be told apart" ||
 				c.AuditRun != 6 || c.AuditKill != 5 || strings.Join(c.Survivors, ",") != "throwaway" {
 				t.Errorf("c1 box: keep %v passed %v reason %q killed %d/%d survivors %v, want dropped, the throwaway mutant surviving", c.Keep, c.C1Passed, c.Reason, c.AuditKill, c.AuditRun, c.Survivors)
 			}

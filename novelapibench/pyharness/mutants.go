@@ -504,7 +504,7 @@ func C1(exp Expectation, a Audit) (keep bool, reason string) {
 		dep = dep || d
 	}
 	if !dep {
-		return false, "no outcome depends on the target: the mock layer cannot tell a throwaway call"
+		return false, "no outcome depends on the target: substituting its result changes nothing, so a throwaway call cannot be told apart"
 	}
 	for _, m := range a.Mutants {
 		if !m.OK {
