@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/novelapibench/calls"
 )
 
 // How an expected value is compared.
@@ -515,36 +517,10 @@ func (e *Expectation) checkArgs(o *Observation) string {
 	if e.ArgsMode == ModeUnordered {
 		got = o.ArgsFree
 	}
-	var extra, missing []string
-	for _, a := range got {
-		if !slices.Contains(e.Args, a) {
-			extra = append(extra, a)
-		}
+	if o.ArgsCut {
+		return fmt.Sprintf("the target was called with more than 64 different arguments or 10,000 times; the reference's calls received %s", calls.Show(e.Args))
 	}
-	for _, a := range e.Args {
-		if !slices.Contains(got, a) {
-			missing = append(missing, a)
-		}
-	}
-	show := func(tuples []string) string {
-		out := make([]string, 0, 3)
-		for _, t := range tuples[:min(3, len(tuples))] {
-			out = append(out, "("+cut(strings.ReplaceAll(t, "\x1f", ", "), 200)+")")
-		}
-		if len(tuples) > 3 {
-			out = append(out, fmt.Sprintf("and %d more", len(tuples)-3))
-		}
-		return strings.Join(out, "; ")
-	}
-	switch {
-	case o.ArgsCut:
-		return fmt.Sprintf("the target was called with more than 64 different arguments or 10,000 times; the reference's calls received %s", show(e.Args))
-	case len(extra) > 0 && !e.ArgsMore:
-		return fmt.Sprintf("the target was called on data that is not the task's: %s (the reference's calls received %s)", show(extra), show(e.Args))
-	case len(missing) > 0:
-		return fmt.Sprintf("the target was never called on the task's data: %s", show(missing))
-	}
-	return ""
+	return calls.Diff(e.Args, got, e.ArgsMore)
 }
 
 // Layers lists the layers of failures, first seen first.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/novelapibench/calls"
 )
 
 // Expectation is what the reference did, on every input, in every one of
@@ -410,36 +412,7 @@ func (exp Expectation) checkArgs(rec *Record) string {
 }
 
 // argsDiffer compares one input's argument tuples ("" when they agree).
-func argsDiffer(want, got []string) string {
-	var extra, missing []string
-	for _, a := range got {
-		if !slices.Contains(want, a) {
-			extra = append(extra, a)
-		}
-	}
-	for _, a := range want {
-		if !slices.Contains(got, a) {
-			missing = append(missing, a)
-		}
-	}
-	show := func(tuples []string) string {
-		out := make([]string, 0, 4)
-		for _, t := range tuples[:min(3, len(tuples))] {
-			out = append(out, "("+cut(strings.ReplaceAll(t, "\x1f", ", "), 200)+")")
-		}
-		if len(tuples) > 3 {
-			out = append(out, fmt.Sprintf("and %d more", len(tuples)-3))
-		}
-		return strings.Join(out, "; ")
-	}
-	switch {
-	case len(extra) > 0:
-		return fmt.Sprintf("the target was called on data that is not the task's: %s (the reference's calls received %s)", show(extra), show(want))
-	case len(missing) > 0:
-		return fmt.Sprintf("the target was never called on the task's data: %s", show(missing))
-	}
-	return ""
-}
+func argsDiffer(want, got []string) string { return calls.Diff(want, got, false) }
 
 func outcomeString(o Outcome) string {
 	if o.Raised != nil {
