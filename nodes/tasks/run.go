@@ -66,7 +66,7 @@ type SampleRow struct {
 	FailedLayers []string `parquet:"failed_layers,list"`
 	Failures     string   `parquet:"failures"`    // why it failed, one line per failure
 	Output       string   `parquet:"output"`      // what the program printed, bounded
-	Observation  string   `parquet:"observation"` // the harness's record as JSON: runs (output, probes, spy counts), counterfactual, second input
+	Observation  string   `parquet:"observation"` // the harness's record as JSON: runs (output, probes, spy counts, arguments), substituted runs, second input
 	Seconds      float64  `parquet:"seconds"`
 
 	spyAccess string // the counter expression the harness read

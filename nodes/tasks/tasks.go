@@ -202,8 +202,9 @@ func (t tasksType) Run(ctx context.Context, r nodes.Run) error {
 }
 
 // observe is the execute step: it runs every reference under the spy,
-// observeRuns times, counterfactually, and on the second input where one
-// is derived, and records in each row what the runs agree on (Expect) and
+// observeRuns times, as many with its calls of the target substituted,
+// and on the second input where one is derived, each in processes of its
+// own, and records in each row what the runs agree on (Expect) and
 // the harness, or why the reference could not be observed (ObserveError).
 // It returns how many were observed, and how many of those with a second
 // input.

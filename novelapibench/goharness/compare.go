@@ -242,25 +242,6 @@ func expectedOf(vals []Probe, n int) (Expected, bool) {
 	return x, true
 }
 
-// ended says a run reached the end marker.
-func ended(o *Observation) bool {
-	_, ok := o.Probes[EndProbe]
-	return ok && !o.TimedOut
-}
-
-// probe is item k of an observation (nil: none); OutputKey is always
-// recorded.
-func (o *Observation) probe(k string) (Probe, bool) {
-	if o == nil {
-		return Probe{}, false
-	}
-	if k == OutputKey {
-		return Probe{}, true
-	}
-	p, ok := o.Probes[k]
-	return p, ok
-}
-
 // hasEnd says the reference's runs reached the end marker (the context's
 // own code may return before it).
 func (e *Expectation) hasEnd() bool {
@@ -322,29 +303,6 @@ func (x Expected) valueMatches(p Probe) bool {
 		return p.Elems != nil && slices.Equal(sortedCopy(p.Elems), x.Elems)
 	}
 	return true
-}
-
-// same reports whether two observations of one solution agree on item k
-// under its mode: whether the counterfactual left it unchanged.
-func (e *Expectation) same(k string, a, b *Observation) bool {
-	if k == OutputKey {
-		if e.OutputMode == ModeUnordered {
-			return slices.Equal(sortedLines(a.Output), sortedLines(b.Output))
-		}
-		return a.Output == b.Output
-	}
-	pa, okA := a.Probes[k]
-	pb, okB := b.Probes[k]
-	if !okA || !okB {
-		return okA == okB
-	}
-	x := e.Probes[k]
-	pa, pb = x.view(pa), x.view(pb) // through a pointer the reference did not hold
-	x.Type, x.Len, x.Nil, x.Value = pa.Type, pa.Len, pa.Nil, pa.Value
-	if x.Mode == ModeUnordered {
-		x.Elems = sortedCopy(pa.Elems)
-	}
-	return x.shapeMatches(pb) && x.valueMatches(pb)
 }
 
 // WithProbes is the expectation for a whole-program solution, which

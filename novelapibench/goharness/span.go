@@ -23,9 +23,8 @@ func CheckSpan(solution string) error { return checkSpan(solution, false) }
 // CheckSpanFor is CheckSpan for a solution checked against e: a return
 // from the scenario is allowed where e holds the end marker (the
 // reference's runs reached the code after the span), since a run that
-// returns before it then fails as not having run to its end, and its
-// counterfactual run shows nothing the attribution layer could take for
-// a change. A return in a branch the run never takes (defensive code)
+// returns before it then fails as not having run to its end, under
+// substitution too. A return in a branch the run never takes (defensive code)
 // then costs nothing. Without an expectation (observing the reference),
 // or one without the end marker, it is CheckSpan.
 func CheckSpanFor(solution string, e *Expectation) error {

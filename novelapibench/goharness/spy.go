@@ -97,9 +97,7 @@ func NewSpy(modDir, modPath string, targets []goapi.API, dir string) (*Spy, erro
 			// Same lines: positions in panics and compiler messages stay put.
 			results, names := namedResults(src, fset, fd)
 			params, renames := namedParams(fset, fd)
-			for _, r := range renames {
-				edits = append(edits, r)
-			}
+			edits = append(edits, renames...)
 			args := "nil"
 			if len(params) > 0 {
 				args = "func() []interface{} { return []interface{}{" + strings.Join(params, ", ") + "} }"
