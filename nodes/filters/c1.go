@@ -8,7 +8,6 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
@@ -80,7 +79,7 @@ func (c1Type) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, erro
 	if r.Config().(*c1Config).Ecosystem == "python" {
 		return tasks.ResolvePython(ctx, r)
 	}
-	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+	return tasks.ResolveGo(ctx, r)
 }
 
 // Run runs (or reuses, from samples) the reference and the calibration

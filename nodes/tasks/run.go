@@ -378,3 +378,16 @@ func SortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// ResolveGo pins what running Go harnesses depends on: the toolchain and
+// sandbox (goenv) and the harness itself (goharness.Digest), so a change
+// of what a harness computes moves the keys of every node that observes
+// or runs one (tasks, solve, c1).
+func ResolveGo(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	p, err := goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	p.Identity["helper.harness"] = goharness.Digest()
+	return p, nil
+}

@@ -75,7 +75,7 @@ func (solveType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, e
 	if r.Config().(*solveConfig).Ecosystem == "python" {
 		return ResolvePython(ctx, r)
 	}
-	return goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+	return ResolveGo(ctx, r)
 }
 
 func (t solveType) Run(ctx context.Context, r nodes.Run) error {

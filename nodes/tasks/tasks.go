@@ -9,7 +9,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/bundle"
-	"github.com/lacuna-dev/lacuna/nodes/goenv"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 )
@@ -142,7 +141,7 @@ func (tasksType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, e
 	if c.Ecosystem == "python" {
 		p, err = ResolvePython(ctx, r)
 	} else {
-		p, err = goenv.Resolve(ctx, r, goenv.Build|goenv.Sandbox)
+		p, err = ResolveGo(ctx, r)
 	}
 	if err != nil || c.Generator != "llm" {
 		return p, err

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/lacuna-dev/lacuna/runners/goapi"
 	"github.com/lacuna-dev/lacuna/runners/gotool"
 )
@@ -811,3 +812,17 @@ func lacunaHoldsAddress(v lacunareflect.Value, depth int) bool {
 	return false
 }
 `
+
+// codegen is the version of the code NewSpy and Harness generate beyond
+// the templates Digest reads: bump it when that logic changes what a
+// harness computes.
+const codegen = "2"
+
+// Digest identifies what a harness computes: the runtime, the supervisor
+// and the spy's counters file as generated, and the version of the code
+// that generates the rest. Nodes that run harnesses pin it, so a change of
+// the harness's semantics moves their keys and nothing observed under the
+// old one is reused.
+func Digest() string {
+	return fmt.Sprintf("%016x", xxhash.Sum64String(codegen+"\x00"+harnessRuntime+"\x00"+supervisorSource+"\x00"+spyCounters("p", "m", 1)))
+}
