@@ -323,6 +323,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	lacunatime "time"
 )
 
 // LacunaSpyCounter counts calls into one spied API: the solver's
@@ -387,15 +388,12 @@ func lacunaSpyHit(slot int, args func() []interface{}) (solver, substitute bool)
 // replaces the results at ptrs with other well-formed values of the same
 // type and shape, derived from them (lacunaPerturb). A result that shares
 // its memory with an argument (the target changed its input in place and
-// returned it) is changed in place, so both views agree. Errors are left
-// as they are.
+// returned it) is changed in place, so both views agree. An error that is
+// not nil becomes one whose message is shifted and which unwraps to it
+// (errors.Is and errors.As still find what they found); nil stays nil.
 func lacunaSubstitute(args []interface{}, ptrs ...interface{}) {
-	errType := reflect.TypeOf((*error)(nil)).Elem()
 	for _, p := range ptrs {
 		v := reflect.ValueOf(p).Elem()
-		if v.Type() == errType {
-			continue
-		}
 		if lacunaAliases(v, args) {
 			lacunaPerturbInPlace(v, 0)
 		} else {
@@ -405,21 +403,30 @@ func lacunaSubstitute(args []interface{}, ptrs ...interface{}) {
 }
 
 // lacunaPerturbParams substitutes the arguments of a call that returns
-// nothing the substitution can change, before its body runs: the parameters at ptrs get
-// perturbed copies (the caller's data is not touched), so what the call
-// does to its receiver or leaves in its outputs is the target's work on
-// other data. Functions and channels are kept.
+// nothing the substitution can change, before its body runs: the
+// parameters at ptrs get perturbed copies (the caller's data is not
+// touched), so what the call does to its receiver or leaves in its
+// outputs is the target's work on other data. A sequence (a function
+// whose one parameter is the function it yields to: iter.Seq) yields
+// perturbed values; other functions (callbacks, whose results would
+// change what the target computes) and channels are kept.
 func lacunaPerturbParams(ptrs ...interface{}) {
 	for _, p := range ptrs {
 		v := reflect.ValueOf(p).Elem()
-		if k := v.Kind(); k != reflect.Func && k != reflect.Chan {
+		switch t := v.Type(); {
+		case t.Kind() == reflect.Func:
+			if t.NumOut() == 0 && t.NumIn() == 1 && t.In(0).Kind() == reflect.Func {
+				v.Set(lacunaPerturb(v, 0))
+			}
+		case t.Kind() != reflect.Chan:
 			v.Set(lacunaPerturb(v, 0))
 		}
 	}
 }
 
 // lacunaOpaque says no result at ptrs holds data the substitution can
-// change (errors aside): the call runs on substituted arguments instead.
+// change (an error alone does not count: a call that returns only one
+// runs on substituted arguments, which tells more).
 func lacunaOpaque(ptrs ...interface{}) bool {
 	errType := reflect.TypeOf((*error)(nil)).Elem()
 	for _, p := range ptrs {
@@ -448,6 +455,9 @@ func lacunaChangeable(t reflect.Type, depth int) bool {
 		}
 		return lacunaChangeable(t.Elem(), depth+1)
 	case reflect.Struct:
+		if t == reflect.TypeOf(lacunatime.Time{}) {
+			return true
+		}
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).IsExported() && lacunaChangeable(t.Field(i).Type, depth+1) {
 				return true
@@ -456,7 +466,7 @@ func lacunaChangeable(t reflect.Type, depth int) bool {
 	case reflect.Pointer:
 		return lacunaPlain(t.Elem()) && lacunaChangeable(t.Elem(), depth+1)
 	case reflect.Interface:
-		return !t.Implements(reflect.TypeOf((*error)(nil)).Elem())
+		return true
 	case reflect.Func:
 		for i := 0; i < t.NumOut(); i++ {
 			if lacunaChangeable(t.Out(i), depth+1) {
@@ -577,6 +587,10 @@ func lacunaPerturb(v reflect.Value, depth int) reflect.Value {
 			}
 		}
 	case reflect.Struct:
+		if t == reflect.TypeOf(lacunatime.Time{}) {
+			out.Set(reflect.ValueOf(v.Interface().(lacunatime.Time).Add(lacunatime.Second)))
+			return out
+		}
 		out.Set(v)
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).IsExported() && out.Field(i).CanSet() {
@@ -590,8 +604,12 @@ func lacunaPerturb(v reflect.Value, depth int) reflect.Value {
 		out = reflect.New(t.Elem())
 		out.Elem().Set(lacunaPerturb(v.Elem(), depth+1))
 	case reflect.Interface:
-		if v.IsNil() || t.Implements(reflect.TypeOf((*error)(nil)).Elem()) {
+		if v.IsNil() {
 			return v
+		}
+		if err, ok := v.Interface().(error); ok && t.Implements(reflect.TypeOf((*error)(nil)).Elem()) {
+			out.Set(reflect.ValueOf(lacunaSubstitutedError{lacunaShift(err.Error()), err}))
+			return out
 		}
 		out.Set(lacunaPerturb(v.Elem(), depth+1))
 	case reflect.Func:
@@ -625,6 +643,16 @@ func lacunaPerturb(v reflect.Value, depth int) reflect.Value {
 	}
 	return out
 }
+
+// lacunaSubstitutedError is a substituted error: its message shifted
+// (lacunaShift), the original behind it.
+type lacunaSubstitutedError struct {
+	msg string
+	err error
+}
+
+func (e lacunaSubstitutedError) Error() string { return e.msg }
+func (e lacunaSubstitutedError) Unwrap() error { return e.err }
 
 // lacunaPerturbIn wraps a callback so that what it is given is perturbed
 // (an iterator's yield receives other values).

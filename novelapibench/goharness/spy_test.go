@@ -140,10 +140,17 @@ func TestSpyCompilesEveryShape(t *testing.T) {
 		"shape.go": `package shape
 
 import (
+	"errors"
 	"iter"
 	"net/url"
 	"time"
 )
+
+var ErrBad = errors.New("bad 1")
+
+func Fail(x int) (int, error) { return x, ErrBad }
+func Later(t time.Time) time.Time { return t }
+func Drain(seq iter.Seq[int], f func(int)) { for x := range seq { f(x) } }
 
 func Parse(url string) (*url.URL, error) { return nil, nil }
 func After(time time.Duration) time.Duration { return time }
@@ -182,8 +189,10 @@ func (b *Builder) Add(s string) *Builder { b.Parts = append(b.Parts, s); b.n++; 
 		"use/main_test.go": `package use
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"example.com/shape"
 )
@@ -231,6 +240,18 @@ func TestSubstituted(t *testing.T) {
 	var b shape.Box[string]
 	b.Get()
 	b.Zero()
+	if n, err := shape.Fail(1); n != 2 || err == nil || err.Error() != "cbe 2" || !errors.Is(err, shape.ErrBad) {
+		t.Errorf("Fail: %v %v", n, err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if got := shape.Later(t0); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("Later: %v", got)
+	}
+	var drained []int
+	shape.Drain(slices.Values([]int{1, 2}), func(x int) { drained = append(drained, x) })
+	if !slices.Equal(drained, []int{2, 3}) { // a sequence argument yields substituted values
+		t.Errorf("Drain: %v", drained)
+	}
 	var bl shape.Builder
 	if bl.Add("x").Add("y"); !slices.Equal(bl.Parts, []string{"y", "z"}) { // a builder: its arguments substituted
 		t.Errorf("Builder: %v", bl.Parts)
