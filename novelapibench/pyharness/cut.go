@@ -439,10 +439,17 @@ func UsableInputs(t Task, exp Expectation) (Task, Expectation, []string) {
 }
 
 func runCutHelper(ctx context.Context, python string, stdin []byte) ([]byte, error) {
+	return runHelper(ctx, python, cutHelper, stdin)
+}
+
+// runHelper runs a helper's source with python, isolated (-I -S -B, a
+// fixed environment), stdin as its input, and returns what it printed;
+// its stderr is the error's.
+func runHelper(ctx context.Context, python, helper string, stdin []byte) ([]byte, error) {
 	if python == "" {
 		return nil, errors.New("no interpreter")
 	}
-	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-B", "-X", "utf8", "-c", cutHelper)
+	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-B", "-X", "utf8", "-c", helper)
 	cmd.Dir = os.TempDir()
 	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,17 +1,10 @@
 package pyharness
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/lacuna-dev/lacuna/runners/pyapi"
 )
@@ -155,23 +148,5 @@ func TasksFromScenarios(ctx context.Context, python string, items []Scenario) ([
 }
 
 func runScenarioHelper(ctx context.Context, python string, stdin []byte) ([]byte, error) {
-	if python == "" {
-		return nil, errors.New("no interpreter")
-	}
-	cmd := exec.CommandContext(ctx, python, "-I", "-S", "-B", "-X", "utf8", "-c", scenarioHelper)
-	cmd.Dir = os.TempDir()
-	cmd.Env = []string{"LC_ALL=C.UTF-8", "HOME=" + os.TempDir(), "PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("%w: %s", err, cut(strings.TrimSpace(stderr.String()), 4000))
-	}
-	return stdout.Bytes(), nil
+	return runHelper(ctx, python, scenarioHelper, stdin)
 }
