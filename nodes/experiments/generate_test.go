@@ -115,8 +115,8 @@ node "c3" "shapes" {
 			bundles[b.APIID] = b
 		}
 		rows := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.full")
-		if len(rows) != 2*5 {
-			t.Fatalf("%d Full rows, want 5 tasks × 2", len(rows))
+		if len(rows) != 2*(len(kept)-2) {
+			t.Fatalf("%d Full rows, want %d tasks × 2", len(rows), len(kept)-2)
 		}
 		for _, r := range rows {
 			task := kept[index[r.TaskID]]
@@ -184,14 +184,17 @@ node "c3" "shapes" {
 			}
 		}
 		wantC2 := map[int]string{0: "C2: the model solved 3 of 3 samples without knowledge", 1: "C2: the model solved 2 of 3 samples without knowledge"}
-		wantC3 := map[int]string{0: wantC2[0], 1: wantC2[1], 6: "C3: the strong model solved 0 of 2 samples with the bundle (cell Full), want 1"}
+		wantC3 := map[int]string{0: wantC2[0], 1: wantC2[1]}
+		for k := 6; k < len(kept); k++ {
+			wantC3[k] = "C3: the strong model solved 0 of 2 samples with the bundle (cell Full), want 1"
+		}
 		for _, c := range []struct {
 			addr   string
 			reason map[int]string
 			note   string
 		}{
-			{"node.c2.shapes", wantC2, "C2: 7 tasks, 5 kept (model solved 2 without knowledge)"},
-			{"node.c3.shapes", wantC3, "C3: 5 tasks, 4 kept (strong model solved too few of 1 with the bundle, cell Full)"},
+			{"node.c2.shapes", wantC2, fmt.Sprintf("C2: %d tasks, %d kept (model solved 2 without knowledge)", len(kept), len(kept)-2)},
+			{"node.c3.shapes", wantC3, fmt.Sprintf("C3: %d tasks, 4 kept (strong model solved too few of %d with the bundle, cell Full)", len(kept)-2, len(kept)-6)},
 		} {
 			rows := nodetest.Read[filters.FilterRow](t, run, c.addr)
 			if len(rows) != len(c1rows) {
@@ -228,13 +231,13 @@ node "c3" "shapes" {
 				t.Errorf("a seeded baseline request was sent %d times", c.Requests)
 			}
 		}
-		if full != 5 {
-			t.Errorf("%d distinct Full requests, want 5 (the tasks C2 keeps)", full)
+		if full != len(kept)-2 {
+			t.Errorf("%d distinct Full requests, want %d (the tasks C2 keeps)", full, len(kept)-2)
 		}
 	})
 
 	before := srv.Stats().Requests
-	if want := 3*len(kept) + 2*5; before != want {
+	if want := 3*len(kept) + 2*(len(kept)-2); before != want {
 		t.Errorf("%d requests, want %d", before, want)
 	}
 	again := taskstest.Run(t, dir, src)
