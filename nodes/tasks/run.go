@@ -160,6 +160,13 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		solverImports, code := goharness.SplitAnswer(s.Code)
 		prog, span, whole := spec.AsProgram(s.Code)
 		if whole {
+			// The task's own program with the span written in is that
+			// span: its context keeps its calls and returns.
+			if sp, ims, ok := spec.AsSpan(prog, span); ok {
+				whole, code, solverImports = false, sp, ims
+			}
+		}
+		if whole {
 			// A program that begins with the task's own context runs it
 			// as the context, and gets the second input as a span does.
 			var same bool

@@ -405,6 +405,10 @@ func generate(task tasks.Row) []suiteRow {
 	}
 	add("correct", "reference", "g-ref", mask)
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program", Kind: "correct", Class: "whole-program", Solution: task.Reference})
+	// The same program with a helper of its own is not the task's program
+	// (Task.AsSpan): it runs as a whole program.
+	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program-own", Kind: "correct", Class: "whole-program",
+		Solution: task.Reference + "\n// programHelper is the program's own.\nfunc programHelper(n int) int { return n + 1 }\n"})
 	add("correct", "extra-imports", "g-import", "_ = strings.TrimSpace(\" \")\n"+mask)
 	if r, ok := renameLocals(task); ok {
 		add("correct", "other-names", "g-rename", r)

@@ -65,7 +65,12 @@
 //     a solution right by accident on one input, or one that ignores the
 //     input, fails. A whole program whose main begins with the task's
 //     context (Task.WithContext) gets it too; one that built its data
-//     its own way does not (its calls' data is still checked).
+//     its own way does not (its calls' data is still checked). A whole
+//     program that is the task's own program with the span written in
+//     (the same declarations, the context's statements before and after:
+//     Task.AsSpan) is run as that span, with every check a span gets.
+//     A whole program's variable initialisers run before its main, under
+//     the scenario's clock as the scenario does.
 //   - Expectations (Derive) come from up to a hundred runs of the
 //     reference (ten at least; more while within 2 s: a two-entry map
 //     iterates in its rarer order one time in eight): only what every run

@@ -428,6 +428,24 @@ type lacunaRecord struct {
 // the variants apart.
 var lacunaKey, lacunaVariant, lacunaChannel = lacunaOpen()
 
+// The rest of the package's initialisation (a whole program's variable
+// initialisers among it: they run before its main, in the order declared,
+// after the key above) runs under the scenario's clock, started here:
+// past it the process ends with no record, as a scenario that hangs
+// would. lacunaMain stops it.
+var lacunaInitDone lacunaatomic.Bool
+var _ = lacunaInitClock()
+
+func lacunaInitClock() bool {
+	lacunatime.AfterFunc(lacunaScenarioTimeout, func() {
+		if !lacunaInitDone.Load() {
+			lacunafmt.Fprintln(lacunaos.Stderr, "timed out: the package's initialisation ran past the scenario's limit")
+			lacunaos.Exit(2)
+		}
+	})
+	return true
+}
+
 func lacunaOpen() ([]byte, byte, *lacunaos.File) {
 	if len(lacunaos.Args) > 1 && lacunaos.Args[1] == "` + SuperviseArg + `" {
 		lacunaos.Exit(lacunaSupervise(lacunaos.Args[2:]))
@@ -584,6 +602,7 @@ func lacunaHook(file string, line int) (solver, substitute bool) {
 // times (the task's data, the solver's calls of the target substituted,
 // or the second input), then writes the record.
 func lacunaMain(unit int, file string, lines []int, runs int, scenario, perturbed func(func(string, any)), spy func() [4]int64) {
+	lacunaInitDone.Store(true)
 	rec := lacunaRecord{Unit: unit, Variant: string(lacunaVariant)}
 	defer func() { lacunaEmit(rec) }()
 	attr := &lacunaAttr{file: file, lines: lines}

@@ -448,3 +448,25 @@ func TestSupervisedSandboxIsResetBetweenSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestInitTimeCodeRunsUnderTheScenarioClock: a whole program's variable
+// initialisers run before its main, outside any scenario; they are timed
+// by the scenario's clock, not only by the unit's wall.
+func TestInitTimeCodeRunsUnderTheScenarioClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Go programs")
+	}
+	f := newSpiedFixture(t, Target{ID: "example.com/shapes.Scale", Package: "example.com/shapes", Name: "Scale"})
+	f.unitWall = 5 * time.Minute
+	const stall = "package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n\n\t\"example.com/shapes\"\n)\n\nvar stalled = func() int { time.Sleep(time.Hour); return 1 }()\n\nfunc main() {\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, 2)\n\tfmt.Println(ys, stalled)\n}\n"
+	start := time.Now()
+	run := f.run(t, f.unit(scaleTask, stall, 1))[0]
+	took := time.Since(start)
+	if run.Err == nil || !strings.Contains(run.Err.Error()+run.Process.Output, "initialisation ran past the scenario's limit") {
+		t.Fatalf("a stalled initialiser: err %v, output %q", run.Err, run.Process.Output)
+	}
+	// Two variants (normal, substituted), each ten seconds, and the build.
+	if took > 2*time.Minute {
+		t.Errorf("took %v: the initialisers were not under the scenario's clock", took)
+	}
+}

@@ -1,6 +1,7 @@
 package goharness
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/printer"
@@ -101,11 +102,7 @@ func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
 	if len(before) == 0 || len(stmts) <= len(before) {
 		return prog, body, false
 	}
-	show := func(fset *token.FileSet, n ast.Node) string {
-		var b strings.Builder
-		printer.Fprint(&b, fset, n)
-		return b.String()
-	}
+	show := func(_ *token.FileSet, n ast.Node) string { return layoutFree(n) }
 	for i, st := range before {
 		if show(bset, st) != show(sset, stmts[i]) {
 			return prog, body, false
@@ -114,6 +111,93 @@ func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
 	at := sset.Position(stmts[len(before)-1].End()).Offset - len(head)
 	prog.Before, prog.Mask = body[:at], body[at:]
 	return prog, body[at:], true
+}
+
+// AsSpan reads a whole program (prog and its main's body, as AsProgram
+// made them) that is the task's own program with the span written in:
+// the same helper declarations, and a main that begins with the task's
+// statements before the span and ends with those after it, statement for
+// statement (as gofmt prints them, comments aside). It returns the
+// statements in between as the span and the program's imports as the
+// solver's, so that the program is run and checked exactly as that span
+// answer would be: the task's context keeps its own calls and returns,
+// and only the span is the solver's. ok is false for any other program
+// (it then runs as a whole program: AsProgram, WithContext).
+func (t Task) AsSpan(prog Task, body string) (span string, imports []string, ok bool) {
+	const head = "package p\nfunc _() {"
+	parse := func(src string) (*token.FileSet, []ast.Stmt, bool) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "", head+src+"\n}\n", parser.SkipObjectResolution)
+		if err != nil || len(f.Decls) != 1 {
+			return nil, nil, false
+		}
+		return fset, f.Decls[0].(*ast.FuncDecl).Body.List, true
+	}
+	show := func(_ *token.FileSet, n ast.Node) string { return layoutFree(n) }
+	if sameDecls(t.Decls, prog.Decls) != nil {
+		return "", nil, false
+	}
+	bset, before, ok1 := parse(t.Before)
+	aset, after, ok2 := parse(t.After)
+	sset, stmts, ok3 := parse(body)
+	if !ok1 || !ok2 || !ok3 || len(stmts) <= len(before)+len(after) {
+		return "", nil, false
+	}
+	for i, st := range before {
+		if show(bset, st) != show(sset, stmts[i]) {
+			return "", nil, false
+		}
+	}
+	rest := stmts[len(stmts)-len(after):]
+	for i, st := range after {
+		if show(aset, st) != show(sset, rest[i]) {
+			return "", nil, false
+		}
+	}
+	from := len(head)
+	if len(before) > 0 {
+		from = sset.Position(stmts[len(before)-1].End()).Offset
+	}
+	to := sset.Position(stmts[len(stmts)-len(after)-1].End()).Offset
+	return strings.TrimLeft(body[from-len(head):to-len(head)], "\r\n"), prog.OwnImports, true
+}
+
+// layoutFree prints n as gofmt would print it written on one line: the
+// printer without the file's positions lays it out itself, so that code
+// that differs only in line breaks and spacing prints the same.
+func layoutFree(n ast.Node) string {
+	var b strings.Builder
+	printer.Fprint(&b, token.NewFileSet(), n)
+	return b.String()
+}
+
+// sameDecls is nil when two sets of declarations are the same, in order,
+// as gofmt prints them without their comments.
+func sameDecls(a, b string) error {
+	norm := func(src string) (string, error) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "", "package p\n"+src, parser.SkipObjectResolution)
+		if err != nil {
+			return "", err
+		}
+		var s strings.Builder
+		for _, d := range f.Decls {
+			s.WriteString(layoutFree(d) + "\n")
+		}
+		return s.String(), nil
+	}
+	x, err := norm(a)
+	if err != nil {
+		return err
+	}
+	y, err := norm(b)
+	if err != nil {
+		return err
+	}
+	if x != y {
+		return fmt.Errorf("the declarations differ")
+	}
+	return nil
 }
 
 // WithProbes is o with only the named probes: what a whole-program

@@ -119,3 +119,34 @@ func TestWithContext(t *testing.T) {
 		}
 	}
 }
+
+func TestAsSpan(t *testing.T) {
+	task := Task{
+		Decls:  "// double is a helper.\nfunc double(n int) int { return 2 * n }",
+		Before: "\n\txs := []int{1, 2, 3}",
+		Mask:   "\tys := shapes.Scale(xs, double(1))",
+		After:  "\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)",
+	}
+	const decls = "func double(n int) int {\n\treturn 2 * n\n}"
+	for _, tc := range []struct {
+		name, decls, body, span string
+		ok                      bool
+	}{
+		{"the task's program", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "ys := shapes.Scale(xs, double(1))", true},
+		{"reformatted, two statements", "func double(n int) int { return 2*n }", "\nxs := []int{1,2,3}\nk := double(1)\nys := shapes.Scale(xs, k)\nif len(ys) == 0 { return }\nfmt.Println(ys)\n", "k := double(1)\nys := shapes.Scale(xs, k)", true},
+		{"other helper", "func double(n int) int { return n + n }", "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
+		{"an extra helper", decls + "\nfunc other() {}", "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
+		{"other data", decls, "\n\txs := []int{1, 2, 4}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
+		{"other ending", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tfmt.Println(ys)\n", "", false},
+		{"no span", decls, "\n\txs := []int{1, 2, 3}\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
+	} {
+		span, ims, ok := task.AsSpan(Task{Decls: tc.decls, OwnImports: []string{`fmt "fmt"`}}, tc.body)
+		if ok != tc.ok {
+			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if ok && (strings.TrimSpace(span) != tc.span || len(ims) != 1) {
+			t.Errorf("%s: span %q imports %q, want span %q", tc.name, span, ims, tc.span)
+		}
+	}
+}
