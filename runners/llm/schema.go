@@ -11,8 +11,11 @@ import (
 
 // schema is a parsed JSON schema of the subset lacuna's requests use:
 // type (object, string, number, integer, boolean, array, null, or a list
-// of them), properties, required, enum, items and additionalProperties
-// false. Other keywords are not checked.
+// of them), properties, required, enum, items, additionalProperties
+// false, and a number's minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum (numbers, as JSON Schema 2020-12 has them; draft 4's
+// boolean exclusiveMinimum / exclusiveMaximum, which make minimum /
+// maximum exclusive, are read too). Other keywords are not checked.
 type schema struct {
 	types    []string
 	props    map[string]*schema
@@ -20,6 +23,28 @@ type schema struct {
 	enum     []any
 	items    *schema
 	closed   bool // additionalProperties: false
+	bounds   []bound
+}
+
+// bound is one numeric bound: the value must be above (or at, unless
+// strict) min, or below (or at) max.
+type bound struct {
+	keyword string
+	limit   float64
+	upper   bool // a maximum
+	strict  bool // exclusive
+}
+
+func (b bound) holds(x float64) bool {
+	switch {
+	case b.upper && b.strict:
+		return x < b.limit
+	case b.upper:
+		return x <= b.limit
+	case b.strict:
+		return x > b.limit
+	}
+	return x >= b.limit
 }
 
 // parseSchema reads a schema document.
@@ -103,6 +128,43 @@ func buildSchema(v any, at string) (*schema, error) {
 	if ap, ok := m["additionalProperties"].(bool); ok && !ap {
 		s.closed = true
 	}
+	for _, k := range []struct {
+		name, exclusive string
+		upper           bool
+	}{{"minimum", "exclusiveMinimum", false}, {"maximum", "exclusiveMaximum", true}} {
+		draft4 := false
+		switch x := m[k.exclusive].(type) {
+		case nil:
+		case bool:
+			draft4 = x
+		case json.Number:
+			f, err := x.Float64()
+			if err != nil {
+				return nil, fmt.Errorf("schema %s: %s %s is not a number", at, k.exclusive, x)
+			}
+			s.bounds = append(s.bounds, bound{keyword: k.exclusive, limit: f, upper: k.upper, strict: true})
+		default:
+			return nil, fmt.Errorf("schema %s: %s is neither a number nor a boolean", at, k.exclusive)
+		}
+		switch x := m[k.name].(type) {
+		case nil:
+			if draft4 {
+				return nil, fmt.Errorf("schema %s: %s = true without %s", at, k.exclusive, k.name)
+			}
+		case json.Number:
+			f, err := x.Float64()
+			if err != nil {
+				return nil, fmt.Errorf("schema %s: %s %s is not a number", at, k.name, x)
+			}
+			name := k.name
+			if draft4 {
+				name = k.exclusive + " " + k.name
+			}
+			s.bounds = append(s.bounds, bound{keyword: name, limit: f, upper: k.upper, strict: draft4})
+		default:
+			return nil, fmt.Errorf("schema %s: %s is not a number", at, k.name)
+		}
+	}
 	return s, nil
 }
 
@@ -133,6 +195,13 @@ func (s *schema) check(v any, at string) string {
 		}
 	}
 	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		for _, b := range s.bounds {
+			if err != nil || !b.holds(f) {
+				return fmt.Sprintf("%s: %s is outside %s %s", at, x, b.keyword, strconv.FormatFloat(b.limit, 'g', -1, 64))
+			}
+		}
 	case map[string]any:
 		for _, r := range s.required {
 			if _, ok := x[r]; !ok {

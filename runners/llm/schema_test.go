@@ -7,6 +7,7 @@ import (
 )
 
 func TestSchemaChecksTheSubset(t *testing.T) {
+	score := `{"type": "object", "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1}}, "required": ["score"]}`
 	judge := `{"type": "object", "properties": {
 		"class": {"type": "string", "enum": ["OK", "API_misuse"]},
 		"confidence": {"type": "number"},
@@ -32,6 +33,19 @@ func TestSchemaChecksTheSubset(t *testing.T) {
 		{"open object", `{"type": "object", "properties": {"a": {"type": "string"}}}`, `{"a": "x", "b": 2}`, ""},
 		{"numeric enum by value", `{"enum": [1, 2]}`, `2.0`, ""},
 		{"no type accepts anything", `{}`, `"x"`, ""},
+		// Bounds: a judge's score of 1e15 must not hold a 0..1 schema.
+		{"score in range", score, `{"score": 0.5}`, ""},
+		{"score at the minimum", score, `{"score": 0}`, ""},
+		{"score at the maximum", score, `{"score": 1}`, ""},
+		{"score far above", score, `{"score": 1e15}`, "#/score: 1e15 is outside maximum 1"},
+		{"score below", score, `{"score": -0.1}`, "outside minimum 0"},
+		{"exclusive minimum", `{"type": "number", "exclusiveMinimum": 0}`, `0`, "outside exclusiveMinimum 0"},
+		{"above an exclusive minimum", `{"type": "number", "exclusiveMinimum": 0}`, `1e-9`, ""},
+		{"exclusive maximum", `{"type": "integer", "exclusiveMaximum": 5}`, `5`, "outside exclusiveMaximum 5"},
+		{"draft 4 exclusive maximum", `{"maximum": 5, "exclusiveMaximum": true}`, `5`, "outside exclusiveMaximum maximum 5"},
+		{"draft 4 inclusive maximum", `{"maximum": 5, "exclusiveMaximum": false}`, `5`, ""},
+		{"bounds leave strings alone", `{"type": ["number", "string"], "minimum": 3}`, `"2"`, ""},
+		{"items bounded", `{"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 6}}`, `[1, 6, 7]`, "#/2: 7 is outside maximum 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := parseSchema(json.RawMessage(tc.schema))
@@ -47,7 +61,8 @@ func TestSchemaChecksTheSubset(t *testing.T) {
 }
 
 func TestSchemaRejectsWhatItCannotCheck(t *testing.T) {
-	for _, s := range []string{`[]`, `{"type": "tuple"}`, `{"type": 3}`, `{"properties": []}`, `{"required": "a"}`, `{"items": 1}`, `{"enum": {}}`, `not json`} {
+	for _, s := range []string{`[]`, `{"type": "tuple"}`, `{"type": 3}`, `{"properties": []}`, `{"required": "a"}`, `{"items": 1}`, `{"enum": {}}`, `not json`,
+		`{"minimum": "3"}`, `{"exclusiveMaximum": "x"}`, `{"exclusiveMinimum": true}`} {
 		if _, err := parseSchema(json.RawMessage(s)); err == nil {
 			t.Errorf("schema %s was accepted", s)
 		}
