@@ -63,6 +63,11 @@ type Executor struct {
 	// will run (nodes.CallPlanner): that reads the call cache, so only
 	// `lacuna plan` asks for it.
 	CountCalls bool
+	// Remotes runs the instances of the runners it names elsewhere (a
+	// cluster: Remote), by runner name. Their instances do not count
+	// against Jobs (the runner's own concurrency bounds them). verify
+	// (NoCommit) runs them here.
+	Remotes map[string]Remote
 	// LastKnown makes Plan report an instance whose key cannot be
 	// computed now (its Resolve fails: a model server that is down) as
 	// cached with the output the pipeline's last run recorded, when the
@@ -321,6 +326,20 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
 			return hit(a.Output, a.Note)
 		}
+	}
+	if rm := w.remoteFor(i); rm != nil {
+		// The job takes the key's lock and commits; the store says what
+		// it computed.
+		emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Message: "dispatched to runner " + i.Runner})
+		started := time.Now()
+		a, err := w.runRemote(ctx, rm, i, key)
+		if err != nil {
+			w.record(i.Addr, artifacts.SnapshotNode{Key: key, Failed: true})
+			return fail(key, err)
+		}
+		w.record(i.Addr, artifacts.SnapshotNode{Key: key, Output: a.Output, Note: a.Note})
+		emit(Event{Event: EventDone, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: a.Output.Digest, Rows: a.Output.Rows, Seconds: time.Since(started).Seconds(), Message: a.Note})
+		return Result{State: StateDone, Key: key, Output: a.Output}
 	}
 	unlock, err := x.Store.LockKey(ctx, key)
 	if err != nil {

@@ -27,6 +27,8 @@ type walk struct {
 	mu      sync.Mutex
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
 
+	remote remoteBatches // instances on Remotes, batched per node
+
 	emitMu sync.Mutex
 }
 
@@ -212,7 +214,13 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	stopped := false
 	pending := len(insts)
 
+	// Instances on a Remote wait for their jobs without using a local
+	// slot: only their runner's own limit bounds them.
+	localRunning := 0
 	runnerFree := func(r string) bool {
+		if !w.isRemote(r) && localRunning >= jobs {
+			return false
+		}
 		limit := g.Runners[r]
 		return r == "" || limit <= 0 || perRunner[r] < limit
 	}
@@ -270,7 +278,7 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		if !stopped && ctx.Err() != nil {
 			stopped = true
 		}
-		for !stopped && running < jobs {
+		for !stopped {
 			i, ok := ready.pop(runnerFree)
 			if !ok {
 				break
@@ -287,6 +295,9 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			}
 			running++
 			perRunner[i.Runner]++
+			if !w.isRemote(i.Runner) {
+				localRunning++
+			}
 			go func(i *Instance) {
 				doneCh <- finished{i, w.runOne(ctx, i, inputs, k)}
 			}(i)
@@ -304,6 +315,9 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		}
 		running--
 		perRunner[f.inst.Runner]--
+		if !w.isRemote(f.inst.Runner) {
+			localRunning--
+		}
 		pending--
 		finish(f.inst, f.res)
 	}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
+)
+
+// Remote runs instances somewhere other than this process: a cluster's
+// nodes (runner kind "slurm"). Each instance runs as `lacuna run` of the
+// same pipeline with that instance as its only target, against the same
+// store, so what it computes is committed to the store's action cache
+// exactly as a local run commits it, under the same key; the store (never
+// the scheduler) says what finished. Dispatch gets the instances of one
+// node that became ready together (a for_each sweep: one job array) and
+// returns when every one has ended: errs[k] is nil when addrs[k]'s job
+// succeeded, else why it did not (with its log). An instance whose job
+// succeeded but whose key the store does not hold (the job computed
+// another key: a different environment) fails with that said.
+//
+// Dispatch is called from several goroutines at once, and must stop the
+// jobs it started (scancel) when ctx is cancelled. A process that died
+// before its jobs ended leaves them running: the next run finds their
+// results in the store, or dispatches what has none.
+type Remote interface {
+	Dispatch(ctx context.Context, node string, addrs []string) (errs []error)
+}
+
+// RemoteWindow is how long the first ready instance of a node waits for
+// its siblings before the batch is dispatched: a sweep's instances become
+// ready together and go as one job array.
+var RemoteWindow = 300 * time.Millisecond
+
+// remoteBatches groups the instances of one (runner, node) that become
+// ready within RemoteWindow into one Dispatch. Safe for concurrent use.
+type remoteBatches struct {
+	mu      sync.Mutex
+	pending map[[2]string]*remoteBatch
+}
+
+type remoteBatch struct {
+	addrs []string
+	errs  []error
+	done  chan struct{}
+}
+
+// do dispatches addr (an instance of node) on rm, batched with its
+// siblings, and returns its job's outcome.
+func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node, addr string) error {
+	k := [2]string{runner, node}
+	b.mu.Lock()
+	if b.pending == nil {
+		b.pending = map[[2]string]*remoteBatch{}
+	}
+	batch, ok := b.pending[k]
+	if !ok {
+		batch = &remoteBatch{done: make(chan struct{})}
+		b.pending[k] = batch
+		go func() {
+			select {
+			case <-time.After(RemoteWindow):
+			case <-ctx.Done():
+			}
+			b.mu.Lock()
+			delete(b.pending, k)
+			addrs := batch.addrs
+			b.mu.Unlock()
+			errs := rm.Dispatch(ctx, node, addrs)
+			if len(errs) != len(addrs) {
+				err := fmt.Errorf("runner %s answered %d outcomes for %d instances", runner, len(errs), len(addrs))
+				errs = make([]error, len(addrs))
+				for j := range errs {
+					errs[j] = err
+				}
+			}
+			batch.errs = errs
+			close(batch.done)
+		}()
+	}
+	idx := len(batch.addrs)
+	batch.addrs = append(batch.addrs, addr)
+	b.mu.Unlock()
+	<-batch.done
+	return batch.errs[idx]
+}
+
+// runRemote runs i on its runner's Remote and reads what the job
+// committed under key.
+func (w *walk) runRemote(ctx context.Context, rm Remote, i *Instance, key artifacts.Digest) (*artifacts.Action, error) {
+	err := w.remote.do(ctx, rm, i.Runner, i.Decl.Address().String(), i.Addr)
+	a, ok, damaged := w.x.cached(key)
+	if ok {
+		return a, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("on runner %s: %w", i.Runner, err)
+	case damaged != nil:
+		return nil, fmt.Errorf("on runner %s: the job ended but its action entry is damaged: %w", i.Runner, damaged)
+	}
+	return nil, errors.New("on runner " + i.Runner + ": the job ended but the store holds no result under key " + string(key) +
+		" (the job computed another key: does it see the same pipeline, variables and environment?)")
+}
+
+// remoteFor is the Remote that runs i, nil when i runs here.
+func (w *walk) remoteFor(i *Instance) Remote {
+	if i.Runner == "" || w.x.NoCommit {
+		return nil
+	}
+	return w.x.Remotes[i.Runner]
+}
+
+// isRemote says whether the runner's instances run on a Remote.
+func (w *walk) isRemote(runner string) bool {
+	return runner != "" && !w.x.NoCommit && w.x.Remotes[runner] != nil
+}
