@@ -12,10 +12,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -32,16 +35,32 @@ type Endpoint struct {
 	// alias under the dated model behind it); "*" accepts any id, or
 	// none. Empty: an answer must name ServedName. An answer naming
 	// another model fails its call (Client.Do) and is never cached.
-	Reported    string
-	Timeout     time.Duration // per attempt (0: DefaultTimeout)
-	Concurrency int           // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
-	MaxRetries  int           // per call, after the first try (0: DefaultMaxRetries; NoRetries: none)
+	Reported string
+	// Timeout bounds each attempt (0: DefaultTimeout), counted from when
+	// the server could start on it: while the server answers other
+	// attempts in flight through the same Limiter (a server with fewer
+	// slots than the calls in flight queues them), its clock restarts at
+	// each of their answers, up to Timeout × the most attempts in flight
+	// during its life. A request the server is still computing is not
+	// abandoned and resent just because it waited its turn (queue).
+	Timeout time.Duration
+	// Slots is how many requests the server computes at once, when known
+	// (Client.Slots; 0: unknown): an attempt can then be behind at most
+	// ⌈in flight / Slots⌉ − 1 others, and with no more calls in flight
+	// than slots its Timeout counts from its sending. Callers also cap
+	// Concurrency to it.
+	Slots       int
+	Concurrency int // the most calls in flight (the adaptive limit starts here; 0: DefaultConcurrency)
+	MaxRetries  int // per call, after the first try (0: DefaultMaxRetries; NoRetries: none)
 	// Structured is how a request's Schema or Choice goes on the wire:
-	// ResponseFormat ("" means it) or StructuredOutputs. One of the two,
-	// never both: OpenAI's API refuses fields it does not know, and vLLM
-	// refuses two constraints at once. StructuredOutputs enters the key
-	// of a constrained call (Client.Do): the two mechanisms are different
-	// servers' code paths and may answer differently.
+	// ResponseFormat ("" and JSONSchema mean it), StructuredOutputs,
+	// JSONObject or NoConstraint. One mechanism, never two: OpenAI's API
+	// refuses fields it does not know, and vLLM refuses two constraints
+	// at once. Any but ResponseFormat enters the key of a constrained
+	// call (Client.Do): the mechanisms are different requests and
+	// different servers' code paths, and may answer differently. Every
+	// answer to a constrained request is checked here
+	// (Response.SchemaHeld), whatever was sent.
 	Structured string
 }
 
@@ -58,6 +77,19 @@ const (
 	// recent enough to have it knows it: OpenAI's API answers 400, and a
 	// server that ignores unknown fields answers unconstrained.
 	StructuredOutputs = "structured_outputs"
+	// JSONSchema is ResponseFormat under the name of its type
+	// (structured_output = "json_schema", the default).
+	JSONSchema = "json_schema"
+	// JSONObject sends response_format {type: json_object} (any JSON
+	// object; llama-cpp-python's server takes it, not json_schema) and
+	// puts the schema in the prompt (appended to the last user message,
+	// or to the prompt); the answer is checked against the schema here. A
+	// Choice is sent unconstrained (json_object asks for an object) and
+	// checked here.
+	JSONObject = "json_object"
+	// NoConstraint sends no constraint at all: the answer is only checked
+	// here, against the schema or the choices.
+	NoConstraint = "none"
 )
 
 // NoRetries as Endpoint.MaxRetries makes every call a single try (the
@@ -176,37 +208,34 @@ func New(ep Endpoint, opts ...Option) *Client {
 type StatusError struct {
 	Status int
 	Body   string // an excerpt
+	// Refused says the server refused the request itself: any 4xx but
+	// 408 and 429, and a 5xx whose message is about the request (a
+	// response_format it does not take, a validation error), as
+	// llama-cpp-python's server answers json_schema with HTTP 500.
+	// Such a call fails at once, never retried (Refused).
+	Refused bool
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("HTTP %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
+	s := fmt.Sprintf("HTTP %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
+	if e.Refused && e.Status/100 == 5 {
+		s += " (the server's message is about the request, not its load: not retried)"
+	}
+	return s
 }
 
 // Models lists the model ids the server reports at GET /models. It tries
-// once, within the endpoint's timeout or a minute, whichever is shorter: a
-// wrong endpoint fails plans quickly.
+// once, within ProbeTimeout (or the endpoint's timeout when shorter): a
+// wrong endpoint fails plans quickly. A server that accepts the
+// connection but answers nothing in that time fails with an error that
+// wraps ErrBusy: llama.cpp's and llama-cpp-python's servers do not answer
+// GET /models while they generate.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, time.Minute))
-	defer cancel()
-	target := c.ep.BaseURL + "/models"
+	b, err := c.get(ctx, "/models", false)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
 	shown := c.shown + "/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
-	}
-	c.auth(req)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", scrub(err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("list models: GET %s: %w", shown, scrub(err))
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("list models: GET %s: %w", shown, &StatusError{resp.StatusCode, excerpt(string(b), 200)})
-	}
 	var list struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -231,8 +260,12 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 // Backoff's delay or the server's Retry-After capped at MaxRetryAfter; a
 // Retry-After that would outlast ctx's deadline fails the call at once,
 // saying so), and, once answered, stored in the cache before Do returns:
-// a process killed after Do returned never makes the call again. Any
-// other 4xx fails at once (a *StatusError in the chain). An attempt reads
+// a process killed after Do returned never makes the call again. A
+// refusal of the request itself fails at once with the server's message
+// (a *StatusError with Refused set, in the chain): any other 4xx, and a
+// 5xx whose message is about the request (llama-cpp-python answers a
+// response_format it does not take with 500), which another try would
+// only repeat. An attempt reads
 // at most 8 MiB of answer: a longer one fails the call without a retry,
 // so that many calls in flight cannot exhaust memory. Cancelling ctx
 // stops the call promptly.
@@ -246,9 +279,21 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 // reasoning model that spent max_tokens thinking answers that way) or a
 // completion whose text is null. Failed at once: an answer that names
 // another model than the one asked for (Endpoint.ServedName, or
-// Endpoint.Reported), which is a misrouted request or a server under
-// another name, and a chat answer that is a tool call (the client sends
-// no tools and reads no tool calls).
+// Endpoint.Reported), which is a misrouted request or a server that
+// answers any name as its own (the error says what it calls itself), a
+// chat answer that is a tool call (the client sends no tools and reads no
+// tool calls), and an answer without the top log-probabilities the
+// request asked for (a server that ignores the field; never cached as an
+// answer without them).
+//
+// A constrained request (Schema or Choice) goes as Endpoint.Structured
+// says. Under the default, json_schema, a server that refuses
+// response_format json_schema (a refusal naming it) is asked once more
+// through the fallback: the schema in the prompt with response_format
+// json_object (choices: unconstrained), the answer checked here, and
+// Response.Warning saying so; the refusal is remembered for the process
+// and in the cache, so that later calls to the server go straight to the
+// fallback (under the fallback's key).
 func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 	c.stats.begin()
 	resp, err := c.do(ctx, call)
@@ -261,22 +306,87 @@ func (c *Client) Do(ctx context.Context, call Call) (*Response, error) {
 
 func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	req := &call.Request
-	if s := c.ep.Structured; s != "" && s != ResponseFormat && s != StructuredOutputs {
-		return nil, fmt.Errorf("endpoint's structured output %q: want %q or %q", s, ResponseFormat, StructuredOutputs)
+	if err := checkMode(c.ep.Structured); err != nil {
+		return nil, err
 	}
 	sc, err := validate(call)
 	if err != nil {
 		return nil, err
 	}
+	mode := c.mode()
+	if len(req.Schema) == 0 && len(req.Choice) == 0 || mode != ResponseFormat {
+		return c.call(ctx, call, sc, mode, "")
+	}
+	if refusal, ok := c.refusedBefore(); ok {
+		mode = fallbackMode(req)
+		return c.call(ctx, call, sc, mode, fallbackWarning(refusal, mode))
+	}
+	resp, err := c.call(ctx, call, sc, mode, "")
+	refusal, ok := refusesJSONSchema(err)
+	if !ok {
+		return resp, err
+	}
+	c.refused(refusal)
+	mode = fallbackMode(req)
+	return c.call(ctx, call, sc, mode, fallbackWarning(refusal, mode))
+}
+
+// refusedBefore says whether the server is known to refuse response_format
+// json_schema: it did in this process, or the call cache holds its
+// refusal (refusalKey), and what it said.
+func (c *Client) refusedBefore() (string, bool) {
+	if r, ok := refusals.Load(c.refusalKey()); ok {
+		return r.(string), true
+	}
+	if c.cache == nil {
+		return "", false
+	}
+	b, ok, err := c.cache.Get(c.refusalCacheKey())
+	var r struct {
+		Refusal string `json:"refusal"`
+	}
+	if err != nil || !ok || json.Unmarshal(b, &r) != nil || r.Refusal == "" {
+		return "", false
+	}
+	refusals.Store(c.refusalKey(), r.Refusal)
+	return r.Refusal, true
+}
+
+// refused records that the server refused response_format json_schema,
+// for the process and in the call cache (so that a resumed run, and its
+// plan, go straight to the fallback).
+func (c *Client) refused(refusal string) {
+	refusals.Store(c.refusalKey(), refusal)
+	if c.cache != nil {
+		b, _ := json.Marshal(map[string]string{"refusal": refusal}) // a string map always encodes
+		c.cache.Put(c.refusalCacheKey(), b)                         // best effort: a lost marker costs one refused request
+	}
+}
+
+// refusalCacheKey is the call-cache key of a server's refusal of
+// json_schema: the lower-case hex SHA-256 of "lacuna-refusal-v1", the
+// identity, the base URL and the served name, separated by zero bytes.
+// The URL is in it because the refusal is the server's, not the model's.
+func (c *Client) refusalCacheKey() string {
+	h := sha256.New()
+	h.Write([]byte("lacuna-refusal-v1\x00" + c.identity + "\x00" + c.ep.BaseURL + "\x00" + c.ep.ServedName))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// call replays the call from the cache under mode's key, or makes it
+// with its constraint sent as mode says; warning, when not empty, is the
+// Response.Warning of an answer it makes.
+func (c *Client) call(ctx context.Context, call Call, sc *schema, mode, warning string) (*Response, error) {
+	req := &call.Request
 	key := ""
 	if c.cache != nil {
-		key = c.key(call)
+		key = c.keyFor(call, mode)
 		if r := c.lookup(key); r != nil {
 			c.stats.replayed()
 			return r, nil
 		}
 	}
-	body, path, err := c.body(call)
+	body, path, err := c.body(call, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +420,17 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 			return nil, fmt.Errorf("%w (waiting to retry after %d tries; last: %v)", ctx.Err(), try+1, ae.err)
 		}
 	}
+	if err := c.checkLogprobs(req, resp); err != nil {
+		return nil, err
+	}
 	if len(req.Schema) > 0 || len(req.Choice) > 0 {
 		held, why := checkAnswer(req, sc, resp.Text)
+		if !held {
+			why = c.brokeConstraint(why, mode, resp)
+		}
 		resp.SchemaHeld, resp.SchemaError = &held, why
 	}
+	resp.Warning = warning
 	if c.cache != nil {
 		b, err := json.Marshal(resp)
 		if err != nil {
@@ -327,6 +444,31 @@ func (c *Client) do(ctx context.Context, call Call) (*Response, error) {
 	return resp, nil
 }
 
+// checkLogprobs fails an answer without the top log-probabilities its
+// request asked for: a server that ignores logprobs / top_logprobs, or
+// sends them in a form parseLogprobs does not read. Such an answer is
+// never cached: it would be replayed as an empty ranking. An answer of no
+// tokens has none to give.
+func (c *Client) checkLogprobs(req *Request, resp *Response) error {
+	if req.Logprobs <= 0 || (resp.Text == "" && resp.OutputTokens == 0) {
+		return nil
+	}
+	for _, t := range resp.Logprobs {
+		if len(t.Top) > 0 {
+			return nil
+		}
+	}
+	who := c.shown
+	if resp.Server != "" {
+		who += " (Server: " + resp.Server + ")"
+	}
+	what := "no log-probabilities"
+	if len(resp.Logprobs) > 0 {
+		what = "token log-probabilities but no top alternatives"
+	}
+	return fmt.Errorf("the server at %s answered without top log-probabilities (%s, %d asked for per token): it ignores the request's logprobs / top_logprobs, or sends them in a form this client does not read; the answer is not cached", who, what, req.Logprobs)
+}
+
 // lookup returns the cached call, or nil on a miss; an unreadable entry,
 // or one naming a model this client does not accept (written before
 // answers were checked), is a miss (the call is made again and its entry
@@ -337,7 +479,7 @@ func (c *Client) lookup(key string) *Response {
 		return nil
 	}
 	var r Response
-	if json.Unmarshal(b, &r) != nil || c.wrongModel(r.Model) != "" {
+	if json.Unmarshal(b, &r) != nil || c.wrongModel(r.Model, r.Server) != "" {
 		return nil
 	}
 	r.Cached = true
@@ -346,22 +488,34 @@ func (c *Client) lookup(key string) *Response {
 
 // Cached reports whether the cache holds the call (for plans). A client
 // without a cache holds nothing.
-func (c *Client) Cached(call Call) bool {
-	if c.cache == nil {
-		return false
+func (c *Client) Cached(call Call) bool { return c.Lookup(call) != nil }
+
+// Lookup returns the answer Do would replay for the call, Cached set, or
+// nil when the cache does not hold it (or the client has no cache). A
+// constrained call to a server known to refuse response_format
+// json_schema is looked up under its fallback's key, as Do would make it.
+func (c *Client) Lookup(call Call) *Response {
+	if c.cache == nil || checkMode(c.ep.Structured) != nil {
+		return nil
 	}
-	return c.lookup(c.key(call)) != nil
+	mode := c.mode()
+	if mode == ResponseFormat && (len(call.Request.Schema) > 0 || len(call.Request.Choice) > 0) {
+		if _, ok := c.refusedBefore(); ok {
+			mode = fallbackMode(&call.Request)
+		}
+	}
+	return c.lookup(c.keyFor(call, mode))
 }
 
-// key is the call's cache key through this client: Key, except for a
-// constrained request (Schema or Choice) sent as structured_outputs, whose
-// key has "structured_outputs" after the sample index (a zero byte
-// between): a cached answer obtained through one mechanism is never
-// replayed for the other, while unconstrained calls, which send neither,
-// keep one key.
-func (c *Client) key(call Call) string {
-	if c.ep.Structured == StructuredOutputs && (len(call.Request.Schema) > 0 || len(call.Request.Choice) > 0) {
-		return callKey(c.identity, call, StructuredOutputs)
+// keyFor is the call's cache key when its constraint is sent as mode:
+// Key, except for a constrained request (Schema or Choice) sent any other
+// way than ResponseFormat, whose key has the mode ("structured_outputs",
+// "json_object", "none") after the sample index (a zero byte between): a
+// cached answer obtained through one mechanism is never replayed for
+// another, while unconstrained calls, which send none, keep one key.
+func (c *Client) keyFor(call Call, mode string) string {
+	if mode != ResponseFormat && (len(call.Request.Schema) > 0 || len(call.Request.Choice) > 0) {
+		return callKey(c.identity, call, mode)
 	}
 	return Key(c.identity, call)
 }
@@ -500,8 +654,8 @@ type wireRequest struct {
 }
 
 type responseFormat struct {
-	Type       string     `json:"type"`
-	JSONSchema jsonSchema `json:"json_schema"`
+	Type       string      `json:"type"`
+	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
 }
 
 type jsonSchema struct {
@@ -515,8 +669,9 @@ type structuredOutputs struct {
 	Choice []string        `json:"choice,omitempty"`
 }
 
-// body encodes the call for the wire and names its path.
-func (c *Client) body(call Call) ([]byte, string, error) {
+// body encodes the call for the wire, its constraint sent as mode says,
+// and names its path.
+func (c *Client) body(call Call, mode string) ([]byte, string, error) {
 	r := call.Request
 	w := wireRequest{
 		Model:       c.ep.ServedName,
@@ -542,30 +697,8 @@ func (c *Client) body(call Call) ([]byte, string, error) {
 			w.Logprobs = r.Logprobs
 		}
 	}
-	name := r.SchemaName
-	if name == "" {
-		name = "answer"
-	}
-	vllm := c.ep.Structured == StructuredOutputs
-	switch {
-	case len(r.Schema) > 0:
-		var b bytes.Buffer
-		if err := json.Compact(&b, r.Schema); err != nil {
-			return nil, "", fmt.Errorf("request's schema: %w", err)
-		}
-		if vllm {
-			w.StructuredOutputs = &structuredOutputs{JSON: b.Bytes()}
-		} else {
-			w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: b.Bytes(), Strict: true}}
-		}
-	case len(r.Choice) > 0 && vllm:
-		w.StructuredOutputs = &structuredOutputs{Choice: r.Choice}
-	case len(r.Choice) > 0:
-		enum, err := json.Marshal(map[string]any{"type": "string", "enum": r.Choice})
-		if err != nil {
-			return nil, "", fmt.Errorf("encode choices: %w", err)
-		}
-		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: name, Schema: enum, Strict: true}}
+	if err := constrain(&w, &r, mode); err != nil {
+		return nil, "", err
 	}
 	b, err := json.Marshal(w)
 	if err != nil {
@@ -610,7 +743,8 @@ func (ae *attemptError) wait(b Backoff, n int) time.Duration {
 	return max(b.delay(n), min(ae.after, MaxRetryAfter))
 }
 
-// attempt sends the request once, holding a slot of the limiter.
+// attempt sends the request once, holding a slot of the limiter, within
+// the endpoint's timeout as the limiter's queue counts it (queue).
 func (c *Client) attempt(ctx context.Context, path string, body []byte, api string) (*Response, *attemptError) {
 	s, err := c.limiter.acquire(ctx)
 	if err != nil {
@@ -618,8 +752,14 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 	}
 	o := neutral
 	defer func() { s.release(o) }()
-	actx, cancel := context.WithTimeout(ctx, c.ep.Timeout)
-	defer cancel()
+	start := time.Now()
+	q := c.limiter.queue.enter(start)
+	answered := false
+	defer func() { c.limiter.queue.leave(q, answered, time.Now()) }()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := c.watch(q, cancel)
+	defer stop()
 	shown := c.shown + path
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
@@ -627,21 +767,21 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c.auth(req)
-	start := time.Now()
 	hresp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &attemptError{err: c.transportError(ctx, shown, err), retry: true}
+		return nil, &attemptError{err: c.transportError(actx, shown, err), retry: true}
 	}
 	defer hresp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(hresp.Body, maxAnswer+1))
+	answered = err == nil
 	if hresp.StatusCode/100 != 2 {
-		se := &StatusError{hresp.StatusCode, excerpt(string(b), 200)}
+		se := &StatusError{Status: hresp.StatusCode, Body: excerpt(string(b), 300), Refused: aboutRequest(hresp.StatusCode, string(b))}
 		ae := &attemptError{err: fmt.Errorf("POST %s: %w", shown, se)}
 		switch {
 		case hresp.StatusCode == http.StatusTooManyRequests:
 			o = overload
 			ae.retry = true
-		case hresp.StatusCode >= 500:
+		case hresp.StatusCode >= 500 && !se.Refused, hresp.StatusCode == http.StatusRequestTimeout:
 			ae.retry = true
 		}
 		if ae.retry {
@@ -650,7 +790,7 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 		return nil, ae
 	}
 	if err != nil {
-		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", shown, c.transportError(ctx, shown, err)), retry: true}
+		return nil, &attemptError{err: fmt.Errorf("POST %s: reading the answer: %w", shown, c.transportError(actx, shown, err)), retry: true}
 	}
 	if len(b) > maxAnswer {
 		return nil, &attemptError{err: fmt.Errorf("POST %s: answer longer than %d MiB", shown, maxAnswer>>20)}
@@ -660,7 +800,8 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 		var fe *finalError
 		return nil, &attemptError{err: fmt.Errorf("POST %s: %w", shown, err), retry: !errors.As(err, &fe)}
 	}
-	if why := c.wrongModel(r.Model); why != "" {
+	r.Server = hresp.Header.Get("Server")
+	if why := c.wrongModel(r.Model, r.Server); why != "" {
 		return nil, &attemptError{err: fmt.Errorf("POST %s: %s", shown, why)}
 	}
 	r.Latency = time.Since(start)
@@ -668,12 +809,47 @@ func (c *Client) attempt(ctx context.Context, path string, body []byte, api stri
 	return r, nil
 }
 
+// errNoAnswer is the cause of an attempt the watch cancelled.
+var errNoAnswer = errors.New("no answer")
+
+// watch cancels the attempt (cause errNoAnswer) at its deadline, as the
+// queue moves it; stop ends the watch.
+func (c *Client) watch(q *queued, cancel context.CancelCauseFunc) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	var check func()
+	check = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		d := time.Until(c.limiter.queue.deadline(q, c.ep.Timeout, c.ep.Slots))
+		if d <= 0 {
+			cancel(errNoAnswer)
+			return
+		}
+		t = time.AfterFunc(d, check)
+	}
+	mu.Lock()
+	t = time.AfterFunc(c.ep.Timeout, check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
+}
+
 // transportError names a timeout of the attempt as such, and keeps the
 // credentials of the URL out of the error.
+// ctx is the attempt's.
 func (c *Client) transportError(ctx context.Context, shown string, err error) error {
 	err = scrub(err)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return fmt.Errorf("POST %s: no answer within %s: %w", shown, c.ep.Timeout, err)
+	if errors.Is(context.Cause(ctx), errNoAnswer) {
+		return fmt.Errorf("POST %s: no answer within %s of the server being free to start on it: %w", shown, c.ep.Timeout, context.DeadlineExceeded)
 	}
 	return err
 }
@@ -742,20 +918,25 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
-// wrongModel says why an answer naming model is not an answer of the
-// model this client asks for ("" when it is).
-func (c *Client) wrongModel(model string) string {
+// wrongModel says why an answer naming model, from a server whose Server
+// header is server, is not an answer of the model this client asks for
+// ("" when it is).
+func (c *Client) wrongModel(model, server string) string {
 	switch {
 	case c.ep.Reported == "*", model == c.ep.ServedName, c.ep.Reported != "" && model == c.ep.Reported:
 		return ""
 	case model == "":
 		return fmt.Sprintf("the answer names no model (asked for %q); if the server never does, set reported_name = \"*\" in the model block", c.ep.ServedName)
 	}
-	want := c.ep.ServedName
+	want := fmt.Sprintf("%q", c.ep.ServedName)
 	if c.ep.Reported != "" {
-		want = c.ep.Reported
+		want = fmt.Sprintf("%q (or %q)", c.ep.ServedName, c.ep.Reported)
 	}
-	return fmt.Sprintf("the answer is from model %q, not %q as asked: a request routed to another model, or a server that reports another id for it; if that id is the model you mean, set reported_name = %q in the model block", model, want, model)
+	who := "the server"
+	if server != "" {
+		who += " (Server: " + server + ")"
+	}
+	return fmt.Sprintf("the answer is from model %q, not %s as asked: %s calls itself %q. It routed the request to another model, or it serves one model and answers any model name as its own (llama.cpp's and llama-cpp-python's servers do); if %q is the model you mean, set reported_name = %q in the model block", model, want, who, model, model, model)
 }
 
 // finalError is a malformed answer that another try would not mend.
@@ -837,7 +1018,7 @@ func parseAnswer(b []byte, api string) (*Response, error) {
 		r.Text = *ch.Text
 	}
 	if len(ch.Logprobs) > 0 && string(ch.Logprobs) != "null" {
-		lp, err := parseLogprobs(ch.Logprobs, api)
+		lp, err := parseLogprobs(ch.Logprobs)
 		if err != nil {
 			return nil, fmt.Errorf("answer's logprobs: %w", err)
 		}
@@ -846,32 +1027,21 @@ func parseAnswer(b []byte, api string) (*Response, error) {
 	return r, nil
 }
 
-func parseLogprobs(b []byte, api string) ([]Token, error) {
-	if api == "chat" {
-		var w struct {
-			Content []struct {
-				Token       string  `json:"token"`
-				Logprob     float64 `json:"logprob"`
-				TopLogprobs []struct {
-					Token   string  `json:"token"`
-					Logprob float64 `json:"logprob"`
-				} `json:"top_logprobs"`
-			} `json:"content"`
-		}
-		if err := json.Unmarshal(b, &w); err != nil {
-			return nil, err
-		}
-		toks := make([]Token, len(w.Content))
-		for i, t := range w.Content {
-			toks[i] = Token{Token: t.Token, Logprob: t.Logprob}
-			if len(t.TopLogprobs) > 0 {
-				toks[i].Top = make(map[string]float64, len(t.TopLogprobs))
-				for _, a := range t.TopLogprobs {
-					toks[i].Top[a.Token] = a.Logprob
-				}
-			}
-		}
-		return toks, nil
+// parseLogprobs reads a choice's logprobs in either form a server sends,
+// whatever the API: the chat form {"content": [{token, logprob,
+// top_logprobs: [{token, logprob}]}]} (OpenAI's chat API, vLLM's chat,
+// and llama.cpp's server for /v1/completions too; an entry with "prob"
+// and "top_probs" instead, llama.cpp's post_sampling_probs, is read as
+// their logarithms) or the completions form {tokens, token_logprobs,
+// top_logprobs: [{token: logprob}]} (OpenAI's completions API, vLLM's,
+// llama-cpp-python's).
+func parseLogprobs(b []byte) ([]Token, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return nil, err
+	}
+	if _, ok := keys["content"]; ok {
+		return parseChatLogprobs(keys["content"])
 	}
 	var w struct {
 		Tokens        []string             `json:"tokens"`
@@ -889,6 +1059,52 @@ func parseLogprobs(b []byte, api string) ([]Token, error) {
 		}
 		if i < len(w.TopLogprobs) && len(w.TopLogprobs[i]) > 0 {
 			toks[i].Top = w.TopLogprobs[i]
+		}
+	}
+	return toks, nil
+}
+
+// chatLogprob is one entry of the chat form.
+type chatLogprob struct {
+	Token   string   `json:"token"`
+	Logprob *float64 `json:"logprob"`
+	Prob    *float64 `json:"prob"`
+}
+
+// value is the entry's log-probability (a probability's logarithm).
+func (e chatLogprob) value() float64 {
+	switch {
+	case e.Logprob != nil:
+		return *e.Logprob
+	case e.Prob != nil:
+		return math.Log(*e.Prob)
+	}
+	return 0
+}
+
+func parseChatLogprobs(b []byte) ([]Token, error) {
+	var content []struct {
+		chatLogprob
+		TopLogprobs []chatLogprob `json:"top_logprobs"`
+		TopProbs    []chatLogprob `json:"top_probs"`
+	}
+	if string(b) != "null" {
+		if err := json.Unmarshal(b, &content); err != nil {
+			return nil, err
+		}
+	}
+	toks := make([]Token, len(content))
+	for i, t := range content {
+		toks[i] = Token{Token: t.Token, Logprob: t.value()}
+		alts := t.TopLogprobs
+		if len(alts) == 0 {
+			alts = t.TopProbs
+		}
+		if len(alts) > 0 {
+			toks[i].Top = make(map[string]float64, len(alts))
+			for _, a := range alts {
+				toks[i].Top[a.Token] = a.value()
+			}
 		}
 	}
 	return toks, nil
@@ -954,4 +1170,82 @@ func excerpt(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// ProbeTimeout bounds the GET requests that ask a server what it serves
+// (Models, Slots).
+const ProbeTimeout = 10 * time.Second
+
+// ErrBusy is wrapped by the error of a probe (Models, Slots) the server
+// accepted but did not answer within ProbeTimeout: it is up, and busy
+// (generating, on a server that answers nothing else meanwhile), or hung.
+var ErrBusy = errors.New("the server accepted the connection but did not answer: busy generating (llama.cpp's and llama-cpp-python's servers answer nothing else meanwhile) or hung")
+
+// get sends GET path (under BaseURL, or, with root, under BaseURL less
+// its trailing /v1) once, within ProbeTimeout, and returns the 2xx body.
+func (c *Client) get(ctx context.Context, path string, root bool) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, min(c.ep.Timeout, ProbeTimeout))
+	defer cancel()
+	base, shown := c.ep.BaseURL, c.shown
+	if root {
+		base, shown = strings.TrimSuffix(base, "/v1"), strings.TrimSuffix(shown, "/v1")
+	}
+	shown += path
+	var connected atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", shown, scrub(err))
+	}
+	c.auth(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if connected.Load() && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return nil, fmt.Errorf("GET %s: no answer within %s: %w", shown, min(c.ep.Timeout, ProbeTimeout), ErrBusy)
+		}
+		return nil, scrub(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", shown, scrub(err))
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("GET %s: %w", shown, &StatusError{Status: resp.StatusCode, Body: excerpt(string(b), 200), Refused: aboutRequest(resp.StatusCode, string(b))})
+	}
+	return b, nil
+}
+
+// Slots is how many requests the server computes at once, when it says
+// (llama.cpp's server: GET /props total_slots at the root beside /v1,
+// else the length of GET /slots); 0 when it says nothing (no such
+// endpoint: vLLM, llama-cpp-python's server, hosted APIs). A server that
+// does not answer in time fails with an error wrapping ErrBusy. Callers
+// cap Endpoint.Concurrency to it: calls beyond the server's slots only
+// queue there, and their timeouts count the queue.
+func (c *Client) Slots(ctx context.Context) (int, error) {
+	b, err := c.get(ctx, "/props", true)
+	if err == nil {
+		var p struct {
+			TotalSlots int `json:"total_slots"`
+		}
+		if json.Unmarshal(b, &p) == nil && p.TotalSlots > 0 {
+			return p.TotalSlots, nil
+		}
+	} else if errors.Is(err, ErrBusy) {
+		return 0, fmt.Errorf("server slots: %w", err)
+	}
+	b, err = c.get(ctx, "/slots", true)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) {
+			return 0, nil // no slots endpoint: the server does not say
+		}
+		return 0, fmt.Errorf("server slots: %w", err)
+	}
+	var slots []json.RawMessage
+	if json.Unmarshal(b, &slots) != nil {
+		return 0, nil
+	}
+	return len(slots), nil
 }

@@ -101,7 +101,7 @@ func TestEveryCallCompletesExactlyOnceWhenAThirdOfRequestsFail(t *testing.T) {
 	})
 	defer srv.Close()
 	calls, dir := store(t)
-	ep := llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Timeout: 3 * time.Second, Concurrency: 16, MaxRetries: 20}
+	ep := llm.Endpoint{BaseURL: srv.URL(), ServedName: model, Timeout: time.Second, Concurrency: 16, MaxRetries: 20}
 	c := llm.New(ep, llm.WithCache(calls, "m@r|"+model), fast)
 	var cs []llm.Call
 	for i := range n {

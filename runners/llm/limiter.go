@@ -23,6 +23,9 @@ type Limiter struct {
 	successes int        // since the limit last changed
 	epoch     int        // bumped by each cut
 	waiters   *list.List // of chan struct{}, closed when granted a slot
+
+	// queue orders the attempts in flight, for their timeouts.
+	queue queue
 }
 
 // NewLimiter returns a limiter with max calls in flight (at least 1).

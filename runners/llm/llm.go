@@ -8,6 +8,17 @@
 // It knows nothing of the graph: nodes hand it an Endpoint, a Cache and
 // the identity their Resolve pinned.
 //
+// Real servers differ from vLLM, and the client meets them where they
+// are (llmtest plays each difference): log-probabilities in either form
+// (llama.cpp's server sends the chat form for completions too), a refusal
+// of the request sent as a 500 (failed at once, never retried),
+// response_format json_schema refused (the json_object fallback,
+// Endpoint.Structured), any model name answered as the server's own (an
+// error naming what it calls itself), structured_outputs and
+// allowed_token_ids ignored (SchemaError names the server), one slot
+// that queues requests (Slots, and timeouts counted from the server's
+// turn: queue) and GET /models not answered while generating (ErrBusy).
+//
 // Concurrency: a Client, a Limiter and the Shared registry are safe for
 // concurrent use by any number of goroutines. A Client holds one slot of
 // its Limiter for each HTTP attempt in flight (never while it waits to
@@ -93,9 +104,19 @@ type Response struct {
 	// SchemaHeld says whether the answer satisfied Request.Schema or
 	// Request.Choice (nil when the request had neither).
 	SchemaHeld *bool `json:"schema_held,omitempty"`
-	// SchemaError says why the answer did not satisfy the constraint
-	// (a server that ignores structured output answers free text).
+	// SchemaError says why the answer did not satisfy the constraint,
+	// and how the constraint was sent and what that says of the server
+	// (one that ignores the mechanism answers free text).
 	SchemaError string `json:"schema_error,omitempty"`
+	// Server is the answer's Server header (e.g. "llama.cpp"), which
+	// errors name the server by.
+	Server string `json:"server,omitempty"`
+	// Warning says how the answer was obtained when not as asked: the
+	// server refused response_format json_schema and the call went
+	// through the fallback (Endpoint.Structured). Cached with the
+	// answer; nodes surface it (a note or a log line), the client prints
+	// nothing.
+	Warning string `json:"warning,omitempty"`
 
 	// Latency is the answered attempt's, request sent to answer read. It
 	// is cached with the answer: a replay reports the original call's, so

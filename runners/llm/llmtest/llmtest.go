@@ -13,6 +13,15 @@
 // Config.MaxLogprobs and Config.LogprobsMode, its --max-logprobs and
 // --logprobs-mode.
 //
+// Config's other fields play what real servers do differently from vLLM
+// (LlamaCpp and LlamaCppPython set those of llama.cpp's server and of
+// llama-cpp-python's): another log-probability format, n > 1 refused,
+// any model name answered as the server's own id, response_format
+// json_schema refused with a 500, structured_outputs and
+// allowed_token_ids ignored, GET /v1/models not answered while
+// generating, and one slot that queues requests (GET /props says how
+// many).
+//
 // Faults are injected deterministically: the kind of fault the k-th
 // request of a call gets is a function of the seed, the call's ID and k
 // (or of Config.Plan), never of arrival order, so a test with a fixed seed
@@ -112,7 +121,104 @@ type Config struct {
 	// return_tokens_as_token_ids: top log-probabilities always name
 	// token texts.
 	IgnoreTokenIDs bool
+
+	// What real servers other than vLLM do (LlamaCpp and LlamaCppPython
+	// set them as those servers behave).
+
+	// LogprobsFormat is how log-probabilities are written: "" as OpenAI's
+	// API (chat {content: [...]}, completions {tokens, token_logprobs,
+	// top_logprobs}), or LlamaCppLogprobs: the chat form for both APIs,
+	// each entry with its token id and bytes, as llama.cpp's server
+	// answers /v1/completions too.
+	LogprobsFormat string
+	// MaxN, when above 0, is the most choices a request may ask for (n):
+	// more gets 400 "Only one completion choice is allowed", as
+	// llama.cpp's server answers n > 1.
+	MaxN int
+	// AnyModel makes the server answer a request naming any model (never
+	// 404) as itself: the answer's model field is Models[0] (unless
+	// AnswerModel says otherwise), as llama.cpp's and llama-cpp-python's
+	// servers, which serve one model, do.
+	AnyModel bool
+	// RefuseJSONSchema, when set, is the HTTP status of the answer to a
+	// request with response_format {type: json_schema}, with the body
+	// llama-cpp-python's server sends (a pydantic literal_error: it takes
+	// only "text" and "json_object", and answers 500). json_object is
+	// still served (Request.JSONObject).
+	RefuseJSONSchema int
+	// IgnoreStructuredOutputs makes the server ignore vLLM's
+	// structured_outputs (Request.Schema and Choice stay empty for it),
+	// as every server but vLLM does, silently.
+	IgnoreStructuredOutputs bool
+	// IgnoreAllowedTokenIDs makes the server ignore vLLM's
+	// allowed_token_ids: a scripted distribution (Rule.Next) answers its
+	// best candidate of all, as llama.cpp's and llama-cpp-python's servers
+	// do, silently.
+	IgnoreAllowedTokenIDs bool
+	// BusyModels makes GET /v1/models and GET /props wait while any
+	// completion request is in the server, as llama-cpp-python's server
+	// (its model lock) and llama.cpp's (its HTTP threads all taken by
+	// waiting completions) do while they generate.
+	BusyModels bool
+	// Slots, when above 0, is how many completion requests the server
+	// computes at once (each for Delay); the others wait their turn in
+	// arrival order. A request is computed to its end even when its
+	// client has left (Stats.Abandoned counts those), as a one-slot
+	// llama.cpp or llama-cpp-python server does: the time a request
+	// waits in the queue is part of what its client sees.
+	Slots int
+	// Props serves GET /props (at the root, beside /v1) with
+	// total_slots = Slots, as llama.cpp's server does.
+	Props bool
 }
+
+// LlamaCppLogprobs is Config.LogprobsFormat for llama.cpp's server.
+const LlamaCppLogprobs = "llama.cpp"
+
+// LlamaCpp is cfg with what llama.cpp's server (llama-server) does
+// differently from vLLM: one slot unless cfg says (--parallel) and
+// GET /props naming it, log-probabilities in the chat form for both
+// APIs, n > 1 refused (400), any model name answered as its own id,
+// structured_outputs, allowed_token_ids and return_tokens_as_token_ids
+// ignored, and GET /v1/models not answered while it generates.
+func LlamaCpp(cfg Config) Config {
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	cfg.Props = true
+	cfg.LogprobsFormat = LlamaCppLogprobs
+	cfg.MaxN = 1
+	cfg.AnyModel = true
+	cfg.IgnoreStructuredOutputs = true
+	cfg.IgnoreAllowedTokenIDs = true
+	cfg.IgnoreTokenIDs = true
+	cfg.BusyModels = true
+	return cfg
+}
+
+// LlamaCppPython is cfg with what llama-cpp-python's server
+// (python -m llama_cpp.server) does differently from vLLM: one model
+// lock (one slot, no GET /props), response_format json_schema answered
+// with HTTP 500 (it takes text and json_object), any model name answered
+// as its own id, structured_outputs, allowed_token_ids and
+// return_tokens_as_token_ids ignored, and GET /v1/models not answered
+// while it generates.
+func LlamaCppPython(cfg Config) Config {
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	cfg.RefuseJSONSchema = http.StatusInternalServerError
+	cfg.AnyModel = true
+	cfg.IgnoreStructuredOutputs = true
+	cfg.IgnoreAllowedTokenIDs = true
+	cfg.IgnoreTokenIDs = true
+	cfg.BusyModels = true
+	return cfg
+}
+
+// jsonSchemaRefusal is the message llama-cpp-python's server answers a
+// response_format json_schema with (HTTP 500).
+const jsonSchemaRefusal = `[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "Input should be 'text' or 'json_object'", 'input': 'json_schema', 'ctx': {'expected': "'text' or 'json_object'"}}]`
 
 // The modes of Config.LogprobsMode, spelt as vLLM's --logprobs-mode.
 const (
@@ -143,6 +249,7 @@ type Rule struct {
 	Reply     func(Request) string // computes the answer instead of Answer
 	Reasoning string               // sent as reasoning_content (chat)
 	Status    int                  // answer this HTTP status and an error instead (e.g. 400)
+	Error     string               // the error's message ("scripted error" when empty)
 	// Raw, when set, is the whole body of a 200 answer, sent as it is
 	// (a broken or lying server: invalid UTF-8, a null content, another
 	// model's id); nil sends the scripted answer. Faults still apply
@@ -227,7 +334,12 @@ type Request struct {
 	AllowedTokenIDs []int
 	Schema          json.RawMessage // response_format's json_schema, or structured_outputs' json
 	Choice          []string        // structured_outputs' choice
-	Body            map[string]any  // the whole request
+	// JSONObject says the request asked for response_format
+	// {type: json_object} (any JSON object).
+	JSONObject bool
+	Body       map[string]any // the whole request
+
+	jsonSchema bool // response_format {type: json_schema}, known or not
 }
 
 // Text is what rules match: the last user message, or the prompt.
@@ -266,6 +378,13 @@ type Stats struct {
 	Faults      map[Fault]int // faults injected, by kind
 	Status      map[int]int   // responses by HTTP status
 	MaxInFlight int           // the most POST requests handled at once
+	// Abandoned counts the requests a server with Slots computed to their
+	// end after their client had left (a timed-out request the server
+	// kept computing).
+	Abandoned int
+	// MaxComputing is the most requests a server with Slots computed at
+	// once (at most Slots).
+	MaxComputing int
 }
 
 // Server is a running scripted server.
@@ -283,6 +402,9 @@ type Server struct {
 	calls    map[string]*Call
 	order    []string
 	log      []Entry
+
+	slots     *fifo // nil without Config.Slots
+	computing int
 }
 
 // New starts a server on 127.0.0.1 (a free port). It panics when it
@@ -305,12 +427,18 @@ func New(cfg Config) *Server {
 		panic(fmt.Sprintf("llmtest: listen: %v", err))
 	}
 	s := &Server{cfg: cfg, calls: map[string]*Call{}}
+	if cfg.Slots > 0 {
+		s.slots = newFIFO(cfg.Slots)
+	}
 	s.idle = sync.NewCond(&s.mu)
 	s.stats.Faults = map[Fault]int{}
 	s.stats.Status = map[int]int{}
 	s.stop, s.quit = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
+	if cfg.Props {
+		mux.HandleFunc("GET /props", s.props)
+	}
 	mux.HandleFunc("POST /v1/chat/completions", s.complete)
 	mux.HandleFunc("POST /v1/completions", s.complete)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -370,7 +498,7 @@ func (s *Server) Log() []Entry {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
+	if !s.authorized(w, r) || !s.notBusy(r.Context()) {
 		return
 	}
 	data := make([]map[string]any, len(s.cfg.Models))
@@ -378,6 +506,38 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		data[i] = map[string]any{"id": m, "object": "model", "created": 0, "owned_by": "llmtest", "root": m}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// props answers GET /props as llama.cpp's server does (the part of it
+// clients read: total_slots).
+func (s *Server) props(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) || !s.notBusy(r.Context()) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"total_slots":                 s.cfg.Slots,
+		"model_path":                  s.cfg.Models[0],
+		"default_generation_settings": map[string]any{"n_ctx": 4096},
+	})
+}
+
+// notBusy waits, with Config.BusyModels, until no completion request is
+// in the server; false when the client left or the server closed first.
+func (s *Server) notBusy(ctx context.Context) bool {
+	if !s.cfg.BusyModels {
+		return true
+	}
+	for {
+		s.mu.Lock()
+		n := s.inFlight
+		s.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if !s.wait(ctx, 5*time.Millisecond) {
+			return false
+		}
+	}
 }
 
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
@@ -419,7 +579,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusUnauthorized, "invalid API key")
 		return
 	}
-	q, err := parseRequest(r, s.cfg.IgnoreSchema)
+	q, err := parseRequest(r, &s.cfg)
 	if err != nil {
 		reject(http.StatusBadRequest, err.Error())
 		return
@@ -448,8 +608,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !slices.Contains(s.cfg.Models, q.Model) {
+	if !slices.Contains(s.cfg.Models, q.Model) && !s.cfg.AnyModel {
 		reject(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", q.Model))
+		return
+	}
+	if n, ok := q.Body["n"].(float64); ok && s.cfg.MaxN > 0 && n > float64(s.cfg.MaxN) {
+		reject(http.StatusBadRequest, "Only one completion choice is allowed")
+		return
+	}
+	if s.cfg.RefuseJSONSchema != 0 && q.jsonSchema {
+		reject(s.cfg.RefuseJSONSchema, jsonSchemaRefusal)
 		return
 	}
 	if b, _ := q.Body["stream"].(bool); b {
@@ -497,10 +665,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rule != nil && rule.Status != 0 {
-		reject(rule.Status, "scripted error")
+		msg := rule.Error
+		if msg == "" {
+			msg = "scripted error"
+		}
+		reject(rule.Status, msg)
 		return
 	}
-	if !s.wait(r.Context(), s.cfg.Delay) {
+	if !s.compute(r.Context()) {
 		return
 	}
 	text, reasoning := s.cfg.Default, ""
@@ -512,7 +684,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		}
 		if rule.Next != nil {
 			all := rule.Next(q)
-			top = allowed(all, q.AllowedTokenIDs)
+			mask := q.AllowedTokenIDs
+			if s.cfg.IgnoreAllowedTokenIDs {
+				mask = nil
+			}
+			top = allowed(all, mask)
 			if len(top) == 0 {
 				reject(http.StatusBadRequest, "no candidate token is allowed")
 				return
@@ -531,10 +707,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 	ids, _ := q.Body["return_tokens_as_token_ids"].(bool)
 	model := q.Model
+	if s.cfg.AnyModel {
+		model = s.cfg.Models[0]
+	}
 	if s.cfg.AnswerModel != "" {
 		model = s.cfg.AnswerModel
 	}
-	body := answer(q, model, text, reasoning, top, ids && !s.cfg.IgnoreTokenIDs)
+	body := answer(q, model, text, reasoning, top, ids && !s.cfg.IgnoreTokenIDs, s.cfg.LogprobsFormat == LlamaCppLogprobs)
 	if rule != nil && rule.Raw != nil {
 		if raw := rule.Raw(q); raw != nil {
 			body = raw
@@ -567,6 +746,85 @@ func (s *Server) answered(c *Call, n int) {
 	c.Answers += n
 	s.stats.Answers += n
 	s.mu.Unlock()
+}
+
+// compute is the time a request takes the model: Delay, unless the
+// client leaves or the server closes first; with Config.Slots, in a slot
+// taken in arrival order and held for the whole Delay even when the
+// client leaves (false then, once done, and counted as abandoned).
+func (s *Server) compute(ctx context.Context) bool {
+	if s.slots == nil {
+		return s.wait(ctx, s.cfg.Delay)
+	}
+	if !s.slots.acquire(s.stop) {
+		return false
+	}
+	s.mu.Lock()
+	s.computing++
+	s.stats.MaxComputing = max(s.stats.MaxComputing, s.computing)
+	s.mu.Unlock()
+	done := s.wait(context.Background(), s.cfg.Delay)
+	s.mu.Lock()
+	s.computing--
+	left := ctx.Err() != nil
+	if left && done {
+		s.stats.Abandoned++
+	}
+	s.mu.Unlock()
+	s.slots.release()
+	return done && !left
+}
+
+// fifo is a counting semaphore that serves waiters in arrival order.
+type fifo struct {
+	mu      sync.Mutex
+	free    int
+	waiters []chan struct{}
+}
+
+func newFIFO(n int) *fifo { return &fifo{free: n} }
+
+// acquire waits for a slot; false when stop is done first.
+func (f *fifo) acquire(stop context.Context) bool {
+	f.mu.Lock()
+	if f.free > 0 && len(f.waiters) == 0 {
+		f.free--
+		f.mu.Unlock()
+		return true
+	}
+	w := make(chan struct{})
+	f.waiters = append(f.waiters, w)
+	f.mu.Unlock()
+	select {
+	case <-w:
+		return true
+	case <-stop.Done():
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		select {
+		case <-w: // granted meanwhile: hand it on
+			f.releaseLocked()
+		default:
+			f.waiters = slices.DeleteFunc(f.waiters, func(c chan struct{}) bool { return c == w })
+		}
+		return false
+	}
+}
+
+func (f *fifo) release() {
+	f.mu.Lock()
+	f.releaseLocked()
+	f.mu.Unlock()
+}
+
+func (f *fifo) releaseLocked() {
+	if len(f.waiters) > 0 {
+		w := f.waiters[0]
+		f.waiters = f.waiters[1:]
+		close(w)
+		return
+	}
+	f.free++
 }
 
 // wait sleeps d unless the client leaves or the server closes first.
@@ -628,7 +886,7 @@ func drop(w http.ResponseWriter, body []byte) {
 	buf.Flush()
 }
 
-func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
+func parseRequest(r *http.Request, cfg *Config) (Request, error) {
 	var raw json.RawMessage
 	if err := json.NewDecoder(bufio.NewReader(r.Body)).Decode(&raw); err != nil {
 		return Request{}, fmt.Errorf("request body is not JSON: %v", err)
@@ -691,11 +949,15 @@ func parseRequest(r *http.Request, ignoreSchema bool) (Request, error) {
 			return Request{}, fmt.Errorf("logprobs: want a boolean or an integer")
 		}
 	}
-	if !ignoreSchema {
+	if rf := w.ResponseFormat; rf != nil {
+		q.jsonSchema = rf.Type == "json_schema"
+		q.JSONObject = rf.Type == "json_object" && !cfg.IgnoreSchema
+	}
+	if !cfg.IgnoreSchema {
 		if rf := w.ResponseFormat; rf != nil && rf.Type == "json_schema" && rf.JSONSchema != nil {
 			q.Schema = rf.JSONSchema.Schema
 		}
-		if so := w.StructuredOutputs; so != nil {
+		if so := w.StructuredOutputs; so != nil && !cfg.IgnoreStructuredOutputs {
 			if len(so.JSON) > 0 {
 				q.Schema = so.JSON
 			}
@@ -751,7 +1013,7 @@ func renormalize(cands []Candidate) []Candidate {
 
 // answer builds the response body for text, from model; top, when not nil, is the
 // scripted distribution of its single token (Rule.Next).
-func answer(q Request, model, text, reasoning string, top []Candidate, tokenIDs bool) []byte {
+func answer(q Request, model, text, reasoning string, top []Candidate, tokenIDs, llamaCpp bool) []byte {
 	finish := "stop"
 	for _, st := range q.Stop {
 		if i := strings.Index(text, st); st != "" && i >= 0 {
@@ -783,9 +1045,9 @@ func answer(q Request, model, text, reasoning string, top []Candidate, tokenIDs 
 	}
 	switch {
 	case q.Logprobs > 0 && top != nil:
-		choice["logprobs"] = scripted(q, text, top, tokenIDs)
+		choice["logprobs"] = scripted(q, text, top, tokenIDs, llamaCpp)
 	case q.Logprobs > 0:
-		choice["logprobs"] = logprobs(q, text)
+		choice["logprobs"] = logprobs(q, text, llamaCpp)
 	}
 	b, err := json.Marshal(map[string]any{
 		"id": "llmtest-" + q.ID, "object": object, "created": 0, "model": model,
@@ -799,18 +1061,29 @@ func answer(q Request, model, text, reasoning string, top []Candidate, tokenIDs 
 
 // logprobs makes up log-probabilities for the answer's whitespace tokens:
 // token i has log-probability -0.1·(i mod 5), and each alternative j
-// (named "alt<j>") one less per rank.
-func logprobs(q Request, text string) any {
+// (named "alt<j>") one less per rank. With llamaCpp, both APIs answer
+// the chat form with token ids (token i's is i, alternative j's 1000j)
+// and bytes, as llama.cpp's server does.
+func logprobs(q Request, text string, llamaCpp bool) any {
 	toks := strings.Fields(text)
 	lp := func(i int) float64 { return float64(-(i % 5)) / 10 }
-	if q.API == "chat" {
+	if q.API == "chat" || llamaCpp {
+		entry := func(tok string, id int, logprob float64) map[string]any {
+			e := map[string]any{"token": tok, "logprob": logprob}
+			if llamaCpp {
+				e["id"], e["bytes"] = id, byteList(tok)
+			}
+			return e
+		}
 		content := make([]any, len(toks))
 		for i, t := range toks {
-			top := []any{map[string]any{"token": t, "logprob": lp(i)}}
+			top := []any{entry(t, i, lp(i))}
 			for j := 1; j < q.Logprobs; j++ {
-				top = append(top, map[string]any{"token": "alt" + strconv.Itoa(j), "logprob": lp(i) - float64(j)})
+				top = append(top, entry("alt"+strconv.Itoa(j), 1000*j, lp(i)-float64(j)))
 			}
-			content[i] = map[string]any{"token": t, "logprob": lp(i), "top_logprobs": top}
+			e := entry(t, i, lp(i))
+			e["top_logprobs"] = top
+			content[i] = e
 		}
 		return map[string]any{"content": content}
 	}
@@ -831,7 +1104,7 @@ func logprobs(q Request, text string) any {
 // tokenIDs (vLLM's return_tokens_as_token_ids), tokens read "token_id:ID".
 // The answer's own entry is its candidate in top (top[0] when text is not
 // there).
-func scripted(q Request, text string, top []Candidate, tokenIDs bool) any {
+func scripted(q Request, text string, top []Candidate, tokenIDs, llamaCpp bool) any {
 	chosen := top[0]
 	if i := slices.IndexFunc(top, func(c Candidate) bool { return c.Token == text }); i >= 0 {
 		chosen = top[i]
@@ -845,12 +1118,21 @@ func scripted(q Request, text string, top []Candidate, tokenIDs bool) any {
 			top[i].Token = "token_id:" + strconv.Itoa(top[i].ID)
 		}
 	}
-	if q.API == "chat" {
+	if q.API == "chat" || llamaCpp {
+		entry := func(c Candidate) map[string]any {
+			e := map[string]any{"token": c.Token, "logprob": c.Logprob}
+			if llamaCpp {
+				e["id"], e["bytes"] = c.ID, byteList(c.Token)
+			}
+			return e
+		}
 		alts := make([]any, len(top))
 		for i, c := range top {
-			alts[i] = map[string]any{"token": c.Token, "logprob": c.Logprob}
+			alts[i] = entry(c)
 		}
-		return map[string]any{"content": []any{map[string]any{"token": chosen.Token, "logprob": chosen.Logprob, "top_logprobs": alts}}}
+		e := entry(chosen)
+		e["top_logprobs"] = alts
+		return map[string]any{"content": []any{e}}
 	}
 	alts := make(map[string]float64, len(top))
 	for _, c := range top {
@@ -860,6 +1142,15 @@ func scripted(q Request, text string, top []Candidate, tokenIDs bool) any {
 }
 
 func tokens(s string) int { return len(strings.Fields(s)) }
+
+// byteList is s's bytes as a JSON list of numbers (llama.cpp's "bytes").
+func byteList(s string) []int {
+	out := make([]int, len(s))
+	for i := range len(s) {
+		out[i] = int(s[i])
+	}
+	return out
+}
 
 // cutTokens cuts s after its n-th whitespace-separated token.
 func cutTokens(s string, n int) (string, bool) {
