@@ -26,6 +26,10 @@ type Model struct {
 	// Identity is what keys and the call cache know the model by: id,
 	// revision and the id the server reports. Never the endpoint.
 	Identity string
+	// Notes are what Resolve found that a run should say (a concurrency
+	// capped to the server's slots, a busy server whose model list could
+	// not be checked): Client logs them in the node's log.
+	Notes []string
 }
 
 // Resolve checks that m's server answers and serves the model (GET
@@ -36,6 +40,19 @@ type Model struct {
 // names (never stored: not in keys, not in provenance). A server's model
 // list is asked for once per process (a plan resolves every node of a
 // sweep), its answer or its error reused by every node after.
+//
+// A server that accepts the connection but does not answer GET /models
+// within llm.ProbeTimeout is busy generating (llama.cpp's and
+// llama-cpp-python's servers answer nothing else meanwhile, e.g. the
+// calls of a run that was killed): Resolve does not fail on it, it takes
+// served_name (or id) as what the server serves, the identity it would
+// have pinned, and says so in Notes; every answer is still checked
+// against it (llm.Endpoint), so a server serving another model fails the
+// calls, never the cache. A server that says how many requests it
+// computes at once (llama.cpp's GET /props total_slots) gets no more
+// calls in flight than that: Endpoint.Slots is set, and Concurrency
+// capped to it (calls beyond the slots would only queue there, and be
+// timed by the queue), also noted.
 func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.Model) (*Model, map[string]string, error) {
 	// The block's defaults are the client's (the limiter shared below
 	// needs the concurrency itself).
@@ -81,9 +98,20 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	}
 	if m.StructuredOutput != nil {
 		ep.Structured = *m.StructuredOutput
+		switch ep.Structured {
+		case "", llm.ResponseFormat, llm.JSONSchema, llm.StructuredOutputs, llm.JSONObject, llm.NoConstraint:
+		default:
+			return nil, nil, nodes.Errorf(attr, "Invalid structured_output", "model %s: structured_output is %q (the default), %q, %q, %q or %q, not %q.",
+				m.ID, llm.JSONSchema, llm.ResponseFormat, llm.StructuredOutputs, llm.JSONObject, llm.NoConstraint, ep.Structured)
+		}
 	}
 	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
+	var notes []string
 	ids, err := models(ctx, ep)
+	if errors.Is(err, llm.ErrBusy) {
+		notes = append(notes, fmt.Sprintf("the server at %s did not list its models within %s (busy generating?): taken to serve %q as the block says; every answer is still checked against it", shown, llm.ProbeTimeout, ep.ServedName))
+		ids, err = []string{ep.ServedName}, nil
+	}
 	var se *llm.StatusError
 	switch {
 	case errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
@@ -104,11 +132,18 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if served == "" {
 		return nil, nil, nodes.Errorf(attr, "Model id mismatch", "model %s: the block expects the server at %s to serve %q, but it reports %s; set served_name to the id it reports, or point endpoint at the right server.", m.ID, shown, ep.ServedName, quoteList(ids))
 	}
+	if n := slotsOf(ctx, ep); n > 0 {
+		ep.Slots = n
+		if ep.Concurrency > n {
+			notes = append(notes, fmt.Sprintf("the server at %s computes %d request(s) at once (GET /props total_slots): concurrency %d capped to %d", shown, n, ep.Concurrency, n))
+			ep.Concurrency = n
+		}
+	}
 	rev := ""
 	if m.Revision != nil {
 		rev = *m.Revision
 	}
-	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served}
+	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served, Notes: notes}
 	return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": served}, nil
 }
 
@@ -139,8 +174,11 @@ func (m *Model) Request() llm.Request {
 
 // Client returns the client a run calls the model with: the store's call
 // cache, and the limiter every node calling this model in this process
-// shares.
+// shares. It writes the model's Notes to the node's log.
 func (m *Model) Client(r nodes.Run) *llm.Client {
+	for _, n := range m.Notes {
+		r.Logf("model %s: %s", m.Config.ID, n)
+	}
 	return llm.New(m.Endpoint,
 		llm.WithCache(r.Calls(), m.Identity),
 		llm.WithLimiter(llm.Shared(m.Identity, m.Endpoint.Concurrency)))
@@ -169,4 +207,22 @@ func models(ctx context.Context, ep llm.Endpoint) ([]string, error) {
 		return llm.New(ep).Models(context.WithoutCancel(ctx))
 	}))
 	return f.(func() ([]string, error))()
+}
+
+// slotted memoises each server's slot count for the process (0: it does
+// not say, or did not answer).
+var slotted sync.Map // endpointKey → func() int
+
+func slotsOf(ctx context.Context, ep llm.Endpoint) int {
+	if _, err := models(ctx, ep); errors.Is(err, llm.ErrBusy) {
+		return 0 // asking again would wait as long
+	}
+	f, _ := slotted.LoadOrStore(endpointKey{ep.BaseURL, ep.APIKey}, sync.OnceValue(func() int {
+		n, err := llm.New(ep).Slots(context.WithoutCancel(ctx))
+		if err != nil {
+			return 0
+		}
+		return n
+	}))
+	return f.(func() int)()
 }

@@ -3,6 +3,7 @@ package llmenv
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -98,30 +99,49 @@ func Status(done, total, made, tokens int64, elapsed time.Duration) string {
 }
 
 // DefaultCompletionEstimate is the completion tokens Estimate assumes per
-// call when neither perAnswer nor the request's max_tokens says.
+// call when neither the cache, perAnswer nor the request's max_tokens
+// says.
 const DefaultCompletionEstimate = 512
 
+// MaxTokensShare is the share of a request's max_tokens Estimate assumes
+// a call to use when nothing better is known: answers stop well before
+// the bound (the quickstart's model slice, run on two real models, used
+// about 40% of what max_tokens × calls planned).
+const MaxTokensShare = 0.4
+
 // Estimate is the plan of calls to model through cl: how many, how many
-// the call cache holds, and the tokens of the rest, estimated as the
-// prompt's bytes / 4 and, per answer, perAnswer when positive, else the
-// request's max_tokens, else DefaultCompletionEstimate.
+// the call cache holds, and an estimate of the tokens of the rest: the
+// prompt's bytes / 4, and per answer the mean completion tokens of the
+// cached answers among these calls when there are any (the same model
+// answering the same kind of question), else perAnswer when positive,
+// else MaxTokensShare of the request's max_tokens, else
+// DefaultCompletionEstimate. An estimate, never a bound: plans print it
+// as one.
 func Estimate(cl *llm.Client, model string, calls []llm.Call, perAnswer int) nodes.CallPlan {
 	p := nodes.CallPlan{Model: model, Calls: int64(len(calls))}
+	var cachedTokens int64
+	var missing []llm.Call
 	for _, c := range calls {
-		if cl.Cached(c) {
+		if r := cl.Lookup(c); r != nil {
 			p.Cached++
+			cachedTokens += int64(r.OutputTokens)
 			continue
 		}
+		missing = append(missing, c)
 		n := len(c.Request.Prompt)
 		for _, m := range c.Request.Messages {
 			n += len(m.Content)
 		}
 		p.PromptTokens += int64(n / 4) // about 4 bytes a token
+	}
+	for _, c := range missing {
 		switch {
+		case p.Cached > 0:
+			p.OutputTokens += (cachedTokens + p.Cached/2) / p.Cached
 		case perAnswer > 0:
 			p.OutputTokens += int64(perAnswer)
 		case c.Request.MaxTokens > 0:
-			p.OutputTokens += int64(c.Request.MaxTokens)
+			p.OutputTokens += int64(math.Round(MaxTokensShare * float64(c.Request.MaxTokens)))
 		default:
 			p.OutputTokens += DefaultCompletionEstimate
 		}
