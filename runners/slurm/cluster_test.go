@@ -65,7 +65,7 @@ func countMarkers(t *testing.T, r *Runner, job *Job) map[string]bool {
 func TestSweepOf100InstancesIsOneArrayPolledInBatches(t *testing.T) {
 	requireCluster(t)
 	dir := stateDir(t)
-	minPoll := 250 * time.Millisecond
+	minPoll := 500 * time.Millisecond
 	r, err := New(dir, WithPollInterval(minPoll, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
