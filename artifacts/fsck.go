@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Problem is one finding of Fsck.
 type Problem struct {
-	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, corrupt-call, dangling-action, bad-action, wrong-writer
+	Kind   string `json:"kind"` // corrupt-object, corrupt-blob, corrupt-call, dangling-action, bad-action, wrong-writer, missing-blob, unlisted-blob
 	Name   Digest `json:"name"`
 	Detail string `json:"detail"`
 	Fixed  string `json:"fixed,omitempty"` // what was done about it
@@ -35,7 +38,11 @@ type FsckReport struct {
 // quarantine/, damaged action entries (ErrDamagedAction) too, and action
 // entries whose output is gone or was not written by them are removed,
 // so the next run recomputes them (corrupt calls move to quarantine/ too:
-// the call is made again); nothing valid is touched. Every repair that
+// the call is made again); nothing valid is touched. Every blob an action
+// lists (Action.Blobs) or its output's rows refer to (BlobRefs) must be
+// there and intact, or the action is removed (missing-blob) and
+// recomputed; a blob the rows refer to that the entry does not list is
+// added to it (unlisted-blob), since gc keeps only listed blobs. Every repair that
 // moves or removes an object or an action entry bumps the generation, so
 // no snapshot still naming it is trusted. Repair holds the store lock
 // exclusively, waiting for running runs to finish.
@@ -68,6 +75,8 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	}
 	bad := map[Digest]bool{}
 	fileWriter := map[Digest]Digest{} // the action in each object's metadata
+	rowBlobs := map[Digest][]Digest{} // the blobs each object's rows refer to
+	refErr := map[Digest]error{}      // a blob column holding what is not a digest
 	for _, d := range objs {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -85,6 +94,7 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 		}
 		if err == nil {
 			fileWriter[d] = Digest(r.meta[MetaActionKey])
+			rowBlobs[d], refErr[d] = BlobRefs(r)
 		}
 		if err != nil {
 			p := Problem{Kind: "corrupt-object", Name: d, Detail: err.Error()}
@@ -101,15 +111,23 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	blobOK := map[Digest]bool{}
 	for _, d := range blobs {
-		rep.Blobs++
-		if err := s.VerifyBlob(d); err != nil {
-			p := Problem{Kind: "corrupt-blob", Name: d, Detail: err.Error()}
-			if repair && s.quarantine(s.BlobPath(d), string(d)+".blob") == nil {
-				p.Fixed = "moved to quarantine/"
-			}
-			rep.Problems = append(rep.Problems, p)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
+		rep.Blobs++
+		err := s.VerifyBlob(d)
+		if err == nil {
+			blobOK[d] = true
+			continue
+		}
+		p := Problem{Kind: "corrupt-blob", Name: d, Detail: err.Error()}
+		if repair && s.quarantine(s.BlobPath(d), string(d)+".blob") == nil {
+			p.Fixed = "moved to quarantine/"
+			s.bumpGeneration()
+		}
+		rep.Problems = append(rep.Problems, p)
 	}
 	if err := s.Calls().verify(ctx, repair, rep); err != nil {
 		return nil, fmt.Errorf("verify the call cache: %w", err)
@@ -150,9 +168,74 @@ func (s *Store) Fsck(ctx context.Context, repair bool) (*FsckReport, error) {
 				s.bumpGeneration()
 			}
 			rep.Problems = append(rep.Problems, p)
+			continue
 		}
+		s.fsckActionBlobs(a, blobOK, rowBlobs[a.Output.Digest], refErr[a.Output.Digest], repair, rep)
 	}
 	return rep, nil
+}
+
+// fsckActionBlobs checks the blobs of action a: every blob its entry
+// lists or its output's rows refer to (refs; refErr when a blob column
+// holds what is not a digest) must be in the store and intact (ok). One
+// that is not makes the action a miss (missing-blob: with repair its
+// entry is removed, so the next run recomputes it). A blob the rows refer
+// to that the entry does not list would not be kept by gc
+// (unlisted-blob: with repair it is added to the entry's blobs).
+func (s *Store) fsckActionBlobs(a *Action, ok map[Digest]bool, refs []Digest, refErr error, repair bool, rep *FsckReport) {
+	listed := map[Digest]bool{}
+	var why []string
+	for _, d := range a.Blobs {
+		listed[d] = true
+		if !ok[d] {
+			why = append(why, fmt.Sprintf("blob %s is missing or corrupt", d))
+		}
+	}
+	var unlisted []Digest
+	for _, d := range refs {
+		if listed[d] {
+			continue
+		}
+		if !ok[d] {
+			why = append(why, fmt.Sprintf("its rows refer to blob %s, which is missing or corrupt", d))
+		} else {
+			unlisted = append(unlisted, d)
+		}
+	}
+	if refErr != nil {
+		why = append(why, fmt.Sprintf("output %s: %v", a.Output.Digest, refErr))
+	}
+	if len(why) > 0 {
+		p := Problem{Kind: "missing-blob", Name: a.Key, Detail: a.Node + ": " + strings.Join(why, "; ")}
+		if repair && os.Remove(s.path("ac", a.Key, ".json")) == nil {
+			p.Fixed = "removed; the next run recomputes it"
+			s.bumpGeneration()
+		}
+		rep.Problems = append(rep.Problems, p)
+		return
+	}
+	if len(unlisted) == 0 {
+		return
+	}
+	p := Problem{Kind: "unlisted-blob", Name: a.Key, Detail: fmt.Sprintf("%s: its rows refer to blobs %s that its entry does not list (gc would delete them)", a.Node, joinDigests(unlisted))}
+	if repair {
+		fixed := *a
+		fixed.Blobs = slices.Sorted(maps.Keys(listed))
+		fixed.Blobs = append(fixed.Blobs, unlisted...)
+		slices.Sort(fixed.Blobs)
+		if s.PutAction(&fixed) == nil {
+			p.Fixed = "added to the entry's blobs"
+		}
+	}
+	rep.Problems = append(rep.Problems, p)
+}
+
+func joinDigests(ds []Digest) string {
+	ss := make([]string, len(ds))
+	for i, d := range ds {
+		ss[i] = string(d)
+	}
+	return strings.Join(ss, ", ")
 }
 
 // GCReport summarises a collection.
@@ -163,8 +246,10 @@ type GCReport struct {
 	BytesFreed                  int64
 }
 
-// GC deletes every action not in keep, then every object and blob that no
-// kept action references, plus failure records and lock files. It holds the
+// GC deletes every action not in keep, then every object that no kept
+// action names as its output and every blob that no kept action lists in
+// its Blobs (the list is authoritative: rows are not read), plus failure
+// records and lock files. It holds the
 // store lock exclusively, so no run is using what it deletes. With dryRun it
 // only counts. The call cache (calls/) is kept: no action references a
 // call, and a call costs a model's time to make again; Calls.Clear

@@ -191,7 +191,11 @@ type Run interface {
 	// the store still has it: a node may reuse parts of it, as long as
 	// what it reuses is verified against the current inputs' digests.
 	Previous() (*artifacts.Reader, bool)
-	// PutBlob stores a large non-tabular output; rows refer to its digest.
+	// PutBlob stores a large non-tabular output (streamed: any size) and
+	// records it in the action, so gc keeps it while the action is kept.
+	// Rows refer to it by its digest in a blob column (a string column
+	// whose name ends in _blob or _blobs: artifacts.IsBlobColumn). A
+	// directory goes through PutBlobDir.
 	PutBlob(r io.Reader) (artifacts.Digest, error)
 	// Logf appends to the node's log, kept with its provenance.
 	Logf(format string, args ...any)
@@ -215,6 +219,48 @@ type Run interface {
 	// the Go build cache). It is not an artifact: deleting it costs only
 	// time.
 	CacheDir(name string) (string, error)
+}
+
+// BlobRun is implemented by a Run that can read blobs (the engine's).
+// Node code calls OpenBlob and ExtractBlob below rather than asserting
+// it. Both methods may be called from any goroutine of the node.
+type BlobRun interface {
+	// OpenBlob opens a blob, verifying it as it is read
+	// (artifacts.Store.OpenBlob).
+	OpenBlob(d artifacts.Digest) (*artifacts.BlobReader, error)
+	// ExtractBlob unpacks a directory blob into dir, published only once
+	// verified (artifacts.Store.ExtractBlob).
+	ExtractBlob(d artifacts.Digest, dir string) error
+}
+
+// PutBlobDir stores directory dir as one blob through r.PutBlob (its
+// canonical tar, artifacts.PackDir, streamed), so the action records it,
+// and returns its digest for the output's rows.
+func PutBlobDir(r Run, dir string) (artifacts.Digest, error) {
+	return artifacts.PutPackedDir(dir, r.PutBlob)
+}
+
+// OpenBlob opens blob d (an input row's blob column, or one this run
+// wrote) for reading. Reads verify it: the Read reaching its end fails
+// with an *artifacts.BlobError if the bytes are not the blob's, and a
+// missing or corrupt blob makes the action that wrote it recompute on the
+// next run.
+func OpenBlob(r Run, d artifacts.Digest) (*artifacts.BlobReader, error) {
+	b, ok := r.(BlobRun)
+	if !ok {
+		return nil, fmt.Errorf("open blob %s: this run (%T) cannot read blobs", d, r)
+	}
+	return b.OpenBlob(d)
+}
+
+// ExtractBlob unpacks directory blob d into dir (which must not exist or
+// be empty), verified before dir appears.
+func ExtractBlob(r Run, d artifacts.Digest, dir string) error {
+	b, ok := r.(BlobRun)
+	if !ok {
+		return fmt.Errorf("extract blob %s: this run (%T) cannot read blobs", d, r)
+	}
+	return b.ExtractBlob(d, dir)
 }
 
 var (

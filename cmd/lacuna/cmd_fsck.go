@@ -10,12 +10,14 @@ import (
 var cmdFsck = newCommand("fsck", "[--store DIR]",
 	"verify every object in the store; quarantine corrupt ones", `
 Fsck reads every object, action entry, blob and call of the call cache of
-the store and checks its digest or checksum. Corrupt objects, damaged
-action entries and corrupt calls are moved to quarantine/, and action
-entries whose output is gone are removed (unless --dry-run), so the next
-run recomputes them or makes the call again; every pipeline's snapshot is
-then distrusted, so plan and run look the actions up again. It exits 1
-when it found a problem.`)
+the store and checks its digest or checksum. Corrupt objects, blobs,
+damaged action entries and corrupt calls are moved to quarantine/, and
+action entries whose output is gone, or one of whose blobs (listed in the
+entry or named by its rows) is missing or corrupt, are removed (unless
+--dry-run), so the next run recomputes them or makes the call again; a
+blob the rows name that the entry does not list is added to it, so gc
+keeps it. Every pipeline's snapshot is then distrusted, so plan and run
+look the actions up again. It exits 1 when it found a problem.`)
 
 var fsckFlags struct {
 	storeFlag

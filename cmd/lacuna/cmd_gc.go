@@ -13,8 +13,9 @@ import (
 var cmdGC = newCommand("gc", "[--calls] PIPELINE...",
 	"delete what the given pipelines do not reference", `
 GC deletes every action, object and blob of the store that the current
-artifacts of the given pipelines do not reference. The pipelines must
-share one store. The call cache (calls/: every completed model call) is
+artifacts of the given pipelines do not reference: a blob is kept while
+an action kept lists it in its entry's blobs. The pipelines must share
+one store. The call cache (calls/: every completed model call) is
 kept, since no artifact references it and its calls cost model time to
 make again; --calls deletes it too, and with no PIPELINE deletes only it.`)
 
