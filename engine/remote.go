@@ -17,7 +17,7 @@ import (
 // exactly as a local run commits it, under the same key; the store (never
 // the scheduler) says what finished. Dispatch gets the instances of one
 // node that became ready together (a for_each sweep: one job array) and
-// returns when every one has ended: errs[k] is nil when addrs[k]'s job
+// returns when every one has ended: errs[k] is nil when insts[k]'s job
 // succeeded, else why it did not (with its log). An instance whose job
 // succeeded but whose key the store does not hold (the job computed
 // another key: a different environment) fails with that said.
@@ -27,7 +27,15 @@ import (
 // before its jobs ended leaves them running: the next run finds their
 // results in the store, or dispatches what has none.
 type Remote interface {
-	Dispatch(ctx context.Context, node string, addrs []string) (errs []error)
+	Dispatch(ctx context.Context, node string, insts []RemoteInstance) (errs []error)
+}
+
+// RemoteInstance is an instance to run elsewhere and the key its run must
+// commit: work with another key is other work (a job done under an older
+// key does not count).
+type RemoteInstance struct {
+	Addr string
+	Key  artifacts.Digest
 }
 
 // RemoteWindow is how long the first ready instance of a node waits for
@@ -43,14 +51,14 @@ type remoteBatches struct {
 }
 
 type remoteBatch struct {
-	addrs []string
+	insts []RemoteInstance
 	errs  []error
 	done  chan struct{}
 }
 
-// do dispatches addr (an instance of node) on rm, batched with its
+// do dispatches inst (an instance of node) on rm, batched with its
 // siblings, and returns its job's outcome.
-func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node, addr string) error {
+func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node string, inst RemoteInstance) error {
 	k := [2]string{runner, node}
 	b.mu.Lock()
 	if b.pending == nil {
@@ -67,12 +75,12 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node, addr st
 			}
 			b.mu.Lock()
 			delete(b.pending, k)
-			addrs := batch.addrs
+			insts := batch.insts
 			b.mu.Unlock()
-			errs := rm.Dispatch(ctx, node, addrs)
-			if len(errs) != len(addrs) {
-				err := fmt.Errorf("runner %s answered %d outcomes for %d instances", runner, len(errs), len(addrs))
-				errs = make([]error, len(addrs))
+			errs := rm.Dispatch(ctx, node, insts)
+			if len(errs) != len(insts) {
+				err := fmt.Errorf("runner %s answered %d outcomes for %d instances", runner, len(errs), len(insts))
+				errs = make([]error, len(insts))
 				for j := range errs {
 					errs[j] = err
 				}
@@ -81,8 +89,8 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node, addr st
 			close(batch.done)
 		}()
 	}
-	idx := len(batch.addrs)
-	batch.addrs = append(batch.addrs, addr)
+	idx := len(batch.insts)
+	batch.insts = append(batch.insts, inst)
 	b.mu.Unlock()
 	<-batch.done
 	return batch.errs[idx]
@@ -91,7 +99,7 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node, addr st
 // runRemote runs i on its runner's Remote and reads what the job
 // committed under key.
 func (w *walk) runRemote(ctx context.Context, rm Remote, i *Instance, key artifacts.Digest) (*artifacts.Action, error) {
-	err := w.remote.do(ctx, rm, i.Runner, i.Decl.Address().String(), i.Addr)
+	err := w.remote.do(ctx, rm, i.Runner, i.Decl.Address().String(), RemoteInstance{Addr: i.Addr, Key: key})
 	a, ok, damaged := w.x.cached(key)
 	if ok {
 		return a, nil

@@ -21,9 +21,16 @@ type processRemote struct {
 	batches [][]string
 }
 
-func (p *processRemote) Dispatch(ctx context.Context, node string, addrs []string) []error {
+func (p *processRemote) Dispatch(ctx context.Context, node string, insts []RemoteInstance) []error {
+	var addrs []string
+	for _, in := range insts {
+		if in.Key == "" {
+			return []error{fmt.Errorf("no key for %s", in.Addr)}
+		}
+		addrs = append(addrs, in.Addr)
+	}
 	p.mu.Lock()
-	p.batches = append(p.batches, append([]string{}, addrs...))
+	p.batches = append(p.batches, addrs)
 	p.mu.Unlock()
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
@@ -89,8 +96,8 @@ node "rows" "after" { inputs = [node.rows.sweep["a"], node.rows.sweep["h"]] }
 // with another environment, whose key differs.
 type lostRemote struct{}
 
-func (lostRemote) Dispatch(_ context.Context, _ string, addrs []string) []error {
-	return make([]error, len(addrs))
+func (lostRemote) Dispatch(_ context.Context, _ string, insts []RemoteInstance) []error {
+	return make([]error, len(insts))
 }
 
 func TestRemoteJobThatCommitsNothingFailsItsInstance(t *testing.T) {
