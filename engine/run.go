@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -251,7 +252,34 @@ func (x *Executor) cached(key artifacts.Digest) (a *artifacts.Action, ok bool, d
 	if _, err := os.Stat(x.Store.ObjectPath(a.Output.Digest)); err != nil {
 		return nil, false, nil
 	}
+	if len(x.Store.MissingBlobs(a.Blobs)) > 0 {
+		return nil, false, nil
+	}
 	return a, true, nil
+}
+
+// actionBlobs is what an action's entry lists as its blobs (what gc
+// keeps): those the node wrote and those its output's rows refer to
+// (artifacts.BlobRefs), each of which must be in the store. Only an
+// output with blob columns is read again.
+func (x *Executor) actionBlobs(obj artifacts.Object, schema *parquet.Schema, written []artifacts.Digest) ([]artifacts.Digest, error) {
+	all := slices.Clone(written)
+	if len(artifacts.BlobColumns(schema)) > 0 {
+		rd, err := x.Store.Open(obj)
+		if err != nil {
+			return nil, err
+		}
+		refs, err := artifacts.BlobRefs(rd)
+		if err != nil {
+			return nil, fmt.Errorf("output: %w", err)
+		}
+		if missing := x.Store.MissingBlobs(refs); len(missing) > 0 {
+			return nil, fmt.Errorf("output: its rows refer to blob %s, which is not in the store (write it with PutBlob)", missing[0])
+		}
+		all = append(all, refs...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
 }
 
 // digestsIn looks input digests up in an instance's inputs map.
@@ -374,8 +402,12 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		err = errors.New("node produced no output")
 	}
 	var obj artifacts.Object
+	var blobs []artifacts.Digest
 	if err == nil {
 		obj, err = env.out.Commit()
+		if err == nil {
+			blobs, err = x.actionBlobs(obj, env.out.Schema(), env.blobs)
+		}
 	}
 	if err != nil {
 		if env.out != nil {
@@ -396,7 +428,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	if !x.NoCommit || !force {
 		a := &artifacts.Action{
 			Key: key, Output: obj, Node: i.Addr, Type: i.Decl.TypeName, Version: i.Type().Version(),
-			Config: cfg, Identity: identity, Blobs: env.blobs,
+			Config: cfg, Identity: identity, Blobs: blobs,
 			Started: started.UTC(), Seconds: secs, Host: hostname(), Tool: "lacuna " + Version, Logs: env.logs.String(),
 			Note: env.note, Reports: env.reports,
 		}
@@ -446,9 +478,9 @@ func hostname() string {
 
 // runEnv implements nodes.Run for one execution, or for a
 // nodes.CallPlanner's PlanCalls (planning). Logf, Note, Progress, Status,
-// Report and PutBlob may be called from any goroutine of the node (mu
-// guards what they write); the engine reads logs, blobs, note and reports
-// only after Run has returned.
+// Report, PutBlob, OpenBlob and ExtractBlob may be called from any
+// goroutine of the node (mu guards what they write); the engine reads
+// logs, blobs, note and reports only after Run has returned.
 type runEnv struct {
 	w      *walk
 	inst   *Instance
@@ -547,6 +579,16 @@ func (r *runEnv) PutBlob(rd io.Reader) (artifacts.Digest, error) {
 		r.mu.Unlock()
 	}
 	return d, err
+}
+
+var _ nodes.BlobRun = (*runEnv)(nil)
+
+func (r *runEnv) OpenBlob(d artifacts.Digest) (*artifacts.BlobReader, error) {
+	return r.w.x.Store.OpenBlob(d)
+}
+
+func (r *runEnv) ExtractBlob(d artifacts.Digest, dir string) error {
+	return r.w.x.Store.ExtractBlob(d, dir)
 }
 
 func (r *runEnv) Logf(format string, args ...any) {
