@@ -28,6 +28,7 @@ func init() { nodes.Register(judgeType{}) }
 //	  model          = model.judge   # optional: the LLM judge
 //	  sem            = true          # optional: semantic-equivalence scores (needs model)
 //	  on_judge_error = "fail"        # or "fallback"
+//	  limit          = 3             # optional: the samples of the first 3 tasks
 //	}
 type judgeConfig struct {
 	Tasks   nodes.Ref `hcl:"tasks"`
@@ -46,7 +47,9 @@ type judgeConfig struct {
 	// call has been made, so that nothing the judge never answered is
 	// stored as if it had, and a re-run makes only the failed calls (the
 	// others are cached); "fallback" lets the fallback decide those
-	// samples. A refused call (a 4xx other than 429: the same request is
+	// samples. A refused call (llm.Refused: a 4xx other than 408 and 429,
+	// or a 5xx whose message is about the request, as llama-cpp-python
+	// answers a response_format it does not take; the same request is
 	// refused every time, so failing would fail every re-run) goes to the
 	// fallback under either. A fallen-back sample has path fallback, its
 	// rule prefixed "judge unreachable; " or "judge refused: HTTP ...; ",
@@ -64,6 +67,11 @@ type judgeConfig struct {
 	// without them keeps its key from before they were added.
 	UnderTest *nodes.Model `hcl:"under_test,optional" key:"omitnull"`
 	AllowSelf *bool        `hcl:"allow_self,optional" key:"omitnull"`
+	// Limit judges only the samples of the first Limit tasks in task_id
+	// order (a quick slice: a judge model's calibration calls are one per
+	// undecided calibration sample of every task); the others are left
+	// out of the output. Absent from the key while unset.
+	Limit *int `hcl:"limit,optional" key:"omitnull"`
 }
 
 func (c *judgeConfig) allowSelf() bool { return c.AllowSelf != nil && *c.AllowSelf }
@@ -166,7 +174,7 @@ func (judgeType) Doc() string {
 		"the code, its call structure and the truncated failure, its answer constrained to the six classes by a JSON schema " +
 		"(the model block's system, when set, replaces the judge's built-in system prompt, for verdicts and sem alike); " +
 		"a deterministic fallback decides when there is no judge model or its answer is unusable, or when the judge refuses a call " +
-		"(a 4xx other than 429, the rule saying \"judge refused: HTTP ...\"). A judge call still unreachable after its retries " +
+		"(a 4xx other than 408 and 429, or a 5xx whose message is about the request, the rule saying \"judge refused: HTTP ...\"). A judge call still unreachable after its retries " +
 		"fails the node once the other calls are made and cached, so a re-run makes only the failed ones (on_judge_error = \"fail\", " +
 		"the default); with on_judge_error = \"fallback\" the fallback decides those samples too, the rule saying \"judge unreachable\". " +
 		"Fallback rows stay in the cached output until the node is recomputed (lacuna run --recompute ADDR, or a config change). " +
@@ -175,7 +183,8 @@ func (judgeType) Doc() string {
 		"construction (report \"calibration\"). Python tasks (ecosystem \"python\") take the same path with pyharness.Judge's fast path " +
 		"(SyntaxError, import errors, a wrong name on the target's module, the target never named) and the judge model's Python prompt " +
 		"(the spy's recorded call shapes and the exception's traceback among its evidence); a Python sample solve never ran is NotRun " +
-		"(not a failure class: never sent to the judge model, left out of metrics). param_corr compares the solver's calls of the target " +
+		"(not a failure class: never sent to the judge model, left out of metrics). `limit` judges only the samples of the first N tasks " +
+		"(task_id order), e.g. a slice's calibration. param_corr compares the solver's calls of the target " +
 		"with the reference's argument by argument (Python: positional by position, keywords by name)."
 }
 
@@ -183,6 +192,9 @@ func (judgeType) Validate(cfg any) error {
 	c := cfg.(*judgeConfig)
 	if c.Sem && c.Model == nil {
 		return nodes.Errorf("sem", "Sem needs a judge model", "sem = true asks a judge model for semantic equivalence: set model = model.X.")
+	}
+	if c.Limit != nil && *c.Limit < 1 {
+		return nodes.Errorf("limit", "Invalid limit", "limit must be at least 1.")
 	}
 	if m := c.onJudgeError(); m != OnJudgeErrorFail && m != OnJudgeErrorFallback {
 		return nodes.Errorf("on_judge_error", "Invalid on_judge_error", "on_judge_error is %q or %q, not %q.", OnJudgeErrorFail, OnJudgeErrorFallback, m)
@@ -239,6 +251,9 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	samples, err := artifacts.ReadAll[tasks.SampleRow](in)
 	if err != nil {
 		return nil, nil, err
+	}
+	if c.Limit != nil {
+		samples = firstTasks(samples, tks, *c.Limit)
 	}
 	m, _ := r.Pinned().(*llmenv.Model)
 	if c.Model != nil && m == nil {
@@ -318,6 +333,20 @@ func (t judgeType) prepare(r nodes.Run) (*judged, *llmenv.Model, error) {
 	return j, m, nil
 }
 
+// firstTasks keeps the samples of the first n tasks in task_id order.
+func firstTasks(samples []tasks.SampleRow, tks []tasks.Row, n int) []tasks.SampleRow {
+	ids := make([]string, len(tks))
+	for i, t := range tks {
+		ids[i] = t.TaskID
+	}
+	slices.Sort(ids)
+	keep := map[string]bool{}
+	for _, id := range ids[:min(n, len(ids))] {
+		keep[id] = true
+	}
+	return slices.DeleteFunc(samples, func(s tasks.SampleRow) bool { return !keep[s.TaskID] })
+}
+
 // request is one judge call: the model block's sampling settings
 // (temperature 0 when it sets none: a judge should not vary), the
 // judge's own system message unless the model block sets system, which
@@ -369,9 +398,12 @@ func (j *judged) unique() (unique, first []int, err error) {
 }
 
 // PlanCalls counts the judge model's calls: one per distinct question of a
-// sample the fast path leaves undecided, and of each sample with sem; the
-// completion tokens of each call still to make are estimated as a short
-// verdict (60), or the model block's max_tokens when it sets one.
+// sample the fast path leaves undecided, and of each sample with sem (of
+// the first limit tasks' samples, with limit); the completion tokens of
+// each call still to make are estimated by llmenv.Estimate: the cached
+// answers' mean, else a short verdict (60) when the model block sets no
+// max_tokens, else a share of its max_tokens (a reasoning judge thinks
+// first).
 // CallsModels: the judge calls a model when it has one.
 func (judgeType) CallsModels(cfg any) bool { return cfg.(*judgeConfig).Model != nil }
 
@@ -390,7 +422,7 @@ func (t judgeType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan
 	}
 	perAnswer := 60 // a verdict is short...
 	if m.Config.MaxTokens != nil {
-		perAnswer = 0 // ... unless the model block says how long (a reasoning judge thinks first): Estimate takes the request's
+		perAnswer = 0 // ... unless the model block says how long (a reasoning judge thinks first): Estimate takes a share of the request's
 	}
 	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, perAnswer)}, nil
 }
@@ -455,6 +487,11 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 	for _, i := range unique {
 		if err := answers[i].err; err != nil {
 			failed.add(err)
+		} else if w := answers[i].resp.Warning; w != "" {
+			if failed.fallbacks == 0 {
+				failed.fallback = w
+			}
+			failed.fallbacks++
 		}
 	}
 	if failed.unreachable > 0 && onError == OnJudgeErrorFail {
@@ -500,16 +537,19 @@ func (j *judged) ask(ctx context.Context, r nodes.Run, cl *llm.Client, conc int,
 }
 
 // callFailures counts the judge model's calls that failed after their
-// retries: refused (a 4xx other than 429: the server will not answer this
-// request) or unreachable (anything else: 5xx, 429, timeouts, dropped
-// connections).
+// retries: refused (llm.Refused: the server will not answer this request)
+// or unreachable (anything else: 5xx, 429, timeouts, dropped
+// connections); and the answers the client obtained through its
+// structured-output fallback (llm.Response.Warning; the first one's).
 type callFailures struct {
 	unreachable, refused int
 	firstUnreachable     error
+	fallbacks            int
+	fallback             string
 }
 
 func (f *callFailures) add(err error) {
-	if strings.HasPrefix(callFailure(err), "judge refused") {
+	if llm.Refused(err) {
 		f.refused++
 		return
 	}
@@ -526,11 +566,12 @@ func (f callFailures) String() string {
 }
 
 // callFailure names a failed call for a row's rule: "judge refused: HTTP
-// 400 Bad Request: the answer's first line" for a 4xx other than 429,
-// "judge unreachable" otherwise.
+// 400 Bad Request: the answer's first line" for a refusal of the request
+// (llm.Refused: a 4xx other than 408 and 429, or a 5xx whose message is
+// about the request), "judge unreachable" otherwise.
 func callFailure(err error) string {
 	var se *llm.StatusError
-	if !errors.As(err, &se) || se.Status/100 != 4 || se.Status == http.StatusTooManyRequests {
+	if !errors.As(err, &se) || !se.Refused {
 		return "judge unreachable"
 	}
 	why := fmt.Sprintf("judge refused: HTTP %d %s", se.Status, http.StatusText(se.Status))
@@ -660,6 +701,10 @@ func (judgeType) log(r nodes.Run, out []JudgeRow, problems map[string]int, faile
 	}
 	if failed.n() > 0 {
 		note += fmt.Sprintf("; %d judge calls failed (%s), their samples decided by the fallback and their sem null", failed.n(), failed)
+	}
+	if failed.fallbacks > 0 {
+		r.Logf("%d judge answers obtained through the structured-output fallback: %s", failed.fallbacks, failed.fallback)
+		note += fmt.Sprintf("; warning: %d judge answers through the structured-output fallback (the server refused json_schema; see the log)", failed.fallbacks)
 	}
 	if cal := Calibration(out); cal != nil {
 		r.Report("calibration", cal)

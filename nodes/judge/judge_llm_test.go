@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/nodes/judge"
+	"github.com/lacuna-dev/lacuna/nodes/llmenv"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
@@ -358,7 +360,7 @@ node "judge" "builtin" {
 // TestJudgePlanEstimatesTheModelsMaxTokens: lacuna plan's estimate of a
 // judge's completion tokens is a short verdict (60) per call, unless the
 // judge's model block sets max_tokens (a reasoning judge thinks first):
-// then that, per call.
+// then a share of that (llmenv.MaxTokensShare), per call, not the bound.
 func TestJudgePlanEstimatesTheModelsMaxTokens(t *testing.T) {
 	dir := t.TempDir()
 	taskstest.Run(t, dir, taskstest.Calibration)
@@ -392,7 +394,7 @@ node "judge" "reasoning" {
 			plans[e.Node] = e.Calls[0]
 		}
 	}
-	for node, perCall := range map[string]int64{"node.judge.short": 60, "node.judge.reasoning": 2048} {
+	for node, perCall := range map[string]int64{"node.judge.short": 60, "node.judge.reasoning": int64(math.Round(llmenv.MaxTokensShare * 2048))} {
 		p, ok := plans[node]
 		if !ok || p.Calls == 0 || p.Cached != 0 || p.OutputTokens != perCall*p.Calls {
 			t.Errorf("%s: plan %+v (found %v), want %d completion tokens per call", node, p, ok, perCall)
