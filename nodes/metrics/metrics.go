@@ -387,6 +387,17 @@ func (t metricsType) Run(ctx context.Context, r nodes.Run) error {
 		pairs[j.model+"\x00"+j.cell] = true
 	}
 	note := fmt.Sprintf("%d groups over %d samples, %d model × cell pairs", len(table), len(rows)-notRun, len(pairs))
+	if len(rows) == notRun {
+		// An empty table is a result, but never a silent one: a weak
+		// strong model makes C3 keep no task, and every node after it
+		// runs on nothing.
+		why := "0 rows: its judged inputs hold no samples: the filters before them kept no task (C1, C2, or C3 when its strong model solved none) or limit left none"
+		if len(rows) > 0 {
+			why = "0 samples: every sample is NotRun, no metric has a value"
+		}
+		r.Logf("warning: %s", why)
+		note = "warning: " + why + "; " + note
+	}
 	if notRun > 0 {
 		note += fmt.Sprintf("; %d samples not run (NotRun), left out", notRun)
 	}

@@ -449,3 +449,32 @@ node "metrics" "x" {
 		t.Errorf("m/c/hard/all: %v", hard)
 	}
 }
+
+// TestMetricsWarnWhenTheTableIsEmpty: a metrics table of no rows (C3 kept
+// no task, so nothing after it had a sample; or every sample NotRun) is
+// written, and the node's note and log say so as a warning: never a
+// silent empty table.
+func TestMetricsWarnWhenTheTableIsEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name, rows, why string
+	}{
+		{"only NotRun", `{"task_id":"t1","kind":"model","model":"m","cell":"base","difficulty":"easy","library":"a","passed":false,"class":"NotRun","api_called":false,"param_corr":null,"sem":null}` + "\n", "0 samples: every sample is NotRun"},
+		{"no rows", "", "0 rows: its judged inputs hold no samples"},
+		{"a table with rows", judged, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "j.jsonl"), []byte(tc.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run := nodetest.Run(t, dir, `
+node "import" "j" { path = "j.jsonl" }
+node "metrics" "x" { greedy = [node.import.j] }
+`)
+			note := run.Notes(engine.EventDone)["node.metrics.x"]
+			if warned := strings.HasPrefix(note, "warning: "+tc.why); warned != (tc.why != "") || strings.Contains(note, "warning") != warned {
+				t.Errorf("note %q", note)
+			}
+		})
+	}
+}
