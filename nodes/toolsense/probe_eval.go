@@ -313,6 +313,12 @@ func (t probeEvalType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Call
 	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, 0)}, nil
 }
 
+// constraintSent says whether a model with this structured_output sends
+// its choices to the server as a constraint.
+func constraintSent(mode string) bool {
+	return mode != llm.JSONObject && mode != llm.NoConstraint
+}
+
 // Run asks every item (llmenv.DoAll; the first failed call fails the node,
 // the answered ones are cached, so a re-run makes only the missing) and
 // writes one row per item in items order.
@@ -328,6 +334,7 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	cl := m.Client(r)
 	var first error
+	fallbacks, fallback := 0, ""
 	rows := make([]ProbeEvalRow, len(qs))
 	done := llmenv.DoAll(ctx, r, cl, calls, m.Endpoint.Concurrency, true, func(i int, resp *llm.Response, err error) {
 		if err != nil {
@@ -345,7 +352,20 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 		} else {
 			row.Predicted, ok = ts.ParseQAAnswer(resp.Text)
 		}
-		row.ParsedBy = ts.ParsedBy(ok, resp.SchemaHeld)
+		held := resp.SchemaHeld
+		if resp.Warning != "" || !constraintSent(m.Endpoint.Structured) {
+			// No constraint went to the server (structured_output json_object
+			// or none, or the client's fallback from a refused
+			// json_schema): an answer among the choices was not held to them.
+			held = nil
+		}
+		if resp.Warning != "" {
+			if fallbacks == 0 {
+				fallback = resp.Warning
+			}
+			fallbacks++
+		}
+		row.ParsedBy = ts.ParsedBy(ok, held)
 		row.Correct = ok && row.Predicted == row.Gold
 		rows[i] = row
 	})
@@ -373,7 +393,12 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 		acc = 100 * float64(correct) / float64(len(rows))
 	}
 	r.Report("answers", map[string]int{"constrained": by[ts.ParsedConstrained], "free_text": by[ts.ParsedFreeText], "unparseable": by[ts.ParsedNone], "cut_off": cut})
-	r.Note("%s: %d items, %d correct (%.1f%%); answers %d constrained, %d parsed from free text, %d unparseable (counted wrong), %d cut off at max_tokens (finish_reason length); %d calls made, %d cached",
-		bench, len(rows), correct, acc, by[ts.ParsedConstrained], by[ts.ParsedFreeText], by[ts.ParsedNone], cut, st.Calls, st.Cached)
+	warning := ""
+	if fallbacks > 0 {
+		r.Logf("%d answers obtained through the structured-output fallback: %s", fallbacks, fallback)
+		warning = fmt.Sprintf("; warning: %d answers unconstrained, through the structured-output fallback (the server refused json_schema; see the log)", fallbacks)
+	}
+	r.Note("%s: %d items, %d correct (%.1f%%); answers %d constrained, %d parsed from free text, %d unparseable (counted wrong), %d cut off at max_tokens (finish_reason length); %d calls made, %d cached%s",
+		bench, len(rows), correct, acc, by[ts.ParsedConstrained], by[ts.ParsedFreeText], by[ts.ParsedNone], cut, st.Calls, st.Cached, warning)
 	return t.Write(r, rows)
 }

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -451,6 +453,44 @@ func (s *searcher) freeSecond(query, prefix string) llm.Call {
 	return s.call(query, prefix, "", s.c.beam())
 }
 
+// maskHeld checks that a constrained step's answer is one of the tokens
+// its allowed_token_ids allowed (allowed maps their texts): a server that
+// ignores the field (every server but vLLM: llama.cpp's and
+// llama-cpp-python's, silently) answers from the whole vocabulary, and
+// its top log-probabilities rank tokens the search never asked about.
+// The error names the server as it names itself, not vLLM's logprobs
+// mode (ts.TopOf's diagnosis, for a server that did apply the mask).
+func (s *searcher) maskHeld(resp *llm.Response, allowed map[string]int) error {
+	tok := resp.Text
+	if len(resp.Logprobs) > 0 {
+		tok = resp.Logprobs[0].Token
+	}
+	text := tok
+	if id, ok := strings.CutPrefix(tok, "token_id:"); ok {
+		n, err := strconv.Atoi(id)
+		if err != nil {
+			return nil // not an id: ts.TopOf reports what it cannot read
+		}
+		text = s.search.ByID[n]
+	}
+	if _, ok := allowed[text]; ok {
+		return nil
+	}
+	who := "the server at " + llm.RedactURL(s.p.model.Endpoint.BaseURL)
+	if resp.Model != "" {
+		who += fmt.Sprintf(" (it calls itself %q", resp.Model)
+		if resp.Server != "" {
+			who += ", Server: " + resp.Server
+		}
+		who += ")"
+	}
+	return fmt.Errorf("the answer %q is none of the %d tokens the request's allowed_token_ids allowed: %s ignored allowed_token_ids "+
+		"and answered from the whole vocabulary (only vLLM applies the field; llama.cpp's and llama-cpp-python's servers ignore it silently), "+
+		"so its top log-probabilities do not rank the tools: constrained decoding needs a server that applies allowed_token_ids. "+
+		"The answer stays in the call cache under this model's identity: once served by such a server, set or change the model block's seed, or run lacuna gc --calls",
+		tok, len(allowed), who)
+}
+
 // readQueries reads the catalog and the RRB queries (the first Limit) as
 // rows without rankings.
 func (t parametricType) readQueries(r nodes.Run) ([]CatalogRow, []RetrieveRow, error) {
@@ -621,12 +661,18 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 				}
 			}
 		case s.trie.Flat:
+			if err := s.maskHeld(resp, s.trie.Tool); err != nil {
+				return err
+			}
 			ranked, err := s.search.RankFlat(resp)
 			if err != nil {
 				return err
 			}
 			setRanking(&rows[i], tools, ranked, c.k())
 		default:
+			if err := s.maskHeld(resp, s.trie.API); err != nil {
+				return err
+			}
 			b, err := s.search.APIBeams(resp)
 			if err != nil {
 				return err
@@ -657,6 +703,9 @@ func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 			return fmt.Sprintf("%s, endpoint step after %s", query(st.q), s.trie.APIs[beams[st.q][st.b].Idx].Token)
 		}, func(i int, resp *llm.Response) error {
 			st := steps[i]
+			if err := s.maskHeld(resp, s.trie.APIs[beams[st.q][st.b].Idx].Endpoints); err != nil {
+				return err
+			}
 			ext, err := s.search.Endpoints(beams[st.q][st.b], resp)
 			cands[st.q] = append(cands[st.q], ext...)
 			return err

@@ -342,6 +342,10 @@ func TestConstrainedSearchMatchesTokensByID(t *testing.T) {
 		{"completions", `api = "completions"`, llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}}},
 		{"server spells tokens otherwise", "", llmtest.Config{Script: []llmtest.Rule{{Next: respelled(hashed)}}}},
 		{"server ignores token ids", "", llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, IgnoreTokenIDs: true}},
+		// llama.cpp's server writes logprobs in the chat form for the
+		// completions API too (with token ids and bytes).
+		{"llama.cpp's logprobs, completions", `api = "completions"`, llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsFormat: llmtest.LlamaCppLogprobs}},
+		{"llama.cpp's logprobs, chat", "", llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, LogprobsFormat: llmtest.LlamaCppLogprobs}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,7 +357,7 @@ func TestConstrainedSearchMatchesTokensByID(t *testing.T) {
 				wantRanking(t, row, bruteForce(row.Query, 50)[:5])
 			}
 			for _, c := range srv.Calls() {
-				if tc.name == "completions" && (c.Request.API != "completions" || !strings.HasPrefix(c.Request.Prompt, "You will be provided")) {
+				if strings.Contains(tc.attrs, "completions") && (c.Request.API != "completions" || !strings.HasPrefix(c.Request.Prompt, "You will be provided")) {
 					t.Errorf("request %+v", c.Request.Body)
 				}
 				if c.Request.Body["return_tokens_as_token_ids"] != true {
@@ -735,6 +739,39 @@ func TestConstrainedDecodingNeedsLogprobsFromTheServer(t *testing.T) {
 	}
 }
 
+// TestConstrainedDecodingOnAServerThatIgnoresTheMask: llama.cpp's and
+// llama-cpp-python's servers ignore allowed_token_ids and answer the most
+// probable token of all ("the"); the node fails after the first call,
+// saying the server ignored the mask and naming it as it names itself,
+// not blaming vLLM's logprobs mode.
+func TestConstrainedDecodingOnAServerThatIgnoresTheMask(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  llmtest.Config
+	}{
+		{"llama.cpp", llmtest.LlamaCpp(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}})},
+		{"llama-cpp-python", llmtest.LlamaCppPython(llmtest.Config{Models: []string{"test-model"}, Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}})},
+	} {
+		for _, format := range []string{"flat", "hierarchical"} {
+			t.Run(tc.name+" "+format, func(t *testing.T) {
+				srv := llmtest.New(tc.cfg)
+				defer srv.Close()
+				r := pmRun(t, t.TempDir(), srv.URL(), constrainedNode("c", format, 3, 3))
+				err := nodeErr(t, r, "node.retrieve_parametric.c")
+				for _, want := range []string{`the answer "the" is none of the`, "ignored allowed_token_ids", `calls itself "test-model"`, srv.URL()} {
+					wantContains(t, err, want)
+				}
+				if strings.Contains(err, "logprobs-mode") {
+					t.Errorf("the error blames vLLM's logprobs mode: %s", err)
+				}
+				if n := srv.Stats().Requests; n != 1 {
+					t.Errorf("%d requests, want the first query's one before failing", n)
+				}
+			})
+		}
+	}
+}
+
 func freeBeamNode(format string, beam int) string {
 	return fmt.Sprintf(`node "retrieve_parametric" "fb" {
   catalog      = node.catalog.c
@@ -902,15 +939,16 @@ func TestPlanCountsTheBeamSearchsCalls(t *testing.T) {
 	}
 }
 
-// TestPlanCountsTheUpperBoundWhenTheCachedStepHasNoLogprobs: a first step
-// answered (and cached) without log-probabilities fails the run; the plan
-// counts its endpoint steps as the upper bound, not as none.
-func TestPlanCountsTheUpperBoundWhenTheCachedStepHasNoLogprobs(t *testing.T) {
+// TestPlanCountsTheUpperBoundWhenTheFirstStepHasNoLogprobs: a first step
+// answered without log-probabilities fails the run and is never cached
+// (an empty ranking replayed forever); the plan counts it still to make,
+// and its endpoint steps as the upper bound, not as none.
+func TestPlanCountsTheUpperBoundWhenTheFirstStepHasNoLogprobs(t *testing.T) {
 	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: lpFunc(hashed).next}}, NoLogprobs: true})
 	defer srv.Close()
 	dir := t.TempDir()
 	src := pmPipeline(t, dir, srv.URL()) + constrainedNode("h", "hierarchical", 2, 2)
-	nodeErr(t, nodetest.RunErr(t, dir, src), "node.retrieve_parametric.h") // caches the first query's call
+	nodeErr(t, nodetest.RunErr(t, dir, src), "node.retrieve_parametric.h") // caches nothing
 	st, err := artifacts.Open(filepath.Join(dir, ".lacuna"))
 	if err != nil {
 		t.Fatal(err)
@@ -927,8 +965,8 @@ func TestPlanCountsTheUpperBoundWhenTheCachedStepHasNoLogprobs(t *testing.T) {
 	}
 	for _, e := range entries {
 		if e.Node == "node.retrieve_parametric.h" {
-			if len(e.Calls) != 1 || e.Calls[0].Calls != 3+3*2 || e.Calls[0].Cached != 1 {
-				t.Errorf("plan %+v, want 3 API steps (1 cached) and 3 × 2 endpoint steps", e.Calls)
+			if len(e.Calls) != 1 || e.Calls[0].Calls != 3+3*2 || e.Calls[0].Cached != 0 {
+				t.Errorf("plan %+v, want 3 API steps (none cached) and 3 × 2 endpoint steps", e.Calls)
 			}
 			return
 		}
