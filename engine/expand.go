@@ -95,7 +95,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		return nil, diags
 	}
 
-	g := &Graph{Config: cfg, Runners: map[string]int{}, byAddr: map[string]*Instance{}}
+	g := &Graph{Config: cfg, Runners: map[string]int{}, RunnerBlocks: map[string]cty.Value{}, byAddr: map[string]*Instance{}}
 	failed := map[string]bool{}
 	for _, id := range sorted {
 		skip := false
@@ -136,6 +136,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 			limit = int(f)
 		}
 		g.Runners[b.Name] = limit
+		g.RunnerBlocks[b.Name] = e.blocks[id]
 	}
 	for i, inst := range g.Instances {
 		inst.index = i

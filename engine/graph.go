@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"github.com/lacuna-dev/lacuna/addrs"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/addrs"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lacuna-dev/lacuna/nodes"
 )
@@ -32,7 +34,11 @@ type Graph struct {
 	Config    *Config
 	Instances []*Instance
 	Runners   map[string]int
-	byAddr    map[string]*Instance
+	// RunnerBlocks are the runner blocks' values by name, every
+	// attribute present (null when not set): what the CLI builds a
+	// runner's Remote or container engine from.
+	RunnerBlocks map[string]cty.Value
+	byAddr       map[string]*Instance
 }
 
 // Lookup finds an instance by address.

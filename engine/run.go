@@ -66,7 +66,8 @@ type Executor struct {
 	CountCalls bool
 	// Remotes runs the instances of the runners it names elsewhere (a
 	// cluster: Remote), by runner name. Their instances do not count
-	// against Jobs (the runner's own concurrency bounds them). verify
+	// against Jobs, and go to the Remote as soon as they are ready: the
+	// Remote applies the runner's concurrency to its jobs. verify
 	// (NoCommit) runs them here.
 	Remotes map[string]Remote
 	// LastKnown makes Plan report an instance whose key cannot be

@@ -215,10 +215,14 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	pending := len(insts)
 
 	// Instances on a Remote wait for their jobs without using a local
-	// slot: only their runner's own limit bounds them.
+	// slot, and all go to it at once: it applies the runner's limit to its
+	// jobs (a job array's throttle), so that a sweep is one array.
 	localRunning := 0
 	runnerFree := func(r string) bool {
-		if !w.isRemote(r) && localRunning >= jobs {
+		if w.isRemote(r) {
+			return true // the Remote throttles its jobs (a job array's limit)
+		}
+		if localRunning >= jobs {
 			return false
 		}
 		limit := g.Runners[r]

@@ -16,7 +16,15 @@ ends with a summary. SIGINT or SIGTERM stops dispatching new nodes: run
 again to resume where it stopped. --recompute ADDR runs a node again even
 though its result is cached (a judge whose fallback rows should be asked
 again, now that its model answers) and commits the new result; model calls
-that completed before are still replayed from the call cache.`)
+that completed before are still replayed from the call cache.
+
+Nodes on a runner of kind "slurm" run as jobs of that cluster (a for_each
+sweep is one job array): each job runs this pipeline with --local and the
+instance as its --target, against the same store, which must be on storage
+the cluster's nodes share; the store says what finished, so a run killed
+and started again submits only what has no result (and re-attaches to
+what is still running). --local runs every node in this process, whatever
+its runner: what those jobs run.`)
 
 var runFlags struct {
 	pipelineFlags
@@ -24,6 +32,7 @@ var runFlags struct {
 	jobsFlag
 	keepGoing bool
 	recompute multiFlag
+	local     bool
 }
 
 func init() {
@@ -31,6 +40,7 @@ func init() {
 	runFlags.jobsFlag.add(cmdRun.Flag)
 	cmdRun.Flag.BoolVar(&runFlags.keepGoing, "keep-going", false, "keep running independent nodes after a failure")
 	runFlags.targetFlag.add(cmdRun.Flag, "run")
+	cmdRun.Flag.BoolVar(&runFlags.local, "local", false, "run every node in this process, whatever its runner (what a SLURM runner's jobs run)")
 	cmdRun.Flag.Var(&runFlags.recompute, "recompute", "run this node again even if its result is cached, and commit the new one (repeatable)")
 	cmdRun.Run = runRun
 }
@@ -46,6 +56,11 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 	}
 	x := l.executor()
 	x.Jobs, x.KeepGoing = runFlags.n, runFlags.keepGoing
+	if !runFlags.local {
+		if x.Remotes, err = remotes(l, &runFlags.pipelineFlags); err != nil {
+			return err
+		}
+	}
 	for _, addr := range runFlags.recompute {
 		if _, ok := l.graph.Lookup(addr); !ok {
 			return usageError("--recompute " + addr + ": no such node instance in " + path)

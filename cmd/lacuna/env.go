@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // environment is everything lacuna reads from its process environment.
 // It is read once, in main, before any command runs; nothing else in
 // lacuna calls os.Getenv for its own settings (library packages take
@@ -18,6 +20,10 @@ type environment struct {
 	gogcSet, memLimitSet bool
 	// dumbTerminal is TERM=dumb: no live progress display.
 	dumbTerminal bool
+	// slurmPoll is LACUNA_SLURM_POLL: the shortest interval between two
+	// polls of a SLURM runner's jobs (default 2s; it grows while nothing
+	// changes).
+	slurmPoll time.Duration
 }
 
 // nodeEnviron is the whole environment, handed to node types through
@@ -31,7 +37,9 @@ var env environment
 
 func readEnvironment(getenv func(string) string) environment {
 	fsync := getenv("LACUNA_FSYNC")
+	poll, _ := time.ParseDuration(getenv("LACUNA_SLURM_POLL"))
 	return environment{
+		slurmPoll:    poll,
 		store:        getenv("LACUNA_STORE"),
 		syncEach:     fsync == "always" || fsync == "1",
 		cpuProfile:   getenv("LACUNA_CPUPROFILE"),

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/runners/slurm"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// runnerBlock is a runner block as the CLI reads it (engine.Graph's
+// RunnerBlocks): what a Remote or a container engine is built from.
+type runnerBlock struct {
+	Kind        *string           `cty:"kind"`
+	Concurrency *int              `cty:"concurrency"`
+	Image       *string           `cty:"image"`
+	Engine      *string           `cty:"engine"`
+	CPUs        *int              `cty:"cpus"`
+	Memory      *string           `cty:"memory"`
+	GPUs        *int              `cty:"gpus"`
+	GPUType     *string           `cty:"gpu_type"`
+	Partition   *string           `cty:"partition"`
+	Account     *string           `cty:"account"`
+	Time        *string           `cty:"time"`
+	Env         map[string]string `cty:"env"`
+	Args        []string          `cty:"args"`
+}
+
+func decodeRunner(name string, v cty.Value) (runnerBlock, error) {
+	var rb runnerBlock
+	if err := gocty.FromCtyValue(v, &rb); err != nil {
+		return rb, fmt.Errorf("runner %s: %w", name, err)
+	}
+	return rb, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+var memoryPattern = regexp.MustCompile(`^(\d+)\s*([KMGT]?)i?B?$`)
+
+// memoryMiB reads "16G", "512M", "2048" (MiB) as MiB.
+func memoryMiB(s string) (int, error) {
+	m := memoryPattern.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
+	if m == nil {
+		return 0, fmt.Errorf("memory %q: want a size such as 512M or 16G", s)
+	}
+	n, _ := strconv.Atoi(m[1])
+	switch m[2] {
+	case "K":
+		n = (n + 1023) / 1024
+	case "G":
+		n *= 1024
+	case "T":
+		n *= 1024 * 1024
+	}
+	return n, nil
+}
+
+// runTime reads "2h", "90m" (Go durations) or SLURM's "HH:MM:SS".
+func runTime(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	var h, m, sec int
+	if _, err := fmt.Sscanf(s, "%d:%d:%d", &h, &m, &sec); err == nil {
+		return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second, nil
+	}
+	return 0, fmt.Errorf("time %q: want a duration such as 2h or HH:MM:SS", s)
+}
+
+// remotes builds the Remote of each slurm runner of the pipeline: its
+// instances run as `lacuna run --local --target ADDR` of the same
+// pipeline, variables and store, each a task of a job array.
+func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
+	out := map[string]engine.Remote{}
+	for name, v := range l.graph.RunnerBlocks {
+		rb, err := decodeRunner(name, v)
+		if err != nil {
+			return nil, err
+		}
+		if deref(rb.Kind) != "slurm" {
+			continue
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		r, err := slurm.New(filepath.Join(l.store.Root(), "slurm"), slurm.WithPollInterval(env.slurmPoll, 0))
+		if err != nil {
+			return nil, fmt.Errorf("runner %s: %w", name, err)
+		}
+		res := slurm.Resources{CPUs: deref(rb.CPUs), GPUs: deref(rb.GPUs), GPUType: deref(rb.GPUType), Partition: deref(rb.Partition), Account: deref(rb.Account)}
+		if m := deref(rb.Memory); m != "" {
+			if res.MemoryMB, err = memoryMiB(m); err != nil {
+				return nil, fmt.Errorf("runner %s: %w", name, err)
+			}
+		}
+		if t := deref(rb.Time); t != "" {
+			if res.Time, err = runTime(t); err != nil {
+				return nil, fmt.Errorf("runner %s: %w", name, err)
+			}
+		}
+		args := []string{"run", "--local", "--store", l.store.Root(), "-j", strconv.Itoa(max(deref(rb.CPUs), 1))}
+		for _, v := range pf.vars {
+			args = append(args, "--var", v)
+		}
+		for _, f := range pf.varFiles {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "--var-file", abs)
+		}
+		cmd := shellQuote(exe)
+		for _, a := range args {
+			cmd += " " + shellQuote(a)
+		}
+		cmd += ` --target "$LACUNA_INSTANCE" ` + shellQuote(l.path)
+		out[name] = &slurmRemote{runner: name, r: r, command: cmd, dir: filepath.Dir(l.path), res: res, limit: deref(rb.Concurrency), env: rb.Env, sbatch: rb.Args}
+	}
+	return out, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// slurmRemote runs a node's instances as one job array (runners/slurm).
+// The job's name is the node's address, so a resumed lacuna re-attaches
+// to the array tasks an earlier one left running; an instance's key is in
+// its environment, so a task done under another key is other work.
+type slurmRemote struct {
+	runner  string
+	r       *slurm.Runner
+	command string
+	dir     string
+	res     slurm.Resources
+	limit   int
+	env     map[string]string
+	sbatch  []string
+}
+
+func (s *slurmRemote) Dispatch(ctx context.Context, node string, insts []engine.RemoteInstance) []error {
+	job := slurm.Job{Name: "lacuna-" + node, Command: s.command, Dir: s.dir, Resources: s.res, Limit: s.limit, Env: s.env, SbatchArgs: s.sbatch}
+	for _, in := range insts {
+		job.Instances = append(job.Instances, slurm.Instance{Name: in.Addr, Env: map[string]string{"LACUNA_KEY": string(in.Key)}})
+	}
+	res, err := s.r.Submit(ctx, job)
+	errs := make([]error, len(insts))
+	for k := range errs {
+		switch {
+		case res == nil || k >= len(res.Instances):
+			errs[k] = err
+		case res.Instances[k].State != slurm.StateCompleted:
+			ir := res.Instances[k]
+			msg := fmt.Sprintf("slurm task %s ended %s", ir.JobID, ir.State)
+			if ir.ExitCode != 0 {
+				msg += fmt.Sprintf(" (exit status %d)", ir.ExitCode)
+			}
+			if ir.Reason != "" {
+				msg += ": " + ir.Reason
+			}
+			if ir.Stderr != "" {
+				msg += "; log " + ir.Stderr
+			}
+			if t := strings.TrimSpace(ir.LogTail); t != "" {
+				msg += "\n" + t
+			}
+			errs[k] = fmt.Errorf("%s", msg)
+		}
+	}
+	return errs
+}
