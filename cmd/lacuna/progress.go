@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -314,11 +316,19 @@ func commas(n int64) string {
 	return s
 }
 
-// runLog appends every event of a run to runs/<time>-<pid>.jsonl.
+// runLog appends every event of a run to runs/<time>-<pid>.jsonl, each
+// as one complete line in one write(2): the log is line-complete whenever
+// the process stops, kill -9 included (what was written is the kernel's,
+// not lost with the process), and holds every event up to the last one
+// displayed (write runs before the display); lines never interleave.
+// It is not synced per event (a crash of the machine may lose the last
+// ones): a run's results are in the store, the log only tells its story.
+// Safe for concurrent use.
 type runLog struct {
+	mu  sync.Mutex
 	f   *os.File
-	w   *bufio.Writer
-	enc *json.Encoder
+	buf bytes.Buffer
+	err error // the first failed write: the log stops there
 }
 
 func openRunLog(st *artifacts.Store) (*runLog, error) {
@@ -327,8 +337,7 @@ func openRunLog(st *artifacts.Store) (*runLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := bufio.NewWriter(f)
-	return &runLog{f: f, w: w, enc: json.NewEncoder(w)}, nil
+	return &runLog{f: f}, nil
 }
 
 // write records an event. Cache hits are only counted (in the summary):
@@ -337,15 +346,22 @@ func (l *runLog) write(e engine.Event) {
 	if e.Event == engine.EventCached {
 		return
 	}
-	l.enc.Encode(e)
-	if e.Event == engine.EventFailed || e.Event == engine.EventSummary {
-		l.w.Flush()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
 	}
+	l.buf.Reset()
+	if err := json.NewEncoder(&l.buf).Encode(e); err != nil { // one line, ending in \n
+		return
+	}
+	_, l.err = l.f.Write(l.buf.Bytes())
 }
 
 func (l *runLog) Close() error {
-	l.w.Flush()
-	return l.f.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.err, l.f.Close())
 }
 
 // table prints aligned columns.

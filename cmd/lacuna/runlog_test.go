@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestRunLogIsLineCompleteAfterKill9: the run's event log under runs/ is
+// written an event at a time, each a whole line: killed with SIGKILL
+// mid-run, lacuna leaves a log whose every line is a complete event, and
+// which holds every node the run reported done before it died.
+func TestRunLogIsLineCompleteAfterKill9(t *testing.T) {
+	dir := benchDAG(t, 300)
+	cmd := exec.Command(lacunaBin, "run", "pipeline.hcl", "--json", "-j", "2")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LACUNA_STORE=")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"event":"done"`) {
+			done++
+		}
+		if done == 100 {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if done < 100 {
+		t.Fatalf("the run finished before it could be killed (%d nodes)", done)
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, ".lacuna", "runs", "*.jsonl"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("run logs %v (%v), want one", logs, err)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatalf("the log ends mid-line: ...%q", b[max(0, len(b)-80):])
+	}
+	logged := 0
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %d is not a whole event: %q (%v)", i+1, line, err)
+		}
+		if e["event"] == "done" {
+			logged++
+		}
+	}
+	if logged < done {
+		t.Errorf("the log holds %d done events; the run had shown %d before it was killed", logged, done)
+	}
+}
