@@ -177,7 +177,13 @@ variable "temperature" {
 variable "limit" {
   type        = number
   default     = 0
-  description = "tasks per library and cell (0: all), for a quick slice"
+  description = "tasks per library and cell (0: all), for a quick slice; it bounds the judge's calibration too"
+}
+
+variable "on_judge_error" {
+  type        = string
+  default     = ""
+  description = "what a judge model call still unreachable after its retries does: fail (the default: the node fails once the other calls are cached) or fallback (the deterministic fallback decides its sample)"
 }
 
 model "under_test" {
@@ -213,6 +219,8 @@ locals {
   # its calls are made.
   models = { under_test = model.under_test }
   limit  = var.limit == 0 ? null : var.limit
+  # Unset, the judge's default ("fail"), and its keys stay as they were.
+  on_judge_error = var.on_judge_error == "" ? null : var.on_judge_error
   # Every library calibrates through solve (calibration = true), whose
   # runs c1 and the judge's calibration table reuse.
   # The ecosystem attribute of a library's nodes: null (the default) for
@@ -389,23 +397,26 @@ node "solve" "greedy" {
 }
 
 node "judge" "greedy" {
-  for_each   = local.sweep
-  tasks      = node.tasks.lib[each.value.lib]
-  samples    = node.solve.greedy[each.key]
-  model      = model.judge
-  under_test = local.models[each.value.model]
-  allow_self = var.allow_self
-  sem        = true
+  for_each       = local.sweep
+  tasks          = node.tasks.lib[each.value.lib]
+  samples        = node.solve.greedy[each.key]
+  model          = model.judge
+  under_test     = local.models[each.value.model]
+  allow_self     = var.allow_self
+  sem            = true
+  on_judge_error = local.on_judge_error
 }
 
 # The judge model's agreement with the classes the calibration solutions
 # stand for by construction (the confusion table: lacuna show
 # node.judge.calibration["lo"], report "calibration").
 node "judge" "calibration" {
-  for_each = var.libraries
-  tasks    = node.tasks.lib[each.key]
-  samples  = node.solve.calibration[each.key]
-  model    = model.judge
+  for_each       = var.libraries
+  tasks          = node.tasks.lib[each.key]
+  samples        = node.solve.calibration[each.key]
+  model          = model.judge
+  limit          = local.limit
+  on_judge_error = local.on_judge_error
 }
 
 # Table 1 and Table 3 of the paper, per model: lacuna cat ... node.metrics.table.

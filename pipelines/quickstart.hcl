@@ -29,8 +29,14 @@ variable "served_name" {
   description = "the id the server reports for the model (default: its id)"
 }
 
+variable "model_id" {
+  type        = string
+  default     = "Qwen/Qwen2.5-Coder-7B-Instruct"
+  description = "the model under test's id, which its rows carry (another model: --var model_id=... and served_name if its server names it otherwise)"
+}
+
 model "qwen25_coder_7b" {
-  id          = "Qwen/Qwen2.5-Coder-7B-Instruct"
+  id          = var.model_id
   cutoff      = "2024-06-01"
   endpoint    = var.endpoint == "" ? null : var.endpoint
   served_name = var.served_name == "" ? null : var.served_name
