@@ -29,7 +29,7 @@ echo "creating $(1)" && rm -rf $(1) && \
 	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
-.PHONY: build deps quickstart quickstart-python toolsense test vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
+.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/lacuna
@@ -102,8 +102,18 @@ toolsense: build test-python
 # files in it, and the embedding parity test runs sentence-transformers
 # from the second; CI=true makes those tests fail rather than skip
 # without them.
-test: deps vet fmt-check staticcheck test-python test-stvenv
+test: deps vet fmt-check staticcheck test-python test-stvenv test-runners
 	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./...
+
+# The runners' real peers, installed and started when missing (as root):
+# podman with runc and cgroupfs (runners/container), and a one-node SLURM
+# cluster, slurm-wlm and munge with no systemd or database (runners/slurm,
+# lacuna run on a slurm runner). Not root: their tests skip, saying why
+# (CI=true: they fail).
+test-runners:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  bash runners/container/testdata/setup.sh && bash runners/slurm/testdata/setup.sh; \
+	else echo "not root: the podman and SLURM tests skip (CI=true: fail); run runners/container/testdata/setup.sh and runners/slurm/testdata/setup.sh as root"; fi
 
 vet:
 	$(GO) vet ./...
