@@ -140,6 +140,9 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	}
 	for i, inst := range g.Instances {
 		inst.index = i
+		if inst.Runner != "" {
+			inst.runnerBlock = g.RunnerBlocks[inst.Runner]
+		}
 		for _, in := range inst.Inputs {
 			in.dependants = append(in.dependants, inst)
 		}

@@ -20,9 +20,12 @@ type Instance struct {
 	// Inputs are the producing instances, sorted by address, deduplicated.
 	Inputs []*Instance
 	// Runner names the runner block limiting this instance ("" for none).
-	Runner     string
-	dependants []*Instance
-	index      int
+	Runner string
+	// runnerBlock is that runner block's value (Graph.RunnerBlocks), what
+	// the instance's Resolve and Run read through nodes.RunnerEnv.
+	runnerBlock cty.Value
+	dependants  []*Instance
+	index       int
 }
 
 // Type is the instance's node type.
