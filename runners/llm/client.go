@@ -120,6 +120,7 @@ type Client struct {
 	http     *http.Client
 	backoff  Backoff
 	stats    recorder
+	noMarker atomic.Bool // the cache held no refusal of json_schema (refusedBefore)
 }
 
 // Option configures a Client.
@@ -338,7 +339,7 @@ func (c *Client) refusedBefore() (string, bool) {
 	if r, ok := refusals.Load(c.refusalKey()); ok {
 		return r.(string), true
 	}
-	if c.cache == nil {
+	if c.cache == nil || c.noMarker.Load() {
 		return "", false
 	}
 	b, ok, err := c.cache.Get(c.refusalCacheKey())
@@ -346,6 +347,7 @@ func (c *Client) refusedBefore() (string, bool) {
 		Refusal string `json:"refusal"`
 	}
 	if err != nil || !ok || json.Unmarshal(b, &r) != nil || r.Refusal == "" {
+		c.noMarker.Store(true) // a refusal from now on is in refusals
 		return "", false
 	}
 	refusals.Store(c.refusalKey(), r.Refusal)
