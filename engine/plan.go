@@ -253,9 +253,24 @@ func identityChange(k, before, now string) string {
 		now = "(none)"
 	}
 	if len(before) > readable || len(now) > readable {
-		return k
+		before, now = shortDigest(before), shortDigest(now)
+		if before == now || len(before) > readable || len(now) > readable {
+			return k
+		}
 	}
 	return k + " " + before + " → " + now
+}
+
+// shortDigest abbreviates an image pin ("repo@sha256:<64 hex>", or
+// "sha256:…") to its digest's first 12 hex digits: a tag that moved reads
+// "image sha256:0123456789ab… → sha256:…".
+func shortDigest(s string) string {
+	const alg = "sha256:"
+	i := strings.LastIndex(s, alg)
+	if i < 0 || len(s)-i != len(alg)+64 {
+		return s
+	}
+	return s[i:i+len(alg)+12] + "…"
 }
 
 func compact(b []byte) []byte {
