@@ -358,12 +358,15 @@ type rrbAnswer struct {
 type asker func(judge bool, calls []llm.Call) ([]rrbAnswer, error)
 
 // refusal is why a failed call was refused, "WHO refused: HTTP 400 Bad
-// Request: the body's first line", for a 4xx other than 429 (the server
-// will not answer this request); "" for any other error (5xx, 429,
-// timeouts, dropped connections: the server is unreachable).
+// Request: the body's first line", for a refusal of the request
+// (llm.StatusError.Refused: a 4xx other than 408 and 429, or a 5xx whose
+// message is about the request, as llama-cpp-python answers a
+// response_format it does not take: the server will not answer this
+// request); "" for any other error (5xx, 429, timeouts, dropped
+// connections: the server is unreachable).
 func refusal(who string, err error) string {
 	var se *llm.StatusError
-	if !errors.As(err, &se) || se.Status/100 != 4 || se.Status == http.StatusTooManyRequests {
+	if !errors.As(err, &se) || !se.Refused {
 		return ""
 	}
 	why := fmt.Sprintf("%s refused: HTTP %d %s", who, se.Status, http.StatusText(se.Status))
