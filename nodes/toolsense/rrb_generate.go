@@ -118,7 +118,7 @@ func (rrbGenerateType) Doc() string {
 		"query; no query repeated within the seed and tier), then the LLM judge (`judge`, default `model`, at temperature " +
 		"0, prompts/rrb_judge.txt, one call per batch) which fails closed: a reply that is not the JSON asked for, or " +
 		"lacks a verdict, rejects the sample; fewer samples than asked count as missing (\"too few samples\"). A call the " +
-		"server refuses (a 4xx other than 429) is a rejection: of the attempt (\"generation refused\") or of the samples " +
+		"server refuses (a 4xx other than 408 and 429, or a 5xx whose message is about the request) is a rejection: of the attempt (\"generation refused\") or of the samples " +
 		"judged (\"judge refused\"); a server unreachable after the client's retries (5xx, 429, no answer) fails the " +
 		"node. Samples still missing are asked again, at most `retries` times (default 3), the rejection reasons and the " +
 		"queries already accepted fed back. Rows are the released RRB's columns (tool: an object for easy, a list " +
@@ -517,7 +517,7 @@ func (w *rrbWork) rows() (rows []RRBRow, dropped []RRBDropped) {
 }
 
 // Run generates, at most the generator's (the judge's) concurrency calls
-// at once per round. A call refused (a 4xx other than 429) is a rejection
+// at once per round. A call refused (a refusal of the request, llm.Refused) is a rejection
 // with its reason (refusal); any other call that fails after the client's
 // retries (5xx, 429, an unreachable server) fails the node once its round
 // is done. Every answered call is cached, so a re-run repeats none of
