@@ -159,3 +159,39 @@ func TestStructuredOutputsEntersTheKeyAsAParam(t *testing.T) {
 		t.Errorf("the model's params became %v", m.Params)
 	}
 }
+
+// Each structured_output mode's key: the two spellings of the default
+// leave it as it was; the others differ from it and from each other.
+func TestStructuredOutputModesInTheKey(t *testing.T) {
+	base, _, err := modelKey(t, `id = "m"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, tc := range []struct {
+		mode    string
+		same    bool
+		inParam string
+	}{
+		{"response_format", true, ""},
+		{"json_schema", true, ""},
+		{"structured_outputs", false, `"structured_outputs":"true"`},
+		{"json_object", false, `"structured_outputs":"json_object"`},
+		{"none", false, `"structured_outputs":"none"`},
+	} {
+		key, _, err := modelKey(t, `id = "m"`+"\n"+`structured_output = "`+tc.mode+`"`)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.mode, err)
+		}
+		if (key == base) != tc.same {
+			t.Errorf("%s: same key as the default %v, want %v", tc.mode, key == base, tc.same)
+		}
+		if tc.inParam != "" && !strings.Contains(key, tc.inParam) {
+			t.Errorf("%s: key %s lacks %s", tc.mode, key, tc.inParam)
+		}
+		if prev, dup := seen[key]; dup && !tc.same {
+			t.Errorf("%s and %s share a key", tc.mode, prev)
+		}
+		seen[key] = tc.mode
+	}
+}

@@ -60,8 +60,9 @@ type ModelKey struct {
 }
 
 // KeyView returns the model's key material, defaults applied. A
-// structured_output other than the default response_format enters as the
-// entry "structured_outputs": "true" of Params: a name no param may take
+// structured_output other than the default (response_format, also spelled
+// json_schema) enters as the entry "structured_outputs" of Params ("true"
+// for vLLM's structured_outputs, else the mode's name): a name no param may take
 // (runners/llm.CheckParams refuses it; Resolve checks), so it cannot
 // collide with one, and every key of a model under the default stays what
 // it was before the mechanism was key material.
@@ -71,12 +72,15 @@ func (m Model) KeyView() ModelKey {
 	if m.MaxTokens != nil {
 		k.MaxTokens = *m.MaxTokens
 	}
-	if so := str(m.StructuredOutput); so != "" && so != "response_format" {
+	if so := str(m.StructuredOutput); so != "" && so != "response_format" && so != "json_schema" {
 		k.Params = make(map[string]string, len(m.Params)+1)
 		for n, v := range m.Params {
 			k.Params[n] = v
 		}
 		k.Params["structured_outputs"] = "true"
+		if so != "structured_outputs" {
+			k.Params["structured_outputs"] = so // json_object, none
+		}
 	}
 	return k
 }

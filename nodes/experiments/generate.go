@@ -590,6 +590,10 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 		return fmt.Errorf("%w; %d of %d calls answered and cached in the store: a re-run makes only the %d missing", firstErr, done, total, total-done)
 	}
 	note := fmt.Sprintf("%d answers (%d tasks × %d samples, cell %s): %d calls made, %d cached, %d failed", len(rows), len(rows)/c.samples(), c.samples(), cell, st.Calls, st.Cached, st.Failed)
+	if len(rows) == 0 {
+		note = "warning: no task to answer (its filters kept none); " + note
+		r.Logf("warning: no task to answer: the filters before this node kept none")
+	}
 	if g != nil {
 		note += "; " + g.summary()
 	}

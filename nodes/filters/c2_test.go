@@ -103,6 +103,13 @@ func TestC2AndC3JudgeEachTaskOnItsSamples(t *testing.T) {
 			note:    "C3: 9 tasks, 1 kept (strong model solved too few of 1 with the bundle, cell Full; 7 without samples)",
 		},
 		{
+			name:    "c3 keeps nothing",
+			node:    `node "c3" "f" {`,
+			samples: [][]sample{outcomes(a, "Full", F, F, F), outcomes(b, "Full", F, F, F)},
+			keep:    map[string]string{a: "C3: the strong model solved 0 of 3 samples with the bundle (cell Full), want 1", b: "C3: the strong model solved 0 of 3 samples with the bundle (cell Full), want 1"},
+			note:    "warning: C3 kept 0 of 9 tasks (is the strong model strong enough?); C3: 9 tasks, 0 kept (strong model solved too few of 2 with the bundle, cell Full; 7 without samples)",
+		},
+		{
 			name:    "c3 another cell",
 			node:    `node "c3" "f" {`,
 			samples: [][]sample{outcomes(a, "Full", P), outcomes(b, "baseline", P, F, F)},

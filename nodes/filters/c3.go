@@ -114,6 +114,13 @@ func (t c3Type) Run(ctx context.Context, r nodes.Run) error {
 	if counts.noSamples > 0 {
 		extra = append(extra, fmt.Sprintf("%d without samples", counts.noSamples))
 	}
-	r.Note("C3: %d tasks, %d kept (strong model solved too few of %d with the bundle, cell %s%s)", counts.in, counts.kept, unsolved, c.cell(), prefixed(extra))
+	warn := ""
+	if counts.kept == 0 && counts.in > 0 {
+		// Everything downstream (the cells' runs, metrics) would measure
+		// nothing: say so where the run shows it.
+		warn = "warning: C3 kept 0 of " + fmt.Sprint(counts.in) + " tasks (is the strong model strong enough?); "
+		r.Logf("%sthe cells and metrics after it have no task to measure", warn)
+	}
+	r.Note("%sC3: %d tasks, %d kept (strong model solved too few of %d with the bundle, cell %s%s)", warn, counts.in, counts.kept, unsolved, c.cell(), prefixed(extra))
 	return t.Write(r, rows)
 }
