@@ -319,7 +319,11 @@ func (t commandType) Run(ctx context.Context, r nodes.Run) error {
 	for _, row := range rows {
 		size += row.Size
 	}
-	r.Note("%d outputs, %d bytes; ran %s in %s", len(rows), size, where, elapsed)
+	plural := "s"
+	if len(rows) == 1 {
+		plural = ""
+	}
+	r.Note("%d output%s, %d bytes; ran %s in %s", len(rows), plural, size, where, elapsed)
 	return t.Write(r, rows)
 }
 
