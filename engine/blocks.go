@@ -23,6 +23,10 @@ type blockAttr struct {
 	Required bool
 	OneOf    []string // allowed string values
 	Doc      string
+	// Nested, when set, allows the attribute to be written as a nested
+	// block of its name (serve { kind = ... }) with these attributes; its
+	// value is then an object of them (null where not set).
+	Nested []blockAttr
 }
 
 var blockSchemas = map[string]*blockSchema{
@@ -37,7 +41,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "served_name", Type: cty.String, Doc: "the name the server knows the model by (default: id); checked against GET /v1/models at plan time"},
 			{Name: "reported_name", Type: cty.String, Doc: "the id the server may name in its answers' model field besides served_name, e.g. the dated model behind an alias (\"*\": any, or none); an answer naming any other model fails its call and is never cached"},
 			{Name: "api", Type: cty.String, OneOf: []string{"chat", "completions"}, Doc: "chat (default) or completions"},
-			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a runner that serves the model (e.g. runner.vllm)"},
+			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a server lacuna starts for the model, instead of an endpoint: serve { kind = \"llamacpp\" | \"vllm\", weights = PATH, ... } (README, \"Model servers lacuna starts\")", Nested: serveAttrs},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},
 			{Name: "timeout", Type: cty.String, Doc: "per-request timeout, e.g. \"120s\" (default 300s)"},
 			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8; 0: none)"},
@@ -82,21 +86,64 @@ var blockSchemas = map[string]*blockSchema{
 	},
 }
 
+// serveAttrs are a model's serve block's attributes.
+var serveAttrs = []blockAttr{
+	{Name: "kind", Type: cty.String, Required: true, OneOf: []string{"llamacpp", "vllm"}, Doc: "llamacpp (llama.cpp's llama-server on a GGUF file: CPU or GPU) or vllm (vllm serve)"},
+	{Name: "weights", Type: cty.String, Required: true, Doc: "the model: a GGUF file (llamacpp) or a model directory (vllm), relative to the pipeline's directory; its content's digest is the model's identity in keys"},
+	{Name: "adapters", Type: cty.List(cty.String), Doc: "LoRA adapters served beside the weights (a GGUF LoRA file for llamacpp, at most one; PEFT directories for vllm, each served as the model id of its directory's name); their digests enter the identity"},
+	{Name: "command", Type: cty.List(cty.String), Doc: "the server's argv prefix (default: llama-server, or vllm serve, on PATH); the binary's digest enters the identity"},
+	{Name: "context_size", Type: cty.Number, Doc: "context length in tokens (llama-server -c, vLLM --max-model-len); default: the model's"},
+	{Name: "parallel", Type: cty.Number, Doc: "requests the server computes at once (llama-server -np, vLLM --max-num-seqs); default: the model's concurrency"},
+	{Name: "max_logprobs", Type: cty.Number, Doc: "vLLM's --max-logprobs"},
+	{Name: "logprobs_mode", Type: cty.String, Doc: "vLLM's --logprobs-mode"},
+	{Name: "structured_backend", Type: cty.String, Doc: "vLLM's structured-output backend"},
+	{Name: "extra", Type: cty.List(cty.String), Doc: "further flags, verbatim (they enter the identity)"},
+	{Name: "start_timeout", Type: cty.String, Doc: "how long the server may take to load and answer, e.g. \"10m\" (default 5m)"},
+}
+
 func (s *blockSchema) bodySchema() *hcl.BodySchema {
 	bs := &hcl.BodySchema{}
 	for _, a := range s.Attrs {
 		bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: a.Name, Required: a.Required})
+		if a.Nested != nil {
+			bs.Blocks = append(bs.Blocks, hcl.BlockHeaderSchema{Type: a.Name})
+		}
+	}
+	return bs
+}
+
+// nestedSchema is the body schema of the nested block name.
+func (s *blockSchema) nestedSchema(name string) *hcl.BodySchema {
+	bs := &hcl.BodySchema{}
+	for _, a := range s.Attrs {
+		if a.Name == name {
+			for _, n := range a.Nested {
+				bs.Attributes = append(bs.Attributes, hcl.AttributeSchema{Name: n.Name, Required: n.Required})
+			}
+		}
 	}
 	return bs
 }
 
 // evalBlock evaluates a configuration block to its object value.
 func (e *evaluator) evalBlock(b *Block) (cty.Value, hcl.Diagnostics) {
-	schema := blockSchemas[b.Kind]
+	return e.evalAttrs(b, "", blockSchemas[b.Kind].Attrs)
+}
+
+// evalAttrs evaluates the attributes attrs of b, whose names are kept
+// under prefix (a nested block's "NAME."), to an object with every one
+// present (null when not set).
+func (e *evaluator) evalAttrs(b *Block, prefix string, attrs []blockAttr) (cty.Value, hcl.Diagnostics) {
 	vals := map[string]cty.Value{}
 	var diags hcl.Diagnostics
-	for _, a := range schema.Attrs {
-		attr, ok := b.Attrs[a.Name]
+	for _, a := range attrs {
+		if _, nested := b.Attrs[prefix+a.Name+"."]; nested && a.Nested != nil {
+			v, d := e.evalAttrs(b, prefix+a.Name+".", a.Nested)
+			diags = append(diags, d...)
+			vals[a.Name] = v
+			continue
+		}
+		attr, ok := b.Attrs[prefix+a.Name]
 		if !ok {
 			if a.Type == cty.DynamicPseudoType {
 				vals[a.Name] = cty.NullVal(cty.DynamicPseudoType)

@@ -10,11 +10,12 @@ package engine
 
 import (
 	"fmt"
-	"github.com/lacuna-dev/lacuna/addrs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/addrs"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -374,11 +375,43 @@ func (c *Config) addBlock(b *hcl.Block) hcl.Diagnostics {
 	if prev, ok := c.Blocks[addr]; ok {
 		return hcl.Diagnostics{duplicate(b.Type+" block", addr, prev.DeclRange, b.DefRange)}
 	}
-	content, d := b.Body.Content(blockSchemas[b.Type].bodySchema())
+	schema := blockSchemas[b.Type]
+	content, d := b.Body.Content(schema.bodySchema())
 	diags = append(diags, d...)
-	c.Blocks[addr] = &Block{Kind: b.Type, Name: name, Attrs: content.Attributes, DeclRange: b.DefRange}
+	attrs := content.Attributes
+	for _, nb := range content.Blocks {
+		// A nested block (a model's serve { ... }) is the attribute of
+		// its name, an object: its attributes are kept as NAME.ATTR, so
+		// that their references are edges as the block's own are.
+		if prev, ok := attrs[nb.Type]; ok {
+			diags = append(diags, duplicate("attribute", nb.Type, prev.NameRange, nb.DefRange))
+			continue
+		}
+		if n := countNested(attrs, nb.Type); n > 0 {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate " + nb.Type + " block", Detail: "A " + b.Type + " block takes one " + nb.Type + " block.", Subject: nb.DefRange.Ptr()})
+			continue
+		}
+		inner, d := nb.Body.Content(schema.nestedSchema(nb.Type))
+		diags = append(diags, d...)
+		for n, a := range inner.Attributes {
+			attrs[nb.Type+"."+n] = a
+		}
+		attrs[nb.Type+"."] = &hcl.Attribute{Name: nb.Type, Expr: hcl.StaticExpr(cty.True, nb.DefRange), Range: nb.DefRange, NameRange: nb.TypeRange}
+	}
+	c.Blocks[addr] = &Block{Kind: b.Type, Name: name, Attrs: attrs, DeclRange: b.DefRange}
 	c.order = append(c.order, addr)
 	return diags
+}
+
+// countNested counts the attributes kept for nested block name.
+func countNested(attrs hcl.Attributes, name string) int {
+	n := 0
+	for k := range attrs {
+		if strings.HasPrefix(k, name+".") {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Config) addNode(b *hcl.Block) hcl.Diagnostics {

@@ -195,3 +195,32 @@ func TestStructuredOutputModesInTheKey(t *testing.T) {
 		seen[key] = tc.mode
 	}
 }
+
+// A model's serve { } block is an object attribute: set, its values; a
+// bad kind, a missing weights or a second block are errors at their line.
+func TestModelServeBlock(t *testing.T) {
+	_, m, err := modelKey(t, `id = "m"`+"\n"+"serve {\n  kind = \"llamacpp\"\n  weights = \"m.gguf\"\n  parallel = 2\n}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.ServeSpec()
+	if err != nil || s == nil || s.Kind != "llamacpp" || s.Weights != "m.gguf" || s.Parallel == nil || *s.Parallel != 2 || s.Command != nil {
+		t.Fatalf("serve decoded %+v %v", s, err)
+	}
+	if _, m, err := modelKey(t, `id = "m"`); err != nil {
+		t.Fatal(err)
+	} else if s, err := m.ServeSpec(); s != nil || err != nil {
+		t.Errorf("no serve block gave %+v %v", s, err)
+	}
+	for _, tc := range []struct{ attrs, at string }{
+		{"serve {\n  kind = \"tgi\"\n  weights = \"m.gguf\"\n}", "p.hcl:4"},
+		{"serve {\n  kind = \"llamacpp\"\n}", "p.hcl:3"},
+		{"serve {\n  kind = \"llamacpp\"\n  weights = \"a\"\n}\nserve {\n  kind = \"vllm\"\n  weights = \"b\"\n}", "p.hcl:7"},
+		{"serve {\n  kind = \"llamacpp\"\n  weights = \"a\"\n  port = 80\n}", "p.hcl:6"},
+	} {
+		_, _, err := modelKey(t, `id = "m"`+"\n"+tc.attrs)
+		if err == nil || !strings.Contains(err.Error(), tc.at) {
+			t.Errorf("%q: want an error at %s, got %v", tc.attrs, tc.at, err)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package nodes
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -42,6 +45,34 @@ type Model struct {
 	// ReportedName is the id the server may name in its answers besides
 	// the served name ("*": any); see runners/llm.Endpoint.Reported.
 	ReportedName *string `cty:"reported_name"`
+}
+
+// Serve is a model block's serve { } block: a server lacuna starts for
+// the model (runners/serve), instead of an endpoint.
+type Serve struct {
+	Kind              string   `cty:"kind"`
+	Weights           string   `cty:"weights"`
+	Adapters          []string `cty:"adapters"`
+	Command           []string `cty:"command"`
+	ContextSize       *int     `cty:"context_size"`
+	Parallel          *int     `cty:"parallel"`
+	MaxLogprobs       *int     `cty:"max_logprobs"`
+	LogprobsMode      *string  `cty:"logprobs_mode"`
+	StructuredBackend *string  `cty:"structured_backend"`
+	Extra             []string `cty:"extra"`
+	StartTimeout      *string  `cty:"start_timeout"`
+}
+
+// ServeSpec is the model's serve block, nil when it has none.
+func (m Model) ServeSpec() (*Serve, error) {
+	if m.Serve.IsNull() || !m.Serve.IsKnown() {
+		return nil, nil
+	}
+	var s Serve
+	if err := gocty.FromCtyValue(m.Serve, &s); err != nil {
+		return nil, fmt.Errorf("model %s: serve: %w", m.ID, err)
+	}
+	return &s, nil
 }
 
 // ModelKey is the part of a Model that enters action keys.

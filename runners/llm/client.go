@@ -121,6 +121,14 @@ type Client struct {
 	backoff  Backoff
 	stats    recorder
 	noMarker atomic.Bool // the cache held no refusal of json_schema (refusedBefore)
+
+	// start, when set (WithStart), gives the base URL the first time a
+	// call needs the server (a server started on demand); guarded by
+	// startMu, as are ep.BaseURL and shown until then.
+	start    func(ctx context.Context) (string, error)
+	startMu  sync.Mutex
+	started  bool
+	startErr error
 }
 
 // Option configures a Client.
@@ -131,6 +139,40 @@ type Option func(*Client)
 // revision, the id the server reports), the first part of every key.
 func WithCache(c Cache, identity string) Option {
 	return func(cl *Client) { cl.cache, cl.identity = c, identity }
+}
+
+// WithStart makes the client ask start for the server's base URL the
+// first time a call is not answered from the cache (the server is started
+// then, not before: a plan, or a run whose calls are all cached, starts
+// nothing). A failure to start fails that call and every later one, with
+// start's error; one caused by the call's context being done is retried
+// by the next call. Endpoint.BaseURL is ignored.
+func WithStart(start func(ctx context.Context) (string, error)) Option {
+	return func(cl *Client) { cl.start = start }
+}
+
+// ensureStarted runs start once (WithStart).
+func (c *Client) ensureStarted(ctx context.Context) error {
+	if c.start == nil {
+		return nil
+	}
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started {
+		return c.startErr
+	}
+	u, err := c.start(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.started, c.startErr = true, fmt.Errorf("starting the model's server: %w", err)
+			return c.startErr
+		}
+		return err
+	}
+	c.started = true
+	c.ep.BaseURL = strings.TrimRight(u, "/")
+	c.shown = RedactURL(c.ep.BaseURL)
+	return nil
 }
 
 // WithLimiter shares a concurrency limiter between clients (the nodes that
@@ -390,6 +432,9 @@ func (c *Client) call(ctx context.Context, call Call, sc *schema, mode, warning 
 	}
 	body, path, err := c.body(call, mode)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
 	var resp *Response
