@@ -141,7 +141,7 @@ func DecodeRunner(name string, v cty.Value) (Runner, error) {
 	return r, nil
 }
 
-var memoryPattern = regexp.MustCompile(`^(\d+)\s*([KMGT]?)(I?B)?$`)
+var memoryPattern = regexp.MustCompile(`^(\d+)\s*([KMGT]?)(I?B?)$`)
 
 // MemoryBytes reads Memory: "16G", "512M", "64K", "1T" (binary units; an
 // "i" or "B" after the unit is allowed), "4096B" as bytes and a bare
