@@ -370,7 +370,11 @@ func runContainer(ctx context.Context, r nodes.Run, c *commandConfig, p *command
 	if err != nil {
 		return "", err
 	}
-	return "in container " + res.Container + " of " + p.image.Digest, nil
+	d := p.image.Digest
+	if len(d) > len("sha256:")+12 {
+		d = d[:len("sha256:")+12] + "…"
+	}
+	return "in container " + res.Container + " of " + d, nil
 }
 
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
