@@ -98,7 +98,6 @@ var serveAttrs = []blockAttr{
 	{Name: "logprobs_mode", Type: cty.String, Doc: "vLLM's --logprobs-mode"},
 	{Name: "structured_backend", Type: cty.String, Doc: "vLLM's structured-output backend"},
 	{Name: "extra", Type: cty.List(cty.String), Doc: "further flags, verbatim (they enter the identity)"},
-	{Name: "start_timeout", Type: cty.String, Doc: "how long the server may take to load and answer, e.g. \"10m\" (default 5m)"},
 }
 
 func (s *blockSchema) bodySchema() *hcl.BodySchema {

@@ -70,6 +70,9 @@ type Executor struct {
 	// Remote applies the runner's concurrency to its jobs. verify
 	// (NoCommit) runs them here.
 	Remotes map[string]Remote
+	// Servers starts the model servers nodes ask for (model blocks with
+	// serve { }); nil: such nodes fail their first call, saying why.
+	Servers nodes.ModelServers
 	// LastKnown makes Plan report an instance whose key cannot be
 	// computed now (its Resolve fails: a model server that is down) as
 	// cached with the output the pipeline's last run recorded, when the

@@ -60,7 +60,6 @@ type Serve struct {
 	LogprobsMode      *string  `cty:"logprobs_mode"`
 	StructuredBackend *string  `cty:"structured_backend"`
 	Extra             []string `cty:"extra"`
-	StartTimeout      *string  `cty:"start_timeout"`
 }
 
 // ServeSpec is the model's serve block, nil when it has none.

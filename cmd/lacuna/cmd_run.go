@@ -70,6 +70,12 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 		}
 		x.Recompute[addr] = true
 	}
+	servers, stopServers, err := modelServers(l.store, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer stopServers()
+	x.Servers = servers
 	log, err := openRunLog(l.store)
 	if err != nil {
 		return err

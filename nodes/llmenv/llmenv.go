@@ -17,6 +17,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/runners/llm"
+	"github.com/lacuna-dev/lacuna/runners/serve"
 )
 
 // Model is a model block resolved against its server.
@@ -30,6 +31,9 @@ type Model struct {
 	// capped to the server's slots, a busy server whose model list could
 	// not be checked): Client logs them in the node's log.
 	Notes []string
+	// serve is the server lacuna starts for the model (serve { }), nil
+	// for a model reached at its endpoint.
+	serve *serve.Spec
 }
 
 // Resolve checks that m's server answers and serves the model (GET
@@ -60,10 +64,19 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if m.ReportedName != nil {
 		ep.Reported = *m.ReportedName
 	}
-	if m.Endpoint == nil || *m.Endpoint == "" {
-		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var).", m.ID)
+	sv, err := m.ServeSpec()
+	if err != nil {
+		return nil, nil, nodes.Errorf(attr, "Invalid serve block", "%v", err)
 	}
-	ep.BaseURL = strings.TrimRight(*m.Endpoint, "/")
+	hasEndpoint := m.Endpoint != nil && *m.Endpoint != ""
+	switch {
+	case sv != nil && hasEndpoint:
+		return nil, nil, nodes.Errorf(attr, "Model has an endpoint and a serve block", "model %s: either lacuna starts its server (serve { }) or it is reached at endpoint, not both.", m.ID)
+	case sv == nil && !hasEndpoint:
+		return nil, nil, nodes.Errorf(attr, "Model has no endpoint", "model %s has no endpoint: set endpoint = \"http://HOST:PORT/v1\" in its block (a variable makes it a --var), or a serve { } block for a server lacuna starts.", m.ID)
+	case hasEndpoint:
+		ep.BaseURL = strings.TrimRight(*m.Endpoint, "/")
+	}
 	if m.APIKeyEnv != nil && *m.APIKeyEnv != "" {
 		ep.APIKey = r.Getenv(*m.APIKeyEnv)
 		if ep.APIKey == "" {
@@ -105,6 +118,23 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 				m.ID, llm.JSONSchema, llm.ResponseFormat, llm.StructuredOutputs, llm.JSONObject, llm.NoConstraint, ep.Structured)
 		}
 	}
+	rev := ""
+	if m.Revision != nil {
+		rev = *m.Revision
+	}
+	if sv != nil {
+		// Nothing to ask yet: the server starts with the first call that
+		// needs it (Client). What it will serve is pinned by content.
+		spec, err := serveSpec(r, attr, m, sv, ep.Concurrency)
+		if err != nil {
+			return nil, nil, err
+		}
+		ep.Slots = spec.Needs.ParallelSlots
+		ep.Concurrency = min(ep.Concurrency, max(ep.Slots, 1))
+		id := spec.Identity()
+		mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + ep.ServedName + "|" + id, serve: &spec}
+		return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": ep.ServedName, prefix + ".serve": id}, nil
+	}
 	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
 	var notes []string
 	ids, err := models(ctx, ep)
@@ -139,10 +169,6 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 			ep.Concurrency = n
 		}
 	}
-	rev := ""
-	if m.Revision != nil {
-		rev = *m.Revision
-	}
 	mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + served, Notes: notes}
 	return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": served}, nil
 }
@@ -174,14 +200,30 @@ func (m *Model) Request() llm.Request {
 
 // Client returns the client a run calls the model with: the store's call
 // cache, and the limiter every node calling this model in this process
-// shares. It writes the model's Notes to the node's log.
+// shares. It writes the model's Notes to the node's log. A model with a
+// serve { } block is served by the run's model servers (nodes.ServersOf):
+// its server starts with the first call the cache does not answer, and is
+// shared by every node that uses the model.
 func (m *Model) Client(r nodes.Run) *llm.Client {
 	for _, n := range m.Notes {
 		r.Logf("model %s: %s", m.Config.ID, n)
 	}
-	return llm.New(m.Endpoint,
-		llm.WithCache(r.Calls(), m.Identity),
-		llm.WithLimiter(llm.Shared(m.Identity, m.Endpoint.Concurrency)))
+	opts := []llm.Option{llm.WithCache(r.Calls(), m.Identity), llm.WithLimiter(llm.Shared(m.Identity, m.Endpoint.Concurrency))}
+	if m.serve != nil {
+		spec, servers := *m.serve, nodes.ServersOf(r)
+		opts = append(opts, llm.WithStart(func(ctx context.Context) (string, error) {
+			if servers == nil {
+				return "", fmt.Errorf("this run cannot start model servers (lacuna run starts them; a library caller passes engine.Executor.Servers)")
+			}
+			srv, err := servers.Acquire(ctx, spec)
+			if err != nil {
+				return "", err
+			}
+			r.Logf("model %s: served by %s %s at %s (started in %s)", m.Config.ID, spec.Kind, spec.Weights[0].Path, srv.Endpoint(), srv.Startup().Round(time.Millisecond))
+			return srv.Endpoint(), nil
+		}))
+	}
+	return llm.New(m.Endpoint, opts...)
 }
 
 func quoteList(ids []string) string {

