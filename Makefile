@@ -43,7 +43,12 @@ build:
 # also runs the model slice and prints its metrics table.
 ENDPOINT ?=
 SERVED_NAME ?=
-QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME))
+# With GGUF=PATH (and LLAMA_SERVER=PATH unless llama-server is on PATH),
+# lacuna serves that model itself for the slice; MODEL_ID names it.
+GGUF ?=
+LLAMA_SERVER ?=
+MODEL_ID ?=
+QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME)) $(if $(GGUF),--var gguf=$(GGUF)) $(if $(LLAMA_SERVER),--var llama_server=$(LLAMA_SERVER)) $(if $(MODEL_ID),--var model_id=$(MODEL_ID))
 # (a variable: a comma inside $(if ...) would end its argument)
 SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,failures,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
 quickstart: deps build
@@ -51,7 +56,7 @@ quickstart: deps build
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
-	$(if $(ENDPOINT),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all --columns $(SLICE_COLUMNS) --limit 100)
+	$(if $(ENDPOINT)$(GGUF),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all --columns $(SLICE_COLUMNS) --limit 100)
 
 # NovelAPIBench stages 1-4 on four PyPI libraries
 # (pipelines/examples/python_quickstart.hcl): versions, surface diff,

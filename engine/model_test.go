@@ -224,3 +224,25 @@ func TestModelServeBlock(t *testing.T) {
 		}
 	}
 }
+
+// serve = { ... } as an object attribute (what a conditional on a
+// variable gives) decodes as the block does; an unknown attribute is an
+// error.
+func TestModelServeAsAnObject(t *testing.T) {
+	_, m, err := modelKey(t, `id = "m"`+"\n"+`serve = 1 == 1 ? { kind = "llamacpp", weights = "m.gguf", command = ["/bin/true"] } : null`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.ServeSpec()
+	if err != nil || s == nil || s.Kind != "llamacpp" || len(s.Command) != 1 || s.Parallel != nil {
+		t.Fatalf("decoded %+v %v", s, err)
+	}
+	_, m, _ = modelKey(t, `id = "m"`+"\n"+`serve = { kind = "llamacpp", weights = "m.gguf", port = 80 }`)
+	if _, err := m.ServeSpec(); err == nil || !strings.Contains(err.Error(), `no attribute "port"`) {
+		t.Errorf("an unknown attribute: %v", err)
+	}
+	_, m, _ = modelKey(t, `id = "m"`+"\n"+`serve = 1 == 2 ? { kind = "llamacpp", weights = "m.gguf" } : null`)
+	if s, err := m.ServeSpec(); s != nil || err != nil {
+		t.Errorf("serve = null: %+v %v", s, err)
+	}
+}

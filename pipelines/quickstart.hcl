@@ -35,10 +35,29 @@ variable "model_id" {
   description = "the model under test's id, which its rows carry (another model: --var model_id=... and served_name if its server names it otherwise)"
 }
 
+# Or a model lacuna serves itself (--var gguf=PATH.gguf): llama.cpp's
+# llama-server (--var llama_server=PATH, default on PATH) started when the
+# slice's first call needs it and stopped when the run ends.
+variable "gguf" {
+  type        = string
+  default     = ""
+  description = "a GGUF model for a llama-server lacuna starts (instead of endpoint)"
+}
+
+variable "llama_server" {
+  type    = string
+  default = "llama-server"
+}
+
+locals {
+  with_model = var.endpoint != "" || var.gguf != ""
+}
+
 model "qwen25_coder_7b" {
   id          = var.model_id
   cutoff      = "2024-06-01"
   endpoint    = var.endpoint == "" ? null : var.endpoint
+  serve       = var.gguf == "" ? null : { kind = "llamacpp", weights = var.gguf, command = [var.llama_server], context_size = 16384 }
   served_name = var.served_name == "" ? null : var.served_name
   temperature = 0
   max_tokens  = 1024
@@ -126,10 +145,10 @@ node "judge" "calibration" {
   samples  = node.solve.calibration[each.key]
 }
 
-# The model slice (only with --var endpoint=...): 3 tasks per library × 3
+# The model slice (only with --var endpoint=... or --var gguf=...): 3 tasks per library × 3
 # cells × 1 sample, oracle bundle prepend.
 locals {
-  slice_cells = var.endpoint == "" ? [] : ["baseline", "S", "Full"]
+  slice_cells = local.with_model ? ["baseline", "S", "Full"] : []
   slice       = { for p in setproduct(keys(local.libraries), local.slice_cells) : "${p[0]}/${p[1]}" => { lib = p[0], cell = p[1] } }
 }
 
@@ -157,6 +176,6 @@ node "judge" "slice" {
 
 # One sample at temperature 0 (the model block's): the paper's greedy pass@1.
 node "metrics" "slice" {
-  for_each = var.endpoint == "" ? {} : { table = true }
+  for_each = local.with_model ? { table = true } : {}
   greedy   = values(node.judge.slice)
 }
