@@ -29,6 +29,9 @@ type adapterConfig struct {
 	Ref    string            `hcl:"ref,optional"` // a digest written into the row as is
 }
 
+// (staticcheck does not see a type used only as a type argument.)
+var _ = adapterConfig{}
+
 type adapterRow struct {
 	Name    string `parquet:"name"`
 	Adapter string `parquet:"adapter_blob"`
