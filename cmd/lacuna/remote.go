@@ -3,72 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/lacuna-dev/lacuna/runners/slurm"
-	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/gocty"
 )
-
-// runnerBlock is a runner block as the CLI reads it (engine.Graph's
-// RunnerBlocks): what a Remote or a container engine is built from.
-type runnerBlock struct {
-	Kind        *string           `cty:"kind"`
-	Concurrency *int              `cty:"concurrency"`
-	Image       *string           `cty:"image"`
-	Engine      *string           `cty:"engine"`
-	CPUs        *int              `cty:"cpus"`
-	Memory      *string           `cty:"memory"`
-	GPUs        *int              `cty:"gpus"`
-	GPUType     *string           `cty:"gpu_type"`
-	Partition   *string           `cty:"partition"`
-	Account     *string           `cty:"account"`
-	Time        *string           `cty:"time"`
-	Env         map[string]string `cty:"env"`
-	Args        []string          `cty:"args"`
-}
-
-func decodeRunner(name string, v cty.Value) (runnerBlock, error) {
-	var rb runnerBlock
-	if err := gocty.FromCtyValue(v, &rb); err != nil {
-		return rb, fmt.Errorf("runner %s: %w", name, err)
-	}
-	return rb, nil
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-var memoryPattern = regexp.MustCompile(`^(\d+)\s*([KMGT]?)i?B?$`)
-
-// memoryMiB reads "16G", "512M", "2048" (MiB) as MiB.
-func memoryMiB(s string) (int, error) {
-	m := memoryPattern.FindStringSubmatch(strings.ToUpper(strings.TrimSpace(s)))
-	if m == nil {
-		return 0, fmt.Errorf("memory %q: want a size such as 512M or 16G", s)
-	}
-	n, _ := strconv.Atoi(m[1])
-	switch m[2] {
-	case "K":
-		n = (n + 1023) / 1024
-	case "G":
-		n *= 1024
-	case "T":
-		n *= 1024 * 1024
-	}
-	return n, nil
-}
 
 // runTime reads "2h", "90m" (Go durations) or SLURM's "HH:MM:SS".
 func runTime(s string) (time.Duration, error) {
@@ -88,11 +33,11 @@ func runTime(s string) (time.Duration, error) {
 func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
 	out := map[string]engine.Remote{}
 	for name, v := range l.graph.RunnerBlocks {
-		rb, err := decodeRunner(name, v)
+		rb, err := nodes.DecodeRunner(name, v)
 		if err != nil {
 			return nil, err
 		}
-		if deref(rb.Kind) != "slurm" {
+		if rb.Kind != "slurm" {
 			continue
 		}
 		exe, err := os.Executable()
@@ -103,18 +48,20 @@ func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runner %s: %w", name, err)
 		}
-		res := slurm.Resources{CPUs: deref(rb.CPUs), GPUs: deref(rb.GPUs), GPUType: deref(rb.GPUType), Partition: deref(rb.Partition), Account: deref(rb.Account)}
-		if m := deref(rb.Memory); m != "" {
-			if res.MemoryMB, err = memoryMiB(m); err != nil {
+		res := slurm.Resources{CPUs: int(math.Ceil(rb.CPUs)), GPUs: rb.GPUs, GPUType: rb.GPUType, Partition: rb.Partition, Account: rb.Account}
+		if rb.Memory != "" {
+			b, err := rb.MemoryBytes()
+			if err != nil {
 				return nil, fmt.Errorf("runner %s: %w", name, err)
 			}
+			res.MemoryMB = int((b + 1<<20 - 1) >> 20)
 		}
-		if t := deref(rb.Time); t != "" {
+		if t := rb.Time; t != "" {
 			if res.Time, err = runTime(t); err != nil {
 				return nil, fmt.Errorf("runner %s: %w", name, err)
 			}
 		}
-		args := []string{"run", "--local", "--store", l.store.Root(), "-j", strconv.Itoa(max(deref(rb.CPUs), 1))}
+		args := []string{"run", "--local", "--store", l.store.Root(), "-j", strconv.Itoa(max(res.CPUs, 1))}
 		for _, v := range pf.vars {
 			args = append(args, "--var", v)
 		}
@@ -130,7 +77,7 @@ func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
 			cmd += " " + shellQuote(a)
 		}
 		cmd += ` --target "$LACUNA_INSTANCE" ` + shellQuote(l.path)
-		out[name] = &slurmRemote{runner: name, r: r, command: cmd, dir: filepath.Dir(l.path), res: res, limit: deref(rb.Concurrency), env: rb.Env, sbatch: rb.Args}
+		out[name] = &slurmRemote{runner: name, r: r, command: cmd, dir: filepath.Dir(l.path), res: res, limit: rb.Concurrency, env: rb.Env, sbatch: rb.Args}
 	}
 	return out, nil
 }
