@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"github.com/lacuna-dev/lacuna/addrs"
 	"maps"
 	"math/big"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lacuna-dev/lacuna/addrs"
+	"github.com/lacuna-dev/lacuna/nodes"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -148,7 +150,41 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		}
 	}
 	diags = append(diags, checkRowExprs(g)...)
+	diags = append(diags, checkContainerRunners(g)...)
 	return g, diags
+}
+
+// checkContainerRunners refuses a node on a container runner whose type
+// does not run its work in one (nodes.ContainerType): its work would run
+// on this machine, outside the image the key names.
+func checkContainerRunners(g *Graph) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[*NodeDecl]bool{}
+	for _, inst := range g.Instances {
+		n := inst.Decl
+		if inst.Runner == "" || seen[n] || n.Runner == nil {
+			continue
+		}
+		seen[n] = true
+		v := g.RunnerBlocks[inst.Runner]
+		if v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() || !v.Type().HasAttribute("kind") {
+			continue
+		}
+		k := v.GetAttr("kind")
+		if k.IsNull() || !k.IsKnown() || k.AsString() != "container" {
+			continue
+		}
+		if ct, ok := n.Type.(nodes.ContainerType); ok && ct.RunsInContainers() {
+			continue
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Node type does not run in containers",
+			Detail:   fmt.Sprintf("runner.%s is a container runner, but a %s node runs its work in lacuna's process, not in the image: use the runner's concurrency from a runner of kind local, or a command node for work in the image.", inst.Runner, n.TypeName),
+			Subject:  n.Runner.Range().Ptr(),
+		})
+	}
+	return diags
 }
 
 func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {

@@ -116,3 +116,19 @@ func TestRemoteJobThatCommitsNothingFailsItsInstance(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerRunnerOnlyForTypesThatRunInContainers(t *testing.T) {
+	h := newHarness(t)
+	src := "runner \"box\" {\n  kind  = \"container\"\n  image = \"x\"\n}\nnode \"rows\" \"x\" {\n  runner = runner.box\n  values = [1]\n}\n"
+	_, diags := ExpandSource(filepath.Join(h.dir, "p.hcl"), []byte(src), h.dir, Options{})
+	if !diags.HasErrors() || !strings.Contains(diagText(diags), "6:12") || !strings.Contains(diagText(diags), "does not run in containers") {
+		t.Fatalf("want an error at the runner attribute, got %s", diagText(diags))
+	}
+	// Other kinds are fine for any type.
+	for _, kind := range []string{"local", "slurm"} {
+		_, diags := ExpandSource(filepath.Join(h.dir, "p.hcl"), []byte(strings.Replace(src, `"container"`, `"`+kind+`"`, 1)), h.dir, Options{})
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", kind, diagText(diags))
+		}
+	}
+}

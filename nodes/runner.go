@@ -43,6 +43,12 @@ type Runner struct {
 	Args []string
 }
 
+// ContainerType is implemented by node types that run their work in the
+// image of a container runner (command): only those may name one.
+type ContainerType interface {
+	RunsInContainers() bool
+}
+
 // RunnerEnv is implemented by the engine's Resolve and Run of an instance:
 // the runner block the instance names (`runner = runner.X`). Node code
 // calls RunnerOf rather than asserting it.

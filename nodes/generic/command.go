@@ -89,6 +89,9 @@ var (
 
 func (commandType) Name() string    { return "command" }
 func (commandType) Version() string { return "1" }
+
+// RunsInContainers: a command runs in its container runner's image.
+func (commandType) RunsInContainers() bool { return true }
 func (commandType) Doc() string {
 	return "Runs `command` on the node's runner: a process on this machine (no runner, kind local, or inside a slurm job) or a container (kind container: its image pinned by digest at plan time; the digest is in the key). " +
 		"The inputs are $LACUNA_IN/<i>.parquet (i: index in `inputs`), with $LACUNA_IN/inputs.json mapping each input's address to its file name; " +
