@@ -456,7 +456,7 @@ node "rows" "job" {
 	go func() { _, _, err := h.run(src2, func(x *Executor) { x.Jobs = 4 }); errc <- err }()
 	var last int
 	for k := 0; k < 4; k++ {
-		last = g.next(t)
+		last = max(last, g.next(t)) // the values arrive in any order
 	}
 	for k := 0; k < 4; k++ {
 		g.release <- struct{}{}
@@ -465,7 +465,7 @@ node "rows" "job" {
 		t.Fatal(err)
 	}
 	if last != 4 {
-		t.Errorf("without a runner, -j 4 had %d running when the fourth started", last)
+		t.Errorf("without a runner, -j 4 ran at most %d at once", last)
 	}
 }
 
