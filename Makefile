@@ -48,7 +48,8 @@ SERVED_NAME ?=
 GGUF ?=
 LLAMA_SERVER ?=
 MODEL_ID ?=
-QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME)) $(if $(GGUF),--var gguf=$(GGUF)) $(if $(LLAMA_SERVER),--var llama_server=$(LLAMA_SERVER)) $(if $(MODEL_ID),--var model_id=$(MODEL_ID))
+MAX_TOKENS ?=
+QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME)) $(if $(GGUF),--var gguf=$(GGUF)) $(if $(LLAMA_SERVER),--var llama_server=$(LLAMA_SERVER)) $(if $(MODEL_ID),--var model_id=$(MODEL_ID)) $(if $(MAX_TOKENS),--var max_tokens=$(MAX_TOKENS))
 # (a variable: a comma inside $(if ...) would end its argument)
 SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,failures,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
 quickstart: deps build

@@ -49,6 +49,12 @@ variable "llama_server" {
   default = "llama-server"
 }
 
+variable "max_tokens" {
+  type        = number
+  default     = 1024
+  description = "the longest answer (a tiny model that rambles to the limit is faster with less)"
+}
+
 locals {
   with_model = var.endpoint != "" || var.gguf != ""
 }
@@ -60,7 +66,7 @@ model "qwen25_coder_7b" {
   serve       = var.gguf == "" ? null : { kind = "llamacpp", weights = var.gguf, command = [var.llama_server], context_size = 16384 }
   served_name = var.served_name == "" ? null : var.served_name
   temperature = 0
-  max_tokens  = 1024
+  max_tokens  = var.max_tokens
 }
 
 library "lo" {
