@@ -59,8 +59,10 @@ elif mode == "children":
     n = int(sys.argv[3])
     each = target // n
     r, w = os.pipe()
+    pids = []
     for i in range(n):
-        if os.fork() == 0:
+        pid = os.fork()
+        if pid == 0:
             os.close(1)  # so that the output ends with the parent
             os.close(2)
             b = b"\x01" * each
@@ -68,11 +70,19 @@ elif mode == "children":
             os.close(w)
             time.sleep(30)
             os._exit(0)
+        pids.append(pid)
     os.close(w)
+    dead = set()
     for i in range(n):
         if os.read(r, 1) == b"":
             sys.exit("a child died")
-        held += each
+        # What is held is what the children alive now hold: the OOM killer
+        # may have ended one that had reported (the largest) to let the next
+        # allocate, and its memory is not held any more.
+        for pid in pids:
+            if pid not in dead and os.waitpid(pid, os.WNOHANG) != (0, 0):
+                dead.add(pid)
+        held = each * (i + 1 - len(dead))
         report(held)
 else:
     b = b"\x01" * target
