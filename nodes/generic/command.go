@@ -201,10 +201,10 @@ func (commandType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned,
 			return nil, err
 		}
 		p.path = r.Getenv("PATH")
-		if p.program, err = lookPath(c.Command[0], p.dir, p.path); err != nil {
+		if p.program, err = nodes.LookPath(c.Command[0], p.dir, p.path); err != nil {
 			return nil, nodes.Errorf("command", "Program not found", "%v", err)
 		}
-		if p.programSum, err = contentSum(p.program); err != nil {
+		if p.programSum, err = nodes.ContentDigest(p.program); err != nil {
 			return nil, err
 		}
 		id["program"] = p.programSum
@@ -227,34 +227,9 @@ func envDigest(env map[string]string) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// lookPath finds program as the shell would with PATH pathList; a name
-// with a slash is relative to dir.
-func lookPath(program, dir, pathList string) (string, error) {
-	isExec := func(p string) bool {
-		st, err := os.Stat(p)
-		return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
-	}
-	if strings.Contains(program, "/") {
-		p := program
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if !isExec(p) {
-			return "", fmt.Errorf("%s is not an executable file", p)
-		}
-		return p, nil
-	}
-	for _, d := range filepath.SplitList(pathList) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // the current directory is never searched
-		}
-		if p := filepath.Join(d, program); isExec(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s is not on the run's PATH (%s)", program, pathList)
-}
-
+// contentSum is a fast digest of a file's bytes (xxhash), uncached: the
+// inputs linked into a local command's directory are summed before and
+// after it runs, to tell that it did not write through a link.
 func contentSum(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -398,7 +373,7 @@ func containerName(node string) string {
 // the inputs linked under in; the group is killed when ctx is cancelled
 // and once the command has exited, so nothing it started outlives it.
 func runLocal(ctx context.Context, c *commandConfig, p *commandPin, work, in string, files []string, out string, log *lineLog) error {
-	sum, err := contentSum(p.program)
+	sum, err := nodes.ContentDigest(p.program)
 	if err != nil {
 		return err
 	}
