@@ -13,8 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/internal/tailbuf"
 )
 
 // Spec is one container run. The zero value of every field but Image and
@@ -254,7 +255,7 @@ func (e *Engine) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Container: spec.Name, Image: spec.Image.String()}
-	tail := &tailBuffer{max: 2048}
+	tail := tailbuf.New(2048)
 	log := spec.Log
 	if log == nil {
 		log = io.Discard
@@ -307,27 +308,4 @@ func (e *Engine) remove(name string) error {
 		return nil
 	}
 	return err
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

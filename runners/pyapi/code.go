@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/internal/tailbuf"
 )
 
 //go:embed code.py
@@ -157,13 +159,13 @@ func runHelperInput(ctx context.Context, python string, args []string, stdin []b
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout bytes.Buffer
-	stderr := &lastBytes{max: 4 << 10}
+	stderr := tailbuf.New(4 << 10)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(string(stderr.buf)))
+		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/internal/tailbuf"
 )
 
 //go:embed surface.py
@@ -198,7 +200,7 @@ func Surface(ctx context.Context, python string, paths []string, pkg string, opt
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout bytes.Buffer
-	stderr := &lastBytes{max: 4 << 10}
+	stderr := tailbuf.New(4 << 10)
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	runErr := cmd.Run()
 	s, err := ParseOutput(pkg, stdout.Bytes())
@@ -212,7 +214,7 @@ func Surface(ctx context.Context, python string, paths []string, pkg string, opt
 		} else if runErr != nil {
 			unfinished.Cause = runErr
 		}
-		unfinished.Stderr = strings.TrimSpace(string(stderr.buf))
+		unfinished.Stderr = strings.TrimSpace(stderr.String())
 	}
 	return nil, fmt.Errorf("surface %s: %w", pkg, err)
 }
@@ -294,20 +296,6 @@ func ParseOutput(pkg string, out []byte) (*PackageSurface, error) {
 	}
 	sort.Slice(s.APIs, func(i, j int) bool { return s.APIs[i].ID < s.APIs[j].ID })
 	return s, nil
-}
-
-// lastBytes keeps the last max bytes written to it.
-type lastBytes struct {
-	max int
-	buf []byte
-}
-
-func (l *lastBytes) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	if len(l.buf) > l.max {
-		l.buf = append(l.buf[:0], l.buf[len(l.buf)-l.max:]...)
-	}
-	return len(p), nil
 }
 
 // IsPrivatePath reports whether a dotted path has a component starting

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lacuna-dev/lacuna/internal/tailbuf"
 )
 
 // Defaults for Start's options.
@@ -93,7 +95,7 @@ type Server struct {
 	lease    string // lease file, "" without a state directory
 	grace    time.Duration
 	startup  time.Duration
-	tail     *tail
+	tail     tail
 
 	done    chan struct{} // closed when the process has been waited for
 	waitErr error         // valid after done
@@ -170,7 +172,7 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tail{max: 8 << 10}
+	t := tail{tailbuf.New(8 << 10)}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = o.env
 	out := io.MultiWriter(o.log, t)
@@ -371,28 +373,12 @@ func freePort(host string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// tail keeps the last max bytes written to it, for error messages.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
+// tail keeps the end of the server's log, for error messages.
+type tail struct{ *tailbuf.Buffer }
 
 // quote is the last lines of the log, indented, for an error message.
-func (t *tail) quote() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(t.b), "\n"), "\n")
+func (t tail) quote() string {
+	lines := strings.Split(strings.TrimRight(t.String(), "\n"), "\n")
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
 	}
