@@ -180,7 +180,7 @@ func checkContainerRunners(g *Graph) hcl.Diagnostics {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Node type does not run in containers",
-			Detail:   fmt.Sprintf("runner.%s is a container runner, but a %s node runs its work in lacuna's process, not in the image: use the runner's concurrency from a runner of kind local, or a command node for work in the image.", inst.Runner, n.TypeName),
+			Detail:   fmt.Sprintf("runner.%s is a container runner, but %s nodes run their work in lacuna's own process, not in the image: give them a runner of kind local (for its concurrency), or run the work in the image with a command node.", inst.Runner, n.TypeName),
 			Subject:  n.Runner.Range().Ptr(),
 		})
 	}
