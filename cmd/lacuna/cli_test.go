@@ -59,6 +59,61 @@ func lacuna(t *testing.T, dir string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
+// killMidRun starts `lacuna ARGS` in dir with env added, and kills it with
+// SIGKILL once stop says so: stop sees each line lacuna prints on stdout,
+// and "" every 50 ms (for conditions on the store). It reports false when
+// lacuna ended before stop held.
+func killMidRun(t *testing.T, dir string, env []string, stop func(line string) bool, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(lacunaBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "LACUNA_STORE="), env...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	stopped := false
+	for !stopped {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				return false
+			}
+			stopped = stop(l)
+		case <-tick.C:
+			stopped = stop("")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	go func() {
+		for range lines {
+		}
+	}()
+	cmd.Wait()
+	return true
+}
+
+// doneEvents is a killMidRun stop that holds after n "done" events of
+// `run --json`; *count is how many it saw.
+func doneEvents(n int, count *int) func(string) bool {
+	return func(l string) bool {
+		if strings.Contains(l, `"event":"done"`) {
+			*count++
+		}
+		return *count >= n
+	}
+}
+
 // summary parses the last line of `run --json`.
 func summary(t *testing.T, out string) map[string]any {
 	t.Helper()
@@ -135,25 +190,8 @@ func TestKill9MidRunResumesWithSameDigests(t *testing.T) {
 	}
 	want := digests(t, ref)
 
-	cmd := exec.Command(lacunaBin, "run", "pipeline.hcl", "--json", "-j", "2")
-	cmd.Dir = dir
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	done := 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"event":"done"`) {
-			done++
-		}
-		if done == 300 {
-			break
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	if done < 300 {
+	if !killMidRun(t, dir, nil, doneEvents(300, &done), "run", "pipeline.hcl", "--json", "-j", "2") {
 		t.Fatalf("the run finished before it could be killed (%d nodes)", done)
 	}
 	r := lacuna(t, dir, "run", "pipeline.hcl", "--json", "-j", "2")

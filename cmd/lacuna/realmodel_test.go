@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -85,23 +83,10 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 	}
 
 	start := time.Now()
-	cmd := exec.Command(lacunaBin, "run", "p.hcl", "--json")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LACUNA_STORE=")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for sc := bufio.NewScanner(out); sc.Scan(); {
-		}
-	}()
 	deadline := time.Now().Add(8 * time.Minute)
-	for cached() < items/3 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	killMidRun(t, dir, nil, func(string) bool {
+		return cached() >= items/3 || time.Now().After(deadline)
+	}, "run", "p.hcl", "--json")
 	before, asked := cached(), processed()
 	if before == 0 || before >= items {
 		t.Fatalf("killed with %d of %d calls cached: want mid-run", before, items)

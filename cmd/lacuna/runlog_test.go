@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -17,26 +14,8 @@ import (
 // which holds every node the run reported done before it died.
 func TestRunLogIsLineCompleteAfterKill9(t *testing.T) {
 	dir := benchDAG(t, 300)
-	cmd := exec.Command(lacunaBin, "run", "pipeline.hcl", "--json", "-j", "2")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LACUNA_STORE=")
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	done := 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"event":"done"`) {
-			done++
-		}
-		if done == 100 {
-			break
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	if done < 100 {
+	if !killMidRun(t, dir, nil, doneEvents(100, &done), "run", "pipeline.hcl", "--json", "-j", "2") {
 		t.Fatalf("the run finished before it could be killed (%d nodes)", done)
 	}
 	logs, err := filepath.Glob(filepath.Join(dir, ".lacuna", "runs", "*.jsonl"))

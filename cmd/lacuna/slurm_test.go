@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -67,23 +65,10 @@ func TestSlurmRunnerRunsASweepAsOneArrayAndResumesAfterKill9(t *testing.T) {
 		return len(m)
 	}
 
-	cmd := exec.Command(lacunaBin, "run", "p.hcl", "--json")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LACUNA_STORE=", "LACUNA_SLURM_POLL=300ms")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for sc := bufio.NewScanner(out); sc.Scan(); {
-		}
-	}()
 	deadline := time.Now().Add(3 * time.Minute)
-	for markers() < 15 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	killMidRun(t, dir, []string{"LACUNA_SLURM_POLL=300ms"}, func(string) bool {
+		return markers() >= 15 || time.Now().After(deadline)
+	}, "run", "p.hcl", "--json")
 	killedAt := markers()
 	if killedAt >= n {
 		t.Fatalf("the sweep finished before lacuna could be killed")
