@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -124,6 +125,49 @@ func (s *blockSchema) nestedSchema(name string) *hcl.BodySchema {
 	return bs
 }
 
+// nestedObject is v, an object given for an attribute that may be a
+// nested block, as the block would give it: every attribute of attrs
+// present (null where v has none), each converted to its type and checked
+// against its allowed values; an attribute attrs does not name, or a
+// required one missing, is an error at attr. Null stays null.
+func nestedObject(attr *hcl.Attribute, v cty.Value, attrs []blockAttr) (cty.Value, hcl.Diagnostics) {
+	if v.IsNull() || !v.IsKnown() {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	bad := func(format string, args ...any) (cty.Value, hcl.Diagnostics) {
+		return cty.DynamicVal, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid " + attr.Name, Detail: fmt.Sprintf(format, args...), Subject: attr.Expr.Range().Ptr()}}
+	}
+	if !v.Type().IsObjectType() {
+		return bad("%s is a block or an object of its attributes, not %s.", attr.Name, v.Type().FriendlyName())
+	}
+	known := map[string]bool{}
+	vals := map[string]cty.Value{}
+	for _, a := range attrs {
+		known[a.Name] = true
+		vals[a.Name] = cty.NullVal(a.Type)
+		if !v.Type().HasAttribute(a.Name) {
+			if a.Required {
+				return bad("%s needs %s.", attr.Name, a.Name)
+			}
+			continue
+		}
+		cv, err := convertTo(v.GetAttr(a.Name), a.Type)
+		if err != nil {
+			return bad("%s.%s: %v.", attr.Name, a.Name, err)
+		}
+		if len(a.OneOf) > 0 && !cv.IsNull() && cv.IsKnown() && !slices.Contains(a.OneOf, cv.AsString()) {
+			return bad("%s.%s: %q is not one of %s.", attr.Name, a.Name, cv.AsString(), strings.Join(a.OneOf, ", "))
+		}
+		vals[a.Name] = cv
+	}
+	for n := range v.Type().AttributeTypes() {
+		if !known[n] {
+			return bad("%s has no attribute %q.", attr.Name, n)
+		}
+	}
+	return cty.ObjectVal(vals), nil
+}
+
 // evalBlock evaluates a configuration block to its object value.
 func (e *evaluator) evalBlock(b *Block) (cty.Value, hcl.Diagnostics) {
 	return e.evalAttrs(b, "", blockSchemas[b.Kind].Attrs)
@@ -154,6 +198,14 @@ func (e *evaluator) evalAttrs(b *Block, prefix string, attrs []blockAttr) (cty.V
 		v, d := e.evalExpr(attr.Expr, nil)
 		diags = append(diags, d...)
 		if d.HasErrors() {
+			continue
+		}
+		if a.Nested != nil {
+			// Written as an object (serve = cond ? { ... } : null): the
+			// same value as the nested block gives, checked the same way.
+			nv, d := nestedObject(attr, v, a.Nested)
+			diags = append(diags, d...)
+			vals[a.Name] = nv
 			continue
 		}
 		if a.Type != cty.DynamicPseudoType {

@@ -237,9 +237,16 @@ func TestModelServeAsAnObject(t *testing.T) {
 	if err != nil || s == nil || s.Kind != "llamacpp" || len(s.Command) != 1 || s.Parallel != nil {
 		t.Fatalf("decoded %+v %v", s, err)
 	}
-	_, m, _ = modelKey(t, `id = "m"`+"\n"+`serve = { kind = "llamacpp", weights = "m.gguf", port = 80 }`)
-	if _, err := m.ServeSpec(); err == nil || !strings.Contains(err.Error(), `no attribute "port"`) {
-		t.Errorf("an unknown attribute: %v", err)
+	for _, tc := range []struct{ obj, want string }{
+		{`{ kind = "llamacpp", weights = "m.gguf", port = 80 }`, `no attribute "port"`},
+		{`{ kind = "tgi", weights = "m.gguf" }`, `"tgi" is not one of llamacpp, vllm`},
+		{`{ kind = "llamacpp" }`, `needs weights`},
+		{`"llamacpp"`, `not string`},
+	} {
+		_, _, err := modelKey(t, `id = "m"`+"\n"+`serve = `+tc.obj)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "p.hcl:3") {
+			t.Errorf("serve = %s: want an error at p.hcl:3 saying %s, got %v", tc.obj, tc.want, err)
+		}
 	}
 	_, m, _ = modelKey(t, `id = "m"`+"\n"+`serve = 1 == 2 ? { kind = "llamacpp", weights = "m.gguf" } : null`)
 	if s, err := m.ServeSpec(); s != nil || err != nil {

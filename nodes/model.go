@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/zclconf/go-cty/cty"
@@ -63,47 +62,16 @@ type Serve struct {
 	Extra             []string `cty:"extra"`
 }
 
-// serveTypes are the serve block's attributes (engine's schema) and types.
-var serveTypes = map[string]cty.Type{
-	"kind": cty.String, "weights": cty.String, "adapters": cty.List(cty.String), "command": cty.List(cty.String),
-	"context_size": cty.Number, "parallel": cty.Number, "max_logprobs": cty.Number, "logprobs_mode": cty.String,
-	"structured_backend": cty.String, "extra": cty.List(cty.String),
-}
-
 // ServeSpec is the model's serve block, nil when it has none.
 func (m Model) ServeSpec() (*Serve, error) {
 	if m.Serve.IsNull() || !m.Serve.IsKnown() {
 		return nil, nil
 	}
-	// serve = { ... } (an object, perhaps of some attributes) or serve { }
-	// (every attribute, null where unset): each known attribute is
-	// converted to its type; an unknown one is an error.
-	v := m.Serve
-	if !v.Type().IsObjectType() {
-		return nil, fmt.Errorf("model %s: serve must be a block or an object, not %s", m.ID, v.Type().FriendlyName())
-	}
-	full := map[string]cty.Value{}
-	for name, t := range serveTypes {
-		full[name] = cty.NullVal(t)
-		if v.Type().HasAttribute(name) {
-			cv, err := convert.Convert(v.GetAttr(name), t)
-			if err != nil {
-				return nil, fmt.Errorf("model %s: serve: %s: %w", m.ID, name, err)
-			}
-			full[name] = cv
-		}
-	}
-	for name := range v.Type().AttributeTypes() {
-		if _, ok := serveTypes[name]; !ok {
-			return nil, fmt.Errorf("model %s: serve has no attribute %q", m.ID, name)
-		}
-	}
+	// The engine gives the block's object whether it was written as a
+	// block or as an object (every attribute present, checked).
 	var s Serve
-	if err := gocty.FromCtyValue(cty.ObjectVal(full), &s); err != nil {
+	if err := gocty.FromCtyValue(m.Serve, &s); err != nil {
 		return nil, fmt.Errorf("model %s: serve: %w", m.ID, err)
-	}
-	if s.Kind == "" || s.Weights == "" {
-		return nil, fmt.Errorf("model %s: serve needs kind and weights", m.ID)
 	}
 	return &s, nil
 }
