@@ -33,8 +33,11 @@ type Spec struct {
 	Args       []string
 	// Inputs are mounted read-only.
 	Inputs []Mount
-	// Output is the one writable directory (required).
+	// Output is the writable directory of the run's results (required).
 	Output Mount
+	// Work, when set, is a second writable directory that outlives the
+	// run (checkpoints a later run resumes from).
+	Work *Mount
 	// Env is the whole of what the caller adds to the image's
 	// environment; nothing else of the caller's reaches the container.
 	Env map[string]string
@@ -152,6 +155,9 @@ func (e *Engine) RunArgs(spec Spec) ([]string, error) {
 		a = append(a, "--mount", "type=bind,source="+m.Source+",target="+m.Target+",readonly")
 	}
 	a = append(a, "--mount", "type=bind,source="+spec.Output.Source+",target="+spec.Output.Target)
+	if spec.Work != nil {
+		a = append(a, "--mount", "type=bind,source="+spec.Work.Source+",target="+spec.Work.Target)
+	}
 	names := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		names = append(names, k)
@@ -203,7 +209,11 @@ func (s Spec) validate() error {
 		return errors.New("container: spec has no output directory")
 	}
 	targets := map[string]bool{}
-	for _, m := range append(append([]Mount{}, s.Inputs...), s.Output) {
+	all := append(append([]Mount{}, s.Inputs...), s.Output)
+	if s.Work != nil {
+		all = append(all, *s.Work)
+	}
+	for _, m := range all {
 		for _, p := range []string{m.Source, m.Target} {
 			if !path.IsAbs(p) {
 				return fmt.Errorf("container: mount path %q is not absolute", p)
