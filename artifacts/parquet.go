@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -414,4 +415,51 @@ func ReadAll[T any](r *Reader) ([]T, error) {
 func SchemaOf[T any]() *parquet.Schema {
 	var zero T
 	return parquet.SchemaOf(zero)
+}
+
+// Columns reads the named top-level columns of an artifact whose schema
+// is not fixed (an import's, or another node type's): one value per row
+// and name, null where the column is optional and empty. A missing or
+// repeated column is an error naming the columns there are.
+func (r *Reader) Columns(names ...string) ([][]parquet.Value, error) {
+	idx := make([]int, len(names))
+	for i, name := range names {
+		leaf, ok := r.schema.Lookup(name)
+		if !ok || leaf.Node.Repeated() || len(leaf.Path) != 1 {
+			var cols []string
+			for _, f := range r.schema.Fields() {
+				cols = append(cols, f.Name())
+			}
+			return nil, fmt.Errorf("no top-level column %q; the input has %s", name, strings.Join(cols, ", "))
+		}
+		idx[i] = leaf.ColumnIndex
+	}
+	out := make([][]parquet.Value, len(r.rows))
+	for n, row := range r.rows {
+		vals := make([]parquet.Value, len(names))
+		for i := range vals {
+			vals[i] = parquet.NullValue()
+		}
+		for _, v := range row {
+			for i, c := range idx {
+				if v.Column() == c {
+					vals[i] = v
+				}
+			}
+		}
+		out[n] = vals
+	}
+	return out, nil
+}
+
+// Text is a value as text: a string or JSON column's bytes, or the value
+// formatted (an int64 id); "" for null.
+func Text(v parquet.Value) string {
+	if v.IsNull() {
+		return ""
+	}
+	if v.Kind() == parquet.ByteArray || v.Kind() == parquet.FixedLenByteArray {
+		return string(v.ByteArray())
+	}
+	return v.String()
 }
