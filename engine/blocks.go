@@ -42,7 +42,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "served_name", Type: cty.String, Doc: "the name the server knows the model by (default: id); checked against GET /v1/models at plan time"},
 			{Name: "reported_name", Type: cty.String, Doc: "the id the server may name in its answers' model field besides served_name, e.g. the dated model behind an alias (\"*\": any, or none); an answer naming any other model fails its call and is never cached"},
 			{Name: "api", Type: cty.String, OneOf: []string{"chat", "completions"}, Doc: "chat (default) or completions"},
-			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a server lacuna starts for the model, instead of an endpoint: serve { kind = \"llamacpp\" | \"vllm\", weights = PATH, ... } (README, \"Model servers lacuna starts\")", Nested: serveAttrs},
+			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a server lacuna starts for the model, instead of an endpoint: serve { kind = \"llamacpp\" | \"vllm\" | \"transformers\", weights = PATH, ... } (README, \"Model servers lacuna starts\")", Nested: serveAttrs},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},
 			{Name: "timeout", Type: cty.String, Doc: "per-request timeout, e.g. \"120s\" (default 300s)"},
 			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8; 0: none)"},
@@ -89,7 +89,7 @@ var blockSchemas = map[string]*blockSchema{
 
 // serveAttrs are a model's serve block's attributes.
 var serveAttrs = []blockAttr{
-	{Name: "kind", Type: cty.String, Required: true, OneOf: []string{"llamacpp", "vllm"}, Doc: "llamacpp (llama.cpp's llama-server on a GGUF file: CPU or GPU) or vllm (vllm serve)"},
+	{Name: "kind", Type: cty.String, Required: true, OneOf: []string{"llamacpp", "vllm", "transformers"}, Doc: "llamacpp (llama.cpp's llama-server on a GGUF file: CPU or GPU), vllm (vllm serve) or transformers (lacuna's own server of a Hugging Face directory on transformers, runners/parametric: tiny models on CPU, GRACE codebooks; command = [PYTHON] names its interpreter)"},
 	{Name: "weights", Type: cty.String, Required: true, Doc: "the model: a GGUF file (llamacpp) or a model directory (vllm), relative to the pipeline's directory; its content's digest is the model's identity in keys"},
 	{Name: "adapters", Type: cty.List(cty.String), Doc: "LoRA adapters served beside the weights (a GGUF LoRA file for llamacpp, at most one; PEFT directories for vllm, each served as the model id of its directory's name); their digests enter the identity"},
 	{Name: "command", Type: cty.List(cty.String), Doc: "the server's argv prefix (default: llama-server, or vllm serve, on PATH); the binary's digest enters the identity"},

@@ -1,11 +1,13 @@
 package llmenv
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/runners/parametric"
 	"github.com/lacuna-dev/lacuna/runners/serve"
 )
 
@@ -48,6 +50,8 @@ func serveSpec(r nodes.Resolve, attr string, m nodes.Model, s *nodes.Serve, conc
 			spec.Command = []string{"llama-server"}
 		case serve.VLLM:
 			spec.Command = []string{"vllm", "serve"}
+		case serve.Transformers:
+			spec.Command = []string{"python3"}
 		}
 	}
 	bin, err := nodes.LookPath(spec.Command[0], r.Dir(), r.Getenv("PATH"))
@@ -57,6 +61,16 @@ func serveSpec(r nodes.Resolve, attr string, m nodes.Model, s *nodes.Serve, conc
 	spec.Command = append([]string{bin}, spec.Command[1:]...)
 	if spec.Server, err = nodes.ContentDigest(bin); err != nil {
 		return spec, bad("the server %s: %v", bin, err)
+	}
+	if spec.Kind == serve.Transformers {
+		// command names the interpreter; the server is lacuna's script,
+		// written out by digest, its packages' versions in the identity.
+		if spec.Server, err = transformersServer(r, &spec); err != nil {
+			return spec, bad("%v", err)
+		}
+		if s.Parallel == nil {
+			concurrency = 1 // one request at a time
+		}
 	}
 	spec.Needs.ParallelSlots = concurrency
 	if s.Parallel != nil {
@@ -78,4 +92,27 @@ func serveSpec(r nodes.Resolve, attr string, m nodes.Model, s *nodes.Serve, conc
 		return spec, bad("%v", err)
 	}
 	return spec, nil
+}
+
+// transformersServer sets up kind transformers: the interpreter command
+// names runs runners/parametric's server module, written under the
+// store's cache and put on PYTHONPATH; the interpreter must have the
+// scripts' pinned packages. It returns the server's identity: the
+// interpreter's digest, the scripts' and the packages' versions.
+func transformersServer(r nodes.Resolve, spec *serve.Spec) (string, error) {
+	cache, err := r.CacheDir("parametric-scripts")
+	if err != nil {
+		return "", err
+	}
+	dir, err := parametric.Materialize(cache)
+	if err != nil {
+		return "", err
+	}
+	have, err := parametric.Check(context.Background(), spec.Command[0])
+	if err != nil {
+		return "", err
+	}
+	spec.Command = append(append([]string{}, spec.Command...), "-m", parametric.Package+".serve")
+	spec.Env = []string{"PYTHONPATH=" + dir, "HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false"}
+	return spec.Server + "|" + parametric.Digest() + "|" + strings.Join(have, ","), nil
 }

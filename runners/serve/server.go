@@ -175,6 +175,12 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (*Server, error) {
 	t := tail{tailbuf.New(8 << 10)}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = o.env
+	if len(spec.Env) > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(slices.Clone(cmd.Env), spec.Env...)
+	}
 	out := io.MultiWriter(o.log, t)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
@@ -232,7 +238,7 @@ func (s *Server) waitReady(ctx context.Context, timeout, poll time.Duration) err
 	defer cancel()
 	root := strings.TrimSuffix(s.endpoint, "/v1")
 	want := []string{s.spec.ServedName}
-	if s.spec.Kind == VLLM {
+	if s.spec.Kind == VLLM || s.spec.Kind == Transformers {
 		for _, a := range s.spec.Adapters {
 			want = append(want, a.Name)
 		}

@@ -21,7 +21,18 @@ const (
 	LlamaCpp Kind = "llamacpp"
 	// VLLM is vLLM's OpenAI-compatible server, `vllm serve MODEL`.
 	VLLM Kind = "vllm"
+	// Transformers is lacuna's own small server of a Hugging Face model
+	// directory on transformers (runners/parametric's
+	// lacuna_parametric.serve): CPU or one GPU, one request at a time,
+	// vLLM's request extensions that lacuna uses (allowed_token_ids,
+	// processed log-probabilities, continue_final_message), LoRA adapters
+	// selected by name and GRACE codebooks. Command is
+	// {"python3", "-m", "lacuna_parametric.serve"} with the package on
+	// PYTHONPATH.
+	Transformers Kind = "transformers"
 )
+
+var kinds = "llamacpp | vllm | transformers"
 
 // Weights is a model file or directory the server loads, with the digest
 // of its content. Only the digest enters Identity: the same weights at
@@ -89,6 +100,9 @@ type Needs struct {
 // (Validate). A Spec is a value: Start, Args and Identity never modify it.
 type Spec struct {
 	Kind Kind
+	// Env are "KEY=value" variables added to the server's environment
+	// (PYTHONPATH for Transformers); like Command, never in Identity.
+	Env []string
 	// Command is the argv prefix that runs the server; Args are appended.
 	// LlamaCpp: the llama-server binary, e.g. {"/opt/llama-server"}. VLLM:
 	// {"vllm", "serve"} (the model is the first argument appended). A
@@ -107,6 +121,9 @@ type Spec struct {
 	// Adapters are LoRA adapters served beside the base model. LlamaCpp
 	// takes at most one, applied to every request.
 	Adapters []Adapter
+	// Codebook is a GRACE codebook directory attached to the base model
+	// (Transformers only); its digest enters Identity.
+	Codebook *Weights
 	// ServedName is the model id the server lists in /v1/models and that
 	// requests name (llama-server --alias, vLLM --served-model-name).
 	ServedName string
@@ -139,11 +156,17 @@ var vllmLoRARanks = []int{1, 8, 16, 32, 64, 128, 256, 320, 512}
 func (s Spec) Validate() error {
 	var errs []error
 	switch s.Kind {
-	case LlamaCpp, VLLM:
+	case LlamaCpp, VLLM, Transformers:
 	case "":
-		errs = append(errs, errors.New("no kind (llamacpp | vllm)"))
+		errs = append(errs, fmt.Errorf("no kind (%s)", kinds))
 	default:
-		errs = append(errs, fmt.Errorf("unknown kind %q (llamacpp | vllm)", s.Kind))
+		errs = append(errs, fmt.Errorf("unknown kind %q (%s)", s.Kind, kinds))
+	}
+	if s.Codebook != nil && s.Kind != Transformers {
+		errs = append(errs, fmt.Errorf("a GRACE codebook is served by kind transformers only (asked %s)", s.Kind))
+	}
+	if s.Codebook != nil && (s.Codebook.Path == "" || s.Codebook.Digest == "") {
+		errs = append(errs, errors.New("codebook: no path or no digest"))
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		errs = append(errs, errors.New("no command to run the server"))
@@ -208,6 +231,13 @@ func (s Spec) Validate() error {
 		}
 		if r := maxRank(s.Adapters); r > vllmLoRARanks[len(vllmLoRARanks)-1] {
 			errs = append(errs, fmt.Errorf("LoRA rank %d above vLLM's largest, %d", r, vllmLoRARanks[len(vllmLoRARanks)-1]))
+		}
+	case Transformers:
+		if n.LogprobsMode != "" && n.LogprobsMode != "processed_logprobs" {
+			errs = append(errs, fmt.Errorf("transformers reports processed log-probabilities only (asked %q)", n.LogprobsMode))
+		}
+		if n.StructuredBackend != "" {
+			errs = append(errs, fmt.Errorf("transformers has no structured-output backend (asked %q): use structured_output = \"none\"", n.StructuredBackend))
 		}
 	}
 	if len(errs) > 0 {
@@ -299,6 +329,22 @@ func (s Spec) flags() []flag {
 				add(false, "--max-lora-rank", itoa(loraRank(r)))
 			}
 		}
+	case Transformers:
+		add(false, "--host", s.host())
+		add(false, "--port", itoa(s.Port))
+		add(false, "--served-name", s.ServedName)
+		if n.ContextSize > 0 {
+			add(true, "--context", itoa(n.ContextSize))
+		}
+		if n.MaxLogprobs > 0 {
+			add(false, "--max-logprobs", itoa(n.MaxLogprobs))
+		}
+		for _, a := range s.Adapters {
+			add(false, "--adapter", a.Name+"="+a.Path)
+		}
+		if s.Codebook != nil {
+			add(false, "--grace", s.Codebook.Path)
+		}
 	}
 	if len(s.Extra) > 0 {
 		add(true, s.Extra...)
@@ -330,6 +376,8 @@ func (s Spec) Args() ([]string, error) {
 		args = append(args, "-m", s.Weights[0].Path)
 	case VLLM:
 		args = append(args, s.Weights[0].Path)
+	case Transformers:
+		args = append(args, "--model", s.Weights[0].Path)
 	}
 	for _, f := range s.flags() {
 		args = append(args, f.args...)
@@ -372,6 +420,9 @@ func (s Spec) Identity() string {
 	}
 	for _, a := range s.Adapters {
 		line("adapter", a.Name, a.Digest)
+	}
+	if s.Codebook != nil {
+		line("codebook", s.Codebook.Digest)
 	}
 	for _, f := range s.flags() {
 		if f.answers {
