@@ -20,8 +20,10 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 	_ "github.com/lacuna-dev/lacuna/nodes/judge"
 	_ "github.com/lacuna-dev/lacuna/nodes/metrics"
+	_ "github.com/lacuna-dev/lacuna/nodes/parametric"
 	_ "github.com/lacuna-dev/lacuna/nodes/tasks"
 	_ "github.com/lacuna-dev/lacuna/nodes/toolsense"
+	_ "github.com/lacuna-dev/lacuna/nodes/trainingdata"
 )
 
 // exitError carries an exit status without a message of its own.

@@ -46,6 +46,11 @@ type generateConfig struct {
 	Tasks   nodes.Ref   `hcl:"tasks"`
 	Bundles nodes.Ref   `hcl:"bundles,optional"`
 	Model   nodes.Model `hcl:"model"`
+	// Trained serves the weights a train or edit node wrote (an adapter
+	// beside the model's base weights, a full model, a GRACE codebook)
+	// instead of the model's own: the model needs a serve { } block
+	// (llmenv.WithTrained).
+	Trained *nodes.Ref `hcl:"trained,optional"`
 	// Cell is the knowledge cell (novelapibench/cells; default
 	// "baseline").
 	Cell string `hcl:"cell,optional"`
@@ -559,7 +564,11 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 	if err != nil {
 		return err
 	}
-	client := p.model.Client(r)
+	model, err := p.model.WithTrained(r, "trained", t.Config(r).Trained)
+	if err != nil {
+		return err
+	}
+	client := model.Client(r)
 	rows := make([]GenerateRow, len(calls))
 	think := p.model.Config.ThinkMode()
 	c := t.Config(r)

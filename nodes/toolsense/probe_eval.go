@@ -28,6 +28,11 @@ type probeEvalConfig struct {
 	// told by its columns (correct_answer: MCQ).
 	Items nodes.Ref   `hcl:"items"`
 	Model nodes.Model `hcl:"model"`
+	// Trained serves the weights a train or edit node wrote (an adapter
+	// beside the model's base weights, a full model, a GRACE codebook)
+	// instead of the model's own: the model needs a serve { } block
+	// (llmenv.WithTrained).
+	Trained *nodes.Ref `hcl:"trained,optional"`
 	// ToolRef is how the prompt names the tool: "token" (default) its
 	// ToolGen virtual token(s), spelled as retrieve_parametric spells
 	// them (ts.ToolTokens: <<tool_name>> by default), the paper's setting
@@ -331,6 +336,10 @@ func (t probeEvalType) Run(ctx context.Context, r nodes.Run) error {
 	calls := make([]llm.Call, len(qs))
 	for i, q := range qs {
 		calls[i] = q.call
+	}
+	m, err = m.WithTrained(r, "trained", t.Config(r).Trained)
+	if err != nil {
+		return err
 	}
 	cl := m.Client(r)
 	var first error

@@ -42,6 +42,11 @@ type parametricConfig struct {
 	Catalog nodes.Ref   `hcl:"catalog"`
 	Queries nodes.Ref   `hcl:"queries"`
 	Model   nodes.Model `hcl:"model"`
+	// Trained serves the weights a train or edit node wrote (an adapter
+	// beside the model's base weights, a full model, a GRACE codebook)
+	// instead of the model's own: the model needs a serve { } block
+	// (llmenv.WithTrained).
+	Trained *nodes.Ref `hcl:"trained,optional"`
 	// Decoding is "constrained" (only catalog tool tokens, top beam by
 	// log-probability) or "free" (one greedy generation, parsed).
 	Decoding    string `hcl:"decoding"`
@@ -207,7 +212,7 @@ func (parametricType) Validate(cfg any) error {
 	c := cfg.(*parametricConfig)
 	switch c.Decoding {
 	case constrainedDecoding:
-		if c.Tokens == "" {
+		if c.Tokens == "" && c.Trained == nil {
 			return nodes.Errorf("tokens", "Token ids needed", "constrained decoding restricts the server to the catalog's tool tokens by id: set tokens = \"PATH\" to the model's added_tokens.json or tokenizer.json.")
 		}
 		if c.MaxTokens != nil {
@@ -580,7 +585,10 @@ type FreeReport struct {
 // call. The first failing call stops the node.
 func (t parametricType) Run(ctx context.Context, r nodes.Run) error {
 	c := t.Config(r)
-	p := r.Pinned().(*parametricPinned)
+	p, err := c.served(r, r.Pinned().(*parametricPinned))
+	if err != nil {
+		return err
+	}
 	tools, rows, err := t.readQueries(r)
 	if err != nil {
 		return err
@@ -840,6 +848,10 @@ func (parametricType) CallsModels(any) bool { return true }
 func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := t.Config(r)
 	p := r.Pinned().(*parametricPinned)
+	if c.Trained != nil {
+		// The trained weights are an input: not known before it runs.
+		return nil, nil
+	}
 	tools, rows, err := t.readQueries(r)
 	if err != nil {
 		return nil, err
@@ -894,4 +906,38 @@ func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Cal
 		}
 	}
 	return []nodes.CallPlan{llmenv.Estimate(client, p.model.Config.ID, calls, 0)}, nil
+}
+
+// served is p with the trained weights the config names served (nil
+// Trained: p): the model is the trained one, and without a tokens file
+// constrained decoding reads the token ids from the trained directory's
+// tokenizer.json (ToolGen's virtual tokens are added there).
+func (c *parametricConfig) served(r nodes.Run, p *parametricPinned) (*parametricPinned, error) {
+	if c.Trained == nil {
+		return p, nil
+	}
+	m, err := p.model.WithTrained(r, "trained", c.Trained)
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	q.model = m
+	if c.Decoding == constrainedDecoding && c.Tokens == "" {
+		t, err := llmenv.ReadTrained(r, *c.Trained)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := llmenv.Unpack(r, t.Blob)
+		if err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+		if err != nil {
+			return nil, nodes.Errorf("trained", "No tokenizer", "%s's weights have no tokenizer.json to read the tool tokens' ids from (set tokens = PATH): %v", c.Trained.Node, err)
+		}
+		if q.ids, err = ts.ReadTokenIDs(b); err != nil {
+			return nil, nodes.Errorf("trained", "Invalid tokenizer", "%s: tokenizer.json: %v", c.Trained.Node, err)
+		}
+	}
+	return &q, nil
 }
