@@ -12,6 +12,7 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 	_ "github.com/lacuna-dev/lacuna/nodes/judge"
 	_ "github.com/lacuna-dev/lacuna/nodes/metrics"
+	_ "github.com/lacuna-dev/lacuna/nodes/trainingdata"
 
 	"encoding/json"
 	"fmt"

@@ -1,0 +1,151 @@
+package trainingdata
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/tasks"
+	"github.com/lacuna-dev/lacuna/novelapibench/cells"
+)
+
+// promptConfig is what sft_data and raft_data share of the generate
+// node's configuration (each declares the attributes, with the same
+// names): set it as on the generate node that evaluates the trained
+// model, and the training prompts are the evaluation's.
+type promptConfig struct {
+	// Cell is the knowledge cell the prompt shows (default "Full": the
+	// paper trains SFT with the full bundle).
+	Cell string
+	// Templates is a directory of prompt templates that replace the
+	// built-in ones by file name, as generate's templates.
+	Templates string
+	// System replaces system.tmpl's message, as a model block's system
+	// does on generate: set it to the evaluated model's when it has one.
+	System *string
+	// MaxExamples and MaxExampleBytes bound what E shows, as generate's
+	// (default 2 examples within 6000 bytes). Cells with E only.
+	MaxExamples     *int
+	MaxExampleBytes *int
+}
+
+func (c *promptConfig) cell() string {
+	if c.Cell == "" {
+		return "Full"
+	}
+	return c.Cell
+}
+
+func (c *promptConfig) exampleLimits() cells.ExampleLimits {
+	return cells.ExampleLimits{Max: orInt(c.MaxExamples, cells.DefaultExampleLimits.Max), Bytes: orInt(c.MaxExampleBytes, cells.DefaultExampleLimits.Bytes)}
+}
+
+// validate checks the prompt attributes; needsBundles says the node reads
+// bundles whatever the cell (raft_data).
+func (c *promptConfig) validate(bundles []nodes.Ref, needsBundles bool) (cells.Cell, error) {
+	cell, err := cells.Lookup(c.cell())
+	if err != nil {
+		return cell, nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	hasE := slices.Contains(cell.Parts, cells.E)
+	switch {
+	case (len(cell.Parts) > 0 || needsBundles) && len(bundles) == 0:
+		return cell, nodes.Errorf("bundles", "Bundles needed", "cell %s shows the task's bundle: set bundles = [node.bundle.NAME, ...], every library's of the split.", cell.Name)
+	case c.MaxExamples != nil && !hasE:
+		return cell, nodes.Errorf("max_examples", "No examples shown", "cell %s shows no examples (E): max_examples is for cells with E.", cell.Name)
+	case c.MaxExampleBytes != nil && !hasE:
+		return cell, nodes.Errorf("max_example_bytes", "No examples shown", "cell %s shows no examples (E): max_example_bytes is for cells with E.", cell.Name)
+	case c.MaxExamples != nil && *c.MaxExamples < 1:
+		return cell, nodes.Errorf("max_examples", "Invalid max_examples", "max_examples must be at least 1.")
+	case c.MaxExampleBytes != nil && *c.MaxExampleBytes < 1:
+		return cell, nodes.Errorf("max_example_bytes", "Invalid max_example_bytes", "max_example_bytes must be at least 1.")
+	}
+	return cell, nil
+}
+
+// resolvePrompts reads and checks the cell's templates once, as generate's
+// Resolve does; their digest is the identity "templates", so editing a
+// template recomputes exactly the nodes whose cell uses it.
+func resolvePrompts(r nodes.Resolve, c *promptConfig) (*nodes.Pinned, error) {
+	cell, err := cells.Lookup(c.cell())
+	if err != nil {
+		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	var over map[string]cells.Source
+	attr := "cell"
+	if c.Templates != "" {
+		dir := c.Templates
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.Dir(), dir)
+		}
+		if over, err = cells.ReadDir(dir); err != nil {
+			return nil, nodes.Errorf("templates", "Cannot read templates", "%v", err)
+		}
+		attr = "templates"
+	}
+	prompts, err := cells.New(cell, over)
+	if err != nil {
+		return nil, nodes.Errorf(attr, "Template error", "%v", err)
+	}
+	return &nodes.Pinned{Identity: map[string]string{"templates": prompts.Digest()}, Value: prompts}, nil
+}
+
+// messages are the system and user messages of task t with knowledge in
+// place of its bundle's, the system replaced when the config sets one.
+func messages(p *cells.Prompts, c *promptConfig, t tasks.Row, knowledge string) (cells.Messages, error) {
+	m, err := p.RenderKnowledge(cellTask(t), knowledge)
+	if err != nil {
+		return m, err
+	}
+	if c.System != nil && *c.System != "" {
+		m.System = *c.System
+	}
+	return m, nil
+}
+
+// cellTask is what a prompt may show of a task: generate's view of it
+// (nodes/experiments cellTask), field for field. TestPromptsAreGenerates
+// holds the two to the same prompts.
+func cellTask(t tasks.Row) cells.Task {
+	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
+		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
+}
+
+// cellBundle is what a prompt may show of a bundle: generate's view of it
+// (nodes/experiments cellBundle), field for field: of its valid examples,
+// those cells.SelectExamples chooses within lim, never the one the task
+// was cut from (it holds the task's answer).
+func cellBundle(b bundle.Row, taskExample string, lim cells.ExampleLimits) cells.Bundle {
+	out := cells.Bundle{Language: b.Ecosystem, Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
+		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
+	for _, p := range b.Params {
+		cp := cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc, Kind: p.Kind}
+		if p.Default != nil {
+			cp.Default, cp.HasDefault = *p.Default, true
+		}
+		out.Params = append(out.Params, cp)
+	}
+	for _, p := range b.Results {
+		out.Results = append(out.Results, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
+	}
+	var valid []cells.Example
+	for _, e := range b.Examples {
+		if e.Valid {
+			valid = append(valid, cells.Example{Name: e.Name, Kind: e.Kind, Code: e.Code, Output: e.Output})
+		}
+	}
+	out.Examples = cells.SelectExamples(valid, taskExample, lim)
+	return out
+}
+
+// Completion is the answer the task templates ask for, made of the task's
+// reference: its mask (the import lines it needs, then the code that
+// replaces <MASK>; for a Python task the function's body) in one fenced
+// block of the task's language, as "Answer with only that code, in one
+// ```go fenced block" asks. The evaluation's code extraction
+// (llm.ExtractCode) takes the mask back out of it.
+func Completion(t tasks.Row) string {
+	return "```" + cellTask(t).Fence() + "\n" + strings.Trim(t.Mask, "\n") + "\n```"
+}
