@@ -49,7 +49,7 @@ type generateConfig struct {
 	// Trained serves the weights a train or edit node wrote (an adapter
 	// beside the model's base weights, a full model, a GRACE codebook)
 	// instead of the model's own: the model needs a serve { } block
-	// (llmenv.WithTrained).
+	// (llmenv.WithTrained). The rows' model is then MODEL+TYPE.NAME.
 	Trained *nodes.Ref `hcl:"trained,optional"`
 	// Cell is the knowledge cell (novelapibench/cells; default
 	// "baseline").
@@ -222,7 +222,8 @@ func (generateType) Doc() string {
 		"through the store's call cache: a re-run repeats no completed call. For C2, the paper samples 3 answers at " +
 		"temperature 0.8 in cell baseline. A Python task (a tasks node with ecosystem = \"python\") is prompted in Python " +
 		"and its solution taken from the answer's python fence. bundles and pool also take a prose node's rows (M_prose " +
-		"tiers, S backfill); each row's m_prose_tier is its task's bundle row's (\"doc\" for a bundle node's)."
+		"tiers, S backfill); each row's m_prose_tier is its task's bundle row's (\"doc\" for a bundle node's). " +
+		"trained = node.train.X (or node.edit.X) serves the weights that node wrote through the model's serve { } block (an adapter beside the base weights, a full model, a GRACE codebook on kind transformers); the rows' model is then MODEL+train.X, and the weights' blob is in the calls' cache key."
 }
 
 func (generateType) Validate(cfg any) error {
@@ -569,6 +570,12 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	client := model.Client(r)
+	// Rows of trained weights name the model MODEL+TYPE.NAME of the node
+	// that trained them, so that metrics tells the arms apart.
+	label := p.model.Config.ID
+	if tr := t.Config(r).Trained; tr != nil {
+		label += "+" + strings.TrimPrefix(tr.Node, "node.")
+	}
 	rows := make([]GenerateRow, len(calls))
 	think := p.model.Config.ThinkMode()
 	c := t.Config(r)
@@ -588,7 +595,7 @@ func (t generateType) Run(ctx context.Context, r nodes.Run) error {
 			}
 			return
 		}
-		rows[i] = answerRow(gc, resp, p.model.Config.ID, cell, c.retriever(), think)
+		rows[i] = answerRow(gc, resp, label, cell, c.retriever(), think)
 	})
 	st := client.Stats()
 	r.Report("usage", st)
