@@ -50,7 +50,7 @@ type generateConfig struct {
 	// beside the model's base weights, a full model, a GRACE codebook)
 	// instead of the model's own: the model needs a serve { } block
 	// (llmenv.WithTrained). The rows' model is then MODEL+TYPE.NAME.
-	Trained *nodes.Ref `hcl:"trained,optional"`
+	Trained *nodes.Ref `hcl:"trained,optional" key:"omitnull"`
 	// Cell is the knowledge cell (novelapibench/cells; default
 	// "baseline").
 	Cell string `hcl:"cell,optional"`

@@ -32,7 +32,7 @@ type probeEvalConfig struct {
 	// beside the model's base weights, a full model, a GRACE codebook)
 	// instead of the model's own: the model needs a serve { } block
 	// (llmenv.WithTrained).
-	Trained *nodes.Ref `hcl:"trained,optional"`
+	Trained *nodes.Ref `hcl:"trained,optional" key:"omitnull"`
 	// ToolRef is how the prompt names the tool: "token" (default) its
 	// ToolGen virtual token(s), spelled as retrieve_parametric spells
 	// them (ts.ToolTokens: <<tool_name>> by default), the paper's setting

@@ -46,7 +46,7 @@ type parametricConfig struct {
 	// beside the model's base weights, a full model, a GRACE codebook)
 	// instead of the model's own: the model needs a serve { } block
 	// (llmenv.WithTrained).
-	Trained *nodes.Ref `hcl:"trained,optional"`
+	Trained *nodes.Ref `hcl:"trained,optional" key:"omitnull"`
 	// Decoding is "constrained" (only catalog tool tokens, top beam by
 	// log-probability) or "free" (one greedy generation, parsed).
 	Decoding    string `hcl:"decoding"`
