@@ -35,6 +35,7 @@ type configField struct {
 var (
 	refGoType   = reflect.TypeOf(nodes.Ref{})
 	refsGoType  = reflect.TypeOf([]nodes.Ref{})
+	refPtrType  = reflect.TypeOf(&nodes.Ref{})
 	exprGoType  = reflect.TypeOf(nodes.Expr{})
 	ctyGoType   = reflect.TypeOf(cty.Value{})
 	modelGoType = reflect.TypeOf(nodes.Model{})
@@ -358,6 +359,17 @@ func assign(fv reflect.Value, v cty.Value, inputs *[]string, ty cty.Type) error 
 		addr := v.EncapsulatedValue().(*artifactRef).addr
 		*inputs = append(*inputs, addr)
 		fv.Set(reflect.ValueOf(nodes.Ref{Node: addr}))
+		return nil
+	case refPtrType:
+		// An optional input (trained = cond ? node.x.y : null).
+		if v.IsNull() {
+			return nil
+		}
+		p := reflect.New(refGoType)
+		if err := assign(p.Elem(), v, inputs, ty); err != nil {
+			return err
+		}
+		fv.Set(p)
 		return nil
 	case refsGoType:
 		var refs []nodes.Ref

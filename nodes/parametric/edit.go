@@ -27,7 +27,16 @@ func init() { nodes.Register(editType{}) }
 //	  layers   = [4, 5, 6, 7, 8]
 //	}
 type editConfig struct {
-	baseConfig
+	// Base is a Hugging Face model directory (relative to the pipeline's
+	// directory); its content's digest enters the key.
+	Base string `hcl:"base,optional"`
+	// From is another train or edit node whose full model this one
+	// starts from (ToolGen's Stage 2 after Stage 1).
+	From *nodes.Ref `hcl:"from,optional"`
+	// Python is the interpreter (see baseConfig).
+	Python string `hcl:"python,optional"`
+	// Threads bounds torch's CPU threads (0: torch's default).
+	Threads *int `hcl:"threads,optional"`
 	Method   string     `hcl:"method"`
 	Requests nodes.Ref  `hcl:"requests"`
 	Stats    *nodes.Ref `hcl:"stats,optional"`
@@ -86,7 +95,7 @@ func (editType) Doc() string {
 
 func (editType) Validate(cfg any) error {
 	c := cfg.(*editConfig)
-	if err := c.validate(); err != nil {
+	if err := c.common().validate(); err != nil {
 		return err
 	}
 	switch c.Method {
@@ -114,7 +123,7 @@ func (editType) Validate(cfg any) error {
 
 func (editType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*editConfig)
-	p, id, err := resolveScript(ctx, r, &c.baseConfig)
+	p, id, err := resolveScript(ctx, r, c.common())
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +136,7 @@ func (t editType) Run(ctx context.Context, r nodes.Run) error {
 	if !ok {
 		return errors.New("edit: not resolved")
 	}
-	base, err := p.baseModel(r, &c.baseConfig)
+	base, err := p.baseModel(r, c.common())
 	if err != nil {
 		return err
 	}
@@ -183,7 +192,7 @@ func (t editType) Run(ctx context.Context, r nodes.Run) error {
 			return nil
 		}
 	}
-	outs, where, elapsed, err := p.run(ctx, r, &c.baseConfig, s)
+	outs, where, elapsed, err := p.run(ctx, r, c.common(), s)
 	if err != nil {
 		return err
 	}
@@ -250,4 +259,9 @@ func optNum(m map[string]any, k string) float64 {
 		return v
 	}
 	return nanValue
+}
+
+// common is what every script node has.
+func (c *editConfig) common() *baseConfig {
+	return &baseConfig{Base: c.Base, From: c.From, Python: c.Python, Threads: c.Threads}
 }

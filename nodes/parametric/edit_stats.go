@@ -23,7 +23,16 @@ func init() { nodes.Register(editStatsType{}) }
 //	  samples = 100000
 //	}
 type editStatsConfig struct {
-	baseConfig
+	// Base is a Hugging Face model directory (relative to the pipeline's
+	// directory); its content's digest enters the key.
+	Base string `hcl:"base,optional"`
+	// From is another train or edit node whose full model this one
+	// starts from (ToolGen's Stage 2 after Stage 1).
+	From *nodes.Ref `hcl:"from,optional"`
+	// Python is the interpreter (see baseConfig).
+	Python string `hcl:"python,optional"`
+	// Threads bounds torch's CPU threads (0: torch's default).
+	Threads *int `hcl:"threads,optional"`
 	// Corpus is an input with a `text` column.
 	Corpus nodes.Ref `hcl:"corpus"`
 	Layers []int     `hcl:"layers"`
@@ -65,7 +74,7 @@ func (editStatsType) Doc() string {
 
 func (editStatsType) Validate(cfg any) error {
 	c := cfg.(*editStatsConfig)
-	if err := c.validate(); err != nil {
+	if err := c.common().validate(); err != nil {
 		return err
 	}
 	if err := validLayers(c.Layers); err != nil {
@@ -101,7 +110,7 @@ func layerList(ls []int) string {
 
 func (editStatsType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*editStatsConfig)
-	p, id, err := resolveScript(ctx, r, &c.baseConfig)
+	p, id, err := resolveScript(ctx, r, c.common())
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +123,7 @@ func (t editStatsType) Run(ctx context.Context, r nodes.Run) error {
 	if !ok {
 		return errors.New("edit_stats: not resolved")
 	}
-	base, err := p.baseModel(r, &c.baseConfig)
+	base, err := p.baseModel(r, c.common())
 	if err != nil {
 		return err
 	}
@@ -135,7 +144,7 @@ func (t editStatsType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		return os.WriteFile(filepath.Join(out, "manifest.json"), b, 0o644)
 	}
-	outs, where, elapsed, err := p.run(ctx, r, &c.baseConfig, s)
+	outs, where, elapsed, err := p.run(ctx, r, c.common(), s)
 	if err != nil {
 		return err
 	}
@@ -155,4 +164,9 @@ func (t editStatsType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	r.Note("layers %s, %d keys; ran %s in %s", row.Layers, row.Tokens, where, elapsed)
 	return nil
+}
+
+// common is what every script node has.
+func (c *editStatsConfig) common() *baseConfig {
+	return &baseConfig{Base: c.Base, From: c.From, Python: c.Python, Threads: c.Threads}
 }

@@ -22,21 +22,18 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/parametric"
 )
 
-// baseConfig is what every script node has: the model it starts from,
-// the interpreter and the extra arguments.
+// baseConfig is what every script node's config has (each config holds
+// these fields itself: the engine decodes no embedded structs): the
+// model it starts from (Base, a Hugging Face directory, or From, another
+// train or edit node's full model), the interpreter (Python: on this
+// machine one with runners/parametric/requirements.txt, checked at plan
+// time, its packages' versions in the key; in a container the image's)
+// and torch's CPU threads.
 type baseConfig struct {
-	// Base is a Hugging Face model directory (relative to the pipeline's
-	// directory); its content's digest enters the key.
-	Base string `hcl:"base,optional"`
-	// From is another train or edit node whose full model this one
-	// starts from (ToolGen's Stage 2 after Stage 1).
-	From *nodes.Ref `hcl:"from,optional"`
-	// Python is the interpreter: on this machine one with
-	// runners/parametric/requirements.txt (checked at plan time, its
-	// packages' versions in the key), in a container the image's.
-	Python string `hcl:"python,optional"`
-	// Threads bounds torch's CPU threads (0: torch's default).
-	Threads *int `hcl:"threads,optional"`
+	Base    string
+	From    *nodes.Ref
+	Python  string
+	Threads *int
 }
 
 func (c *baseConfig) python() string {

@@ -29,7 +29,16 @@ func init() { nodes.Register(trainType{}) }
 //	  runner = runner.gpu
 //	}
 type trainConfig struct {
-	baseConfig
+	// Base is a Hugging Face model directory (relative to the pipeline's
+	// directory); its content's digest enters the key.
+	Base string `hcl:"base,optional"`
+	// From is another train or edit node whose full model this one
+	// starts from (ToolGen's Stage 2 after Stage 1).
+	From *nodes.Ref `hcl:"from,optional"`
+	// Python is the interpreter (see baseConfig).
+	Python string `hcl:"python,optional"`
+	// Threads bounds torch's CPU threads (0: torch's default).
+	Threads *int `hcl:"threads,optional"`
 	Data nodes.Ref `hcl:"data"`
 	// Method is "lora" (default) or "full".
 	Method       string   `hcl:"method,optional"`
@@ -104,7 +113,7 @@ func (trainType) Doc() string {
 
 func (t trainType) Validate(cfg any) error {
 	c := cfg.(*trainConfig)
-	if err := c.validate(); err != nil {
+	if err := c.common().validate(); err != nil {
 		return err
 	}
 	switch c.Method {
@@ -145,7 +154,7 @@ func (t trainType) Validate(cfg any) error {
 
 func (trainType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*trainConfig)
-	p, id, err := resolveScript(ctx, r, &c.baseConfig)
+	p, id, err := resolveScript(ctx, r, c.common())
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +203,7 @@ func (t trainType) Run(ctx context.Context, r nodes.Run) error {
 	if !ok {
 		return errors.New("train: not resolved")
 	}
-	base, err := p.baseModel(r, &c.baseConfig)
+	base, err := p.baseModel(r, c.common())
 	if err != nil {
 		return err
 	}
@@ -222,7 +231,7 @@ func (t trainType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		return append(a, c.args()...)
 	}
-	outs, where, elapsed, err := p.run(ctx, r, &c.baseConfig, s)
+	outs, where, elapsed, err := p.run(ctx, r, c.common(), s)
 	if err != nil {
 		return err
 	}
@@ -295,4 +304,9 @@ func tokens(r nodes.Run, ref nodes.Ref) ([]string, error) {
 		return nil, nodes.Errorf("new_tokens", "No tokens", "%s lists no tokens.", ref.Node)
 	}
 	return out, nil
+}
+
+// common is what every script node has.
+func (c *trainConfig) common() *baseConfig {
+	return &baseConfig{Base: c.Base, From: c.From, Python: c.Python, Threads: c.Threads}
 }
