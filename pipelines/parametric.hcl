@@ -130,8 +130,8 @@ variable "edit_layers" {
 }
 
 variable "grace_layer" {
-  type    = number
-  default = -1
+  type        = number
+  default     = -1
   description = "GRACE's layer (-1: the script's default, two thirds of the depth)"
 }
 
@@ -219,10 +219,10 @@ model "judge" {
 }
 
 locals {
-  ecosystem = { for k, v in var.libraries : k => v.ecosystem == "go" ? null : v.ecosystem }
-  eco       = values(local.ecosystem)[0]
-  limit     = var.limit == 0 ? null : var.limit
-  threads   = var.threads == 0 ? null : var.threads
+  ecosystem     = { for k, v in var.libraries : k => v.ecosystem == "go" ? null : v.ecosystem }
+  eco           = values(local.ecosystem)[0]
+  limit         = var.limit == 0 ? null : var.limit
+  threads       = var.threads == 0 ? null : var.threads
   train_methods = [for m in var.methods : m if contains(["sft", "raft"], m)]
   edit_methods  = [for m in var.methods : m if contains(["grace", "memit", "alphaedit"], m) && (m == "grace" || var.stats_corpus != "")]
   # The trained arms and the base model's, each asked in both modes.
@@ -231,9 +231,9 @@ locals {
     { for m in local.edit_methods : m => "node.edit.${m}" },
     { base = "" },
   )
-  evals = { for p in setproduct(keys(local.arms), ["with", "stripped"]) : "${p[0]}/${p[1]}" => { arm = p[0], mode = p[1] } }
-  stats = toset(var.stats_corpus == "" ? [] : ["corpus"])
-  lolo  = length(var.holdout) == 0 ? {} : { for f in var.train_fractions : f => tonumber(f) }
+  evals      = { for p in setproduct(keys(local.arms), ["with", "stripped"]) : "${p[0]}/${p[1]}" => { arm = p[0], mode = p[1] } }
+  stats      = toset(var.stats_corpus == "" ? [] : ["corpus"])
+  lolo       = length(var.holdout) == 0 ? {} : { for f in var.train_fractions : f => tonumber(f) }
   lolo_evals = { for p in setproduct(keys(local.lolo), ["heldout", "in_dist"]) : "${p[0]}/${p[1]}" => { fraction = p[0], on = p[1] } }
 }
 

@@ -267,6 +267,70 @@ variable "toolgen_limit" {
   description = "parametric retrieval of the first N queries only (0: all 500)"
 }
 
+# ToolGen training (seed 002 §3.3, Appendix C): Stage 1 memorises one
+# virtual token per catalog tool, Stage 2 learns query → token pairs from
+# a training split, starting from Stage 1's model; the trained model is
+# then asked as toolgen is above (arm "trained"). README, "The parametric
+# half".
+
+variable "toolgen_base" {
+  type        = string
+  default     = ""
+  description = "the base model to train into a ToolGen retriever (a Hugging Face directory); empty: no training"
+}
+
+variable "toolgen_train_data" {
+  type        = string
+  default     = ""
+  description = "Stage 2's training split: JSON lines with query and tool (a tool object, a list of them, or tool names), never the RRB it is evaluated on"
+}
+
+variable "toolgen_configuration" {
+  type        = string
+  default     = "TG"
+  description = "TG, TG-SP, TG-3FM (flat tokens), TG-H or TG-5FM (hierarchical): seed 002 Table 1"
+}
+
+variable "toolgen_method" {
+  type        = string
+  default     = "full"
+  description = "full fine-tuning (ToolGen's) or lora (merged after each stage: a LoRA that adds vocabulary cannot be served by vLLM)"
+}
+
+variable "toolgen_python" {
+  type        = string
+  default     = "python3"
+  description = "the interpreter with runners/parametric/requirements.txt (training and the transformers server)"
+}
+
+variable "toolgen_serve_kind" {
+  type        = string
+  default     = "transformers"
+  description = "the server of the trained model: transformers (lacuna's, CPU or one GPU) or vllm (command = toolgen_server)"
+}
+
+variable "toolgen_server" {
+  type        = string
+  default     = ""
+  description = "the server program (default: toolgen_python for transformers, vllm for vllm)"
+}
+
+variable "toolgen_epochs" {
+  type    = number
+  default = 3
+}
+
+variable "toolgen_steps" {
+  type        = number
+  default     = 0
+  description = "stop each stage after this many steps (0: toolgen_epochs)"
+}
+
+variable "toolgen_threads" {
+  type    = number
+  default = 0
+}
+
 # A model block is only a value: nothing contacts its endpoint until a
 # node instance that uses it is planned or run, and the nodes below have
 # no instance while the model's variable is empty.
@@ -293,16 +357,36 @@ model "toolgen" {
   api         = var.toolgen_api
 }
 
+# The model trained below, served by lacuna with Stage 2's weights
+# (retrieve_parametric's trained attribute).
+model "toolgen_trained" {
+  id  = "toolgen-${var.toolgen_configuration}"
+  api = var.toolgen_api
+  serve {
+    kind          = var.toolgen_serve_kind
+    weights       = var.toolgen_base == "" ? "." : var.toolgen_base
+    command       = [var.toolgen_server != "" ? var.toolgen_server : (var.toolgen_serve_kind == "transformers" ? var.toolgen_python : "vllm")]
+    max_logprobs  = var.beam
+    logprobs_mode = var.toolgen_serve_kind == "vllm" ? "processed_logprobs" : null
+  }
+}
+
 locals {
   # The for_each of each part: one instance with its variable set, none
   # without.
-  rrb      = var.generator_id != "" && contains(var.generate, "rrb") ? toset(["generator"]) : toset([])
-  mcq      = var.generator_id != "" && contains(var.generate, "mcq") ? toset(["generator"]) : toset([])
-  qa       = var.generator_id != "" && contains(var.generate, "qa") ? toset(["generator"]) : toset([])
-  probes   = var.probe_model == "" ? toset([]) : toset(["mcq", "qa"])
-  probed   = var.probe_model == "" ? toset([]) : toset(["under_test"])
-  toolgen  = var.toolgen_id == "" ? toset([]) : toset(["toolgen"])
-  tool_tok = var.tool_ref == "token" ? var.token_format : null
+  rrb     = var.generator_id != "" && contains(var.generate, "rrb") ? toset(["generator"]) : toset([])
+  mcq     = var.generator_id != "" && contains(var.generate, "mcq") ? toset(["generator"]) : toset([])
+  qa      = var.generator_id != "" && contains(var.generate, "qa") ? toset(["generator"]) : toset([])
+  probes  = var.probe_model == "" ? toset([]) : toset(["mcq", "qa"])
+  probed  = var.probe_model == "" ? toset([]) : toset(["under_test"])
+  trained = var.toolgen_base == "" ? toset([]) : toset(["trained"])
+  toolgen = setunion(var.toolgen_id == "" ? toset([]) : toset(["toolgen"]), local.trained)
+  # The parametric arms: a model reached at its endpoint, or trained here.
+  toolgen_models = { toolgen = model.toolgen, trained = model.toolgen_trained }
+  # Table 1: hierarchical tokens for TG-H and TG-5FM; no task prompt for TG.
+  trained_format = contains(["TG-H", "TG-5FM"], var.toolgen_configuration) ? "hierarchical" : "flat"
+  mcts           = var.toolgen_base != "" && contains(["TG-3FM", "TG-5FM"], var.toolgen_configuration) ? toset(["trained"]) : toset([])
+  tool_tok       = var.tool_ref == "token" ? var.token_format : null
 }
 
 # Retrieval.
@@ -448,16 +532,81 @@ node "probe_metrics" "generated" {
   seed      = 1
 }
 
+# ToolGen training: Stage 1 (memorisation, the configuration's formats;
+# MCTS options from each tool's nearest neighbours), then Stage 2 (query →
+# token) from Stage 1's model. A LoRA stage is merged: the next stage and
+# the server start from a full model with the new vocabulary.
+
+node "import" "toolgen_train" {
+  for_each = local.trained
+  path     = var.toolgen_train_data
+}
+
+node "neighbors" "mcts" {
+  for_each  = local.mcts
+  catalog   = node.catalog.rrb
+  embedder  = var.pools_model == "" ? "bm25" : "dense"
+  model_dir = var.pools_model
+  pooling   = var.pools_pooling
+  field     = "description"
+  k         = 4
+  seed      = 1
+}
+
+node "toolgen_data" "stage1" {
+  for_each      = local.trained
+  stage         = 1
+  configuration = var.toolgen_configuration
+  catalog       = node.catalog.rrb
+  negatives     = contains(local.mcts, each.key) ? node.neighbors.mcts[each.key] : null
+  seed          = 1
+}
+
+node "toolgen_data" "stage2" {
+  for_each      = local.trained
+  stage         = 2
+  configuration = var.toolgen_configuration
+  catalog       = node.catalog.rrb
+  queries       = node.import.toolgen_train[each.key]
+}
+
+node "train" "toolgen_stage1" {
+  for_each   = local.trained
+  base       = var.toolgen_base
+  python     = var.toolgen_python
+  data       = node.toolgen_data.stage1[each.key]
+  new_tokens = node.toolgen_data.stage1[each.key]
+  method     = var.toolgen_method
+  merge      = var.toolgen_method == "lora"
+  epochs     = var.toolgen_epochs
+  max_steps  = var.toolgen_steps == 0 ? null : var.toolgen_steps
+  threads    = var.toolgen_threads == 0 ? null : var.toolgen_threads
+}
+
+node "train" "toolgen_stage2" {
+  for_each  = local.trained
+  from      = node.train.toolgen_stage1[each.key]
+  python    = var.toolgen_python
+  data      = node.toolgen_data.stage2[each.key]
+  method    = var.toolgen_method
+  merge     = var.toolgen_method == "lora"
+  epochs    = var.toolgen_epochs
+  max_steps = var.toolgen_steps == 0 ? null : var.toolgen_steps
+  threads   = var.toolgen_threads == 0 ? null : var.toolgen_threads
+}
+
 # Parametric retrieval: constrained and free decoding, paired.
 
 node "retrieve_parametric" "constrained" {
   for_each     = local.toolgen
   catalog      = node.catalog.rrb
   queries      = node.import.rrb
-  model        = model.toolgen
+  model        = local.toolgen_models[each.key]
+  trained      = each.key == "trained" ? node.train.toolgen_stage2[each.key] : null
   decoding     = "constrained"
-  token_format = var.token_format
-  tokens       = var.toolgen_tokens
+  token_format = each.key == "trained" ? local.trained_format : var.token_format
+  prompt       = each.key == "trained" && var.toolgen_configuration == "TG" ? "none" : null
+  tokens       = each.key == "trained" ? null : var.toolgen_tokens
   beam         = var.beam
   k            = min(50, var.beam)
   limit        = var.toolgen_limit == 0 ? null : var.toolgen_limit
@@ -467,9 +616,11 @@ node "retrieve_parametric" "free" {
   for_each     = local.toolgen
   catalog      = node.catalog.rrb
   queries      = node.import.rrb
-  model        = model.toolgen
+  model        = local.toolgen_models[each.key]
+  trained      = each.key == "trained" ? node.train.toolgen_stage2[each.key] : null
   decoding     = "free"
-  token_format = var.token_format
+  token_format = each.key == "trained" ? local.trained_format : var.token_format
+  prompt       = each.key == "trained" && var.toolgen_configuration == "TG" ? "none" : null
   beam         = var.free_search == "beam" ? var.beam : null
   k            = min(50, var.beam)
   limit        = var.toolgen_limit == 0 ? null : var.toolgen_limit

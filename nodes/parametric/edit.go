@@ -151,11 +151,9 @@ func (t editType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		s.mounts["stats"] = dir
 	}
-	var hparams []byte
-	if len(c.Hparams) > 0 {
-		if hparams, err = json.Marshal(c.Hparams); err != nil {
-			return err
-		}
+	hparams, err := hparamsJSON(c.Hparams)
+	if err != nil {
+		return err
 	}
 	s.args = func(paths jobenv.Paths) []string {
 		a := []string{"--method", c.Method, "--base", paths.Mounts["base"], "--requests", paths.In + "/0.parquet", "--out", paths.Out}
@@ -264,4 +262,27 @@ func optNum(m map[string]any, k string) float64 {
 // common is what every script node has.
 func (c *editConfig) common() *baseConfig {
 	return &baseConfig{Base: c.Base, From: c.From, Python: c.Python, Threads: c.Threads}
+}
+
+// hparamsJSON is the hparams map as the script's JSON object: a value
+// that reads as a JSON number, boolean or null is that, any other a
+// string; nil for none.
+func hparamsJSON(h map[string]string) ([]byte, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]json.RawMessage, len(h))
+	for k, v := range h {
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err == nil {
+			switch x.(type) {
+			case float64, bool, nil:
+				m[k] = json.RawMessage(v)
+				continue
+			}
+		}
+		b, _ := json.Marshal(v)
+		m[k] = b
+	}
+	return json.Marshal(m)
 }

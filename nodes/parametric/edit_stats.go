@@ -131,7 +131,7 @@ func (t editStatsType) Run(ctx context.Context, r nodes.Run) error {
 	s.args = func(paths jobenv.Paths) []string {
 		a := []string{"--stats-only", "--base", paths.Mounts["base"], "--corpus", paths.In + "/0.parquet", "--stats-out", paths.Out + "/stats", "--layers", layerList(c.Layers)}
 		if c.Samples != nil {
-			a = append(a, "--samples", strconv.Itoa(*c.Samples))
+			a = append(a, "--max-texts", strconv.Itoa(*c.Samples))
 		}
 		return a
 	}

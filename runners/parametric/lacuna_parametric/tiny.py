@@ -60,7 +60,7 @@ def build_tokenizer(texts: Iterable[str], vocab_size: int = 1024):
 
 
 def build_model(tokenizer, hidden: int = 64, layers: int = 4, heads: int = 4,
-                intermediate: int = 256, context: int = 256, seed: int = 0):
+                intermediate: int = 256, context: int = 4096, seed: int = 0):
     """A randomly initialised LlamaForCausalLM sized for tests."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
