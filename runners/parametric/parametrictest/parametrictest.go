@@ -4,6 +4,8 @@ package parametrictest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -62,8 +64,9 @@ var (
 
 // TinyModel returns the directory of a tiny Llama (lacuna_parametric.tiny)
 // pretrained for steps on n synthetic facts (seed 1: the same facts as
-// tiny.synthetic_facts(n, 1)) plus extra texts. It is built once per test
-// binary and key and must not be written to.
+// tiny.synthetic_facts(n, 1)) plus extra texts. It is built once per
+// scripts' version and key, kept under the user's cache directory
+// (lacuna/tiny), and must not be written to.
 func TinyModel(t testing.TB, n, steps int, extra ...string) string {
 	t.Helper()
 	py := Python(t)
@@ -76,10 +79,28 @@ func TinyModel(t testing.TB, n, steps int, extra ...string) string {
 	if d, ok := tinyDirs[key]; ok {
 		return d
 	}
-	root, err := os.MkdirTemp("", "lacuna-tiny-")
+	// Pretraining is seeded and deterministic on CPU: a model built once
+	// is reused by every test binary and run, under the user's cache,
+	// named by the scripts' digest and the key (published by rename, so
+	// concurrent builders are safe).
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(parametric.Digest() + "\x00" + key))
+	final := filepath.Join(cache, "lacuna", "tiny", hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(final, "model", "config.json")); err == nil {
+		tinyDirs[key] = filepath.Join(final, "model")
+		return tinyDirs[key]
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(filepath.Dir(final), ".build-")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer os.RemoveAll(root)
 	scripts, err := parametric.Materialize(filepath.Join(root, "scripts"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +131,11 @@ with open(out, "w") as f:
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("pretraining the tiny model: %v\n%s", err, out)
 	}
-	tinyDirs[key] = dir
-	return dir
+	if err := os.Rename(root, final); err != nil {
+		if _, serr := os.Stat(filepath.Join(final, "model", "config.json")); serr != nil {
+			t.Fatal(err)
+		}
+	}
+	tinyDirs[key] = filepath.Join(final, "model")
+	return tinyDirs[key]
 }
