@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -140,6 +141,11 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, rec := range records {
+			// JSON has no NaN or infinity (a metric over no rows, a
+			// loss never logged): they are written null.
+			for k, x := range rec {
+				rec[k] = jsonSafe(x)
+			}
 			if v.columns != "" {
 				// Only the columns asked for, in their order.
 				var b bytes.Buffer
@@ -279,4 +285,28 @@ func didYouMeanColumn(name string, have map[string]bool) string {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return " (columns: " + strings.Join(names, ", ") + ")"
+}
+
+// jsonSafe is v with every NaN or infinite float (also inside lists and
+// objects) replaced by nil, which JSON writes as null.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	case []any:
+		for i := range x {
+			x[i] = jsonSafe(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = jsonSafe(x[k])
+		}
+	}
+	return v
 }
