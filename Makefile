@@ -17,6 +17,9 @@ PY_REQS := cmd/lacuna/testdata/requirements.txt
 PY_NODEPS := cmd/lacuna/testdata/requirements-nodeps.txt
 STVENV := $(CACHE)/stvenv
 ST_REQS := runners/embed/testdata/requirements-st.txt
+# The training, editing and serving scripts' packages (TRL, PEFT, the same
+# torch and transformers), installed into the same venv.
+PARAM_REQS := runners/parametric/requirements.txt
 # Creates the venv $(1), installing python3-venv with apt-get when that
 # fails and we are root, as bubblewrap is. One shell command (a recipe
 # joins it to what follows with &&).
@@ -113,13 +116,15 @@ toolsense: build test-python
 # The export test (cmd/lacuna) reads every exported file with real DuckDB
 # and pandas from this venv, the dense pipeline test loads the MiniLM
 # files in it, and the embedding parity test runs sentence-transformers
-# from the second; CI=true makes those tests fail rather than skip
-# without them.
+# from the second, where the parametric tests (runners/parametric,
+# cmd/lacuna) also train, edit and serve a tiny model; CI=true makes those
+# tests fail rather than skip without them. The parametric end-to-end test
+# runs for minutes on two cores: -timeout 40m.
 test: deps vet fmt-check staticcheck test-python test-stvenv test-runners
 	LACUNA_LLAMA_SERVER=$$(bash runners/serve/testdata/build-llama-server.sh) && \
 	LACUNA_GGUF=$$(bash runners/serve/testdata/fetch-weights.sh smollm2) && \
 	export LACUNA_LLAMA_SERVER LACUNA_GGUF && \
-	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./...
+	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python LACUNA_TORCH_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 -timeout 40m ./...
 
 # The runners' real peers, installed and started when missing (as root):
 # podman with runc and cgroupfs (runners/container), and a one-node SLURM
@@ -162,13 +167,13 @@ test-stvenv: $(STVENV)/requirements.txt
 # After $(VENV) (order-only: its updates do not rebuild this one), so that
 # `make -j` never runs the two venvs' apt-get at once. PyTorch's wheels
 # are large: pip keeps no copy of them (--no-cache-dir).
-$(STVENV)/requirements.txt: $(ST_REQS) | $(VENV)/requirements.txt
-	@if cmp -s $(ST_REQS) $@; then \
+$(STVENV)/requirements.txt: $(ST_REQS) $(PARAM_REQS) | $(VENV)/requirements.txt
+	@if cat $(ST_REQS) $(PARAM_REQS) | cmp -s - $@; then \
 	  echo "$(STVENV): requirements unchanged"; touch $@; \
 	else $(call make-venv,$(STVENV)) && \
-	  echo "installing $(ST_REQS)" && \
-	  $(STVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir -r $(ST_REQS) && \
-	  cp $(ST_REQS) $@; fi
+	  echo "installing $(ST_REQS) and $(PARAM_REQS)" && \
+	  $(STVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir -r $(ST_REQS) -r $(PARAM_REQS) && \
+	  cat $(ST_REQS) $(PARAM_REQS) > $@; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
