@@ -655,7 +655,12 @@ func (t generateType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallP
 	for i, gc := range calls {
 		reqs[i] = gc.call
 	}
-	plan := llmenv.Estimate(p.model.Client(r), p.model.Config.ID, reqs, 0)
+	// Trained weights are another model to the call cache.
+	model, err := p.model.WithTrained(r, "trained", t.Config(r).Trained)
+	if err != nil {
+		return nil, err
+	}
+	plan := llmenv.Estimate(model.Client(r), p.model.Config.ID, reqs, 0)
 	if unembedded {
 		c := t.Config(r)
 		plan.PromptTokens += (plan.Calls - plan.Cached) * int64(orInt(c.TopK, defaultTopK)*orInt(c.ChunkTokens, defaultChunkTokens))

@@ -315,6 +315,11 @@ func (t probeEvalType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.Call
 	for i, q := range qs {
 		calls[i] = q.call
 	}
+	// Trained weights are another model to the call cache.
+	m, err = m.WithTrained(r, "trained", t.Config(r).Trained)
+	if err != nil {
+		return nil, err
+	}
 	return []nodes.CallPlan{llmenv.Estimate(m.Client(r), m.Config.ID, calls, 0)}, nil
 }
 

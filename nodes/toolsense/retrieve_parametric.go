@@ -847,10 +847,10 @@ func (parametricType) CallsModels(any) bool { return true }
 // log-probabilities: the run fails on it).
 func (t parametricType) PlanCalls(ctx context.Context, r nodes.Run) ([]nodes.CallPlan, error) {
 	c := t.Config(r)
-	p := r.Pinned().(*parametricPinned)
-	if c.Trained != nil {
-		// The trained weights are an input: not known before it runs.
-		return nil, nil
+	// Trained weights are another model to the call cache.
+	p, err := c.served(r, r.Pinned().(*parametricPinned))
+	if err != nil {
+		return nil, err
 	}
 	tools, rows, err := t.readQueries(r)
 	if err != nil {
