@@ -452,9 +452,9 @@ func (t generateType) calls(ctx context.Context, r nodes.Run, planning bool) (_ 
 		if g != nil {
 			h := hits[task.TaskID]
 			retrieved = h.chunks
-			msgs, err = p.prompts.RenderKnowledge(cellTask(task), h.knowledge)
+			msgs, err = p.prompts.RenderKnowledge(CellTask(task), h.knowledge)
 		} else {
-			msgs, err = p.prompts.Render(cellTask(task), cellBundle(b, task.Example, c.exampleLimits()))
+			msgs, err = p.prompts.Render(CellTask(task), CellBundle(b, task.Example, c.exampleLimits()))
 		}
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("task %s: %w", task.TaskID, err)
@@ -521,16 +521,18 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 	return hits, g, nil
 }
 
-// cellTask is what a prompt may show of a task.
-func cellTask(t tasks.Row) cells.Task {
+// CellTask is what a prompt may show of a task (sft_data and raft_data
+// render their prompts with it too, so training prompts are the
+// evaluation's).
+func CellTask(t tasks.Row) cells.Task {
 	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
 		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
 }
 
-// cellBundle is what a prompt may show of a bundle: of its valid
+// CellBundle is what a prompt may show of a bundle: of its valid
 // examples, those cells.SelectExamples chooses within lim, never the one
 // the task was cut from (it holds the task's answer).
-func cellBundle(b bundle.Row, taskExample string, lim cells.ExampleLimits) cells.Bundle {
+func CellBundle(b bundle.Row, taskExample string, lim cells.ExampleLimits) cells.Bundle {
 	out := cells.Bundle{Language: b.Ecosystem, Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
 		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
 	for _, p := range b.Params {

@@ -389,7 +389,7 @@ func showsExample(b bundle.Row, name string) bool {
 
 // chunks are the chunks of b's document, less the example named leave.
 func (g *rag) chunks(b bundle.Row, leave string) ([]poolChunk, error) {
-	doc, err := g.prompts.Knowledge(cellBundle(b, leave, g.examples))
+	doc, err := g.prompts.Knowledge(CellBundle(b, leave, g.examples))
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.APIID, err)
 	}

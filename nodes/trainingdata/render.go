@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/nodes"
-	"github.com/lacuna-dev/lacuna/nodes/bundle"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 )
@@ -105,40 +105,13 @@ func messages(p *cells.Prompts, c *promptConfig, t tasks.Row, knowledge string) 
 	return m, nil
 }
 
-// cellTask is what a prompt may show of a task: generate's view of it
-// (nodes/experiments cellTask), field for field. TestPromptsAreGenerates
-// holds the two to the same prompts.
-func cellTask(t tasks.Row) cells.Task {
-	return cells.Task{Library: t.Library, Module: t.Module, Version: t.Version, Difficulty: t.Difficulty,
-		Description: t.Description, Context: strings.TrimRight(t.Context, "\n"), Language: t.Ecosystem}
-}
-
-// cellBundle is what a prompt may show of a bundle: generate's view of it
-// (nodes/experiments cellBundle), field for field: of its valid examples,
-// those cells.SelectExamples chooses within lim, never the one the task
-// was cut from (it holds the task's answer).
-func cellBundle(b bundle.Row, taskExample string, lim cells.ExampleLimits) cells.Bundle {
-	out := cells.Bundle{Language: b.Ecosystem, Qualified: b.Qualified, Kind: b.Kind, ImportPath: b.ImportPath, Module: b.Module, Version: b.Version,
-		Signature: b.Signature, TypeParams: b.TypeParams, Prose: b.MProse, Code: b.MCode}
-	for _, p := range b.Params {
-		cp := cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc, Kind: p.Kind}
-		if p.Default != nil {
-			cp.Default, cp.HasDefault = *p.Default, true
-		}
-		out.Params = append(out.Params, cp)
-	}
-	for _, p := range b.Results {
-		out.Results = append(out.Results, cells.Param{Name: p.Name, Type: p.Type, Variadic: p.Variadic, Doc: p.Doc})
-	}
-	var valid []cells.Example
-	for _, e := range b.Examples {
-		if e.Valid {
-			valid = append(valid, cells.Example{Name: e.Name, Kind: e.Kind, Code: e.Code, Output: e.Output})
-		}
-	}
-	out.Examples = cells.SelectExamples(valid, taskExample, lim)
-	return out
-}
+// cellTask and cellBundle are generate's views of a task and a bundle
+// (experiments.CellTask, CellBundle): the training prompts are the
+// evaluation's, byte for byte (TestSFTPromptsAreGenerates).
+var (
+	cellTask   = experiments.CellTask
+	cellBundle = experiments.CellBundle
+)
 
 // Completion is the answer the task templates ask for, made of the task's
 // reference: its mask (the import lines it needs, then the code that
