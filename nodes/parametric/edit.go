@@ -122,12 +122,7 @@ func (editType) Validate(cfg any) error {
 }
 
 func (editType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
-	c := r.Config().(*editConfig)
-	p, id, err := resolveScript(ctx, r, c.common())
-	if err != nil {
-		return nil, err
-	}
-	return &nodes.Pinned{Identity: id, Value: p}, nil
+	return resolve(ctx, r)
 }
 
 func (t editType) Run(ctx context.Context, r nodes.Run) error {

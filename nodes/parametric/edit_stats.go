@@ -109,12 +109,7 @@ func layerList(ls []int) string {
 }
 
 func (editStatsType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
-	c := r.Config().(*editStatsConfig)
-	p, id, err := resolveScript(ctx, r, c.common())
-	if err != nil {
-		return nil, err
-	}
-	return &nodes.Pinned{Identity: id, Value: p}, nil
+	return resolve(ctx, r)
 }
 
 func (t editStatsType) Run(ctx context.Context, r nodes.Run) error {

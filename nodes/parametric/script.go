@@ -62,6 +62,17 @@ type scriptPin struct {
 	baseSum string
 }
 
+// resolve is the Resolve of every script node: resolveScript of its
+// config's common part.
+func resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
+	c := r.Config().(interface{ common() *baseConfig })
+	p, id, err := resolveScript(ctx, r, c.common())
+	if err != nil {
+		return nil, err
+	}
+	return &nodes.Pinned{Identity: id, Value: p}, nil
+}
+
 // resolveScript pins where the script runs, the interpreter's packages
 // (on this machine) and the base model's content.
 func resolveScript(ctx context.Context, r nodes.Resolve, c *baseConfig) (*scriptPin, map[string]string, error) {

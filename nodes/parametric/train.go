@@ -153,12 +153,7 @@ func (t trainType) Validate(cfg any) error {
 }
 
 func (trainType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
-	c := r.Config().(*trainConfig)
-	p, id, err := resolveScript(ctx, r, c.common())
-	if err != nil {
-		return nil, err
-	}
-	return &nodes.Pinned{Identity: id, Value: p}, nil
+	return resolve(ctx, r)
 }
 
 // args are the script's flags for the config (defaults are the script's).
