@@ -117,6 +117,12 @@ variable "max_steps" {
   description = "stop training after this many steps (0: var.epochs)"
 }
 
+variable "max_length" {
+  type        = number
+  default     = 4096
+  description = "training examples' length in tokens (the Full cell's prompts run to thousands)"
+}
+
 variable "threads" {
   type        = number
   default     = 0
@@ -317,27 +323,29 @@ node "raft_data" "train" {
 }
 
 node "train" "sft" {
-  for_each  = toset([for m in local.train_methods : m if m == "sft"])
-  runner    = runner.train
-  base      = var.base
-  python    = var.python
-  data      = node.sft_data.train
-  rank      = var.lora_rank
-  epochs    = var.epochs
-  max_steps = var.max_steps == 0 ? null : var.max_steps
-  threads   = local.threads
+  for_each   = toset([for m in local.train_methods : m if m == "sft"])
+  runner     = runner.train
+  base       = var.base
+  python     = var.python
+  data       = node.sft_data.train
+  rank       = var.lora_rank
+  epochs     = var.epochs
+  max_steps  = var.max_steps == 0 ? null : var.max_steps
+  max_length = var.max_length
+  threads    = local.threads
 }
 
 node "train" "raft" {
-  for_each  = toset([for m in local.train_methods : m if m == "raft"])
-  runner    = runner.train
-  base      = var.base
-  python    = var.python
-  data      = node.raft_data.train
-  rank      = var.lora_rank
-  epochs    = var.epochs
-  max_steps = var.max_steps == 0 ? null : var.max_steps
-  threads   = local.threads
+  for_each   = toset([for m in local.train_methods : m if m == "raft"])
+  runner     = runner.train
+  base       = var.base
+  python     = var.python
+  data       = node.raft_data.train
+  rank       = var.lora_rank
+  epochs     = var.epochs
+  max_steps  = var.max_steps == 0 ? null : var.max_steps
+  max_length = var.max_length
+  threads    = local.threads
 }
 
 # One edit request per API of the train split; the APIs of no train task
@@ -482,15 +490,16 @@ node "sft_data" "lolo" {
 }
 
 node "train" "lolo" {
-  for_each  = local.lolo
-  runner    = runner.train
-  base      = var.base
-  python    = var.python
-  data      = node.sft_data.lolo[each.key]
-  rank      = var.lora_rank
-  epochs    = var.epochs
-  max_steps = var.max_steps == 0 ? null : var.max_steps
-  threads   = local.threads
+  for_each   = local.lolo
+  runner     = runner.train
+  base       = var.base
+  python     = var.python
+  data       = node.sft_data.lolo[each.key]
+  rank       = var.lora_rank
+  epochs     = var.epochs
+  max_steps  = var.max_steps == 0 ? null : var.max_steps
+  max_length = var.max_length
+  threads    = local.threads
 }
 
 node "generate" "lolo" {

@@ -36,7 +36,7 @@ type editConfig struct {
 	// Python is the interpreter (see baseConfig).
 	Python string `hcl:"python,optional"`
 	// Threads bounds torch's CPU threads (0: torch's default).
-	Threads *int `hcl:"threads,optional"`
+	Threads  *int       `hcl:"threads,optional"`
 	Method   string     `hcl:"method"`
 	Requests nodes.Ref  `hcl:"requests"`
 	Stats    *nodes.Ref `hcl:"stats,optional"`

@@ -38,8 +38,8 @@ type trainConfig struct {
 	// Python is the interpreter (see baseConfig).
 	Python string `hcl:"python,optional"`
 	// Threads bounds torch's CPU threads (0: torch's default).
-	Threads *int `hcl:"threads,optional"`
-	Data nodes.Ref `hcl:"data"`
+	Threads *int      `hcl:"threads,optional"`
+	Data    nodes.Ref `hcl:"data"`
 	// Method is "lora" (default) or "full".
 	Method       string   `hcl:"method,optional"`
 	Rank         *int     `hcl:"rank,optional"`
