@@ -487,6 +487,9 @@ func TestTrainRejectsBadInput(t *testing.T) {
 		{"empty data", fakeBase, writePairs(t, []pair{}), nil, []string{"empty"}},
 		{"merge with full", fakeBase, good, []string{"--method", "full", "--merge"}, []string{"--merge"}},
 		{"base without config", t.TempDir(), good, nil, []string{"--base", "config.json"}},
+		// Checked once the tokenizer is loaded: an answer past
+		// --max-length would be cut off, not trained on.
+		{"longer than max length", parametrictest.TinyModel(t, 24, 300), writePairs(t, []pair{{strings.Repeat("a long prompt ", 40), "lo.Chunk(xs, 2)"}, {"q", "a"}}), []string{"--max-length", "32"}, []string{"1 of 2 examples", "--max-length 32"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

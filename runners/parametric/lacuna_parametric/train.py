@@ -146,8 +146,10 @@ def base_identity(base: str) -> dict:
     }
 
 
-def read_pairs(path: str) -> list[tuple[str, str]]:
-    """The (prompt, completion) rows of a parquet file; InputError on a bad file."""
+def read_pairs(path: str) -> list[tuple[str, str, str]]:
+    """The (system, prompt, completion) rows of a parquet file (system "" when
+    the file has no system column: sft_data and raft_data write the system
+    message the evaluation sends); InputError on a bad file."""
     import pyarrow.parquet as pq
 
     if not os.path.isfile(path):
@@ -163,12 +165,13 @@ def read_pairs(path: str) -> list[tuple[str, str]]:
         raise InputError(f"--data {path}: empty (no rows)")
     prompts = table.column("prompt").to_pylist()
     completions = table.column("completion").to_pylist()
-    for i, (p, c) in enumerate(zip(prompts, completions)):
-        if not isinstance(p, str) or not isinstance(c, str):
-            raise InputError(f"--data {path}: row {i}: prompt and completion must be strings")
+    systems = table.column("system").to_pylist() if "system" in table.column_names else [""] * len(prompts)
+    for i, (sy, p, c) in enumerate(zip(systems, prompts, completions)):
+        if not isinstance(p, str) or not isinstance(c, str) or not isinstance(sy, (str, type(None))):
+            raise InputError(f"--data {path}: row {i}: system, prompt and completion must be strings")
         if c == "":
             raise InputError(f"--data {path}: row {i}: empty completion")
-    return list(zip(prompts, completions))
+    return [(sy or "", p, c) for sy, p, c in zip(systems, prompts, completions)]
 
 
 def read_new_tokens(path: str | None) -> list[str]:
@@ -309,15 +312,40 @@ def progress_callback():
     return Progress()
 
 
+def example(system: str, prompt: str, completion: str, chat: bool) -> dict:
+    """One training example in TRL's prompt-completion format: chat turns
+    (the system turn when there is one) or plain text (the system text and
+    a blank line before the prompt)."""
+    if chat:
+        msgs = [{"role": "system", "content": system}] if system else []
+        msgs.append({"role": "user", "content": prompt})
+        return {"prompt": msgs, "completion": [{"role": "assistant", "content": completion}]}
+    return {"prompt": (system + "\n\n" if system else "") + prompt, "completion": completion}
+
+
 def build_dataset(pairs, chat: bool):
     from datasets import Dataset
 
-    if chat:
-        rows = [{"prompt": [{"role": "user", "content": p}], "completion": [{"role": "assistant", "content": c}]}
-                for p, c in pairs]
-    else:
-        rows = [{"prompt": p, "completion": c} for p, c in pairs]
-    return Dataset.from_list(rows)
+    return Dataset.from_list([example(sy, p, c, chat) for sy, p, c in pairs])
+
+
+def check_lengths(tok, pairs, chat: bool, max_length: int) -> None:
+    """InputError when an example is longer than max_length tokens: the
+    trainer would cut its end, the answer, and train on the prompt alone
+    (or drop it)."""
+    long = []
+    for sy, p, c in pairs:
+        ex = example(sy, p, c, chat)
+        if chat:
+            ids = tok.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=True)
+            n = len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        else:
+            n = len(tok(ex["prompt"] + ex["completion"]).input_ids)
+        if n > max_length:
+            long.append(n)
+    if long:
+        raise InputError(f"{len(long)} of {len(pairs)} examples are longer than --max-length {max_length} tokens "
+                         f"(the longest {max(long)}): their answers would be cut off; raise --max-length")
 
 
 def train(a) -> dict:
@@ -378,6 +406,7 @@ def train(a) -> dict:
         )
 
     chat = bool(tok.chat_template)
+    check_lengths(tok, pairs, chat, a.max_length)
     args = trl.SFTConfig(
         output_dir=a.work,
         num_train_epochs=a.epochs,
