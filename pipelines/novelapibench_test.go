@@ -30,6 +30,8 @@ import (
 	_ "github.com/lacuna-dev/lacuna/nodes/experiments"
 	_ "github.com/lacuna-dev/lacuna/nodes/generic"
 	_ "github.com/lacuna-dev/lacuna/nodes/metrics"
+	_ "github.com/lacuna-dev/lacuna/nodes/parametric"
+	_ "github.com/lacuna-dev/lacuna/nodes/trainingdata"
 )
 
 // The served names of the three models of the pipeline, on one server.
