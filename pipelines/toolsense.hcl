@@ -559,7 +559,7 @@ node "toolgen_data" "stage1" {
   configuration = var.toolgen_configuration
   catalog       = node.catalog.rrb
   negatives     = contains(local.mcts, each.key) ? node.neighbors.mcts[each.key] : null
-  seed          = 1
+  seed          = contains(local.mcts, each.key) ? 1 : null
 }
 
 node "toolgen_data" "stage2" {

@@ -122,12 +122,22 @@ func TestToolSensePipelineGatesEachModelPartOnItsVariable(t *testing.T) {
 		`node.probe_eval.released["qa"]`, `node.probe_metrics.released["under_test"]`}
 	parametric := []string{`node.retrieval_eval.parametric["toolgen"]`, `node.retrieve_parametric.constrained["toolgen"]`,
 		`node.retrieve_parametric.free["toolgen"]`}
+	trained := []string{`node.import.toolgen_train["trained"]`, `node.toolgen_data.stage1["trained"]`, `node.toolgen_data.stage2["trained"]`,
+		`node.train.toolgen_stage1["trained"]`, `node.train.toolgen_stage2["trained"]`, `node.retrieve_parametric.constrained["trained"]`,
+		`node.retrieve_parametric.free["trained"]`, `node.retrieval_eval.parametric["trained"]`}
+	base := t.TempDir() // a model directory, as far as validation looks
+	if err := os.WriteFile(filepath.Join(base, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		vars map[string]string
 		want [][]string
 	}{
 		{"no variables", nil, [][]string{retrieval}},
+		{"toolgen training, TG", map[string]string{"toolgen_base": base, "toolgen_train_data": "train.jsonl"}, [][]string{retrieval, trained}},
+		{"toolgen training, TG-5FM beside toolgen", map[string]string{"toolgen_base": base, "toolgen_train_data": "train.jsonl", "toolgen_configuration": "TG-5FM",
+			"toolgen_id": "t", "toolgen_tokens": "/models/toolgen/added_tokens.json"}, [][]string{retrieval, trained, parametric, {`node.neighbors.mcts["trained"]`}}},
 		{"endpoints without model ids", map[string]string{"generator_endpoint": "http://127.0.0.1:1/v1",
 			"probe_endpoint": "http://127.0.0.1:1/v1", "toolgen_endpoint": "http://127.0.0.1:1/v1"}, [][]string{retrieval}},
 		{"embed_model", map[string]string{"embed_model": "/models/minilm"}, [][]string{retrieval, {`node.retrieve.dense["minilm"]`}}},
