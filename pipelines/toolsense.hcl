@@ -326,6 +326,12 @@ variable "toolgen_steps" {
   description = "stop each stage after this many steps (0: toolgen_epochs)"
 }
 
+variable "toolgen_max_length" {
+  type        = number
+  default     = 2048
+  description = "training examples' length in tokens (a tool's description can run long; a longer example is an error, never cut)"
+}
+
 variable "toolgen_threads" {
   type    = number
   default = 0
@@ -580,19 +586,21 @@ node "train" "toolgen_stage1" {
   merge      = var.toolgen_method == "lora"
   epochs     = var.toolgen_epochs
   max_steps  = var.toolgen_steps == 0 ? null : var.toolgen_steps
+  max_length = var.toolgen_max_length
   threads    = var.toolgen_threads == 0 ? null : var.toolgen_threads
 }
 
 node "train" "toolgen_stage2" {
-  for_each  = local.trained
-  from      = node.train.toolgen_stage1[each.key]
-  python    = var.toolgen_python
-  data      = node.toolgen_data.stage2[each.key]
-  method    = var.toolgen_method
-  merge     = var.toolgen_method == "lora"
-  epochs    = var.toolgen_epochs
-  max_steps = var.toolgen_steps == 0 ? null : var.toolgen_steps
-  threads   = var.toolgen_threads == 0 ? null : var.toolgen_threads
+  for_each   = local.trained
+  from       = node.train.toolgen_stage1[each.key]
+  python     = var.toolgen_python
+  data       = node.toolgen_data.stage2[each.key]
+  method     = var.toolgen_method
+  merge      = var.toolgen_method == "lora"
+  epochs     = var.toolgen_epochs
+  max_steps  = var.toolgen_steps == 0 ? null : var.toolgen_steps
+  max_length = var.toolgen_max_length
+  threads    = var.toolgen_threads == 0 ? null : var.toolgen_threads
 }
 
 # Parametric retrieval: constrained and free decoding, paired.

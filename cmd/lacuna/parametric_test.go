@@ -344,3 +344,67 @@ func TestTrainNodeResumesFromItsCheckpointAfterKill9(t *testing.T) {
 		t.Errorf("work directories left after success: %v", left)
 	}
 }
+
+// TestToolSensePipelineTrainsAToolGenArm runs pipelines/toolsense.hcl's
+// ToolGen training arm end to end on a slice of the released RRB (its
+// first 8 queries, whose candidate pools make the catalog): Stage 1 and
+// Stage 2 on a tiny model (the 8 queries are its training split here: a
+// test of the wiring, not of generalisation), served by lacuna and
+// asked under constrained and free decoding, paired by retrieval_eval.
+func TestToolSensePipelineTrainsAToolGenArm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	py := parametrictest.Python(t)
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "data", "toolsense", "toolsense-realistic-retrieval.jsonl"))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("the released ToolSense data (../shared/data): %v", err)
+	}
+	rows := strings.Join(strings.SplitN(string(src), "\n", 9)[:8], "\n") + "\n"
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.MkdirAll(data, 0o755)
+	os.WriteFile(filepath.Join(data, "toolsense-realistic-retrieval.jsonl"), []byte(rows), 0o644)
+	os.WriteFile(filepath.Join(dir, "train.jsonl"), []byte(rows), 0o644)
+	hcl, err := os.ReadFile(filepath.Join("..", "..", "pipelines", "toolsense.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "toolsense.hcl"), hcl, 0o644)
+	var queries []string
+	for _, line := range strings.Split(strings.TrimSpace(rows), "\n") {
+		var r struct {
+			Query string `json:"query"`
+		}
+		json.Unmarshal([]byte(line), &r)
+		queries = append(queries, r.Query)
+	}
+	base := parametrictest.TinyModel(t, 24, 300, queries...)
+	vars := []string{"--var", "data_dir=" + data, "--var", "toolgen_base=" + base, "--var", "toolgen_train_data=train.jsonl",
+		"--var", "toolgen_python=" + py, "--var", "toolgen_steps=8", "--var", "toolgen_threads=1", "--var", "beam=10", "--var", "bootstrap=100"}
+	res := lacuna(t, dir, append(append([]string{"run"}, vars...), "toolsense.hcl")...)
+	if res.code != 0 {
+		t.Fatalf("lacuna run: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	t.Logf("%s", res.stdout)
+	res = lacuna(t, dir, append(append([]string{"cat"}, vars...), "toolsense.hcl", `node.retrieval_eval.parametric["trained"]`, "--format", "jsonl")...)
+	if res.code != 0 {
+		t.Fatalf("lacuna cat: %s", res.stderr)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["queries"] == 8.0 {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("retrieval_eval.parametric[\"trained\"] has no row over the 8 queries:\n%s", res.stdout)
+	}
+}
