@@ -232,12 +232,8 @@ locals {
   train_methods = [for m in var.methods : m if contains(["sft", "raft"], m)]
   edit_methods  = [for m in var.methods : m if contains(["grace", "memit", "alphaedit"], m) && (m == "grace" || var.stats_corpus != "")]
   # The trained arms and the base model's, each asked in both modes.
-  arms = merge(
-    { for m in local.train_methods : m => "node.train.${m}" },
-    { for m in local.edit_methods : m => "node.edit.${m}" },
-    { base = "" },
-  )
-  evals      = { for p in setproduct(keys(local.arms), ["with", "stripped"]) : "${p[0]}/${p[1]}" => { arm = p[0], mode = p[1] } }
+  arms       = toset(concat(local.train_methods, local.edit_methods, ["base"]))
+  evals      = { for p in setproduct(local.arms, ["with", "stripped"]) : "${p[0]}/${p[1]}" => { arm = p[0], mode = p[1] } }
   stats      = toset(var.stats_corpus == "" ? [] : ["corpus"])
   lolo       = length(var.holdout) == 0 ? {} : { for f in var.train_fractions : f => tonumber(f) }
   lolo_evals = { for p in setproduct(keys(local.lolo), ["heldout", "in_dist"]) : "${p[0]}/${p[1]}" => { fraction = p[0], on = p[1] } }
@@ -322,25 +318,13 @@ node "raft_data" "train" {
   bundles = values(node.bundle.lib)
 }
 
-node "train" "sft" {
-  for_each   = toset([for m in local.train_methods : m if m == "sft"])
+# One LoRA adapter per training-data arm (sft, raft).
+node "train" "arm" {
+  for_each   = toset(local.train_methods)
   runner     = runner.train
   base       = var.base
   python     = var.python
-  data       = node.sft_data.train
-  rank       = var.lora_rank
-  epochs     = var.epochs
-  max_steps  = var.max_steps == 0 ? null : var.max_steps
-  max_length = var.max_length
-  threads    = local.threads
-}
-
-node "train" "raft" {
-  for_each   = toset([for m in local.train_methods : m if m == "raft"])
-  runner     = runner.train
-  base       = var.base
-  python     = var.python
-  data       = node.raft_data.train
+  data       = each.key == "sft" ? node.sft_data.train : node.raft_data.train
   rank       = var.lora_rank
   epochs     = var.epochs
   max_steps  = var.max_steps == 0 ? null : var.max_steps
@@ -378,43 +362,18 @@ node "edit_stats" "corpus" {
   threads  = local.threads
 }
 
-node "edit" "grace" {
-  for_each = toset([for m in local.edit_methods : m if m == "grace"])
+# One edit per editor (grace, memit, alphaedit) of every train API; MEMIT
+# and AlphaEdit share the key statistics.
+node "edit" "arm" {
+  for_each = toset(local.edit_methods)
   runner   = runner.train
-  method   = "grace"
+  method   = each.key
   base     = var.base
   python   = var.python
   requests = node.edit_requests.train
   locality = node.edit_requests.locality
-  layers   = var.grace_layer < 0 ? null : [var.grace_layer]
-  hparams  = var.edit_hparams
-  threads  = local.threads
-}
-
-node "edit" "memit" {
-  for_each = toset([for m in local.edit_methods : m if m == "memit"])
-  runner   = runner.train
-  method   = "memit"
-  base     = var.base
-  python   = var.python
-  requests = node.edit_requests.train
-  locality = node.edit_requests.locality
-  stats    = node.edit_stats.corpus["corpus"]
-  layers   = var.edit_layers
-  hparams  = var.edit_hparams
-  threads  = local.threads
-}
-
-node "edit" "alphaedit" {
-  for_each = toset([for m in local.edit_methods : m if m == "alphaedit"])
-  runner   = runner.train
-  method   = "alphaedit"
-  base     = var.base
-  python   = var.python
-  requests = node.edit_requests.train
-  locality = node.edit_requests.locality
-  stats    = node.edit_stats.corpus["corpus"]
-  layers   = var.edit_layers
+  stats    = each.key == "grace" ? null : node.edit_stats.corpus["corpus"]
+  layers   = each.key == "grace" ? (var.grace_layer < 0 ? null : [var.grace_layer]) : var.edit_layers
   hparams  = var.edit_hparams
   threads  = local.threads
 }
@@ -426,11 +385,8 @@ node "generate" "eval" {
   tasks    = each.value.mode == "with" ? node.filter.test : node.filter.test_sample
   bundles  = node.concat.bundles
   model    = model.under_test
-  trained = (each.value.arm == "sft" ? node.train.sft["sft"] :
-    each.value.arm == "raft" ? node.train.raft["raft"] :
-    each.value.arm == "grace" ? node.edit.grace["grace"] :
-    each.value.arm == "memit" ? node.edit.memit["memit"] :
-  each.value.arm == "alphaedit" ? node.edit.alphaedit["alphaedit"] : null)
+  trained = (each.value.arm == "base" ? null :
+  contains(local.train_methods, each.value.arm) ? node.train.arm[each.value.arm] : node.edit.arm[each.value.arm])
   cell        = each.value.mode == "with" ? "Full" : "baseline"
   samples     = 1
   temperature = 0
@@ -453,7 +409,7 @@ node "judge" "eval" {
   on_judge_error = var.judge_endpoint == "" ? null : "fallback"
 }
 
-# pass@1 per arm (model BASE+train.sft, …) and cell (Full: with the bundle,
+# pass@1 per arm (model BASE+train.arm["sft"], …) and cell (Full: with the bundle,
 # baseline: stripped).
 node "metrics" "table" {
   greedy = values(node.judge.eval)

@@ -71,7 +71,7 @@ func TestParametricPipelineRunsEndToEndOnATinyModel(t *testing.T) {
 	t.Logf("%s", res.stdout)
 
 	// Training: the loss fell; the edits' efficacy and locality.
-	for _, arm := range []string{`node.train.sft["sft"]`, `node.train.raft["raft"]`} {
+	for _, arm := range []string{`node.train.arm["sft"]`, `node.train.arm["raft"]`} {
 		rows := catJSON(t, dir, vars, arm)
 		if len(rows) != 1 {
 			t.Fatalf("%s: %d rows", arm, len(rows))
@@ -83,7 +83,7 @@ func TestParametricPipelineRunsEndToEndOnATinyModel(t *testing.T) {
 			t.Errorf("%s: kind %v, loss %v → %v: want an adapter and a falling loss", arm, r["kind"], first, final)
 		}
 	}
-	for _, arm := range []string{`node.edit.grace["grace"]`, `node.edit.memit["memit"]`, `node.edit.alphaedit["alphaedit"]`} {
+	for _, arm := range []string{`node.edit.arm["grace"]`, `node.edit.arm["memit"]`, `node.edit.arm["alphaedit"]`} {
 		rows := catJSON(t, dir, vars, arm)
 		if len(rows) != 1 {
 			t.Fatalf("%s: %d rows", arm, len(rows))
@@ -102,7 +102,7 @@ func TestParametricPipelineRunsEndToEndOnATinyModel(t *testing.T) {
 	for _, r := range table {
 		seen[fmt.Sprint(r["model"], "/", r["cell"])] = true
 	}
-	for _, m := range []string{"base", `base+train.sft["sft"]`, `base+train.raft["raft"]`, `base+edit.grace["grace"]`, `base+edit.memit["memit"]`, `base+edit.alphaedit["alphaedit"]`} {
+	for _, m := range []string{"base", `base+train.arm["sft"]`, `base+train.arm["raft"]`, `base+edit.arm["grace"]`, `base+edit.arm["memit"]`, `base+edit.arm["alphaedit"]`} {
 		for _, cell := range []string{"Full", "baseline"} {
 			if !seen[m+"/"+cell] {
 				t.Errorf("metrics table: no row for %s in cell %s (rows: %v)", m, cell, seen)
