@@ -321,25 +321,9 @@ type generatePinned struct {
 // exactly the generate nodes whose cell uses it.
 func (generateType) Resolve(ctx context.Context, r nodes.Resolve) (*nodes.Pinned, error) {
 	c := r.Config().(*generateConfig)
-	cell, err := cells.Lookup(c.cell())
+	prompts, err := Prompts(r, c.cell(), c.Templates)
 	if err != nil {
-		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
-	}
-	var over map[string]cells.Source
-	attr := "cell"
-	if c.Templates != "" {
-		dir := c.Templates
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(r.Dir(), dir)
-		}
-		if over, err = cells.ReadDir(dir); err != nil {
-			return nil, nodes.Errorf("templates", "Cannot read templates", "%v", err)
-		}
-		attr = "templates"
-	}
-	prompts, err := cells.New(cell, over)
-	if err != nil {
-		return nil, nodes.Errorf(attr, "Template error", "%v", err)
+		return nil, err
 	}
 	m, id, err := llmenv.Resolve(ctx, r, "model", "model", c.Model)
 	if err != nil {
@@ -519,6 +503,35 @@ func (generateType) retrieve(ctx context.Context, r nodes.Run, c *generateConfig
 		return nil, nil, err
 	}
 	return hits, g, nil
+}
+
+// Prompts reads and checks a cell's templates (the shipped ones, with
+// those of templates, a directory relative to the pipeline's, replacing
+// them by file name): a template naming a missing field fails here, at
+// the attribute "cell" or "templates". generate, sft_data and raft_data
+// render with it, so training prompts are the evaluation's.
+func Prompts(r nodes.Resolve, cellName, templates string) (*cells.Prompts, error) {
+	cell, err := cells.Lookup(cellName)
+	if err != nil {
+		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
+	}
+	var over map[string]cells.Source
+	attr := "cell"
+	if templates != "" {
+		dir := templates
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.Dir(), dir)
+		}
+		if over, err = cells.ReadDir(dir); err != nil {
+			return nil, nodes.Errorf("templates", "Cannot read templates", "%v", err)
+		}
+		attr = "templates"
+	}
+	prompts, err := cells.New(cell, over)
+	if err != nil {
+		return nil, nodes.Errorf(attr, "Template error", "%v", err)
+	}
+	return prompts, nil
 }
 
 // CellTask is what a prompt may show of a task (sft_data and raft_data

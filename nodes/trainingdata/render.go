@@ -1,7 +1,6 @@
 package trainingdata
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -69,25 +68,9 @@ func (c *promptConfig) validate(bundles []nodes.Ref, needsBundles bool) (cells.C
 // Resolve does; their digest is the identity "templates", so editing a
 // template recomputes exactly the nodes whose cell uses it.
 func resolvePrompts(r nodes.Resolve, c *promptConfig) (*nodes.Pinned, error) {
-	cell, err := cells.Lookup(c.cell())
+	prompts, err := experiments.Prompts(r, c.cell(), c.Templates)
 	if err != nil {
-		return nil, nodes.Errorf("cell", "Unknown cell", "%v", err)
-	}
-	var over map[string]cells.Source
-	attr := "cell"
-	if c.Templates != "" {
-		dir := c.Templates
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(r.Dir(), dir)
-		}
-		if over, err = cells.ReadDir(dir); err != nil {
-			return nil, nodes.Errorf("templates", "Cannot read templates", "%v", err)
-		}
-		attr = "templates"
-	}
-	prompts, err := cells.New(cell, over)
-	if err != nil {
-		return nil, nodes.Errorf(attr, "Template error", "%v", err)
+		return nil, err
 	}
 	return &nodes.Pinned{Identity: map[string]string{"templates": prompts.Digest()}, Value: prompts}, nil
 }
