@@ -116,7 +116,7 @@ func (m *Model) WithTrained(r nodes.Run, attr string, ref *nodes.Ref) (*Model, e
 	spec.Weights = append([]serve.Weights(nil), spec.Weights...)
 	out := *m
 	out.Identity = m.Identity + "|trained:" + t.Blob
-	out.Notes = append(append([]string(nil), m.Notes...), fmt.Sprintf("serving %s's %s (%s)", ref.Node, t.Kind, short(t.Blob)))
+	out.Notes = append(append([]string(nil), m.Notes...), fmt.Sprintf("serving %s's %s (%s)", ref.Node, t.Kind, Short(t.Blob)))
 	if t.Kind != TrainedModel {
 		if t.BaseBlob != "" {
 			base, err := Unpack(r, t.BaseBlob)
@@ -127,16 +127,16 @@ func (m *Model) WithTrained(r nodes.Run, attr string, ref *nodes.Ref) (*Model, e
 		} else if len(spec.Weights) == 0 || spec.Weights[0].Digest != t.BaseDigest {
 			have := "none"
 			if len(spec.Weights) > 0 {
-				have = short(spec.Weights[0].Digest) + " (" + spec.Weights[0].Path + ")"
+				have = Short(spec.Weights[0].Digest) + " (" + spec.Weights[0].Path + ")"
 			}
-			return nil, nodes.Errorf(attr, "Trained on other weights", "%s's %s was trained from weights %s, but model %s serves %s: serve the weights it was trained from.", ref.Node, t.Kind, short(t.BaseDigest), m.Config.ID, have)
+			return nil, nodes.Errorf(attr, "Trained on other weights", "%s's %s was trained from weights %s, but model %s serves %s: serve the weights it was trained from.", ref.Node, t.Kind, Short(t.BaseDigest), m.Config.ID, have)
 		}
 	}
 	switch t.Kind {
 	case TrainedModel:
 		spec.Weights = []serve.Weights{{Path: dir, Digest: t.Blob}}
 	case TrainedAdapter:
-		name := "trained-" + short(t.Blob)[len("sha256:"):]
+		name := "trained-" + Short(t.Blob)[len("sha256:"):]
 		spec.Adapters = append(spec.Adapters, serve.Adapter{Name: name, Path: dir, Digest: t.Blob})
 		out.Endpoint.ServedName = name
 	case TrainedCodebook:
@@ -149,8 +149,8 @@ func (m *Model) WithTrained(r nodes.Run, attr string, ref *nodes.Ref) (*Model, e
 	return &out, nil
 }
 
-// short is a digest cut to 12 hex digits, for messages.
-func short(d string) string {
+// Short is a digest cut to 12 hex digits, for messages.
+func Short(d string) string {
 	if len(d) > len("sha256:")+12 {
 		return d[:len("sha256:")+12]
 	}

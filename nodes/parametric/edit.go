@@ -231,19 +231,12 @@ func statsDir(r nodes.Run, ref nodes.Ref, baseDigest string, layers []int) (stri
 	}
 	st := rows[0]
 	if st.BaseDigest != baseDigest {
-		return "", nodes.Errorf("stats", "Statistics of another model", "%s was computed on weights %s, the edit starts from %s: give edit_stats the same base.", ref.Node, short(st.BaseDigest), short(baseDigest))
+		return "", nodes.Errorf("stats", "Statistics of another model", "%s was computed on weights %s, the edit starts from %s: give edit_stats the same base.", ref.Node, llmenv.Short(st.BaseDigest), llmenv.Short(baseDigest))
 	}
 	if len(layers) > 0 && st.Layers != layerList(layers) {
 		return "", nodes.Errorf("stats", "Statistics of other layers", "%s covers layers %s, the edit asks %s.", ref.Node, st.Layers, layerList(layers))
 	}
 	return llmenv.Unpack(r, st.StatsBlob)
-}
-
-func short(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12]
-	}
-	return d
 }
 
 // optNum is a manifest number, NaN when absent or null.
