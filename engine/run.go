@@ -319,7 +319,7 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr st
 	if err != nil {
 		return Result{}, nil, false // runOne reports it
 	}
-	n, ok := w.fromSnapshot(i.Addr, key)
+	n, ok := w.fromSnapshot(i, key)
 	if !ok {
 		return Result{}, &keyed{key, cfg, pinned}, false
 	}
@@ -351,7 +351,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		return Result{State: StateCached, Key: key, Output: out}
 	}
 	if !force {
-		if n, ok := w.fromSnapshot(i.Addr, key); ok {
+		if n, ok := w.fromSnapshot(i, key); ok {
 			return hit(n.Output, n.Note) // the snapshot already says so
 		}
 		if a, ok, _ := x.cached(key); ok {
