@@ -25,9 +25,10 @@ const (
 
 // liveProgress is one execution's live progress: the node's Work (counted
 // by the node's goroutines without locks), its last Status, and what the
-// last event said. A sampler goroutine, started when the node first asks
-// for its Work, turns changed counts into events; Status and Progress
-// send their own at once (throttled). mu orders the events: each is
+// last event said. A sampler goroutine, started when the node first
+// reports progress (asks for its Work, or calls Status or Progress),
+// turns what changed into events; Status and Progress also send their
+// own at once (throttled). mu orders the events: each is
 // built from the state and sent under it, so a later event never carries
 // older counts.
 type liveProgress struct {
@@ -53,6 +54,14 @@ func (r *runEnv) Work() *nodes.Work {
 	if r.planning || r.w.x.Events == nil {
 		return nil
 	}
+	r.startSampler()
+	return &r.prog.work
+}
+
+// startSampler starts the execution's sampler, once, when the node first
+// reports progress in any way: what the throttle held back is then sent
+// within sampleEvery, even when the node reports nothing more for long.
+func (r *runEnv) startSampler() {
 	p := &r.prog
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -60,7 +69,6 @@ func (r *runEnv) Work() *nodes.Work {
 		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 		go r.sample(p.stop, p.stopped)
 	}
-	return &p.work
 }
 
 var _ nodes.WorkReporter = (*runEnv)(nil)
@@ -102,6 +110,7 @@ func (r *runEnv) Status(format string, args ...any) {
 	if r.planning || r.w.x.Events == nil {
 		return
 	}
+	r.startSampler()
 	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
 	r.prog.mu.Lock()
 	r.prog.status = msg
@@ -115,6 +124,7 @@ func (r *runEnv) Progress(done, total int64) {
 	if r.planning || r.w.x.Events == nil {
 		return
 	}
+	r.startSampler()
 	r.prog.work.Set(done, total)
 	r.emitProgress(total > 0 && done == total)
 }

@@ -14,10 +14,10 @@ Run executes every node whose result is not in the store, up to -j at a
 time, and commits each result as it finishes. Progress goes to the
 terminal, or as lines to stdout; --json prints one JSON event a line and
 ends with a summary. Long nodes say how far their own work is (examples
-run, samples, model calls, texts embedded): on a terminal in the status
-line, with the ETA; otherwise as a line every --progress-interval for
-each node running that long. SIGINT or SIGTERM stops dispatching new nodes: run
-again to resume where it stopped. --recompute ADDR runs a node again even
+run, samples, model calls, texts embedded) with its rate and ETA: on a
+terminal in the status line, else in a line every --progress-interval
+for each node running that long. SIGINT or SIGTERM stops dispatching new
+nodes: run again to resume where it stopped. --recompute ADDR runs a node again even
 though its result is cached (a judge whose fallback rows should be asked
 again, now that its model answers) and commits the new result; model calls
 that completed before are still replayed from the call cache.
