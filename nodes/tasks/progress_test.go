@@ -2,21 +2,35 @@ package tasks_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes/experiments"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/nodes/tasks"
 	"github.com/lacuna-dev/lacuna/nodes/tasks/taskstest"
+	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
 
 // TestLongNodesCountTheirWorkToItsEnd: on the offline shapes fixture,
 // bundle counts the examples it runs, tasks the reference runs it
-// observes, and solve the samples it runs; each node's progress events
-// are in its unit, never go back, and end at their total, which for
-// solve is a count per row it wrote.
+// observes, solve and c1 the samples they run, and generate the calls it
+// makes (to a model on 127.0.0.1); each node's progress events are in its
+// unit, never go back, and end at their total, which for solve and
+// generate is one per row they wrote.
 func TestLongNodesCountTheirWorkToItsEnd(t *testing.T) {
-	run := taskstest.Run(t, "", taskstest.Calibration)
+	srv := llmtest.New(llmtest.Config{Models: []string{"test-model"}, Delay: 20 * time.Millisecond, Default: "```go\n_ = 0\n```"})
+	defer srv.Close()
+	run := taskstest.Run(t, "", taskstest.Calibration+taskstest.C1Node+taskstest.ModelBlock(srv.URL())+`
+node "generate" "g" {
+  tasks   = node.tasks.shapes
+  model   = model.coder
+  samples = 3
+  seed    = 1
+}
+`)
 	samples := nodetest.Read[tasks.SampleRow](t, run, "node.solve.calibration")
+	answers := nodetest.Read[experiments.GenerateRow](t, run, "node.generate.g")
 	byNode := map[string][]engine.Event{}
 	for _, e := range run.Events {
 		if e.Event == engine.EventProgress && e.Unit != "" {
@@ -30,6 +44,8 @@ func TestLongNodesCountTheirWorkToItsEnd(t *testing.T) {
 		{"node.bundle.shapes", "examples", 0},
 		{"node.tasks.shapes", "samples", 0},
 		{"node.solve.calibration", "samples", int64(len(samples))},
+		{"node.c1.shapes", "samples", 0},
+		{"node.generate.g", "calls", int64(len(answers))},
 	} {
 		evs := byNode[c.node]
 		if len(evs) == 0 {
