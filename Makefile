@@ -82,6 +82,8 @@ PY_QS_STORE := $(or $(LACUNA_STORE),/var/tmp/lacuna-pyq)
 PY_QS_PYTHON := $(or $(LACUNA_PYTHON),$(wildcard /usr/bin/python3))
 quickstart-python: deps build
 	@store='$(PY_QS_STORE)'; \
+	case "$$(realpath -m "$$store")/" in /tmp/*) \
+	  echo "quickstart-python: refusing store $$store: the sandbox mounts a /tmp of its own, so examples could not run against environments stored there (the bundles would have no E); use a store under /var/tmp (the default) or your home" >&2; exit 1;; esac; \
 	[ -e "$$store" ] || mkdir -m 0755 "$$store" || exit 1; \
 	if [ ! -d "$$store" ] || [ -L "$$store" ] || [ ! -O "$$store" ]; then \
 	  echo "quickstart-python: refusing store $$store: it is not a directory owned by $$(id -un) (set LACUNA_STORE to a store of yours)" >&2; exit 1; fi; \
