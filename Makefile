@@ -41,7 +41,11 @@ endef
 
 .PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live embed-reference bench bench-embed fuzz clean
 
+# The first build on a machine downloads the Go modules and compiles
+# them, minutes on two cores with nothing printed but `go: downloading`:
+# say so first. Later builds take seconds.
 build:
+	@[ -x $(BIN) ] || echo "building $(BIN): the first build downloads and compiles lacuna's Go modules (2-5 minutes on two cores)"
 	$(GO) build -o $(BIN) ./cmd/lacuna
 
 # NovelAPIBench stages 1-2 on four real Go modules (pipelines/quickstart.hcl,
