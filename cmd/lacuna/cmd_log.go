@@ -64,7 +64,8 @@ type runInfo struct {
 	// Status is ok, failed, stopped, killed or running.
 	Status string `json:"status"`
 
-	path string
+	path  string
+	start time.Time
 }
 
 func runLogCmd(ctx context.Context, cmd *Command, args []string) error {
@@ -161,8 +162,14 @@ func readRuns(st *artifacts.Store) ([]runInfo, error) {
 		}
 		runs = append(runs, r)
 	}
-	// The id starts with the start time (then the pid): newest first.
-	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
+	// Newest first: by the start event's time (the id's is to the
+	// second, and its pid orders nothing).
+	sort.Slice(runs, func(i, j int) bool {
+		if !runs[i].start.Equal(runs[j].start) {
+			return runs[i].start.After(runs[j].start)
+		}
+		return runs[i].ID > runs[j].ID
+	})
 	return runs, nil
 }
 
@@ -207,7 +214,7 @@ func summariseRun(path string) (runInfo, error) {
 			first = t
 		}
 	}
-	r.Started = formatStamp(first)
+	r.Started, r.start = formatStamp(first), first
 	if !last.IsZero() && last.After(first) {
 		// From the events' times: the summary's own seconds do not
 		// reach its JSON (Event's Seconds shadows them).
