@@ -326,7 +326,7 @@ func TestExportVerifyAndGC(t *testing.T) {
 	}
 	lacuna(t, dir, "run", "pipeline.hcl")
 	r := lacuna(t, dir, "gc", p)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "removed 2 actions") {
+	if r.code != 0 || !strings.Contains(r.stdout, "\nremoved 2 actions") {
 		t.Errorf("gc: %s %s", r.stdout, r.stderr)
 	}
 	if r := lacuna(t, dir, "run", "pipeline.hcl", "--json"); summary(t, r.stdout)["executed"] != 0.0 {
