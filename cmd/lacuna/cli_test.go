@@ -164,6 +164,9 @@ func TestRunJSONEndsWithSummary(t *testing.T) {
 	if s["executed"] != 22.0 || s["cached"] != 0.0 || s["failed"] != 0.0 || s["skipped"] != 0.0 {
 		t.Errorf("first run summary %v", s)
 	}
+	if rows, _ := s["rows"].(float64); rows <= 0 || s["seconds"] == nil {
+		t.Errorf("first run summary %v: want its rows and seconds", s)
+	}
 	s = summary(t, lacuna(t, dir, "run", "pipeline.hcl", "--json").stdout)
 	if s["executed"] != 0.0 || s["cached"] != 22.0 {
 		t.Errorf("second run summary %v", s)
