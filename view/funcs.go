@@ -19,6 +19,6 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"secs":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "s" },
-	"add":   func(a, b int) int { return a + b },
+	"secs": func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) + "s" },
+	"add":  func(a, b int) int { return a + b },
 }

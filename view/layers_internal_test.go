@@ -39,7 +39,11 @@ func TestLayersReadAVerdictLayerByLayer(t *testing.T) {
 			}
 		})
 	}
-	ls := layers("go", map[string]any{"failed_layers": []any{"comparative"}, "failures": "comparative: printed \"1\", want \"2\""})
+	ls := layers("go", map[string]any{"failed_layers": []any{"runtime"}, "failures": "panic: boom\n\ngoroutine 1 [running]:\nmain.main()", "runtime_error": "panic: boom\n\ngoroutine 1 [running]:\nmain.main()"})
+	if ls[3].Name != "runtime" || len(ls[3].Messages) != 1 || ls[3].Messages[0] != "panic: boom\n\ngoroutine 1 [running]:\nmain.main()" {
+		t.Errorf("a stack trace is one message, given once: %q", ls[3].Messages)
+	}
+	ls = layers("go", map[string]any{"failed_layers": []any{"comparative"}, "failures": "comparative: printed \"1\", want \"2\""})
 	for _, l := range ls {
 		if l.Name == "comparative" && fmt.Sprint(l.Messages) != `[printed "1", want "2"]` {
 			t.Errorf("comparative messages %q", l.Messages)

@@ -267,13 +267,27 @@ func (s *Server) cellSample(judge string, ja *artifacts.Action, row map[string]a
 // layers is a solve row's verdict layer by layer.
 func layers(ecosystem string, row map[string]any) []layerView {
 	failed := strs(row["failed_layers"])
+	// The failures column is one failure a line, "layer: message"; a
+	// line that names no layer continues the message before it (a stack
+	// trace), or starts the first failed layer's.
 	msgs := map[string][]string{}
-	for _, line := range strings.Split(str(row, "failures"), "\n") {
-		if l, m, ok := strings.Cut(line, ": "); ok {
+	cur := ""
+	for _, line := range strings.Split(strings.TrimRight(str(row, "failures"), "\n"), "\n") {
+		if l, m, ok := strings.Cut(line, ": "); ok && slices.Contains(failed, l) {
+			cur = l
 			msgs[l] = append(msgs[l], m)
-		} else if line != "" && len(failed) > 0 {
-			msgs[failed[0]] = append(msgs[failed[0]], line)
+			continue
 		}
+		if cur == "" {
+			if len(failed) == 0 || line == "" {
+				continue
+			}
+			cur = failed[0]
+			msgs[cur] = append(msgs[cur], line)
+			continue
+		}
+		last := len(msgs[cur]) - 1
+		msgs[cur][last] += "\n" + line
 	}
 	order, stopping := goLayers, goStopping
 	if ecosystem == "python" {
@@ -283,7 +297,7 @@ func layers(ecosystem string, row map[string]any) []layerView {
 		failed = append([]string{"build"}, failed...)
 		msgs["build"] = append(msgs["build"], ce)
 	}
-	if re := str(row, "runtime_error"); re != "" && slices.Contains(failed, "runtime") {
+	if re := str(row, "runtime_error"); re != "" && slices.Contains(failed, "runtime") && !strings.Contains(str(row, "failures"), strings.TrimSpace(re)) {
 		msgs["runtime"] = append(msgs["runtime"], re)
 	}
 	var out []layerView

@@ -43,6 +43,7 @@ node "retrieve" "top" {
   retriever = "bm25"
   k         = each.value
 }
+node "import" "broken" { path = "broken.jsonl" }
 node "retrieval_eval" "rrb" {
   retrieved = [node.retrieve.bm25]
   k         = [1, 5]
@@ -98,6 +99,9 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(dir, "rrb.jsonl"), []byte(out.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.jsonl"), []byte("{\"a\": 1}\n{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(f.file, []byte(pipeline), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +112,13 @@ func newFixture(t *testing.T) *fixture {
 	if f.store, err = artifacts.Open(filepath.Join(dir, ".lacuna")); err != nil {
 		t.Fatal(err)
 	}
-	x := &engine.Executor{Store: f.store, Pipeline: f.file, Environ: os.Environ()}
+	x := &engine.Executor{Store: f.store, Pipeline: f.file, Environ: os.Environ(), KeepGoing: true}
 	res, _, err := x.Run(context.Background(), g, nil)
-	if err != nil {
+	if err != nil && !strings.Contains(err.Error(), "failed") {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if r.Err != nil {
+		if (r.Err != nil) != (i.Addr == "node.import.broken") {
 			t.Fatalf("%s: %v", i.Addr, r.Err)
 		}
 		f.digests[i.Addr] = r.Output.Digest
@@ -478,10 +482,16 @@ func TestDAGShowsStateAndProvenance(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &dag); err != nil {
 		t.Fatal(err)
 	}
-	if len(dag.Nodes) != 5 {
+	if len(dag.Nodes) != 6 {
 		t.Fatalf("%d nodes", len(dag.Nodes))
 	}
 	for _, n := range dag.Nodes {
+		if n.Addr == "node.import.broken" {
+			if n.State != "failed" || n.Digest != "" {
+				t.Errorf("%s: %s %s, want failed with no output", n.Addr, n.State, n.Digest)
+			}
+			continue
+		}
 		if n.State != "done" || n.Digest != f.digests[n.Addr] {
 			t.Errorf("%s: %s %s, want done %s", n.Addr, n.State, n.Digest, f.digests[n.Addr])
 		}
@@ -490,6 +500,12 @@ func TestDAGShowsStateAndProvenance(t *testing.T) {
 	for _, want := range []string{"retrieve (logic version", "input catalog", "input queries", string(f.digests["node.catalog.rrb"]), "Run log"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the node page lacks %q", want)
+		}
+	}
+	_, body = f.get(t, "/node?addr=node.import.broken")
+	for _, want := range []string{`<span class="state failed" id="state">failed</span>`, "Failure", "broken.jsonl"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the failed node's page lacks %q", want)
 		}
 	}
 	// Side by side of a retrieve node with itself: every query agrees.

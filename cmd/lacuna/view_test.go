@@ -38,13 +38,15 @@ type viewTask struct {
 
 // viewModel plays the model under test and the judge of
 // testdata/view/view.hcl. Under test, it answers cell S with the task's
-// reference (the harness passes it: class OK) and the baseline with the
-// reference followed by a panic (the target is called, the program then
-// crashes: the fast path cannot decide, the judge model answers
-// WrongLogic), its prose carrying markup that must be shown as text.
+// reference (the harness passes it: class OK), and so the baseline of
+// the first task; the baseline of the others with the reference followed
+// by a panic (the target is called, the program then crashes: the fast
+// path cannot decide, the judge model answers WrongLogic), its prose
+// carrying markup that must be shown as text.
 type viewModel struct {
 	mu    sync.Mutex
 	tasks []viewTask
+	first string // the first task_id
 }
 
 const (
@@ -71,7 +73,7 @@ func (m *viewModel) reply(q llmtest.Request) string {
 	if task.TaskID == "" {
 		return "```go\nvar _ = 1\n```"
 	}
-	if strings.Contains(text, "## Signature (S)") {
+	if strings.Contains(text, "## Signature (S)") || task.TaskID == m.first {
 		return "<think>\nThe signature says how.\n</think>\nHere is the code:\n```go\n" + task.Mask + "\n```\n"
 	}
 	return "Calling it " + xss + ":\n```go\n" + task.Mask + "\npanic(\"boom\")\n```\n"
@@ -180,6 +182,9 @@ func startView(t *testing.T) *viewFixture {
 			t.Fatal(err)
 		}
 		model.tasks = append(model.tasks, vt)
+		if model.first == "" || vt.TaskID < model.first {
+			model.first = vt.TaskID
+		}
 	}
 	// Phase 2: everything.
 	if r := lacuna(t, f.dir, append([]string{"run", "view.hcl"}, f.vars...)...); r.code != 0 {
@@ -393,9 +398,16 @@ func testViewHTTP(t *testing.T, f *viewFixture) {
 	if len(rows) != 3 {
 		t.Fatalf("%d baseline judge rows, want 3", len(rows))
 	}
-	jr := rows[0]
-	if jr.Class != "WrongLogic" || jr.Path != "llm" {
-		t.Fatalf("baseline sample judged %s by %s, want WrongLogic by the judge model", jr.Class, jr.Path)
+	classes := map[string]int{}
+	var jr judgeRow
+	for _, r := range rows {
+		classes[r.Class+" by "+r.Path]++
+		if r.Class == "WrongLogic" && jr.TaskID == "" {
+			jr = r
+		}
+	}
+	if classes["WrongLogic by llm"] != 2 || classes["OK by rule"] != 1 {
+		t.Fatalf("baseline classes %v, want 2 WrongLogic by the judge model, 1 OK by the fast path", classes)
 	}
 	var sample struct {
 		TaskFields   []struct{ Name, Text string }
@@ -468,8 +480,8 @@ func testViewHTTP(t *testing.T, f *viewFixture) {
 		Rows        []struct{ A, B string }
 	}
 	f.getJSON(t, "/compare?"+url.Values{"a": {`node.judge.cell["baseline"]`}, "b": {`node.judge.cell["S"]`}}.Encode(), &cmp)
-	if cmp.Kind != "judge" || cmp.Both != 3 || cmp.Agree != 0 {
-		t.Errorf("baseline vs S: %+v, want 3 paired samples, none the same class", cmp)
+	if cmp.Kind != "judge" || cmp.Both != 3 || cmp.Agree != 1 {
+		t.Errorf("baseline vs S: %+v, want 3 paired samples, 1 the same class", cmp)
 	}
 	f.getJSON(t, "/compare?a=node.retrieve.bm25&b=node.retrieve.bm25_top3", &cmp)
 	if cmp.Kind != "retrieve" || cmp.Both != 40 {
@@ -650,13 +662,17 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	do("open the judge node", chromedp.Click(chromedp.CSS(`#nodes a[href^="/node?addr=node.judge.cell"][href*="baseline"]`)),
 		chromedp.WaitVisible(chromedp.ID("provenance")))
 	read("#provenance")
-	want("provenance", "judge (logic version", "input samples", "input tasks", "toolchain")
+	want("provenance", "judge (logic version", "input samples", "input tasks", "judge = test/judge")
 	do("open its artifact", chromedp.Click(chromedp.ID("output")), chromedp.WaitVisible(chromedp.ID("rows")))
 	do("filter it", chromedp.SetValue(chromedp.CSS(`select[name="fc"]`), "class"), chromedp.SetValue(chromedp.CSS(`select[name="fo"]`), "="),
 		chromedp.SendKeys(chromedp.CSS(`input[name="fv"]`), "WrongLogic"), chromedp.Submit(chromedp.ID("filter")),
 		chromedp.WaitVisible(chromedp.CSS(".chip")))
 	read("#matched")
-	want("filtered artifact", "3 of 3 rows")
+	want("filtered artifact", "2 of 3 rows")
+	judgeRows, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
 	read("#rows")
 	want("filtered rows", "WrongLogic", "scripted judge")
 
@@ -675,21 +691,29 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	want("bundle", "s_signature", "func ")
 	screenshot(t, ctx, "drilldown")
 
-	// Label the baseline sample WrongLogic (the judge's class) and the S
-	// sample WrongParam (the judge said OK): κ = 1/3.
+	// Label this baseline sample WrongLogic (the judge's class) and the
+	// one the judge said OK WrongParam. With the HTTP test's label
+	// (WrongParam on a WrongLogic sample), people say WP, WL, WP where
+	// the judge says WL, WL, OK: pₒ = 1/3, pₑ = 1/3·2/3 = 2/9, κ = 1/7.
 	label := func(class, note string) {
 		t.Helper()
-		do("label "+class, chromedp.SetValue(chromedp.ID("label"), class), chromedp.SetValue(chromedp.ID("annotator"), ""),
-			chromedp.SendKeys(chromedp.ID("annotator"), "browser"), chromedp.SendKeys(chromedp.ID("note"), note),
-			chromedp.Click(chromedp.ID("save")), chromedp.WaitVisible(chromedp.ID("labeltable")))
+		do("choose "+class, chromedp.SetValue(chromedp.ID("label"), class))
+		do("name the annotator and type a note", chromedp.SetValue(chromedp.ID("annotator"), "browser"), chromedp.SendKeys(chromedp.ID("note"), note))
+		do("save", chromedp.Click(chromedp.ID("save")), chromedp.WaitVisible(chromedp.ID("labeltable")))
 	}
 	label("WrongLogic", "panics after the call <i>")
 	read("#labeltable")
 	want("label table", "browser", "WrongLogic", "panics after the call <i>")
 	do("open the S cell", chromedp.Navigate(href(`article.cell:not(.current) h3 a`)), chromedp.WaitVisible(chromedp.ID("annotate")))
-	label("WrongParam", "the S answer")
+	read("article.cell.current")
+	want("the S cell's page", "S", "judge class OK")
+	do("open the OK baseline sample", chromedp.Navigate(strings.Replace(judgeRows, "WrongLogic", "OK", 1)), chromedp.WaitVisible(chromedp.CSS(".chip")),
+		chromedp.Click(chromedp.CSS("a.drill")), chromedp.WaitVisible(chromedp.ID("annotate")))
+	read("article.cell.current")
+	want("the OK baseline sample", "baseline", "judge class OK")
+	label("WrongParam", "the baseline answer of the first task")
 	read("#kappa")
-	want("kappa", "κ = 0.33 over 2 labels")
+	want("kappa", "κ = 0.14 over 3 labels (1 of 3 agree)")
 	labels, err := annotations.Load(f.store, f.file)
 	if err != nil {
 		t.Fatal(err)
