@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/lacuna-dev/lacuna/annotations"
@@ -307,6 +308,20 @@ func TestView(t *testing.T) {
 	f := startView(t)
 	t.Run("http", func(t *testing.T) { testViewHTTP(t, f) })
 	t.Run("browser", func(t *testing.T) { testViewBrowser(t, f) })
+
+	// gc keeps every saved label set: they are artifacts no action wrote.
+	saves, err := annotations.History(f.store, f.file)
+	if err != nil || len(saves) == 0 {
+		t.Fatalf("no label sets before gc: %v", err)
+	}
+	if r := lacuna(t, f.dir, append([]string{"gc", "view.hcl"}, f.vars...)...); r.code != 0 {
+		t.Fatalf("gc: %s%s", r.stdout, r.stderr)
+	}
+	for _, sv := range saves {
+		if _, err := annotations.LoadSave(f.store, f.file, sv); err != nil {
+			t.Errorf("after gc, label set %s: %v", sv.Digest, err)
+		}
+	}
 }
 
 func testViewHTTP(t *testing.T, f *viewFixture) {
@@ -624,6 +639,15 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// follow runs an action that loads a new page (a click on a link,
+	// a submit) and waits for the load, so that the next query cannot
+	// find the old page's element.
+	follow := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, a)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 	var text string
 	read := func(sel chromedp.CSS) {
 		t.Helper()
@@ -659,14 +683,13 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	screenshot(t, ctx, "dag")
 
 	// DAG → the judge's node page → its artifact, filtered.
-	do("open the judge node", chromedp.Click(chromedp.CSS(`#nodes a[href^="/node?addr=node.judge.cell"][href*="baseline"]`)),
-		chromedp.WaitVisible(chromedp.ID("provenance")))
+	follow("open the judge node", chromedp.Click(chromedp.CSS(`#nodes a[href^="/node?addr=node.judge.cell"][href*="baseline"]`)))
 	read("#provenance")
 	want("provenance", "judge (logic version", "input samples", "input tasks", "judge = test/judge")
-	do("open its artifact", chromedp.Click(chromedp.ID("output")), chromedp.WaitVisible(chromedp.ID("rows")))
-	do("filter it", chromedp.SetValue(chromedp.CSS(`select[name="fc"]`), "class"), chromedp.SetValue(chromedp.CSS(`select[name="fo"]`), "="),
-		chromedp.SendKeys(chromedp.CSS(`input[name="fv"]`), "WrongLogic"), chromedp.Submit(chromedp.ID("filter")),
-		chromedp.WaitVisible(chromedp.CSS(".chip")))
+	follow("open its artifact", chromedp.Click(chromedp.ID("output")))
+	do("fill the filter", chromedp.SetValue(chromedp.CSS(`select[name="fc"]`), "class"), chromedp.SetValue(chromedp.CSS(`select[name="fo"]`), "="),
+		chromedp.SendKeys(chromedp.CSS(`input[name="fv"]`), "WrongLogic"))
+	follow("filter", chromedp.Submit(chromedp.ID("filter")))
 	read("#matched")
 	want("filtered artifact", "2 of 3 rows")
 	judgeRows, err := chromedp.Run(ctx, chromedp.Location())
@@ -677,7 +700,7 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	want("filtered rows", "WrongLogic", "scripted judge")
 
 	// The drill-down of the first sample.
-	do("drill down", chromedp.Click(chromedp.CSS("a.drill")), chromedp.WaitVisible(chromedp.ID("cells")))
+	follow("drill down", chromedp.Click(chromedp.CSS("a.drill")))
 	read("#cells")
 	want("drill-down", "baseline", "judge class WrongLogic", "rationale: scripted judge", "runtime failed", "comparative not reached", "build passed",
 		"judge class OK", "harness verdict: passed", xss, `panic("boom")`)
@@ -699,16 +722,16 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 		t.Helper()
 		do("choose "+class, chromedp.SetValue(chromedp.ID("label"), class))
 		do("name the annotator and type a note", chromedp.SetValue(chromedp.ID("annotator"), "browser"), chromedp.SendKeys(chromedp.ID("note"), note))
-		do("save", chromedp.Click(chromedp.ID("save")), chromedp.WaitVisible(chromedp.ID("labeltable")))
+		follow("save", chromedp.Click(chromedp.ID("save")))
 	}
 	label("WrongLogic", "panics after the call <i>")
 	read("#labeltable")
 	want("label table", "browser", "WrongLogic", "panics after the call <i>")
-	do("open the S cell", chromedp.Navigate(href(`article.cell:not(.current) h3 a`)), chromedp.WaitVisible(chromedp.ID("annotate")))
+	do("open the S cell", chromedp.Navigate(href(`article.cell:not(.current) h3 a`)))
 	read("article.cell.current")
 	want("the S cell's page", "S", "judge class OK")
-	do("open the OK baseline sample", chromedp.Navigate(strings.Replace(judgeRows, "WrongLogic", "OK", 1)), chromedp.WaitVisible(chromedp.CSS(".chip")),
-		chromedp.Click(chromedp.CSS("a.drill")), chromedp.WaitVisible(chromedp.ID("annotate")))
+	do("open the OK baseline samples", chromedp.Navigate(strings.Replace(judgeRows, "WrongLogic", "OK", 1)))
+	follow("open the OK baseline sample", chromedp.Click(chromedp.CSS("a.drill")))
 	read("article.cell.current")
 	want("the OK baseline sample", "baseline", "judge class OK")
 	label("WrongParam", "the baseline answer of the first task")
@@ -739,9 +762,9 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	want("annotations page", `people vs the judge, node.judge.cell["baseline"]`, "κ = ")
 
 	// ToolSense: a query with its gold tools marked, reached from the DAG.
-	do("open the retrieve node", chromedp.Navigate(f.url+"/node?addr=node.retrieve.bm25"), chromedp.WaitVisible(chromedp.CSS("a.button")),
-		chromedp.Click(chromedp.CSS("a.button")), chromedp.WaitVisible(chromedp.ID("rows")),
-		chromedp.Click(chromedp.CSS("a.drill")), chromedp.WaitVisible(chromedp.ID("ranked")))
+	do("open the retrieve node", chromedp.Navigate(f.url+"/node?addr=node.retrieve.bm25"))
+	follow("browse its rows", chromedp.Click(chromedp.CSS("a.button")))
+	follow("open a query", chromedp.Click(chromedp.CSS("a.drill")))
 	read("#query")
 	want("query", xss)
 	gold, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#gold li").length`))
@@ -753,10 +776,10 @@ func testViewBrowser(t *testing.T, f *viewFixture) {
 	screenshot(t, ctx, "query")
 
 	// Side by side, chosen from the DAG page's form.
-	do("side by side", chromedp.Navigate(f.url+"/"), chromedp.WaitVisible(chromedp.CSS("form.compare")),
+	do("choose two judges", chromedp.Navigate(f.url+"/"),
 		chromedp.SetValue(chromedp.CSS(`form.compare select[name="a"]`), `node.judge.cell["baseline"]`),
-		chromedp.SetValue(chromedp.CSS(`form.compare select[name="b"]`), `node.judge.cell["S"]`),
-		chromedp.Submit(chromedp.CSS("form.compare")), chromedp.WaitVisible(chromedp.ID("sbs")))
+		chromedp.SetValue(chromedp.CSS(`form.compare select[name="b"]`), `node.judge.cell["S"]`))
+	follow("side by side", chromedp.Submit(chromedp.CSS("form.compare")))
 	read("#sbs")
 	want("side by side", "WrongLogic", "OK (passed)")
 	screenshot(t, ctx, "compare")
