@@ -793,3 +793,14 @@ func cut(s string, n int) string {
 	}
 	return s
 }
+
+// TestViewListensOnLoopbackOnly refuses an --addr that other machines
+// could reach, before loading anything.
+func TestViewListensOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.168.1.2:80", "example.com:80", "nonsense"} {
+		r := lacuna(t, t.TempDir(), "view", "p.hcl", "--addr", addr)
+		if r.code != 2 || !strings.Contains(r.stderr, "--addr") {
+			t.Errorf("lacuna view --addr %s: exit %d, %q; want a usage error about --addr", addr, r.code, r.stderr)
+		}
+	}
+}
