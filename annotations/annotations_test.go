@@ -352,6 +352,18 @@ func TestGCKeepsLabelSets(t *testing.T) {
 	if got, err := annotations.Load(s, pipeline); err != nil || len(got) != 2 {
 		t.Errorf("after gc: %v, %v", got, err)
 	}
+	// A ref gc cannot read stops it before it deletes anything.
+	if err := os.WriteFile(annotations.RefPath(s, "/other.hcl"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GC(t.Context(), map[artifacts.Digest]bool{}, false, artifacts.GCRoots(roots)); err == nil || !errors.Is(err, annotations.ErrDamagedRef) {
+		t.Errorf("gc with a damaged ref: %v, want it refused", err)
+	}
+	for _, d := range []artifacts.Digest{d1, d2} {
+		if _, err := os.Stat(s.ObjectPath(d)); err != nil {
+			t.Errorf("a refused gc removed set %s", d)
+		}
+	}
 }
 
 func TestItemKeys(t *testing.T) {

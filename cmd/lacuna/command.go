@@ -77,6 +77,7 @@ var commands = []*Command{
 	cmdCat,
 	cmdDiff,
 	cmdExport,
+	cmdView,
 	cmdVerify,
 	cmdGraph,
 	cmdFmt,
