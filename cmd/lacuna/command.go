@@ -75,6 +75,7 @@ var commands = []*Command{
 	cmdShow,
 	cmdCat,
 	cmdExport,
+	cmdReport,
 	cmdVerify,
 	cmdGraph,
 	cmdFmt,
