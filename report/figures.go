@@ -135,9 +135,16 @@ func widthFor(n int) vg.Length {
 
 const figureHeight = 4 * vg.Inch
 
-// percentAxis fixes a y axis to [0, 100].
-func percentAxis(p *plot.Plot) {
-	p.Y.Min, p.Y.Max = 0, 100
+// valueAxis fixes a y axis to [0, top], with room above top for a legend
+// of n entries so that it covers no data, and ticks at quarters of top.
+func valueAxis(p *plot.Plot, top float64, n int) {
+	p.Y.Min, p.Y.Max = 0, top*(1+0.055*float64(n))
+	var ticks []plot.Tick
+	for i := 0; i <= 4; i++ {
+		v := top * float64(i) / 4
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 }
 
 // dotCIFigure plots each series' value per category as a point with its
@@ -145,7 +152,7 @@ func percentAxis(p *plot.Plot) {
 func dotCIFigure(title, ylabel string, categories []string, series []seriesCI) (*plot.Plot, vg.Length, error) {
 	p := newPlot(title, "", ylabel, true)
 	w := nominalX(p, categories)
-	percentAxis(p)
+	valueAxis(p, 100, len(series))
 	n := len(series)
 	for s, ser := range series {
 		off := 0.0
@@ -201,7 +208,7 @@ type yErrs struct {
 // tick at each x.
 func linesCIFigure(title, xlabel, ylabel string, xs []float64, series []seriesCI, logX bool, yMax float64) (*plot.Plot, error) {
 	p := newPlot(title, xlabel, ylabel, true)
-	p.Y.Min, p.Y.Max = 0, yMax
+	valueAxis(p, yMax, len(series))
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		var ticks []plot.Tick
@@ -216,7 +223,14 @@ func linesCIFigure(title, xlabel, ylabel string, xs []float64, series []seriesCI
 	for s, ser := range series {
 		var pts, errPts plotter.XYs
 		var errs plotter.YErrors
+		// Series side by side: each drawn a little to the right of the
+		// one before, so that equal values keep their intervals apart.
+		dodge := 1.0
+		if logX && len(series) > 1 {
+			dodge = math.Pow(1.04, float64(s)-float64(len(series)-1)/2)
+		}
 		for i, x := range xs {
+			x *= dodge
 			y := ser.Y[i]
 			if math.IsNaN(y) {
 				continue
@@ -260,7 +274,7 @@ func linesCIFigure(title, xlabel, ylabel string, xs []float64, series []seriesCI
 func barsFigure(title, ylabel string, categories []string, series []seriesCI, stacked bool) (*plot.Plot, vg.Length, error) {
 	p := newPlot(title, "", ylabel, true)
 	w := nominalX(p, categories)
-	percentAxis(p)
+	valueAxis(p, 100, len(series))
 	slot := w / vg.Length(len(categories)+1) * 0.7
 	barW := slot
 	if !stacked && len(series) > 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lacuna-dev/lacuna/addrs"
 	"github.com/lacuna-dev/lacuna/artifacts"
 )
 
@@ -218,9 +219,13 @@ func (b *builder) readWith(n Node, cols ...string) (rows []record, missing strin
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", n.Addr, err)
 	}
+	have := map[string]bool{}
+	for _, f := range r.Schema().Fields() {
+		have[f.Name()] = true
+	}
 	var absent []string
 	for _, c := range cols {
-		if _, ok := r.Schema().Lookup(c); !ok {
+		if !have[c] {
 			absent = append(absent, c)
 		}
 	}
@@ -231,15 +236,20 @@ func (b *builder) readWith(n Node, cols ...string) (rows []record, missing strin
 	return rows, "", err
 }
 
-// id is a file stem for name, unique in the report: lower-case letters,
-// digits and dashes, a counter appended when taken.
-func (b *builder) id(name string) string {
+// id is a table's file stem for name (see stem).
+func (b *builder) id(name string) string { return b.stem("table", name) }
+
+// stem is a file stem for name, unique among those of kind (tables and
+// figures live in directories of their own, and their anchors in the page
+// are prefixed with their kind): lower-case letters, digits and dashes, a
+// counter appended when taken.
+func (b *builder) stem(kind, name string) string {
 	stem := strings.Trim(nonStem.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	if stem == "" {
 		stem = "x"
 	}
-	b.ids[stem]++
-	if n := b.ids[stem]; n > 1 {
+	b.ids[kind+"/"+stem]++
+	if n := b.ids[kind+"/"+stem]; n > 1 {
 		return stem + "-" + strconv.Itoa(n)
 	}
 	return stem
@@ -261,7 +271,7 @@ func (b *builder) keep(s *Section) {
 
 // figure makes a Figure of a plot.
 func (b *builder) figure(name, title, caption string, series []string, sources []string, p plotAndSize) *Figure {
-	return &Figure{ID: b.id(name), Title: title, Caption: caption, Series: series, Sources: sources, plot: p.plot, width: p.w, height: p.h}
+	return &Figure{ID: b.stem("figure", name), Title: title, Caption: caption, Series: series, Sources: sources, plot: p.plot, width: p.w, height: p.h}
 }
 
 // Column readers: a missing or null value reads as the zero value (text),
@@ -329,8 +339,22 @@ func configOf(n Node) map[string]any {
 	return m
 }
 
-// short is an address without its "node." prefix, for labels.
+// short is an address without its "node." prefix, for tables.
 func short(addr string) string { return strings.TrimPrefix(addr, "node.") }
+
+// label is an address as a figure's axis or legend names it: the node's
+// name and its key without quotes (released[mcq]); the address without
+// "node." when it does not parse.
+func label(addr string) string {
+	i, err := addrs.ParseInstance(addr)
+	if err != nil {
+		return short(addr)
+	}
+	if k, ok := i.Key.Value(); ok {
+		return i.Node.Name + "[" + k + "]"
+	}
+	return i.Node.Name
+}
 
 // addrsOf lists nodes' addresses.
 func addrsOf(ns []Node) []string {

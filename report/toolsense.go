@@ -95,7 +95,7 @@ func (b *builder) retrievalSection() error {
 					}
 					series = append(series, ser)
 				}
-				p, err := linesCIFigure("Rc@k per tier: "+short(retr), "k", "Rc@k (%)", ks, series, true, 100)
+				p, err := linesCIFigure("Rc@k per tier: "+label(retr), "k", "Rc@k (%)", ks, series, true, 100)
 				if err != nil {
 					return err
 				}
@@ -154,9 +154,9 @@ func (b *builder) internalizationSection() error {
 		var recall, is []seriesCI
 		var recallNames, isNames []string
 		for _, cfg := range configs {
-			rc := seriesCI{Name: "Rc@k " + short(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
-			rf := seriesCI{Name: "Rf@k " + short(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
-			isS := seriesCI{Name: short(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
+			rc := seriesCI{Name: "Rc@k " + label(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
+			rf := seriesCI{Name: "Rf@k " + label(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
+			isS := seriesCI{Name: label(cfg), Y: nan(len(ks)), Lo: nan(len(ks)), Hi: nan(len(ks))}
 			for _, r := range pairs {
 				if r.str("retrieve") != cfg || r.str("tier") != tier {
 					continue
@@ -228,7 +228,7 @@ func (b *builder) probesSection() error {
 			t.Rows = append(t.Rows, []Cell{textCell(short(r.str("eval"))), textCell(r.str("benchmark")), textCell(r.str("model")), numCell(r.num("n")),
 				numCell(r.num("correct")), ciCell(r.num("accuracy"), r.num("lo"), r.num("hi")), numCell(r.num("chance")),
 				numCell(r.num("majority_baseline")), numCell(r.num("unparseable"))})
-			cat := short(r.str("eval"))
+			cat := label(r.str("eval"))
 			if len(models) > 1 {
 				cat += " · " + r.str("model")
 			}

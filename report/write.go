@@ -264,7 +264,7 @@ Tables are also in <code>tables/</code> (Markdown and CSV: the CSV holds unround
 <h2>{{.Title}}</h2>
 {{if .Missing}}<div class="missing"><p>Not computed: run <code>{{$root.Run}}</code>.</p><ul>{{range .Missing}}<li><code>{{.Node}}</code>{{if .Reason}}: {{.Reason}}{{end}}</li>{{end}}</ul></div>
 {{end}}{{range .Blocks}}{{if .Text}}<p>{{.Text}}</p>
-{{end}}{{with .Table}}<h3 id="{{.ID}}">{{.Title}}</h3>
+{{end}}{{with .Table}}<h3 id="table-{{.ID}}">{{.Title}}</h3>
 {{if .Caption}}<p class="caption">{{.Caption}}</p>
 {{end}}{{$t := .}}<table>
 <thead><tr>{{range .Columns}}<th>{{.Title}}{{if not .Title}}{{.Name}}{{end}}</th>{{end}}</tr></thead>
@@ -273,7 +273,7 @@ Tables are also in <code>tables/</code> (Markdown and CSV: the CSV holds unround
 {{end}}</tbody>
 </table>
 <p class="files"><a href="{{mdPath .ID}}">{{mdPath .ID}}</a> · <a href="{{csvPath .ID}}">{{csvPath .ID}}</a> · from {{range $i, $s := .Sources}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</p>
-{{end}}{{with .Figure}}<figure id="{{.ID}}">
+{{end}}{{with .Figure}}<figure id="figure-{{.ID}}">
 {{index $root.SVG .ID}}
 <figcaption><strong>{{.Title}}.</strong> {{.Caption}} <a href="{{svgPath .ID}}">{{svgPath .ID}}</a> · <a href="{{pngPath .ID}}">{{pngPath .ID}}</a></figcaption>
 </figure>
