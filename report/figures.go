@@ -29,7 +29,36 @@ type Figure struct {
 	Sources []string
 
 	plot          *plot.Plot
-	width, height vg.Length
+	legend        plot.Legend // drawn right of the plot, outside its data
+	legendWidth   vg.Length   // 0: no legend
+	width, height vg.Length   // the plot's; the legend adds legendWidth
+}
+
+// newFigure makes a figure of p, its legend moved out of the data area to
+// a column of its own on the right.
+func newFigure(id, title, caption string, series, sources []string, p plotAndSize) *Figure {
+	f := &Figure{ID: id, Title: title, Caption: caption, Series: series, Sources: sources, plot: p.plot, width: p.w, height: p.h}
+	f.legend = p.plot.Legend
+	p.plot.Legend = plot.NewLegend()
+	if w := f.legend.Rectangle(draw.Canvas{}).Size().X; w > 0 {
+		f.legendWidth = w + legendPad
+		f.legend.Top, f.legend.Left = true, true
+	}
+	return f
+}
+
+// legendPad is the space between a plot and its legend.
+const legendPad = 10
+
+// draw draws the figure on a canvas of its size.
+func (f *Figure) draw(c draw.Canvas) {
+	if f.legendWidth == 0 {
+		f.plot.Draw(c)
+		return
+	}
+	f.plot.Draw(draw.Crop(c, 0, -f.legendWidth, 0, 0))
+	title := f.plot.Title.TextStyle.Rectangle(f.plot.Title.Text).Size().Y + f.plot.Title.Padding
+	f.legend.Draw(draw.Crop(c, f.width+legendPad, 0, 0, -title))
 }
 
 // plotAndSize is a plot and the size to draw it at.
@@ -43,14 +72,14 @@ func (f *Figure) render(format string) ([]byte, error) {
 	var buf bytes.Buffer
 	switch format {
 	case "svg":
-		cv := vgsvg.New(f.width, f.height)
-		f.plot.Draw(draw.New(cv))
+		cv := vgsvg.New(f.width+f.legendWidth, f.height)
+		f.draw(draw.New(cv))
 		if _, err := cv.WriteTo(&buf); err != nil {
 			return nil, err
 		}
 	case "png":
-		cv := vgimg.NewWith(vgimg.UseWH(f.width, f.height), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
-		f.plot.Draw(draw.New(cv))
+		cv := vgimg.NewWith(vgimg.UseWH(f.width+f.legendWidth, f.height), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
+		f.draw(draw.New(cv))
 		if _, err := (vgimg.PngCanvas{Canvas: cv}).WriteTo(&buf); err != nil {
 			return nil, err
 		}
@@ -95,7 +124,6 @@ func newPlot(title, xlabel, ylabel string, grid bool) *plot.Plot {
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
 	if grid {
 		p.Add(plotter.NewGrid())
 	}
@@ -135,10 +163,9 @@ func widthFor(n int) vg.Length {
 
 const figureHeight = 4 * vg.Inch
 
-// valueAxis fixes a y axis to [0, top], with room above top for a legend
-// of n entries so that it covers no data, and ticks at quarters of top.
-func valueAxis(p *plot.Plot, top float64, n int) {
-	p.Y.Min, p.Y.Max = 0, top*(1+0.055*float64(n))
+// valueAxis fixes a y axis to [0, top], with ticks at quarters of top.
+func valueAxis(p *plot.Plot, top float64) {
+	p.Y.Min, p.Y.Max = 0, top
 	var ticks []plot.Tick
 	for i := 0; i <= 4; i++ {
 		v := top * float64(i) / 4
@@ -152,7 +179,7 @@ func valueAxis(p *plot.Plot, top float64, n int) {
 func dotCIFigure(title, ylabel string, categories []string, series []seriesCI) (*plot.Plot, vg.Length, error) {
 	p := newPlot(title, "", ylabel, true)
 	w := nominalX(p, categories)
-	valueAxis(p, 100, len(series))
+	valueAxis(p, 100)
 	n := len(series)
 	for s, ser := range series {
 		off := 0.0
@@ -208,7 +235,7 @@ type yErrs struct {
 // tick at each x.
 func linesCIFigure(title, xlabel, ylabel string, xs []float64, series []seriesCI, logX bool, yMax float64) (*plot.Plot, error) {
 	p := newPlot(title, xlabel, ylabel, true)
-	valueAxis(p, yMax, len(series))
+	valueAxis(p, yMax)
 	if logX {
 		p.X.Scale = plot.LogScale{}
 		var ticks []plot.Tick
@@ -274,7 +301,7 @@ func linesCIFigure(title, xlabel, ylabel string, xs []float64, series []seriesCI
 func barsFigure(title, ylabel string, categories []string, series []seriesCI, stacked bool) (*plot.Plot, vg.Length, error) {
 	p := newPlot(title, "", ylabel, true)
 	w := nominalX(p, categories)
-	valueAxis(p, 100, len(series))
+	valueAxis(p, 100)
 	slot := w / vg.Length(len(categories)+1) * 0.7
 	barW := slot
 	if !stacked && len(series) > 0 {

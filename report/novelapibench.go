@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/analysis"
+	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
 
@@ -439,7 +440,7 @@ func ciOf(r record, col string) Cell {
 }
 
 // pooled are the rows of one model × cell over all difficulties and
-// libraries (Table 1's).
+// libraries (Table 1's), in cellOrder.
 func pooled(rows []record) []record {
 	var out []record
 	for _, r := range rows {
@@ -447,6 +448,51 @@ func pooled(rows []record) []record {
 			out = append(out, r)
 		}
 	}
+	return byCell(out)
+}
+
+// cellRank is a cell's place in the paper's order (novelapibench/cells):
+// its base cell's, a retriever's arm (CELL@RETRIEVER) after the oracle's;
+// a cell the paper does not name after all of those.
+func cellRank(cell string) (int, bool) {
+	base, _, arm := strings.Cut(cell, "@")
+	names := cells.Names()
+	i := slices.Index(names, base)
+	if i < 0 {
+		i = len(names)
+	}
+	return i, arm
+}
+
+// cellOrder sorts cells by cellRank, keeping the order they came in
+// otherwise.
+func cellOrder(cs []string) []string {
+	out := slices.Clone(cs)
+	sort.SliceStable(out, func(i, j int) bool { return lessCell(out[i], out[j]) })
+	return out
+}
+
+func lessCell(a, b string) bool {
+	ra, aa := cellRank(a)
+	rb, ab := cellRank(b)
+	if ra != rb {
+		return ra < rb
+	}
+	return !aa && ab
+}
+
+// byCell sorts metrics rows by model (as first seen), then cell
+// (cellOrder), keeping their order otherwise.
+func byCell(rows []record) []record {
+	models := distinct(rows, "model")
+	out := slices.Clone(rows)
+	sort.SliceStable(out, func(i, j int) bool {
+		mi, mj := slices.Index(models, out[i].str("model")), slices.Index(models, out[j].str("model"))
+		if mi != mj {
+			return mi < mj
+		}
+		return lessCell(out[i].str("cell"), out[j].str("cell"))
+	})
 	return out
 }
 
@@ -608,6 +654,7 @@ func (b *builder) breakdownSections() error {
 			if len(rows) == 0 || len(m.pass) == 0 {
 				continue
 			}
+			rows = byCell(rows)
 			s.textf("%s: the rows over all %s (%s = all) per %s; %s.%s", short(m.node.Addr), map[string]string{"library": "libraries", "difficulty": "difficulties"}[by.other],
 				by.other, by.col, m.ci, lastKnown(m.node))
 			cols := []Column{{Name: "model"}, {Name: "cell"}, {Name: by.col}, {Name: "tasks"}}
@@ -689,6 +736,9 @@ func (b *builder) ragSection() error {
 		}
 		if len(models) == 0 {
 			continue
+		}
+		for m, cs := range bases {
+			bases[m] = cellOrder(cs)
 		}
 		s.textf("%s: %s of each cell with the task's own bundle prepended (oracle, the cell's plain name) and with a retriever's top chunks in its place "+
 			"(CELL@RETRIEVER), from the pooled rows; %s. Δ is the retriever's value less the oracle's, computed here from the two point values (no interval).%s",

@@ -271,7 +271,7 @@ func (b *builder) keep(s *Section) {
 
 // figure makes a Figure of a plot.
 func (b *builder) figure(name, title, caption string, series []string, sources []string, p plotAndSize) *Figure {
-	return &Figure{ID: b.stem("figure", name), Title: title, Caption: caption, Series: series, Sources: sources, plot: p.plot, width: p.w, height: p.h}
+	return newFigure(b.stem("figure", name), title, caption, series, sources, p)
 }
 
 // Column readers: a missing or null value reads as the zero value (text),

@@ -10,16 +10,21 @@ import (
 	"hash/fnv"
 	"image/png"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/nodes/nodetest"
+	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/report"
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 	ts "github.com/lacuna-dev/lacuna/toolsense"
@@ -138,7 +143,7 @@ func TestReportOfToolSense(t *testing.T) {
 
 	// Figures: SVG with the series' labels, PNG not blank.
 	want := map[string][]string{
-		"retrieval-retrieval-eval-rrb-retrieve-bm25":          {"easy", "medium", "hard", "all"},
+		"retrieval-retrieval-eval-rrb-retrieve-bm25":           {"easy", "medium", "hard", "all"},
 		"internalization-is-retrieval-eval-parametric-toolgen": {"constrained[toolgen]"},
 		"probes-bias-probe-metrics-released-under-test":        {"predicted", "gold"},
 		"probes-accuracy-probe-metrics-released-under-test":    {"accuracy", "chance", "majority baseline"},
@@ -566,4 +571,403 @@ func checkSelfContained(t *testing.T, page string, figures int) {
 	if n := strings.Count(page, "<svg"); n != figures {
 		t.Errorf("index.html inlines %d SVGs for %d figures", n, figures)
 	}
+}
+
+// naReply is the scripted server of TestReportOfNovelAPIBench: the model
+// under test, C3's strong model and the judge of novelapibench.hcl on the
+// offline fixture module.
+type naScript struct {
+	mu      sync.Mutex
+	tasks   []naTask                     // C1-kept
+	answers map[string]map[string]string // task_id → kind → solution
+	sampled map[[2]string]int            // (task_id, arm) → sampled requests answered
+}
+
+type naTask struct {
+	ID, Description, Context string
+	index                    int
+}
+
+// The calibration kinds the greedy answers rotate through.
+var naKinds = []string{"reference", goharness.MutantSibling, goharness.MutantImport, goharness.MutantSyntax, goharness.MutantPerturb, goharness.MutantDiscarded}
+
+var (
+	naSolution  = regexp.MustCompile("(?s)\nSolution:\n```go\n(.*?)\n```")
+	naJudged    = regexp.MustCompile("(?s)Solution to judge:\n```go\n(.*?)\n```")
+	naReference = regexp.MustCompile("(?s)Reference solution:\n```go\n(.*?)\n```")
+)
+
+func (s *naScript) task(text string) (naTask, bool) {
+	var best naTask
+	for _, t := range s.tasks {
+		if strings.Contains(text, t.Context) && strings.Contains(text, t.Description) && len(t.Context)+len(t.Description) > len(best.Context)+len(best.Description) {
+			best = t
+		}
+	}
+	return best, best.ID != ""
+}
+
+// arm tells the sweep arm of a prompt as the pipelines' test does: the
+// oracle prepends one bundle (one signature heading), BM25 five chunks.
+func naArm(text string) int {
+	switch {
+	case strings.Count(text, "## Signature (S)") > 1:
+		return 2 // S@bm25
+	case strings.Contains(text, "## Signature (S)"):
+		return 1 // S
+	}
+	return 0 // baseline
+}
+
+func (s *naScript) reply(q llmtest.Request) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	const junk = "```go\nvar _ = 1\n```"
+	fence := func(code string) string { return "Here:\n```go\n" + code + "\n```\n" }
+	text := q.Text()
+	switch q.Model {
+	case "test/judge":
+		if m := naJudged.FindStringSubmatch(text); m != nil {
+			if ref := naReference.FindStringSubmatch(text); ref != nil && strings.TrimSpace(ref[1]) == strings.TrimSpace(m[1]) {
+				return `{"equivalent": true, "score": 1}`
+			}
+			return `{"equivalent": false, "score": 0}`
+		}
+		t, ok := s.task(text)
+		m := naSolution.FindStringSubmatch(text)
+		if !ok || m == nil {
+			return "not a verdict"
+		}
+		for _, kind := range slices.Sorted(maps.Keys(s.answers[t.ID])) {
+			if strings.TrimSpace(s.answers[t.ID][kind]) != strings.TrimSpace(m[1]) {
+				continue
+			}
+			class, ok := goharness.ExpectedClass(kind)
+			if kind == goharness.MutantDiscarded {
+				class = goharness.ClassWrongParam // a judge that errs on one kind: the confusion matrix has an off-diagonal cell
+			}
+			if ok {
+				return fmt.Sprintf(`{"class": %q, "rationale": "scripted: %s"}`, class, kind)
+			}
+		}
+		return "not a verdict"
+	case "test/strong":
+		if t, ok := s.task(text); ok {
+			return fence(s.answers[t.ID]["reference"])
+		}
+		return junk
+	}
+	t, ok := s.task(text)
+	if !ok || q.Seed != nil { // C2's samples fail: C2 keeps every task
+		return junk
+	}
+	arm := naArm(text)
+	if q.Temperature != nil && *q.Temperature == 0 {
+		var avail []string
+		for _, k := range naKinds {
+			if code, ok := s.answers[t.ID][k]; ok && (k == "reference" || code != s.answers[t.ID]["reference"]) {
+				avail = append(avail, k)
+			}
+		}
+		return fence(s.answers[t.ID][avail[(t.index+arm)%len(avail)]])
+	}
+	key := [2]string{t.ID, strconv.Itoa(arm)}
+	s.sampled[key]++
+	if s.sampled[key] <= (t.index+arm)%3 {
+		return fence(s.answers[t.ID]["reference"])
+	}
+	return junk
+}
+
+// TestReportOfNovelAPIBench runs pipelines/novelapibench.hcl as shipped on
+// the offline fixture module (cells baseline and S, the oracle and BM25,
+// 2 samples, k = 1, 2) against a scripted model, strong model and judge,
+// then `lacuna report`: Table 1, the composition, the difficulty, library
+// and RAG breakdowns are the metrics artifact's numbers (read with lacuna
+// cat, and with DuckDB where LACUNA_TEST_PYTHON is set); the calibration
+// agreement, its Wilson interval and the confusion matrix, and the tasks
+// C1 keeps, are recomputed here from the judge, c1 and surface_diff rows;
+// the figures carry their series; a second report writes the same bytes.
+func TestReportOfNovelAPIBench(t *testing.T) {
+	nodetest.OfflineShapes(t)
+	work := t.TempDir()
+	pipeline, err := filepath.Abs("../../pipelines/novelapibench.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &naScript{answers: map[string]map[string]string{}, sampled: map[[2]string]int{}}
+	srv := llmtest.New(llmtest.Config{Models: []string{"test/under", "test/strong", "test/judge"}, Script: []llmtest.Rule{{Reply: s.reply}}})
+	defer srv.Close()
+	store := filepath.Join(work, "store")
+	vars := []string{"--store", store, "--var", "endpoint=" + srv.URL(), "--var", "model_id=test/under", "--var", "strong_id=test/strong",
+		"--var", "judge_id=test/judge", "--var", `libraries={ shapes = { ecosystem = "go", name = "example.com/shapes", domain = "test" } }`,
+		"--var", `cells=["baseline", "S"]`, "--var", `retrievers=["oracle", "bm25"]`, "--var", "samples=2", "--var", "k=[1, 2]"}
+
+	// Phase 1: the tasks and their mutants, which the script answers with.
+	c1 := `node.c1.lib["shapes"]`
+	if r := lacuna(t, work, append(append([]string{"run"}, vars...), pipeline, "--target", c1, "--target", `node.solve.calibration["shapes"]`)...); r.code != 0 {
+		t.Fatalf("run (phase 1): exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	c1Rows := catJSONL(t, work, vars, pipeline, c1)
+	for i, r := range c1Rows {
+		if r["keep"] == true {
+			s.tasks = append(s.tasks, naTask{ID: r["task_id"].(string), Description: r["description"].(string), Context: r["context"].(string), index: i})
+		}
+	}
+	if len(s.tasks) < 4 {
+		t.Fatalf("%d tasks kept by C1; the fixture gives more", len(s.tasks))
+	}
+	for _, r := range catJSONL(t, work, vars, pipeline, `node.solve.calibration["shapes"]`) {
+		id := r["task_id"].(string)
+		if s.answers[id] == nil {
+			s.answers[id] = map[string]string{}
+		}
+		s.answers[id][r["kind"].(string)] = r["solution"].(string)
+	}
+
+	// Phase 2: the whole pipeline, then the report.
+	if r := lacuna(t, work, append(append([]string{"run"}, vars...), pipeline)...); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	out := filepath.Join(work, "report")
+	r := lacuna(t, work, append(append([]string{"report"}, vars...), pipeline, "--out", out)...)
+	if r.code != 0 {
+		t.Fatalf("report: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	idx := readIndex(t, out)
+	files := readTree(t, out)
+	exec.Command("cp", "-r", out, "/tmp/report-scratch/nareport").Run() // DEBUG
+	if len(idx.NotComputed) != 0 {
+		t.Errorf("not computed after a full run: %+v", idx.NotComputed)
+	}
+	for _, id := range []string{"tasks", "table1", "composition", "difficulty", "library", "rag", "judge"} {
+		if !slices.ContainsFunc(idx.Sections, func(s report.IndexSection) bool { return s.ID == id }) {
+			t.Errorf("no section %s", id)
+		}
+	}
+	checkIndexAgainstShow(t, work, vars, pipeline, idx)
+
+	// Table 1, the composition and the breakdowns: the metrics artifact's
+	// values and intervals, cell for cell.
+	metrics := catJSONL(t, work, vars, pipeline, "node.metrics.table")
+	t1 := tableByID(t, out, idx, "table1-metrics-table")
+	comp := tableByID(t, out, idx, "composition-metrics-table")
+	diff := tableByID(t, out, idx, "difficulty-metrics-table")
+	lib := tableByID(t, out, idx, "library-metrics-table")
+	rag := tableByID(t, out, idx, "rag-metrics-table")
+	t1Cols := []string{"tasks", "pass_at_1", "pass_at_1_sampled", "pass_at_2", "api_acc", "param_corr", "sem"}
+	compCols := []string{"failures", "wrong_syntax", "wrong_api_selection", "wrong_import", "wrong_param", "wrong_shape_dtype", "wrong_logic", "unclassified"}
+	pooled := map[string]map[string]any{}
+	checked := 0
+	withCI := func(cols []string) []string {
+		var out []string
+		for _, c := range cols {
+			out = append(out, c)
+			if c != "tasks" && c != "failures" {
+				out = append(out, c+"_lo", c+"_hi")
+			}
+		}
+		return out
+	}
+	for _, m := range metrics {
+		where := map[string]string{"model": m["model"].(string), "cell": m["cell"].(string)}
+		switch {
+		case m["difficulty"] == "all" && m["library"] == "all":
+			pooled[m["cell"].(string)] = m
+			for tb, cols := range map[*reportTable][]string{&t1: t1Cols, &comp: compCols} {
+				line := tb.find(t, where)
+				for _, c := range withCI(cols) {
+					checkNum(t, tb.id+" "+m["cell"].(string)+" "+c, line[c], m[c])
+					checked++
+				}
+			}
+		case m["library"] == "all":
+			where["difficulty"] = m["difficulty"].(string)
+			line := diff.find(t, where)
+			for _, c := range withCI([]string{"tasks", "pass_at_1", "pass_at_1_sampled", "pass_at_2"}) {
+				checkNum(t, "difficulty "+c, line[c], m[c])
+				checked++
+			}
+		case m["difficulty"] == "all":
+			where["library"] = m["library"].(string)
+			line := lib.find(t, where)
+			for _, c := range withCI([]string{"tasks", "pass_at_1"}) {
+				checkNum(t, "library "+c, line[c], m[c])
+				checked++
+			}
+		}
+	}
+	if len(pooled) != 3 || checked < 3*2*20 {
+		t.Errorf("%d pooled rows (want baseline, S, S@bm25), %d values checked", len(pooled), checked)
+	}
+	oracle, bm25 := pooled["S"], pooled["S@bm25"]
+	line := rag.find(t, map[string]string{"model": "test/under", "cell": "S"})
+	checkNum(t, "rag oracle", line["oracle"], oracle["pass_at_1"])
+	checkNum(t, "rag bm25", line["bm25"], bm25["pass_at_1"])
+	checkNum(t, "rag delta", line["delta_bm25"], math.Round((bm25["pass_at_1"].(float64)-oracle["pass_at_1"].(float64))*100)/100)
+	if len(rag.rows) != 1 {
+		t.Errorf("RAG table: %d rows, want S alone (baseline has no retriever arm)", len(rag.rows))
+	}
+	// The greedy answers rotate through the mutants: the composition has
+	// more than one class, and some cell both passes and fails.
+	classes := 0
+	for _, c := range compCols[1:] {
+		if v, _ := pooled["S"][c].(float64); v > 0 {
+			classes++
+		}
+	}
+	if p, _ := pooled["S"]["pass_at_1"].(float64); classes < 2 || p == 0 || p == 100 {
+		t.Errorf("the construction should give S a pass@1 strictly between 0 and 100 and several failure classes: %v", pooled["S"])
+	}
+	duckDBMetrics(t, work, vars, pipeline, t1)
+
+	// The judge's calibration agreement and confusion matrix, counted here
+	// from the judge rows, with Wilson's interval.
+	cal := catJSONL(t, work, vars, pipeline, `node.judge.calibration["shapes"]`)
+	n, agree := 0, 0
+	confusion := map[[2]string]int{}
+	for _, r := range cal {
+		exp, class := r["expected"].(string), r["class"].(string)
+		if exp == "" || class == "NotRun" {
+			continue
+		}
+		n++
+		if exp == class {
+			agree++
+		}
+		confusion[[2]string{exp, class}]++
+	}
+	ag := tableByID(t, out, idx, "judge-agreement").find(t, map[string]string{"judge": `judge.calibration["shapes"]`})
+	lo, hi := wilson(agree, n)
+	if ag["samples"] != strconv.Itoa(n) || ag["agree"] != strconv.Itoa(agree) {
+		t.Errorf("agreement row %v, want %d of %d", ag, agree, n)
+	}
+	for col, want := range map[string]float64{"agreement": 100 * float64(agree) / float64(n), "agreement_lo": lo, "agreement_hi": hi} {
+		if g, err := strconv.ParseFloat(ag[col], 64); err != nil || math.Abs(g-want) > 1e-9 {
+			t.Errorf("agreement %s = %q, want %v", col, ag[col], want)
+		}
+	}
+	if agree == n || agree == 0 {
+		t.Errorf("the scripted judge errs on the discarded mutant: agreement %d of %d should be partial", agree, n)
+	}
+	cm := tableByID(t, out, idx, "judge-confusion")
+	cells := 0
+	for _, row := range cm.rows {
+		for class, v := range row {
+			if class == "expected" || class == "samples" || class == "agree" {
+				continue
+			}
+			if v != strconv.Itoa(confusion[[2]string{row["expected"], class}]) {
+				t.Errorf("confusion %s → %s: %s, want %d", row["expected"], class, v, confusion[[2]string{row["expected"], class}])
+			}
+			cells += confusion[[2]string{row["expected"], class}]
+		}
+	}
+	if cells != n {
+		t.Errorf("the confusion matrix counts %d samples, want %d", cells, n)
+	}
+
+	// The tasks C1 keeps, by difficulty and by the target's kind.
+	kinds := map[string]string{}
+	for _, r := range catJSONL(t, work, vars, pipeline, `node.surface_diff.lib["shapes"]`) {
+		kinds[r["api_id"].(string)] = r["kind"].(string)
+	}
+	type tally struct{ kept, made int }
+	by := map[string]*tally{}
+	add := func(k string, keep bool) {
+		if by[k] == nil {
+			by[k] = &tally{}
+		}
+		by[k].made++
+		if keep {
+			by[k].kept++
+		}
+	}
+	for _, r := range c1Rows {
+		keep := r["keep"] == true
+		add("tasks", keep)
+		add(r["difficulty"].(string), keep)
+		add(map[string]string{"func": "functions", "method": "methods"}[kinds[r["api_id"].(string)]], keep)
+	}
+	kept := tableByID(t, out, idx, "tasks-kept").find(t, map[string]string{"library": c1Rows[0]["library"].(string)})
+	if kept["tasks"] != strconv.Itoa(by["tasks"].made) || !strings.HasPrefix(kept["kept"], strconv.Itoa(by["tasks"].kept)+" (") {
+		t.Errorf("tasks kept row %v, want %d of %d", kept, by["tasks"].kept, by["tasks"].made)
+	}
+	for _, col := range []string{"easy", "medium", "hard", "functions", "methods"} {
+		got, ok := kept[col]
+		switch {
+		case by[col] != nil && got != fmt.Sprintf("%d/%d", by[col].kept, by[col].made):
+			t.Errorf("tasks kept, %s: %q, want %d/%d", col, got, by[col].kept, by[col].made)
+		case by[col] == nil && ok && got != "–":
+			t.Errorf("tasks kept, %s: %q, but no task is one", col, got)
+		}
+	}
+
+	checkFigures(t, out, idx, files, map[string][]string{
+		"table1-metrics-table-pass-at-1":         {"test/under", "baseline", "S", "S@bm25"},
+		"composition-metrics-table":              {"WrongSyntax", "WrongAPISelection", "WrongImport", "WrongParam", "WrongLogic"},
+		"difficulty-metrics-table-test-under":    {"easy", "medium"},
+		"rag-metrics-table-test-under":           {"oracle", "bm25"},
+		"judge-confusion":                        {"OK", "WrongLogic", "WrongParam"},
+		"library-metrics-table-test-under":       {"example.com/shapes"},
+		"table1-metrics-table-pass-at-2":         {"test/under"},
+		"table1-metrics-table-pass-at-1-sampled": {"test/under"},
+	})
+	checkSelfContained(t, string(files["index.html"]), len(idx.Figures))
+	if r := lacuna(t, work, append(append([]string{"report"}, vars...), pipeline, "--out", out)...); r.code != 0 {
+		t.Fatalf("second report: %s", r.stderr)
+	}
+	sameTree(t, files, readTree(t, out))
+}
+
+// wilson is Wilson's 95% score interval for k of n, in percent, written
+// out here (the report takes it from analysis.MeanCI).
+func wilson(k, n int) (lo, hi float64) {
+	z := 1.959963984540054
+	p, nn := float64(k)/float64(n), float64(n)
+	center := (p + z*z/(2*nn)) / (1 + z*z/nn)
+	half := z / (1 + z*z/nn) * math.Sqrt(p*(1-p)/nn+z*z/(4*nn*nn))
+	return 100 * math.Max(0, center-half), 100 * math.Min(1, center+half)
+}
+
+// duckDBMetrics reads the metrics artifact's Parquet file with DuckDB
+// (LACUNA_TEST_PYTHON's venv; skipped without it, failed in CI): its
+// pooled pass@1 and intervals are Table 1's.
+func duckDBMetrics(t *testing.T, dir string, vars []string, pipeline string, t1 reportTable) {
+	t.Helper()
+	python := os.Getenv("LACUNA_TEST_PYTHON")
+	if python == "" {
+		if os.Getenv("CI") == "true" {
+			t.Error("LACUNA_TEST_PYTHON is not set: the DuckDB check of Table 1 did not run")
+		}
+		t.Log("LACUNA_TEST_PYTHON is not set: Table 1 checked against lacuna cat only")
+		return
+	}
+	r := lacuna(t, dir, append(append([]string{"show", "--json"}, vars...), pipeline, "node.metrics.table")...)
+	var m struct {
+		Object struct{ Digest string } `json:"object"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || len(m.Object.Digest) < 2 {
+		t.Fatalf("show: %v %s", err, r.stdout)
+	}
+	store := vars[slices.Index(vars, "--store")+1]
+	file := filepath.Join(store, "cas", m.Object.Digest[:2], m.Object.Digest+".parquet")
+	cmd := exec.Command(python, "-c", `import duckdb, json, sys
+rows = duckdb.sql("select model, cell, pass_at_1, pass_at_1_lo, pass_at_1_hi from read_parquet('"+sys.argv[1]+"') where difficulty = 'all' and library = 'all'").fetchall()
+print(json.dumps(rows))`, file)
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("duckdb: %v", err)
+	}
+	var rows [][]any
+	if err := json.Unmarshal(b, &rows); err != nil || len(rows) == 0 {
+		t.Fatalf("duckdb: %v %s", err, b)
+	}
+	for _, row := range rows {
+		line := t1.find(t, map[string]string{"model": row[0].(string), "cell": row[1].(string)})
+		for i, c := range []string{"pass_at_1", "pass_at_1_lo", "pass_at_1_hi"} {
+			checkNum(t, "DuckDB "+c, line[c], row[2+i])
+		}
+	}
+	t.Logf("Table 1 checked against DuckDB: %d rows", len(rows))
 }
