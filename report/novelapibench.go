@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lacuna-dev/lacuna/addrs"
 	"github.com/lacuna-dev/lacuna/analysis"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
@@ -67,6 +68,7 @@ func (b *builder) tasksSection() error {
 	kinds := map[[2]string]string{} // (library, api_id) → the API's kind, from surface_diff
 	var c1Rows []record
 	var c1Nodes []string
+	names := &b.names
 	for _, t := range types {
 		for _, n := range have[t] {
 			rows, skip, err := b.readWith(n, need[t]...)
@@ -78,6 +80,7 @@ func (b *builder) tasksSection() error {
 				continue
 			}
 			sources = append(sources, n.Addr)
+			names.add(n.Addr, distinct(rows, "library"))
 			for _, r := range rows {
 				c := lib(r.str("library"))
 				switch t {
@@ -118,7 +121,33 @@ func (b *builder) tasksSection() error {
 	if len(libs) == 0 {
 		return nil
 	}
-	s.textf("Counts of the rows of the model-free stages' artifacts, per library (the rows' library column): " +
+	// A node with no rows holds no library name: it counts 0 for the
+	// library its for_each key names (tasks of a library with no bundle).
+	for _, t := range types {
+		for _, n := range have[t] {
+			i, err := addrs.ParseInstance(n.Addr)
+			k, keyed := i.Key.Value()
+			if err != nil || !keyed || len(b.rows[n.Addr]) > 0 {
+				continue
+			}
+			for _, l := range libs {
+				if names.of(l) != k {
+					continue
+				}
+				switch t {
+				case "surface_diff":
+					per[l].hasDiff = true
+				case "bundle":
+					per[l].hasBundle = true
+				case "tasks":
+					per[l].hasTasks = true
+				case "c1":
+					per[l].c1 = true
+				}
+			}
+		}
+	}
+	s.textf("Counts of the rows of the model-free stages' artifacts, per library (named by its nodes' for_each key where each of them holds one library, else by the rows' library column): " +
 		"version_resolve's versions, surface_diff's APIs (novel: new since the cutoff; kept: past its filters), " +
 		"bundle's rows, tasks' rows and the tasks c1 keeps (C1 and the harness audit). No intervals: these are counts.")
 	disc := &Table{ID: b.id("tasks-discovery"), Title: "Versions, APIs, bundles and tasks per library", Sources: sources,
@@ -132,19 +161,21 @@ func (b *builder) tasksSection() error {
 	}
 	for _, l := range libs {
 		c := per[l]
-		disc.Rows = append(disc.Rows, []Cell{textCell(l), textCell(c.versions), opt(c.hasDiff, c.apis), opt(c.hasDiff, c.novel),
+		disc.Rows = append(disc.Rows, []Cell{textCell(names.of(l)), textCell(c.versions), opt(c.hasDiff, c.apis), opt(c.hasDiff, c.novel),
 			opt(c.hasDiff, c.kept), opt(c.hasBundle, c.bundles), opt(c.hasTasks, c.tasks), opt(c.c1, c.c1kept)})
 	}
 	s.table(disc)
 	if len(c1Rows) > 0 {
-		b.c1Tables(s, c1Rows, c1Nodes, kinds, sources)
+		if err := b.c1Tables(s, c1Rows, c1Nodes, kinds, sources, names.of); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // c1Tables: the tasks kept per library by difficulty and the target's
 // kind, as kept/made, and the drops by reason.
-func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[[2]string]string, sources []string) {
+func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[[2]string]string, sources []string, name func(string) string) error {
 	type tally struct{ kept, made int }
 	type libTally struct {
 		all  tally
@@ -209,12 +240,12 @@ func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[
 		}
 		return textCell(fmt.Sprintf("%d/%d", x.kept, x.made))
 	}
-	row := func(name string, lt *libTally) []Cell {
+	row := func(label string, lt *libTally) []Cell {
 		pct := "–"
 		if lt.all.made > 0 {
 			pct = strconv.Itoa(int(math.Round(100*float64(lt.all.kept)/float64(lt.all.made)))) + "%"
 		}
-		r := []Cell{textCell(name), intCell(lt.all.made), textCell(fmt.Sprintf("%d (%s)", lt.all.kept, pct))}
+		r := []Cell{textCell(label), intCell(lt.all.made), textCell(fmt.Sprintf("%d (%s)", lt.all.kept, pct))}
 		for _, d := range diffs {
 			r = append(r, frac(lt.diff[d]))
 		}
@@ -224,7 +255,7 @@ func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[
 		return r
 	}
 	for _, l := range libs {
-		t.Rows = append(t.Rows, row(l, per[l]))
+		t.Rows = append(t.Rows, row(name(l), per[l]))
 	}
 	if len(libs) > 1 {
 		t.Rows = append(t.Rows, row(all, total))
@@ -235,6 +266,34 @@ func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[
 		t.Caption = "From the c1 rows (keep). Cells are kept/made."
 	}
 	s.table(t)
+
+	// The share kept per difficulty, with Wilson's interval.
+	cats := append(slices.Clone(diffs), all)
+	var series []seriesCI
+	var labels []string
+	for _, l := range libs {
+		ser := seriesCI{Name: name(l), Y: nan(len(cats)), Lo: nan(len(cats)), Hi: nan(len(cats))}
+		for i, d := range cats {
+			x := per[l].diff[d]
+			if d == all {
+				x = &per[l].all
+			}
+			if x == nil || x.made == 0 {
+				continue
+			}
+			lo, hi, _ := wilson95(x.kept, x.made)
+			ser.Y[i], ser.Lo[i], ser.Hi[i] = 100*float64(x.kept)/float64(x.made), lo, hi
+		}
+		series = append(series, ser)
+		labels = append(labels, ser.Name)
+	}
+	p, w, err := dotCIFigure("Tasks kept by C1 + audit", "kept (%)", cats, series)
+	if err != nil {
+		return err
+	}
+	s.figure(b.figure("tasks-kept", "Share of the tasks kept by C1 + audit, per difficulty and library",
+		"Points: kept / made from the c1 rows, per library and difficulty (all: every difficulty); bars: Wilson's 95% interval, computed here from the counts.",
+		labels, slices.Clone(nodes), plotAndSize{p, w, figureHeight}))
 
 	// Drops by reason.
 	type reasonKey struct{ lib, reason string }
@@ -251,7 +310,7 @@ func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[
 		count[k]++
 	}
 	if len(keys) == 0 {
-		return
+		return nil
 	}
 	sort.SliceStable(keys, func(i, j int) bool {
 		if li, lj := slices.Index(libs, keys[i].lib), slices.Index(libs, keys[j].lib); li != lj {
@@ -266,9 +325,54 @@ func (b *builder) c1Tables(s *Section, rows []record, nodes []string, kinds map[
 		Caption: "The c1 rows with keep = false, counted by their reason (its text up to the first colon or parenthesis; an audit drop keeps the mutants its harness accepts).",
 		Columns: []Column{{Name: "library"}, {Name: "reason"}, {Name: "tasks"}}}
 	for _, k := range keys {
-		drops.Rows = append(drops.Rows, []Cell{textCell(k.lib), textCell(k.reason), intCell(count[k])})
+		drops.Rows = append(drops.Rows, []Cell{textCell(name(k.lib)), textCell(k.reason), intCell(count[k])})
 	}
 	s.table(drops)
+	return nil
+}
+
+// libNames names libraries as the pipeline does: by the for_each key of
+// the nodes that hold them (lo for node.c1.lib["lo"], whose rows say
+// github.com/samber/lo), where every such node holds one library and no
+// key names two libraries; else by the rows' library column.
+type libNames struct {
+	key  map[string]string          // library → key
+	bad  map[string]bool            // libraries whose key is ambiguous
+	libs map[string]map[string]bool // key → libraries
+}
+
+func (n *libNames) add(addr string, libs []string) {
+	if n.key == nil {
+		n.key, n.bad, n.libs = map[string]string{}, map[string]bool{}, map[string]map[string]bool{}
+	}
+	i, err := addrs.ParseInstance(addr)
+	k, keyed := i.Key.Value()
+	if len(libs) == 0 {
+		return
+	}
+	if err != nil || !keyed || len(libs) > 1 {
+		for _, l := range libs {
+			n.bad[l] = true
+		}
+		return
+	}
+	l := libs[0]
+	if old, ok := n.key[l]; ok && old != k {
+		n.bad[l] = true
+	}
+	n.key[l] = k
+	if n.libs[k] == nil {
+		n.libs[k] = map[string]bool{}
+	}
+	n.libs[k][l] = true
+}
+
+func (n *libNames) of(lib string) string {
+	k, ok := n.key[lib]
+	if !ok || n.bad[lib] || len(n.libs[k]) > 1 {
+		return lib
+	}
+	return k
 }
 
 // kindClass sorts an API kind (Go's func or method; Python's function,
@@ -655,23 +759,36 @@ func (b *builder) breakdownSections() error {
 				continue
 			}
 			rows = byCell(rows)
-			s.textf("%s: the rows over all %s (%s = all) per %s; %s.%s", short(m.node.Addr), map[string]string{"library": "libraries", "difficulty": "difficulties"}[by.other],
-				by.other, by.col, m.ci, lastKnown(m.node))
+			named := ""
+			if by.col == "library" {
+				named = " (a library named as in the tasks section)"
+			}
+			s.textf("%s: the rows over all %s (%s = all) per %s%s; %s.%s", short(m.node.Addr), map[string]string{"library": "libraries", "difficulty": "difficulties"}[by.other],
+				by.other, by.col, named, m.ci, lastKnown(m.node))
 			cols := []Column{{Name: "model"}, {Name: "cell"}, {Name: by.col}, {Name: "tasks"}}
 			for _, c := range m.pass {
 				cols = append(cols, Column{Name: c, Title: metricTitle(c)})
 			}
 			t := &Table{ID: b.id(by.id + "-" + short(m.node.Addr)), Title: "pass@ by " + by.col + " (" + short(m.node.Addr) + ")", Columns: cols,
 				Sources: []string{m.node.Addr}, Caption: "Rows of " + m.node.Addr + " with " + by.other + " = all; " + m.ci + "."}
+			group := func(r record) string {
+				if by.col == "library" {
+					return b.names.of(r.str("library"))
+				}
+				return r.str(by.col)
+			}
 			for _, r := range rows {
-				line := []Cell{textCell(r.str("model")), textCell(r.str("cell")), textCell(r.str(by.col)), numCell(r.num("tasks"))}
+				line := []Cell{textCell(r.str("model")), textCell(r.str("cell")), textCell(group(r)), numCell(r.num("tasks"))}
 				for _, c := range m.pass {
 					line = append(line, ciOf(r, c))
 				}
 				t.Rows = append(t.Rows, line)
 			}
 			s.table(t)
-			groups := distinct(rows, by.col)
+			var groups []string
+			for _, r := range rows {
+				groups = uniq(groups, group(r))
+			}
 			if by.col == "difficulty" {
 				groups = orderDifficulties(groups)
 			}
@@ -688,7 +805,7 @@ func (b *builder) breakdownSections() error {
 				for _, g := range groups {
 					ser := seriesCI{Name: g, Y: nan(len(cells)), Lo: nan(len(cells)), Hi: nan(len(cells))}
 					for _, r := range mine {
-						if r.str(by.col) == g {
+						if group(r) == g {
 							i := slices.Index(cells, r.str("cell"))
 							ser.Y[i], ser.Lo[i], ser.Hi[i] = r.num(pc), r.num(pc+"_lo"), r.num(pc+"_hi")
 						}

@@ -164,6 +164,9 @@ type builder struct {
 	cols map[string][]string // by address: the artifact's columns in order
 	used map[string]ArtifactRef
 	ids  map[string]int // file stems given out
+	// names are the libraries' names (tasksSection), for the library
+	// breakdown.
+	names libNames
 }
 
 // record is one artifact row, column name → value as parquet-go
