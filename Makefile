@@ -66,7 +66,7 @@ quickstart: deps build
 # (pipelines/examples/python_quickstart.hcl): versions, surface diff,
 # bundles, tasks and C1; each node's note is a library's counts. As root the
 # sandbox runs library code as uid 65534, so the interpreter and the store
-# must be readable by it (README, "NovelAPIBench for Python"):
+# must be readable by it (docs/python.md, "NovelAPIBench for Python"):
 # /usr/bin/python3 when it exists (else python3 on PATH, named), a store
 # under /var/tmp unless LACUNA_STORE is set. /var/tmp is shared: a store
 # directory that another user owns, or that group or others may write, is

@@ -246,15 +246,36 @@ type GCReport struct {
 	BytesFreed                  int64
 }
 
+// GCOption configures GC.
+type GCOption func(*gcConfig)
+
+type gcConfig struct {
+	roots []func() ([]Digest, error)
+}
+
+// GCRoots makes GC keep the objects roots names besides those of the kept
+// actions: artifacts that no action wrote, such as the label sets of
+// package annotations. GC calls roots while it holds the store lock
+// exclusively, so a writer that holds the lock shared from committing
+// its object until it names it in its roots cannot lose the object. An
+// error from roots fails the collection before anything is deleted.
+func GCRoots(roots func() ([]Digest, error)) GCOption {
+	return func(c *gcConfig) { c.roots = append(c.roots, roots) }
+}
+
 // GC deletes every action not in keep, then every object that no kept
-// action names as its output and every blob that no kept action lists in
+// action names as its output (nor a GCRoots function) and every blob that no kept action lists in
 // its Blobs (the list is authoritative: rows are not read), plus failure
 // records and lock files. It holds the
 // store lock exclusively, so no run is using what it deletes. With dryRun it
 // only counts. The call cache (calls/) is kept: no action references a
 // call, and a call costs a model's time to make again; Calls.Clear
 // deletes it.
-func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCReport, error) {
+func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool, opts ...GCOption) (*GCReport, error) {
+	var cfg gcConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	unlock, err := s.LockExclusive(ctx)
 	if err != nil {
 		return nil, err
@@ -262,6 +283,15 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool) (*GCR
 	defer unlock()
 	rep := &GCReport{}
 	objects, blobs := map[Digest]bool{}, map[Digest]bool{}
+	for _, roots := range cfg.roots {
+		ds, err := roots()
+		if err != nil {
+			return nil, fmt.Errorf("gc roots: %w", err)
+		}
+		for _, d := range ds {
+			objects[d] = true
+		}
+	}
 	acts, err := s.Actions()
 	if err != nil {
 		return nil, err

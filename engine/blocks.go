@@ -42,7 +42,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "served_name", Type: cty.String, Doc: "the name the server knows the model by (default: id); checked against GET /v1/models at plan time"},
 			{Name: "reported_name", Type: cty.String, Doc: "the id the server may name in its answers' model field besides served_name, e.g. the dated model behind an alias (\"*\": any, or none); an answer naming any other model fails its call and is never cached"},
 			{Name: "api", Type: cty.String, OneOf: []string{"chat", "completions"}, Doc: "chat (default) or completions"},
-			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a server lacuna starts for the model, instead of an endpoint: serve { kind = \"llamacpp\" | \"vllm\" | \"transformers\", weights = PATH, ... } (README, \"Model servers lacuna starts\")", Nested: serveAttrs},
+			{Name: "serve", Type: cty.DynamicPseudoType, Doc: "a server lacuna starts for the model, instead of an endpoint: serve { kind = \"llamacpp\" | \"vllm\" | \"transformers\", weights = PATH, ... } (docs/runners.md, \"Model servers lacuna starts\")", Nested: serveAttrs},
 			{Name: "concurrency", Type: cty.Number, Doc: "the most requests in flight (default 8); shared by every node calling the model, lowered on 429"},
 			{Name: "timeout", Type: cty.String, Doc: "per-request timeout, e.g. \"120s\" (default 300s)"},
 			{Name: "max_retries", Type: cty.Number, Doc: "retries per call on 429, 5xx, timeouts and dropped connections (default 8; 0: none)"},

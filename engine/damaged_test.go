@@ -190,3 +190,41 @@ func TestFsckRepairOfADamagedEntryIsSeenByPlanAndRun(t *testing.T) {
 		t.Errorf("fsck after the re-run: %v %+v", err, rep.Problems)
 	}
 }
+
+// TestDamagedEntryInALargeSweep: in a sweep large enough that the run
+// checks action entries ahead of its loop (intactChecks), a damaged entry
+// and a removed one are still recomputed, and the rest stay cached.
+func TestDamagedEntryInALargeSweep(t *testing.T) {
+	const sweep = `
+node "rows" "s" {
+  for_each = range(400)
+  values   = [each.value]
+}
+`
+	h := newHarness(t)
+	_, res, err := h.runLogged(sweep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage(t, h.store, keyOf(t, res, `node.rows.s["123"]`), false)
+	gone := keyOf(t, res, `node.rows.s["321"]`)
+	if err := os.Remove(filepath.Join(h.store.Root(), "ac", string(gone[:2]), string(gone)+".json")); err != nil {
+		t.Fatal(err)
+	}
+	events, _, err := h.runLogged(sweep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, cached := map[string]bool{}, 0
+	for _, e := range events {
+		switch e.Event {
+		case EventDone:
+			done[e.Node] = true
+		case EventCached:
+			cached++
+		}
+	}
+	if len(done) != 2 || !done[`node.rows.s["123"]`] || !done[`node.rows.s["321"]`] || cached != 398 {
+		t.Errorf("recomputed %v and %d cached; want node.rows.s[123] and [321] recomputed, 398 cached", done, cached)
+	}
+}

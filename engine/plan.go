@@ -109,7 +109,7 @@ func (x *Executor) Plan(ctx context.Context, g *Graph, targets []string) ([]Plan
 				e.Status, e.Reason = PlanError, err.Error()
 			default:
 				e.Key = key
-				n, ok := w.fromSnapshot(i.Addr, key)
+				n, ok := w.fromSnapshot(i, key)
 				out := n.Output
 				var damaged error
 				if !ok {

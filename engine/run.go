@@ -95,6 +95,7 @@ type Event struct {
 	Rows    int64            `json:"rows,omitempty"`
 	Done    int64            `json:"done,omitempty"`
 	Total   int64            `json:"total,omitempty"`
+	Unit    string           `json:"unit,omitempty"`
 	Seconds float64          `json:"seconds,omitempty"`
 	Error   string           `json:"error,omitempty"`
 	Cause   string           `json:"cause,omitempty"`
@@ -111,7 +112,7 @@ const (
 	EventFailed   = "failed"   // Error says why
 	EventSkipped  = "skipped"  // Cause names the failed input
 	EventDamaged  = "damaged"  // the action entry was damaged: moved to quarantine/, the instance recomputes (Error says what was wrong)
-	EventProgress = "progress" // Done/Total from inside a node
+	EventProgress = "progress" // a running node's own work: Done of Total Units, and its Status (Message); see nodes.Work
 	EventSummary  = "summary"  // the last event
 )
 
@@ -319,7 +320,7 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr st
 	if err != nil {
 		return Result{}, nil, false // runOne reports it
 	}
-	n, ok := w.fromSnapshot(i.Addr, key)
+	n, ok := w.fromSnapshot(i, key)
 	if !ok {
 		return Result{}, &keyed{key, cfg, pinned}, false
 	}
@@ -351,7 +352,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 		return Result{State: StateCached, Key: key, Output: out}
 	}
 	if !force {
-		if n, ok := w.fromSnapshot(i.Addr, key); ok {
+		if n, ok := w.fromSnapshot(i, key); ok {
 			return hit(n.Output, n.Note) // the snapshot already says so
 		}
 		if a, ok, _ := x.cached(key); ok {
@@ -401,6 +402,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	started := time.Now()
 	env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value}
 	err = located(i.Decl, env.call(ctx))
+	env.endProgress()
 	secs := time.Since(started).Seconds()
 	if err == nil && env.out == nil {
 		err = errors.New("node produced no output")
@@ -482,7 +484,7 @@ func hostname() string {
 
 // runEnv implements nodes.Run for one execution, or for a
 // nodes.CallPlanner's PlanCalls (planning). Logf, Note, Progress, Status,
-// Report, PutBlob, OpenBlob and ExtractBlob may be called from any
+// Work, Report, PutBlob, OpenBlob and ExtractBlob may be called from any
 // goroutine of the node (mu guards what they write); the engine reads
 // logs, blobs, note and reports only after Run has returned.
 type runEnv struct {
@@ -492,16 +494,15 @@ type runEnv struct {
 	inputs map[string]artifacts.Object
 	out    *artifacts.Writer
 
-	mu       sync.Mutex
-	logs     boundedBuffer
-	blobs    []artifacts.Digest
-	lastProg time.Time
-	done     int64 // the last Progress
-	total    int64
-	status   string // the last Status
-	note     string
-	reports  map[string]json.RawMessage
-	pinned   any
+	mu      sync.Mutex
+	logs    boundedBuffer
+	blobs   []artifacts.Digest
+	note    string
+	reports map[string]json.RawMessage
+	pinned  any
+	// prog is the live progress: the node's Work, its Status and what
+	// was last sent of them (progress.go).
+	prog liveProgress
 	// planning: the env is a nodes.CallPlanner's at plan time, where
 	// nothing may be written (Output and PutBlob fail).
 	planning bool
@@ -627,46 +628,6 @@ func (r *runEnv) Report(name string, v any) {
 	}
 	r.reports[name] = b
 	r.mu.Unlock()
-}
-
-// Status and Progress update one live state per execution (done, total,
-// status line), and every progress event carries all of it: a status
-// dropped by the throttle (one event per 200 ms, plus the one where done
-// reaches total) travels with the next event, and a display never needs
-// to merge events.
-func (r *runEnv) Status(format string, args ...any) {
-	if r.planning {
-		return
-	}
-	msg := strings.TrimSpace(strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " "))
-	r.mu.Lock()
-	r.status = msg
-	r.mu.Unlock()
-	r.emitProgress(false)
-}
-
-func (r *runEnv) Progress(done, total int64) {
-	if r.planning {
-		return
-	}
-	r.mu.Lock()
-	r.done, r.total = done, total
-	r.mu.Unlock()
-	r.emitProgress(total > 0 && done == total)
-}
-
-func (r *runEnv) emitProgress(force bool) {
-	now := time.Now()
-	r.mu.Lock()
-	due := force || now.Sub(r.lastProg) >= 200*time.Millisecond
-	if due {
-		r.lastProg = now
-	}
-	e := Event{Event: EventProgress, Node: r.inst.Addr, Type: r.inst.Decl.TypeName, Done: r.done, Total: r.total, Message: r.status}
-	r.mu.Unlock()
-	if due {
-		r.w.emit(e)
-	}
 }
 
 // boundedBuffer keeps the first 64 KiB of a node's log.

@@ -24,7 +24,7 @@
 # needs transformers). Training and editing run runners/parametric's
 # scripts on runner.train: this machine (python = an interpreter with
 # runners/parametric/requirements.txt), a container (train_image, pinned by
-# digest) or SLURM (train_runner = "slurm"). README, "The parametric half".
+# digest) or SLURM (train_runner = "slurm"). docs/parametric.md, "The parametric half".
 #
 #   lacuna run pipelines/parametric.hcl --var base=/models/Qwen2.5-Coder-7B-Instruct \
 #     --var model_id=Qwen/Qwen2.5-Coder-7B-Instruct --var serve_kind=vllm --var server=vllm \

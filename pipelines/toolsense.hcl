@@ -270,7 +270,7 @@ variable "toolgen_limit" {
 # ToolGen training (seed 002 §3.3, Appendix C): Stage 1 memorises one
 # virtual token per catalog tool, Stage 2 learns query → token pairs from
 # a training split, starting from Stage 1's model; the trained model is
-# then asked as toolgen is above (arm "trained"). README, "The parametric
+# then asked as toolgen is above (arm "trained"). docs/parametric.md, "The parametric
 # half".
 
 variable "toolgen_base" {

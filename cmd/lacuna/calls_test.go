@@ -76,7 +76,7 @@ func TestShowPrintsReportsReadably(t *testing.T) {
 
 func TestPlainProgressPrintsChangedStatusAtMostEveryFewSeconds(t *testing.T) {
 	var out bytes.Buffer
-	p := newPlainProgress(&out)
+	p := newPlainProgress(&out, 0)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.now = func() time.Time { return now }
 	status := func(msg string) engine.Event {

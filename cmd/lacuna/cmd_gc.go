@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lacuna-dev/lacuna/annotations"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
 )
@@ -17,7 +18,9 @@ artifacts of the given pipelines do not reference: a blob is kept while
 an action kept lists it in its entry's blobs. The pipelines must share
 one store. The call cache (calls/: every completed model call) is
 kept, since no artifact references it and its calls cost model time to
-make again; --calls deletes it too, and with no PIPELINE deletes only it.`)
+make again; --calls deletes it too, and with no PIPELINE deletes only it.
+The label sets people saved (lacuna view's annotations, of every
+pipeline of the store) are kept too.`)
 
 var gcFlags struct {
 	pipelineFlags
@@ -72,7 +75,8 @@ func runGC(ctx context.Context, cmd *Command, args []string) error {
 			}
 		}
 		var err error
-		if rep, err = st.GC(ctx, keep, gcFlags.dryRun); err != nil {
+		roots := func() ([]artifacts.Digest, error) { return annotations.Roots(st) }
+		if rep, err = st.GC(ctx, keep, gcFlags.dryRun, artifacts.GCRoots(roots)); err != nil {
 			return err
 		}
 	} else {

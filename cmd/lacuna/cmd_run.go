@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/lacuna-dev/lacuna/engine"
 )
@@ -12,8 +13,11 @@ var cmdRun = newCommand("run", "PIPELINE",
 Run executes every node whose result is not in the store, up to -j at a
 time, and commits each result as it finishes. Progress goes to the
 terminal, or as lines to stdout; --json prints one JSON event a line and
-ends with a summary. SIGINT or SIGTERM stops dispatching new nodes: run
-again to resume where it stopped. --recompute ADDR runs a node again even
+ends with a summary. Long nodes say how far their own work is (examples
+run, samples, model calls, texts embedded) with its rate and ETA: on a
+terminal in the status line, else in a line every --progress-interval
+for each node running that long. SIGINT or SIGTERM stops dispatching new
+nodes: run again to resume where it stopped. --recompute ADDR runs a node again even
 though its result is cached (a judge whose fallback rows should be asked
 again, now that its model answers) and commits the new result; model calls
 that completed before are still replayed from the call cache.
@@ -33,6 +37,9 @@ var runFlags struct {
 	keepGoing bool
 	recompute multiFlag
 	local     bool
+	// progressInterval is how often a piped run prints a line about each
+	// node that runs that long.
+	progressInterval time.Duration
 }
 
 func init() {
@@ -42,6 +49,7 @@ func init() {
 	runFlags.targetFlag.add(cmdRun.Flag, "run")
 	cmdRun.Flag.BoolVar(&runFlags.local, "local", false, "run every node in this process, whatever its runner (what a SLURM runner's jobs run)")
 	cmdRun.Flag.Var(&runFlags.recompute, "recompute", "run this node again even if its result is cached, and commit the new one (repeatable)")
+	cmdRun.Flag.DurationVar(&runFlags.progressInterval, "progress-interval", 10*time.Second, "without a terminal, print a progress line every this long for each node running that long (0: none)")
 	cmdRun.Run = runRun
 }
 
@@ -88,7 +96,7 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 	case isTerminal(os.Stderr):
 		display = newTTYProgress(os.Stderr)
 	default:
-		display = newPlainProgress(os.Stdout)
+		display = newPlainProgress(os.Stdout, runFlags.progressInterval)
 	}
 	x.Events = func(e engine.Event) {
 		log.write(e)

@@ -55,43 +55,200 @@ type counts struct {
 	rows                                     int64
 	start                                    time.Time
 	running                                  map[string]time.Time
-	lastProgress                             map[string]engine.Event
-	status                                   map[string]string // a running node's latest Status
+	work                                     map[string]*nodeWork // a running node's own work, from its progress events
+	status                                   map[string]string    // a running node's latest Status
 }
 
 func (c *counts) update(e engine.Event) {
 	switch e.Event {
 	case engine.EventStart:
 		c.total, c.start = int(e.Total), time.Now()
-		c.running, c.lastProgress, c.status = map[string]time.Time{}, map[string]engine.Event{}, map[string]string{}
+		c.running, c.work, c.status = map[string]time.Time{}, map[string]*nodeWork{}, map[string]string{}
 	case engine.EventRunning:
-		c.running[e.Node] = time.Now()
+		c.running[e.Node] = eventTime(e)
 	case engine.EventDone:
 		c.executed++
 		c.rows += e.Rows
-		delete(c.running, e.Node)
-		delete(c.lastProgress, e.Node)
-		delete(c.status, e.Node)
+		c.stopped(e.Node)
 	case engine.EventCached:
 		c.cached++
 	case engine.EventFailed:
 		c.failed++
-		delete(c.running, e.Node)
-		delete(c.lastProgress, e.Node)
-		delete(c.status, e.Node)
+		c.stopped(e.Node)
 	case engine.EventSkipped:
 		c.skipped++
 	case engine.EventProgress:
-		// The engine's progress events carry a node's last Progress
-		// (Done, Total) and Status (Message) together; one without a
-		// part keeps what an earlier event said.
+		// The engine's progress events carry a node's whole live state:
+		// its counts (Done of Total Units) and its Status (Message); one
+		// without a part keeps what an earlier event said.
 		if e.Message != "" {
 			c.status[e.Node] = e.Message
 		}
-		if e.Done != 0 || e.Total != 0 {
-			c.lastProgress[e.Node] = e
+		if e.Done != 0 || e.Total != 0 || e.Unit != "" {
+			w := c.work[e.Node]
+			if w == nil {
+				w = &nodeWork{}
+				c.work[e.Node] = w
+			}
+			w.observe(eventTime(e), e.Done, e.Total, e.Unit)
 		}
 	}
+}
+
+func (c *counts) stopped(node string) {
+	delete(c.running, node)
+	delete(c.work, node)
+	delete(c.status, node)
+}
+
+// eventTime is when the engine sent e (now for an event without a time).
+func eventTime(e engine.Event) time.Time {
+	if e.Time.IsZero() {
+		return time.Now()
+	}
+	return e.Time
+}
+
+// nodeWork is what a running node's progress events said of its own work
+// (nodes.Work), with the recent (time, done) samples its rate is measured
+// over.
+type nodeWork struct {
+	unit        string
+	done, total int64
+	samples     []workSample // oldest first; the first at or before the window's start
+}
+
+type workSample struct {
+	at   time.Time
+	done int64
+}
+
+// rateWindow is how far back a node's rate looks: long enough to smooth
+// bursts, short enough that a fast start (answers replayed from the call
+// cache) stops counting soon.
+const rateWindow = 30 * time.Second
+
+func (w *nodeWork) observe(at time.Time, done, total int64, unit string) {
+	if unit != w.unit || done < w.done {
+		w.samples = w.samples[:0] // a new phase of the node's work
+	}
+	w.unit, w.done, w.total = unit, done, total
+	w.samples = append(w.samples, workSample{at, done})
+	i := 0
+	for i+1 < len(w.samples) && !w.samples[i+1].at.After(at.Add(-rateWindow)) {
+		i++
+	}
+	w.samples = append(w.samples[:0], w.samples[i:]...)
+}
+
+// rate is the units done per second over the last rateWindow up to now
+// (a node that stopped counting slows down), 0 while unknown: less than
+// a second observed.
+func (w *nodeWork) rate(now time.Time) float64 {
+	if len(w.samples) == 0 {
+		return 0
+	}
+	first := w.samples[0]
+	for _, s := range w.samples {
+		if s.at.After(now.Add(-rateWindow)) {
+			break
+		}
+		first = s
+	}
+	secs := now.Sub(first.at).Seconds()
+	if secs < 1 {
+		return 0
+	}
+	return float64(w.done-first.done) / secs
+}
+
+// left is the time the node needs for the rest of its work at its rate.
+func (w *nodeWork) left(now time.Time) (time.Duration, bool) {
+	r := w.rate(now)
+	if w.total <= 0 || r <= 0 {
+		return 0, false
+	}
+	return time.Duration(float64(max(w.total-w.done, 0)) / r * float64(time.Second)), true
+}
+
+// text is the node's work in words: "312/1,200 samples (26%), 41/s,
+// ETA 21s" (the share only with pct).
+func (w *nodeWork) text(now time.Time, pct bool) string {
+	var b strings.Builder
+	b.WriteString(commas(w.done))
+	if w.total > 0 {
+		b.WriteString("/" + commas(w.total))
+	}
+	if w.unit != "" {
+		b.WriteString(" " + w.unit)
+	}
+	if pct && w.total > 0 {
+		fmt.Fprintf(&b, " (%d%%)", min(w.done*100/w.total, 100))
+	}
+	if r := w.rate(now); r > 0 {
+		b.WriteString(", " + fmtRate(r))
+	}
+	if left, ok := w.left(now); ok && w.done < w.total {
+		b.WriteString(", ETA " + fmtETA(left))
+	}
+	return b.String()
+}
+
+// fmtRate is units per second, or per minute below one a second.
+func fmtRate(r float64) string {
+	switch {
+	case r >= 10:
+		return fmt.Sprintf("%.0f/s", r)
+	case r >= 1:
+		return fmt.Sprintf("%.1f/s", r)
+	}
+	return fmt.Sprintf("%.1f/min", r*60)
+}
+
+// fmtETA is a time left, to the second: 21s, 3m05s, 1h02m.
+func fmtETA(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// eta is the run's time left. Running nodes whose work has a rate
+// count for what their own work says; the other nodes still to finish
+// count for the run's mean time per finished node. When no node has
+// finished yet, those are unknown, and the ETA is at least what the
+// running nodes need ("≥21s"); "?" when nothing is known.
+func (c *counts) eta(now time.Time) string {
+	n := c.finished()
+	if n >= c.total {
+		return "0s"
+	}
+	var work time.Duration
+	known := 0
+	for node := range c.running {
+		if w := c.work[node]; w != nil {
+			if left, ok := w.left(now); ok {
+				work, known = max(work, left), known+1
+			}
+		}
+	}
+	others := c.total - n - known // nodes to finish without a work estimate
+	elapsed := now.Sub(c.start)
+	switch {
+	case known == 0 && n == 0:
+		return "?"
+	case known == 0:
+		return fmtDuration(time.Duration(float64(elapsed) / float64(n) * float64(c.total-n)))
+	case others == 0:
+		return fmtETA(work)
+	case n == 0:
+		return "≥" + fmtETA(work)
+	}
+	return fmtETA(max(work, time.Duration(float64(elapsed)/float64(n)*float64(others))))
 }
 
 func (c *counts) finished() int { return c.executed + c.cached + c.failed + c.skipped }
@@ -109,13 +266,23 @@ func notRun(s *engine.Summary) string {
 }
 
 // plainProgress prints a line per executed, failed or skipped node, for
-// logs and pipes, and a running node's status (nodes.Run.Status) when it
-// changed, at most every plainStatusEvery per node.
+// logs and pipes; a running node's status (nodes.Run.Status) when it
+// changed, at most every plainStatusEvery per node; and, every interval,
+// a line per node that has run that long: its own work when it reports
+// it ("312/1,200 samples (26%), 41/s, ETA 21s", with its status), else
+// how long it has been running. Nodes that finish within interval print
+// none of these. Safe for concurrent use: the interval's lines come from
+// a goroutine of their own.
 type plainProgress struct {
-	w       io.Writer
-	c       counts
-	now     func() time.Time
-	printed map[string]printedStatus // per node, the last status line printed
+	mu       sync.Mutex
+	w        io.Writer
+	c        counts
+	now      func() time.Time
+	printed  map[string]printedStatus // per node, the last status line printed
+	interval time.Duration            // 0: no periodic lines
+	lastLine map[string]time.Time     // per node, its last periodic line
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 type printedStatus struct {
@@ -125,15 +292,41 @@ type printedStatus struct {
 
 const plainStatusEvery = 5 * time.Second
 
-func newPlainProgress(w io.Writer) *plainProgress {
-	return &plainProgress{w: w, now: time.Now, printed: map[string]printedStatus{}}
+// newPlainProgress prints to w, with a line about each long-running node
+// every interval (none when interval is 0).
+func newPlainProgress(w io.Writer, interval time.Duration) *plainProgress {
+	p := &plainProgress{w: w, now: time.Now, printed: map[string]printedStatus{}, interval: interval, lastLine: map[string]time.Time{}}
+	if interval > 0 {
+		p.stop, p.done = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(p.done)
+			t := time.NewTicker(min(interval, time.Second))
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					p.tick()
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return p
 }
 
 func (p *plainProgress) event(e engine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.c.update(e)
 	n := p.c.finished()
 	switch e.Event {
 	case engine.EventProgress:
+		if w := p.c.work[e.Node]; w != nil && w.unit != "" && p.interval > 0 {
+			break // the periodic line carries the status
+		}
 		last := p.printed[e.Node]
 		if now := p.now(); e.Message != "" && e.Message != last.msg && now.Sub(last.at) >= plainStatusEvery {
 			p.printed[e.Node] = printedStatus{e.Message, now}
@@ -142,12 +335,14 @@ func (p *plainProgress) event(e engine.Event) {
 	case engine.EventStart:
 		fmt.Fprintf(p.w, "running %d nodes\n", e.Total)
 	case engine.EventDone:
+		delete(p.lastLine, e.Node)
 		fmt.Fprintf(p.w, "[%d/%d] done     %s  %s rows  %.2fs%s\n", n, p.c.total, e.Node, commas(e.Rows), e.Seconds, noteOf(e))
 	case engine.EventCached:
 		if e.Message != "" {
 			fmt.Fprintf(p.w, "[%d/%d] cached   %s  %s rows%s\n", n, p.c.total, e.Node, commas(e.Rows), noteOf(e))
 		}
 	case engine.EventFailed:
+		delete(p.lastLine, e.Node)
 		fmt.Fprintf(p.w, "[%d/%d] FAILED   %s\n%s\n", n, p.c.total, e.Node, indent(e.Error))
 	case engine.EventSkipped:
 		fmt.Fprintf(p.w, "[%d/%d] skipped  %s (input %s failed)\n", n, p.c.total, e.Node, e.Cause)
@@ -157,7 +352,46 @@ func (p *plainProgress) event(e engine.Event) {
 		fmt.Fprintln(p.w, p.c.summary(e.Summary))
 	}
 }
-func (p *plainProgress) close() {}
+
+// tick prints the periodic line of each node that has run for interval
+// and printed none for as long. p.mu held.
+func (p *plainProgress) tick() {
+	if p.interval <= 0 || p.c.running == nil {
+		return
+	}
+	now := p.now()
+	nodes := make([]string, 0, len(p.c.running))
+	for node, started := range p.c.running {
+		if now.Sub(started) >= p.interval && now.Sub(p.lastLine[node]) >= p.interval {
+			nodes = append(nodes, node)
+		}
+	}
+	sort.Strings(nodes)
+	for _, node := range nodes {
+		p.lastLine[node] = now
+		w := p.c.work[node]
+		if w == nil {
+			fmt.Fprintf(p.w, "[%d/%d] running  %s  for %s%s\n", p.c.finished(), p.c.total, node, fmtETA(now.Sub(p.c.running[node])), statusOf(p.c.status[node]))
+			continue
+		}
+		fmt.Fprintf(p.w, "[%d/%d] progress %s  %s%s\n", p.c.finished(), p.c.total, node, w.text(now, true), statusOf(p.c.status[node]))
+	}
+}
+
+func (p *plainProgress) close() {
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+	}
+}
+
+// statusOf renders a node's status after its progress.
+func statusOf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  · " + s
+}
 
 // noteOf renders a node's result note after its row count.
 func noteOf(e engine.Event) string {
@@ -245,21 +479,29 @@ func (p *ttyProgress) redraw() {
 	if p.c.total == 0 || p.finished {
 		return
 	}
-	n := p.c.finished()
-	elapsed := time.Since(p.c.start)
-	eta := "?"
-	if n > 0 && n < p.c.total {
-		eta = fmtDuration(time.Duration(float64(elapsed) / float64(n) * float64(p.c.total-n)))
-	} else if n == p.c.total {
-		eta = "0s"
-	}
+	now := time.Now()
+	p.clear()
+	fmt.Fprint(p.w, p.c.line(now, p.width))
+}
+
+// line is the status line at now: the run's counts and ETA, and each
+// running node's own work ("solve.lo 312/1,200 samples, 41/s, ETA 21s")
+// and status, clipped to width columns (when known).
+func (c *counts) line(now time.Time, width int) string {
+	n := c.finished()
+	elapsed := now.Sub(c.start)
 	var run []string
-	for node := range p.c.running {
+	for node := range c.running {
 		s := strings.TrimPrefix(node, "node.")
-		if pe, ok := p.c.lastProgress[node]; ok && pe.Total > 0 {
-			s += fmt.Sprintf(" %d%%", pe.Done*100/pe.Total)
+		if w := c.work[node]; w != nil {
+			switch {
+			case w.unit != "":
+				s += " " + w.text(now, false)
+			case w.total > 0:
+				s += fmt.Sprintf(" %d%%", min(w.done*100/w.total, 100))
+			}
 		}
-		if st := p.c.status[node]; st != "" {
+		if st := c.status[node]; st != "" {
 			s += " (" + clip(st, 60) + ")"
 		}
 		run = append(run, s)
@@ -268,15 +510,14 @@ func (p *ttyProgress) redraw() {
 	if len(run) > 3 {
 		run = append(run[:3], fmt.Sprintf("+%d", len(run)-3))
 	}
-	line := fmt.Sprintf("[%d/%d] %d executed · %d cached · %d failed · %s rows · %s elapsed · ETA %s", n, p.c.total, p.c.executed, p.c.cached, p.c.failed, commas(p.c.rows), fmtDuration(elapsed), eta)
+	line := fmt.Sprintf("[%d/%d] %d executed · %d cached · %d failed · %s rows · %s elapsed · ETA %s", n, c.total, c.executed, c.cached, c.failed, commas(c.rows), fmtDuration(elapsed), c.eta(now))
 	if len(run) > 0 {
 		line += " · " + strings.Join(run, ", ")
 	}
-	if p.width > 1 {
-		line = clip(line, p.width-1) // a wrapped line could not be redrawn in place
+	if width > 1 {
+		line = clip(line, width-1) // a wrapped line could not be redrawn in place
 	}
-	p.clear()
-	fmt.Fprint(p.w, line)
+	return line
 }
 
 // clip shortens s to at most n runes, marking the cut with "…".
@@ -316,20 +557,33 @@ func commas(n int64) string {
 	return s
 }
 
-// runLog appends every event of a run to runs/<time>-<pid>.jsonl, each
+// runLog appends the events of a run to runs/<time>-<pid>.jsonl, each
 // as one complete line in one write(2): the log is line-complete whenever
 // the process stops, kill -9 included (what was written is the kernel's,
 // not lost with the process), and holds every event up to the last one
 // displayed (write runs before the display); lines never interleave.
 // It is not synced per event (a crash of the machine may lose the last
 // ones): a run's results are in the store, the log only tells its story.
-// Safe for concurrent use.
+// Cache hits are only counted (in the summary), and a node's progress is
+// logged at most every progressEvery, plus its last counts just before it
+// ends: a no-op run of ten thousand nodes, or a day-long node, writes a
+// bounded log. Safe for concurrent use.
 type runLog struct {
 	mu  sync.Mutex
 	f   *os.File
 	buf bytes.Buffer
 	err error // the first failed write: the log stops there
+	// progressEvery bounds each node's progress lines; held is a node's
+	// latest progress event not logged yet, and logged when its last
+	// one was.
+	progressEvery time.Duration
+	held          map[string]engine.Event
+	logged        map[string]time.Time
 }
+
+// runLogProgressEvery is the run log's default bound on a node's
+// progress lines.
+const runLogProgressEvery = 10 * time.Second
 
 func openRunLog(st *artifacts.Store) (*runLog, error) {
 	name := fmt.Sprintf("%s-%d.jsonl", time.Now().UTC().Format("20060102T150405Z"), os.Getpid())
@@ -337,17 +591,37 @@ func openRunLog(st *artifacts.Store) (*runLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runLog{f: f}, nil
+	return &runLog{f: f, progressEvery: runLogProgressEvery, held: map[string]engine.Event{}, logged: map[string]time.Time{}}, nil
 }
 
-// write records an event. Cache hits are only counted (in the summary):
-// a no-op run of ten thousand nodes should not write ten thousand lines.
+// write records an event.
 func (l *runLog) write(e engine.Event) {
 	if e.Event == engine.EventCached {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch e.Event {
+	case engine.EventProgress:
+		at := eventTime(e)
+		if at.Sub(l.logged[e.Node]) < l.progressEvery {
+			l.held[e.Node] = e
+			return
+		}
+		l.logged[e.Node] = at
+		delete(l.held, e.Node)
+	case engine.EventDone, engine.EventFailed:
+		if h, ok := l.held[e.Node]; ok {
+			l.line(h)
+		}
+		delete(l.held, e.Node)
+		delete(l.logged, e.Node)
+	}
+	l.line(e)
+}
+
+// line writes e as one line. l.mu held.
+func (l *runLog) line(e engine.Event) {
 	if l.err != nil {
 		return
 	}

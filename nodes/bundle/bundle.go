@@ -522,10 +522,24 @@ func validate(ctx context.Context, r nodes.Run, c *config, g *goenv.Go, mod *mod
 	}
 	defer ws.Close()
 	start := time.Now()
-	res, err := g.Toolchain.RunExamples(ctx, mod, exs, ws.BatchOptions(gotool.TestOptions{Timeout: c.timeout()}))
+	// Each example is a test of the batch: counted as go test reports it
+	// (at most once: a binary that died runs its rest again), and the
+	// rest (set aside as compile errors, or not standalone) at the end.
+	work := nodes.WorkOf(r)
+	work.Grow("examples", len(exs))
+	r.Status("%s@%s: building and running %d examples", mod.Path, mod.Version, len(exs))
+	counted := 0
+	onTest := func(gotool.TestResult) {
+		if counted < len(exs) {
+			counted++
+			work.Add(1)
+		}
+	}
+	res, err := g.Toolchain.RunExamples(ctx, mod, exs, ws.BatchOptions(gotool.TestOptions{Timeout: c.timeout(), OnTest: onTest}))
 	if err != nil {
 		return nil, fmt.Errorf("validate examples of %s@%s: %w", mod.Path, mod.Version, err)
 	}
+	work.Add(len(exs) - counted)
 	r.Logf("validated %d examples of %s@%s in %.1fs (isolation: %s)", len(exs), mod.Path, mod.Version, time.Since(start).Seconds(), ws.Isolation)
 	return res, nil
 }

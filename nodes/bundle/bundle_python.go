@@ -99,13 +99,13 @@ func (t bundle) runPython(ctx context.Context, r nodes.Run, c *config, apis []di
 	var notes []string
 	rep := examplesReport{Verdicts: map[string]int{}, Dropped: []droppedExample{}}
 	for i, k := range order {
+		r.Status("%s %s (library %d of %d)", k.lib, k.version, i+1, len(order))
 		rows, note, err := buildPython(ctx, r, c, p, groups[k], &rep)
 		if err != nil {
 			return err
 		}
 		out = append(out, rows...)
 		notes = append(notes, note)
-		r.Progress(int64(i+1), int64(len(order)))
 	}
 	r.Report("examples", rep)
 	r.Note("%s", strings.Join(notes, "; "))
@@ -534,12 +534,15 @@ func runExamples(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, e
 	x := &pyapi.Executor{Sandbox: p.Sandbox, Python: env.Python(), ReadOnly: p.Mounts(env),
 		Limits: sandbox.Limits{Wall: c.timeout(), Memory: 4 << 30}}
 	start := time.Now()
+	work := nodes.WorkOf(r)
+	work.Grow("examples", len(exs))
 	for i, e := range exs {
 		v, err := x.Run(ctx, e)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = v
+		work.Add(1)
 	}
 	r.Logf("validated %d examples in %.1fs (isolation: %s)", len(exs), time.Since(start).Seconds(), p.Sandbox.Isolation())
 	return out, nil

@@ -16,9 +16,11 @@ import (
 // a time, in the order they complete. With stopOnError the first error
 // stops new calls; calls in flight complete (and are cached) before DoAll
 // returns, so a re-run makes only the missing ones. A cancelled ctx stops
-// new calls too. DoAll reports progress and the live status line (calls
-// done of total, calls made per second, completion tokens per second, ETA)
-// through r, and returns how many calls were answered.
+// new calls too. DoAll counts the calls it completes in r's Work (unit
+// "calls": each DoAll adds its calls to the total, so a node calling it
+// in rounds shows all of them), sets the live status line (calls made,
+// not replayed from the cache, per second, and completion tokens per
+// second) through r, and returns how many calls were answered.
 //
 // each runs under DoAll's lock: it may write shared state without its own.
 func DoAll(ctx context.Context, r nodes.Run, cl *llm.Client, calls []llm.Call, conc int, stopOnError bool, each func(i int, resp *llm.Response, err error)) (answered int) {
@@ -31,8 +33,8 @@ func DoAll(ctx context.Context, r nodes.Run, cl *llm.Client, calls []llm.Call, c
 		stop    = make(chan struct{})
 	)
 	start := time.Now()
-	total := int64(len(calls))
-	r.Progress(0, total)
+	counted := nodes.WorkOf(r)
+	counted.Grow("calls", len(calls))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range max(1, conc) {
@@ -46,6 +48,7 @@ func DoAll(ctx context.Context, r nodes.Run, cl *llm.Client, calls []llm.Call, c
 				default:
 				}
 				resp, err := cl.Do(ctx, calls[i])
+				counted.Add(1)
 				mu.Lock()
 				each(i, resp, err)
 				if err != nil {
@@ -61,8 +64,7 @@ func DoAll(ctx context.Context, r nodes.Run, cl *llm.Client, calls []llm.Call, c
 					made++
 					tokens += int64(resp.OutputTokens)
 				}
-				r.Progress(done, total)
-				r.Status("%s", Status(done, total, made, tokens, time.Since(start)))
+				r.Status("%s", Status(done, made, tokens, time.Since(start)))
 				mu.Unlock()
 			}
 		}()
@@ -82,20 +84,17 @@ feed:
 	return int(done)
 }
 
-// Status is the live line of a node calling a model: calls done, calls
-// made per second and completion tokens per second since the start, and
-// the time left at that rate.
-func Status(done, total, made, tokens int64, elapsed time.Duration) string {
+// Status is the live line of a node calling a model, beside its counts
+// (the calls done, their rate and the ETA, which the display works out):
+// of the calls answered, how many were made rather than replayed from
+// the call cache, calls made per second and completion tokens per second
+// since the start.
+func Status(answered, made, tokens int64, elapsed time.Duration) string {
 	secs := elapsed.Seconds()
 	if secs <= 0 {
 		secs = 1e-9
 	}
-	rate := float64(made) / secs
-	eta := "-"
-	if rate > 0 {
-		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
-	}
-	return fmt.Sprintf("%d/%d calls, %.1f calls/s, %.0f tok/s, ETA %s", done, total, rate, float64(tokens)/secs, eta)
+	return fmt.Sprintf("%d made, %d from the cache; %.1f calls/s, %.0f tok/s", made, answered-made, float64(made)/secs, float64(tokens)/secs)
 }
 
 // DefaultCompletionEstimate is the completion tokens Estimate assumes per

@@ -12,14 +12,14 @@ import (
 	"github.com/lacuna-dev/lacuna/runners/llm/llmtest"
 )
 
-// progressRun is the part of nodes.Run DoAll uses: progress and status.
+// progressRun is the part of nodes.Run DoAll uses: its Work and status.
 type progressRun struct {
 	nodes.Run
-	done, total int64
-	status      string
+	work   nodes.Work
+	status string
 }
 
-func (r *progressRun) Progress(done, total int64)   { r.done, r.total = done, total }
+func (r *progressRun) Work() *nodes.Work            { return &r.work }
 func (r *progressRun) Status(f string, args ...any) { r.status = fmt.Sprintf(f, args...) }
 
 func TestDoAll(t *testing.T) {
@@ -57,8 +57,15 @@ func TestDoAll(t *testing.T) {
 			if n := srv.Stats().Requests - before; n > c.maxRequests {
 				t.Errorf("%d requests, want at most %d", n, c.maxRequests)
 			}
-			if r.done != int64(c.answered) || r.total != 8 || !strings.HasPrefix(r.status, fmt.Sprintf("%d/8 calls", c.answered)) {
-				t.Errorf("progress %d/%d, status %q", r.done, r.total, r.status)
+			// Every call made is counted, the failed one too.
+			done, total, unit := r.work.Load()
+			if done != int64(c.answered+1) || total != 8 || unit != "calls" || !strings.HasPrefix(r.status, fmt.Sprintf("%d made, 0 from the cache;", c.answered)) {
+				t.Errorf("work %d/%d %s, status %q", done, total, unit, r.status)
+			}
+			// A second round adds its calls to the total.
+			llmenv.DoAll(context.Background(), r, cl, calls[:2], 1, c.stop, func(int, *llm.Response, error) {})
+			if done, total, _ := r.work.Load(); done != int64(c.answered+3) || total != 10 {
+				t.Errorf("after a second round of 2 calls: work %d/%d", done, total)
 			}
 		})
 	}

@@ -198,10 +198,12 @@ func (p *scriptPin) run(ctx context.Context, r nodes.Run, c *baseConfig, s scrip
 	}
 	defer os.RemoveAll(out)
 	log := jobenv.NewLineLog(r)
+	work := nodes.WorkOf(r)
 	log.OnLine = func(line string) {
 		if m := stepLine.FindStringSubmatch(line); m != nil {
 			done, _ := strconv.ParseInt(m[1], 10, 64)
 			total, _ := strconv.ParseInt(m[2], 10, 64)
+			work.Total("steps", int(total))
 			r.Progress(done, total)
 			if m[3] != "" {
 				r.Status("step %d/%d, loss %s", done, total, m[3])
@@ -209,6 +211,7 @@ func (p *scriptPin) run(ctx context.Context, r nodes.Run, c *baseConfig, s scrip
 		} else if m := itemLine.FindStringSubmatch(line); m != nil {
 			done, _ := strconv.ParseInt(m[1], 10, 64)
 			total, _ := strconv.ParseInt(m[2], 10, 64)
+			work.Total(strings.Fields(line)[0], int(total)) // "requests", "batches", "samples"
 			r.Progress(done, total)
 		}
 	}

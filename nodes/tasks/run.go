@@ -79,6 +79,7 @@ type moduleEnv struct {
 	spy   *goharness.Spy
 	tc    *gotool.Toolchain
 	ws    *gotool.Workspace
+	work  *nodes.Work // counts the samples run (nodes.WorkOf)
 }
 
 // prepare downloads (verified) a module version, makes a sandboxed
@@ -221,13 +222,14 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		units = append(units, unit)
 		which = append(which, i)
 	}
+	e.work.Add(len(sols) - len(units)) // refused before the build
 	if len(units) == 0 {
 		return out, recs, nil
 	}
 	// Two sandboxes a core: much of a sandbox's start is the kernel
 	// setting up its namespaces and mounts.
 	runs, stats, err := goharness.RunUnits(ctx, e.tc, e.mod, units, e.ws.BatchOptions(gotool.TestOptions{Timeout: 5 * time.Minute, Offline: true, Args: []string{"-overlay", e.spy.Overlay, "-ldflags=-s -w"}}),
-		goharness.RunConfig{Dir: e.ws.Dir, Parallel: 2 * max(runtime.NumCPU(), 1), Supervise: e.ws.Isolation == "bubblewrap"})
+		goharness.RunConfig{Dir: e.ws.Dir, Parallel: 2 * max(runtime.NumCPU(), 1), Supervise: e.ws.Isolation == "bubblewrap", Done: e.work.Add})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -340,6 +342,8 @@ func RunAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, obse
 	}
 	out := make([]SampleRow, len(sols))
 	recs := make([]*goharness.Record, len(sols))
+	work := nodes.WorkOf(r)
+	work.Grow("samples", len(sols))
 	for _, g := range byModule(tasks) {
 		in := map[int]bool{}
 		var ids []string
@@ -364,6 +368,8 @@ func RunAll(ctx context.Context, r nodes.Run, tasks []Row, sols []Solution, obse
 			return nil, nil, err
 		}
 		start := time.Now()
+		env.work = work
+		r.Status("%s@%s: %d solutions through their harnesses", t0.Module, t0.Version, len(mine))
 		rows, rs, err := env.run(ctx, tasks, specs, expects, mine, observe)
 		env.ws.Close()
 		if err != nil {

@@ -29,6 +29,8 @@ func RunPython(ctx context.Context, r nodes.Run, upstream string, tasks []Row, s
 		return nil, err
 	}
 	rows := make([]SampleRow, len(sols))
+	work := nodes.WorkOf(r)
+	work.Grow("samples", len(sols))
 	byEnv := map[string][]int{}
 	var order []string
 	for i, s := range sols {
@@ -49,7 +51,11 @@ func RunPython(ctx context.Context, r nodes.Run, upstream string, tasks []Row, s
 		}
 		byEnv[tk.VNewEnv] = append(byEnv[tk.VNewEnv], i)
 	}
-	done := 0
+	queued := 0
+	for _, idx := range byEnv {
+		queued += len(idx)
+	}
+	work.Add(len(sols) - queued) // not run: no harness, or no sandbox
 	for _, digest := range order {
 		idx := byEnv[digest]
 		first := tasks[sols[idx[0]].Task]
@@ -75,8 +81,7 @@ func RunPython(ctx context.Context, r nodes.Run, upstream string, tasks []Row, s
 				return nil, err
 			}
 		}
-		done += len(idx)
-		r.Progress(int64(done), int64(len(sols)))
+		work.Add(len(idx))
 	}
 	return rows, nil
 }

@@ -249,6 +249,7 @@ func rankBM25(ctx context.Context, r nodes.Run, tools []CatalogRow, queries []st
 	}
 	ix := bm25.New(docs, bm25.Options{})
 	out := make([][]scored, len(queries))
+	nodes.WorkOf(r).Total("queries", len(queries))
 	for i, q := range queries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -285,6 +286,7 @@ func rankDense(ctx context.Context, r nodes.Run, c *retrieveConfig, tools []Cata
 	texts = append(texts, queries...)
 	vecs := make([][]float32, 0, len(texts))
 	unstored := 0
+	nodes.WorkOf(r).Total("texts", len(texts))
 	for start := 0; start < len(texts); start += embedChunk {
 		v, err := m.EmbedCached(ctx, cache, texts[start:min(start+embedChunk, len(texts))], batch)
 		var werr *embed.CacheWriteError

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/runners/gotool"
@@ -51,6 +52,12 @@ type RunConfig struct {
 	Supervise bool
 	// UnitWall bounds one harness process; default UnitWall.
 	UnitWall time.Duration
+	// Done, when set, is told how many units finished, as they finish:
+	// those that did not compile once the build ends, then each unit once
+	// all its processes have run. It may be called from several
+	// goroutines at once; the counts add up to the number of units when
+	// RunUnits returns without an error. For progress displays.
+	Done func(units int)
 }
 
 const (
@@ -106,9 +113,12 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 	byBinary := map[string][]job{}
 	var binaries []string
 	runs := map[job]*jobRun{}
+	left := make([]atomic.Int32, len(units)) // a unit's processes yet to run
+	notBuilt := 0
 	for i, u := range built.Units {
 		if u.CompileError != "" {
 			out[i].CompileError = u.CompileError
+			notBuilt++
 			continue
 		}
 		if byBinary[u.Binary] == nil {
@@ -117,9 +127,25 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		for _, v := range []byte(units[i].variants()) {
 			byBinary[u.Binary] = append(byBinary[u.Binary], job{i, v})
 			runs[job{i, v}] = &jobRun{}
+			left[i].Add(1)
 			stats.Processes++
 		}
 	}
+	done := func(n int) {
+		if cfg.Done != nil && n > 0 {
+			cfg.Done(n)
+		}
+	}
+	ran := func(jobs ...job) {
+		n := 0
+		for _, j := range jobs {
+			if left[j.unit].Add(-1) == 0 {
+				n++
+			}
+		}
+		done(n)
+	}
+	done(notBuilt)
 	var alone []job // processes to run in a sandbox of their own
 	if cfg.Supervise {
 		var chunks [][]job
@@ -138,6 +164,9 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		var mu sync.Mutex
 		errs := parallel(len(chunks), cfg.Parallel, func(k int) error {
 			missing, err := supervise(ctx, built, chunks[k], cfg.Dir, cfg.UnitWall, runs)
+			if err == nil {
+				ran(without(chunks[k], missing)...)
+			}
 			mu.Lock()
 			alone = append(alone, missing...)
 			stats.Sandboxes++
@@ -166,6 +195,7 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		r := runs[j]
 		r.process = p
 		r.record, r.err = ch.Record(j.unit)
+		ran(j)
 		return nil
 	})
 	stats.Sandboxes += len(alone)
@@ -179,6 +209,24 @@ func RunUnits(ctx context.Context, tc *gotool.Toolchain, mod *modfetch.Module, u
 		}
 	}
 	return out, stats, nil
+}
+
+// without is jobs less those in drop.
+func without(jobs, drop []job) []job {
+	if len(drop) == 0 {
+		return jobs
+	}
+	skip := map[job]bool{}
+	for _, j := range drop {
+		skip[j] = true
+	}
+	var out []job
+	for _, j := range jobs {
+		if !skip[j] {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // join makes a unit's run of its variants' processes: the normal

@@ -5,7 +5,7 @@
 # is novel and why it would be filtered out, the knowledge bundle of every
 # kept API with an example that passes in the sandbox (a doctest, or a
 # fenced ```python block with its "#> " output, as pydantic writes them),
-# the graded tasks cut from those examples and C1. Last run (README's
+# the graded tasks cut from those examples and C1. Last run (docs/python.md's
 # Python quickstart table): tasks / kept by C1 — attrs 0/0 (no example),
 # more-itertools 31/29 (21 doctests), pydantic 2/2 (4 of 7 fenced blocks
 # pass: 3 print a ValidationError whose "For further information" line the

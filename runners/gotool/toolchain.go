@@ -176,6 +176,9 @@ type TestOptions struct {
 	// target module's requirements, none of the units'), so that an empty
 	// or deleted module cache never turns into compile errors.
 	Offline bool
+	// OnTest, when set, is told of each test's result as go test reports
+	// it, before Test returns (one call at a time). For progress displays.
+	OnTest func(TestResult)
 }
 
 // BuildLimits bound the go command while it compiles generated code:
@@ -289,7 +292,7 @@ func (t *Toolchain) goTest(ctx context.Context, dir string, args []string, opts 
 		return nil, err
 	}
 	run := &TestRun{BuildErrors: map[string]string{}, Failed: map[string]string{}}
-	parseErr := run.parse(out, opts.Output)
+	parseErr := run.parse(out, opts.Output, opts.OnTest)
 	io.Copy(io.Discard, out)
 	err = cmd.Wait()
 	run.Seconds = time.Since(start).Seconds()
@@ -326,7 +329,7 @@ type testEvent struct {
 	FailedBuild string
 }
 
-func (run *TestRun) parse(r io.Reader, keep int) error {
+func (run *TestRun) parse(r io.Reader, keep int, onTest func(TestResult)) error {
 	type acc struct {
 		out  strings.Builder
 		over bool
@@ -386,6 +389,9 @@ func (run *TestRun) parse(r io.Reader, keep int) error {
 				switch {
 				case e.Test != "":
 					run.Tests = append(run.Tests, TestResult{Package: e.Package, Test: e.Test, Passed: e.Action == "pass", Skipped: e.Action == "skip", Output: text, Seconds: e.Elapsed})
+					if onTest != nil {
+						onTest(run.Tests[len(run.Tests)-1])
+					}
 				case e.Action == "fail" && e.FailedBuild != "":
 					msg := ""
 					if b := builds[e.FailedBuild]; b != nil {
