@@ -11,6 +11,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/addrs"
 	"github.com/lacuna-dev/lacuna/analysis"
+	"github.com/lacuna-dev/lacuna/annotations"
 	"github.com/lacuna-dev/lacuna/novelapibench/cells"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 )
@@ -968,7 +969,7 @@ func (b *builder) judgeSection() error {
 	s := b.newSection("judge", "NovelAPIBench judge: calibration agreement and confusion matrix")
 	computed, missing := b.nodesOf("judge")
 	s.Missing = missing
-	if len(computed) == 0 && len(missing) == 0 {
+	if len(computed) == 0 && len(missing) == 0 && !hasKind(b.in.Labels, annotations.KindFailureClass) {
 		return nil
 	}
 	defer b.keep(s)
@@ -1122,7 +1123,12 @@ func (b *builder) judgeSection() error {
 		}
 		s.table(t)
 	}
-	return nil
+	return b.humanJudge(s, computed)
+}
+
+// hasKind reports whether any label is of kind.
+func hasKind(ls []annotations.Label, kind string) bool {
+	return slices.ContainsFunc(ls, func(l annotations.Label) bool { return l.Kind == kind })
 }
 
 // orderPaths puts rule, llm and fallback first.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/addrs"
+	"github.com/lacuna-dev/lacuna/annotations"
 	"github.com/lacuna-dev/lacuna/artifacts"
 )
 
@@ -50,6 +51,10 @@ type Input struct {
 	Store *artifacts.Store
 	// Nodes are the pipeline's instances, in the plan's order.
 	Nodes []Node
+	// Labels are people's labels of the pipeline's rows (package
+	// annotations: annotations.Load), compared with the judge's classes
+	// and summed up; none: no such section.
+	Labels []annotations.Label
 }
 
 // Report is a built report, ready to write. It is not safe for concurrent
@@ -129,6 +134,7 @@ func Build(in Input) (*Report, error) {
 		b.retrievalSection,
 		b.internalizationSection,
 		b.probesSection,
+		b.rrbSection,
 	} {
 		if err := part(); err != nil {
 			return nil, err

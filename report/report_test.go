@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/annotations"
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/parquet-go/parquet-go"
 )
@@ -35,6 +36,9 @@ type metricsRow struct {
 
 type judgeRow struct {
 	TaskID   string `parquet:"task_id"`
+	SampleID string `parquet:"sample_id"`
+	Model    string `parquet:"model"`
+	Cell     string `parquet:"cell"`
 	Kind     string `parquet:"kind"`
 	Class    string `parquet:"class"`
 	Path     string `parquet:"path"`
@@ -400,5 +404,123 @@ func TestLabelsAndOrders(t *testing.T) {
 		if got := names.of(lib); got != want {
 			t.Errorf("names.of(%q) = %q, want %q", lib, got, want)
 		}
+	}
+}
+
+// kappaRef is Cohen's κ from its definition: (pₒ − pₑ) / (1 − pₑ).
+func kappaRef(a, b []string) float64 {
+	n := float64(len(a))
+	ca, cb := map[string]float64{}, map[string]float64{}
+	po := 0.0
+	for i := range a {
+		ca[a[i]]++
+		cb[b[i]]++
+		if a[i] == b[i] {
+			po++
+		}
+	}
+	po /= n
+	pe := 0.0
+	for c := range ca {
+		pe += ca[c] / n * cb[c] / n
+	}
+	return (po - pe) / (1 - pe)
+}
+
+// TestPeoplesLabelsAgainstTheJudge joins people's failure classes with a
+// judge node's rows by their item key: per annotator the samples, the
+// agreement with Wilson's interval and Cohen's κ; κ between the two
+// annotators; labels of a node not computed and of samples the node does
+// not hold are named, not counted; RRB verdicts are counted per annotator.
+func TestPeoplesLabelsAgainstTheJudge(t *testing.T) {
+	st, err := artifacts.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := []string{"OK", "OK", "WrongParam", "WrongLogic", "WrongSyntax", "OK", "WrongParam", "WrongLogic"}
+	var rows []judgeRow
+	for i, c := range classes {
+		rows = append(rows, judgeRow{TaskID: "t" + strconv.Itoa(i), SampleID: "greedy", Model: "m", Cell: "S", Kind: "model", Class: c, Path: "llm"})
+	}
+	node := Node{Addr: `node.judge.greedy["S"]`, Type: "judge", Object: put(t, st, rows)}
+	alice := []string{"OK", "OK", "WrongParam", "WrongParam", "WrongSyntax", "OK", "WrongLogic", "WrongLogic"}
+	bob := []string{"OK", "WrongLogic", "WrongParam", "WrongParam", "WrongSyntax", "OK"} // the first six
+	var labels []annotations.Label
+	for i, l := range alice {
+		labels = append(labels, annotations.Label{Kind: annotations.KindFailureClass, Node: node.Addr, Item: annotations.JudgeItem("t"+strconv.Itoa(i), "greedy", "m", "S"), Label: l, Annotator: "alice"})
+	}
+	for i, l := range bob {
+		labels = append(labels, annotations.Label{Kind: annotations.KindFailureClass, Node: node.Addr, Item: annotations.JudgeItem("t"+strconv.Itoa(i), "greedy", "m", "S"), Label: l, Annotator: "bob"})
+	}
+	labels = append(labels,
+		annotations.Label{Kind: annotations.KindFailureClass, Node: node.Addr, Item: annotations.JudgeItem("gone", "greedy", "m", "S"), Label: "OK", Annotator: "bob"},
+		annotations.Label{Kind: annotations.KindFailureClass, Node: "node.judge.other", Item: "x", Label: "OK", Annotator: "bob"},
+		annotations.Label{Kind: annotations.KindRRBItem, Node: "node.import.rrb", Item: annotations.RRBItem("q1"), Label: "valid", Annotator: "alice"},
+		annotations.Label{Kind: annotations.KindRRBItem, Node: "node.import.rrb", Item: annotations.RRBItem("q2"), Label: "invalid: two answers", Annotator: "alice"},
+		annotations.Label{Kind: annotations.KindRRBItem, Node: "node.import.rrb", Item: annotations.RRBItem("q1"), Label: "valid", Annotator: "bob"},
+	)
+	rep, err := Build(Input{Title: "p", Store: st, Nodes: []Node{node}, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csvOf := func(id string) [][]string {
+		b, err := tableOf(t, rep, id).CSV()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[1:]
+	}
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		return v
+	}
+	human := csvOf("judge-human")
+	want := map[string][]string{"alice": alice, "bob": bob}
+	for _, r := range human {
+		who := r[1]
+		var a, j []string
+		if who == "all annotators" {
+			a, j = append(slices.Clone(alice), bob...), append(slices.Clone(classes), classes[:6]...)
+		} else {
+			a, j = want[who], classes[:len(want[who])]
+		}
+		agree := 0
+		for i := range a {
+			if a[i] == j[i] {
+				agree++
+			}
+		}
+		lo, hi := wilsonRef(agree, len(a))
+		if r[2] != strconv.Itoa(len(a)) || r[3] != strconv.Itoa(agree) || math.Abs(num(r[4])-100*float64(agree)/float64(len(a))) > 1e-9 ||
+			math.Abs(num(r[5])-lo) > 1e-9 || math.Abs(num(r[6])-hi) > 1e-9 || math.Abs(num(r[7])-kappaRef(a, j)) > 1e-12 {
+			t.Errorf("%s: %q, want %d samples, %d agree, κ %v", who, r, len(a), agree, kappaRef(a, j))
+		}
+	}
+	if len(human) != 3 {
+		t.Errorf("%d rows, want alice, bob and all annotators", len(human))
+	}
+	inter := csvOf("judge-inter-annotator")
+	if len(inter) != 1 || inter[0][1] != "alice" || inter[0][2] != "bob" || inter[0][3] != "6" || math.Abs(num(inter[0][5])-kappaRef(alice[:6], bob)) > 1e-12 {
+		t.Errorf("inter-annotator: %q, want κ %v over 6", inter, kappaRef(alice[:6], bob))
+	}
+	var text string
+	for _, s := range rep.Sections {
+		for _, b := range s.Blocks {
+			text += b.Text + "\n"
+		}
+	}
+	if !strings.Contains(text, "node.judge.other (1 labels)") || !strings.Contains(text, "1 labels name samples the judge nodes' current rows do not hold") {
+		t.Errorf("stray labels are not named:\n%s", text)
+	}
+	rrb := csvOf("rrb-verdicts")
+	if !slices.Equal(rrb[0][:4], []string{"node.import.rrb", "alice", "2", "1"}) || rrb[0][len(rrb[0])-1] != "1" || !slices.Equal(rrb[1][:4], []string{"node.import.rrb", "bob", "1", "1"}) {
+		t.Errorf("RRB verdicts: %q", rrb)
 	}
 }

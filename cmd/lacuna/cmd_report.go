@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lacuna-dev/lacuna/annotations"
 	"github.com/lacuna-dev/lacuna/engine"
 	"github.com/lacuna-dev/lacuna/report"
 )
@@ -21,8 +22,8 @@ index of the sections, tables, figures and the artifacts' content digests.
 It finds nodes by type, so it reads any pipeline: NovelAPIBench's Table 1
 (pass@1 and pass@k per model × cell with their intervals), the failure
 composition, the difficulty, library and retriever breakdowns, the judge's
-calibration confusion matrix and agreement, and the tasks C1 keeps per
-library; ToolSense's Rc@k per tier, Rf@k and IS@k, and probe accuracy with
+calibration confusion matrix and agreement (with Cohen's κ against
+people's labels where there are any), and the tasks C1 keeps per library; ToolSense's Rc@k per tier, Rf@k and IS@k, and probe accuracy with
 its positional bias. Nodes not computed yet are listed, never filled in.
 
 The report goes to --out, by default .lacuna-report/NAME beside the
@@ -77,8 +78,12 @@ func runReport(ctx context.Context, cmd *Command, args []string) error {
 		}
 		nodes = append(nodes, n)
 	}
+	labels, err := annotations.Load(l.store, l.path)
+	if err != nil {
+		return err
+	}
 	name := strings.TrimSuffix(filepath.Base(l.path), ".hcl")
-	rep, err := report.Build(report.Input{Title: name, Run: "lacuna run " + runArgs(path), Store: l.store, Nodes: nodes})
+	rep, err := report.Build(report.Input{Title: name, Run: "lacuna run " + runArgs(path), Store: l.store, Nodes: nodes, Labels: labels})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lacuna-dev/lacuna/annotations"
+	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes/nodetest"
 	"github.com/lacuna-dev/lacuna/novelapibench/goharness"
 	"github.com/lacuna-dev/lacuna/report"
@@ -728,6 +730,31 @@ func TestReportOfNovelAPIBench(t *testing.T) {
 	if r := lacuna(t, work, append(append([]string{"run"}, vars...), pipeline)...); r.code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+
+	// People label the greedy samples of cell S: alice as the judge but
+	// for the first, bob as the judge.
+	greedyS := `node.judge.greedy["under_test/shapes/S"]`
+	var judged, alice []string
+	var labels []annotations.Label
+	for i, row := range catJSONL(t, work, vars, pipeline, greedyS) {
+		class := row["class"].(string)
+		item := annotations.JudgeItem(row["task_id"].(string), row["sample_id"].(string), row["model"].(string), row["cell"].(string))
+		mine := class
+		if i == 0 {
+			mine = map[bool]string{true: goharness.ClassWrongLogic, false: goharness.ClassOK}[class == goharness.ClassOK]
+		}
+		judged, alice = append(judged, class), append(alice, mine)
+		labels = append(labels, annotations.Label{Kind: annotations.KindFailureClass, Node: greedyS, Item: item, Label: mine, Annotator: "alice"},
+			annotations.Label{Kind: annotations.KindFailureClass, Node: greedyS, Item: item, Label: class, Annotator: "bob"})
+	}
+	st, err := artifacts.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := annotations.Add(st, pipeline, labels...); err != nil {
+		t.Fatal(err)
+	}
+
 	out := filepath.Join(work, "report")
 	r := lacuna(t, work, append(append([]string{"report"}, vars...), pipeline, "--out", out)...)
 	if r.code != 0 {
@@ -737,6 +764,20 @@ func TestReportOfNovelAPIBench(t *testing.T) {
 	files := readTree(t, out)
 	if len(idx.NotComputed) != 0 {
 		t.Errorf("not computed after a full run: %+v", idx.NotComputed)
+	}
+	human := tableByID(t, out, idx, "judge-human")
+	for who, mine := range map[string][]string{"alice": alice, "bob": judged} {
+		row := human.find(t, map[string]string{"annotator": who})
+		agree := 0
+		for i := range mine {
+			if mine[i] == judged[i] {
+				agree++
+			}
+		}
+		k, err := strconv.ParseFloat(row["kappa"], 64)
+		if row["samples"] != strconv.Itoa(len(judged)) || row["agree"] != strconv.Itoa(agree) || err != nil || math.Abs(k-cohensKappa(mine, judged)) > 1e-12 {
+			t.Errorf("%s against the judge: %v, want %d of %d, κ %v", who, row, agree, len(judged), cohensKappa(mine, judged))
+		}
 	}
 	for _, id := range []string{"tasks", "table1", "composition", "difficulty", "library", "rag", "judge"} {
 		if !slices.ContainsFunc(idx.Sections, func(s report.IndexSection) bool { return s.ID == id }) {
@@ -969,4 +1010,24 @@ print(json.dumps(rows))`, file)
 		}
 	}
 	t.Logf("Table 1 checked against DuckDB: %d rows", len(rows))
+}
+
+// cohensKappa is Cohen's κ from its definition, (pₒ − pₑ) / (1 − pₑ).
+func cohensKappa(a, b []string) float64 {
+	n := float64(len(a))
+	ca, cb := map[string]float64{}, map[string]float64{}
+	po := 0.0
+	for i := range a {
+		ca[a[i]]++
+		cb[b[i]]++
+		if a[i] == b[i] {
+			po++
+		}
+	}
+	po /= n
+	pe := 0.0
+	for c := range ca {
+		pe += ca[c] / n * cb[c] / n
+	}
+	return (po - pe) / (1 - pe)
 }
