@@ -365,15 +365,6 @@ func label(addr string) string {
 	return i.Node.Name
 }
 
-// addrsOf lists nodes' addresses.
-func addrsOf(ns []Node) []string {
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = n.Addr
-	}
-	return out
-}
-
 // uniq appends s to list unless present.
 func uniq(list []string, s string) []string {
 	for _, x := range list {
