@@ -68,7 +68,12 @@ type plotAndSize struct {
 }
 
 // render writes the figure in format "svg" or "png".
-func (f *Figure) render(format string) ([]byte, error) {
+func (f *Figure) render(format string) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("draw %s: %v", format, p)
+		}
+	}()
 	var buf bytes.Buffer
 	switch format {
 	case "svg":

@@ -124,7 +124,7 @@ func Build(in Input) (*Report, error) {
 	}
 	b := &builder{in: in, rows: map[string][]record{}, cols: map[string][]string{}, ids: map[string]int{}, used: map[string]ArtifactRef{}}
 	b.rep = &Report{Title: in.Title, Run: in.Run}
-	for _, part := range []func() error{
+	for i, part := range []func() error{
 		b.tasksSection,
 		b.table1Section,
 		b.compositionSection,
@@ -136,8 +136,8 @@ func Build(in Input) (*Report, error) {
 		b.probesSection,
 		b.rrbSection,
 	} {
-		if err := part(); err != nil {
-			return nil, err
+		if err := guard(part); err != nil {
+			return nil, fmt.Errorf("report: part %d: %w", i+1, err)
 		}
 	}
 	for _, n := range in.Nodes {
@@ -154,6 +154,17 @@ func Build(in Input) (*Report, error) {
 		b.rep.Artifacts = append(b.rep.Artifacts, b.used[a])
 	}
 	return b.rep, nil
+}
+
+// guard runs f, turning a panic (a plotting library's, on data it cannot
+// draw) into an error: bad input is an error, never a crash.
+func guard(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	return f()
 }
 
 // reads are the node types the report reads.
