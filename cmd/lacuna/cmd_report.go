@@ -23,8 +23,10 @@ It finds nodes by type, so it reads any pipeline: NovelAPIBench's Table 1
 (pass@1 and pass@k per model × cell with their intervals), the failure
 composition, the difficulty, library and retriever breakdowns, the judge's
 calibration confusion matrix and agreement (with Cohen's κ against
-people's labels where there are any), and the tasks C1 keeps per library; ToolSense's Rc@k per tier, Rf@k and IS@k, and probe accuracy with
-its positional bias. Nodes not computed yet are listed, never filled in.
+people's labels where there are any), and the tasks C1 keeps per
+library; ToolSense's Rc@k per tier, Rf@k and IS@k, and probe accuracy
+with its positional bias. Nodes not computed yet are listed, never
+filled in (docs/report.md).
 
 The report goes to --out, by default .lacuna-report/NAME beside the
 pipeline (NAME: the pipeline file's name without .hcl). A directory that
