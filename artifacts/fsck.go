@@ -244,6 +244,18 @@ type GCReport struct {
 	ObjectsKept, ObjectsRemoved int
 	BlobsKept, BlobsRemoved     int
 	BytesFreed                  int64
+	// Removed are the actions removed (or, with dryRun, that would be),
+	// by key, with the node and output their entries name (empty for an
+	// entry that does not read).
+	Removed []RemovedAction `json:",omitempty"`
+}
+
+// RemovedAction is one action a collection removed.
+type RemovedAction struct {
+	Key    Digest
+	Node   string `json:",omitempty"`
+	Output Digest `json:",omitempty"`
+	Rows   int64
 }
 
 // GCOption configures GC.
@@ -315,6 +327,11 @@ func (s *Store) GC(ctx context.Context, keep map[Digest]bool, dryRun bool, opts 
 			continue
 		}
 		rep.ActionsRemoved++
+		ra := RemovedAction{Key: k}
+		if a != nil {
+			ra.Node, ra.Output, ra.Rows = a.Node, a.Output.Digest, a.Output.Rows
+		}
+		rep.Removed = append(rep.Removed, ra)
 		remove(s.path("ac", k, ".json"))
 	}
 	objs, err := s.list("cas", ".parquet")

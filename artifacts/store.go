@@ -59,8 +59,25 @@ func WithCacheBytes(n int64) Option { return func(s *Store) { s.cache = newRowCa
 
 var layoutDirs = []string{"ac", "cas", "blobs", "calls", "runs", "locks", "fail", "names", "tmp", "quarantine"}
 
+// ErrNoStore is in the chain of OpenExisting's error when root holds no
+// store.
+var ErrNoStore = errors.New("no store")
+
 // Open opens the store at root, creating its layout when it does not exist.
 func Open(root string, opts ...Option) (*Store, error) {
+	return open(root, true, opts)
+}
+
+// OpenExisting opens the store at root like Open, but never creates one:
+// when root holds no store (no VERSION file) it fails with an error
+// wrapping ErrNoStore, and leaves the file system as it was. Commands that
+// only read use it, so that asking about a store that is not there does
+// not leave an empty one behind.
+func OpenExisting(root string, opts ...Option) (*Store, error) {
+	return open(root, false, opts)
+}
+
+func open(root string, create bool, opts []Option) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -75,6 +92,9 @@ func Open(root string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("store %s has format version %q; this lacuna reads version %s", abs, v, FormatVersion)
 		}
 	} else if errors.Is(err, fs.ErrNotExist) {
+		if !create {
+			return nil, fmt.Errorf("%s: %w", abs, ErrNoStore)
+		}
 		for _, d := range layoutDirs {
 			if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 				return nil, fmt.Errorf("create store: %w", err)

@@ -168,7 +168,9 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 	results, sum := w.walk(ctx, g, insts)
 	sum.Seconds = time.Since(start).Seconds()
 	saveErr := w.save()
-	w.emit(Event{Event: EventSummary, Summary: sum})
+	// Rows and Seconds repeat the summary's: the event's own fields hide the
+	// embedded ones in JSON.
+	w.emit(Event{Event: EventSummary, Summary: sum, Rows: sum.Rows, Seconds: sum.Seconds})
 	var syncErr error
 	if err := x.Store.Sync(); err != nil {
 		syncErr = fmt.Errorf("sync store: %w", err)

@@ -41,7 +41,7 @@ func TestGCAndFsckFollowTheBlobsOfActions(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if r := lacuna(t, dir, "gc", "pipeline.hcl"); r.code != 0 || !strings.HasPrefix(r.stdout, "removed 0 actions, 0 objects, 1 blobs") || !strings.Contains(r.stdout, "kept 5 actions, 5 objects, 1 blobs") {
+	if r := lacuna(t, dir, "gc", "pipeline.hcl"); r.code != 0 || !strings.Contains(r.stdout, "\nremoved 0 actions, 0 objects, 1 blobs") || !strings.Contains(r.stdout, "kept 5 actions, 5 objects, 1 blobs") {
 		t.Errorf("gc: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	if !st.HasBlob(listed) || st.HasBlob(stray) {

@@ -164,6 +164,9 @@ func TestRunJSONEndsWithSummary(t *testing.T) {
 	if s["executed"] != 22.0 || s["cached"] != 0.0 || s["failed"] != 0.0 || s["skipped"] != 0.0 {
 		t.Errorf("first run summary %v", s)
 	}
+	if rows, _ := s["rows"].(float64); rows <= 0 || s["seconds"] == nil {
+		t.Errorf("first run summary %v: want its rows and seconds", s)
+	}
 	s = summary(t, lacuna(t, dir, "run", "pipeline.hcl", "--json").stdout)
 	if s["executed"] != 0.0 || s["cached"] != 22.0 {
 		t.Errorf("second run summary %v", s)
@@ -326,7 +329,7 @@ func TestExportVerifyAndGC(t *testing.T) {
 	}
 	lacuna(t, dir, "run", "pipeline.hcl")
 	r := lacuna(t, dir, "gc", p)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "removed 2 actions") {
+	if r.code != 0 || !strings.Contains(r.stdout, "\nremoved 2 actions") {
 		t.Errorf("gc: %s %s", r.stdout, r.stderr)
 	}
 	if r := lacuna(t, dir, "run", "pipeline.hcl", "--json"); summary(t, r.stdout)["executed"] != 0.0 {

@@ -6,10 +6,12 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,14 +22,24 @@ import (
 var cmdCat = newCommand("cat", "[PIPELINE] ADDR|DIGEST",
 	"print an artifact's rows", `
 Cat prints an artifact's rows as a table, one record at a time with values
-in full, CSV or JSON lines. Arguments are as for show. --columns picks and
-orders columns and --where keeps the rows whose column has a value, so a
-wide table prints as the view wanted, e.g. the paper's Table 1 from a
-metrics node:
+in full, CSV or JSON Lines (--json is --format jsonl: one JSON object a
+row). Arguments are as for show: PIPELINE ADDR, or an action key or
+content digest, or any unique prefix of one of at least 4 hex digits.
+Timestamps print as RFC 3339 in UTC, dates as YYYY-MM-DD, in every format.
+
+--columns picks and orders columns and --where keeps the rows whose column
+has a value, so a wide table prints as the view wanted, e.g. the paper's
+Table 1 from a metrics node:
 
   lacuna cat pipelines/novelapibench.hcl node.metrics.table \
     --where difficulty=all --where library=all \
-    --columns model,cell,tasks,pass_at_1,pass_at_5,api_acc,param_corr,sem`)
+    --columns model,cell,tasks,pass_at_1,pass_at_5,api_acc,param_corr,sem
+
+An ADDR without a key names every instance of a for_each node: table and
+record output print a header line with each instance's address; csv and
+jsonl add a first column "_node" holding it. An instance with no artifact
+for its current inputs is reported on stderr and the others are still
+printed; cat then exits 1.`)
 
 var catFlags struct {
 	pipelineFlags
@@ -40,13 +52,29 @@ var catFlags struct {
 func init() {
 	catFlags.pipelineFlags.add(cmdCat.Flag)
 	cmdCat.Flag.StringVar(&catFlags.format, "format", "table", "table, record (one field a line, values in full), csv or jsonl")
-	cmdCat.Flag.IntVar(&catFlags.limit, "limit", -1, "print at most this many rows (default: 20 for table, all otherwise)")
+	cmdCat.Flag.IntVar(&catFlags.limit, "limit", -1, "print at most this many rows of each artifact (default: 20 for table, all otherwise)")
 	cmdCat.Flag.StringVar(&catFlags.columns, "columns", "", "print only these columns, in this order (comma-separated)")
 	cmdCat.Flag.Var(&catFlags.where, "where", "keep rows whose column has this value: COLUMN=VALUE (repeatable; all must hold)")
 	cmdCat.Run = runCat
 }
 
+// instanceColumn is the column csv and jsonl output add to tell the
+// instances of a for_each node apart.
+const instanceColumn = "_node"
+
 func runCat(ctx context.Context, cmd *Command, args []string) error {
+	format := catFlags.format
+	if catFlags.json {
+		if flagSet(cmd, "format") && format != "jsonl" {
+			return usageError(fmt.Sprintf("--json prints JSON Lines; it cannot be combined with --format %s", format))
+		}
+		format = "jsonl"
+	}
+	switch format {
+	case "table", "record", "csv", "jsonl":
+	default:
+		return usageError(fmt.Sprintf("--format %q: want table, record, csv or jsonl", format))
+	}
 	st, subjects, err := resolve(ctx, &catFlags.pipelineFlags, args, cmd)
 	if err != nil {
 		return err
@@ -54,23 +82,49 @@ func runCat(ctx context.Context, cmd *Command, args []string) error {
 	limit := catFlags.limit
 	if limit < 0 {
 		limit = 1 << 62
-		if catFlags.format == "table" {
+		if format == "table" {
 			limit = 20
 		}
 	}
+	// The instances of a for_each node are labelled; a single artifact
+	// is not.
+	labelled := false
+	for _, s := range subjects {
+		labelled = labelled || len(args) == 2 && s.node != args[1]
+	}
+	p := &catPrinter{w: os.Stdout, view: catView{format: format, limit: limit, columns: catFlags.columns, where: catFlags.where}, labelled: labelled}
+	var missing []string
 	for _, s := range subjects {
 		if s.object.Digest == "" {
-			return fmt.Errorf("%s: %s", s.node, s.pending)
+			if !labelled {
+				return fmt.Errorf("%s: %s", s.node, s.pending)
+			}
+			fmt.Fprintf(os.Stderr, "lacuna cat: %s: %s\n", s.node, s.pending)
+			missing = append(missing, s.node)
+			continue
 		}
 		r, err := st.Open(s.object)
 		if err != nil {
 			return err
 		}
-		if err := catRows(os.Stdout, r, catView{format: catFlags.format, limit: limit, columns: catFlags.columns, where: catFlags.where}); err != nil {
+		if err := p.print(s.node, r); err != nil {
 			return err
 		}
 	}
+	switch {
+	case len(missing) == len(subjects):
+		return fmt.Errorf("none of the %d instances of %s has an artifact for its current inputs (run the pipeline first)", len(subjects), args[1])
+	case len(missing) > 0:
+		return fmt.Errorf("%d of %d instances of %s have no artifact (above); the others are printed", len(missing), len(subjects), args[1])
+	}
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(cmd *Command, name string) bool {
+	set := false
+	cmd.Flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // catView is what cat prints of an artifact.
@@ -81,9 +135,21 @@ type catView struct {
 	where   []string // COLUMN=VALUE, all must hold
 }
 
-// catRows prints rows as a table, CSV or JSON lines.
-func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
-	format, limit := v.format, v.limit
+// catPrinter prints the rows of one or more artifacts in one format.
+// With labelled, each artifact's rows carry its node's address: a header
+// line in table and record output, a first column instanceColumn in csv
+// and jsonl (whose header csv writes once).
+type catPrinter struct {
+	w        io.Writer
+	view     catView
+	labelled bool
+	csvHead  []string // the header csv wrote, nil before the first
+}
+
+// print prints the rows of r, the artifact of node.
+func (p *catPrinter) print(node string, r *artifacts.Reader) error {
+	w, v := p.w, p.view
+	limit := v.limit
 	var cols []string
 	have := map[string]bool{}
 	for _, f := range r.Schema().Fields() {
@@ -118,11 +184,10 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 			total = r.NumRows() // no filter: the rest need no decoding
 			break
 		}
-		var v any
-		if err := r.Schema().Reconstruct(&v, row); err != nil {
+		rec, err := record(r, row)
+		if err != nil {
 			return err
 		}
-		rec, _ := v.(map[string]any)
 		keep := true
 		for _, c := range where {
 			keep = keep && cell(rec[c.col]) == c.val
@@ -135,57 +200,74 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 			records = append(records, rec)
 		}
 	}
-	rows := records
-	switch format {
+	more := func() {
+		if total > len(records) {
+			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(records), commas(int64(total)))
+		}
+	}
+	switch v.format {
 	case "jsonl":
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
+		var b bytes.Buffer
 		for _, rec := range records {
-			// JSON has no NaN or infinity (a metric over no rows, a
-			// loss never logged): they are written null.
-			for k, x := range rec {
-				rec[k] = jsonSafe(x)
+			// Members in column order. JSON has no NaN or infinity (a
+			// metric over no rows, a loss never logged): they are
+			// written null.
+			b.Reset()
+			b.WriteByte('{')
+			if p.labelled {
+				k, _ := json.Marshal(instanceColumn)
+				val, _ := json.Marshal(node)
+				b.Write(k)
+				b.WriteByte(':')
+				b.Write(val)
 			}
-			if v.columns != "" {
-				// Only the columns asked for, in their order.
-				var b bytes.Buffer
-				b.WriteByte('{')
-				for i, c := range cols {
-					if i > 0 {
-						b.WriteByte(',')
-					}
-					k, _ := json.Marshal(c)
-					val, err := json.Marshal(rec[c])
-					if err != nil {
-						return err
-					}
-					b.Write(k)
-					b.WriteByte(':')
-					b.Write(val)
+			for i, c := range cols {
+				if i > 0 || p.labelled {
+					b.WriteByte(',')
 				}
-				b.WriteString("}\n")
-				if _, err := w.Write(b.Bytes()); err != nil {
+				k, _ := json.Marshal(c)
+				val, err := marshalJSON(jsonSafe(rec[c]))
+				if err != nil {
 					return err
 				}
-				continue
+				b.Write(k)
+				b.WriteByte(':')
+				b.Write(val)
 			}
-			if err := enc.Encode(rec); err != nil {
+			b.WriteString("}\n")
+			if _, err := w.Write(b.Bytes()); err != nil {
 				return err
 			}
 		}
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write(cols)
+		head := cols
+		if p.labelled {
+			head = append([]string{instanceColumn}, cols...)
+		}
+		switch {
+		case p.csvHead == nil:
+			cw.Write(head)
+			p.csvHead = head
+		case !slices.Equal(p.csvHead, head):
+			return fmt.Errorf("%s has other columns than the instances before it: use --format jsonl, or --columns", node)
+		}
 		for _, rec := range records {
-			line := make([]string, len(cols))
-			for i, c := range cols {
-				line[i] = cell(rec[c])
+			var line []string
+			if p.labelled {
+				line = append(line, node)
+			}
+			for _, c := range cols {
+				line = append(line, cell(rec[c]))
 			}
 			cw.Write(line)
 		}
 		cw.Flush()
 		return cw.Error()
 	case "table":
+		if p.labelled {
+			fmt.Fprintf(w, "── %s (%s rows) ──\n", node, commas(int64(r.NumRows())))
+		}
 		t := newTable(cols...)
 		for _, rec := range records {
 			line := make([]string, len(cols))
@@ -202,23 +284,36 @@ func catRows(w io.Writer, r *artifacts.Reader, v catView) error {
 			t.row(line...)
 		}
 		t.print(w)
-		if total > len(rows) {
-			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(total)))
+		more()
+		if p.labelled {
+			fmt.Fprintln(w)
 		}
 	case "record":
+		if p.labelled {
+			fmt.Fprintf(w, "══ %s (%s rows) ══\n", node, commas(int64(r.NumRows())))
+		}
 		for i, rec := range records {
 			fmt.Fprintf(w, "── row %d ──\n", i+1)
 			for _, c := range cols {
 				writeField(w, "", c, rec[c])
 			}
 		}
-		if total > len(rows) {
-			fmt.Fprintf(w, "(%d of %s rows; --limit N for more)\n", len(rows), commas(int64(total)))
-		}
+		more()
 	default:
 		return errors.New("--format: want table, record, csv or jsonl")
 	}
 	return nil
+}
+
+// marshalJSON is json.Marshal without HTML escaping.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // writeField prints one value of a record: scalars on the line, text of

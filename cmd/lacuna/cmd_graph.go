@@ -26,7 +26,7 @@ func runGraph(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := graphFlags.load(path)
+	l, err := graphFlags.loadWith(path, storeNone)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,10 @@ whether a run would execute it (and why: new, config changed, input
 changed...), find it cached, or be blocked by a failed input. For a node
 that calls a model it counts the calls a run would make, how many the
 store's call cache already holds, and estimates the tokens of the rest,
-per node and in total per model (its inputs must exist to count them).`)
+per node and in total per model (its inputs must exist to count them).
+Plan exits 1 when a node has an error (a configuration that does not
+resolve, a model server that does not answer), after printing the plan.
+With no store yet it plans against an empty one and creates none.`)
 
 var planFlags struct {
 	pipelineFlags
@@ -39,10 +42,11 @@ func runPlan(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := planFlags.load(path)
+	l, err := planFlags.loadWith(path, storeOrEmpty)
 	if err != nil {
 		return err
 	}
+	defer l.cleanup()
 	x := l.executor()
 	x.CountCalls = true
 	entries, err := x.Plan(ctx, l.graph, planFlags.addrs)
@@ -51,10 +55,14 @@ func runPlan(ctx context.Context, cmd *Command, args []string) error {
 	}
 	totals := callTotals(entries)
 	if planFlags.json {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"pipeline": path, "nodes": entries, "counts": planCounts(entries), "calls": totals})
+		err = json.NewEncoder(os.Stdout).Encode(map[string]any{"pipeline": path, "nodes": entries, "counts": planCounts(entries), "calls": totals})
+	} else {
+		printPlan(os.Stdout, entries, totals)
 	}
-	printPlan(os.Stdout, entries, totals)
-	return nil
+	if err == nil && planCounts(entries)[engine.PlanError] > 0 {
+		return exitError(1) // the plan printed the errors
+	}
+	return err
 }
 
 func printPlan(out io.Writer, entries []engine.PlanEntry, totals []nodes.CallPlan) {

@@ -58,7 +58,7 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := runFlags.load(path)
+	l, err := runFlags.loadWith(path, storeCreate)
 	if err != nil {
 		return err
 	}
@@ -99,6 +99,11 @@ func runRun(ctx context.Context, cmd *Command, args []string) error {
 		display = newPlainProgress(os.Stdout, runFlags.progressInterval)
 	}
 	x.Events = func(e engine.Event) {
+		if e.Event == engine.EventStart {
+			// The run log names the pipeline (lacuna log lists runs
+			// by it): the start event's message.
+			e.Message = l.path
+		}
 		log.write(e)
 		display.event(e)
 	}

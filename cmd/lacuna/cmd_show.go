@@ -16,6 +16,7 @@ import (
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
+	"github.com/lacuna-dev/lacuna/nodes"
 )
 
 var cmdShow = newCommand("show", "[PIPELINE] ADDR|DIGEST",
@@ -26,7 +27,12 @@ reports such as a model's usage: calls, cached, retries, tokens, latency
 percentiles; logs), its
 content digest, row count and schema; for a failed node, its error and
 logs. Give PIPELINE ADDR for a node (every instance of a for_each node when
-ADDR has no key), or an action key or content digest alone.`)
+ADDR has no key), or an action key or content digest alone, or any prefix
+of one of at least 4 hex digits that names one thing in the store (as
+plan and run print them); a content digest shows the action that wrote
+it. The schema is a column list: name, type, and whether the column is
+required, nullable or repeated (a group's fields indented below it).
+Times are RFC 3339 in UTC.`)
 
 var showFlags pipelineFlags
 
@@ -59,6 +65,7 @@ func runShow(ctx context.Context, cmd *Command, args []string) error {
 			}
 			m["object"] = r.Object
 			m["schema"] = r.Schema().String()
+			m["columns"] = nodes.Columns(r.Schema())
 			m["metadata"] = r.Meta()
 		}
 		out = append(out, m)
@@ -88,7 +95,7 @@ func printShow(w io.Writer, m map[string]any) {
 	if a, ok := m["action"].(*artifacts.Action); ok {
 		kv("type", fmt.Sprintf("%s (logic version %s)", a.Type, a.Version))
 		kv("key", string(a.Key))
-		kv("computed", fmt.Sprintf("%s on %s in %.3fs by %s", a.Started.Format("2006-01-02 15:04:05Z"), a.Host, a.Seconds, a.Tool))
+		kv("computed", fmt.Sprintf("%s on %s in %.3fs by %s", formatStamp(a.Started), a.Host, a.Seconds, a.Tool))
 		for _, in := range a.Inputs {
 			kv("input", fmt.Sprintf("%s ← %s (%s)", in.Name, in.Node, in.Digest))
 		}
@@ -114,7 +121,7 @@ func printShow(w io.Writer, m map[string]any) {
 		kv("status", p)
 	}
 	if f, ok := m["failure"].(*artifacts.Failure); ok {
-		kv("failed", fmt.Sprintf("%s on %s after %.3fs", f.Started.Format("2006-01-02 15:04:05Z"), f.Host, f.Seconds))
+		kv("failed", fmt.Sprintf("%s on %s after %.3fs", formatStamp(f.Started), f.Host, f.Seconds))
 		fmt.Fprintln(w, "  error")
 		fmt.Fprintln(w, indent(f.Error))
 		printReports(w, f.Reports)
@@ -127,8 +134,9 @@ func printShow(w io.Writer, m map[string]any) {
 		kv("digest", string(o.Digest))
 		kv("rows", commas(o.Rows))
 		kv("file", fmt.Sprintf("%s bytes, xxhash64 %s", commas(o.Size), o.FileSum))
-		fmt.Fprintln(w, "  schema")
-		fmt.Fprintln(w, indent(m["schema"].(string)))
+		cols, _ := m["columns"].([]nodes.Column)
+		fmt.Fprintf(w, "  %-9s %d\n", "columns", len(cols))
+		printColumns(w, cols, "    ")
 	}
 }
 
@@ -200,6 +208,13 @@ func decodeOrdered(dec *json.Decoder) (any, error) {
 }
 
 func printOrdered(w io.Writer, v any, indent string) {
+	if list, ok := v.([]any); ok && hasObjects(list) {
+		for i, el := range list {
+			fmt.Fprintf(w, "%s[%d]\n", indent, i)
+			printOrdered(w, el, indent+"  ")
+		}
+		return
+	}
 	obj, ok := v.([]member)
 	if !ok {
 		fmt.Fprintf(w, "%s%s\n", indent, reportValue(v))
@@ -215,8 +230,30 @@ func printOrdered(w io.Writer, v any, indent string) {
 			printOrdered(w, sub, indent+"  ")
 			continue
 		}
+		if list, ok := m.value.([]any); ok && hasObjects(list) {
+			// A list of records (per-model usage, per-arm results):
+			// each element below the name, its members one a line.
+			fmt.Fprintf(w, "%s%s\n", indent, m.name)
+			printOrdered(w, list, indent+"  ")
+			continue
+		}
 		fmt.Fprintf(w, "%s%-*s  %s\n", indent, width, m.name, reportValue(m.value))
 	}
+}
+
+// hasObjects reports whether a list holds an object, or a list of them.
+func hasObjects(list []any) bool {
+	for _, el := range list {
+		switch el := el.(type) {
+		case []member:
+			return true
+		case []any:
+			if hasObjects(el) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reportValue writes one value of a report.
@@ -241,7 +278,12 @@ func reportValue(v any) string {
 	case bool:
 		return strconv.FormatBool(v)
 	case []member:
-		return "{}"
+		// An object among scalars: inline, members in their order.
+		parts := make([]string, len(v))
+		for n, m := range v {
+			parts[n] = m.name + ": " + reportValue(m.value)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	case []any:
 		parts := make([]string, len(v))
 		for n, el := range v {
@@ -269,61 +311,166 @@ func resolve(ctx context.Context, pf *pipelineFlags, pos []string, cmd *Command)
 		if err != nil {
 			return nil, nil, err
 		}
-		entries, err := l.reader().Plan(ctx, l.graph, []string{pos[1]})
-		if err != nil {
-			return nil, nil, err
-		}
-		var out []subject
-		for _, e := range entries {
-			if e.Node != pos[1] && !strings.HasPrefix(e.Node, pos[1]+"[") {
-				continue
+		if isHex(pos[1]) { // a digest, as plan and run print them
+			s, err := lookupDigest(l.store, pos[1])
+			if err != nil {
+				return nil, nil, err
 			}
-			s := subject{node: e.Node}
-			if e.Status == engine.PlanCached {
-				a, err := l.store.GetAction(e.Key)
-				if err != nil {
-					return nil, nil, err
-				}
-				if e.Reason != "" { // a last-known result
-					fmt.Fprintf(os.Stderr, "note: %s: %s\n", e.Node, e.Reason)
-				}
-				s.action, s.object = a, a.Output
-			} else {
-				s.pending = fmt.Sprintf("not computed with its current inputs (plan: %s, %s)", e.Status, e.Reason)
-				if _, err := l.store.GetAction(e.Key); e.Key != "" && errors.Is(err, artifacts.ErrDamagedAction) {
-					s.pending = err.Error()
-				}
-				if e.Key != "" {
-					f, err := l.store.GetFailure(e.Key)
-					if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
-						return nil, nil, err
-					}
-					s.failure = f
-				}
-			}
-			out = append(out, s)
+			return l.store, []subject{s}, nil
 		}
-		return l.store, out, nil
-	case len(pos) == 1 && artifacts.Digest(pos[0]).Valid():
+		out, err := resolveAddr(ctx, l, pos[1])
+		return l.store, out, err
+	case len(pos) == 1 && isHex(pos[0]):
 		st, err := pf.openHere()
 		if err != nil {
 			return nil, nil, err
 		}
-		d := artifacts.Digest(pos[0])
+		s, err := lookupDigest(st, pos[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, []subject{s}, nil
+	}
+	return nil, nil, usageError(fmt.Sprintf("usage: lacuna %s PIPELINE ADDR, or lacuna %s DIGEST (an action key or content digest, or a prefix of one of at least %d hex digits; with --store or LACUNA_STORE when not ./.lacuna)", cmd.Name, cmd.Name, artifacts.MinPrefix))
+}
+
+// isHex reports whether s is hex digits only, as a digest or a prefix
+// of one is.
+func isHex(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789abcdefABCDEF") == ""
+}
+
+// lookupDigest finds what an action key, content digest or a unique
+// prefix of one (as plan and run print them) names in the store: an
+// action (and its output), a failed action, or an object, with the
+// action that wrote it when the store still holds its entry.
+func lookupDigest(st *artifacts.Store, ref string) (subject, error) {
+	prefix := strings.ToLower(ref)
+	if len(prefix) < artifacts.MinPrefix {
+		return subject{}, usageError(fmt.Sprintf("digest prefix %q is too short: give at least %d hex digits", ref, artifacts.MinPrefix))
+	}
+	if len(prefix) > 16 {
+		return subject{}, usageError(fmt.Sprintf("%q is not a digest: digests are 16 hex digits", ref))
+	}
+	matches, err := st.MatchPrefix(prefix)
+	if err != nil {
+		return subject{}, err
+	}
+	kinds := map[artifacts.Digest]map[string]bool{}
+	var names []artifacts.Digest
+	for _, m := range matches {
+		if kinds[m.Digest] == nil {
+			kinds[m.Digest] = map[string]bool{}
+			names = append(names, m.Digest)
+		}
+		kinds[m.Digest][m.Kind] = true
+	}
+	switch {
+	case len(names) == 0:
+		return subject{}, fmt.Errorf("no action key or content digest in %s begins with %s", relPath(st.Root()), prefix)
+	case len(names) > 1:
+		var b strings.Builder
+		for i, d := range names {
+			if i == 8 {
+				fmt.Fprintf(&b, "\n  ... and %d more", len(names)-i)
+				break
+			}
+			fmt.Fprintf(&b, "\n  %s  %s", d, describeDigest(st, d, kinds[d]))
+		}
+		return subject{}, fmt.Errorf("digest prefix %s is ambiguous: %d names in %s begin with it; give more digits:%s", prefix, len(names), relPath(st.Root()), b.String())
+	}
+	d, kind := names[0], kinds[names[0]]
+	if kind[artifacts.KindAction] {
 		a, err := st.GetAction(d)
 		switch {
 		case err == nil:
-			return st, []subject{{node: a.Node, action: a, object: a.Output}}, nil
-		case errors.Is(err, artifacts.ErrDamagedAction):
-			return nil, nil, err
+			return subject{node: a.Node, action: a, object: a.Output}, nil
+		case !errors.Is(err, artifacts.ErrNotFound):
+			return subject{}, err
 		}
-		if f, err := st.GetFailure(d); err == nil {
-			return st, []subject{{node: f.Node, failure: f, pending: "failed"}}, nil
-		}
-		if _, err := os.Stat(st.ObjectPath(d)); err == nil {
-			return st, []subject{{object: artifacts.Object{Digest: d}}}, nil
-		}
-		return nil, nil, fmt.Errorf("%s is neither an action key nor an object in %s", d, st.Root())
 	}
-	return nil, nil, usageError(fmt.Sprintf("usage: lacuna %s PIPELINE ADDR, or lacuna %s DIGEST (an action key or content digest, with --store or LACUNA_STORE when not ./.lacuna)", cmd.Name, cmd.Name))
+	if kind[artifacts.KindFailure] {
+		if f, err := st.GetFailure(d); err == nil {
+			return subject{node: f.Node, failure: f, pending: "failed"}, nil
+		}
+	}
+	if kind[artifacts.KindObject] {
+		s := subject{object: artifacts.Object{Digest: d}}
+		writers, err := st.Writers(d)
+		if err != nil {
+			return subject{}, err
+		}
+		for _, k := range writers {
+			if a, err := st.GetAction(k); err == nil && a.Output.Digest == d {
+				s.node, s.action, s.object = a.Node, a, a.Output
+				break
+			}
+		}
+		return s, nil
+	}
+	return subject{}, fmt.Errorf("%s is gone from %s", d, relPath(st.Root()))
+}
+
+// describeDigest says what a name of the store is, for a list of
+// candidates: "action of node.x", "object of node.y", "failed action of
+// node.z".
+func describeDigest(st *artifacts.Store, d artifacts.Digest, kind map[string]bool) string {
+	switch {
+	case kind[artifacts.KindAction]:
+		if a, err := st.GetAction(d); err == nil {
+			return "action key of " + a.Node
+		}
+		return "action key"
+	case kind[artifacts.KindFailure]:
+		if f, err := st.GetFailure(d); err == nil {
+			return "failed action of " + f.Node
+		}
+		return "failed action"
+	}
+	if ws, _ := st.Writers(d); len(ws) > 0 {
+		if a, err := st.GetAction(ws[0]); err == nil {
+			return fmt.Sprintf("content digest of %s (%s rows)", a.Node, commas(a.Output.Rows))
+		}
+	}
+	return "content digest"
+}
+
+// resolveAddr turns an address of a loaded pipeline into its subjects:
+// one for an instance, every instance for a for_each node's address.
+func resolveAddr(ctx context.Context, l *loaded, addr string) ([]subject, error) {
+	entries, err := l.reader().Plan(ctx, l.graph, []string{addr})
+	if err != nil {
+		return nil, err
+	}
+	var out []subject
+	for _, e := range entries {
+		if e.Node != addr && !strings.HasPrefix(e.Node, addr+"[") {
+			continue
+		}
+		s := subject{node: e.Node}
+		if e.Status == engine.PlanCached {
+			a, err := l.store.GetAction(e.Key)
+			if err != nil {
+				return nil, err
+			}
+			if e.Reason != "" { // a last-known result
+				fmt.Fprintf(os.Stderr, "note: %s: %s\n", e.Node, e.Reason)
+			}
+			s.action, s.object = a, a.Output
+		} else {
+			s.pending = fmt.Sprintf("not computed with its current inputs (plan: %s, %s)", e.Status, e.Reason)
+			if _, err := l.store.GetAction(e.Key); e.Key != "" && errors.Is(err, artifacts.ErrDamagedAction) {
+				s.pending = err.Error()
+			}
+			if e.Key != "" {
+				f, err := l.store.GetFailure(e.Key)
+				if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+					return nil, err
+				}
+				s.failure = f
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -13,8 +13,8 @@ import (
 var cmdValidate = newCommand("validate", "PIPELINE",
 	"check a pipeline: syntax, references, types, cycles", `
 Validate parses the pipeline, evaluates its variables and for_each
-expressions and checks every node's configuration, without touching the
-store's artifacts. Problems are printed as FILE:LINE:COL diagnostics.`)
+expressions and checks every node's configuration, without opening the
+store. Problems are printed as FILE:LINE:COL diagnostics.`)
 
 var validateFlags pipelineFlags
 
@@ -28,7 +28,7 @@ func runValidate(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := validateFlags.load(path)
+	l, err := validateFlags.loadWith(path, storeNone)
 	if err != nil {
 		return err
 	}

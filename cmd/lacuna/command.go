@@ -72,8 +72,10 @@ var commands = []*Command{
 	cmdValidate,
 	cmdPlan,
 	cmdRun,
+	cmdLog,
 	cmdShow,
 	cmdCat,
+	cmdDiff,
 	cmdExport,
 	cmdReport,
 	cmdVerify,
@@ -93,6 +95,15 @@ func lookupCommand(name string) *Command {
 		}
 	}
 	return nil
+}
+
+// suggestCommand is the command a mistyped name most likely meant, or "".
+func suggestCommand(name string) string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.Name
+	}
+	return engine.Suggest(name, names)
 }
 
 // mainUsage prints the list of commands.
@@ -116,6 +127,9 @@ func init() {
 			if c := lookupCommand(args[0]); c != nil {
 				c.usage(os.Stdout)
 				return nil
+			}
+			if s := suggestCommand(args[0]); s != "" {
+				return usageError(fmt.Sprintf("unknown command %q; did you mean %q?", args[0], s))
 			}
 			return usageError(fmt.Sprintf("unknown command %q: run 'lacuna help' for the list", args[0]))
 		}

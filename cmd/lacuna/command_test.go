@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +56,27 @@ func TestParseFlagsAcceptsFlagsAnywhere(t *testing.T) {
 		}
 		if !slices.Equal(pos, tc.wantPos) || f.n != tc.jobs || f.json != tc.json || !slices.Equal(f.vars, tc.vars) {
 			t.Errorf("%q: positional %q, -j %d, --json %v, --var %q", tc.args, pos, f.n, f.json, f.vars)
+		}
+	}
+}
+
+// TestMistypedCommandGetsASuggestion: an unknown command close to one
+// names it; one close to none lists the commands; both exit 2.
+func TestMistypedCommandGetsASuggestion(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rn"}, `lacuna: unknown command "rn"; did you mean "run"?`},
+		{[]string{"shwo", "x"}, `lacuna: unknown command "shwo"; did you mean "show"?`},
+		{[]string{"dif"}, `did you mean "diff"?`},
+		{[]string{"help", "rn"}, `lacuna help: unknown command "rn"; did you mean "run"?`},
+		{[]string{"zzzzzzzz"}, "unknown command \"zzzzzzzz\"\n\nlacuna "},
+	} {
+		r := lacuna(t, dir, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("lacuna %v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
 }

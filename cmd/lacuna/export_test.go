@@ -207,3 +207,79 @@ func TestExportReadsInDuckDBAndPandas(t *testing.T) {
 		})
 	}
 }
+
+// TestExportReplacesItsPreviousOutput: an export into a previous export
+// leaves exactly its own files (a stale file, which views.sql's globs
+// would read, is gone); a directory holding other files is refused,
+// untouched, unless --force; one holding the store never.
+func TestExportReplacesItsPreviousOutput(t *testing.T) {
+	dir := benchDAG(t, 2)
+	lacuna(t, dir, "run", "pipeline.hcl")
+	out := filepath.Join(dir, "export")
+	files := func() []string {
+		var got []string
+		filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(out, p)
+				got = append(got, rel)
+			}
+			return nil
+		})
+		return got
+	}
+	want := "concat/all.parquet import/data.parquet lacuna-export.json sample/s0.parquet sample/s1.parquet views.sql"
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		args  []string
+		code  int
+		want  string // the files after, space-separated
+	}{
+		{"into a new directory", func() {}, nil, 0, want},
+		{"over a previous export with a stale file", func() {
+			os.WriteFile(filepath.Join(out, "sample", "s9.parquet"), []byte("stale"), 0o644)
+		}, nil, 0, want},
+		{"over a previous export by an older lacuna (no manifest)", func() {
+			os.Remove(filepath.Join(out, "lacuna-export.json"))
+			os.WriteFile(filepath.Join(out, "sample", "s9.parquet"), []byte("stale"), 0o644)
+		}, nil, 0, want},
+		{"into a directory of other files", func() {
+			os.RemoveAll(out)
+			os.MkdirAll(out, 0o755)
+			os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644)
+		}, nil, 1, "notes.txt"},
+		{"into a directory of other files, forced", func() {}, []string{"--force"}, 0, want},
+		{"into an empty directory", func() {
+			os.RemoveAll(out)
+			os.MkdirAll(out, 0o755)
+		}, nil, 0, want},
+	} {
+		tc.setup()
+		r := lacuna(t, dir, append([]string{"export", "pipeline.hcl", "--to", out}, tc.args...)...)
+		if r.code != tc.code {
+			t.Errorf("%s: exit %d, want %d: %s", tc.name, r.code, tc.code, r.stderr)
+		}
+		if got := strings.Join(files(), " "); got != tc.want {
+			t.Errorf("%s: files %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	var m struct {
+		Export int `json:"lacuna_export"`
+		Files  []struct{ Node, File string }
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "lacuna-export.json"))
+	if err := json.Unmarshal(b, &m); err != nil || m.Export != 1 || len(m.Files) != 4 {
+		t.Errorf("manifest %s (%v)", b, err)
+	}
+	r := lacuna(t, dir, "export", "pipeline.hcl", "--to", "x/..", "--force")
+	if r.code != 1 || !strings.Contains(r.stderr, "holds the store") {
+		t.Errorf("export over the pipeline's directory: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pipeline.hcl")); err != nil {
+		t.Fatal("export removed the pipeline")
+	}
+	os.WriteFile(filepath.Join(dir, "a-file"), []byte("x"), 0o644)
+	if r := lacuna(t, dir, "export", "pipeline.hcl", "--to", filepath.Join(dir, "a-file")); r.code == 0 {
+		t.Error("export over a file succeeded")
+	}
+}

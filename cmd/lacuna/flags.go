@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -30,20 +31,53 @@ func (s *storeFlag) add(fs *flag.FlagSet, dflt string) {
 	fs.StringVar(&s.dir, "store", "", "store directory (default: $LACUNA_STORE, else "+dflt+")")
 }
 
-// open opens the store: --store, else $LACUNA_STORE, else .lacuna in dir.
-func (s *storeFlag) open(dir string) (*artifacts.Store, error) {
-	root := s.dir
-	if root == "" {
-		root = env.store
+// root is the store's directory: --store, else $LACUNA_STORE, else
+// .lacuna in dir.
+func (s *storeFlag) root(dir string) string {
+	if s.dir != "" {
+		return s.dir
 	}
-	if root == "" {
-		root = filepath.Join(dir, ".lacuna")
+	if env.store != "" {
+		return env.store
 	}
-	return artifacts.Open(root, artifacts.WithSyncEach(env.syncEach))
+	return filepath.Join(dir, ".lacuna")
 }
 
-// openHere opens the store of a command given no pipeline: ./.lacuna by
-// default.
+// create opens the store, creating it when there is none: for run, the
+// one command that writes results.
+func (s *storeFlag) create(dir string) (*artifacts.Store, error) {
+	return artifacts.Open(s.root(dir), artifacts.WithSyncEach(env.syncEach))
+}
+
+// open opens an existing store. Reading commands use it: they never leave
+// an empty store behind, and a missing one is a clear error.
+func (s *storeFlag) open(dir string) (*artifacts.Store, error) {
+	root := s.root(dir)
+	st, err := artifacts.OpenExisting(root, artifacts.WithSyncEach(env.syncEach))
+	if errors.Is(err, artifacts.ErrNoStore) {
+		return nil, noStoreError(root)
+	}
+	return st, err
+}
+
+// noStore is the error of a reading command given no store.
+type noStore struct{ root string }
+
+func (e *noStore) Error() string {
+	return fmt.Sprintf("no store at %s; run `lacuna run` first or pass --store", e.root)
+}
+
+func noStoreError(root string) error { return &noStore{relPath(absPath(root))} }
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// openHere opens the existing store of a command given no pipeline:
+// ./.lacuna by default.
 func (s *storeFlag) openHere() (*artifacts.Store, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -93,17 +127,42 @@ func (j *jobsFlag) add(fs *flag.FlagSet) {
 type loaded struct {
 	path  string
 	graph *engine.Graph
-	store *artifacts.Store
+	store *artifacts.Store // nil for storeNone
+	// cleanup removes what loading made for the command alone (the
+	// empty store of storeOrEmpty); the command calls it when done.
+	cleanup func()
 }
 
-// load parses and expands the pipeline at path and opens its store,
-// printing diagnostics to stderr.
+// storeUse is what a command needs of the pipeline's store.
+type storeUse int
+
+const (
+	// storeExisting: the store must exist (cat, show, export, verify,
+	// gc): a missing one is noStoreError, and none is created.
+	storeExisting storeUse = iota
+	// storeNone: the command does not open the store (validate, graph).
+	storeNone
+	// storeCreate: the store is created when missing (run).
+	storeCreate
+	// storeOrEmpty: a missing store reads as an empty one, made in a
+	// temporary directory and removed by cleanup (plan: what a first run
+	// would do), and nothing is created beside the pipeline.
+	storeOrEmpty
+)
+
+// load parses and expands the pipeline at path and opens its existing
+// store, printing diagnostics to stderr.
 func (p *pipelineFlags) load(path string) (*loaded, error) {
+	return p.loadWith(path, storeExisting)
+}
+
+// loadWith is load with the store opened as use says.
+func (p *pipelineFlags) loadWith(path string, use storeUse) (*loaded, error) {
 	vars := map[string]string{}
 	for _, v := range p.vars {
 		k, val, ok := strings.Cut(v, "=")
 		if !ok {
-			return nil, fmt.Errorf("--var %q: want NAME=VALUE", v)
+			return nil, usageError(fmt.Sprintf("--var %q: want NAME=VALUE", v))
 		}
 		vars[k] = val
 	}
@@ -127,15 +186,34 @@ func (p *pipelineFlags) load(path string) (*loaded, error) {
 		return nil, exitError(1)
 	}
 	cfg.ReleaseSyntax()
-	st, err := p.open(cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{path: abs, graph: g, store: st}, nil
+	l := &loaded{path: abs, graph: g, cleanup: func() {}}
+	switch use {
+	case storeExisting:
+		l.store, err = p.open(cfg.Dir)
+	case storeCreate:
+		l.store, err = p.create(cfg.Dir)
+	case storeOrEmpty:
+		l.store, err = p.open(cfg.Dir)
+		var none *noStore
+		if errors.As(err, &none) {
+			fmt.Fprintf(os.Stderr, "note: no store at %s yet: planning against an empty one (nothing is created)\n", none.root)
+			var tmp string
+			if tmp, err = os.MkdirTemp("", "lacuna-empty-store-"); err != nil {
+				break
+			}
+			l.cleanup = func() { os.RemoveAll(tmp) }
+			l.store, err = artifacts.Open(tmp)
+		}
+	}
+	if err != nil {
+		l.cleanup()
+		return nil, err
+	}
+	return l, nil
 }
 
 func (l *loaded) executor() *engine.Executor {

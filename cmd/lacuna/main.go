@@ -57,6 +57,10 @@ func mainStatus(args []string) int {
 	}
 	c := lookupCommand(args[0])
 	if c == nil {
+		if s := suggestCommand(args[0]); s != "" {
+			fmt.Fprintf(os.Stderr, "lacuna: unknown command %q; did you mean %q?\nRun 'lacuna help' for the list of commands.\n", args[0], s)
+			return 2
+		}
 		fmt.Fprintf(os.Stderr, "lacuna: unknown command %q\n\n", args[0])
 		mainUsage(os.Stderr)
 		return 2

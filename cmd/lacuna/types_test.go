@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -121,6 +122,57 @@ func TestTypesListsOutputColumnsAndHidesRemovedAttributes(t *testing.T) {
 	for _, ti := range infos {
 		if ti.Schema == "not declared" {
 			t.Errorf("node type %s declares no output schema", ti.Name)
+		}
+	}
+}
+
+// TestTypesPrintsOneTypesReference: `lacuna types TYPE` prints that
+// type's reference alone (inputs apart from the other attributes, output
+// columns); an unknown type is an error naming the closest one.
+func TestTypesPrintsOneTypesReference(t *testing.T) {
+	dir := t.TempDir()
+	r := lacuna(t, dir, "types", "judge")
+	if r.code != 0 {
+		t.Fatalf("types judge: %d %s", r.code, r.stderr)
+	}
+	if n := regexp.MustCompile(`(?m)^\S+ \(logic version`).FindAllString(r.stdout, -1); len(n) != 1 || !strings.HasPrefix(r.stdout, "judge (logic version") {
+		t.Errorf("types judge prints %d types:\n%s", len(n), r.stdout)
+	}
+	for _, w := range []string{"\n  inputs:\n", "\n  attributes:\n", "\n  output columns:\n", "task_id", "STRING"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("types judge lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if r := lacuna(t, dir, "types", "judeg"); r.code != 1 || !strings.Contains(r.stderr, `no node type "judeg"; did you mean "judge"?`) {
+		t.Errorf("types judeg: %d %s", r.code, r.stderr)
+	}
+	r = lacuna(t, dir, "types", "filter", "--markdown")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "## filter\n\nLogic version ") || !strings.Contains(r.stdout, "**Inputs**\n\n| Name | Required | Type |\n|---|---|---|\n| `input` | required | artifact |") {
+		t.Errorf("types filter --markdown:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// TestNodeTypesDocIsTypesMarkdown: docs/node-types.md is the output of
+// `lacuna types --markdown`, so the reference in docs/ is the one the
+// binary carries.
+func TestNodeTypesDocIsTypesMarkdown(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "node-types.md"))
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("no docs/node-types.md")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := lacuna(t, t.TempDir(), "types", "--markdown")
+	if r.code != 0 {
+		t.Fatalf("types --markdown: %d %s", r.code, r.stderr)
+	}
+	if r.stdout != string(doc) {
+		t.Errorf("docs/node-types.md is not the output of `lacuna types --markdown`: regenerate it with\n  go run ./cmd/lacuna types --markdown > docs/node-types.md")
+	}
+	for _, name := range []string{"import", "judge", "metrics"} {
+		if !strings.Contains(r.stdout, "\n## "+name+"\n") {
+			t.Errorf("the reference has no section for %s", name)
 		}
 	}
 }

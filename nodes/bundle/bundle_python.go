@@ -26,11 +26,6 @@ import (
 // v_new (the same bound as surface_diff's).
 var pySurfaceLimits = sandbox.Limits{Wall: 10 * time.Minute, Memory: 8 << 30, Output: 256 << 20}
 
-// exampleNotRun is the status of an example that could not be run in the
-// sandbox (pyenv's Unsandboxed: the environments are where the sandbox
-// cannot mount them); it is never valid.
-const exampleNotRun = "not_run"
-
 // pyExamplesVersion is the version of how a Python bundle gathers and ties
 // E (beside the node's Version, which the Go and Python bundles share):
 // 2 adds the sdist's tests (pySdistTests).
@@ -189,7 +184,7 @@ func buildPython(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, k
 	}
 	verdicts, err := runExamples(ctx, r, c, p, env, exs)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("%s %s: %w", lib, version, err)
 	}
 	statuses, checked := map[string]int{}, 0
 	for i, e := range exs {
@@ -526,10 +521,13 @@ func runExamples(ctx context.Context, r nodes.Run, c *config, p *pyenv.Python, e
 		return out, nil
 	}
 	if p.Unsandboxed != "" {
-		for i := range out {
-			out[i] = pyapi.Verdict{Status: exampleNotRun, Error: "not run: the sandbox cannot mount the environment: " + p.Unsandboxed}
-		}
-		return out, nil
+		// Examples are code from the package's documentation: they run in
+		// the sandbox or not at all, and a bundle without them has no E
+		// to validate, so the node fails rather than store empty bundles
+		// (LACUNA_PY_UNSANDBOXED=1 covers listing the surface only).
+		return nil, fmt.Errorf("its %d examples can only run in the sandbox, which cannot mount the environment here (%s); "+
+			"LACUNA_PY_UNSANDBOXED=1 lets surface_diff list APIs outside it, never run examples: use a store and interpreter the sandbox can mount (e.g. LACUNA_STORE under /var/tmp, LACUNA_PYTHON=/usr/bin/python3)",
+			len(exs), p.Unsandboxed)
 	}
 	x := &pyapi.Executor{Sandbox: p.Sandbox, Python: env.Python(), ReadOnly: p.Mounts(env),
 		Limits: sandbox.Limits{Wall: c.timeout(), Memory: 4 << 30}}

@@ -18,7 +18,7 @@ import (
 )
 
 // Install says how to get the interpreter the tests need.
-const Install = "make test-stvenv && LACUNA_TORCH_PYTHON=$PWD/.cache/stvenv/bin/python go test ..."
+const Install = "make test-torchvenv && LACUNA_TORCH_PYTHON=$PWD/.cache/torchvenv/bin/python go test ..."
 
 // Python returns $LACUNA_TORCH_PYTHON after checking its packages against
 // requirements.txt; without it the test skips (fails when CI=true).
