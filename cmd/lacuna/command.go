@@ -77,6 +77,7 @@ var commands = []*Command{
 	cmdCat,
 	cmdDiff,
 	cmdExport,
+	cmdReport,
 	cmdView,
 	cmdVerify,
 	cmdGraph,
