@@ -39,7 +39,7 @@ echo "creating $(1)" && rm -rf $(1) && \
 	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
-.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live embed-reference bench bench-embed fuzz clean
+.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live test-chromium embed-reference bench bench-embed fuzz clean
 
 # The first build on a machine downloads the Go modules and compiles
 # them, minutes on two cores with nothing printed but `go: downloading`:
@@ -72,6 +72,7 @@ quickstart: deps build
 	$(BIN) run $(QS_VARS) pipelines/quickstart.hcl
 	$(BIN) cat pipelines/quickstart.hcl 'node.bundle.lib["zerolog"]' --format record --limit 1
 	$(if $(ENDPOINT)$(GGUF),$(BIN) cat $(QS_VARS) pipelines/quickstart.hcl 'node.metrics.slice["table"]' --where difficulty=all --columns $(SLICE_COLUMNS) --limit 100)
+	$(BIN) report $(QS_VARS) pipelines/quickstart.hcl
 
 # NovelAPIBench stages 1-4 on four PyPI libraries
 # (pipelines/examples/python_quickstart.hcl): versions, surface diff,
@@ -117,7 +118,8 @@ toolsense: build test-python
 	set -x && \
 	$(BIN) run $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl && \
 	$(BIN) cat $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl node.retrieval_eval.rrb \
-	  --columns retrieve,tier,k,queries,rc_at_k,rc_lo,rc_hi --limit 100
+	  --columns retrieve,tier,k,queries,rc_at_k,rc_lo,rc_hi --limit 100 && \
+	$(BIN) report $(TS_VARS) --var embed_model=$$model pipelines/toolsense.hcl
 
 # The real model of the model-server tests (runners/serve, cmd/lacuna):
 # llama.cpp's llama-server built from the llama-cpp-python sdist on PyPI
@@ -132,10 +134,11 @@ toolsense: build test-python
 # (runners/parametric, cmd/lacuna) train, edit and serve a tiny model in
 # the second; CI=true makes those tests fail rather than skip without them.
 # The parametric end-to-end test runs for minutes on two cores: -timeout 40m.
-test: deps vet fmt-check staticcheck test-python test-torchvenv test-runners
+test: deps vet fmt-check staticcheck test-python test-torchvenv test-runners test-chromium
 	LACUNA_LLAMA_SERVER=$$(bash runners/serve/testdata/build-llama-server.sh) && \
 	LACUNA_GGUF=$$(bash runners/serve/testdata/fetch-weights.sh smollm2) && \
 	export LACUNA_LLAMA_SERVER LACUNA_GGUF && \
+	LACUNA_TEST_CHROMIUM=$$(command -v chromium || command -v chromium-browser || true) \
 	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_TORCH_PYTHON=$(TORCHVENV)/bin/python $(GO) test -count=1 -timeout 40m ./...
 
 # The embedding parity test against sentence-transformers run now (beside
@@ -144,6 +147,15 @@ test-parity-live: test-python test-stvenv
 	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./runners/embed -run Parity -v
 embed-reference: test-python test-stvenv
 	cd runners/embed && LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 . -run Parity -update-reference -v
+
+# Debian's chromium, the real browser the viewer's test (cmd/lacuna
+# TestView) drives through chromedp; installed when missing and we are
+# root, else that test skips, saying why (CI=true: it fails).
+test-chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium (the viewer's browser test)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "not root: chromium is missing and the viewer's browser test skips (CI=true: fails); apt-get install chromium"; fi; }
 
 # The runners' real peers, installed and started when missing (as root):
 # podman with runc and cgroupfs (runners/container), and a one-node SLURM

@@ -66,15 +66,6 @@ import (
 // root is the repository's root, seen from this package's directory.
 const root = ".."
 
-// pending are the docs other branches add; links to them are accepted
-// while they are absent (and checked once they exist). Delete an entry once
-// its branch is merged.
-var pending = map[string]bool{
-	"docs/cli.md":        true,
-	"docs/node-types.md": true,
-	"docs/report.md":     true,
-	"docs/view.md":       true,
-}
 
 // markdownFiles lists README.md and docs/*.md, relative to root.
 func markdownFiles(t *testing.T) []string {
@@ -128,10 +119,6 @@ func TestLinksResolve(t *testing.T) {
 					continue
 				}
 				if _, err := os.Stat(filepath.Join(root, resolved)); err != nil {
-					if pending[resolved] {
-						t.Logf("%s:%d: %s is not here yet (another branch adds it)", file, l.line, resolved)
-						continue
-					}
 					t.Errorf("%s:%d: link %q: %s does not exist", file, l.line, l.target, resolved)
 					continue
 				}
