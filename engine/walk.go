@@ -144,7 +144,7 @@ func (w *walk) checkAhead(g *Graph, insts []*Instance) *intactChecks {
 	if !w.snapValid || len(insts) < 256 {
 		return nil
 	}
-	c := &intactChecks{slot: make([]int32, len(g.Instances))}
+	c := &intactChecks{slot: make([]int32, len(g.Instances)), keys: make([]artifacts.Digest, 0, len(insts))}
 	for k := range c.slot {
 		c.slot[k] = -1
 	}
