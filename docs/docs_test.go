@@ -66,7 +66,6 @@ import (
 // root is the repository's root, seen from this package's directory.
 const root = ".."
 
-
 // markdownFiles lists README.md and docs/*.md, relative to root.
 func markdownFiles(t *testing.T) []string {
 	t.Helper()

@@ -3,10 +3,10 @@ package embed
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
-	"flag"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"math"
 	"os"
 	"os/exec"
