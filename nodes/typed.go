@@ -36,6 +36,23 @@ type Schema struct {
 	// for an input whose schema is not known before the run). It returns
 	// nil when the schema is not known before the run either.
 	Derive func(cfg any, input func(Ref) *parquet.Schema) *parquet.Schema
+	// Volatile names the top-level columns whose values may differ
+	// between two runs of one action: wall-clock timings and latencies
+	// measured while the work was done. Static takes them from R's
+	// fields tagged `volatile:"WHY"`. Every other column must be
+	// reproducible from the config, the inputs and what Resolve pinned:
+	// `lacuna verify` compares those, and reports differences in these
+	// apart, as information rather than a mismatch.
+	Volatile []string
+}
+
+// VolatileColumns is the Volatile of t's declared schema, nil for a type
+// that declares none.
+func VolatileColumns(t Type) []string {
+	if ty, ok := t.(Typed); ok {
+		return ty.Schema().Volatile
+	}
+	return nil
 }
 
 // Static is the skeleton of a node type whose config struct is C and
@@ -49,8 +66,9 @@ type Static[C, R any] struct{}
 // NewConfig returns a new zero C.
 func (Static[C, R]) NewConfig() any { return new(C) }
 
-// Schema is R's schema.
-func (Static[C, R]) Schema() Schema { return Schema{Rows: schemaOf[R]()} }
+// Schema is R's schema, with its fields tagged `volatile:"WHY"` as
+// Volatile.
+func (Static[C, R]) Schema() Schema { return Schema{Rows: schemaOf[R](), Volatile: volatileOf[R]()} }
 
 // Config is the run's decoded config.
 func (Static[C, R]) Config(r Run) *C { return r.Config().(*C) }
@@ -104,6 +122,40 @@ func schemaOf[R any]() *parquet.Schema {
 	}
 	s, _ := schemaCache.LoadOrStore(key, artifacts.SchemaOf[R]())
 	return s.(*parquet.Schema)
+}
+
+var volatileCache sync.Map // reflect.Type → []string
+
+// volatileOf lists the columns of R's fields tagged `volatile:"WHY"`
+// (those of embedded structs included), by their parquet names.
+func volatileOf[R any]() []string {
+	key := reflect.TypeFor[R]()
+	if v, ok := volatileCache.Load(key); ok {
+		return v.([]string)
+	}
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+			switch {
+			case name == "-" || !f.IsExported():
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case f.Tag.Get("volatile") != "":
+				if name == "" {
+					name = f.Name
+				}
+				out = append(out, name)
+			}
+		}
+	}
+	if key.Kind() == reflect.Struct {
+		walk(key)
+	}
+	v, _ := volatileCache.LoadOrStore(key, out)
+	return v.([]string)
 }
 
 // CheckOutput checks that schema is the output schema t declares. Types
