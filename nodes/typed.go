@@ -23,6 +23,19 @@ type Typed interface {
 	Schema() Schema
 }
 
+// SchemaReader is implemented by types whose output schema depends on
+// something outside the pipeline that can be read cheaply before the run
+// (import: the columns it declares, or its file's). ReadSchema returns it
+// for one instance's config, dir being the pipeline's directory, or nil
+// when it cannot be known before the run. A column whose values' type is
+// not known before the run may be given as JSON (any value). It is used to
+// check expressions over the rows (filter's where) at load time; problems
+// with the file are left to Resolve and Run to report. It may be called
+// from many goroutines at once.
+type SchemaReader interface {
+	ReadSchema(cfg any, dir string) *parquet.Schema
+}
+
 // Schema is a node type's declared output schema.
 type Schema struct {
 	// Rows is the schema of every output of the type; nil when it
