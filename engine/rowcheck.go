@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -22,7 +24,9 @@ import (
 // the schema is known only at run time (a large JSON file) the expression
 // is not checked here.
 func checkRowExprs(g *Graph) hcl.Diagnostics {
-	sc := &schemas{g: g, memo: map[*Instance]*parquet.Schema{}}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaReadBudget)
+	defer cancel()
+	sc := &schemas{ctx: ctx, g: g, memo: map[*Instance]*parquet.Schema{}}
 	done := map[checked]bool{}
 	byType := map[string][]rowExpr{}
 	var diags hcl.Diagnostics
@@ -89,8 +93,14 @@ func rowExprs(t nodes.Type) []rowExpr {
 	return out
 }
 
+// schemaReadBudget bounds the time one load spends reading schemas from
+// outside the pipeline (nodes.SchemaReader): past it, the inputs left are
+// checked at run time only.
+const schemaReadBudget = 5 * time.Second
+
 // schemas finds the output schemas known before the run.
 type schemas struct {
+	ctx  context.Context // the budget of SchemaReaders
 	g    *Graph
 	memo map[*Instance]*parquet.Schema
 }
@@ -108,7 +118,9 @@ func (sc *schemas) of(inst *Instance) *parquet.Schema {
 		case d.Rows != nil:
 			s = d.Rows
 		case reads:
-			s = sr.ReadSchema(inst.Config, inst.Decl.Dir())
+			if sc.ctx.Err() == nil {
+				s = sr.ReadSchema(sc.ctx, inst.Config, inst.Decl.Dir())
+			}
 		case d.Derive != nil:
 			s = d.Derive(inst.Config, func(ref nodes.Ref) *parquet.Schema {
 				in, ok := sc.g.Lookup(ref.Node)

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
@@ -27,13 +28,14 @@ type Typed interface {
 // something outside the pipeline that can be read cheaply before the run
 // (import: the columns it declares, or its file's). ReadSchema returns it
 // for one instance's config, dir being the pipeline's directory, or nil
-// when it cannot be known before the run. A column whose values' type is
-// not known before the run may be given as JSON (any value). It is used to
-// check expressions over the rows (filter's where) at load time; problems
-// with the file are left to Resolve and Run to report. It may be called
-// from many goroutines at once.
+// when it cannot be known before the run, or not before ctx is done (the
+// engine bounds the time loading a pipeline spends on them). A column
+// whose values' type is not known before the run may be given as JSON
+// (any value). It is used to check expressions over the rows (filter's
+// where) at load time; problems with the file are left to Resolve and Run
+// to report. It may be called from many goroutines at once.
 type SchemaReader interface {
-	ReadSchema(cfg any, dir string) *parquet.Schema
+	ReadSchema(ctx context.Context, cfg any, dir string) *parquet.Schema
 }
 
 // Schema is a node type's declared output schema.

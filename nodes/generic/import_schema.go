@@ -19,7 +19,7 @@ var _ nodes.SchemaReader = importType{}
 // file no schema.
 const schemaReadLimit = 16 << 20
 
-// schemaReadTime bounds the time ReadSchema spends inferring.
+// schemaReadTime bounds the time ReadSchema spends inferring one file.
 const schemaReadTime = 2 * time.Second
 
 // ReadSchema is the output schema an import will write, when it can be
@@ -29,7 +29,7 @@ const schemaReadTime = 2 * time.Second
 // columns typed JSON (their types are inferred from every row). Nil when
 // none can: a larger JSON file, or a file that cannot be read (Resolve
 // says why).
-func (importType) ReadSchema(cfg any, dir string) *parquet.Schema {
+func (importType) ReadSchema(ctx context.Context, cfg any, dir string) *parquet.Schema {
 	c := cfg.(*importConfig)
 	if cols := declaredColumns(c.Columns); len(cols) > 0 {
 		return schemaOf(cols)
@@ -56,7 +56,7 @@ func (importType) ReadSchema(cfg any, dir string) *parquet.Schema {
 		}
 		return pf.Schema()
 	case st.Size() <= schemaReadLimit:
-		ctx, cancel := context.WithTimeout(context.Background(), schemaReadTime)
+		ctx, cancel := context.WithTimeout(ctx, schemaReadTime)
 		defer cancel()
 		cols, _, err := inferColumns(ctx, path, c.Path, format)
 		if err != nil {
