@@ -45,7 +45,8 @@ func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
 func (filterType) Doc() string {
 	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true. " +
-		"Where the input's schema is declared, `where` is checked against it before the run."
+		"Where the input's schema is known before the run (declared by its type, or read from an imported file), " +
+		"`where` is checked against it when the pipeline loads."
 }
 
 func (filterType) Schema() nodes.Schema {
