@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -28,6 +30,11 @@ type blockAttr struct {
 	// block of its name (serve { kind = ... }) with these attributes; its
 	// value is then an object of them (null where not set).
 	Nested []blockAttr
+	// Check, when set, examines a string value once it is known: it
+	// returns what is wrong with it ("" when nothing is) and whether
+	// that is only a warning (the value works for some, and is more
+	// often a mistake).
+	Check func(s string) (problem string, warn bool)
 }
 
 var blockSchemas = map[string]*blockSchema{
@@ -37,7 +44,7 @@ var blockSchemas = map[string]*blockSchema{
 			{Name: "id", Type: cty.String, Required: true, Doc: "model id, e.g. Qwen/Qwen2.5-Coder-7B-Instruct"},
 			{Name: "revision", Type: cty.String, Doc: "model revision (commit) pinned for reproducibility"},
 			{Name: "cutoff", Type: cty.String, Doc: "training-data cutoff date, YYYY-MM-DD"},
-			{Name: "endpoint", Type: cty.String, Doc: "OpenAI-compatible base URL"},
+			{Name: "endpoint", Type: cty.String, Doc: "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1", Check: checkEndpoint},
 			{Name: "api_key_env", Type: cty.String, Doc: "the environment variable holding the API key (never the key itself)"},
 			{Name: "served_name", Type: cty.String, Doc: "the name the server knows the model by (default: id); checked against GET /v1/models at plan time"},
 			{Name: "reported_name", Type: cty.String, Doc: "the id the server may name in its answers' model field besides served_name, e.g. the dated model behind an alias (\"*\": any, or none); an answer naming any other model fails its call and is never cached"},
@@ -231,10 +238,72 @@ func (e *evaluator) evalAttrs(b *Block, prefix string, attrs []blockAttr) (cty.V
 				continue
 			}
 		}
+		if a.Check != nil && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+			if problem, warn := a.Check(v.AsString()); problem != "" {
+				d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: problem, Subject: attr.Expr.Range().Ptr()}
+				if warn {
+					d.Severity, d.Summary = hcl.DiagWarning, "Unusual "+a.Name
+				}
+				diags = append(diags, d)
+				if !warn {
+					continue
+				}
+			}
+		}
 		vals[a.Name] = v
 	}
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	return cty.ObjectVal(vals), diags
+}
+
+// endpointHint is what every endpoint problem ends with.
+const endpointHint = "endpoint must be an absolute http(s) URL ending in /v1, e.g. http://127.0.0.1:8000/v1"
+
+// checkEndpoint checks a model's endpoint before anything contacts it:
+// the client appends /chat/completions, /completions and /models to it,
+// so it must be an absolute http or https URL with a host and without a
+// query or fragment, and not already an operation's URL. "" is no
+// endpoint (a model served by lacuna, or none yet). A path other than
+// /v1 is only a warning: vLLM, llama.cpp's server, OpenAI and most
+// providers serve the API under /v1, and a missing /v1 is the usual
+// mistake, but some serve it elsewhere (Gemini under /v1beta/openai,
+// Perplexity and DeepSeek at the root), so refusing it would lock them
+// out.
+func checkEndpoint(s string) (string, bool) {
+	if s == "" {
+		return "", false
+	}
+	bad := func(why string) (string, bool) {
+		return fmt.Sprintf("%q %s: %s.", s, why, endpointHint), false
+	}
+	if strings.TrimSpace(s) != s {
+		return bad("has spaces around it")
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil && !strings.Contains(s, "://"):
+		return bad("has no scheme")
+	case err != nil:
+		return bad("is not a URL (" + strings.TrimPrefix(err.Error(), "parse "+strconv.Quote(s)+": ") + ")")
+	case u.Scheme == "" || u.Opaque != "" && u.Host == "":
+		return bad("has no scheme")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return bad("is not an http or https URL")
+	case u.Host == "" || u.Hostname() == "":
+		return bad("names no host")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return bad("has a query or fragment, which the paths of the API's operations would follow")
+	}
+	path := strings.TrimRight(u.Path, "/")
+	for _, op := range []string{"/chat/completions", "/completions", "/models"} {
+		if strings.HasSuffix(path, op) {
+			return fmt.Sprintf("%q is the URL of an operation, not the API's base: drop %s (lacuna appends it); %s.", s, op, endpointHint), false
+		}
+	}
+	if !strings.HasSuffix(path, "/v1") {
+		return fmt.Sprintf("%q does not end in /v1, where vLLM, llama.cpp's server, OpenAI and most OpenAI-compatible servers serve the API (%s). A server with another base path (Gemini's .../v1beta/openai) works as written.", s, endpointHint), true
+	}
+	return "", false
 }

@@ -28,8 +28,13 @@ type configField struct {
 	// of the canonical config while it is nil, so that adding an
 	// attribute to a type keeps the keys of every config without it.
 	OmitNull bool
-	Type     reflect.Type
-	cty      cty.Type // the cty type values convert to (for plain Go fields)
+	// Path (`path:"file"` or `path:"dir"` on a string field) says the
+	// value names a regular file or a directory, relative to the
+	// pipeline's directory, that must exist: CheckFiles reports one that
+	// does not at the attribute.
+	Path string
+	Type reflect.Type
+	cty  cty.Type // the cty type values convert to (for plain Go fields)
 }
 
 var (
@@ -78,6 +83,12 @@ func configFields(t nodes.Type) ([]configField, error) {
 				return nil, fmt.Errorf("node type %s: field %s: key:%q: the one key tag is \"omitnull\", on an optional pointer field", t.Name(), sf.Name, k)
 			}
 			f.OmitNull = true
+		}
+		if p := sf.Tag.Get("path"); p != "" {
+			if p != "file" && p != "dir" || sf.Type.Kind() != reflect.String && (sf.Type.Kind() != reflect.Pointer || sf.Type.Elem().Kind() != reflect.String) {
+				return nil, fmt.Errorf("node type %s: field %s: path:%q: the path tag is \"file\" or \"dir\", on a string or *string field", t.Name(), sf.Name, p)
+			}
+			f.Path = p
 		}
 		if r := sf.Tag.Get("roots"); r != "" {
 			f.Roots = strings.Split(r, ",")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -213,13 +214,13 @@ func (w *walk) why(i *Instance, key artifacts.Digest, cfg []byte, identity map[s
 			continue
 		}
 		if bytes.Contains(now[k], []byte(`"artifact"`)) || bytes.Contains(before[k], []byte(`"artifact"`)) {
-			changedIn = append(changedIn, k)
+			changedIn = append(changedIn, inputChange(i, k, before[k], now[k]))
 		} else {
 			changedCfg = append(changedCfg, k)
 		}
 	}
 	if len(changedIn) > 0 {
-		reasons = append(reasons, "input "+strings.Join(changedIn, ", ")+" changed")
+		reasons = append(reasons, strings.Join(changedIn, ", "))
 	}
 	if len(changedCfg) > 0 {
 		reasons = append(reasons, "config changed: "+strings.Join(changedCfg, ", "))
@@ -240,6 +241,97 @@ func (w *walk) why(i *Instance, key artifacts.Digest, cfg []byte, identity map[s
 		return "changed"
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// inputChange says how input attribute attr changed, with the digests
+// its artifacts had in the last run's key (before) and have now: "input
+// samples changed (node.solve.calibration 30be481e → 0e22dab5)". The
+// digests show that the input's rows are not the ones the node last ran
+// on, also when the input was recomputed to a result that looks the same
+// (its timings differ: lacuna verify says which columns).
+func inputChange(i *Instance, attr string, before, now json.RawMessage) string {
+	was, is := artifactDigests(before), artifactDigests(now)
+	msg := "input " + attr + " changed"
+	if len(was) != len(is) {
+		return fmt.Sprintf("%s (%d artifacts, were %d)", msg, len(is), len(was))
+	}
+	refs := refNodes(i, attr)
+	var changes []string
+	for k := range is {
+		if is[k] == was[k] {
+			continue
+		}
+		c := artifacts.Digest(was[k]).Short() + " → " + artifacts.Digest(is[k]).Short()
+		if len(refs) == len(is) {
+			c = refs[k] + " " + c
+		}
+		changes = append(changes, c)
+	}
+	if len(changes) == 0 {
+		return msg
+	}
+	if len(is) > 1 {
+		msg += fmt.Sprintf(" (%d of %d artifacts: %s)", len(changes), len(is), listAddrs(changes))
+	} else {
+		msg += " (" + changes[0] + ")"
+	}
+	return msg
+}
+
+// artifactDigests lists the digests of the {"artifact": DIGEST} objects in
+// a canonical config value, in order.
+func artifactDigests(v json.RawMessage) []string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if d, ok := x["artifact"].(string); ok && len(x) == 1 {
+				out = append(out, d)
+				return
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(x)
+	return out
+}
+
+// refNodes are the addresses attribute attr of i refers to, in the order
+// its canonical config lists them; nil for any other attribute.
+func refNodes(i *Instance, attr string) []string {
+	fields, _ := configFields(i.Type())
+	rv := reflectElem(i.Config)
+	for _, f := range fields {
+		if f.Name != attr {
+			continue
+		}
+		switch v := rv.Field(f.Index).Interface().(type) {
+		case nodes.Ref:
+			return []string{v.Node}
+		case *nodes.Ref:
+			if v != nil {
+				return []string{v.Node}
+			}
+		case []nodes.Ref:
+			out := make([]string, len(v))
+			for k, r := range v {
+				out[k] = r.Node
+			}
+			return out
+		}
+	}
+	return nil
 }
 
 // identityChange describes one changed identity entry, with its values

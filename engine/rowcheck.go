@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
@@ -15,13 +17,16 @@ import (
 // checkRowExprs checks, before anything runs, every expression field
 // tagged `row:"ATTR"` (filter's where): its row is a row of the artifact
 // in attribute ATTR, so where that artifact's schema is known (declared
-// by the producing type, or derived from declared ones through filter,
-// sample and concat) a reference to a column the rows do not have, or an
-// expression whose value can never be true or false, is an error at the
-// expression. Where the schema is known only at run time (import) the
-// expression is not checked here.
+// by the producing type, read before the run by a nodes.SchemaReader such
+// as import, or derived from these through filter, sample and concat) a
+// reference to a column the rows do not have, or an expression whose
+// value can never be true or false, is an error at the expression. Where
+// the schema is known only at run time (a large JSON file) the expression
+// is not checked here.
 func checkRowExprs(g *Graph) hcl.Diagnostics {
-	sc := &schemas{g: g, memo: map[*Instance]*parquet.Schema{}}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaReadBudget)
+	defer cancel()
+	sc := &schemas{ctx: ctx, g: g, memo: map[*Instance]*parquet.Schema{}}
 	done := map[checked]bool{}
 	byType := map[string][]rowExpr{}
 	var diags hcl.Diagnostics
@@ -88,8 +93,14 @@ func rowExprs(t nodes.Type) []rowExpr {
 	return out
 }
 
+// schemaReadBudget bounds the time one load spends reading schemas from
+// outside the pipeline (nodes.SchemaReader): past it, the inputs left are
+// checked at run time only.
+const schemaReadBudget = 5 * time.Second
+
 // schemas finds the output schemas known before the run.
 type schemas struct {
+	ctx  context.Context // the budget of SchemaReaders
 	g    *Graph
 	memo map[*Instance]*parquet.Schema
 }
@@ -102,9 +113,14 @@ func (sc *schemas) of(inst *Instance) *parquet.Schema {
 	sc.memo[inst] = nil // a cycle cannot reach here, but stay finite
 	var s *parquet.Schema
 	if t, ok := inst.Type().(nodes.Typed); ok {
+		sr, reads := inst.Type().(nodes.SchemaReader)
 		switch d := t.Schema(); {
 		case d.Rows != nil:
 			s = d.Rows
+		case reads:
+			if sc.ctx.Err() == nil {
+				s = sr.ReadSchema(sc.ctx, inst.Config, inst.Decl.Dir())
+			}
 		case d.Derive != nil:
 			s = d.Derive(inst.Config, func(ref nodes.Ref) *parquet.Schema {
 				in, ok := sc.g.Lookup(ref.Node)

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/nodes"
+	"github.com/parquet-go/parquet-go"
 )
 
 // toolRow is the declared output of the test type "tools".
@@ -54,8 +57,8 @@ func init() { nodes.Register(toolsType{}) }
 // whose schema is declared (directly, or through filter, sample and
 // concat) is checked before the run: an unknown column is an error at the
 // reference with a suggestion, a predicate that can never be true or false
-// an error at the expression; over an import (schema known only at run
-// time) nothing is checked.
+// an error at the expression; over an import whose file cannot be read
+// before the run (here: none) nothing is checked.
 func TestWhereIsCheckedAgainstTheInputSchema(t *testing.T) {
 	const head = `
 node "tools" "t" {}
@@ -90,8 +93,8 @@ node "concat" "c" {
   source_column = "from"
 }
 ` + filter("f", "node.concat.c", `row.from == "x" && row.frm == "y"`), `14:30 Unknown column | Did you mean "from"?`},
-		{"over an import nothing is checked", filter("f", "node.import.i", `row.nmae == "x"`), ""},
-		{"over a filter of an import nothing is checked", filter("a", "node.import.i", `row.x == 1`) + filter("f", "node.filter.a", `row.nmae`), ""},
+		{"over an import of no file nothing is checked", filter("f", "node.import.i", `row.nmae == "x"`), ""},
+		{"over a filter of an import of no file nothing is checked", filter("a", "node.import.i", `row.x == 1`) + filter("f", "node.filter.a", `row.nmae`), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := head + c.src
@@ -164,5 +167,85 @@ node "tools" "bad" { wrong = true }
 		if _, err := h.store.GetAction(r.Key); err == nil {
 			t.Error("the failed node was cached")
 		}
+	}
+}
+
+// TestWhereOverAnImportIsCheckedAgainstItsFile: an import's schema is read
+// before the run (nodes.SchemaReader) from the columns it declares, a
+// Parquet file's footer, a small JSON or CSV file's inferred columns or a
+// large CSV file's header, so a where over it, directly or through a
+// filter, is checked at load time with a suggestion; over a large JSON
+// file (its columns are known only by reading it all) nothing is.
+func TestWhereOverAnImportIsCheckedAgainstItsFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tools.jsonl", `{"name": "grep", "size": 3}`+"\n"+`{"name": "sed", "tags": ["a"]}`+"\n")
+	write("tools.csv", "\ufeffname,size\ngrep,3\n")
+	big := func(name, head string) {
+		write(name, head)
+		if err := os.Truncate(filepath.Join(dir, name), 17<<20); err != nil { // sparse: no disk used
+			t.Fatal(err)
+		}
+	}
+	big("big.csv", "name,size\ngrep,3\n")
+	big("big.jsonl", `{"name": "grep"}`+"\n")
+	{
+		f, err := os.Create(filepath.Join(dir, "tools.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := parquet.NewGenericWriter[toolRow](f)
+		if _, err := w.Write([]toolRow{{Name: "grep"}}); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		f.Close()
+	}
+	imp := func(attrs string) string { return "node \"import\" \"i\" {\n  " + attrs + "\n}\n" }
+	filter := func(name, input, where string) string {
+		return fmt.Sprintf("node \"filter\" %q {\n  input = %s\n  where = %s\n}\n", name, input, where)
+	}
+	for _, c := range []struct {
+		name, src string
+		want      string // "" for valid; else "LINE:COL summary | detail part"
+	}{
+		{"jsonl", imp(`path = "tools.jsonl"`) + filter("f", "node.import.i", `row.name == "x" && row.size > 1 && row.tags != null`), ""},
+		{"jsonl misspelt", imp(`path = "tools.jsonl"`) + filter("f", "node.import.i", `row.nmae == "x"`), `6:11 Unknown column | row has no column "nmae". Did you mean "name"? The rows of node.import.i have name, size, tags.`},
+		{"jsonl type", imp(`path = "tools.jsonl"`) + filter("f", "node.import.i", `row.size`), `6:11 Predicate is not true or false | is a number`},
+		{"csv with a byte-order mark", imp(`path = "tools.csv"`) + filter("f", "node.import.i", `row.sise > 1`), `6:11 Unknown column | Did you mean "size"?`},
+		{"parquet", imp(`path = "tools.parquet"`) + filter("f", "node.import.i", `row.meta.lnag == "go"`), `6:11 Unknown column | Did you mean "lang"?`},
+		{"declared columns", imp("path = \"none.jsonl\"\n  columns = { name = \"string\" }") + filter("f", "node.import.i", `row.size > 1`), `7:11 Unknown column | The rows of node.import.i have name.`},
+		{"large csv: its header", imp(`path = "big.csv"`) + filter("f", "node.import.i", `row.nam == "x"`), `6:11 Unknown column | Did you mean "name"?`},
+		{"large csv: any type", imp(`path = "big.csv"`) + filter("f", "node.import.i", `row.size > 1`), ""},
+		{"large jsonl: not checked", imp(`path = "big.jsonl"`) + filter("f", "node.import.i", `row.nmae == "x"`), ""},
+		{"through a filter", imp(`path = "tools.jsonl"`) + filter("a", "node.import.i", `row.size > 1`) + filter("f", "node.filter.a", `row.nmae == "x"`), `10:11 Unknown column | Did you mean "name"?`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, diags := ExpandSource(filepath.Join(dir, "p.hcl"), []byte(c.src), dir, Options{})
+			if c.want == "" {
+				if diags.HasErrors() {
+					t.Fatalf("valid pipeline:\n%s\ngave %s", c.src, diagText(diags))
+				}
+				return
+			}
+			parts := strings.Split(c.want, " | ")
+			pos, summary, _ := strings.Cut(parts[0], " ")
+			if len(diags) != 1 {
+				t.Fatalf("pipeline:\n%s\nwant one diagnostic, got %s", c.src, diagText(diags))
+			}
+			d := diags[0]
+			if d.Subject == nil || fmt.Sprintf("%d:%d", d.Subject.Start.Line, d.Subject.Start.Column) != pos || !strings.Contains(d.Summary, summary) {
+				t.Fatalf("pipeline:\n%s\ngot %s, want %s", c.src, diagText(diags), c.want)
+			}
+			for _, p := range parts[1:] {
+				if !strings.Contains(d.Detail, p) {
+					t.Errorf("detail %q does not say %q", d.Detail, p)
+				}
+			}
+		})
 	}
 }

@@ -320,8 +320,8 @@ func TestPlanExplainsWhyNodesRun(t *testing.T) {
 	if _, _, err := x.Run(context.Background(), h.graph(edited), []string{"node.rows.a"}); err != nil {
 		t.Fatal(err)
 	}
-	if p := h.plan(edited)["node.rows.b"]; p.Status != PlanRun || p.Reason != "input inputs changed" {
-		t.Errorf("plan b after a changed = %+v, want run because input inputs changed", p)
+	if p := h.plan(edited)["node.rows.b"]; p.Status != PlanRun || !strings.HasPrefix(p.Reason, "input inputs changed (node.rows.a ") {
+		t.Errorf("plan b after a changed = %+v, want run because input inputs changed (node.rows.a OLD → NEW)", p)
 	}
 	h.run(edited, nil)
 	if p := h.plan(chain)["node.rows.a"]; p.Status != PlanCached {

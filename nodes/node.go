@@ -25,11 +25,14 @@ import (
 // cty.Value, Ref or []Ref (input artifacts: these are the graph's edges)
 // and Expr (an expression evaluated at run time, such as a row predicate).
 // The decoded struct, with input refs replaced by their content digests,
-// is part of the action key. Two more tags: `row:"ATTR"` on an Expr field
+// is part of the action key. Three more tags: `row:"ATTR"` on an Expr field
 // whose `row` is a row of the artifact in attribute ATTR (the engine then
 // checks the expression against that artifact's declared columns before
-// the run), and `removed:"DETAIL"` on a field kept only so that setting it
-// is an error with DETAIL (`lacuna types` hides it).
+// the run), `removed:"DETAIL"` on a field kept only so that setting it
+// is an error with DETAIL (`lacuna types` hides it), and `path:"file"` or
+// `path:"dir"` on a string field naming a file or directory relative to
+// the pipeline (`lacuna validate` reports one that does not exist at the
+// attribute).
 //
 // Most types embed Static[C, R] or Dynamic[C] (typed.go), which provide
 // NewConfig and declare the output schema (Typed).

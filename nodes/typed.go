@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
@@ -23,6 +24,20 @@ type Typed interface {
 	Schema() Schema
 }
 
+// SchemaReader is implemented by types whose output schema depends on
+// something outside the pipeline that can be read cheaply before the run
+// (import: the columns it declares, or its file's). ReadSchema returns it
+// for one instance's config, dir being the pipeline's directory, or nil
+// when it cannot be known before the run, or not before ctx is done (the
+// engine bounds the time loading a pipeline spends on them). A column
+// whose values' type is not known before the run may be given as JSON
+// (any value). It is used to check expressions over the rows (filter's
+// where) at load time; problems with the file are left to Resolve and Run
+// to report. It may be called from many goroutines at once.
+type SchemaReader interface {
+	ReadSchema(ctx context.Context, cfg any, dir string) *parquet.Schema
+}
+
 // Schema is a node type's declared output schema.
 type Schema struct {
 	// Rows is the schema of every output of the type; nil when it
@@ -36,6 +51,23 @@ type Schema struct {
 	// for an input whose schema is not known before the run). It returns
 	// nil when the schema is not known before the run either.
 	Derive func(cfg any, input func(Ref) *parquet.Schema) *parquet.Schema
+	// Volatile names the top-level columns whose values may differ
+	// between two runs of one action: wall-clock timings and latencies
+	// measured while the work was done. Static takes them from R's
+	// fields tagged `volatile:"WHY"`. Every other column must be
+	// reproducible from the config, the inputs and what Resolve pinned:
+	// `lacuna verify` compares those, and reports differences in these
+	// apart, as information rather than a mismatch.
+	Volatile []string
+}
+
+// VolatileColumns is the Volatile of t's declared schema, nil for a type
+// that declares none.
+func VolatileColumns(t Type) []string {
+	if ty, ok := t.(Typed); ok {
+		return ty.Schema().Volatile
+	}
+	return nil
 }
 
 // Static is the skeleton of a node type whose config struct is C and
@@ -49,8 +81,9 @@ type Static[C, R any] struct{}
 // NewConfig returns a new zero C.
 func (Static[C, R]) NewConfig() any { return new(C) }
 
-// Schema is R's schema.
-func (Static[C, R]) Schema() Schema { return Schema{Rows: schemaOf[R]()} }
+// Schema is R's schema, with its fields tagged `volatile:"WHY"` as
+// Volatile.
+func (Static[C, R]) Schema() Schema { return Schema{Rows: schemaOf[R](), Volatile: volatileOf[R]()} }
 
 // Config is the run's decoded config.
 func (Static[C, R]) Config(r Run) *C { return r.Config().(*C) }
@@ -104,6 +137,40 @@ func schemaOf[R any]() *parquet.Schema {
 	}
 	s, _ := schemaCache.LoadOrStore(key, artifacts.SchemaOf[R]())
 	return s.(*parquet.Schema)
+}
+
+var volatileCache sync.Map // reflect.Type → []string
+
+// volatileOf lists the columns of R's fields tagged `volatile:"WHY"`
+// (those of embedded structs included), by their parquet names.
+func volatileOf[R any]() []string {
+	key := reflect.TypeFor[R]()
+	if v, ok := volatileCache.Load(key); ok {
+		return v.([]string)
+	}
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+			switch {
+			case name == "-" || !f.IsExported():
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case f.Tag.Get("volatile") != "":
+				if name == "" {
+					name = f.Name
+				}
+				out = append(out, name)
+			}
+		}
+	}
+	if key.Kind() == reflect.Struct {
+		walk(key)
+	}
+	v, _ := volatileCache.LoadOrStore(key, out)
+	return v.([]string)
 }
 
 // CheckOutput checks that schema is the output schema t declares. Types

@@ -8,13 +8,17 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/lacuna-dev/lacuna/engine"
 )
 
 var cmdValidate = newCommand("validate", "PIPELINE",
 	"check a pipeline: syntax, references, types, cycles", `
 Validate parses the pipeline, evaluates its variables and for_each
-expressions and checks every node's configuration, without opening the
-store. Problems are printed as FILE:LINE:COL diagnostics.`)
+expressions and checks every node's configuration (model endpoints,
+filter expressions against their input's columns, the files nodes name),
+without opening the store. Problems are printed as FILE:LINE:COL
+diagnostics.`)
 
 var validateFlags pipelineFlags
 
@@ -34,6 +38,15 @@ func runValidate(ctx context.Context, cmd *Command, args []string) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
+	}
+	// Files named by nodes (an import's path) must exist now; plan and
+	// run leave them to the nodes, so that cat and show still reach
+	// the last results of a pipeline whose input file moved.
+	if diags := engine.CheckFiles(l.graph); len(diags) > 0 {
+		printDiags(os.Stderr, diags, l.graph.Config)
+		if diags.HasErrors() {
+			return exitError(1)
+		}
 	}
 	types := map[string]int{}
 	for _, i := range l.graph.Instances {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
 	"github.com/lacuna-dev/lacuna/engine"
@@ -13,8 +16,12 @@ import (
 var cmdVerify = newCommand("verify", "PIPELINE ADDR...",
 	"recompute nodes ignoring the cache and compare digests", `
 Verify recomputes the given nodes (inputs come from the store), commits
-nothing, and compares each new content digest with the cached one. It
-exits 1 when a node is not reproducible.`)
+nothing, and compares each new content digest with the cached one. When
+the digests differ it compares the rows, setting aside the columns the
+node's type declares volatile (timings such as solve's seconds and
+generate's latency_s): a node whose other columns are the same is
+reproducible, its volatile differences reported beside it; otherwise it is a MISMATCH, with the first row and column that
+differ. It exits 1 when a node is not reproducible.`)
 
 var verifyFlags pipelineFlags
 
@@ -67,29 +74,49 @@ func runVerify(ctx context.Context, cmd *Command, args []string) error {
 		Node     string           `json:"node"`
 		Cached   artifacts.Digest `json:"cached"`
 		Computed artifacts.Digest `json:"computed"`
-		Match    bool             `json:"match"`
+		// Match: reproducible, with the same digest or the same rows
+		// once the type's volatile columns are set aside.
+		Match bool `json:"match"`
+		*engine.Comparison
 	}
 	var out []verdict
 	for inst, r := range results {
 		if !x.Recompute[inst.Addr] {
 			continue
 		}
-		v := verdict{inst.Addr, want[inst.Addr].Digest, r.Output.Digest, want[inst.Addr].Digest == r.Output.Digest}
+		c, err := engine.CompareOutputs(l.store, inst.Type(), want[inst.Addr].Digest, r.Output.Digest)
+		if err != nil {
+			return fmt.Errorf("%s: %w", inst.Addr, err)
+		}
+		v := verdict{inst.Addr, want[inst.Addr].Digest, r.Output.Digest, c.Reproducible, c}
 		if !v.Match {
 			bad++
 		}
 		out = append(out, v)
 	}
+	slices.SortFunc(out, func(a, b verdict) int { return strings.Compare(a.Node, b.Node) })
 	if verifyFlags.json {
 		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 			return err
 		}
 	} else {
 		for _, v := range out {
-			if v.Match {
+			switch {
+			case v.Identical:
 				fmt.Printf("ok        %s  %s\n", v.Node, v.Computed)
-			} else {
-				fmt.Printf("MISMATCH  %s  cached %s, recomputed %s\n", v.Node, v.Cached, v.Computed)
+			case v.Match:
+				fmt.Printf("ok        %s  %s (cached %s; only volatile columns differ: %s)\n", v.Node, v.Computed, v.Cached, volatileList(v.Volatile))
+			default:
+				msg := fmt.Sprintf("MISMATCH  %s  cached %s, recomputed %s", v.Node, v.Cached, v.Computed)
+				if v.Differing > 0 {
+					msg += fmt.Sprintf(": %d row(s) differ; first at %s", v.Differing, v.First)
+				} else if v.First != "" {
+					msg += ": " + v.First
+				}
+				if len(v.Volatile) > 0 {
+					msg += fmt.Sprintf(" (volatile columns differ too: %s)", volatileList(v.Volatile))
+				}
+				fmt.Println(msg)
 			}
 		}
 	}
@@ -97,4 +124,13 @@ func runVerify(ctx context.Context, cmd *Command, args []string) error {
 		return fmt.Errorf("%d node(s) are not reproducible", bad)
 	}
 	return nil
+}
+
+// volatileList reads "seconds in 89 rows, latency_s in 3 rows".
+func volatileList(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s in %d rows", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

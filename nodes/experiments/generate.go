@@ -185,7 +185,7 @@ type GenerateRow struct {
 	// LatencyS is the call's latency as the client measured it; a call
 	// replayed from the call cache keeps the latency it had when made, so
 	// a resumed run writes the same rows as an uninterrupted one.
-	LatencyS float64 `parquet:"latency_s"`
+	LatencyS float64 `parquet:"latency_s" volatile:"the call's latency when it was made"`
 }
 
 type generateType struct {

@@ -65,7 +65,7 @@ func (c1Type) Validate(cfg any) error {
 }
 
 func (c1Type) Name() string    { return "c1" }
-func (c1Type) Version() string { return "19" }
+func (c1Type) Version() string { return "20" }
 func (c1Type) Doc() string {
 	return "C1 and the harness audit: keeps the tasks whose reference passes its own harness (every run) and whose " +
 		"calibration solutions all fail it; dropped tasks stay with keep = false and the reason. " +

@@ -2,10 +2,15 @@ package generic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
+	"strings"
 
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/lacuna-dev/lacuna/nodes"
 	"github.com/parquet-go/parquet-go"
 	"github.com/zclconf/go-cty/cty"
@@ -40,7 +45,8 @@ func (filterType) Name() string    { return "filter" }
 func (filterType) Version() string { return "1" }
 func (filterType) Doc() string {
 	return "Keeps the rows where `where`, an expression over row.* (and any variable), is true. " +
-		"Where the input's schema is declared, `where` is checked against it before the run."
+		"Where the input's schema is known before the run (declared by its type, or read from an imported file), " +
+		"`where` is checked against it when the pipeline loads."
 }
 
 func (filterType) Schema() nodes.Schema {
@@ -70,10 +76,10 @@ func (t filterType) Run(ctx context.Context, r nodes.Run) error {
 		}
 		ok, diags := c.Where.Eval(map[string]cty.Value{"row": toCty(v)})
 		if diags.HasErrors() {
-			return fmt.Errorf("%s: where, row %d: %s", c.Where.Expr.Range(), i, diags.Error())
+			return whereError(diags, i, schema)
 		}
 		if ok.Type() != cty.Bool || ok.IsNull() || !ok.IsKnown() {
-			return fmt.Errorf("%s: where must be true or false, got %s at row %d", c.Where.Expr.Range(), ok.Type().FriendlyName(), i)
+			return fmt.Errorf("%s: where must be true or false, got %s at row %d", position(c.Where.Expr.Range()), ok.Type().FriendlyName(), i)
 		}
 		if ok.True() {
 			keep = append(keep, row)
@@ -91,6 +97,59 @@ func (t filterType) Run(ctx context.Context, r nodes.Run) error {
 		return err
 	}
 	return w.WriteRows(keep)
+}
+
+// position is where a range starts, as FILE:LINE:COL: the form of every
+// diagnostic lacuna prints.
+func position(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// unsupported names the attribute of HCL's "Unsupported attribute".
+var unsupported = regexp.MustCompile(`does not have an attribute named "([^"]+)"`)
+
+// whereError is where's failure at row n as the engine's diagnostics
+// read (FILE:LINE:COL: SUMMARY: DETAIL, one line each), a column the
+// rows do not have with the closest that they do. Columns are checked
+// before the run wherever the input's schema can be known then; this is
+// for the rest (an import of a large JSON file).
+func whereError(diags hcl.Diagnostics, n int, schema *parquet.Schema) error {
+	var lines []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if m := unsupported.FindStringSubmatch(d.Detail); m != nil {
+			var cols []string
+			for _, f := range schema.Fields() {
+				cols = append(cols, f.Name())
+			}
+			if s := closest(m[1], cols); s != "" {
+				msg += fmt.Sprintf(" Did you mean %q?", s)
+			}
+		}
+		if d.Subject != nil {
+			msg = position(*d.Subject) + ": " + msg
+		}
+		lines = append(lines, msg+fmt.Sprintf(" (where, row %d)", n))
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// closest is the candidate nearest to given when it is a plausible typo
+// (as the engine's suggestions: at most three edits), else "".
+func closest(given string, candidates []string) string {
+	best, dist := "", 4
+	for _, c := range candidates {
+		if d := levenshtein.Distance(given, c, nil); d < dist && d < len(given) {
+			best, dist = c, d
+		}
+	}
+	return best
 }
 
 // toCty converts a reconstructed row value to cty: maps become objects,

@@ -72,7 +72,9 @@ func TestFilterKeepsRowsWherePredicateIsTrue(t *testing.T) {
 		{"null", `row.n == null`, []int64{3}, ""},
 		{"nested json", `length(row.meta.tags) > 0`, []int64{1, 3}, ""},
 		{"none", `false`, nil, ""},
-		{"not true or false", `row.tier`, nil, "where must be true or false"},
+		// row.meta is a JSON column: its type is known only row by row,
+		// so this fails at run time, not when the pipeline loads.
+		{"not true or false", `row.meta`, nil, "p.hcl:5:11: where must be true or false, got object at row 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := run(t, dir, `
@@ -84,7 +86,7 @@ node "filter" "f" {
 `)
 			if c.err != "" {
 				r := o.results["node.filter.f"]
-				if r.State != "failed" || !strings.Contains(r.Err.Error(), c.err) || !strings.Contains(r.Err.Error(), "p.hcl:5,") {
+				if r.State != "failed" || !strings.Contains(r.Err.Error(), c.err) {
 					t.Fatalf("state %s, error %v; want failed at p.hcl:5 with %q", r.State, r.Err, c.err)
 				}
 				return

@@ -253,9 +253,14 @@ func TestNodeErrorsNameTheProblem(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "a.jsonl", `{"x": 1, "tier": "easy"}`+"\n")
 	write(t, dir, "b.jsonl", `{"y": "other"}`+"\n")
+	write(t, dir, "c.jsonl", `{"m": {"k": 1}}`+"\n")
+	// not_bool's where is over a JSON column, whose type is known only
+	// row by row: where = row.x would be refused when the pipeline
+	// loads (a number for every row).
 	o := run(t, dir, `
 node "import" "a" { path = "a.jsonl" }
 node "import" "b" { path = "b.jsonl" }
+node "import" "c" { path = "c.jsonl" }
 node "import" "missing" { path = "nope.jsonl" }
 node "sample" "by_missing" {
   input = node.import.a
@@ -263,15 +268,15 @@ node "sample" "by_missing" {
   by    = "tiers"
 }
 node "filter" "not_bool" {
-  input = node.import.a
-  where = row.x
+  input = node.import.c
+  where = row.m
 }
 node "concat" "mismatch" { inputs = [node.import.a, node.import.b] }
 `)
 	want := map[string]string{
 		"node.import.missing":    "nope.jsonl",
 		"node.sample.by_missing": `no column "tiers"; the input has columns tier, x`,
-		"node.filter.not_bool":   "where must be true or false, got number",
+		"node.filter.not_bool":   "p.hcl:13:11: where must be true or false, got object",
 		"node.concat.mismatch":   "node.import.b has a different schema from node.import.a",
 	}
 	for addr, msg := range want {

@@ -27,7 +27,7 @@ func init() { nodes.Register(importType{}) }
 
 // importConfig: `node "import" "tools" { path = "tools.jsonl" }`.
 type importConfig struct {
-	Path string `hcl:"path"`
+	Path string `hcl:"path" path:"file"`
 	// Format is jsonl (which also reads a JSON array of objects), csv or
 	// parquet; by default it follows the extension.
 	Format string `hcl:"format,optional"`
@@ -108,7 +108,7 @@ func (importType) Resolve(_ context.Context, r nodes.Resolve) (*nodes.Pinned, er
 	c := r.Config().(*importConfig)
 	f, err := regfile.Open(c.abs(r.Dir()))
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, nodes.Errorf("path", "Cannot read the import file", "%v", err)
 	}
 	defer f.Close()
 	h := xxhash.New()
@@ -149,42 +149,18 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	if format == "parquet" {
 		return importParquet(path, c.Path, r)
 	}
-	var cols []column
-	if len(c.Columns) > 0 {
-		for _, name := range slices.Sorted(maps.Keys(c.Columns)) {
-			cols = append(cols, column{name: name, kind: c.Columns[name]})
-		}
-	} else {
-		counts := map[string]*kindCount{}
-		digest, err := eachRecord(ctx, path, c.Path, format, true, nil, func(rec map[string]any, line int) error {
-			for k, v := range rec {
-				n := counts[k]
-				if n == nil {
-					if len(counts) == maxInferredColumns {
-						return fmt.Errorf("%s:%d: more than %d distinct keys: every row is written with every column, so the table would be mostly nulls and its size rows × columns. Declare the columns you want (columns = {...}) or keep such records in one json column", c.Path, line, maxInferredColumns)
-					}
-					n = &kindCount{}
-					counts[k] = n
-				}
-				n.add(v)
-			}
-			return nil
-		})
-		if err != nil {
+	cols := declaredColumns(c.Columns)
+	if len(cols) == 0 {
+		var digest uint64
+		var err error
+		if cols, digest, err = inferColumns(ctx, path, c.Path, format); err != nil {
 			return err
 		}
 		if err := checkPinned(r, c.Path, digest); err != nil {
 			return err
 		}
-		for _, name := range slices.Sorted(maps.Keys(counts)) { // Parquet orders a group's fields by name
-			cols = append(cols, column{name: name, kind: counts[name].kind(format == "csv")})
-		}
 	}
-	group := parquet.Group{}
-	for _, col := range cols {
-		group[col.name] = col.node()
-	}
-	w, err := r.Output(parquet.NewSchema("row", group))
+	w, err := r.Output(schemaOf(cols))
 	if err != nil {
 		return err
 	}
@@ -213,6 +189,53 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	r.Logf("imported %d records, %d columns from %s", records, len(cols), c.Path)
 	return nil
+}
+
+// declaredColumns are the columns of a columns attribute, by name.
+func declaredColumns(declared map[string]string) []column {
+	var cols []column
+	for _, name := range slices.Sorted(maps.Keys(declared)) {
+		cols = append(cols, column{name: name, kind: declared[name]})
+	}
+	return cols
+}
+
+// inferColumns reads a JSON or CSV file once and returns the columns its
+// records have, each of the narrowest kind that holds all its values, and
+// the digest of the bytes it read.
+func inferColumns(ctx context.Context, path, name, format string) ([]column, uint64, error) {
+	counts := map[string]*kindCount{}
+	digest, err := eachRecord(ctx, path, name, format, true, nil, func(rec map[string]any, line int) error {
+		for k, v := range rec {
+			n := counts[k]
+			if n == nil {
+				if len(counts) == maxInferredColumns {
+					return fmt.Errorf("%s:%d: more than %d distinct keys: every row is written with every column, so the table would be mostly nulls and its size rows × columns. Declare the columns you want (columns = {...}) or keep such records in one json column", name, line, maxInferredColumns)
+				}
+				n = &kindCount{}
+				counts[k] = n
+			}
+			n.add(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var cols []column
+	for _, k := range slices.Sorted(maps.Keys(counts)) { // Parquet orders a group's fields by name
+		cols = append(cols, column{name: k, kind: counts[k].kind(format == "csv")})
+	}
+	return cols, digest, nil
+}
+
+// schemaOf is the output schema of columns cols.
+func schemaOf(cols []column) *parquet.Schema {
+	group := parquet.Group{}
+	for _, col := range cols {
+		group[col.name] = col.node()
+	}
+	return parquet.NewSchema("row", group)
 }
 
 // maxInferredColumns bounds the columns import infers: a small file whose

@@ -68,8 +68,8 @@ type EditRow struct {
 	// Paraphrase is efficacy on the requests' paraphrases (NaN without).
 	Paraphrase  float64 `parquet:"paraphrase"`
 	Hparams     string  `parquet:"hparams"`
-	WallSeconds float64 `parquet:"wall_seconds"`
-	Manifest    string  `parquet:"manifest"`
+	WallSeconds float64 `parquet:"wall_seconds" volatile:"wall-clock time of the edit"`
+	Manifest    string  `parquet:"manifest" volatile:"the script's manifest, which records its timings"`
 }
 
 type editType struct {

@@ -48,8 +48,8 @@ type StatsRow struct {
 	Layers       string `parquet:"layers"`
 	// Tokens is the number of key vectors the statistics average.
 	Tokens      int64   `parquet:"tokens"`
-	WallSeconds float64 `parquet:"wall_seconds"`
-	Manifest    string  `parquet:"manifest"`
+	WallSeconds float64 `parquet:"wall_seconds" volatile:"wall-clock time of computing the statistics"`
+	Manifest    string  `parquet:"manifest" volatile:"the script's manifest, which records its timings"`
 }
 
 type editStatsType struct {

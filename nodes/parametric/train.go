@@ -81,10 +81,10 @@ type TrainRow struct {
 	// LossCurve is [[step, loss], ...], JSON.
 	LossCurve       string  `parquet:"loss_curve"`
 	NewTokens       int64   `parquet:"new_tokens"`
-	WallSeconds     float64 `parquet:"wall_seconds"`
+	WallSeconds     float64 `parquet:"wall_seconds" volatile:"wall-clock time of the training"`
 	ResumedFromStep int64   `parquet:"resumed_from_step"`
 	// Manifest is the script's manifest.json (versions, everything).
-	Manifest string `parquet:"manifest"`
+	Manifest string `parquet:"manifest" volatile:"the script's manifest, which records its timings"`
 }
 
 type trainType struct {

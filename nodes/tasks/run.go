@@ -67,7 +67,7 @@ type SampleRow struct {
 	Failures     string   `parquet:"failures"`    // why it failed, one line per failure
 	Output       string   `parquet:"output"`      // what the program printed, bounded
 	Observation  string   `parquet:"observation"` // the harness's record as JSON: runs (output, probes, spy counts, arguments), substituted runs, second input
-	Seconds      float64  `parquet:"seconds"`
+	Seconds      float64  `parquet:"seconds" volatile:"wall-clock time of the harness processes"`
 
 	spyAccess string // the counter expression the harness read
 }
@@ -242,34 +242,40 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 
 // fill records in row what running its harness gave and, unless
 // observing, checks it against expect (outside the process that ran it).
-// It returns the record, nil when there is none.
+// It returns the record, nil when there is none. A verdict's texts are
+// made stable (stableText) before they are bounded, so that running the
+// sample again writes the same row; an observation's stay as they were.
 func fill(row *SampleRow, run goharness.UnitRun, expect *goharness.Expectation, observe bool) *goharness.Record {
+	text := stableText
+	if observe {
+		text = func(s string) string { return s }
+	}
 	if run.CompileError != "" {
-		row.CompileError = run.CompileError
+		row.CompileError = text(run.CompileError)
 		return nil
 	}
 	row.Seconds = run.Process.Seconds
 	switch {
 	case errors.Is(run.Err, goharness.ErrTampered):
-		row.RuntimeError = "tampered: " + run.Err.Error()
+		row.RuntimeError = "tampered: " + text(run.Err.Error())
 		row.FailedLayers = []string{"channel"}
 		return nil
 	case run.Err != nil:
 		// It crashed, exited or hung: what it printed says why.
 		row.TimedOut = run.Process.TimedOut
-		row.RuntimeError = bound(run.Err.Error()+"\n"+run.Process.Output, 4000)
+		row.RuntimeError = bound(text(run.Err.Error()+"\n"+run.Process.Output), 4000)
 		row.FailedLayers = []string{"runtime"}
 		return nil
 	}
 	rec := run.Record
 	b, _ := json.Marshal(rec)
-	row.Observation = string(b)
+	row.Observation = text(string(b))
 	if len(rec.Normal) > 0 {
 		o := rec.Normal[0]
 		row.SpyDirect, row.SpyIndirect, row.TimedOut = o.Direct, o.Indirect, o.TimedOut
-		row.Output = bound(o.Output, 4000)
+		row.Output = bound(text(o.Output), 4000)
 		if o.Panic != "" {
-			row.RuntimeError = bound("panic: "+o.Panic, 4000)
+			row.RuntimeError = bound(text("panic: "+o.Panic), 4000)
 		}
 	}
 	if observe {
@@ -287,7 +293,7 @@ func fill(row *SampleRow, run goharness.UnitRun, expect *goharness.Expectation, 
 	for _, f := range fails {
 		msgs = append(msgs, f.Layer+": "+f.Message)
 	}
-	row.Failures = bound(strings.Join(msgs, "\n"), 4000)
+	row.Failures = bound(text(strings.Join(msgs, "\n")), 4000)
 	return rec
 }
 

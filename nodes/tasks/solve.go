@@ -49,7 +49,7 @@ var (
 )
 
 func (solveType) Name() string    { return "solve" }
-func (solveType) Version() string { return "22" }
+func (solveType) Version() string { return "23" }
 func (solveType) Doc() string {
 	return "Runs solutions (rows of task_id, solution) or the built-in calibration solutions through the tasks' harnesses, " +
 		"batched into go test runs compiled outside and executed inside the sandbox; one row per sample. " +

@@ -86,22 +86,23 @@ func RunPython(ctx context.Context, r nodes.Run, upstream string, tasks []Row, s
 	return rows, nil
 }
 
-// fillPython puts a harness run and its verdict into a sample row.
+// fillPython puts a harness run and its verdict into a sample row, its
+// texts made stable (stableText) before they are bounded.
 func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) error {
 	v := pyharness.Check(exp, run)
 	row.Passed = v.Passed
 	if !v.Passed {
-		row.FailedLayers, row.Failures = []string{v.Layer}, v.Reason
+		row.FailedLayers, row.Failures = []string{v.Layer}, stableText(v.Reason)
 	}
 	row.TimedOut = run.TimedOut
-	row.Output = pyharness.KeptOutput(run.Output)
+	row.Output = pyharness.KeptOutput(stableText(run.Output))
 	if rec := run.Record; rec != nil {
 		row.SpyDirect, row.SpyIndirect = int64(rec.Direct), int64(rec.Indirect)
 		if rec.Error != nil {
 			if rec.Stage == "compile" {
-				row.CompileError = rec.Error.String()
+				row.CompileError = stableText(rec.Error.String())
 			} else {
-				row.RuntimeError = bound(rec.Error.String()+"\n"+rec.Error.Traceback, 4096)
+				row.RuntimeError = bound(stableText(rec.Error.String()+"\n"+rec.Error.Traceback), 4096)
 			}
 		}
 	}
@@ -110,7 +111,7 @@ func fillPython(row *SampleRow, exp pyharness.Expectation, run pyharness.Run) er
 	if err != nil {
 		return fmt.Errorf("sample %s/%s: %w", row.TaskID, row.SampleID, err)
 	}
-	row.Observation = string(obs)
+	row.Observation = stableText(string(obs))
 	return nil
 }
 

@@ -21,7 +21,7 @@ func init() { nodes.Register(catalogType{}) }
 //	node "catalog" "rrb"   { from_rrb = node.import.retrieval }
 type catalogConfig struct {
 	// Path is a JSONL file of tool objects, relative to the pipeline.
-	Path string `hcl:"path,optional"`
+	Path string `hcl:"path,optional" path:"file"`
 	// FromRRB is an imported realistic-retrieval table: the catalog is the
 	// union of its rows' analyzed_tools and answer tools.
 	FromRRB nodes.Ref `hcl:"from_rrb,optional"`

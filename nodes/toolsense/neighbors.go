@@ -31,7 +31,7 @@ func init() { nodes.Register(neighborsType{}) }
 type neighborsConfig struct {
 	Catalog  nodes.Ref `hcl:"catalog"`
 	Embedder string    `hcl:"embedder,optional"`
-	ModelDir string    `hcl:"model_dir,optional"`
+	ModelDir string    `hcl:"model_dir,optional" path:"dir"`
 	Pooling  string    `hcl:"pooling,optional"`
 	Field    string    `hcl:"field,optional"`
 	K        *int      `hcl:"k,optional"`

@@ -41,7 +41,7 @@ type retrieveConfig struct {
 	K         *int      `hcl:"k,optional"`
 	// ModelDir is the dense encoder's directory (runners/embed.Load),
 	// relative to the pipeline file; Resolve pins its files' digest.
-	ModelDir *string `hcl:"model_dir,optional"`
+	ModelDir *string `hcl:"model_dir,optional" path:"dir"`
 	// Pooling is "mean" (default) or "cls".
 	Pooling *string `hcl:"pooling,optional"`
 	// Batch is how many texts are encoded at once (default GOMAXPROCS);
