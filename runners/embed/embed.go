@@ -471,13 +471,13 @@ func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float
 			tokens += len(ids[end])
 			end++
 		}
-		states := m.enc.forward(ids[start:end], threads)
-		dim := m.Dim()
-		row := 0
-		for i := start; i < end; i++ {
-			out[i] = m.pool(states[row*dim : (row+len(ids[i]))*dim])
-			row += len(ids[i])
-		}
+		m.enc.forward(ids[start:end], threads, func(states []float32) {
+			dim, row := m.Dim(), 0
+			for i := start; i < end; i++ {
+				out[i] = m.pool(states[row*dim : (row+len(ids[i]))*dim])
+				row += len(ids[i])
+			}
+		})
 		start = end
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package embed
 
 import (
 	"math"
+	"sync"
 )
 
 // encoder is a BERT encoder's weights laid out for one GEMM kernel: the
@@ -15,6 +16,10 @@ type encoder struct {
 	word, pos, tokTypes []float32 // rows of dim
 	embNorm             layerNorm
 	layers              []layer
+	// slabs holds *[]float32 of activations that forward reuses: a group
+	// of 2,048 tokens needs 35 MB, which Go would otherwise zero again on
+	// every call.
+	slabs sync.Pool
 }
 
 // dense is a linear layer, y = x·Wᵀ + b, with Wᵀ packed.
@@ -46,25 +51,35 @@ type layer struct {
 // panel, read from memory once per group, serves many tokens.
 const groupTokens = 2048
 
-// forward returns the last hidden states of the token sequences seqs (ids
-// in the vocabulary, each sequence at most the position table's length),
-// one row of dim values per token, the sequences one after another. The
-// dense layers multiply the rows of all sequences at once (they act on
-// each token alone, so sequences of any lengths share them without
-// padding); attention runs per sequence and head. Up to threads goroutines
-// share the work. A row depends on its own sequence only, bit for bit:
-// the kernels' sums do not depend on where a row lies (gemm.go).
-func (e *encoder) forward(seqs [][]int, threads int) []float32 {
+// forward calls use with the last hidden states of the token sequences
+// seqs (ids in the vocabulary, each sequence at most the position table's
+// length), one row of dim values per token, the sequences one after
+// another; the states are valid only during the call. The dense layers
+// multiply the rows of all sequences at once (they act on each token
+// alone, so sequences of any lengths share them without padding);
+// attention runs per sequence and head. Up to threads goroutines share
+// the work. A row depends on its own sequence only, bit for bit: the
+// kernels' sums do not depend on where a row lies (gemm.go).
+func (e *encoder) forward(seqs [][]int, threads int, use func(states []float32)) {
 	starts := make([]int, len(seqs)+1)
 	for i, s := range seqs {
 		starts[i+1] = starts[i] + len(s)
 	}
 	rows, dim := starts[len(seqs)], e.dim
-	x := make([]float32, rows*dim)
-	y := make([]float32, rows*dim)
-	qkv := make([]float32, rows*3*dim)
-	ctx := make([]float32, rows*dim)
-	h := make([]float32, rows*e.inter)
+	need := rows * (6*dim + e.inter)
+	slab, _ := e.slabs.Get().(*[]float32)
+	if slab == nil || cap(*slab) < need {
+		s := make([]float32, need)
+		slab = &s
+	}
+	defer e.slabs.Put(slab)
+	buf := (*slab)[:need]
+	take := func(n int) []float32 {
+		s := buf[:n:n]
+		buf = buf[n:]
+		return s
+	}
+	x, y, qkv, ctx, h := take(rows*dim), take(rows*dim), take(rows*3*dim), take(rows*dim), take(rows*e.inter)
 	e.embed(seqs, starts, x, threads)
 	for i := range e.layers {
 		l := &e.layers[i]
@@ -76,7 +91,7 @@ func (e *encoder) forward(seqs [][]int, threads int) []float32 {
 		(&gemm{m: rows, a: h, lda: e.inter, b: &l.down.w, c: x, ldc: dim, bias: l.down.b}).run(e.kn, threads)
 		addNorm(x, y, l.ffNorm, threads)
 	}
-	return x
+	use(x)
 }
 
 // embed writes the embeddings of the sequences into x: word, position and
@@ -99,8 +114,9 @@ func (e *encoder) embed(seqs [][]int, starts []int, x []float32, threads int) {
 
 // attention writes each sequence's multi-head self-attention into ctx
 // (rows of dim, head h in columns h·dh …): per sequence and head, scores
-// S = Q·Kᵀ through the kernel (Kᵀ packed from qkv, Q read in place),
-// softmax(S/√dh) row by row, then S·V (V packed) straight into ctx.
+// S = Q·Kᵀ through the kernel (Kᵀ packed from qkv), the exponentials of
+// softmax(S/√dh) row by row, then S·V (V packed) straight into ctx, each
+// row divided by its sum of exponentials there.
 func (e *encoder) attention(starts []int, qkv, ctx []float32, threads int) {
 	dim, heads := e.dim, e.heads
 	dh := dim / heads
@@ -109,7 +125,7 @@ func (e *encoder) attention(starts []int, qkv, ctx []float32, threads int) {
 	kn := e.kn
 	parallel(threads, (len(starts)-1)*heads, func() func(int) {
 		s := newScratch(kn)
-		var kt, vt, scores []float32
+		var kt, vt, scores, inv []float32
 		return func(item int) {
 			seq, h := item/heads, item%heads
 			r0, n := starts[seq], starts[seq+1]-starts[seq]
@@ -125,13 +141,21 @@ func (e *encoder) attention(starts []int, qkv, ctx []float32, threads int) {
 			keys.n = cols
 			scores = grow(scores, n*cols)
 			(&gemm{m: n, a: qkv[r0*ld+h*dh:], lda: ld, b: &keys, c: scores, ldc: cols}).block(kn, s, 0, n, 0, cols)
-			for i := 0; i < n; i++ {
-				softmax(scores[i*cols:i*cols+n], scale)
+			inv = grow(inv, n)
+			for i := range inv {
+				inv[i] = softmax(scores[i*cols:i*cols+n], scale)
 			}
 			vt = grow(vt, (dh+kn.nr-1)/kn.nr*kn.nr*n)
 			values := panels{k: n, n: dh, nr: kn.nr, data: vt}
 			values.packKN(qkv[r0*ld+2*dim+h*dh:], ld)
-			(&gemm{m: n, a: scores, lda: cols, b: &values, c: ctx[r0*dim+h*dh:], ldc: dim}).block(kn, s, 0, n, 0, dh)
+			out := ctx[r0*dim+h*dh:]
+			(&gemm{m: n, a: scores, lda: cols, b: &values, c: out, ldc: dim}).block(kn, s, 0, n, 0, dh)
+			for i, f := range inv {
+				row := out[i*dim : i*dim+dh]
+				for j := range row {
+					row[j] *= f
+				}
+			}
 		}
 	})
 }
@@ -144,23 +168,27 @@ func grow(s []float32, n int) []float32 {
 	return s[:n]
 }
 
-// softmax replaces s by softmax(scale·s), the sum in float64.
-func softmax(s []float32, scale float32) {
-	top := float32(math.Inf(-1))
-	for _, v := range s {
-		top = max(top, v)
+// softmax replaces s by e^(scale·s - scale·max(s)) (scale > 0) and returns
+// 1 / their sum: the caller divides later, where there are fewer values.
+// The maximum and the exponentials go 8 at a time with AVX2 and FMA where
+// the CPU has them; the sum is in float32.
+func softmax(s []float32, scale float32) float32 {
+	var top, sum float32
+	if haveVecAVX2 {
+		top = maxAVX2(s) * scale
+		sum = expSumAVX2(s, scale, top)
+	} else {
+		top = float32(math.Inf(-1))
+		for _, v := range s {
+			top = max(top, v)
+		}
+		top *= scale
+		for i, v := range s {
+			s[i] = expf32(scale*v - top)
+			sum += s[i]
+		}
 	}
-	top *= scale
-	var sum float64
-	for i, v := range s {
-		ev := expf32(scale*v - top)
-		s[i] = ev
-		sum += float64(ev)
-	}
-	inv := float32(1 / sum)
-	for i := range s {
-		s[i] *= inv
-	}
+	return 1 / sum
 }
 
 // expf32 is e^x for x ≤ 0 in float32 (softmax's arguments), as Cephes'
@@ -184,7 +212,7 @@ func expf32(x float32) float32 {
 }
 
 // addNorm replaces y by LayerNorm(y + residual), row by row, with up to
-// threads goroutines; mean and variance in float64.
+// threads goroutines.
 func addNorm(y, residual []float32, n layerNorm, threads int) {
 	dim := len(n.w)
 	rows := len(y) / dim
@@ -202,28 +230,46 @@ func addNorm(y, residual []float32, n layerNorm, threads int) {
 	})
 }
 
-// apply replaces row by (row - mean) / sqrt(var + eps) · w + b.
+// apply replaces row by (row - mean) / sqrt(var + eps) · w + b, mean and
+// variance in float64, each summed in four interleaved parts so that the
+// additions do not wait on one another.
 func (n layerNorm) apply(row []float32) {
-	var mean float64
-	for _, v := range row {
-		mean += float64(v)
+	w, b := n.w[:len(row)], n.b[:len(row)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(row); i += 4 {
+		s0 += float64(row[i])
+		s1 += float64(row[i+1])
+		s2 += float64(row[i+2])
+		s3 += float64(row[i+3])
 	}
-	mean /= float64(len(row))
-	var variance float64
-	for _, v := range row {
-		d := float64(v) - mean
-		variance += d * d
+	for ; i < len(row); i++ {
+		s0 += float64(row[i])
 	}
-	inv := 1 / math.Sqrt(variance/float64(len(row))+n.eps)
+	mean := (s0 + s1 + s2 + s3) / float64(len(row))
+	s0, s1, s2, s3 = 0, 0, 0, 0
+	i = 0
+	for ; i+4 <= len(row); i += 4 {
+		d0, d1, d2, d3 := float64(row[i])-mean, float64(row[i+1])-mean, float64(row[i+2])-mean, float64(row[i+3])-mean
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(row); i++ {
+		d := float64(row[i]) - mean
+		s0 += d * d
+	}
+	inv := 1 / math.Sqrt((s0+s1+s2+s3)/float64(len(row))+n.eps)
 	for i, v := range row {
-		row[i] = float32((float64(v)-mean)*inv*float64(n.w[i]) + float64(n.b[i]))
+		row[i] = float32((float64(v)-mean)*inv*float64(w[i]) + float64(b[i]))
 	}
 }
 
 // gelu applies the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)), in place:
 // 8 values at a time with AVX2 and FMA where the CPU has them.
 func gelu(h []float32) {
-	if haveGELUAVX2 {
+	if haveVecAVX2 {
 		geluAVX2(h)
 		return
 	}

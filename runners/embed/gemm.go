@@ -7,19 +7,23 @@ import (
 )
 
 // A kernel is a GEMM micro-kernel: tile computes one mr×nr block of
-// C = A·B from an mr×k block of A and a k×nr panel of B packed by panels.
-// Every kernel accumulates each element of C in one float32 chain of fused
-// multiply-adds over k in increasing order, starting from zero, the bias or
-// the value already in C (initZero, initBias, initC): an element's value
-// depends on its row of A, its column of B and k only, never on where its
-// tile lies, how k was split into blocks or how many rows were encoded
-// together, and the AVX-512 and AVX2 kernels give the same bits. The
-// portable kernel rounds the product and the sum separately on amd64 (Go
-// fuses them on arm64, ppc64 and s390x), so it agrees with the others to
-// rounding only.
+// C = A·B from mr rows of A packed by packA and a panel of B packed by
+// panels. Every kernel accumulates each element of C in one float32 chain
+// of fused multiply-adds over k in increasing order, starting from zero,
+// the bias or the value already in C (initZero, initBias, initC): an
+// element's value depends on its row of A, its column of B and k only,
+// never on where its tile lies, how k was split into blocks or how many
+// rows were multiplied together, and the AVX-512 and AVX2 kernels give the
+// same bits. The portable kernel rounds the product and the sum separately
+// on amd64 (Go fuses them on arm64, ppc64 and s390x), so it agrees with
+// the others to rounding only.
 type kernel struct {
 	name   string
 	mr, nr int
+	// kc is how many columns of A (rows of B) one pass of the tiles
+	// takes: kc rows of a panel of B, which every tile of a block of rows
+	// reads again, stay within L1 (24 KiB for both assembly kernels).
+	kc int
 	// lanes is how many float32 one vector instruction holds (1 for the
 	// portable kernel): for the fraction of the FMA peak.
 	lanes int
@@ -27,11 +31,11 @@ type kernel struct {
 }
 
 // tileFunc computes C[i][j] = init(i, j) + Σ_{p<k} A[i][p]·B[p][j] for
-// i < mr, j < nr, where A[i][p] is a[i·lda+p], B[p][j] is b[p·nr+j] and
+// i < mr, j < nr, where A[i][p] is a[p·mr+i], B[p][j] is b[p·nr+j] and
 // C[i][j] is c[i·ldc+j]; init is 0, bias[j] or C[i][j] for initZero,
 // initBias and initC. k ≥ 1. The slices must hold the elements the tile
-// reads and writes (the asm kernels check it and panic otherwise).
-type tileFunc func(k int, a []float32, lda int, b []float32, c []float32, ldc int, bias []float32, mode int)
+// reads and writes (checkTile).
+type tileFunc func(k int, a, b, c []float32, ldc int, bias []float32, mode int)
 
 // The accumulators of a tile start from zero, the bias or C.
 const (
@@ -41,19 +45,19 @@ const (
 )
 
 // checkTile panics unless the slices hold what a tile of mr×nr reads and
-// writes: a guard in front of the asm kernels, which cannot check.
-func checkTile(mr, nr, k int, a []float32, lda int, b []float32, c []float32, ldc int, bias []float32, mode int) {
-	if k < 1 || len(a) < (mr-1)*lda+k || len(b) < k*nr || len(c) < (mr-1)*ldc+nr || (mode == initBias && len(bias) < nr) {
-		panic(fmt.Sprintf("embed: tile %dx%d k=%d: a %d (lda %d), b %d, c %d (ldc %d), bias %d, mode %d",
-			mr, nr, k, len(a), lda, len(b), len(c), ldc, len(bias), mode))
+// writes: a guard in front of the assembly kernels, which cannot check.
+func checkTile(mr, nr, k int, a, b, c []float32, ldc int, bias []float32, mode int) {
+	if k < 1 || len(a) < k*mr || len(b) < k*nr || len(c) < (mr-1)*ldc+nr || (mode == initBias && len(bias) < nr) {
+		panic(fmt.Sprintf("embed: tile %dx%d k=%d: a %d, b %d, c %d (ldc %d), bias %d, mode %d",
+			mr, nr, k, len(a), len(b), len(c), ldc, len(bias), mode))
 	}
 }
 
 // portable is the kernel for CPUs without an assembly one: 4×4 in Go.
-var portable = &kernel{name: "portable", mr: 4, nr: 4, lanes: 1, tile: tileGo}
+var portable = &kernel{name: "portable", mr: 4, nr: 4, kc: 256, lanes: 1, tile: tileGo}
 
-func tileGo(k int, a []float32, lda int, b []float32, c []float32, ldc int, bias []float32, mode int) {
-	checkTile(4, 4, k, a, lda, b, c, ldc, bias, mode)
+func tileGo(k int, a, b, c []float32, ldc int, bias []float32, mode int) {
+	checkTile(4, 4, k, a, b, c, ldc, bias, mode)
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	switch mode {
 	case initBias:
@@ -67,27 +71,26 @@ func tileGo(k int, a []float32, lda int, b []float32, c []float32, ldc int, bias
 		c20, c21, c22, c23 = c[2*ldc], c[2*ldc+1], c[2*ldc+2], c[2*ldc+3]
 		c30, c31, c32, c33 = c[3*ldc], c[3*ldc+1], c[3*ldc+2], c[3*ldc+3]
 	}
-	a0, a1, a2, a3 := a[:k], a[lda:lda+k], a[2*lda:2*lda+k], a[3*lda:3*lda+k]
-	b = b[:4*k]
-	for p := range a0 {
-		bp := b[4*p : 4*p+4]
+	a, b = a[:4*k], b[:4*k]
+	for p := 0; p < 4*k; p += 4 {
+		ap, bp := a[p:p+4], b[p:p+4]
 		b0, b1, b2, b3 := bp[0], bp[1], bp[2], bp[3]
-		x := a0[p]
+		x := ap[0]
 		c00 += x * b0
 		c01 += x * b1
 		c02 += x * b2
 		c03 += x * b3
-		x = a1[p]
+		x = ap[1]
 		c10 += x * b0
 		c11 += x * b1
 		c12 += x * b2
 		c13 += x * b3
-		x = a2[p]
+		x = ap[2]
 		c20 += x * b0
 		c21 += x * b1
 		c22 += x * b2
 		c23 += x * b3
-		x = a3[p]
+		x = ap[3]
 		c30 += x * b0
 		c31 += x * b1
 		c32 += x * b2
@@ -159,14 +162,10 @@ func (p *panels) packKN(s []float32, ld int) {
 	}
 }
 
-// Block sizes of gemm: a block of A of mcBlock rows by kcBlock columns
-// stays in L2 while every panel of B multiplies it, and kcBlock rows of one
-// panel (16 KiB for the AVX2 kernel) stay in L1 while every tile of rows
-// of the block goes through them.
-const (
-	kcBlock = 256
-	mcBlock = 96
-)
+// mcBlock is how many rows of A gemm packs at a time: a block of mcBlock
+// rows by the kernel's kc columns (up to 144 KiB) stays in L2 while every
+// panel of B multiplies it. A multiple of every kernel's mr.
+const mcBlock = 192
 
 // gemm is one product C = A·B (+ bias) (GELU): A is m rows of b.k
 // (row stride lda), C m rows of b.n (row stride ldc).
@@ -181,13 +180,14 @@ type gemm struct {
 	gelu bool      // apply GELU to C at the end
 }
 
-// scratch is one worker's room for tiles at the edge of C.
+// scratch is one worker's room: a packed block of A and a tile for the
+// edges of C.
 type scratch struct {
 	a, c, bias []float32
 }
 
 func newScratch(kn *kernel) *scratch {
-	return &scratch{a: make([]float32, kn.mr*kcBlock), c: make([]float32, kn.mr*kn.nr), bias: make([]float32, kn.nr)}
+	return &scratch{a: make([]float32, mcBlock*kn.kc), c: make([]float32, kn.mr*kn.nr), bias: make([]float32, kn.nr)}
 }
 
 // run computes the product with up to threads goroutines, splitting C into
@@ -217,60 +217,109 @@ func (g *gemm) run(kn *kernel, threads int) {
 }
 
 // block computes rows i0…i1-1 and columns j0…j1-1 of C (j0 a multiple of
-// the kernel's nr).
+// the kernel's nr): for each block of mcBlock rows and kc columns of A,
+// packed, every panel of B in turn multiplies every tile of rows.
 func (g *gemm) block(kn *kernel, s *scratch, i0, i1, j0, j1 int) {
 	mr, nr, k := kn.mr, kn.nr, g.b.k
-	for k0 := 0; k0 < k; k0 += kcBlock {
-		kc := min(kcBlock, k-k0)
-		mode := initC
-		if k0 == 0 {
-			mode = initZero
-			if g.bias != nil {
-				mode = initBias
-			}
-		}
-		for j := j0; j < j1; j += nr {
-			bp := g.b.data[(j/nr*k+k0)*nr : (j/nr*k+k0+kc)*nr]
-			var bias []float32
-			if mode == initBias {
-				bias = g.bias[j:min(j+nr, g.b.n)]
-			}
-			cols := min(nr, g.b.n-j)
-			for i := i0; i < i1; i += mr {
-				rows := min(mr, g.m-i)
-				a := g.a[i*g.lda+k0:]
-				if rows == mr && cols == nr {
-					kn.tile(kc, a, g.lda, bp, g.c[i*g.ldc+j:], g.ldc, bias, mode)
-					continue
+	for m0 := i0; m0 < i1; m0 += mcBlock {
+		m1 := min(m0+mcBlock, i1)
+		for k0 := 0; k0 < k; k0 += kn.kc {
+			kc := min(kn.kc, k-k0)
+			packA(s.a, g.a, g.lda, m0, m1, k0, kc, mr)
+			mode := initC
+			if k0 == 0 {
+				mode = initZero
+				if g.bias != nil {
+					mode = initBias
 				}
-				g.edge(kn, s, kc, a, rows, cols, bp, g.c[i*g.ldc+j:], bias, mode)
+			}
+			for j := j0; j < j1; j += nr {
+				bp := g.b.data[(j/nr*k+k0)*nr : (j/nr*k+k0+kc)*nr]
+				var bias []float32
+				if mode == initBias {
+					bias = g.bias[j:min(j+nr, g.b.n)]
+				}
+				cols := min(nr, g.b.n-j)
+				for i := m0; i < m1; i += mr {
+					a := s.a[(i-m0)*kc : (i-m0+mr)*kc]
+					if rows := min(mr, m1-i); rows < mr || cols < nr {
+						g.edge(kn, s, kc, a, rows, cols, bp, g.c[i*g.ldc+j:], bias, mode)
+					} else {
+						kn.tile(kc, a, bp, g.c[i*g.ldc+j:], g.ldc, bias, mode)
+					}
+				}
 			}
 		}
-	}
-	if g.gelu {
-		for i := i0; i < i1; i++ {
-			gelu(g.c[i*g.ldc+j0 : i*g.ldc+j1])
+		if g.gelu {
+			for i := m0; i < m1; i++ {
+				gelu(g.c[i*g.ldc+j0 : i*g.ldc+j1])
+			}
 		}
 	}
 }
 
-// edge computes a tile of rows×cols < mr×nr through the scratch tile, so
-// that the kernel reads and writes only memory of its own; the zero rows
-// and columns it adds do not touch the others.
-func (g *gemm) edge(kn *kernel, s *scratch, kc int, a []float32, rows, cols int, bp, c, bias []float32, mode int) {
-	mr, nr := kn.mr, kn.nr
-	lda := g.lda
-	if rows < mr {
-		for r := 0; r < mr; r++ {
-			dst := s.a[r*kc : (r+1)*kc]
-			if r < rows {
-				copy(dst, a[r*g.lda:r*g.lda+kc])
-			} else {
-				clear(dst)
+// packA packs rows m0…m1-1, columns k0…k0+kc-1 of a (row stride lda) into
+// dst for the tiles: each group of mr rows as kc columns of mr values,
+// rows beyond m1 zero.
+func packA(dst, a []float32, lda, m0, m1, k0, kc, mr int) {
+	for t := m0; t < m1; t += mr {
+		tile := dst[(t-m0)*kc : (t-m0+mr)*kc]
+		if t+mr <= m1 {
+			switch mr {
+			case 6:
+				pack6(tile, a, lda, t*lda+k0, kc)
+				continue
+			case 12:
+				pack6x2(tile, a, lda, t*lda+k0, kc)
+				continue
 			}
 		}
-		a, lda = s.a, kc
+		for r := 0; r < mr; r++ {
+			if t+r >= m1 {
+				for p := r; p < len(tile); p += mr {
+					tile[p] = 0
+				}
+				continue
+			}
+			for p, v := range a[(t+r)*lda+k0 : (t+r)*lda+k0+kc] {
+				tile[p*mr+r] = v
+			}
+		}
 	}
+}
+
+// pack6 packs 6 full rows of kc from a[off:] (row stride lda) as kc
+// columns of 6: packA's common case, written out so that the compiler
+// checks bounds once per row rather than once per value.
+func pack6(dst, a []float32, lda, off, kc int) {
+	r0, r1, r2 := a[off:off+kc], a[off+lda:off+lda+kc], a[off+2*lda:off+2*lda+kc]
+	r3, r4, r5 := a[off+3*lda:off+3*lda+kc], a[off+4*lda:off+4*lda+kc], a[off+5*lda:off+5*lda+kc]
+	dst = dst[:6*kc]
+	for p := range r0 {
+		d := (*[6]float32)(dst[6*p:])
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+	}
+}
+
+// pack6x2 is pack6 for 12 rows.
+func pack6x2(dst, a []float32, lda, off, kc int) {
+	r0, r1, r2 := a[off:off+kc], a[off+lda:off+lda+kc], a[off+2*lda:off+2*lda+kc]
+	r3, r4, r5 := a[off+3*lda:off+3*lda+kc], a[off+4*lda:off+4*lda+kc], a[off+5*lda:off+5*lda+kc]
+	off += 6 * lda
+	r6, r7, r8 := a[off:off+kc], a[off+lda:off+lda+kc], a[off+2*lda:off+2*lda+kc]
+	r9, r10, r11 := a[off+3*lda:off+3*lda+kc], a[off+4*lda:off+4*lda+kc], a[off+5*lda:off+5*lda+kc]
+	dst = dst[:12*kc]
+	for p := range r0 {
+		d := (*[12]float32)(dst[12*p:])
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+		d[6], d[7], d[8], d[9], d[10], d[11] = r6[p], r7[p], r8[p], r9[p], r10[p], r11[p]
+	}
+}
+
+// edge computes a tile of rows×cols < mr×nr through the scratch tile, so
+// that the kernel writes only memory of its own.
+func (g *gemm) edge(kn *kernel, s *scratch, kc int, a []float32, rows, cols int, bp, c, bias []float32, mode int) {
+	nr := kn.nr
 	if mode == initBias {
 		copy(s.bias, bias)
 		clear(s.bias[len(bias):])
@@ -282,7 +331,7 @@ func (g *gemm) edge(kn *kernel, s *scratch, kc int, a []float32, rows, cols int,
 			copy(s.c[r*nr:r*nr+cols], c[r*g.ldc:r*g.ldc+cols])
 		}
 	}
-	kn.tile(kc, a, lda, bp, s.c, nr, bias, mode)
+	kn.tile(kc, a, bp, s.c, nr, bias, mode)
 	for r := 0; r < rows; r++ {
 		copy(c[r*g.ldc:r*g.ldc+cols], s.c[r*nr:r*nr+cols])
 	}

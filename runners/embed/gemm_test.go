@@ -226,7 +226,7 @@ func TestPackKNMatchesPackNKOfTheTranspose(t *testing.T) {
 // float64's, on lengths with and without a tail. Near -5, x·Φ(x) is
 // below 1e-6 and 1 + erf cancels in float32: the bound is absolute.
 func TestGELUAVX2MatchesGo(t *testing.T) {
-	if !haveGELUAVX2 {
+	if !haveVecAVX2 {
 		t.Skip("no AVX2 and FMA on this CPU")
 	}
 	for _, n := range []int{1, 7, 8, 9, 64, 1001} {
@@ -259,5 +259,52 @@ func TestExpf32IsWithin2UlpOfMathExp(t *testing.T) {
 	}
 	if got := expf32(-100); got != 0 {
 		t.Errorf("expf32(-100) = %v, want 0", got)
+	}
+}
+
+// TestSoftmaxMatchesFloat64 checks softmax, on the AVX2 path (maximum and
+// exponentials 8 at a time, the tail in Go) where the CPU has it and on
+// the Go path, against float64 on rows with and without a tail, with
+// scores far below the top (whose exponentials underflow). It switches
+// haveVecAVX2, so it must not run in parallel with other tests.
+func TestSoftmaxMatchesFloat64(t *testing.T) {
+	paths := []bool{false}
+	if haveVecAVX2 {
+		paths = append(paths, true)
+	}
+	defer func(orig bool) { haveVecAVX2 = orig }(haveVecAVX2)
+	for _, vec := range paths {
+		haveVecAVX2 = vec
+		r := rand.New(rand.NewSource(6))
+		for _, n := range []int{1, 5, 8, 13, 46, 256} {
+			s := randFloats(r, n)
+			for i := range s {
+				s[i] *= 30
+			}
+			if n > 2 {
+				s[1] = -1e4
+			}
+			const scale = 0.17677669 // 1/√32
+			top := math.Inf(-1)
+			for _, v := range s {
+				top = math.Max(top, float64(scale*v))
+			}
+			want := make([]float64, n)
+			var sum float64
+			for i, v := range s {
+				want[i] = math.Exp(float64(scale*v) - top)
+				sum += want[i]
+			}
+			x := append([]float32(nil), s...)
+			inv := softmax(s, scale)
+			for i := range s {
+				got := float64(s[i] * inv)
+				// e^x's relative error grows with |x|, rounded in float32.
+				w, tol := want[i]/sum, 2.5e-7*(4+math.Abs(float64(scale*x[i])-top))
+				if math.Abs(got-w) > tol*w && math.Abs(got-w) > 1e-37 {
+					t.Fatalf("avx2 %v, n %d: softmax[%d] = %v, float64 %v", vec, n, i, got, w)
+				}
+			}
+		}
 	}
 }
