@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"strings"
@@ -100,63 +101,76 @@ func BenchmarkGEMM(b *testing.B) {
 // truncated at 256).
 var parityLengths = []int{14, 14, 18, 8, 45, 13, 32, 12, 30, 15, 14, 32, 11, 19, 11, 14, 17, 11, 39, 42, 31, 17, 14, 87, 33, 43, 123, 52, 62, 33, 44, 179, 24, 41, 100, 165, 63, 72, 50, 24, 10, 24, 28, 66, 119, 21, 65, 16, 31, 256}
 
-// BenchmarkEncoderMiniLMShapes runs the encoder of all-MiniLM-L6-v2's
-// shapes (6 layers, 384 wide, 12 heads, 1,536 in the middle) on random
-// weights over sequences of the parity texts' lengths, on every assembly
-// kernel, on 1 and 2 goroutines: the full model's speed without its
-// files, for machines that lack them.
-func BenchmarkEncoderMiniLMShapes(b *testing.B) {
-	cfg := bert.Config{HiddenSize: 384, NumAttentionHeads: 12, NumHiddenLayers: 6, IntermediateSize: 1536,
-		MaxPositionEmbeddings: 512, TypeVocabSize: 2, VocabSize: 30522, LayerNormEps: 1e-12}
-	r := rand.New(rand.NewSource(1))
+// miniLM is all-MiniLM-L6-v2's configuration.
+var miniLM = bert.Config{HiddenSize: 384, NumAttentionHeads: 12, NumHiddenLayers: 6, IntermediateSize: 1536,
+	MaxPositionEmbeddings: 512, TypeVocabSize: 2, VocabSize: 30522, LayerNormEps: 1e-12}
+
+// randomWeights returns seeded random weights with Hugging Face BertModel
+// names and the shapes of cfg.
+func randomWeights(cfg bert.Config, seed int64) map[string]tensor {
+	r := rand.New(rand.NewSource(seed))
 	w := map[string]tensor{}
-	add := func(name string, shape ...int) {
+	add := func(name string, scale float32, shape ...int) {
 		n := 1
 		for _, d := range shape {
 			n *= d
 		}
 		data := randFloats(r, n)
 		for i := range data {
-			data[i] *= 0.05
+			data[i] *= scale
 		}
 		w[name] = tensor{shape: shape, data: data}
 	}
 	h, f := cfg.HiddenSize, cfg.IntermediateSize
-	add("embeddings.word_embeddings.weight", cfg.VocabSize, h)
-	add("embeddings.position_embeddings.weight", cfg.MaxPositionEmbeddings, h)
-	add("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, h)
-	add("embeddings.LayerNorm.weight", h)
-	add("embeddings.LayerNorm.bias", h)
+	add("embeddings.word_embeddings.weight", 0.5, cfg.VocabSize, h)
+	add("embeddings.position_embeddings.weight", 0.5, cfg.MaxPositionEmbeddings, h)
+	add("embeddings.token_type_embeddings.weight", 0.5, cfg.TypeVocabSize, h)
+	add("embeddings.LayerNorm.weight", 0.5, h)
+	add("embeddings.LayerNorm.bias", 0.5, h)
 	for l := 0; l < cfg.NumHiddenLayers; l++ {
 		p := fmt.Sprintf("encoder.layer.%d.", l)
-		for _, proj := range []string{"query", "key", "value"} {
-			add(p+"attention.self."+proj+".weight", h, h)
-			add(p+"attention.self."+proj+".bias", h)
-		}
 		for _, d := range []struct {
 			name    string
 			out, in int
-		}{{"attention.output.dense", h, h}, {"intermediate.dense", f, h}, {"output.dense", h, f}} {
-			add(p+d.name+".weight", d.out, d.in)
-			add(p+d.name+".bias", d.out)
+		}{{"attention.self.query", h, h}, {"attention.self.key", h, h}, {"attention.self.value", h, h},
+			{"attention.output.dense", h, h}, {"intermediate.dense", f, h}, {"output.dense", h, f}} {
+			add(p+d.name+".weight", 1/float32(math.Sqrt(float64(d.in))), d.out, d.in)
+			add(p+d.name+".bias", 0.1, d.out)
 		}
 		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
-			add(p+n+".weight", h)
-			add(p+n+".bias", h)
+			add(p+n+".weight", 0.5, h)
+			add(p+n+".bias", 0.5, h)
 		}
 	}
-	seqs := make([][]int, len(parityLengths))
-	for i, n := range parityLengths {
+	return w
+}
+
+// randomSeqs returns sequences of token ids of the given lengths.
+func randomSeqs(vocab int, lengths []int, seed int64) [][]int {
+	r := rand.New(rand.NewSource(seed))
+	seqs := make([][]int, len(lengths))
+	for i, n := range lengths {
 		seqs[i] = make([]int, n)
 		for j := range seqs[i] {
-			seqs[i][j] = r.Intn(cfg.VocabSize)
+			seqs[i][j] = r.Intn(vocab)
 		}
 	}
+	return seqs
+}
+
+// BenchmarkEncoderMiniLMShapes runs the encoder of all-MiniLM-L6-v2's
+// shapes (6 layers, 384 wide, 12 heads, 1,536 in the middle) on random
+// weights over sequences of the parity texts' lengths, on every assembly
+// kernel, on 1 and 2 goroutines: the full model's speed without its
+// files, for machines that lack them.
+func BenchmarkEncoderMiniLMShapes(b *testing.B) {
+	w := randomWeights(miniLM, 1)
+	seqs := randomSeqs(miniLM.VocabSize, parityLengths, 2)
 	for _, kn := range kernels() {
 		if kn.lanes == 1 {
 			continue // minutes a pass
 		}
-		e, err := newEncoder(kn, cfg, w)
+		e, err := newEncoder(kn, miniLM, w)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -61,6 +61,37 @@ func (p *product) want(i, j int) float64 {
 	return s
 }
 
+// tileShapes are Go kernels of the assembly kernels' shapes (the AVX-512
+// one's included), so that the driver's blocking, packing and edges run
+// at those shapes on any CPU: float64 products rounded once, enough to
+// check where every value goes.
+var tileShapes = []*kernel{
+	{name: "go12x32", mr: 12, nr: 32, kc: 192, lanes: 1, tile: tileRef(12, 32)},
+	{name: "go6x16", mr: 6, nr: 16, kc: 384, lanes: 1, tile: tileRef(6, 16)},
+}
+
+// tileRef is a tileFunc of any shape in float64.
+func tileRef(mr, nr int) tileFunc {
+	return func(k int, a, b, c []float32, ldc int, bias []float32, mode int) {
+		checkTile(mr, nr, k, a, b, c, ldc, bias, mode)
+		for i := 0; i < mr; i++ {
+			for j := 0; j < nr; j++ {
+				var s float64
+				switch mode {
+				case initBias:
+					s = float64(bias[j])
+				case initC:
+					s = float64(c[i*ldc+j])
+				}
+				for p := 0; p < k; p++ {
+					s += float64(a[p*mr+i]) * float64(b[p*nr+j])
+				}
+				c[i*ldc+j] = float32(s)
+			}
+		}
+	}
+}
+
 // raggedShapes are products whose m, n and k are below, at and beyond
 // every kernel's tile (4×4, 6×16, 12×32), its unrolling of k by 4 and
 // kcBlock, plus the encoder's own shapes.
@@ -76,11 +107,12 @@ func raggedShapes() []struct{ m, n, k int } {
 
 // TestKernelsMatchFloat64ReferenceOnRaggedShapes checks gemm with every
 // kernel this CPU runs (AVX-512 and AVX2 where present, the portable one
-// always) against a float64 product on ragged shapes, with and without
-// bias and GELU, strided A and C, on 1 and 3 goroutines, and that it
-// writes nothing beyond the n columns of C.
+// always) and the Go kernels of their shapes (tileShapes) against a
+// float64 product on ragged shapes, with and without bias and GELU,
+// strided A and C, on 1 and 3 goroutines, and that it writes nothing
+// beyond the n columns of C.
 func TestKernelsMatchFloat64ReferenceOnRaggedShapes(t *testing.T) {
-	for _, kn := range kernels() {
+	for _, kn := range append(kernels(), tileShapes...) {
 		t.Run(kn.name, func(t *testing.T) {
 			r := rand.New(rand.NewSource(1))
 			for i, sh := range raggedShapes() {
@@ -172,7 +204,7 @@ func TestAVX512AndAVX2GiveTheSameBits(t *testing.T) {
 // same bits: what makes a text's vector independent of the texts encoded
 // with it.
 func TestProductRowsDoNotDependOnTheirNeighbours(t *testing.T) {
-	for _, kn := range kernels() {
+	for _, kn := range append(kernels(), tileShapes...) {
 		t.Run(kn.name, func(t *testing.T) {
 			r := rand.New(rand.NewSource(4))
 			p := newProduct(r, 40, 37, 300, true, true)
@@ -306,5 +338,43 @@ func TestSoftmaxMatchesFloat64(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestEncoderKernelsAgree runs a random 2-layer encoder 96 wide with 3
+// heads of 32 (full tiles and ragged ones) over sequences of 1 to 70
+// tokens on every kernel: the AVX-512 and AVX2 kernels must give the same
+// bits (the rest of the encoder is shared), the portable one the same
+// states to rounding.
+func TestEncoderKernelsAgree(t *testing.T) {
+	cfg := miniLM
+	cfg.HiddenSize, cfg.NumAttentionHeads, cfg.NumHiddenLayers, cfg.IntermediateSize, cfg.VocabSize = 96, 3, 2, 192, 50
+	w := randomWeights(cfg, 7)
+	seqs := randomSeqs(cfg.VocabSize, []int{1, 7, 13, 40, 70, 3}, 8)
+	states := map[string][]float32{}
+	for _, kn := range kernels() {
+		e, err := newEncoder(kn, cfg, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.forward(seqs, 3, func(s []float32) { states[kn.name] = append([]float32(nil), s...) })
+	}
+	want := states["portable"]
+	for name, got := range states {
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > 2e-4*(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("%s: state %d = %v, portable %v", name, i, got[i], want[i])
+			}
+		}
+	}
+	if a, b := states["avx512"], states["avx2"]; a != nil && b != nil {
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("state %d: avx512 %v, avx2 %v", i, a[i], b[i])
+			}
+		}
+		t.Logf("avx512 and avx2: %d states, same bits", len(a))
+	} else {
+		t.Logf("kernels on this CPU: %v; avx512 against avx2 not checked", Kernels())
 	}
 }
