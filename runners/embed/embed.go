@@ -1,14 +1,17 @@
-// Package embed computes sentence embeddings in-process with cybertron's BERT
-// encoder and ranks documents by exact cosine similarity.
+// Package embed computes sentence embeddings in-process with a BERT
+// encoder of its own and ranks documents by exact cosine similarity.
 //
 // A model directory holds a Hugging Face BERT checkpoint in the layout
 // sentence-transformers ships: config.json (model_type "bert"), vocab.txt,
 // model.safetensors (F32), optionally tokenizer_config.json (do_lower_case)
-// and sentence_bert_config.json (max_seq_length). The weights are converted
-// from safetensors into cybertron's bert.Model in memory at Load; nothing is
-// written to the directory. cybertron tokenizes (WordPiece) and embeds the
-// tokens; the encoder layers run over a whole sequence at once on
-// cybertron's weights (encoder.go), without its per-token autograd graph.
+// and sentence_bert_config.json (max_seq_length). Load reads the weights
+// from safetensors and packs every dense layer for the matrix-product
+// kernel the CPU runs best (Kernels: AVX-512, AVX2 with FMA, or portable
+// Go, detected at run time); nothing is written to the directory.
+// cybertron's WordPiece tokenizes; the encoder (encoder.go) runs the
+// dense layers of all the texts of a call as one matrix product per layer
+// (gemm.go: packed panels, a register-blocked micro-kernel), attention per
+// text and head, in float32 throughout.
 //
 // EmbedCached and TopK are the pieces other nodes reuse: vectors cached per
 // model (Fingerprint) and text under a shared directory, and exact cosine

@@ -190,18 +190,22 @@ func newScratch(kn *kernel) *scratch {
 	return &scratch{a: make([]float32, mcBlock*kn.kc), c: make([]float32, kn.mr*kn.nr), bias: make([]float32, kn.nr)}
 }
 
-// run computes the product with up to threads goroutines, splitting C into
-// blocks of rows (and of columns when there are too few row blocks to keep
-// every thread busy).
+// run computes the product with up to threads goroutines. It splits C
+// into blocks of rows, at most mcBlock and small enough that every thread
+// gets two; only when there are fewer blocks than threads (a few tokens)
+// does it split the columns too, each such block then packing its rows of
+// A again.
 func (g *gemm) run(kn *kernel, threads int) {
 	if g.m == 0 || g.b.n == 0 {
 		return
 	}
-	rowBlocks := (g.m + mcBlock - 1) / mcBlock
+	const step = 12 // a multiple of every kernel's mr
+	mc := min(mcBlock, max(step, (g.m+2*threads-1)/(2*threads)+step-1)/step*step)
+	rowBlocks := (g.m + mc - 1) / mc
 	panelCount := (g.b.n + kn.nr - 1) / kn.nr
 	colBlocks := 1
-	if threads > 1 && rowBlocks < 4*threads {
-		colBlocks = min(panelCount, (4*threads+rowBlocks-1)/rowBlocks)
+	if rowBlocks < threads {
+		colBlocks = min(panelCount, (2*threads+rowBlocks-1)/rowBlocks)
 	}
 	perBlock := (panelCount + colBlocks - 1) / colBlocks
 	colBlocks = (panelCount + perBlock - 1) / perBlock
@@ -209,7 +213,7 @@ func (g *gemm) run(kn *kernel, threads int) {
 		s := newScratch(kn)
 		return func(item int) {
 			r, cb := item/colBlocks, item%colBlocks
-			i0, i1 := r*mcBlock, min((r+1)*mcBlock, g.m)
+			i0, i1 := r*mc, min((r+1)*mc, g.m)
 			j0, j1 := cb*perBlock*kn.nr, min((cb+1)*perBlock*kn.nr, g.b.n)
 			g.block(kn, s, i0, i1, j0, j1)
 		}
