@@ -191,16 +191,20 @@ func newScratch(kn *kernel) *scratch {
 }
 
 // run computes the product with up to threads goroutines. It splits C
-// into blocks of rows, at most mcBlock and small enough that every thread
-// gets two; only when there are fewer blocks than threads (a few tokens)
-// does it split the columns too, each such block then packing its rows of
-// A again.
+// into blocks of rows, at most mcBlock and, on several threads, small
+// enough that every thread gets about eight (the threads take blocks as
+// they finish one, so they end at most a small block apart); only when
+// there are fewer blocks than threads (a few tokens) does it split the
+// columns too, each such block then packing its rows of A again.
 func (g *gemm) run(kn *kernel, threads int) {
 	if g.m == 0 || g.b.n == 0 {
 		return
 	}
 	const step = 12 // a multiple of every kernel's mr
-	mc := min(mcBlock, max(step, (g.m+2*threads-1)/(2*threads)+step-1)/step*step)
+	mc := mcBlock
+	if threads > 1 {
+		mc = min(mcBlock, max(step, (g.m+8*threads-1)/(8*threads)+step-1)/step*step)
+	}
 	rowBlocks := (g.m + mc - 1) / mc
 	panelCount := (g.b.n + kn.nr - 1) / kn.nr
 	colBlocks := 1
