@@ -461,8 +461,8 @@ func (m *Model) pool(states []float32) []float32 {
 func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float32, error) {
 	threads := max(batch, 1)
 	ids := make([][]int, len(texts))
-	parallel(threads, len(texts), func() func(int) {
-		return func(i int) { ids[i] = m.ids(texts[i]) }
+	parallel(threads, len(texts), func() (func(int), func()) {
+		return func(i int) { ids[i] = m.ids(texts[i]) }, nil
 	})
 	out := make([][]float32, len(texts))
 	for start := 0; start < len(texts); {

@@ -98,7 +98,7 @@ func (e *encoder) forward(seqs [][]int, threads int, use func(states []float32))
 // token type 0, layer-normed.
 func (e *encoder) embed(seqs [][]int, starts []int, x []float32, threads int) {
 	dim := e.dim
-	parallel(threads, len(seqs), func() func(int) {
+	parallel(threads, len(seqs), func() (func(int), func()) {
 		return func(s int) {
 			for p, id := range seqs[s] {
 				row := x[(starts[s]+p)*dim : (starts[s]+p+1)*dim]
@@ -108,7 +108,7 @@ func (e *encoder) embed(seqs [][]int, starts []int, x []float32, threads int) {
 				}
 				e.embNorm.apply(row)
 			}
-		}
+		}, nil
 	})
 }
 
@@ -123,9 +123,8 @@ func (e *encoder) attention(starts []int, qkv, ctx []float32, threads int) {
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	ld := 3 * dim
 	kn := e.kn
-	parallel(threads, (len(starts)-1)*heads, func() func(int) {
-		s := newScratch(kn)
-		var kt, vt, scores, inv []float32
+	parallel(threads, (len(starts)-1)*heads, func() (func(int), func()) {
+		s := getScratch(kn)
 		return func(item int) {
 			seq, h := item/heads, item%heads
 			r0, n := starts[seq], starts[seq+1]-starts[seq]
@@ -133,30 +132,31 @@ func (e *encoder) attention(starts []int, qkv, ctx []float32, threads int) {
 			// needs no edge tiles across them); columns n and beyond are
 			// scores against zero keys, never read.
 			cols := (n + kn.nr - 1) / kn.nr * kn.nr
-			kt = grow(kt, cols*dh)
-			keys := panels{k: dh, n: cols, nr: kn.nr, data: kt}
+			s.kt = grow(s.kt, cols*dh)
+			keys := panels{k: dh, n: cols, nr: kn.nr, data: s.kt}
 			clear(keys.data)
 			keys.n = n
 			keys.packNK(qkv[r0*ld+dim+h*dh:], ld)
 			keys.n = cols
-			scores = grow(scores, n*cols)
+			s.scores = grow(s.scores, n*cols)
+			scores := s.scores
 			(&gemm{m: n, a: qkv[r0*ld+h*dh:], lda: ld, b: &keys, c: scores, ldc: cols}).block(kn, s, 0, n, 0, cols)
-			inv = grow(inv, n)
-			for i := range inv {
-				inv[i] = softmax(scores[i*cols:i*cols+n], scale)
+			s.inv = grow(s.inv, n)
+			for i := range s.inv {
+				s.inv[i] = softmax(scores[i*cols:i*cols+n], scale)
 			}
-			vt = grow(vt, (dh+kn.nr-1)/kn.nr*kn.nr*n)
-			values := panels{k: n, n: dh, nr: kn.nr, data: vt}
+			s.vt = grow(s.vt, (dh+kn.nr-1)/kn.nr*kn.nr*n)
+			values := panels{k: n, n: dh, nr: kn.nr, data: s.vt}
 			values.packKN(qkv[r0*ld+2*dim+h*dh:], ld)
 			out := ctx[r0*dim+h*dh:]
 			(&gemm{m: n, a: scores, lda: cols, b: &values, c: out, ldc: dim}).block(kn, s, 0, n, 0, dh)
-			for i, f := range inv {
+			for i, f := range s.inv {
 				row := out[i*dim : i*dim+dh]
 				for j := range row {
 					row[j] *= f
 				}
 			}
-		}
+		}, func() { putScratch(s) }
 	})
 }
 
@@ -217,7 +217,7 @@ func addNorm(y, residual []float32, n layerNorm, threads int) {
 	dim := len(n.w)
 	rows := len(y) / dim
 	const chunk = 64
-	parallel(threads, (rows+chunk-1)/chunk, func() func(int) {
+	parallel(threads, (rows+chunk-1)/chunk, func() (func(int), func()) {
 		return func(c int) {
 			for r := c * chunk; r < min((c+1)*chunk, rows); r++ {
 				row, res := y[r*dim:(r+1)*dim], residual[r*dim:(r+1)*dim]
@@ -226,7 +226,7 @@ func addNorm(y, residual []float32, n layerNorm, threads int) {
 				}
 				n.apply(row)
 			}
-		}
+		}, nil
 	})
 }
 

@@ -181,14 +181,27 @@ type gemm struct {
 }
 
 // scratch is one worker's room: a packed block of A and a tile for the
-// edges of C.
+// edges of C, and attention's packed keys and values, scores and their
+// sums' inverses.
 type scratch struct {
-	a, c, bias []float32
+	a, c, bias          []float32
+	kt, vt, scores, inv []float32
 }
 
-func newScratch(kn *kernel) *scratch {
+// scratches holds *scratch for reuse: a packed block of A is up to
+// 288 KiB, and every GEMM and attention phase needs one per goroutine.
+var scratches sync.Pool
+
+// getScratch returns a scratch big enough for kn, from scratches when one
+// there is; putScratch returns it.
+func getScratch(kn *kernel) *scratch {
+	if s, ok := scratches.Get().(*scratch); ok && len(s.a) >= mcBlock*kn.kc && len(s.c) >= kn.mr*kn.nr && len(s.bias) >= kn.nr {
+		return s
+	}
 	return &scratch{a: make([]float32, mcBlock*kn.kc), c: make([]float32, kn.mr*kn.nr), bias: make([]float32, kn.nr)}
 }
+
+func putScratch(s *scratch) { scratches.Put(s) }
 
 // run computes the product with up to threads goroutines. It splits C
 // into blocks of rows, at most mcBlock and, on several threads, small
@@ -213,14 +226,14 @@ func (g *gemm) run(kn *kernel, threads int) {
 	}
 	perBlock := (panelCount + colBlocks - 1) / colBlocks
 	colBlocks = (panelCount + perBlock - 1) / perBlock
-	parallel(threads, rowBlocks*colBlocks, func() func(int) {
-		s := newScratch(kn)
+	parallel(threads, rowBlocks*colBlocks, func() (func(int), func()) {
+		s := getScratch(kn)
 		return func(item int) {
 			r, cb := item/colBlocks, item%colBlocks
 			i0, i1 := r*mc, min((r+1)*mc, g.m)
 			j0, j1 := cb*perBlock*kn.nr, min((cb+1)*perBlock*kn.nr, g.b.n)
 			g.block(kn, s, i0, i1, j0, j1)
-		}
+		}, func() { putScratch(s) }
 	})
 }
 
@@ -348,26 +361,33 @@ func (g *gemm) edge(kn *kernel, s *scratch, kc int, a []float32, rows, cols int,
 // parallel runs items 0…n-1 on up to threads goroutines (the caller's
 // among them), each taking the next item as it finishes one. worker is
 // called once per goroutine and returns the function that goroutine runs
-// items with, so that each has scratch memory of its own.
-func parallel(threads, n int, worker func() func(item int)) {
+// items with, so that each has scratch memory of its own, and a function
+// (or nil) to call when it has run its last.
+func parallel(threads, n int, worker func() (do func(item int), done func())) {
 	threads = max(1, min(threads, n))
 	if threads == 1 {
-		do := worker()
+		do, done := worker()
 		for i := 0; i < n; i++ {
 			do(i)
+		}
+		if done != nil {
+			done()
 		}
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	loop := func() {
-		do := worker()
+		do, done := worker()
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= n {
-				return
+				break
 			}
 			do(i)
+		}
+		if done != nil {
+			done()
 		}
 	}
 	for t := 1; t < threads; t++ {
