@@ -451,26 +451,36 @@ func (m *Model) pool(states []float32) []float32 {
 
 // Embed returns one L2-normalised vector of length Dim per text, in input
 // order, computed by up to batch goroutines (batch < 1 means 1). The texts
-// are encoded in groups of up to 2,048 tokens, each group's dense layers
-// as one matrix product over the tokens of all its texts, every text at
-// its own length (nothing is padded), attention per text; a text's vector
-// does not depend on batch or on the other texts, bit for bit. Texts
-// longer than MaxTokens word pieces are truncated. Embed checks ctx
-// between groups and returns ctx.Err() once it is done. Embed is safe for
-// concurrent use.
+// are encoded in groups of about equal size, up to 2,048 tokens each, in
+// input order: each group's dense layers as one matrix product over the
+// tokens of all its texts, every text at its own length (nothing is
+// padded), attention per text. A text's vector does not depend on batch
+// or on the other texts, bit for bit. Texts longer than MaxTokens word
+// pieces are truncated. Embed checks ctx between groups and returns
+// ctx.Err() once it is done. Embed is safe for concurrent use.
 func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float32, error) {
 	threads := max(batch, 1)
 	ids := make([][]int, len(texts))
 	parallel(threads, len(texts), func() (func(int), func()) {
 		return func(i int) { ids[i] = m.ids(texts[i]) }, nil
 	})
+	// Groups of about equal size, none over groupTokens unless one text
+	// alone is: 2,300 tokens go as two groups of 1,150, not 2,048 and 252.
+	total := 0
+	for _, s := range ids {
+		total += len(s)
+	}
+	size := total
+	if groups := (total + groupTokens - 1) / groupTokens; groups > 1 {
+		size = (total + groups - 1) / groups
+	}
 	out := make([][]float32, len(texts))
 	for start := 0; start < len(texts); {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("embed: %w", err)
 		}
 		end, tokens := start, 0
-		for end < len(texts) && (end == start || tokens+len(ids[end]) <= groupTokens) {
+		for end < len(texts) && (end == start || tokens+len(ids[end]) <= size) {
 			tokens += len(ids[end])
 			end++
 		}

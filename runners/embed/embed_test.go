@@ -430,3 +430,41 @@ func TestErf32IsWithin5e7OfMathErf(t *testing.T) {
 		t.Errorf("largest |erf32 - math.Erf| on [-6, 6] is %g, want <= 5e-7", worst)
 	}
 }
+
+// TestEmbedGroupsDoNotChangeVectors embeds 400 texts (over 2,048 tokens:
+// two groups) in one call and each alone, and requires the same bits.
+func TestEmbedGroupsDoNotChangeVectors(t *testing.T) {
+	m, err := Load(tinyDir(t, nil), Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"the", "cat", "sat", "on", "mat", "dog", "ran", "cats", "!"}
+	texts := make([]string, 400)
+	tokens := 0
+	for i := range texts {
+		var w []string
+		for j := 0; j <= i%6; j++ {
+			w = append(w, words[(i+3*j)%len(words)])
+		}
+		texts[i] = strings.Join(w, " ")
+		tokens += len(m.Tokens(texts[i]))
+	}
+	if tokens <= groupTokens {
+		t.Fatalf("%d tokens: want more than one group (%d)", tokens, groupTokens)
+	}
+	all, err := m.Embed(context.Background(), texts, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		one, err := m.Embed(context.Background(), []string{text}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range one[0] {
+			if math.Float32bits(one[0][j]) != math.Float32bits(all[i][j]) {
+				t.Fatalf("text %d %q: value %d is %v alone, %v among %d texts", i, text, j, one[0][j], all[i][j], len(texts))
+			}
+		}
+	}
+}

