@@ -11,7 +11,6 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/nlpodyssey/cybertron v0.2.1
-	github.com/nlpodyssey/spago v1.1.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/zclconf/go-cty v1.20.0
 	golang.org/x/mod v0.39.0
@@ -40,6 +39,7 @@ require (
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.8 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
+	github.com/nlpodyssey/spago v1.1.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect

@@ -17,14 +17,15 @@ import (
 
 // cacheVersion names the code that computes a cached vector and the cache
 // file format; it is hashed into every cache key. Bump it whenever a change
-// to encode, encoderLayer, affine (or dot4x2), Tokens, basicTokens, the
-// pooling or normalize could change a vector for the same model files,
-// pooling, MaxTokens and text, and whenever the file format changes: the
-// old files are then never read again (they stay on disk until the cache
-// directory is removed).
+// to the encoder (encoder.go), the GEMM driver or its kernels (gemm.go,
+// kernel_*), Tokens, basicTokens, the pooling or normalize could change a
+// vector for the same model files, pooling, MaxTokens and text, and
+// whenever the file format changes: the old files are then never read
+// again (they stay on disk until the cache directory is removed).
 //
 // 2: a CRC-32C of the vector follows it in the file.
-const cacheVersion = 2
+// 3: the GEMM encoder (one FMA chain per element, float32 softmax).
+const cacheVersion = 3
 
 // crcTable is the Castagnoli table of the cache files' checksums.
 var crcTable = crc32.MakeTable(crc32.Castagnoli)

@@ -1,14 +1,17 @@
-// Package embed computes sentence embeddings in-process with cybertron's BERT
-// encoder and ranks documents by exact cosine similarity.
+// Package embed computes sentence embeddings in-process with a BERT
+// encoder of its own and ranks documents by exact cosine similarity.
 //
 // A model directory holds a Hugging Face BERT checkpoint in the layout
 // sentence-transformers ships: config.json (model_type "bert"), vocab.txt,
 // model.safetensors (F32), optionally tokenizer_config.json (do_lower_case)
-// and sentence_bert_config.json (max_seq_length). The weights are converted
-// from safetensors into cybertron's bert.Model in memory at Load; nothing is
-// written to the directory. cybertron tokenizes (WordPiece) and embeds the
-// tokens; the encoder layers run over a whole sequence at once on
-// cybertron's weights (encoder.go), without its per-token autograd graph.
+// and sentence_bert_config.json (max_seq_length). Load reads the weights
+// from safetensors and packs every dense layer for the matrix-product
+// kernel the CPU runs best (Kernels: AVX-512, AVX2 with FMA, or portable
+// Go, detected at run time); nothing is written to the directory.
+// cybertron's WordPiece tokenizes; the encoder (encoder.go) runs the
+// dense layers of all the texts of a call as one matrix product per layer
+// (gemm.go: packed panels, a register-blocked micro-kernel), attention per
+// text and head, in float32 throughout.
 //
 // EmbedCached and TopK are the pieces other nodes reuse: vectors cached per
 // model (Fingerprint) and text under a shared directory, and exact cosine
@@ -28,18 +31,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/nlpodyssey/cybertron/pkg/models/bert"
 	"github.com/nlpodyssey/cybertron/pkg/tokenizers"
 	"github.com/nlpodyssey/cybertron/pkg/tokenizers/wordpiecetokenizer"
 	"github.com/nlpodyssey/cybertron/pkg/vocabulary"
-	"github.com/nlpodyssey/spago/mat"
-	"github.com/nlpodyssey/spago/nn"
-	emb "github.com/nlpodyssey/spago/nn/embedding"
-	"github.com/nlpodyssey/spago/nn/linear"
-	"github.com/nlpodyssey/spago/nn/normalization/layernorm"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -71,7 +68,8 @@ func (p Pooling) String() string {
 // Model is a loaded sentence encoder. Its methods are safe for concurrent
 // use: the weights are read-only after Load.
 type Model struct {
-	bert      *bert.Model
+	enc       *encoder
+	vocab     *vocabulary.Vocabulary
 	tokenizer *wordpiecetokenizer.WordPieceTokenizer
 	lower     bool
 	maxTokens int // including [CLS] and [SEP]
@@ -88,24 +86,78 @@ func (m *Model) Fingerprint() string { return m.fingerprint }
 func (m *Model) Pooling() Pooling { return m.pooling }
 
 // Dim is the length of the vectors Embed returns.
-func (m *Model) Dim() int { return m.bert.Config.HiddenSize }
+func (m *Model) Dim() int { return m.enc.dim }
 
 // MaxTokens is the sequence length, [CLS] and [SEP] included, beyond which
 // Embed truncates a text's word pieces (sentence-transformers' max_seq_length).
 func (m *Model) MaxTokens() int { return m.maxTokens }
+
+// Kernel names the matrix-product kernel the model runs on (Kernels).
+func (m *Model) Kernel() string { return m.enc.kn.name }
+
+// KernelLanes is how many float32 one vector instruction of the model's
+// kernel holds: 16 for AVX-512, 8 for AVX2, 1 for the portable kernel (for
+// a benchmark's fraction of the FMA peak).
+func (m *Model) KernelLanes() int { return m.enc.kn.lanes }
+
+// EncoderFLOPs is the floating-point operations (a multiply-add counts 2)
+// of the encoder's matrix products for one text of n tokens ([CLS] and
+// [SEP] included; len(Tokens)): the dense layers and attention's two
+// products per head. The norms, softmax and GELU are not counted.
+func (m *Model) EncoderFLOPs(n int) float64 { return m.enc.flops(n) }
+
+// Kernels names the matrix-product kernels this CPU runs, the fastest
+// first, as WithKernel takes them: "avx512" (AVX-512F, 12×32 tiles) where
+// the CPU and OS have AVX-512, "avx2" (AVX2 and FMA, 6×16 tiles) where
+// they have those, and "portable" (Go, 4×4 tiles) everywhere. Features are
+// detected at run time (golang.org/x/sys/cpu). Every kernel gives the same
+// vectors to rounding; avx512 and avx2 give the same bits.
+func Kernels() []string {
+	var names []string
+	for _, k := range kernels() {
+		names = append(names, k.name)
+	}
+	return names
+}
+
+// An Option changes how Load builds a Model.
+type Option func(*options)
+
+type options struct {
+	kernel string
+}
+
+// WithKernel makes the model run on the named kernel (one of Kernels)
+// instead of the fastest; Load fails when this CPU does not run it.
+func WithKernel(name string) Option {
+	return func(o *options) { o.kernel = name }
+}
 
 // Load reads a BERT sentence encoder from dir with the given pooling. It
 // fails, naming the file, when config.json, vocab.txt or model.safetensors
 // is missing, when config.json declares a model_type other than "bert",
 // when the configuration is inconsistent with the vocabulary, when
 // sentence_bert_config.json's max_seq_length is below 3, or when a
-// weight the encoder needs is absent or has the wrong shape.
-func Load(dir string, pooling Pooling) (*Model, error) {
+// weight the encoder needs is absent or has the wrong shape. The weights
+// are packed for the fastest kernel this CPU runs (Kernels) unless
+// WithKernel names another.
+func Load(dir string, pooling Pooling, opts ...Option) (*Model, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if pooling != Mean && pooling != CLS {
 		return nil, fmt.Errorf("embed: load %s: unknown pooling %v", dir, pooling)
 	}
 	fail := func(format string, a ...any) (*Model, error) {
 		return nil, fmt.Errorf("embed: load %s: %s", dir, fmt.Sprintf(format, a...))
+	}
+	kn := kernels()[0]
+	if o.kernel != "" {
+		var err error
+		if kn, err = kernelNamed(o.kernel); err != nil {
+			return fail("%v", err)
+		}
 	}
 	files, fingerprint, err := readModel(dir)
 	if err != nil {
@@ -126,7 +178,6 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 	if cfg.HiddenAct != "gelu" {
 		return fail("config.json: hidden_act %q: only \"gelu\" is supported", cfg.HiddenAct)
 	}
-	cfg.EmbeddingsSize = cfg.HiddenSize
 	vocab, err := readVocab(files["vocab.txt"])
 	if err != nil {
 		return fail("%v", err)
@@ -170,20 +221,13 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 	if err != nil {
 		return fail("%v", err)
 	}
-	b := bert.New[float32](cfg)
-	b.Embeddings.Vocab = vocab
-	if err := setWeights(b, cfg, weights); err != nil {
+	enc, err := newEncoder(kn, cfg, weights)
+	if err != nil {
 		return fail("model.safetensors: %v", err)
 	}
-	// Inference only: no gradients are tracked or accumulated.
-	nn.ForEachParam(b, func(p *nn.Param) { p.WithGrad(false) })
-	for _, e := range []*emb.Model{b.Embeddings.Tokens, b.Embeddings.Positions, b.Embeddings.TokenTypes} {
-		for _, p := range e.Weights {
-			p.WithGrad(false)
-		}
-	}
 	return &Model{
-		bert:        b,
+		enc:         enc,
+		vocab:       vocab,
 		tokenizer:   wordpiecetokenizer.New(vocab),
 		lower:       lower,
 		maxTokens:   maxTokens,
@@ -192,96 +236,71 @@ func Load(dir string, pooling Pooling) (*Model, error) {
 	}, nil
 }
 
-// setWeights copies the Hugging Face BERT weights (names with or without the
-// "bert." prefix) into b, splitting the query, key and value projections per
-// attention head as cybertron's multi-head attention stores them, and sets
-// every layer norm's epsilon to the configured layer_norm_eps.
-func setWeights(b *bert.Model, cfg bert.Config, w map[string]tensor) error {
-	get := func(name string, shape ...int) ([]float32, error) {
+// newEncoder lays the Hugging Face BERT weights (names with or without the
+// "bert." prefix) out for the kernel kn (encoder).
+func newEncoder(kn *kernel, cfg bert.Config, w map[string]tensor) (*encoder, error) {
+	var err error
+	get := func(name string, shape ...int) []float32 {
+		if err != nil {
+			return nil
+		}
 		t, ok := w[name]
 		if !ok {
 			t, ok = w["bert."+name]
 		}
 		if !ok {
-			return nil, fmt.Errorf("missing tensor %s", name)
+			err = fmt.Errorf("missing tensor %s", name)
+			return nil
 		}
 		if fmt.Sprint(t.shape) != fmt.Sprint(shape) {
-			return nil, fmt.Errorf("tensor %s has shape %v, want %v", name, t.shape, shape)
+			err = fmt.Errorf("tensor %s has shape %v, want %v", name, t.shape, shape)
+			return nil
 		}
-		return t.data, nil
+		return t.data
 	}
-	var err error
-	set := func(dst mat.Tensor, name string, shape ...int) {
+	h, inter := cfg.HiddenSize, cfg.IntermediateSize
+	getNorm := func(prefix string) layerNorm {
+		return layerNorm{w: get(prefix+".weight", h), b: get(prefix+".bias", h), eps: cfg.LayerNormEps}
+	}
+	getDense := func(prefix string, out, in int) dense {
+		wt, b := get(prefix+".weight", out, in), get(prefix+".bias", out)
 		if err != nil {
-			return
+			return dense{}
 		}
-		var data []float32
-		if data, err = get(name, shape...); err == nil {
-			mat.SetData[float32](dst, data)
-		}
+		return newDense(kn, wt, b, out, in)
 	}
-	setRows := func(e []*nn.Param, name string, rows, cols int) {
-		if err != nil {
-			return
-		}
-		var data []float32
-		if data, err = get(name, rows, cols); err == nil {
-			for i := 0; i < rows; i++ {
-				mat.SetData[float32](e[i].Value(), data[i*cols:(i+1)*cols])
-			}
-		}
+	e := &encoder{
+		kn:       kn,
+		dim:      h,
+		heads:    cfg.NumAttentionHeads,
+		inter:    inter,
+		word:     get("embeddings.word_embeddings.weight", cfg.VocabSize, h),
+		pos:      get("embeddings.position_embeddings.weight", cfg.MaxPositionEmbeddings, h),
+		tokTypes: get("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, h),
+		embNorm:  getNorm("embeddings.LayerNorm"),
 	}
-	h, inter, heads := cfg.HiddenSize, cfg.IntermediateSize, cfg.NumAttentionHeads
-	setNorm := func(n *layernorm.Model, prefix string) {
-		set(n.W.Value(), prefix+".weight", h)
-		set(n.B.Value(), prefix+".bias", h)
-		n.Eps = nn.Buf(mat.Scalar(float32(cfg.LayerNormEps)))
-	}
-	setLinear := func(l *linear.Model, prefix string, out, in int) {
-		set(l.W.Value(), prefix+".weight", out, in)
-		set(l.B.Value(), prefix+".bias", out)
-	}
-	e := b.Embeddings
-	setRows(e.Tokens.Weights, "embeddings.word_embeddings.weight", cfg.VocabSize, h)
-	setRows(e.Positions.Weights, "embeddings.position_embeddings.weight", cfg.MaxPositionEmbeddings, h)
-	setRows(e.TokenTypes.Weights, "embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, h)
-	setNorm(e.Norm, "embeddings.LayerNorm")
-	dh := h / heads
-	for i, layer := range b.Encoder.Layers {
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
-		att := layer.SelfAttention.Attention
+		var qkvW, qkvB []float32
 		for _, proj := range []string{"query", "key", "value"} {
-			if err != nil {
-				return err
-			}
-			var wq, bq []float32
-			if wq, err = get(p+"attention.self."+proj+".weight", h, h); err != nil {
-				return err
-			}
-			if bq, err = get(p+"attention.self."+proj+".bias", h); err != nil {
-				return err
-			}
-			for j, head := range att.Heads {
-				var l *linear.Model
-				switch proj {
-				case "query":
-					l = head.Query
-				case "key":
-					l = head.Key
-				default:
-					l = head.Value
-				}
-				mat.SetData[float32](l.W.Value(), wq[j*dh*h:(j+1)*dh*h])
-				mat.SetData[float32](l.B.Value(), bq[j*dh:(j+1)*dh])
-			}
+			qkvW = append(qkvW, get(p+"attention.self."+proj+".weight", h, h)...)
+			qkvB = append(qkvB, get(p+"attention.self."+proj+".bias", h)...)
 		}
-		setLinear(att.OutputMerge, p+"attention.output.dense", h, h)
-		setNorm(layer.SelfAttention.Norm, p+"attention.output.LayerNorm")
-		setLinear(layer.FF.MLP[0].(*linear.Model), p+"intermediate.dense", inter, h)
-		setLinear(layer.FF.MLP[2].(*linear.Model), p+"output.dense", h, inter)
-		setNorm(layer.FF.Norm, p+"output.LayerNorm")
+		var l layer
+		if err == nil {
+			l.qkv = newDense(kn, qkvW, qkvB, 3*h, h)
+		}
+		l.out = getDense(p+"attention.output.dense", h, h)
+		l.attNorm = getNorm(p + "attention.output.LayerNorm")
+		l.up = getDense(p+"intermediate.dense", inter, h)
+		l.down = getDense(p+"output.dense", h, inter)
+		l.ffNorm = getNorm(p + "output.LayerNorm")
+		e.layers = append(e.layers, l)
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // Tokens returns the word pieces Embed encodes for text: Hugging Face
@@ -392,9 +411,23 @@ func stripAccents(s string) string {
 	return b.String()
 }
 
-// embedOne returns the L2-normalised embedding of one text.
-func (m *Model) embedOne(text string) []float32 {
-	states := encode(m.bert, m.Tokens(text))
+// ids returns the vocabulary ids of Tokens(text).
+func (m *Model) ids(text string) []int {
+	toks := m.Tokens(text)
+	ids := make([]int, len(toks))
+	unk, _ := m.vocab.ID(wordpiecetokenizer.DefaultUnknownToken)
+	for i, t := range toks {
+		id, ok := m.vocab.ID(t)
+		if !ok {
+			id = unk
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// pool returns the L2-normalised pooling of one text's hidden states.
+func (m *Model) pool(states []float32) []float32 {
 	dim := m.Dim()
 	out := make([]float32, dim)
 	switch m.pooling {
@@ -417,49 +450,48 @@ func (m *Model) embedOne(text string) []float32 {
 }
 
 // Embed returns one L2-normalised vector of length Dim per text, in input
-// order. cybertron encodes one sequence at a time, so Embed batches on top
-// of it: up to batch texts (batch < 1 means 1) are encoded concurrently,
-// each by its own goroutine; a text's vector does not depend on batch or on
-// the other texts. Texts longer than MaxTokens word pieces are truncated.
-// Embed stops starting new texts once ctx is done and returns ctx.Err().
-// Embed is safe for concurrent use.
+// order, computed by up to batch goroutines (batch < 1 means 1). The texts
+// are encoded in groups of about equal size, up to 2,048 tokens each, in
+// input order: each group's dense layers as one matrix product over the
+// tokens of all its texts, every text at its own length (nothing is
+// padded), attention per text. A text's vector does not depend on batch
+// or on the other texts, bit for bit. Texts longer than MaxTokens word
+// pieces are truncated. Embed checks ctx between groups and returns
+// ctx.Err() once it is done. Embed is safe for concurrent use.
 func (m *Model) Embed(ctx context.Context, texts []string, batch int) ([][]float32, error) {
-	if batch < 1 {
-		batch = 1
+	threads := max(batch, 1)
+	ids := make([][]int, len(texts))
+	parallel(threads, len(texts), func() (func(int), func()) {
+		return func(i int) { ids[i] = m.ids(texts[i]) }, nil
+	})
+	// Groups of about equal size, none over groupTokens unless one text
+	// alone is: 2,300 tokens go as two groups of 1,150, not 2,048 and 252.
+	total := 0
+	for _, s := range ids {
+		total += len(s)
+	}
+	size := total
+	if groups := (total + groupTokens - 1) / groupTokens; groups > 1 {
+		size = (total + groups - 1) / groups
 	}
 	out := make([][]float32, len(texts))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(batch, len(texts)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				out[i] = m.embedOne(texts[i])
-			}
-		}()
-	}
-	// Longest texts first, so that one long text does not leave the other
-	// workers idle at the end.
-	order := make([]int, len(texts))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(texts[order[a]]) > len(texts[order[b]]) })
-	var err error
-feed:
-	for _, i := range order {
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		case next <- i:
+	for start := 0; start < len(texts); {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("embed: %w", err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if err != nil {
-		return nil, fmt.Errorf("embed: %w", err)
+		end, tokens := start, 0
+		for end < len(texts) && (end == start || tokens+len(ids[end]) <= size) {
+			tokens += len(ids[end])
+			end++
+		}
+		m.enc.forward(ids[start:end], threads, func(states []float32) {
+			dim, row := m.Dim(), 0
+			for i := start; i < end; i++ {
+				out[i] = m.pool(states[row*dim : (row+len(ids[i]))*dim])
+				row += len(ids[i])
+			}
+		})
+		start = end
 	}
 	return out, nil
 }

@@ -151,6 +151,9 @@ func cosine(a []float32, b []float64) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
+// TestEmbedMatchesReferenceBertForward compares Embed, on every kernel
+// this CPU runs, with an independent float64 forward pass of the tiny
+// model.
 func TestEmbedMatchesReferenceBertForward(t *testing.T) {
 	dir := tinyDir(t, nil)
 	w := embedtest.Weights(1)
@@ -159,30 +162,42 @@ func TestEmbedMatchesReferenceBertForward(t *testing.T) {
 		index[tok] = i
 	}
 	texts := []string{"the cat sat on the mat", "The DOG ran!", "Café cats, dogs", "the"}
-	for _, pooling := range []Pooling{Mean, CLS} {
-		t.Run(pooling.String(), func(t *testing.T) {
-			m, err := Load(dir, pooling)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := m.Embed(context.Background(), texts, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, text := range texts {
-				var ids []int
-				for _, tok := range m.Tokens(text) {
-					ids = append(ids, index[tok])
+	for _, kernel := range Kernels() {
+		for _, pooling := range []Pooling{Mean, CLS} {
+			t.Run(kernel+"/"+pooling.String(), func(t *testing.T) {
+				m, err := Load(dir, pooling, WithKernel(kernel))
+				if err != nil {
+					t.Fatal(err)
 				}
-				want := referenceEmbedding(w, ids, pooling)
-				// The tolerance covers float32 against float64 rounding; a
-				// wrong weight mapping (heads, transposes, layer norms) or
-				// the tanh approximation of GELU gives less.
-				if c := cosine(got[i], want); c < 0.999999 {
-					t.Errorf("%q: cosine to the reference forward pass %.8f, want >= 0.999999", text, c)
+				if m.Kernel() != kernel {
+					t.Fatalf("Kernel() = %q, want %q", m.Kernel(), kernel)
 				}
-			}
-		})
+				got, err := m.Embed(context.Background(), texts, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, text := range texts {
+					var ids []int
+					for _, tok := range m.Tokens(text) {
+						ids = append(ids, index[tok])
+					}
+					want := referenceEmbedding(w, ids, pooling)
+					// The tolerance covers float32 against float64 rounding; a
+					// wrong weight mapping (heads, transposes, layer norms) or
+					// the tanh approximation of GELU gives less.
+					if c := cosine(got[i], want); c < 0.999999 {
+						t.Errorf("%q: cosine to the reference forward pass %.8f, want >= 0.999999", text, c)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestLoadRejectsAKernelThisCPUDoesNotRun(t *testing.T) {
+	_, err := Load(tinyDir(t, nil), Mean, WithKernel("avx1024"))
+	if err == nil || !strings.Contains(err.Error(), `kernel "avx1024": this CPU runs`) {
+		t.Fatalf("Load with an unknown kernel: err %v", err)
 	}
 }
 
@@ -413,5 +428,43 @@ func TestErf32IsWithin5e7OfMathErf(t *testing.T) {
 	}
 	if worst > 5e-7 {
 		t.Errorf("largest |erf32 - math.Erf| on [-6, 6] is %g, want <= 5e-7", worst)
+	}
+}
+
+// TestEmbedGroupsDoNotChangeVectors embeds 400 texts (over 2,048 tokens:
+// two groups) in one call and each alone, and requires the same bits.
+func TestEmbedGroupsDoNotChangeVectors(t *testing.T) {
+	m, err := Load(tinyDir(t, nil), Mean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := []string{"the", "cat", "sat", "on", "mat", "dog", "ran", "cats", "!"}
+	texts := make([]string, 400)
+	tokens := 0
+	for i := range texts {
+		var w []string
+		for j := 0; j <= i%6; j++ {
+			w = append(w, words[(i+3*j)%len(words)])
+		}
+		texts[i] = strings.Join(w, " ")
+		tokens += len(m.Tokens(texts[i]))
+	}
+	if tokens <= groupTokens {
+		t.Fatalf("%d tokens: want more than one group (%d)", tokens, groupTokens)
+	}
+	all, err := m.Embed(context.Background(), texts, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		one, err := m.Embed(context.Background(), []string{text}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range one[0] {
+			if math.Float32bits(one[0][j]) != math.Float32bits(all[i][j]) {
+				t.Fatalf("text %d %q: value %d is %v alone, %v among %d texts", i, text, j, one[0][j], all[i][j], len(texts))
+			}
+		}
 	}
 }
