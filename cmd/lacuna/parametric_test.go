@@ -120,26 +120,10 @@ func TestParametricPipelineRunsEndToEndOnATinyModel(t *testing.T) {
 	}
 }
 
-// catJSON is `lacuna cat --format json` of one node's rows.
+// catJSON is `lacuna cat --format jsonl` of one node of parametric.hcl.
 func catJSON(t *testing.T, dir string, vars []string, addr string, extra ...string) []map[string]any {
 	t.Helper()
-	args := append(append(append([]string{"cat"}, vars...), "parametric.hcl", addr, "--format", "jsonl"), extra...)
-	res := lacuna(t, dir, args...)
-	if res.code != 0 {
-		t.Fatalf("lacuna cat %s: exit %d\n%s", addr, res.code, res.stderr)
-	}
-	var rows []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("lacuna cat %s: %v: %s", addr, err, line)
-		}
-		rows = append(rows, m)
-	}
-	return rows
+	return catJSONL(t, dir, vars, "parametric.hcl", addr, extra...)
 }
 
 // toolgenCatalog is a synthetic catalog of services × APIs, each tool

@@ -363,10 +363,11 @@ func checkIndexAgainstShow(t *testing.T, dir string, vars []string, pipeline str
 	}
 }
 
-// catJSONL is `lacuna cat --format jsonl` of one node's rows.
-func catJSONL(t *testing.T, dir string, vars []string, pipeline, addr string) []map[string]any {
+// catJSONL is `lacuna cat --format jsonl` of one node's rows (extra: more
+// flags of cat).
+func catJSONL(t *testing.T, dir string, vars []string, pipeline, addr string, extra ...string) []map[string]any {
 	t.Helper()
-	res := lacuna(t, dir, append(append([]string{"cat"}, vars...), pipeline, addr, "--format", "jsonl")...)
+	res := lacuna(t, dir, append(append(append([]string{"cat"}, vars...), pipeline, addr, "--format", "jsonl"), extra...)...)
 	if res.code != 0 {
 		t.Fatalf("lacuna cat %s: exit %d\n%s", addr, res.code, res.stderr)
 	}
