@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -23,6 +24,7 @@ type walk struct {
 	snap      *artifacts.Snapshot    // the pipeline's last results
 	snapValid bool                   // no deletion since snap was written
 	objects   *artifacts.ObjectIndex // which objects cas/ holds, read once per shard
+	intact    *intactChecks          // action entries checked ahead of the loop; nil outside a run's walk
 
 	mu      sync.Mutex
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
@@ -114,10 +116,97 @@ func (w *walk) fromSnapshot(i *Instance, key artifacts.Digest) (artifacts.Snapsh
 	if !w.objects.Has(n.Output.Digest) {
 		return artifacts.SnapshotNode{}, false
 	}
-	if !w.x.Store.ActionIntact(key, w.snap.Written) {
+	if !w.intact.check(w.x.Store, i, key, w.snap.Written) {
 		return artifacts.SnapshotNode{}, false // runOne and Plan say why
 	}
 	return n, true
+}
+
+// intactChecks runs the walk's ActionIntact stats ahead of the scheduling
+// loop, on other goroutines, in the order of the walk's instances: on a
+// no-op run of a large sweep the loop then finds most answers ready
+// instead of waiting for one stat an instance. The answers are the same
+// stats the loop would make (the snapshot's key for an address, checked
+// against the same time), so nothing is trusted that the loop would not
+// trust. Safe for concurrent use; stop ends the workers.
+type intactChecks struct {
+	slot  []int32            // Instance.index → index into keys and state, or -1
+	keys  []artifacts.Digest // the snapshot's key of each instance checked
+	state []atomic.Uint32    // 0 unknown, 1 intact, 2 not intact
+	stop  atomic.Bool
+}
+
+// checkAhead starts checking the action entries the snapshot names for
+// insts, on GOMAXPROCS goroutines, and returns the checks (nil when the
+// snapshot cannot answer or the walk is small). Call stop when the walk
+// ends.
+func (w *walk) checkAhead(g *Graph, insts []*Instance) *intactChecks {
+	if !w.snapValid || len(insts) < 256 {
+		return nil
+	}
+	c := &intactChecks{slot: make([]int32, len(g.Instances)), keys: make([]artifacts.Digest, 0, len(insts))}
+	for k := range c.slot {
+		c.slot[k] = -1
+	}
+	for _, i := range insts {
+		n, ok := w.snap.Nodes[i.Addr]
+		if !ok || n.Failed || n.Output.Digest == "" {
+			continue
+		}
+		c.slot[i.index] = int32(len(c.keys))
+		c.keys = append(c.keys, n.Key)
+	}
+	c.state = make([]atomic.Uint32, len(c.keys))
+	workers := runtime.GOMAXPROCS(0)
+	store, since := w.x.Store, w.snap.Written
+	for g := range workers {
+		go func() {
+			// Interleaved, so that every worker stays near the front the
+			// loop is at.
+			for k := g; k < len(c.keys) && !c.stop.Load(); k += workers {
+				if c.state[k].Load() == 0 {
+					c.set(k, store.ActionIntact(c.keys[k], since))
+				}
+			}
+		}()
+	}
+	return c
+}
+
+func (c *intactChecks) set(k int, ok bool) {
+	v := uint32(2)
+	if ok {
+		v = 1
+	}
+	c.state[k].Store(v)
+}
+
+// check is Store.ActionIntact(key, since), answered from the checks made
+// ahead when they cover i at key. c may be nil.
+func (c *intactChecks) check(s *artifacts.Store, i *Instance, key artifacts.Digest, since time.Time) bool {
+	if c == nil || i.index >= len(c.slot) {
+		return s.ActionIntact(key, since)
+	}
+	k := c.slot[i.index]
+	if k < 0 || c.keys[k] != key {
+		return s.ActionIntact(key, since)
+	}
+	switch c.state[k].Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	intact := s.ActionIntact(key, since)
+	c.set(int(k), intact)
+	return intact
+}
+
+// end stops the workers of c (nil: nothing).
+func (c *intactChecks) end() {
+	if c != nil {
+		c.stop.Store(true)
+	}
 }
 
 // inputDigests looks up the digests of i's inputs by address, given the
@@ -180,6 +269,10 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 		jobs = runtime.NumCPU()
 	}
 	w.emit(Event{Event: EventStart, Total: int64(len(insts))})
+	if !x.Force {
+		w.intact = w.checkAhead(g, insts)
+		defer w.intact.end()
+	}
 
 	// Per-instance state in slices indexed by Instance.index (its
 	// position in g.Instances): a map entry per instance would cost more
