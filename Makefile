@@ -232,4 +232,4 @@ fuzz:
 	$(GO) test ./engine -run '^$$' -fuzz FuzzLoad -fuzztime 60s
 
 clean:
-	rm -rf bin pipelines/.lacuna pipelines/examples/.lacuna bench/out .cache
+	rm -rf bin pipelines/.lacuna pipelines/.lacuna-report pipelines/examples/.lacuna pipelines/examples/.lacuna-report bench/out .cache
