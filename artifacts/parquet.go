@@ -299,6 +299,22 @@ func (r *Reader) Rows() []parquet.Row { return r.rows }
 // NumRows is the row count.
 func (r *Reader) NumRows() int { return len(r.rows) }
 
+// Maps decodes every row into a map from column name to value, as
+// parquet.Schema.Reconstruct makes them (groups as nested maps, lists as
+// slices). Safe for concurrent use.
+func (r *Reader) Maps() ([]map[string]any, error) {
+	out := make([]map[string]any, 0, len(r.rows))
+	for i, row := range r.rows {
+		var v any
+		if err := r.schema.Reconstruct(&v, row); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		m, _ := v.(map[string]any)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // Open reads and verifies an object: its rows, decoded and hashed, must
 // give its digest, and its bytes must match the checksum obj carries (from
 // the action that recorded it; see checkSum). A mismatch returns

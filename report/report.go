@@ -214,14 +214,13 @@ func (b *builder) read(n Node) ([]record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", n.Addr, err)
 	}
-	rows := make([]record, 0, r.NumRows())
-	for i, row := range r.Rows() {
-		var v any
-		if err := r.Schema().Reconstruct(&v, row); err != nil {
-			return nil, fmt.Errorf("%s row %d: %w", n.Addr, i, err)
-		}
-		m, _ := v.(map[string]any)
-		rows = append(rows, record(m))
+	maps, err := r.Maps()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", n.Addr, err)
+	}
+	rows := make([]record, len(maps))
+	for i, m := range maps {
+		rows[i] = record(m)
 	}
 	b.rows[n.Addr] = rows
 	for _, f := range r.Schema().Fields() {

@@ -72,14 +72,8 @@ func (s *Server) records(d artifacts.Digest) (*records, error) {
 	for _, f := range rd.Schema().Fields() {
 		out.Columns = append(out.Columns, f.Name())
 	}
-	out.Rows = make([]map[string]any, 0, rd.NumRows())
-	for i, row := range rd.Rows() {
-		var v any
-		if err := rd.Schema().Reconstruct(&v, row); err != nil {
-			return nil, fmt.Errorf("artifact %s row %d: %w", d, i, err)
-		}
-		m, _ := v.(map[string]any)
-		out.Rows = append(out.Rows, m)
+	if out.Rows, err = rd.Maps(); err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", d, err)
 	}
 	s.cache.put(out)
 	return out, nil
