@@ -11,8 +11,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+	kzstd "github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
@@ -31,19 +33,85 @@ const (
 	MetaSchemaVersion = "lacuna.schema_version"
 )
 
-var zstdCodec = sizedZstd{&zstd.Codec{Level: zstd.SpeedDefault}}
+var zstdCodec = inPlaceZstd{&zstd.Codec{Level: zstd.SpeedDefault}}
 
-// sizedZstd is parquet-go's zstd codec with the output buffer of a page
-// allocated once, about the page's size: the encoder otherwise grows it by
-// appending, which for a page of hundreds of MiB (one long value) leaves
-// several times its size as garbage. Same bytes out.
-type sizedZstd struct{ *zstd.Codec }
+// inPlaceChunk is the most bytes of a long page compressed as one zstd
+// frame by inPlaceZstd.
+const inPlaceChunk = 1 << 20
 
-func (c sizedZstd) Encode(dst, src []byte) ([]byte, error) {
-	if n := len(src) + len(src)>>7 + 1024; len(src) > 1<<20 && cap(dst) < n {
-		dst = make([]byte, 0, n)
+// inPlaceZstd is parquet-go's zstd codec, except that a page over
+// inPlaceChunk bytes (one long value: a record of hundreds of MiB) is
+// compressed over its own bytes, as a run of zstd frames of inPlaceChunk
+// input bytes each, instead of into a second buffer about its size. A run
+// of frames is one valid zstd stream: every Parquet reader decodes it.
+// Pages up to inPlaceChunk give the same bytes as the plain codec.
+//
+// Encode may overwrite src: parquet-go's writer compresses a page from its
+// encoding buffer and never reads that buffer again before encoding the
+// next page into it (writerBuffers.compress swaps the two buffers). That is
+// the only caller: the store's Writer.
+type inPlaceZstd struct{ *zstd.Codec }
+
+// chunkEncoder compresses inPlaceZstd's frames: parquet-go's level, with a
+// window no larger than a frame's input (the default window's history
+// buffer alone is 16 MiB). Safe for concurrent use (EncodeAll).
+var chunkEncoder = sync.OnceValues(func() (*kzstd.Encoder, error) {
+	return kzstd.NewWriter(nil, kzstd.WithEncoderLevel(kzstd.SpeedDefault), kzstd.WithWindowSize(inPlaceChunk), kzstd.WithEncoderConcurrency(1))
+})
+
+func (c inPlaceZstd) Encode(dst, src []byte) ([]byte, error) {
+	if len(src) <= inPlaceChunk {
+		if overlap(dst, src) {
+			// After a long page the writer's two buffers are one array.
+			dst = nil
+		}
+		return c.Codec.Encode(dst, src)
 	}
-	return c.Codec.Encode(dst, src)
+	enc, err := chunkEncoder()
+	if err != nil {
+		return dst, err
+	}
+	var (
+		frame   = make([]byte, 0, inPlaceChunk+inPlaceChunk>>7+1024)
+		pending []byte // output not yet copied: it would overrun unread input
+		w       int    // output written to src[:w]
+	)
+	for r := 0; r < len(src); {
+		end := min(r+inPlaceChunk, len(src))
+		frame = enc.EncodeAll(src[r:end], frame[:0])
+		rest := frame
+		r = end
+		// Copy what fits behind the read position, older bytes first; the
+		// rest waits in pending. A frame is never more than a few dozen
+		// bytes longer than its input, so pending stays that small.
+		n := copy(src[w:r], pending)
+		w += n
+		pending = append(pending[:0], pending[n:]...)
+		if len(pending) == 0 {
+			n = copy(src[w:r], rest)
+			w += n
+			rest = rest[n:]
+		}
+		pending = append(pending, rest...)
+	}
+	if len(pending) == 0 {
+		return src[:w], nil
+	}
+	if w+len(pending) <= cap(src) {
+		return append(src[:w], pending...), nil
+	}
+	// Incompressible: the frames are longer than the page.
+	out := make([]byte, 0, w+len(pending))
+	return append(append(out, src[:w]...), pending...), nil
+}
+
+// overlap says whether a and b, up to their capacities, share memory.
+func overlap(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(cap(a))
 }
 
 // ErrCorrupt reports an object whose bytes or rows do not match its name.

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -281,5 +285,68 @@ func TestExportReplacesItsPreviousOutput(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "a-file"), []byte("x"), 0o644)
 	if r := lacuna(t, dir, "export", "pipeline.hcl", "--to", filepath.Join(dir, "a-file")); r.code == 0 {
 		t.Error("export over a file succeeded")
+	}
+}
+
+// TestLongValuesReadInDuckDBAndPandas imports records whose values are
+// megabytes long (their pages are compressed in place as runs of zstd
+// frames: artifacts/STORE.md), exports them, and has real DuckDB and real
+// pandas read every value back: each value's SHA-256 must be the one of
+// the text imported.
+func TestLongValuesReadInDuckDBAndPandas(t *testing.T) {
+	python := os.Getenv("LACUNA_TEST_PYTHON")
+	if python == "" {
+		msg := "LACUNA_TEST_PYTHON is not set: run `make test`, which builds .cache/venv"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	long := func(n int, alphabet string) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	texts := []string{"short", long(5<<20+11, "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ0123456789"), long(3<<20, "ab"), "end"}
+	var jsonl bytes.Buffer
+	var want []string
+	for i, s := range texts {
+		line, _ := json.Marshal(map[string]any{"id": i, "text": s})
+		jsonl.Write(append(line, '\n'))
+		want = append(want, fmt.Sprintf("%x", sha256.Sum256([]byte(s))))
+	}
+	os.WriteFile(filepath.Join(dir, "long.jsonl"), jsonl.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.hcl"), []byte(`node "import" "long" { path = "long.jsonl" }`+"\n"), 0o644)
+	if r := lacuna(t, dir, "run", "p.hcl"); r.code != 0 {
+		t.Fatalf("run: %s%s", r.stdout, r.stderr)
+	}
+	if r := lacuna(t, dir, "export", "p.hcl", "--to", "out"); r.code != 0 {
+		t.Fatalf("export: %s%s", r.stdout, r.stderr)
+	}
+	const script = `
+import duckdb, hashlib, json, sys
+import pandas as pd
+f = sys.argv[1]
+con = duckdb.connect()
+d = [hashlib.sha256(r[0].encode()).hexdigest() for r in con.execute("select text from read_parquet(?) order by id", [f]).fetchall()]
+p = [hashlib.sha256(s.encode()).hexdigest() for s in pd.read_parquet(f).sort_values("id")["text"]]
+print(json.dumps({"duckdb": d, "pandas": p}))
+`
+	out, err := exec.Command(python, "-c", script, filepath.Join(dir, "out", "import", "long.parquet")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	var got map[string][]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("python printed %s", out)
+	}
+	for _, reader := range []string{"duckdb", "pandas"} {
+		if !slices.Equal(got[reader], want) {
+			t.Errorf("%s read values whose SHA-256 are %v, want %v", reader, got[reader], want)
+		}
 	}
 }
