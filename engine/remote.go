@@ -36,6 +36,11 @@ type Remote interface {
 type RemoteInstance struct {
 	Addr string
 	Key  artifacts.Digest
+	// Recompute asks for the instance to run again although its key may
+	// be cached (run --force or --recompute ADDR): the job must not answer
+	// from the store, and a completion recorded for the key before this
+	// run is not this run's.
+	Recompute bool
 }
 
 // RemoteWindow is how long the first ready instance of a node waits for
@@ -99,7 +104,7 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node string, 
 // runRemote runs i on its runner's Remote and reads what the job
 // committed under key.
 func (w *walk) runRemote(ctx context.Context, rm Remote, i *Instance, key artifacts.Digest) (*artifacts.Action, error) {
-	err := w.remote.do(ctx, rm, i.Runner, i.Decl.Address().String(), RemoteInstance{Addr: i.Addr, Key: key})
+	err := w.remote.do(ctx, rm, i.Runner, i.Decl.Address().String(), RemoteInstance{Addr: i.Addr, Key: key, Recompute: w.x.Force || w.x.Recompute[i.Addr]})
 	a, ok, damaged := w.x.cached(key)
 	if ok {
 		return a, nil

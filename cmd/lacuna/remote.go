@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -32,6 +34,9 @@ func runTime(s string) (time.Duration, error) {
 // pipeline, variables and store, each a task of a job array.
 func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
 	out := map[string]engine.Remote{}
+	var id [8]byte
+	rand.Read(id[:])
+	runID := hex.EncodeToString(id[:])
 	for name, v := range l.graph.RunnerBlocks {
 		rb, err := nodes.DecodeRunner(name, v)
 		if err != nil {
@@ -76,8 +81,11 @@ func remotes(l *loaded, pf *pipelineFlags) (map[string]engine.Remote, error) {
 		for _, a := range args {
 			cmd += " " + shellQuote(a)
 		}
-		cmd += ` --target "$LACUNA_INSTANCE" ` + shellQuote(l.path)
-		out[name] = &slurmRemote{runner: name, r: r, command: cmd, dir: filepath.Dir(l.path), res: res, limit: rb.Concurrency, env: rb.Env, sbatch: rb.Args}
+		// An instance lacuna must recompute carries LACUNA_RECOMPUTE (this
+		// run's id: its completion marker is then this run's, not an
+		// earlier one's), and its task recomputes it.
+		cmd += ` ${LACUNA_RECOMPUTE:+--recompute "$LACUNA_INSTANCE"} --target "$LACUNA_INSTANCE" ` + shellQuote(l.path)
+		out[name] = &slurmRemote{runner: name, r: r, command: cmd, runID: runID, dir: filepath.Dir(l.path), res: res, limit: rb.Concurrency, env: rb.Env, sbatch: rb.Args}
 	}
 	return out, nil
 }
@@ -92,6 +100,7 @@ type slurmRemote struct {
 	runner  string
 	r       *slurm.Runner
 	command string
+	runID   string // this lacuna run's, for instances it recomputes
 	dir     string
 	res     slurm.Resources
 	limit   int
@@ -102,7 +111,11 @@ type slurmRemote struct {
 func (s *slurmRemote) Dispatch(ctx context.Context, node string, insts []engine.RemoteInstance) []error {
 	job := slurm.Job{Name: "lacuna-" + node, Command: s.command, Dir: s.dir, Resources: s.res, Limit: s.limit, Env: s.env, SbatchArgs: s.sbatch}
 	for _, in := range insts {
-		job.Instances = append(job.Instances, slurm.Instance{Name: in.Addr, Env: map[string]string{"LACUNA_KEY": string(in.Key)}})
+		env := map[string]string{"LACUNA_KEY": string(in.Key)}
+		if in.Recompute {
+			env["LACUNA_RECOMPUTE"] = s.runID
+		}
+		job.Instances = append(job.Instances, slurm.Instance{Name: in.Addr, Env: env})
 	}
 	res, err := s.r.Submit(ctx, job)
 	errs := make([]error, len(insts))

@@ -99,3 +99,42 @@ func TestSlurmRunnerRunsASweepAsOneArrayAndResumesAfterKill9(t *testing.T) {
 		t.Errorf("third run %v: want all cached", s)
 	}
 }
+
+// TestSlurmRecomputeRunsTheInstanceAgain: `run --recompute ADDR` of an
+// instance on a slurm runner submits it again and its task recomputes it
+// (it does not answer from the store, nor reuse the completion of the
+// first run), also when asked again; a plain run after them submits
+// nothing.
+func TestSlurmRecomputeRunsTheInstanceAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("submits SLURM jobs")
+	}
+	needSlurm(t)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "data"), 0o755)
+	for i := range 2 {
+		os.WriteFile(filepath.Join(dir, "data", fmt.Sprintf("%d.jsonl", i)), fmt.Appendf(nil, "{\"i\": %d}\n", i), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "p.hcl"), fmt.Appendf(nil, slurmSweep, 2), 0o644)
+	logs := func() int {
+		l, _ := filepath.Glob(filepath.Join(dir, ".lacuna", "slurm", "jobs", "*", "logs", "*.out"))
+		return len(l)
+	}
+	for _, step := range []struct {
+		args           []string
+		executed, logs int
+	}{
+		{[]string{"run", "p.hcl", "--json"}, 2, 2},
+		{[]string{"run", "p.hcl", "--json", "--recompute", `node.import.sweep["1"]`}, 1, 3},
+		{[]string{"run", "p.hcl", "--json", "--recompute", `node.import.sweep["0"]`, "--recompute", `node.import.sweep["1"]`}, 2, 5},
+		{[]string{"run", "p.hcl", "--json"}, 0, 5},
+	} {
+		r := lacuna(t, dir, step.args...)
+		if r.code != 0 {
+			t.Fatalf("%v: %s%s", step.args, r.stdout, r.stderr)
+		}
+		if s := summary(t, r.stdout); s["executed"] != float64(step.executed) || logs() != step.logs {
+			t.Errorf("%v: summary %v and %d task logs; want %d executed and %d task logs in all", step.args, s, logs(), step.executed, step.logs)
+		}
+	}
+}
