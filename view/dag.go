@@ -228,9 +228,10 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
 }
 
 // runEvents returns the events about addr in the store's run logs, the
-// newest first, at most max. The logs are the store's, shared by
-// every pipeline using it: an address another pipeline also has shows
-// that pipeline's runs too.
+// newest first, at most max. The logs are the store's, shared by every
+// pipeline using it: a log whose start event names another pipeline
+// (lacuna writes the pipeline's path there) is not this one's, even where
+// the other pipeline has a node of the same address.
 func (s *Server) runEvents(addr string, max int) []runEvent {
 	// A line about the node holds its address as JSON encodes it: with
 	// or without <, > and & escaped (the run log escapes them).
@@ -253,8 +254,14 @@ func (s *Server) runEvents(addr string, max int) []runEvent {
 		var mine []runEvent
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
+		for first := true; sc.Scan(); first = false {
 			line := sc.Bytes()
+			if first {
+				var start runEvent
+				if json.Unmarshal(line, &start) == nil && start.Event == "start" && start.Message != "" && start.Message != s.cfg.Pipeline {
+					break // another pipeline's run
+				}
+			}
 			if !bytes.Contains(line, keys[0]) && !bytes.Contains(line, keys[1]) {
 				continue
 			}

@@ -2,7 +2,12 @@ package view
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/lacuna-dev/lacuna/artifacts"
 )
 
 func TestLayersReadAVerdictLayerByLayer(t *testing.T) {
@@ -58,5 +63,33 @@ func TestBackStaysOnThisSite(t *testing.T) {
 		if got := back(in); got != want {
 			t.Errorf("back(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRunEventsKeepToThePipeline: run logs of another pipeline sharing
+// the store are not shown, even for a node of the same address; logs
+// without a start event naming a pipeline (older lacunas) are.
+func TestRunEventsKeepToThePipeline(t *testing.T) {
+	st, err := artifacts.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]string{
+		"20260101T000000Z-1.jsonl": `{"event":"start","total":1,"message":"/work/p.hcl"}` + "\n" + `{"event":"done","node":"node.import.a","rows":1}` + "\n",
+		"20260101T000001Z-2.jsonl": `{"event":"start","total":1,"message":"/work/other.hcl"}` + "\n" + `{"event":"done","node":"node.import.a","rows":2}` + "\n",
+		"20260101T000002Z-3.jsonl": `{"event":"done","node":"node.import.a","rows":3}` + "\n",
+	}
+	for name, body := range logs {
+		if err := os.WriteFile(filepath.Join(st.Root(), "runs", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Server{cfg: Config{Store: st, Pipeline: "/work/p.hcl"}}
+	var rows []int64
+	for _, e := range s.runEvents("node.import.a", 10) {
+		rows = append(rows, e.Rows)
+	}
+	if !slices.Equal(rows, []int64{3, 1}) {
+		t.Errorf("events with rows %v, want [3 1]: this pipeline's run and the one that names none, newest first", rows)
 	}
 }
