@@ -8,8 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	"github.com/lacuna-dev/lacuna/engine"
 )
 
 var cmdValidate = newCommand("validate", "PIPELINE",
@@ -32,21 +30,12 @@ func runValidate(ctx context.Context, cmd *Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := validateFlags.loadWith(path, storeNone)
+	l, err := validateFlags.loadWith(path, storeValidate)
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted: %w", err)
-	}
-	// Files named by nodes (an import's path) must exist now; plan and
-	// run leave them to the nodes, so that cat and show still reach
-	// the last results of a pipeline whose input file moved.
-	if diags := engine.CheckFiles(l.graph); len(diags) > 0 {
-		printDiags(os.Stderr, diags, l.graph.Config)
-		if diags.HasErrors() {
-			return exitError(1)
-		}
 	}
 	types := map[string]int{}
 	for _, i := range l.graph.Instances {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strings"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
@@ -140,8 +141,12 @@ const (
 	// storeExisting: the store must exist (cat, show, export, verify,
 	// gc): a missing one is noStoreError, and none is created.
 	storeExisting storeUse = iota
-	// storeNone: the command does not open the store (validate, graph).
+	// storeNone: the command does not open the store (graph).
 	storeNone
+	// storeValidate: as storeNone, and the files nodes name (an import's
+	// path) are checked with the rest, so that validate reports every
+	// problem in one pass (engine.CheckFiles).
+	storeValidate
 	// storeCreate: the store is created when missing (run).
 	storeCreate
 	// storeOrEmpty: a missing store reads as an empty one, made in a
@@ -181,6 +186,23 @@ func (p *pipelineFlags) loadWith(path string, use storeUse) (*loaded, error) {
 	}
 	g, d := engine.Expand(cfg, engine.Options{Vars: vars, VarFiles: p.varFiles})
 	diags = append(diags, d...)
+	if use == storeValidate && g != nil {
+		// Files named by nodes must exist now; plan and run leave them to
+		// the nodes, so that cat and show still reach the last results of
+		// a pipeline whose input file moved.
+		diags = append(diags, engine.CheckFiles(g)...)
+		// In the order of the file, as a person fixes them.
+		sort.SliceStable(diags, func(i, j int) bool {
+			a, b := diags[i].Subject, diags[j].Subject
+			if a == nil || b == nil {
+				return a == nil && b != nil
+			}
+			if a.Filename != b.Filename {
+				return a.Filename < b.Filename
+			}
+			return a.Start.Byte < b.Start.Byte
+		})
+	}
 	printDiags(os.Stderr, diags, cfg)
 	if diags.HasErrors() {
 		return nil, exitError(1)

@@ -39,6 +39,12 @@ func TestValidateFindsWhatOnlyARunFoundBefore(t *testing.T) {
 		{"missing import file", "node \"import\" \"t\" { path = \"task.jsonl\" }\n", 1, []string{
 			`p.hcl:1:28: error: No such file`, `"task.jsonl" does not exist in`, `Did you mean "tasks.jsonl"?`,
 		}},
+		// Every problem in one pass, in the file's order.
+		{"all at once", "model \"m\" {\n  id       = \"org/m\"\n  endpoint = \"not-a-url\"\n}\nnode \"import\" \"t\" { path = \"task.jsonl\" }\nnode \"import\" \"u\" { path = \"tasks.jsonl\" }\nnode \"filter\" \"easy\" {\n  input = node.import.u\n  where = row.teir == \"easy\"\n}\n", 1, []string{
+			"p.hcl:3:14: error: Invalid endpoint",
+			"p.hcl:5:28: error: No such file",
+			"p.hcl:9:11: error: Unknown column",
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,10 +53,14 @@ func TestValidateFindsWhatOnlyARunFoundBefore(t *testing.T) {
 			if r.code != c.code {
 				t.Errorf("exit %d, want %d\n%s%s", r.code, c.code, r.stdout, r.stderr)
 			}
-			out := r.stdout + r.stderr
+			at := 0 // the diagnostics on stderr come in the file's order
 			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
+				if !strings.Contains(r.stdout+r.stderr, w) {
+					t.Errorf("output lacks %q:\n%s%s", w, r.stdout, r.stderr)
+				} else if i := strings.Index(r.stderr, w); strings.Contains(w, ": error: ") && i < at {
+					t.Errorf("%q comes before the diagnostic above it in the file:\n%s", w, r.stderr)
+				} else if i >= 0 {
+					at = i
 				}
 			}
 		})
