@@ -16,18 +16,21 @@ import (
 // store, so what it computes is committed to the store's action cache
 // exactly as a local run commits it, under the same key; the store (never
 // the scheduler) says what finished. Dispatch gets the instances of one
-// node that became ready together (a for_each sweep: one job array) and
-// returns when every one has ended: errs[k] is nil when insts[k]'s job
-// succeeded, else why it did not (with its log). An instance whose job
-// succeeded but whose key the store does not hold (the job computed
-// another key: a different environment) fails with that said.
+// node that became ready together (a for_each sweep: one job array), calls
+// ended(k, err) as soon as insts[k]'s job has ended (err nil when it
+// succeeded, else why it did not, with its log), so that what depends on
+// that instance starts while its siblings still run, and returns when
+// every one has ended. An instance whose job succeeded but whose key the
+// store does not hold (the job computed another key: a different
+// environment) fails with that said; one Dispatch never ended fails too.
 //
 // Dispatch is called from several goroutines at once, and must stop the
-// jobs it started (scancel) when ctx is cancelled. A process that died
-// before its jobs ended leaves them running: the next run finds their
-// results in the store, or dispatches what has none.
+// jobs it started (scancel) when ctx is cancelled. It may call ended from
+// any goroutine, at most once for each k. A process that died before its
+// jobs ended leaves them running: the next run finds their results in the
+// store, or dispatches what has none.
 type Remote interface {
-	Dispatch(ctx context.Context, node string, insts []RemoteInstance) (errs []error)
+	Dispatch(ctx context.Context, node string, insts []RemoteInstance, ended func(k int, err error))
 }
 
 // RemoteInstance is an instance to run elsewhere and the key its run must
@@ -57,12 +60,11 @@ type remoteBatches struct {
 
 type remoteBatch struct {
 	insts []RemoteInstance
-	errs  []error
-	done  chan struct{}
+	outs  []chan error // each instance's outcome, buffered 1
 }
 
 // do dispatches inst (an instance of node) on rm, batched with its
-// siblings, and returns its job's outcome.
+// siblings, and returns its job's outcome as soon as that job has ended.
 func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node string, inst RemoteInstance) error {
 	k := [2]string{runner, node}
 	b.mu.Lock()
@@ -71,7 +73,7 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node string, 
 	}
 	batch, ok := b.pending[k]
 	if !ok {
-		batch = &remoteBatch{done: make(chan struct{})}
+		batch = &remoteBatch{}
 		b.pending[k] = batch
 		go func() {
 			select {
@@ -80,25 +82,30 @@ func (b *remoteBatches) do(ctx context.Context, rm Remote, runner, node string, 
 			}
 			b.mu.Lock()
 			delete(b.pending, k)
-			insts := batch.insts
+			insts, outs := batch.insts, batch.outs
 			b.mu.Unlock()
-			errs := rm.Dispatch(ctx, node, insts)
-			if len(errs) != len(insts) {
-				err := fmt.Errorf("runner %s answered %d outcomes for %d instances", runner, len(errs), len(insts))
-				errs = make([]error, len(insts))
-				for j := range errs {
-					errs[j] = err
+			var mu sync.Mutex
+			sent := make([]bool, len(insts))
+			end := func(j int, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if j < 0 || j >= len(outs) || sent[j] {
+					return
 				}
+				sent[j] = true
+				outs[j] <- err
 			}
-			batch.errs = errs
-			close(batch.done)
+			rm.Dispatch(ctx, node, insts, end)
+			for j := range insts {
+				end(j, fmt.Errorf("runner %s returned without the outcome of this instance's job", runner))
+			}
 		}()
 	}
-	idx := len(batch.insts)
+	out := make(chan error, 1)
 	batch.insts = append(batch.insts, inst)
+	batch.outs = append(batch.outs, out)
 	b.mu.Unlock()
-	<-batch.done
-	return batch.errs[idx]
+	return <-out
 }
 
 // runRemote runs i on its runner's Remote and reads what the job

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // processRemote runs each dispatched instance as `lacuna run PIPELINE
@@ -16,38 +17,42 @@ import (
 type processRemote struct {
 	h       *harness
 	src     string
-	fail    map[string]bool // addresses whose job fails
+	fail    map[string]bool          // addresses whose job fails
+	hold    map[string]chan struct{} // addresses whose job waits for its channel
 	mu      sync.Mutex
 	batches [][]string
 }
 
-func (p *processRemote) Dispatch(ctx context.Context, node string, insts []RemoteInstance) []error {
+func (p *processRemote) Dispatch(ctx context.Context, node string, insts []RemoteInstance, ended func(int, error)) {
 	var addrs []string
-	for _, in := range insts {
+	for k, in := range insts {
 		if in.Key == "" {
-			return []error{fmt.Errorf("no key for %s", in.Addr)}
+			ended(k, fmt.Errorf("no key for %s", in.Addr))
+			return
 		}
 		addrs = append(addrs, in.Addr)
 	}
 	p.mu.Lock()
 	p.batches = append(p.batches, addrs)
 	p.mu.Unlock()
-	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for k, a := range addrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if d := p.hold[a]; d != nil {
+				<-d
+			}
 			if p.fail[a] {
-				errs[k] = fmt.Errorf("job %d exited with status 1", k)
+				ended(k, fmt.Errorf("job %d exited with status 1", k))
 				return
 			}
 			x := &Executor{Store: p.h.store, Pipeline: filepath.Join(p.h.dir, "p.hcl"), Jobs: 1}
-			_, _, errs[k] = x.Run(ctx, p.h.graph(p.src), []string{a})
+			_, _, err := x.Run(ctx, p.h.graph(p.src), []string{a})
+			ended(k, err)
 		}()
 	}
 	wg.Wait()
-	return errs
 }
 
 func TestRemoteRunnerBatchesASweepAndTheStoreSaysWhatFinished(t *testing.T) {
@@ -96,8 +101,64 @@ node "rows" "after" { inputs = [node.rows.sweep["a"], node.rows.sweep["h"]] }
 // with another environment, whose key differs.
 type lostRemote struct{}
 
-func (lostRemote) Dispatch(_ context.Context, _ string, insts []RemoteInstance) []error {
-	return make([]error, len(insts))
+func (lostRemote) Dispatch(_ context.Context, _ string, insts []RemoteInstance, ended func(int, error)) {
+	for k := range insts {
+		ended(k, nil)
+	}
+}
+
+// TestRemoteInstanceEndsOnItsOwn: what depends on one instance of a
+// sweep runs as soon as that instance's job has ended, while a sibling's
+// job in the same batch still runs.
+func TestRemoteInstanceEndsOnItsOwn(t *testing.T) {
+	h := newHarness(t)
+	src := `
+runner "cluster" { kind = "slurm" }
+node "rows" "sweep" {
+  for_each = toset(["a", "b"])
+  runner   = runner.cluster
+  values   = [1]
+  extra    = { k = each.key }
+}
+node "rows" "after_a" { inputs = [node.rows.sweep["a"]] }
+`
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	// Were after_a to wait for the whole batch, b's job would wait for it
+	// forever: released after a while, b ends first, and the order fails.
+	timer := time.AfterFunc(5*time.Second, free)
+	defer timer.Stop()
+	rm := &processRemote{h: h, src: src, hold: map[string]chan struct{}{`node.rows.sweep["b"]`: release}}
+	var mu sync.Mutex
+	var order []string
+	states, _, err := h.run(src, func(x *Executor) {
+		x.Remotes = map[string]Remote{"cluster": rm}
+		events := x.Events
+		x.Events = func(e Event) {
+			if events != nil {
+				events(e)
+			}
+			if e.Event != EventDone {
+				return
+			}
+			mu.Lock()
+			order = append(order, e.Node)
+			mu.Unlock()
+			if e.Node == "node.rows.after_a" {
+				free() // b's job ends only once after_a is done
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.batches) != 1 || len(rm.batches[0]) != 2 {
+		t.Fatalf("batches %v, want the sweep as one", rm.batches)
+	}
+	if states[`node.rows.sweep["b"]`] != EventDone || len(order) != 3 || order[2] != `node.rows.sweep["b"]` {
+		t.Errorf("done in the order %v (states %v): want after_a done while sweep[\"b\"]'s job still ran", order, states)
+	}
 }
 
 func TestRemoteJobThatCommitsNothingFailsItsInstance(t *testing.T) {

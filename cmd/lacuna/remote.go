@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -108,7 +109,7 @@ type slurmRemote struct {
 	sbatch  []string
 }
 
-func (s *slurmRemote) Dispatch(ctx context.Context, node string, insts []engine.RemoteInstance) []error {
+func (s *slurmRemote) Dispatch(ctx context.Context, node string, insts []engine.RemoteInstance, ended func(int, error)) {
 	job := slurm.Job{Name: "lacuna-" + node, Command: s.command, Dir: s.dir, Resources: s.res, Limit: s.limit, Env: s.env, SbatchArgs: s.sbatch}
 	for _, in := range insts {
 		env := map[string]string{"LACUNA_KEY": string(in.Key)}
@@ -117,29 +118,40 @@ func (s *slurmRemote) Dispatch(ctx context.Context, node string, insts []engine.
 		}
 		job.Instances = append(job.Instances, slurm.Instance{Name: in.Addr, Env: env})
 	}
+	// Each task's end is its instance's: what depends on it starts while
+	// the rest of the array runs.
+	job.OnEnd = func(ir slurm.InstanceResult) { ended(ir.Index, taskError(ir)) }
 	res, err := s.r.Submit(ctx, job)
-	errs := make([]error, len(insts))
-	for k := range errs {
+	for k := range insts {
 		switch {
 		case res == nil || k >= len(res.Instances):
-			errs[k] = err
-		case res.Instances[k].State != slurm.StateCompleted:
-			ir := res.Instances[k]
-			msg := fmt.Sprintf("slurm task %s ended %s", ir.JobID, ir.State)
-			if ir.ExitCode != 0 {
-				msg += fmt.Sprintf(" (exit status %d)", ir.ExitCode)
-			}
-			if ir.Reason != "" {
-				msg += ": " + ir.Reason
-			}
-			if ir.Stderr != "" {
-				msg += "; log " + ir.Stderr
-			}
-			if t := strings.TrimSpace(ir.LogTail); t != "" {
-				msg += "\n" + t
-			}
-			errs[k] = fmt.Errorf("%s", msg)
+			ended(k, err)
+		case res.Instances[k].State.Terminal():
+			ended(k, taskError(res.Instances[k])) // OnEnd said so already
+		case err != nil:
+			ended(k, err)
 		}
 	}
-	return errs
+}
+
+// taskError is why an array task did not complete, with the end of its
+// log; nil when it completed.
+func taskError(ir slurm.InstanceResult) error {
+	if ir.State == slurm.StateCompleted {
+		return nil
+	}
+	msg := fmt.Sprintf("slurm task %s ended %s", ir.JobID, ir.State)
+	if ir.ExitCode != 0 {
+		msg += fmt.Sprintf(" (exit status %d)", ir.ExitCode)
+	}
+	if ir.Reason != "" {
+		msg += ": " + ir.Reason
+	}
+	if ir.Stderr != "" {
+		msg += "; log " + ir.Stderr
+	}
+	if t := strings.TrimSpace(ir.LogTail); t != "" {
+		msg += "\n" + t
+	}
+	return errors.New(msg)
 }

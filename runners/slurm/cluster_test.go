@@ -670,3 +670,62 @@ func TestSubmissionWhoseIDWasNeverRecordedIsFoundByItsToken(t *testing.T) {
 		}
 	}
 }
+
+// TestOnEndReportsEachInstanceAsItEnds: an instance that ends early is
+// reported while its sibling still runs (the sibling waits for a file
+// that only the report of the first creates), a failure with its exit
+// code and log, and on a second Submit the reused ones at once; each
+// instance exactly once.
+func TestOnEndReportsEachInstanceAsItEnds(t *testing.T) {
+	requireCluster(t)
+	dir := stateDir(t)
+	r, err := New(dir, WithPollInterval(200*time.Millisecond, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(dir, "gate")
+	job := Job{
+		Name: "onend",
+		Command: `case "$LACUNA_INSTANCE" in
+fast) exit 0 ;;
+bad) echo "bad ends badly" >&2; exit 3 ;;
+slow) for i in $(seq 600); do [ -e "$GATE" ] && exit 0; sleep 0.1; done; exit 9 ;;
+esac`,
+		Env:       map[string]string{"GATE": gate},
+		Instances: []Instance{{Name: "fast"}, {Name: "slow"}, {Name: "bad"}},
+	}
+	var order []string
+	ended := map[string]InstanceResult{}
+	job.OnEnd = func(ir InstanceResult) {
+		order = append(order, ir.Name)
+		if _, dup := ended[ir.Name]; dup {
+			t.Errorf("%s reported twice", ir.Name)
+		}
+		ended[ir.Name] = ir
+		if ir.Name == "fast" {
+			os.WriteFile(gate, nil, 0o644) // slow may end now
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = r.Submit(ctx, job)
+	var fe *FailedError
+	if !errors.As(err, &fe) || len(fe.Failed) != 1 || fe.Failed[0].Name != "bad" {
+		t.Fatalf("Submit: %v, want bad failed", err)
+	}
+	if len(order) != 3 || slices.Index(order, "fast") > slices.Index(order, "slow") {
+		t.Fatalf("reported %v: want all three, fast before slow (slow waits for fast's report)", order)
+	}
+	if ir := ended["slow"]; ir.State != StateCompleted {
+		t.Errorf("slow: %+v (exit 9: it never saw the gate)", ir)
+	}
+	if ir := ended["bad"]; ir.State != StateFailed || ir.ExitCode != 3 || !strings.Contains(ir.LogTail, "bad ends badly") {
+		t.Errorf("bad: %+v", ir)
+	}
+	// Again: fast and slow are reused (reported at once), bad runs again.
+	order, ended = nil, map[string]InstanceResult{}
+	r.Submit(ctx, job)
+	if len(order) != 3 || !ended["fast"].Reused || !ended["slow"].Reused || ended["bad"].Reused {
+		t.Errorf("second Submit reported %v: %+v", order, ended)
+	}
+}

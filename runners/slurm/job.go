@@ -49,6 +49,13 @@ type Job struct {
 	// SbatchArgs are further sbatch options, written as #SBATCH lines
 	// (for instance "--qos=short", "--constraint=a100").
 	SbatchArgs []string
+	// OnEnd, when set, is called once for each instance as soon as it has
+	// ended (completed, failed, cancelled or lost; reused when its marker
+	// existed), with its result (LogTail read when it did not complete),
+	// one call at a time, from Submit's goroutine. An instance still
+	// running when Submit returns early (ctx done) is not reported. Not
+	// part of the work's identity.
+	OnEnd func(InstanceResult)
 }
 
 // An Instance is one element of a Job's sweep.

@@ -211,6 +211,32 @@ func (r *Runner) Submit(ctx context.Context, job Job) (*Result, error) {
 		}
 	}
 
+	// report calls job.OnEnd for the instances that have ended since it
+	// last ran. The tracker updates res.Instances under r.mu.
+	reported := make([]bool, len(res.Instances))
+	report := func() {
+		if job.OnEnd == nil {
+			return
+		}
+		var ended []InstanceResult
+		r.mu.Lock()
+		for i := range res.Instances {
+			if ir := res.Instances[i]; !reported[i] && ir.State.Terminal() {
+				reported[i] = true
+				ended = append(ended, ir)
+			}
+		}
+		r.mu.Unlock()
+		for _, ir := range ended {
+			if ir.State != StateCompleted {
+				ir.LogTail = logTail(ir.Stderr, ir.Stdout)
+			}
+			job.OnEnd(ir)
+		}
+	}
+	report()
+	defer report()
+
 	w := &watch{doneDir: d.done, tasks: map[taskKey]*InstanceResult{}, missing: map[taskKey]int{}, changed: make(chan struct{}, 1)}
 	records, err := r.reattach(ctx, &job, d, res, w)
 	if err != nil {
@@ -244,7 +270,8 @@ func (r *Runner) Submit(ctx context.Context, job Job) (*Result, error) {
 	r.stats.attached.Add(int64(res.Attached))
 	r.stats.reused.Add(int64(res.Reused))
 
-	if err := r.wait(ctx, w, lost); err != nil {
+	report()
+	if err := r.wait(ctx, w, lost, report); err != nil {
 		return res, fmt.Errorf("slurm job %s: %w", job.Name, err)
 	}
 
@@ -284,8 +311,9 @@ func (r *Runner) Submit(ctx context.Context, job Job) (*Result, error) {
 }
 
 // wait tracks w until its tasks have ended, ctx is done (then it cancels
-// them), polling fails for good or the lease is lost.
-func (r *Runner) wait(ctx context.Context, w *watch, lost <-chan error) error {
+// them), polling fails for good or the lease is lost, calling changed
+// after each poll that changed a task's state.
+func (r *Runner) wait(ctx context.Context, w *watch, lost <-chan error, changed func()) error {
 	if len(w.tasks) == 0 {
 		return nil
 	}
@@ -309,6 +337,7 @@ func (r *Runner) wait(ctx context.Context, w *watch, lost <-chan error) error {
 		}
 		select {
 		case <-w.changed:
+			changed()
 		case <-ctx.Done():
 			jobs := map[string]bool{}
 			r.mu.Lock()
