@@ -94,7 +94,7 @@ type Server struct {
 	start    uint64
 	name     string   // the wrapped instance's name, "" without a Wrapper
 	remove   []string // the Wrapper's remove command
-	lease    string // lease file, "" without a state directory
+	lease    string   // lease file, "" without a state directory
 	grace    time.Duration
 	startup  time.Duration
 	tail     tail
