@@ -5,7 +5,8 @@
 // alias, plus GET /health. Every answer names the weights it read and
 // their sha256 ("weights /path sha256:…"), so a test sees which file the
 // server was given and that it could read it. SIGTERM or SIGINT stops it
-// (exit 0) after printing "fakeserver: stopping on SIGNAL". It is built
+// (exit 0) after printing "fakeserver: stopping on SIGNAL".
+// FAKESERVER_DELAY (a duration) makes every answer take that long. It is built
 // static (CGO_ENABLED=0) into the images of the container tests.
 package main
 
@@ -62,7 +63,14 @@ func main() {
 		desc = append(desc, describe("lora", l))
 	}
 	answer := strings.Join(desc, "; ")
-	model := llmtest.New(llmtest.Config{Models: []string{alias}, Default: answer})
+	var err error
+	var delay time.Duration
+	if d := os.Getenv("FAKESERVER_DELAY"); d != "" {
+		if delay, err = time.ParseDuration(d); err != nil {
+			fail("FAKESERVER_DELAY: %v", err)
+		}
+	}
+	model := llmtest.New(llmtest.Config{Models: []string{alias}, Default: answer, Delay: delay})
 	defer model.Close()
 	backend, err := url.Parse(strings.TrimSuffix(model.URL(), "/v1"))
 	if err != nil {
