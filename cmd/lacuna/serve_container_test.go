@@ -262,3 +262,74 @@ model "m" {
 		})
 	}
 }
+
+const llamaContainerPipeline = `
+runner "llama" {
+  kind   = "container"
+  image  = %q
+  args   = ["--runtime=runc"]
+  memory = "2G"
+}
+model "tiny" {
+  id          = "HuggingFaceTB/SmolLM2-135M-Instruct"
+  concurrency = 2
+  temperature = 0
+  serve {
+    kind         = "llamacpp"
+    weights      = %q
+    runner       = runner.llama
+    context_size = 2048
+    extra        = ["-t", "2"]
+  }
+}
+node "import" "mcq" { path = "mcq.jsonl" }
+node "probe_eval" "mcq" {
+  items = node.import.mcq
+  model = model.tiny
+}
+`
+
+// TestRealModelServedInAContainer runs a ToolSense MCQ probe on
+// SmolLM2-135M-Instruct served by llama.cpp's llama-server in a container
+// runner's image: the binary and the libraries ldd lists for it, FROM
+// scratch, pushed to a registry on 127.0.0.1 by tag; the GGUF mounted
+// read-only. It needs LACUNA_LLAMA_SERVER and LACUNA_GGUF (skips without,
+// fails under CI=true) and podman.
+func TestRealModelServedInAContainer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real model")
+	}
+	server, gguf := os.Getenv("LACUNA_LLAMA_SERVER"), os.Getenv("LACUNA_GGUF")
+	if server == "" || gguf == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set: make test builds llama-server and fetches the model")
+		}
+		t.Skip("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set (make test sets them)")
+	}
+	eng := containertest.Podman(t)
+	host := containertest.Registry(t)
+	ref := host + "/llama-server:0.3.36"
+	d := containertest.Push(t, ref, containertest.DynamicImage(t, server, "llama-server"))
+	containertest.RemoveImages(t, eng, host+"/llama-server@"+d.String())
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mcq.jsonl"), []byte(mcqItems(2)), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.hcl"), fmt.Appendf(nil, llamaContainerPipeline, ref, gguf), 0o644)
+	store := filepath.Join(dir, ".lacuna")
+	t0 := time.Now()
+	r := lacuna(t, dir, "run", "p.hcl", "--json")
+	if r.code != 0 {
+		log, _ := os.ReadFile(filepath.Join(store, "servers", "servers.log"))
+		t.Fatalf("run: %s%s\nservers.log:\n%s", r.stdout, r.stderr, log)
+	}
+	t.Logf("run (pull, llama-server start, 2 calls, stop) in %s", time.Since(t0).Round(time.Millisecond))
+	cat := lacuna(t, dir, "cat", "p.hcl", "node.probe_eval.mcq", "--json")
+	if n := strings.Count(cat.stdout, `"model":"HuggingFaceTB/SmolLM2-135M-Instruct"`); n != 2 {
+		t.Errorf("cat: %d rows answered by the model, want 2:\n%s%s", n, cat.stdout, cat.stderr)
+	}
+	t.Logf("%s", cat.stdout)
+	for _, n := range storeMentions(t, store) {
+		if ps := podmanContainers(t, "^"+n+"$"); ps != "" {
+			t.Errorf("container left after the run: %s", ps)
+		}
+	}
+}

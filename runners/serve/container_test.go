@@ -295,3 +295,93 @@ func otherAddress() string {
 	}
 	return ""
 }
+
+// TestContainerLlamaServerAnswers serves SmolLM2-135M-Instruct with
+// llama.cpp's llama-server in a container: the binary and the shared
+// libraries ldd lists for it in an image FROM scratch, pushed to a
+// registry on 127.0.0.1 and run by digest, the GGUF mounted read-only.
+func TestContainerLlamaServerAnswers(t *testing.T) {
+	bin, gguf := realServer(t)
+	eng := containertest.Podman(t)
+	digest, err := ggufDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := containertest.Registry(t)
+	ref := host + "/llama-server:0.3.36"
+	containertest.Push(t, ref, containertest.DynamicImage(t, bin, "llama-server"))
+	pin, err := container.Resolve(context.Background(), ref, container.InsecureLoopback())
+	if err != nil {
+		t.Fatal(err)
+	}
+	containertest.RemoveImages(t, eng, pin.String())
+	spec := Spec{
+		Kind:       LlamaCpp,
+		Command:    nil, // the image's entrypoint
+		Server:     pin.Digest,
+		Weights:    []Weights{{Path: "/lacuna/weights/smollm2.gguf", Digest: digest}},
+		ServedName: "smollm2-135m",
+		Needs:      Needs{ContextSize: 2048, ParallelSlots: 2},
+		Extra:      []string{"-t", "2"},
+		Wrapper: container.Server{Engine: eng, Spec: container.Spec{
+			Image:  pin,
+			Inputs: []container.Mount{{Source: gguf, Target: "/lacuna/weights/smollm2.gguf"}},
+			Memory: 2 << 30,
+		}},
+	}
+	log := serverLog(t)
+	state := t.TempDir()
+	ctx := context.Background()
+	t0 := time.Now()
+	srv, err := Start(ctx, spec, WithStateDir(state), WithLog(log), WithStartTimeout(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.Stop(ctx)
+		}
+	}()
+	t.Logf("llama-server ready in container %s after %s (pull included)", srv.Container(), time.Since(t0).Round(time.Millisecond))
+	status, body, raw := post(t, srv.Endpoint()+"/chat/completions", map[string]any{
+		"model":       "smollm2-135m",
+		"messages":    []map[string]string{{"role": "user", "content": "What is the capital of France? Answer in one word."}},
+		"max_tokens":  16,
+		"temperature": 0,
+		"seed":        1,
+	})
+	if status != 200 {
+		t.Fatalf("chat: %d %s", status, raw)
+	}
+	choice := body["choices"].([]any)[0].(map[string]any)
+	answer := choice["message"].(map[string]any)["content"].(string)
+	t.Logf("answer: %q (model %v)", answer, body["model"])
+	if strings.TrimSpace(answer) == "" || body["model"] != "smollm2-135m" {
+		t.Errorf("answer %q from model %v", answer, body["model"])
+	}
+	if n, err := srv.Slots(ctx); err != nil || n != 2 {
+		t.Errorf("slots %d, %v", n, err)
+	}
+	t1 := time.Now()
+	stopped = true
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped in %s", time.Since(t1).Round(time.Millisecond))
+	if ps := podmanPS(t, srv.Container()); ps != "" {
+		t.Errorf("container left after Stop: %s", ps)
+	}
+	// The second start finds the image in podman's store.
+	t2 := time.Now()
+	again, err := Start(ctx, spec, WithLog(log), WithStartTimeout(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second start (image present) ready in %s", time.Since(t2).Round(time.Millisecond))
+	t3 := time.Now()
+	if err := again.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped in %s", time.Since(t3).Round(time.Millisecond))
+}
