@@ -242,6 +242,8 @@ func TestServeRunnerMustBeLocalOrContainer(t *testing.T) {
 			"p.hcl:7:15: error: Invalid runner", "runner must be a reference to a runner block"},
 		{"undeclared", `runner "cluster" { kind = "local" }`, "runner.gpu",
 			"p.hcl:7:15: error: Reference to undeclared runner", `No runner "gpu" is declared.`},
+		{"slurm, serve as an object", `runner "cluster" { kind = "slurm" }`, "OBJECT",
+			"p.hcl:4:11: error: Invalid serve", "serve.runner: the runner is of kind slurm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.runner + `
@@ -254,6 +256,14 @@ model "m" {
   }
 }
 `
+			if tc.ref == "OBJECT" {
+				src = tc.runner + `
+model "m" {
+  id    = "m"
+  serve = { kind = "llamacpp", weights = "w.gguf", runner = runner.cluster }
+}
+`
+			}
 			os.WriteFile(filepath.Join(dir, "p.hcl"), []byte(src), 0o644)
 			r := lacuna(t, dir, "validate", "p.hcl")
 			if r.code == 0 || !strings.Contains(r.stderr, tc.where) || !strings.Contains(r.stderr, tc.why) {
@@ -331,5 +341,51 @@ func TestRealModelServedInAContainer(t *testing.T) {
 		if ps := podmanContainers(t, "^"+n+"$"); ps != "" {
 			t.Errorf("container left after the run: %s", ps)
 		}
+	}
+}
+
+func TestServeInAContainerRunnerStopsOnSIGINT(t *testing.T) {
+	eng := containertest.Podman(t)
+	host := containertest.Registry(t)
+	ref := host + "/fakeserver:v1"
+	d := containertest.Push(t, ref, containertest.Image(t, "fakeserver", fakeServer(t), "VARIANT=a"))
+	containertest.RemoveImages(t, eng, host+"/fakeserver@"+d.String())
+	dir, _ := servePipeline(t, ref, "2s", 6)
+	store := filepath.Join(dir, ".lacuna")
+	cmd := exec.Command(lacunaBin, "run", "p.hcl")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LACUNA_STORE=")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	name := ""
+	t.Cleanup(func() {
+		if name != "" {
+			rm := append(append([]string{}, containertest.PodmanArgs...), "rm", "--force", "--ignore", "--time=0", name)
+			exec.Command("podman", rm...).Run()
+		}
+	})
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if names := storeMentions(t, store); len(names) > 0 && strings.Contains(podmanContainers(t, "^"+names[0]+"$"), "Up") {
+			name = names[0]
+			break
+		}
+	}
+	if name == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the server's container never came up:\n%s", out.String())
+	}
+	t0 := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	t.Logf("lacuna exited %v %s after SIGINT", err, time.Since(t0).Round(time.Millisecond))
+	if ps := podmanContainers(t, "^"+name+"$"); ps != "" {
+		t.Errorf("container left after SIGINT: %s\n%s", ps, out.String())
+	}
+	if leases, _ := filepath.Glob(filepath.Join(store, "servers", "serve-*.json")); len(leases) != 0 {
+		t.Errorf("leases left: %v", leases)
 	}
 }
