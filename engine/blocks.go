@@ -30,6 +30,10 @@ type blockAttr struct {
 	// block of its name (serve { kind = ... }) with these attributes; its
 	// value is then an object of them (null where not set).
 	Nested []blockAttr
+	// Runner says that the attribute names a runner block (runner =
+	// runner.NAME, as a node's runner): its value is that block's object
+	// with the block's name added as "name" (checkServeRunner).
+	Runner bool
 	// Check, when set, examines a string value once it is known: it
 	// returns what is wrong with it ("" when nothing is) and whether
 	// that is only a warning (the value works for some, and is more
@@ -99,7 +103,8 @@ var serveAttrs = []blockAttr{
 	{Name: "kind", Type: cty.String, Required: true, OneOf: []string{"llamacpp", "vllm", "transformers"}, Doc: "llamacpp (llama.cpp's llama-server on a GGUF file: CPU or GPU), vllm (vllm serve) or transformers (lacuna's own server of a Hugging Face directory on transformers, runners/parametric: tiny models on CPU, GRACE codebooks; command = [PYTHON] names its interpreter)"},
 	{Name: "weights", Type: cty.String, Required: true, Doc: "the model: a GGUF file (llamacpp) or a model directory (vllm), relative to the pipeline's directory; its content's digest is the model's identity in keys"},
 	{Name: "adapters", Type: cty.List(cty.String), Doc: "LoRA adapters served beside the weights (a GGUF LoRA file for llamacpp, at most one; PEFT directories for vllm, each served as the model id of its directory's name); their digests enter the identity"},
-	{Name: "command", Type: cty.List(cty.String), Doc: "the server's argv prefix (default: llama-server, or vllm serve, on PATH); the binary's digest enters the identity"},
+	{Name: "command", Type: cty.List(cty.String), Doc: "the server's argv prefix (default: llama-server, or vllm serve, on PATH; on a container runner, the image's entrypoint); the binary's digest enters the identity (on a container runner, the image's)"},
+	{Name: "runner", Type: cty.DynamicPseudoType, Runner: true, Doc: "where the server runs: runner.NAME; a container runner runs it in its image, pinned by digest (the digest enters the identity instead of the binary's), with the weights and adapters mounted read-only, the host's network (listening on 127.0.0.1), and the runner's env, cpus, memory and gpus; a local runner (or none) runs it on this machine; slurm is not supported (docs/runners.md, \"A model server in a container\")"},
 	{Name: "context_size", Type: cty.Number, Doc: "context length in tokens (llama-server -c, vLLM --max-model-len); default: the model's"},
 	{Name: "parallel", Type: cty.Number, Doc: "requests the server computes at once (llama-server -np, vLLM --max-num-seqs); default: the model's concurrency"},
 	{Name: "max_logprobs", Type: cty.Number, Doc: "vLLM's --max-logprobs"},
@@ -162,6 +167,11 @@ func nestedObject(attr *hcl.Attribute, v cty.Value, attrs []blockAttr) (cty.Valu
 		if err != nil {
 			return bad("%s.%s: %v.", attr.Name, a.Name, err)
 		}
+		if a.Runner {
+			if problem := checkServeRunner(cv); problem != "" {
+				return bad("%s.%s: the runner %s.", attr.Name, a.Name, problem)
+			}
+		}
 		if len(a.OneOf) > 0 && !cv.IsNull() && cv.IsKnown() && !slices.Contains(a.OneOf, cv.AsString()) {
 			return bad("%s.%s: %q is not one of %s.", attr.Name, a.Name, cv.AsString(), strings.Join(a.OneOf, ", "))
 		}
@@ -173,6 +183,38 @@ func nestedObject(attr *hcl.Attribute, v cty.Value, attrs []blockAttr) (cty.Valu
 		}
 	}
 	return cty.ObjectVal(vals), nil
+}
+
+// checkServeRunner says what is wrong with v, the value of a serve
+// block's runner ("" when nothing is): a runner block's object of a kind
+// a model server can run on (local or container; slurm: the server would
+// have to run in a job, and lacuna on this machine reach it).
+func checkServeRunner(v cty.Value) string {
+	if v.IsNull() || !v.IsKnown() {
+		return ""
+	}
+	if !v.Type().IsObjectType() || !v.Type().HasAttribute("kind") || !v.Type().HasAttribute("image") {
+		return "is not a runner block"
+	}
+	k := v.GetAttr("kind")
+	if !k.IsKnown() || k.IsNull() || k.Type() != cty.String {
+		return ""
+	}
+	if k.AsString() == "slurm" {
+		return "is of kind slurm: a model server lacuna starts runs on this machine, on a local runner or in a container runner's image (start the server in a job yourself and give the model its endpoint)"
+	}
+	return ""
+}
+
+// withName is the runner block object v with its name added (nodes read
+// it as the runner's Name).
+func withName(v cty.Value, name string) cty.Value {
+	if v.IsNull() || !v.IsKnown() || !v.Type().IsObjectType() {
+		return v
+	}
+	attrs := v.AsValueMap()
+	attrs["name"] = cty.StringVal(name)
+	return cty.ObjectVal(attrs)
 }
 
 // evalBlock evaluates a configuration block to its object value.
@@ -202,9 +244,24 @@ func (e *evaluator) evalAttrs(b *Block, prefix string, attrs []blockAttr) (cty.V
 			}
 			continue
 		}
+		if a.Runner {
+			if _, ok := runnerName(attr.Expr); !ok {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid runner", Detail: "runner must be a reference to a runner block: runner = runner.NAME.", Subject: attr.Expr.Range().Ptr()})
+				continue
+			}
+		}
 		v, d := e.evalExpr(attr.Expr, nil)
 		diags = append(diags, d...)
 		if d.HasErrors() {
+			continue
+		}
+		if a.Runner {
+			name, _ := runnerName(attr.Expr)
+			if problem := checkServeRunner(v); problem != "" {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unsupported runner for a model server", Detail: fmt.Sprintf("runner.%s %s", name, problem), Subject: attr.Expr.Range().Ptr()})
+				continue
+			}
+			vals[a.Name] = withName(v, name)
 			continue
 		}
 		if a.Nested != nil {

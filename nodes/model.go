@@ -60,6 +60,30 @@ type Serve struct {
 	LogprobsMode      *string  `cty:"logprobs_mode"`
 	StructuredBackend *string  `cty:"structured_backend"`
 	Extra             []string `cty:"extra"`
+	// Runner is the runner block the server runs on (runner = runner.X):
+	// its object as the engine gives it, with the block's name as "name"
+	// (null: none). ServeRunner reads it.
+	Runner cty.Value `cty:"runner"`
+}
+
+// ServeRunner is the runner the server runs on: the zero Runner (this
+// machine) when the block names none.
+func (s Serve) ServeRunner() (Runner, error) {
+	v := s.Runner
+	if v.IsNull() || !v.IsKnown() {
+		return Runner{}, nil
+	}
+	if !v.Type().IsObjectType() {
+		return Runner{}, fmt.Errorf("serve: runner is %s, not a runner block", v.Type().FriendlyName())
+	}
+	name, attrs := "", v.AsValueMap()
+	if n, ok := attrs["name"]; ok {
+		if n.Type() == cty.String && n.IsKnown() && !n.IsNull() {
+			name = n.AsString()
+		}
+		delete(attrs, "name")
+	}
+	return DecodeRunner(name, cty.ObjectVal(attrs))
 }
 
 // ServeSpec is the model's serve block, nil when it has none.

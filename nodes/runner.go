@@ -12,7 +12,8 @@ import (
 )
 
 // Runner is a runner block (`runner "gpu" { kind = "container" ... }`) as
-// a node sees it: where and with what resources its instance runs. The
+// a node sees it: where and with what resources its instance runs (or,
+// named by a model's serve block, its server: Serve.ServeRunner). The
 // zero value is no runner: this process, on this machine. Fields left out
 // of the block are zero.
 type Runner struct {

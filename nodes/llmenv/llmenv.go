@@ -125,7 +125,7 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 	if sv != nil {
 		// Nothing to ask yet: the server starts with the first call that
 		// needs it (Client). What it will serve is pinned by content.
-		spec, err := serveSpec(r, attr, m, sv, ep.Concurrency)
+		spec, extra, err := serveSpec(ctx, r, attr, m, sv, ep.Concurrency)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -133,7 +133,11 @@ func Resolve(ctx context.Context, r nodes.Resolve, attr, prefix string, m nodes.
 		ep.Concurrency = min(ep.Concurrency, max(ep.Slots, 1))
 		id := spec.Identity()
 		mm := &Model{Config: m, Endpoint: ep, Identity: m.ID + "@" + rev + "|" + ep.ServedName + "|" + id, serve: &spec}
-		return mm, map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": ep.ServedName, prefix + ".serve": id}, nil
+		ids := map[string]string{prefix: m.ID + "@" + rev, prefix + ".served": ep.ServedName, prefix + ".serve": id}
+		for k, v := range extra {
+			ids[prefix+".serve."+k] = v
+		}
+		return mm, ids, nil
 	}
 	shown := llm.RedactURL(ep.BaseURL) // the endpoint may carry credentials
 	var notes []string
@@ -219,7 +223,11 @@ func (m *Model) Client(r nodes.Run) *llm.Client {
 			if err != nil {
 				return "", err
 			}
-			r.Logf("model %s: served by %s %s at %s (started in %s)", m.Config.ID, spec.Kind, spec.Weights[0].Path, srv.Endpoint(), srv.Startup().Round(time.Millisecond))
+			where := ""
+			if c := srv.Container(); c != "" {
+				where = " in container " + c
+			}
+			r.Logf("model %s: served by %s %s%s at %s (started in %s)", m.Config.ID, spec.Kind, spec.Weights[0].Path, where, srv.Endpoint(), srv.Startup().Round(time.Millisecond))
 			return srv.Endpoint(), nil
 		}))
 	}

@@ -119,10 +119,16 @@ var (
 // options, the image by digest and its arguments. It is a pure function of
 // the engine and spec, and spec.Name must be set.
 func (e *Engine) RunArgs(spec Spec) ([]string, error) {
+	return e.runArgs(spec, true)
+}
+
+// runArgs is RunArgs; withOutput says whether spec must have its output
+// directory (a server's container has none: ServerArgs).
+func (e *Engine) runArgs(spec Spec, withOutput bool) ([]string, error) {
 	if e == nil || (e.kind != Podman && e.kind != Docker) {
 		return nil, errors.New("container: engine not set up (use NewEngine)")
 	}
-	if err := spec.validate(); err != nil {
+	if err := spec.validate(withOutput); err != nil {
 		return nil, err
 	}
 	a := append([]string{}, e.args...)
@@ -154,7 +160,9 @@ func (e *Engine) RunArgs(spec Spec) ([]string, error) {
 	for _, m := range spec.Inputs {
 		a = append(a, "--mount", "type=bind,source="+m.Source+",target="+m.Target+",readonly")
 	}
-	a = append(a, "--mount", "type=bind,source="+spec.Output.Source+",target="+spec.Output.Target)
+	if spec.Output.Source != "" {
+		a = append(a, "--mount", "type=bind,source="+spec.Output.Source+",target="+spec.Output.Target)
+	}
 	if spec.Work != nil {
 		a = append(a, "--mount", "type=bind,source="+spec.Work.Source+",target="+spec.Work.Target)
 	}
@@ -195,7 +203,7 @@ func gpuArgs(k Kind, g GPUs) []string {
 	return nil
 }
 
-func (s Spec) validate() error {
+func (s Spec) validate(withOutput bool) error {
 	if s.Image.Digest == "" {
 		return errors.New("container: spec has no pinned image")
 	}
@@ -205,11 +213,17 @@ func (s Spec) validate() error {
 	if !containerName.MatchString(s.Name) {
 		return fmt.Errorf("container: bad container name %q", s.Name)
 	}
-	if s.Output.Source == "" {
+	if withOutput && s.Output.Source == "" {
 		return errors.New("container: spec has no output directory")
 	}
+	if !withOutput && (s.Output != Mount{} || s.Work != nil) {
+		return errors.New("container: a server's container has no output or work directory")
+	}
 	targets := map[string]bool{}
-	all := append(append([]Mount{}, s.Inputs...), s.Output)
+	all := append([]Mount{}, s.Inputs...)
+	if withOutput {
+		all = append(all, s.Output)
+	}
 	if s.Work != nil {
 		all = append(all, *s.Work)
 	}
@@ -309,13 +323,20 @@ func (e *Engine) Run(ctx context.Context, spec Spec) (Result, error) {
 func (e *Engine) remove(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	args := []string{"rm", "--force"}
-	if e.kind == Podman {
-		args = append(args, "--ignore", "--time=0")
-	}
-	_, err := e.output(ctx, append(args, name)...)
+	_, err := e.output(ctx, removeArgs(e.kind, name)...)
 	if err != nil && e.kind == Docker && strings.Contains(err.Error(), "No such container") {
 		return nil
 	}
 	return err
+}
+
+// removeArgs are the arguments (after the global ones) that kill and
+// remove container name at once, and succeed when it does not exist
+// (podman; docker says "No such container", which callers forgive).
+func removeArgs(k Kind, name string) []string {
+	args := []string{"rm", "--force"}
+	if k == Podman {
+		args = append(args, "--ignore", "--time=0")
+	}
+	return append(args, name)
 }

@@ -188,3 +188,67 @@ func TestMovedSaysWhichTagMoved(t *testing.T) {
 		}
 	}
 }
+
+func TestServerWrapRunsByDigestWithoutOutput(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	reg := Pinned{Ref: "127.0.0.1:5000/llama:v1", Repo: "127.0.0.1:5000/llama", Digest: digest, Insecure: true}
+	podman := &Engine{kind: Podman, path: "/usr/bin/podman", args: []string{"--runtime=runc"}}
+	docker := &Engine{kind: Docker, path: "/usr/bin/docker"}
+	spec := Spec{
+		Image:  reg,
+		Inputs: []Mount{{Source: "/models/smol.gguf", Target: "/lacuna/weights/smol.gguf"}},
+		Env:    map[string]string{"LLAMA_ARG_THREADS": "2"},
+		CPUs:   2,
+		Memory: 1 << 30,
+		GPUs:   GPUs{Devices: []string{"0"}},
+	}
+	args := []string{"-m", "/lacuna/weights/smol.gguf", "--host", "127.0.0.1", "--port", "8080"}
+	cases := []struct {
+		name        string
+		srv         Server
+		command     []string
+		run, remove string
+	}{
+		{"podman, the image's entrypoint", Server{Engine: podman, Spec: spec}, nil,
+			"/usr/bin/podman --runtime=runc run --rm --name srv1 --pull=missing --env-host=false --tls-verify=false --network=host --cpus=2 --memory=1073741824 " +
+				"--device nvidia.com/gpu=0 --mount type=bind,source=/models/smol.gguf,target=/lacuna/weights/smol.gguf,readonly --env LLAMA_ARG_THREADS=2 " +
+				"127.0.0.1:5000/llama@" + digest + " -m /lacuna/weights/smol.gguf --host 127.0.0.1 --port 8080",
+			"/usr/bin/podman --runtime=runc rm --force --ignore --time=0 srv1"},
+		{"docker, a command in the image", Server{Engine: docker, Spec: spec}, []string{"/app/llama-server", "-t", "2"},
+			"/usr/bin/docker run --rm --name srv1 --pull=missing --network=host --cpus=2 --memory=1073741824 " +
+				`--gpus "device=0" --mount type=bind,source=/models/smol.gguf,target=/lacuna/weights/smol.gguf,readonly --env LLAMA_ARG_THREADS=2 ` +
+				"--entrypoint /app/llama-server 127.0.0.1:5000/llama@" + digest + " -t 2 -m /lacuna/weights/smol.gguf --host 127.0.0.1 --port 8080",
+			"/usr/bin/docker rm --force srv1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run, remove, err := c.srv.Wrap("srv1", c.command, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(run, " "); got != c.run {
+				t.Errorf("run:\n got %s\nwant %s", got, c.run)
+			}
+			if got := strings.Join(remove, " "); got != c.remove {
+				t.Errorf("remove:\n got %s\nwant %s", got, c.remove)
+			}
+		})
+	}
+	withOutput := spec
+	withOutput.Output = Mount{Source: "/tmp/out", Target: "/out"}
+	for _, bad := range []struct {
+		name string
+		srv  Server
+		cmd  []string
+		n    string
+	}{
+		{"no engine", Server{Spec: spec}, nil, "srv1"},
+		{"an output directory", Server{Engine: podman, Spec: withOutput}, nil, "srv1"},
+		{"a bad name", Server{Engine: podman, Spec: spec}, nil, "no spaces"},
+		{"an empty executable", Server{Engine: podman, Spec: spec}, []string{""}, "srv1"},
+	} {
+		if _, _, err := bad.srv.Wrap(bad.n, bad.cmd, args); err == nil {
+			t.Errorf("%s: no error", bad.name)
+		}
+	}
+}

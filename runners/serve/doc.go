@@ -6,9 +6,9 @@
 // # Spec, flags and identity
 //
 // A Spec names the kind, the command that runs the server (an argv
-// prefix: the binary, or a container runner's command ending with the
-// image and the binary, so a container wraps the server without this
-// package knowing), the weights and LoRA adapters with their digests, the
+// prefix: the binary), optionally a Wrapper that runs it elsewhere (a
+// container: runners/container's Server, without this package knowing
+// containers), the weights and LoRA adapters with their digests, the
 // served model id, the listen address, and Needs: what lacuna asks of the
 // server (top log-probabilities, logprobs mode, structured-output backend,
 // context size, parallel slots). Spec.Args derives the kind's flags from
@@ -42,9 +42,22 @@
 //     Reap(stateDir), called before the next run starts servers, kills the
 //     process groups of leases whose owner is dead and removes those leases.
 //     Start times guard both against pid reuse. Reap is what cleans up where
-//     the death signal does not reach: outside Linux, or a server run
-//     through a container engine (whose container is not the child; the
-//     container runner must also run it with --rm and a name it can remove).
+//     the death signal does not reach: outside Linux, or a wrapped server.
+//
+// # Wrapped servers (containers)
+//
+// With Spec.Wrapper, Start runs the wrapper's command for an instance
+// name of its own ("lacuna-serve-" and 12 random hex digits;
+// Server.Container), e.g. `podman run --rm --name NAME --network=host …
+// IMAGE@sha256:… ARGS`. The process Start runs is then the container
+// engine's client: SIGTERM to it reaches the server (the client forwards
+// signals), but the container is not its child, and a client killed (by
+// SIGKILL, or by the parent-death signal after kill -9 of lacuna) leaves
+// the container running under the engine. So the lease also holds the
+// wrapper's remove command (`podman rm --force --ignore --time=0 NAME`):
+// Stop runs it after the client has exited, and Reap runs it for a lease
+// whose owner is dead. A container of a lacuna killed with kill -9 runs
+// until the next run's Reap.
 //
 // # Sharing
 //

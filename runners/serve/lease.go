@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,11 @@ type Lease struct {
 	Endpoint       string    `json:"endpoint"`         // Server.Endpoint
 	Argv           []string  `json:"argv"`
 	Started        time.Time `json:"started"`
+	// Container is a wrapped server's instance name (Server.Container),
+	// Remove its Wrapper's remove command: Reap runs it when the owner is
+	// dead, whether the process PID is alive or not.
+	Container string   `json:"container,omitempty"`
+	Remove    []string `json:"remove,omitempty"`
 }
 
 // ReapGrace is how long Reap waits after SIGTERM before SIGKILL.
@@ -76,10 +82,12 @@ func alive(pid int, start uint64) bool {
 // Reap ends the servers that processes now dead left behind in stateDir
 // (a lacuna killed with kill -9 before it could stop them, on a system
 // where the parent-death signal did not reach them) and removes their
-// leases: SIGTERM to the server's process group, SIGKILL after ReapGrace.
-// Leases whose owner still runs (another lacuna sharing the directory,
-// or this process) are left alone; leases whose server is already gone
-// are removed. Call it before starting servers. A missing directory holds
+// leases: SIGTERM to the server's process group, SIGKILL after ReapGrace,
+// then, for a wrapped server, the lease's remove command (a container
+// outlives its client, whom the parent-death signal killed). Leases whose
+// owner still runs (another lacuna sharing the directory, or this
+// process) are left alone; leases whose server is already gone are
+// removed. Call it before starting servers. A missing directory holds
 // nothing to reap. It returns the leases it removed, servers killed or
 // not. Concurrent Reaps of one directory are safe (each lease is handled
 // once at most, the rest find it gone).
@@ -118,6 +126,12 @@ func Reap(stateDir string) ([]Lease, error) {
 		if alive(l.PID, l.StartTime) {
 			if err := killGroup(l.PID, l.StartTime, ReapGrace); err != nil {
 				errs = append(errs, fmt.Errorf("reap server %d (%s): %w", l.PID, path, err))
+				continue
+			}
+		}
+		if len(l.Remove) > 0 {
+			if err := runRemove(context.Background(), l.Remove); err != nil {
+				errs = append(errs, fmt.Errorf("reap server %s (%s): %w", l.Container, path, err))
 				continue
 			}
 		}

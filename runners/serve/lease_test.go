@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -137,5 +138,77 @@ func TestStartTimeNamesAProcessAcrossPidReuse(t *testing.T) {
 	}
 	if !alive(os.Getpid(), a) || alive(os.Getpid(), a+1) {
 		t.Fatal("alive does not compare start times")
+	}
+}
+
+func TestReapRunsTheRemoveCommandOfAWrappedServer(t *testing.T) {
+	dir := t.TempDir()
+	deadOwner, deadOwnerStart := deadProcess(t)
+	gonePID, goneStart := deadProcess(t) // the container's client, killed with its owner
+	marker := filepath.Join(t.TempDir(), "removed")
+	removed := Lease{PID: gonePID, StartTime: goneStart, Owner: deadOwner, OwnerStartTime: deadOwnerStart,
+		Container: "lacuna-serve-000000000001", Remove: []string{"sh", "-c", `echo "$0" >> ` + marker, "lacuna-serve-000000000001"}}
+	failing := Lease{PID: gonePID, StartTime: goneStart + 1, Owner: deadOwner, OwnerStartTime: deadOwnerStart,
+		Container: "lacuna-serve-000000000002", Remove: []string{"sh", "-c", "echo engine unreachable >&2; exit 3"}}
+	var files []string
+	for _, l := range []Lease{removed, failing} {
+		f, err := writeLease(dir, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	reaped, err := Reap(dir)
+	if err == nil || !strings.Contains(err.Error(), "engine unreachable") || !strings.Contains(err.Error(), failing.Container) {
+		t.Errorf("a failing remove command: %v", err)
+	}
+	if len(reaped) != 1 || reaped[0].Container != removed.Container {
+		t.Errorf("reaped %+v, want the lease of %s only", reaped, removed.Container)
+	}
+	if got, _ := os.ReadFile(marker); string(got) != removed.Container+"\n" {
+		t.Errorf("the remove command ran with %q", got)
+	}
+	if _, err := os.Stat(files[0]); err == nil {
+		t.Error("the removed container's lease is left")
+	}
+	if _, err := os.Stat(files[1]); err != nil {
+		t.Error("the lease of a container that could not be removed is gone: the next Reap cannot retry")
+	}
+}
+
+// echoWrapper wraps a server's command line in `env`, and removes by
+// running `true`.
+type echoWrapper struct{}
+
+func (echoWrapper) Wrap(name string, command, args []string) ([]string, []string, error) {
+	return append(append([]string{"env", "INSTANCE=" + name}, command...), args...), []string{"true", name}, nil
+}
+
+func TestAWrappedSpecNeedsNoCommand(t *testing.T) {
+	s := llamaSpec()
+	s.Command = nil
+	if err := s.Validate(); err == nil {
+		t.Error("a spec with neither command nor wrapper is valid")
+	}
+	s.Wrapper = echoWrapper{}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	run, remove, err := s.wrap("lacuna-serve-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run[0] != "env" || run[1] != "INSTANCE=lacuna-serve-x" || run[2] != "-m" || remove[1] != "lacuna-serve-x" {
+		t.Errorf("run %q, remove %q", run, remove)
+	}
+	a, b := llamaSpec(), llamaSpec()
+	b.Wrapper = echoWrapper{}
+	if a.Identity() != b.Identity() {
+		t.Error("the wrapper changed the identity (Server names what runs)")
+	}
+	ka, _ := shareKey(a)
+	kb, _ := shareKey(b)
+	if ka == kb {
+		t.Error("a wrapped and an unwrapped server share a pool entry")
 	}
 }

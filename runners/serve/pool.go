@@ -9,8 +9,8 @@ import (
 
 // Pool shares model servers among the nodes of a run: Acquire starts a
 // server on its first use and hands the same *Server to every later
-// Acquire of an equal spec (equal Argv and Identity; a spec with Port 0
-// matches another with Port 0), counting holders; Release stops it when
+// Acquire of an equal spec (equal Identity and command line, wrapped
+// if it has a Wrapper; a spec with Port 0 matches another with Port 0), counting holders; Release stops it when
 // the last holder releases it. Close stops them all (a run interrupted or
 // failed). A Pool is safe for concurrent use; its zero value starts
 // servers with Start's defaults. It must not be copied after first use.
@@ -45,7 +45,8 @@ func NewPool(opts ...Option) *Pool { return &Pool{opts: opts} }
 var ErrPoolClosed = errors.New("serve: pool closed")
 
 func shareKey(spec Spec) (string, error) {
-	argv, err := spec.Argv()
+	// One name for every start: the key is what runs, not which instance.
+	argv, _, err := spec.wrap(namePrefix)
 	if err != nil {
 		return "", err
 	}

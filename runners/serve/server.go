@@ -92,7 +92,9 @@ type Server struct {
 	endpoint string
 	pid      int
 	start    uint64
-	lease    string // lease file, "" without a state directory
+	name     string   // the wrapped instance's name, "" without a Wrapper
+	remove   []string // the Wrapper's remove command
+	lease    string   // lease file, "" without a state directory
 	grace    time.Duration
 	startup  time.Duration
 	tail     tail
@@ -114,8 +116,13 @@ func (s *Server) Spec() Spec { return s.spec }
 // Identity is Spec.Identity of the server's spec.
 func (s *Server) Identity() string { return s.identity }
 
-// PID is the server process's id, the leader of its own process group.
+// PID is the server process's id, the leader of its own process group
+// (with a Wrapper, the wrapper's client: a container engine's).
 func (s *Server) PID() int { return s.pid }
+
+// Container is the name Start gave a wrapped server's instance (e.g. its
+// container's), "" for a server run as this process's child.
+func (s *Server) Container() string { return s.name }
 
 // Startup is how long the server took from exec to ready (healthy and
 // listing its model).
@@ -153,7 +160,13 @@ func (s *Server) Slots(ctx context.Context) (int, error) {
 // lease goes to WithStateDir's directory until Stop. ctx bounds only the
 // start: cancelling it later does not stop the server. On any failure
 // (invalid spec, exec error, exit before ready, timeout, ctx cancelled)
-// the process group is killed and the error quotes the log's last lines.
+// the process group is killed (and a wrapped instance removed) and the
+// error quotes the log's last lines.
+//
+// With a Wrapper, what runs is the wrapper's command for a fresh instance
+// name, and the lease also holds its remove command. The start timeout
+// then covers what the wrapper does first (a container engine pulling the
+// image).
 //
 // With Port 0 Start picks a free port on the listening host; another
 // process could take it before the server binds it, and then the start
@@ -168,7 +181,11 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (*Server, error) {
 		}
 		spec.Port = p
 	}
-	argv, err := spec.Argv()
+	name := ""
+	if spec.Wrapper != nil {
+		name = instanceName()
+	}
+	argv, remove, err := spec.wrap(name)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +211,8 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (*Server, error) {
 		identity: spec.Identity(),
 		endpoint: "http://" + net.JoinHostPort(dial, strconv.Itoa(spec.Port)) + "/v1",
 		pid:      cmd.Process.Pid,
+		name:     name,
+		remove:   remove,
 		grace:    o.grace,
 		tail:     t,
 		done:     make(chan struct{}),
@@ -219,6 +238,7 @@ func Start(ctx context.Context, spec Spec, opts ...Option) (*Server, error) {
 		s.lease, err = writeLease(o.stateDir, Lease{
 			PID: s.pid, StartTime: s.start, Owner: owner, OwnerStartTime: ownerStart,
 			Identity: s.identity, Endpoint: s.endpoint, Argv: argv, Started: t0.UTC(),
+			Container: name, Remove: remove,
 		})
 		if err != nil {
 			return fail(fmt.Errorf("write lease: %w", err))
@@ -315,9 +335,10 @@ func getJSON(ctx context.Context, url string, v any) error {
 
 // Stop ends the server: SIGTERM to its process group, SIGKILL to the
 // group after the grace period (WithStopGrace) or once ctx is done, then a
-// last SIGKILL to the group for anything that outlived the server. It
-// returns once the server process has been waited for, and removes the
-// lease. An exit caused by Stop's signals is not an error; a server that
+// last SIGKILL to the group for anything that outlived the server, and,
+// for a wrapped server, the Wrapper's remove command. It returns once the
+// server process has been waited for, and removes the lease (kept when
+// the server could not be ended, for Reap). An exit caused by Stop's signals is not an error; a server that
 // had already exited with a failure reports it.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
@@ -346,7 +367,15 @@ func (s *Server) stop(ctx context.Context) error {
 	<-s.done
 	// The leader is gone; whatever it spawned in its group goes too.
 	err := killRest(s.pid)
-	if s.lease != "" {
+	if s.remove != nil {
+		// A wrapped server may outlive its client (a container engine
+		// keeps the container of a killed client): remove it, also when
+		// ctx is done, which is when it matters most.
+		if rerr := runRemove(context.WithoutCancel(ctx), s.remove); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove server %s: %w", s.name, rerr))
+		}
+	}
+	if s.lease != "" && err == nil {
 		if rerr := os.Remove(s.lease); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}

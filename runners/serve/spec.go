@@ -105,13 +105,17 @@ type Spec struct {
 	Env []string
 	// Command is the argv prefix that runs the server; Args are appended.
 	// LlamaCpp: the llama-server binary, e.g. {"/opt/llama-server"}. VLLM:
-	// {"vllm", "serve"} (the model is the first argument appended). A
-	// container runner wraps the server by returning its own prefix, e.g.
-	// {"podman", "run", "--rm", "--network=host", …, "IMAGE@sha256:…",
-	// "llama-server"}; then paths in Weights and Adapters are paths inside
-	// the container. The command never enters Identity (paths differ
-	// between machines); Server names what it runs.
+	// {"vllm", "serve"} (the model is the first argument appended). With
+	// a Wrapper it is the prefix inside the wrapper (a path in the
+	// container's image), and may be empty: the image's entrypoint. The
+	// command never enters Identity (paths differ between machines);
+	// Server names what it runs.
 	Command []string
+	// Wrapper, when set, runs the server elsewhere than as this process's
+	// child: in a container (runners/container's Server). Then paths in
+	// Weights, Adapters and Codebook are paths inside the container, and
+	// Server should name the image by digest. nil: Command runs here.
+	Wrapper Wrapper
 	// Server identifies the server software for Identity: a container image
 	// digest, or a binary's version or digest. Answers change with the
 	// server's version (sampling, chat templates), so pin it.
@@ -168,8 +172,11 @@ func (s Spec) Validate() error {
 	if s.Codebook != nil && (s.Codebook.Path == "" || s.Codebook.Digest == "") {
 		errs = append(errs, errors.New("codebook: no path or no digest"))
 	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
+	switch {
+	case len(s.Command) == 0 && s.Wrapper == nil:
 		errs = append(errs, errors.New("no command to run the server"))
+	case len(s.Command) > 0 && s.Command[0] == "":
+		errs = append(errs, errors.New("the server's command has an empty executable"))
 	}
 	if len(s.Weights) != 1 {
 		errs = append(errs, fmt.Errorf("%d weights; a server loads exactly one base model", len(s.Weights)))
@@ -385,7 +392,8 @@ func (s Spec) Args() ([]string, error) {
 	return args, nil
 }
 
-// Argv is Command followed by Args: the full command line Start runs.
+// Argv is Command followed by Args: the server's command line (which
+// Start runs as it is, or through the Wrapper).
 func (s Spec) Argv() ([]string, error) {
 	args, err := s.Args()
 	if err != nil {

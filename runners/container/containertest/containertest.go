@@ -18,7 +18,9 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -141,14 +143,45 @@ func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.
 // content (and digest).
 func Image(tb testing.TB, name string, program []byte, env ...string) v1.Image {
 	tb.Helper()
+	return FilesImage(tb, []File{{Path: name, Data: program, Mode: 0o755}}, []string{path.Join("/", name)}, env...)
+}
+
+// File is a regular file of a FilesImage: its path in the image
+// (relative to /, or absolute), content and mode.
+type File struct {
+	Path string
+	Data []byte
+	Mode int64
+}
+
+// FilesImage is an image of one layer holding files (their directories
+// are created), FROM scratch, for linux on this architecture, with
+// entrypoint and PATH=/ and env ("K=V") as its environment.
+func FilesImage(tb testing.TB, files []File, entrypoint []string, env ...string) v1.Image {
+	tb.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(program)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := tw.Write(program); err != nil {
-		tb.Fatal(err)
+	dirs := map[string]bool{}
+	for _, f := range files {
+		name := strings.TrimPrefix(path.Clean("/"+f.Path), "/")
+		var parents []string
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			dirs[d] = true
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			hdr := &tar.Header{Name: parents[i] + "/", Mode: 0o755, ModTime: time.Unix(0, 0), Typeflag: tar.TypeDir}
+			if err := tw.WriteHeader(hdr); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		hdr := &tar.Header{Name: name, Mode: f.Mode, Size: int64(len(f.Data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
+		if err := tw.WriteHeader(hdr); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		tb.Fatal(err)
@@ -170,12 +203,69 @@ func Image(tb testing.TB, name string, program []byte, env ...string) v1.Image {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint = []string{path.Join("/", name)}
+	cf.Config.Entrypoint = entrypoint
 	cf.Config.Env = append([]string{"PATH=/"}, env...)
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		tb.Fatal(err)
 	}
 	return img
+}
+
+// DynamicImage is FilesImage of DynamicProgram(bin, name): bin as /NAME,
+// its entrypoint, with its shared libraries and LD_LIBRARY_PATH naming
+// their directories, and env.
+func DynamicImage(tb testing.TB, bin, name string, env ...string) v1.Image {
+	tb.Helper()
+	files := DynamicProgram(tb, bin, name)
+	var dirs []string
+	for _, f := range files[1:] {
+		if d := path.Dir(f.Path); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	env = append([]string{"LD_LIBRARY_PATH=" + strings.Join(dirs, ":")}, env...)
+	return FilesImage(tb, files, []string{path.Join("/", name)}, env...)
+}
+
+// DynamicProgram is the files that run the dynamically linked program
+// bin in an image FROM scratch: bin as /NAME and the shared libraries
+// ldd(1) lists for it (the dynamic loader included), each at the path
+// ldd names, with its content (symbolic links followed). An image of them
+// needs LD_LIBRARY_PATH naming the libraries' directories when the
+// loader's built-in search path does not.
+func DynamicProgram(tb testing.TB, bin, name string) []File {
+	tb.Helper()
+	out, err := exec.Command("ldd", bin).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("ldd %s: %v: %s", bin, err, out)
+	}
+	read := func(p string, mode int64) File {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		data, err := os.ReadFile(real)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return File{Path: p, Data: data, Mode: mode}
+	}
+	files := []File{read(bin, 0o755)}
+	files[0].Path = name
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		lib := ""
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			lib = f[2]
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			lib = f[0] // the loader
+		}
+		if lib != "" {
+			files = append(files, read(lib, 0o755))
+		}
+	}
+	return files
 }
 
 // ProbeImage is Image of the probe program as /probe, with VARIANT=variant
