@@ -97,7 +97,7 @@ var (
 )
 
 func (tasksType) Name() string    { return "tasks" }
-func (tasksType) Version() string { return "20" }
+func (tasksType) Version() string { return "21" }
 func (tasksType) Doc() string {
 	return "Cuts graded coding tasks (easy, medium, hard) from each bundle's validated examples, and observes the reference " +
 		"in the sandbox under the target-API spy: the expectations its execute-then-assert harness checks. " +
@@ -108,7 +108,8 @@ func (tasksType) Doc() string {
 		"span to write marked and a description that does not name the API; each is observed like a cut task, and one that is " +
 		"malformed, names the API or whose reference does not compile or run is dropped, the reason in missing and the report " +
 		"\"dropped\". A bundle with no valid example, or whose answer yields no medium and no hard task, is asked for three easy " +
-		"variants instead (the paper's fallback)."
+		"variants instead (the paper's fallback). A Go example or scenario that waits on the clock (time.Sleep, a timer, a ticker) " +
+		"makes no task: what it prints depends on how fast the machine runs it, so its harness would keep, pass or fail it by chance."
 }
 
 func (tasksType) Validate(cfg any) error {

@@ -100,6 +100,39 @@ func render(imports []string, source string) string {
 	return b.String()
 }
 
+// clockWaits are the time package's functions that wait for time to
+// pass: a program calling one races the machine's speed.
+var clockWaits = map[string]bool{"Sleep": true, "After": true, "Tick": true, "NewTimer": true, "NewTicker": true, "AfterFunc": true}
+
+// waitsOnClock names the first call in f that waits for time to pass
+// (time.Sleep, a timer, a ticker), "" when there is none. Such a program's
+// output depends on timing (a throttle that lets 3 or 4 calls through in
+// a window, as the machine's load decides), so a task made of it would be
+// kept or dropped, passed or failed, by chance.
+func waitsOnClock(f *ast.File) string {
+	name := ""
+	for _, im := range f.Imports {
+		if im.Path.Value == `"time"` {
+			name = goapi.ImportName(im)
+		}
+	}
+	if name == "" || name == "_" {
+		return ""
+	}
+	found := ""
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || found != "" {
+			return found == ""
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && id.Name == name && clockWaits[sel.Sel.Name] {
+			found = name + "." + sel.Sel.Name
+		}
+		return true
+	})
+	return found
+}
+
 // TasksFromExample builds the graded tasks an example supports. A level
 // it cannot support honestly is left out, with the reason in skipped.
 func TasksFromExample(ex goapi.Example, tg Target) ([]Task, map[string]string, error) {
@@ -121,6 +154,9 @@ func TasksFromExample(ex goapi.Example, tg Target) ([]Task, map[string]string, e
 		imports = append(imports, goapi.ImportName(im)+" "+im.Path.Value)
 	}
 	pkgName, imported := importNames(imports, tg.Package)
+	if w := waitsOnClock(f); w != "" {
+		return nil, nil, fmt.Errorf("%s waits on the clock (%s): what it prints depends on how fast the machine runs it, so no harness could grade it the same way twice", ex.Name, w)
+	}
 	for _, d := range f.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "main" {
 			main = fd

@@ -300,3 +300,37 @@ func TestMethodTargetsAreFoundOnValuesOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestProgramsThatWaitOnTheClockMakeNoTask: an example or a scenario
+// that sleeps or waits on a timer or ticker (under any import name of
+// time) prints what the machine's speed decides, so it makes no task;
+// reading the clock alone is fine.
+func TestProgramsThatWaitOnTheClockMakeNoTask(t *testing.T) {
+	tg := Target{ID: "example.com/shapes.NewThrottle", Package: "example.com/shapes", Name: "NewThrottle"}
+	program := func(timeImport, body string) string {
+		return "package main\n\nimport (\n\t\"fmt\"\n\t" + timeImport + "\n\n\t\"example.com/shapes\"\n)\n\nfunc main() {\n\tf := shapes.NewThrottle(3)\n\t// <MASK>\n\tn := f()\n\t// </MASK>\n" + body + "\tfmt.Println(n)\n}\n"
+	}
+	for _, tc := range []struct {
+		name, timeImport, body, wait string
+	}{
+		{"sleep", `"time"`, "\ttime.Sleep(30 * time.Millisecond)\n", "time.Sleep"},
+		{"timer channel", `"time"`, "\t<-time.After(time.Millisecond)\n", "time.After"},
+		{"ticker under another name", `clock "time"`, "\ttk := clock.NewTicker(clock.Second)\n\ttk.Stop()\n", "clock.NewTicker"},
+		{"AfterFunc", `"time"`, "\ttime.AfterFunc(time.Second, func() {})\n", "time.AfterFunc"},
+		{"reads the clock only", `"time"`, "\t_ = time.Now().Add(time.Hour)\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := program(tc.timeImport, tc.body)
+			_, _, err := TasksFromExample(goapi.Example{Name: "ExampleNewThrottle", Program: src, Output: "1\n", HasOutput: true}, tg)
+			_, serr := TaskFromScenario(src, Easy, tg)
+			for _, e := range []error{err, serr} {
+				switch {
+				case tc.wait == "" && e != nil && strings.Contains(e.Error(), "clock"):
+					t.Errorf("a program that only reads the clock was refused: %v", e)
+				case tc.wait != "" && (e == nil || !strings.Contains(e.Error(), "waits on the clock ("+tc.wait+")")):
+					t.Errorf("want refused for waiting on the clock (%s), got %v", tc.wait, e)
+				}
+			}
+		})
+	}
+}
