@@ -25,17 +25,17 @@ import (
 // are checked against the judge rows they sum up (their values are the
 // tiny model's, near zero: not asserted).
 //
-// One call at a time and one server thread (LLAMA_ARG_THREADS=1): on two
-// cores shared with other tests, llama.cpp's two threads wait for each
-// other and decode 10-15 times slower than one, and calls in flight
-// together all finish at the end (a kill then loses all of them).
+// One call at a time (concurrency = 1, so the server has one slot) and
+// one server thread (realModel): calls in flight together on two cores
+// all finish at about the same time, so a kill would lose all but one of
+// them, and the slice took 4m04s with the default concurrency against
+// 2m36s with one at the same load.
 func TestRealModelRunsTheQuickstartSlice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real model on real modules")
 	}
 	server, gguf := realModel(t)
 	reachModuleProxy(t, "github.com/rs/zerolog")
-	t.Setenv("LLAMA_ARG_THREADS", "1")
 	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
 		t.Setenv("LACUNA_GOCACHE", strings.TrimSpace(string(out))) // the sandbox's builds reuse the standard library's
 	}
