@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// TestRealModelRunsTheQuickstartSlice runs pipelines/quickstart.hcl as
+// TestRealModelSliceResumesAfterKill9 runs pipelines/quickstart.hcl as
 // shipped, its model slice bounded by its variables to one real library
 // (zerolog, through the Go module proxy) and 2 C1-kept tasks × 3 cells,
 // on SmolLM2-135M-Instruct served by a llama-server lacuna starts:
@@ -30,7 +30,7 @@ import (
 // all finish at about the same time, so a kill would lose all but one of
 // them, and the slice took 4m04s with the default concurrency against
 // 2m36s with one at the same load.
-func TestRealModelRunsTheQuickstartSlice(t *testing.T) {
+func TestRealModelSliceResumesAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real model on real modules")
 	}
