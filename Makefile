@@ -63,7 +63,13 @@ GGUF ?=
 LLAMA_SERVER ?=
 MODEL_ID ?=
 MAX_TOKENS ?=
-QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME)) $(if $(GGUF),--var gguf=$(GGUF)) $(if $(LLAMA_SERVER),--var llama_server=$(LLAMA_SERVER)) $(if $(MODEL_ID),--var model_id=$(MODEL_ID)) $(if $(MAX_TOKENS),--var max_tokens=$(MAX_TOKENS))
+# The slice's size: SLICE_LIBRARIES='["zerolog"]', SLICE_TASKS=2 (per library
+# and cell), CONCURRENCY=1 (calls in flight to the model; a one-slot CPU
+# server answers one at a time anyway).
+SLICE_LIBRARIES ?=
+SLICE_TASKS ?=
+CONCURRENCY ?=
+QS_VARS := $(if $(ENDPOINT),--var endpoint=$(ENDPOINT)) $(if $(SERVED_NAME),--var served_name=$(SERVED_NAME)) $(if $(GGUF),--var gguf=$(GGUF)) $(if $(LLAMA_SERVER),--var llama_server=$(LLAMA_SERVER)) $(if $(MODEL_ID),--var model_id=$(MODEL_ID)) $(if $(MAX_TOKENS),--var max_tokens=$(MAX_TOKENS)) $(if $(SLICE_LIBRARIES),--var 'slice_libraries=$(SLICE_LIBRARIES)') $(if $(SLICE_TASKS),--var slice_tasks=$(SLICE_TASKS)) $(if $(CONCURRENCY),--var concurrency=$(CONCURRENCY))
 # (a variable: a comma inside $(if ...) would end its argument)
 SLICE_COLUMNS := model,cell,library,tasks,pass_at_1,api_acc,param_corr,failures,wrong_syntax,wrong_api_selection,wrong_import,wrong_param,wrong_shape_dtype,wrong_logic
 quickstart: deps build
