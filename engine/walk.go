@@ -130,10 +130,12 @@ func (w *walk) fromSnapshot(i *Instance, key artifacts.Digest) (artifacts.Snapsh
 // against the same time), so nothing is trusted that the loop would not
 // trust. Safe for concurrent use; stop ends the workers.
 type intactChecks struct {
-	slot  []int32            // Instance.index → index into keys and state, or -1
-	keys  []artifacts.Digest // the snapshot's key of each instance checked
-	state []atomic.Uint32    // 0 unknown, 1 intact, 2 not intact
-	stop  atomic.Bool
+	slot    []int32            // Instance.index → index into keys and state, or -1
+	keys    []artifacts.Digest // the snapshot's key of each instance checked
+	state   []atomic.Uint32    // 0 unknown, 1 intact, 2 not intact
+	checker *artifacts.ActionChecker
+	stop    atomic.Bool
+	workers sync.WaitGroup
 }
 
 // checkAhead starts checking the action entries the snapshot names for
@@ -157,15 +159,17 @@ func (w *walk) checkAhead(g *Graph, insts []*Instance) *intactChecks {
 		c.keys = append(c.keys, n.Key)
 	}
 	c.state = make([]atomic.Uint32, len(c.keys))
+	c.checker = w.x.Store.NewActionChecker(w.snap.Written)
 	workers := runtime.GOMAXPROCS(0)
-	store, since := w.x.Store, w.snap.Written
+	c.workers.Add(workers)
 	for g := range workers {
 		go func() {
+			defer c.workers.Done()
 			// Interleaved, so that every worker stays near the front the
 			// loop is at.
 			for k := g; k < len(c.keys) && !c.stop.Load(); k += workers {
 				if c.state[k].Load() == 0 {
-					c.set(k, store.ActionIntact(c.keys[k], since))
+					c.set(k, c.checker.Intact(c.keys[k]))
 				}
 			}
 		}()
@@ -189,7 +193,7 @@ func (c *intactChecks) check(s *artifacts.Store, i *Instance, key artifacts.Dige
 	}
 	k := c.slot[i.index]
 	if k < 0 || c.keys[k] != key {
-		return s.ActionIntact(key, since)
+		return c.checker.Intact(key)
 	}
 	switch c.state[k].Load() {
 	case 1:
@@ -197,15 +201,18 @@ func (c *intactChecks) check(s *artifacts.Store, i *Instance, key artifacts.Dige
 	case 2:
 		return false
 	}
-	intact := s.ActionIntact(key, since)
+	intact := c.checker.Intact(key)
 	c.set(int(k), intact)
 	return intact
 }
 
-// end stops the workers of c (nil: nothing).
+// end stops the workers of c, waits for them and closes its checker (nil:
+// nothing).
 func (c *intactChecks) end() {
 	if c != nil {
 		c.stop.Store(true)
+		c.workers.Wait()
+		c.checker.Close()
 	}
 }
 
