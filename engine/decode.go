@@ -121,14 +121,18 @@ func exprRoots(t nodes.Type) map[string][]string {
 }
 
 // blockValues holds the values of a block's attributes that do not refer
-// to each: the same for every instance, so evaluated once per block.
+// to each: the same for every instance, so evaluated once per block; and
+// the attributes written values(node.TYPE.NAME) of a for_each block
+// (fanIn), assigned without evaluating them. Once newInstances runs its
+// workers, only vals is written, under the first instance alone.
 type blockValues struct {
 	vals    map[string]cty.Value
 	perInst map[string]bool // attributes that refer to each
+	fanIn   map[string]*fanIn
 }
 
 func newBlockValues(n *NodeDecl) *blockValues {
-	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}}
+	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}, fanIn: map[string]*fanIn{}}
 	for name, a := range n.Attrs {
 		b.perInst[name] = refersTo(a.Expr, "each")
 	}
@@ -136,13 +140,14 @@ func newBlockValues(n *NodeDecl) *blockValues {
 }
 
 // newInstance decodes one instance's config and resolves its inputs.
-// base is the block's evaluation context (see expandNode); shared (nil
-// without for_each) caches the values that do not depend on each.
+// base is the block's evaluation context (see expandNode); shared caches
+// the values that do not depend on each and holds the block's fan-ins.
 func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals, runner string, base *hcl.EvalContext, shared *blockValues) (*Instance, hcl.Diagnostics) {
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
-	var inputs []string // addresses referenced, with repeats
+	var inputs []string       // addresses referenced, with repeats
+	var fanInputs []*Instance // the fan-ins' instances, each fan-in sorted by address
 	var diags hcl.Diagnostics
 	var eachCtx *hcl.EvalContext // base with each, made when first needed
 	evalCtx := func() *hcl.EvalContext {
@@ -171,11 +176,16 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ectx, Text: exprText(e.cfg, attr.Expr)}))
 			continue
 		}
-		var v cty.Value
-		cached := false
-		if shared != nil {
-			v, cached = shared.vals[f.Name]
+		if fi := shared.fanIn[f.Name]; fi != nil {
+			fv.Set(reflect.ValueOf(slices.Clone(fi.refs)))
+			if len(fanInputs) == 0 {
+				fanInputs = fi.byAddr
+			} else {
+				fanInputs = append(slices.Clip(fanInputs), fi.byAddr...)
+			}
+			continue
 		}
+		v, cached := shared.vals[f.Name]
 		if !cached {
 			if ev, ok := eachValue(attr.Expr, each); ok {
 				v = ev
@@ -186,7 +196,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				if d.HasErrors() {
 					continue
 				}
-				if shared != nil && !shared.perInst[f.Name] {
+				if !shared.perInst[f.Name] {
 					shared.vals[f.Name] = v
 				}
 			}
@@ -215,11 +225,19 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
 	slices.Sort(inputs)
 	inputs = slices.Compact(inputs)
-	if len(inputs) > 0 {
-		inst.Inputs = make([]*Instance, 0, len(inputs))
+	if len(inputs)+len(fanInputs) > 0 {
+		inst.Inputs = make([]*Instance, 0, len(inputs)+len(fanInputs))
 	}
 	for _, a := range inputs {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
+	}
+	if len(fanInputs) > 0 {
+		inst.Inputs = append(inst.Inputs, fanInputs...)
+		byAddr := func(a, b *Instance) int { return strings.Compare(a.Addr, b.Addr) }
+		if !slices.IsSortedFunc(inst.Inputs, byAddr) {
+			slices.SortFunc(inst.Inputs, byAddr)
+		}
+		inst.Inputs = slices.Compact(inst.Inputs)
 	}
 	return inst, diags
 }

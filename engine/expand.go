@@ -34,7 +34,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		vars:     map[string]cty.Value{},
 		locals:   map[string]cty.Value{},
 		blocks:   map[string]cty.Value{},
-		nodeVals: map[string]cty.Value{},
+		nodeVals: map[string]*nodeValue{},
 
 		instances: map[string]*Instance{},
 	}
@@ -97,7 +97,9 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		return nil, diags
 	}
 
-	g := &Graph{Config: cfg, Runners: map[string]int{}, RunnerBlocks: map[string]cty.Value{}, byAddr: map[string]*Instance{}}
+	// byAddr is the evaluator's index: newInstance resolves references
+	// through it while the blocks expand.
+	g := &Graph{Config: cfg, Runners: map[string]int{}, RunnerBlocks: map[string]cty.Value{}, byAddr: e.instances}
 	failed := map[string]bool{}
 	for _, id := range sorted {
 		skip := false
@@ -360,20 +362,34 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	}
 	// One context for the whole block: every instance shares what its
 	// expressions reference except each, which a child context adds.
+	// Attributes written values(node.TYPE.NAME) into a []Ref field take
+	// their references from the instances (fanIn): the context leaves the
+	// sweep's map out.
+	shared := newBlockValues(n)
+	fields, _ := configFields(n.Type)
 	var trs []hcl.Traversal
-	for name, a := range n.Attrs {
-		trs = append(trs, exprTraversals(a.Expr, exprRoots(n.Type)[name])...)
+	for _, f := range fields {
+		a, ok := n.Attrs[f.Name]
+		if !ok {
+			continue
+		}
+		if f.Type == refsGoType && f.Removed == "" {
+			if nv := e.fanInOf(a.Expr); nv != nil {
+				shared.fanIn[f.Name] = nv.fanIn()
+				continue
+			}
+		}
+		trs = append(trs, exprTraversals(a.Expr, f.Roots)...)
 	}
 	base, diags := e.ctxFor(trs, nil)
 	if diags.HasErrors() {
 		return diags
 	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, nil)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, shared)
 		if inst != nil {
 			g.add(inst)
-			e.instances[inst.Addr] = inst
-			e.nodeVals[n.Addr()] = refVal(inst.Addr)
+			e.nodeVals[n.Addr()] = &nodeValue{single: refVal(inst.Addr)}
 		}
 		return d
 	}
@@ -396,15 +412,15 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	if d.HasErrors() {
 		return append(diags, d...)
 	}
-	insts, ds := e.newInstances(n, each, runner, base)
-	vals := make(map[string]cty.Value, len(each))
+	insts, ds := e.newInstances(n, each, runner, base, shared)
+	nv := &nodeValue{forEach: true, insts: make([]*Instance, 0, len(each)), keys: make([]string, 0, len(each))}
 	for k, inst := range insts {
 		d := ds[k]
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
-			e.instances[inst.Addr] = inst
-			vals[each[k].key] = refVal(inst.Addr)
+			nv.insts = append(nv.insts, inst)
+			nv.keys = append(nv.keys, each[k].key)
 		}
 		if d.HasErrors() {
 			// Every instance shares the block's expressions: one
@@ -412,11 +428,7 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 			return diags
 		}
 	}
-	if len(vals) == 0 {
-		e.nodeVals[n.Addr()] = cty.MapValEmpty(refType)
-	} else {
-		e.nodeVals[n.Addr()] = cty.MapVal(vals)
-	}
+	e.nodeVals[n.Addr()] = nv
 	return diags
 }
 
@@ -424,10 +436,9 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 // (it evaluates the attributes every instance shares), the rest on every
 // CPU, since they only read the evaluator from then on. Results are in
 // the order of each.
-func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext) ([]*Instance, []hcl.Diagnostics) {
+func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext, shared *blockValues) ([]*Instance, []hcl.Diagnostics) {
 	insts := make([]*Instance, len(each))
 	ds := make([]hcl.Diagnostics, len(each))
-	shared := newBlockValues(n)
 	build := func(k int) {
 		insts[k], ds[k] = e.newInstance(n, n.Address().Instance(addrs.StringKey(each[k].key)), &each[k], runner, base, shared)
 	}
@@ -453,6 +464,8 @@ func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, ba
 	return insts, ds
 }
 
+// add appends i to g's instances and indexes it by address (what
+// newInstance resolves references through).
 func (g *Graph) add(i *Instance) {
 	g.Instances = append(g.Instances, i)
 	g.byAddr[i.Addr] = i
