@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,13 +24,15 @@ import (
 // ObjectIndex is safe for concurrent use.
 type ObjectIndex struct {
 	s      *Store
-	mu     sync.Mutex
-	shards map[string][]uint64 // shard -> digests present, as sorted numbers
+	shards [256]struct {
+		once sync.Once
+		set  []uint64 // digests present, as sorted numbers
+	}
 }
 
 // NewObjectIndex returns an empty index of s's objects.
 func (s *Store) NewObjectIndex() *ObjectIndex {
-	return &ObjectIndex{s: s, shards: map[string][]uint64{}}
+	return &ObjectIndex{s: s}
 }
 
 // Has reports whether object d was in cas/ when its shard was read. A
@@ -38,17 +41,33 @@ func (x *ObjectIndex) Has(d Digest) bool {
 	if !d.Valid() {
 		return false
 	}
-	shard := string(d[:2])
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	set, ok := x.shards[shard]
-	if !ok {
-		set = x.read(shard)
-		x.shards[shard] = set
-	}
+	set := x.shard(hexByte(d[0])<<4 | hexByte(d[1]))
 	n, _ := strconv.ParseUint(string(d), 16, 64)
-	_, ok = slices.BinarySearch(set, n)
+	_, ok := slices.BinarySearch(set, n)
 	return ok
+}
+
+// Prefetch reads every shard not read yet, on workers goroutines, and
+// returns when all are read: for a caller about to ask about most of the
+// store's objects, that wants the reads done at once.
+func (x *ObjectIndex) Prefetch(workers int) {
+	var wg sync.WaitGroup
+	for g := range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := g; k < len(x.shards); k += max(workers, 1) {
+				x.shard(k)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (x *ObjectIndex) shard(k int) []uint64 {
+	sh := &x.shards[k]
+	sh.once.Do(func() { sh.set = x.read(fmt.Sprintf("%02x", k)) })
+	return sh.set
 }
 
 func (x *ObjectIndex) read(shard string) []uint64 {

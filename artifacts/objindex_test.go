@@ -12,7 +12,8 @@ func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
 	if err := os.Remove(s.ObjectPath(removed.Digest)); err != nil {
 		t.Fatal(err)
 	}
-	idx := s.NewObjectIndex()
+	idx, prefetched := s.NewObjectIndex(), s.NewObjectIndex()
+	prefetched.Prefetch(3)
 	for _, tc := range []struct {
 		name string
 		d    Digest
@@ -26,6 +27,9 @@ func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
 	} {
 		if got := idx.Has(tc.d); got != tc.want {
 			t.Errorf("%s: Has(%q) = %v, want %v", tc.name, tc.d, got, tc.want)
+		}
+		if got := prefetched.Has(tc.d); got != tc.want {
+			t.Errorf("%s: Has(%q) after Prefetch = %v, want %v", tc.name, tc.d, got, tc.want)
 		}
 	}
 
