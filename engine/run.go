@@ -305,12 +305,17 @@ type keyed struct {
 // loop itself, without a goroutine, when nothing forces it to run, the
 // snapshot names it, and its key is pure computation (its type resolves
 // nothing outside the pipeline): a no-op run of a large sweep is then one
-// loop over its instances. When the key was computed but the snapshot
-// does not answer, k carries it to runOne.
-func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (res Result, k *keyed, hit bool) {
+// loop over its instances, most of them answered ahead (aheadChecks).
+// digest gives the digests of i's inputs. When the key was computed but
+// the snapshot does not answer, k carries it to runOne.
+func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(in *Instance) artifacts.Digest) (res Result, k *keyed, hit bool) {
 	x := w.x
 	if x.Force || x.Recompute[i.Addr] || !w.snapValid {
 		return Result{}, nil, false
+	}
+	if key, ok := w.ahead.hit(i, digest); ok {
+		n := w.snap.Nodes[i.Addr]
+		return w.cachedFromSnapshot(i, key, n), nil, true
 	}
 	if _, ok := w.snap.Nodes[i.Addr]; !ok {
 		return Result{}, nil, false
@@ -318,7 +323,7 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr st
 	if _, ok := i.Type().(nodes.Resolver); ok {
 		return Result{}, nil, false
 	}
-	key, cfg, pinned, err := x.keyOf(ctx, i, digest)
+	key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, digest))
 	if err != nil {
 		return Result{}, nil, false // runOne reports it
 	}
@@ -326,8 +331,13 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr st
 	if !ok {
 		return Result{}, &keyed{key, cfg, pinned}, false
 	}
+	return w.cachedFromSnapshot(i, key, n), nil, true
+}
+
+// cachedFromSnapshot says that i is cached at key with the snapshot's n.
+func (w *walk) cachedFromSnapshot(i *Instance, key artifacts.Digest, n artifacts.SnapshotNode) Result {
 	w.emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: n.Output.Digest, Rows: n.Output.Rows, Message: n.Note})
-	return Result{State: StateCached, Key: key, Output: n.Output}, nil, true
+	return Result{State: StateCached, Key: key, Output: n.Output}
 }
 
 // runOne computes one instance, or finds it cached. It runs on its own
