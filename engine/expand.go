@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/big"
 	"os"
 	"runtime"
@@ -393,25 +394,25 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		}
 		return d
 	}
-	fe, d := e.evalForEach(n.ForEach)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return diags
+	tooMany := func(count int) bool { e.expanded += count; return e.expanded > MaxInstances }
+	each, ok := e.eachOfRange(n.ForEach)
+	if ok && tooMany(len(each)) {
+		return append(diags, e.tooManyInstances(n))
 	}
-	if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() {
-		if e.expanded += fe.LengthInt(); e.expanded > MaxInstances {
-			return append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Too many instances",
-				Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
-				Subject:  n.ForEach.Range().Ptr(),
-			})
+	if !ok {
+		fe, d := e.evalForEach(n.ForEach)
+		diags = append(diags, d...)
+		if diags.HasErrors() {
+			return diags
+		}
+		if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() && tooMany(fe.LengthInt()) {
+			return append(diags, e.tooManyInstances(n))
+		}
+		if each, d = eachOf(fe, n.ForEach.Range()); d.HasErrors() {
+			return append(diags, d...)
 		}
 	}
-	each, d := eachOf(fe, n.ForEach.Range())
-	if d.HasErrors() {
-		return append(diags, d...)
-	}
+	g.Instances = slices.Grow(g.Instances, len(each))
 	insts, ds := e.newInstances(n, each, runner, base, shared)
 	nv := &nodeValue{forEach: true, insts: make([]*Instance, 0, len(each)), keys: make([]string, 0, len(each))}
 	for k, inst := range insts {
@@ -430,6 +431,60 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	}
 	e.nodeVals[n.Addr()] = nv
 	return diags
+}
+
+func (e *evaluator) tooManyInstances(n *NodeDecl) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Too many instances",
+		Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
+		Subject:  n.ForEach.Range().Ptr(),
+	}
+}
+
+// eachOfRange is eachOf(range(...)) for for_each = range(ARGS) whose
+// values are whole numbers (the usual spelling of a numbered sweep),
+// without building the list and reading its numbers back: the values are
+// those rangeFunc makes (cty.NumberFloatVal of the same float64 steps),
+// their keys those eachKey gives a whole number, and no key repeats (the
+// sequence is monotonic). ok is false for anything else (other
+// expressions, arguments that are not known numbers, a range rangeFunc
+// refuses, empty, or with a fraction), which the caller evaluates as
+// usual, with its diagnostics.
+func (e *evaluator) eachOfRange(expr hcl.Expression) (each []eachVals, ok bool) {
+	call, isCall := expr.(*hclsyntax.FunctionCallExpr)
+	if !isCall || call.Name != "range" || call.ExpandFinal || len(call.Args) < 1 || len(call.Args) > 3 {
+		return nil, false
+	}
+	var nums [3]float64
+	for k, a := range call.Args {
+		v, diags := e.evalExpr(a, nil)
+		if diags.HasErrors() || v.Type() != cty.Number || !v.IsKnown() || v.IsNull() || v.IsMarked() {
+			return nil, false
+		}
+		nums[k], _ = v.AsBigFloat().Float64()
+	}
+	// As rangeFunc reads its arguments.
+	var start, end, step float64 = 0, 0, 1
+	switch len(call.Args) {
+	case 1:
+		end = nums[0]
+	case 2:
+		start, end = nums[0], nums[1]
+	case 3:
+		start, end, step = nums[0], nums[1], nums[2]
+	}
+	if step == 0 || (end-start)/step > maxRange {
+		return nil, false
+	}
+	each = make([]eachVals, 0, int(max(math.Ceil((end-start)/step), 0)))
+	for v := start; (step > 0 && v < end) || (step < 0 && v > end); v += step {
+		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+			return nil, false
+		}
+		each = append(each, eachVals{key: strconv.FormatInt(int64(v), 10), value: cty.NumberFloatVal(v)})
+	}
+	return each, len(each) > 0
 }
 
 // newInstances decodes the instances of a for_each block: the first alone
