@@ -233,7 +233,6 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	}
 	if len(fanInputs) > 0 {
 		inst.Inputs = append(inst.Inputs, fanInputs...)
-		byAddr := func(a, b *Instance) int { return strings.Compare(a.Addr, b.Addr) }
 		if !slices.IsSortedFunc(inst.Inputs, byAddr) {
 			slices.SortFunc(inst.Inputs, byAddr)
 		}
@@ -271,6 +270,9 @@ func eachValue(expr hcl.Expression, each *eachVals) (v cty.Value, ok bool) {
 }
 
 func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
+
+// byAddr orders instances by address (Instance.Inputs' order).
+func byAddr(a, b *Instance) int { return strings.Compare(a.Addr, b.Addr) }
 
 // refersTo reports whether expr refers to the root variable name.
 func refersTo(expr hcl.Expression, name string) bool {

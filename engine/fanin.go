@@ -85,7 +85,6 @@ func (nv *nodeValue) fanIn() *fanIn {
 		}
 		// Keys that need no quoting sort as their addresses do; others
 		// (a key with a byte below '"') may not.
-		byAddr := func(a, b *Instance) int { return cmp.Compare(a.Addr, b.Addr) }
 		if !slices.IsSortedFunc(f.byAddr, byAddr) {
 			slices.SortFunc(f.byAddr, byAddr)
 		}

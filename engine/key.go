@@ -33,12 +33,17 @@ const keyVersion = "lacuna-action-v2"
 // This is the only encoder of key material: the same value always gives
 // the same bytes, whichever field type holds it.
 func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) (json.RawMessage, error) {
+	return appendCanonicalConfig(make([]byte, 0, 256), inst, digest)
+}
+
+// appendCanonicalConfig appends inst's canonical config to buf.
+func appendCanonicalConfig(buf []byte, inst *Instance, digest func(addr string) artifacts.Digest) (json.RawMessage, error) {
 	fields, err := configFields(inst.Type())
 	if err != nil {
 		return nil, err
 	}
 	rv := reflect.ValueOf(inst.Config).Elem()
-	e := keyEncoder{buf: make([]byte, 0, 256), digest: digest}
+	e := keyEncoder{buf: buf, digest: digest}
 	e.buf = append(e.buf, '{')
 	n := 0
 	sorted := sortedFields(inst.Type().Name(), fields)

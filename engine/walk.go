@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,8 @@ type walk struct {
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
 
 	remote remoteBatches // instances on Remotes, batched per node
+
+	keyBuf []byte // the scheduling loop's scratch for canonical configs
 
 	emitMu sync.Mutex
 }
@@ -182,6 +186,7 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 	for k := range c.slot {
 		c.slot[k] = -1
 	}
+	answered := 0
 	for _, i := range insts {
 		n, ok := w.snap.Nodes[i.Addr]
 		if !ok || n.Failed || n.Output.Digest == "" {
@@ -191,9 +196,18 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 		if _, ok := i.Type().(nodes.Resolver); ok || w.x.Recompute[i.Addr] {
 			continue
 		}
+		c.slot[i.index] = 0 // answered ahead; its index is set below
+		answered++
+	}
+	c.insts = make([]*Instance, 0, answered)
+	c.keys = make([]artifacts.Digest, 0, answered)
+	for _, i := range insts {
+		if c.slot[i.index] != 0 {
+			continue
+		}
 		c.slot[i.index] = int32(len(c.keys))
 		c.insts = append(c.insts, i)
-		c.keys = append(c.keys, n.Key)
+		c.keys = append(c.keys, w.snap.Nodes[i.Addr].Key)
 	}
 	c.state = make([]atomic.Uint32, len(c.keys))
 	c.checker = w.x.Store.NewActionChecker(w.snap.Written)
@@ -202,11 +216,14 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 	for g := range workers {
 		go func() {
 			defer c.workers.Done()
+			var buf []byte // canonical configs, computed for their keys alone
 			// Interleaved, so that every worker stays near the front the
 			// loop is at.
 			for k := g; k < len(c.keys) && !c.stop.Load(); k += workers {
 				if c.state[k].CompareAndSwap(aheadUnknown, aheadClaimed) {
-					c.state[k].Store(c.answer(k))
+					var answer uint32
+					answer, buf = c.answer(k, buf)
+					c.state[k].Store(answer)
 				}
 			}
 		}()
@@ -215,19 +232,23 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 }
 
 // answer is aheadHit when the snapshot answers c.insts[k] at the key its
-// inputs' recorded digests give, else aheadMiss.
-func (c *aheadChecks) answer(k int) uint32 {
+// inputs' recorded digests give, else aheadMiss; buf is scratch for the
+// canonical config, returned for the next answer.
+func (c *aheadChecks) answer(k int, buf []byte) (uint32, []byte) {
 	i := c.insts[k]
 	for _, in := range i.Inputs {
 		if c.snapDigest[in.index] == "" {
-			return aheadMiss
+			return aheadMiss, buf
 		}
 	}
-	key, _, _, err := c.w.x.keyOf(c.ctx, i, inputDigests(i, func(in *Instance) artifacts.Digest { return c.snapDigest[in.index] }))
-	if err != nil || key != c.keys[k] || !c.w.objects.Has(c.snapDigest[i.index]) || !c.checker.Intact(key) {
-		return aheadMiss
+	key, cfg, _, err := c.w.x.keyOfIn(c.ctx, buf, i, inputDigests(i, func(in *Instance) artifacts.Digest { return c.snapDigest[in.index] }))
+	if cfg != nil {
+		buf = cfg
 	}
-	return aheadHit
+	if err != nil || key != c.keys[k] || !c.w.objects.Has(c.snapDigest[i.index]) || !c.checker.Intact(key) {
+		return aheadMiss, buf
+	}
+	return aheadHit, buf
 }
 
 // hit is the snapshot's answer for i when a worker found it a hit with
@@ -274,14 +295,17 @@ func (c *aheadChecks) end() {
 
 // inputDigests looks up the digests of i's inputs by address, given the
 // digest of each input instance: a scan of i.Inputs for the few inputs
-// most instances have, a map for a fan-in.
+// most instances have, a binary search of them (sorted by address) for a
+// fan-in, which allocates nothing however many there are.
 func inputDigests(i *Instance, digest func(in *Instance) artifacts.Digest) func(addr string) artifacts.Digest {
-	if len(i.Inputs) > 8 {
-		m := make(map[string]artifacts.Digest, len(i.Inputs))
-		for _, in := range i.Inputs {
-			m[in.Addr] = digest(in)
+	if len(i.Inputs) > 8 && slices.IsSortedFunc(i.Inputs, byAddr) {
+		return func(addr string) artifacts.Digest {
+			k, found := slices.BinarySearchFunc(i.Inputs, addr, func(in *Instance, addr string) int { return strings.Compare(in.Addr, addr) })
+			if !found {
+				return ""
+			}
+			return digest(i.Inputs[k])
 		}
-		return func(addr string) artifacts.Digest { return m[addr] }
 	}
 	return func(addr string) artifacts.Digest {
 		for _, in := range i.Inputs {
@@ -456,13 +480,15 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			}
 			go func(i *Instance) {
 				// The results of i's inputs are final: the loop no
-				// longer writes them. Built here, a fan-in's map of
-				// 100,000 inputs costs the loop nothing.
-				inputs := make(map[string]artifacts.Object, len(i.Inputs))
-				for _, in := range i.Inputs {
-					inputs[in.Addr] = res[in.index].Output
+				// longer writes them.
+				inputs := func() map[string]artifacts.Object {
+					m := make(map[string]artifacts.Object, len(i.Inputs))
+					for _, in := range i.Inputs {
+						m[in.Addr] = res[in.index].Output
+					}
+					return m
 				}
-				doneCh <- finished{i, w.runOne(ctx, i, inputs, k)}
+				doneCh <- finished{i, w.runOne(ctx, i, resultDigest, inputs, k)}
 			}(i)
 		}
 		if running == 0 {
