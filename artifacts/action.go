@@ -218,9 +218,9 @@ func encodeSnapshot(snap *Snapshot) []byte {
 	return []byte(b.String())
 }
 
-//
-// The snapshot's digests are substrings of text, which they keep alive:
-// read the file into a string (readText), not a []byte converted.
+// decodeSnapshot parses a snapshot file's text. The snapshot's digests
+// are substrings of text, which they keep alive: read the file into a
+// string (readText), not a []byte converted.
 func decodeSnapshot(text string) (*Snapshot, error) {
 	first, rest, _ := strings.Cut(strings.TrimSuffix(text, "\n"), "\n")
 	head := strings.Split(first, "\t")
