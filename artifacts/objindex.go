@@ -2,11 +2,9 @@ package artifacts
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -71,19 +69,26 @@ func (x *ObjectIndex) shard(k int) []uint64 {
 }
 
 func (x *ObjectIndex) read(shard string) []uint64 {
-	f, err := os.Open(filepath.Join(x.s.root, "cas", shard))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	set := make([]uint64, 0, len(names))
-	for _, name := range names {
-		if d, ok := strings.CutSuffix(name, ".parquet"); ok && Digest(d).Valid() {
-			n, _ := strconv.ParseUint(d, 16, 64)
-			set = append(set, n)
-		}
-	}
+	set := readObjectNames(filepath.Join(x.s.root, "cas", shard))
 	slices.Sort(set)
 	return set
+}
+
+// objectNumber is the digest named by a cas/ file name (DIGEST.parquet)
+// as a number; ok is false for any other name.
+func objectNumber(name []byte) (n uint64, ok bool) {
+	if len(name) != 16+len(".parquet") || string(name[16:]) != ".parquet" {
+		return 0, false
+	}
+	for _, c := range name[:16] {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }
