@@ -143,10 +143,14 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		g.Runners[b.Name] = limit
 		g.RunnerBlocks[b.Name] = e.blocks[id]
 	}
+	runnerBlocks := make(map[string]*cty.Value, len(g.RunnerBlocks))
+	for name, v := range g.RunnerBlocks {
+		runnerBlocks[name] = &v
+	}
 	for i, inst := range g.Instances {
 		inst.index = i
 		if inst.Runner != "" {
-			inst.runnerBlock = g.RunnerBlocks[inst.Runner]
+			inst.runnerBlock = runnerBlocks[inst.Runner]
 		}
 		for _, in := range inst.Inputs {
 			in.dependants = append(in.dependants, inst)
