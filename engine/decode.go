@@ -129,10 +129,13 @@ type blockValues struct {
 	vals    map[string]cty.Value
 	perInst map[string]bool // attributes that refer to each
 	fanIn   map[string]*fanIn
+	// goVals are the shared values of scalar fields as assigned (a copy):
+	// later instances copy them rather than convert the cty value again.
+	goVals map[string]reflect.Value
 }
 
 func newBlockValues(n *NodeDecl) *blockValues {
-	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}, fanIn: map[string]*fanIn{}}
+	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}, fanIn: map[string]*fanIn{}, goVals: map[string]reflect.Value{}}
 	for name, a := range n.Attrs {
 		b.perInst[name] = refersTo(a.Expr, "each")
 	}
@@ -185,7 +188,12 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 			}
 			continue
 		}
+		if gv, ok := shared.goVals[f.Name]; ok {
+			setCopy(fv, gv)
+			continue
+		}
 		v, cached := shared.vals[f.Name]
+		first := !cached && !shared.perInst[f.Name] // this instance fills shared
 		if !cached {
 			if ev, ok := eachValue(attr.Expr, each); ok {
 				v = ev
@@ -211,6 +219,10 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				Detail:   fmt.Sprintf("Inappropriate value for attribute %q: %s.", f.Name, err),
 				Subject:  attr.Expr.Range().Ptr(),
 			})
+		} else if first && scalarType(fv.Type()) {
+			gv := reflect.New(fv.Type()).Elem()
+			setCopy(gv, fv)
+			shared.goVals[f.Name] = gv
 		}
 	}
 	if diags.HasErrors() {
@@ -239,6 +251,37 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 		inst.Inputs = slices.Compact(inst.Inputs)
 	}
 	return inst, diags
+}
+
+// scalarType reports whether a config field of type t holds a bool,
+// number or string, or a pointer to one: what setCopy copies without
+// sharing anything between instances.
+func scalarType(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// setCopy sets dst (settable, of a scalarType) to src's value; a pointer
+// gets a new target of its own.
+func setCopy(dst, src reflect.Value) {
+	if src.Kind() != reflect.Pointer {
+		dst.Set(src)
+		return
+	}
+	if src.IsNil() {
+		dst.SetZero()
+		return
+	}
+	p := reflect.New(src.Type().Elem())
+	p.Elem().Set(src.Elem())
+	dst.Set(p)
 }
 
 // eachValue evaluates an expression that is only a traversal of each

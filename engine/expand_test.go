@@ -120,3 +120,34 @@ node "import" "f" {
 		})
 	}
 }
+
+// A value every instance of a sweep shares is converted once and copied:
+// each instance still gets its own copy (a pointer field its own target),
+// so a node that changes its config changes no other instance's.
+func TestSharedValuesAreCopiedPerInstance(t *testing.T) {
+	src := `
+node "import" "data" { path = "data.jsonl" }
+node "sample" "s" {
+  for_each = range(3)
+  input    = node.import.data
+  n        = 5
+  by       = "id"
+  seed     = each.value
+}`
+	g, diags := loadAndExpand("t.hcl", []byte(src), Options{})
+	if diags.HasErrors() {
+		t.Fatal(diagText(diags))
+	}
+	seen := map[uintptr]bool{}
+	for _, i := range g.Instances[1:] {
+		cfg := reflect.ValueOf(i.Config).Elem()
+		n := cfg.FieldByName("N")
+		if n.IsNil() || n.Elem().Int() != 5 || cfg.FieldByName("By").String() != "id" {
+			t.Fatalf("%s: %+v", i.Addr, i.Config)
+		}
+		if seen[n.Pointer()] {
+			t.Errorf("%s shares its n with another instance", i.Addr)
+		}
+		seen[n.Pointer()] = true
+	}
+}
