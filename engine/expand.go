@@ -147,12 +147,23 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 	for name, v := range g.RunnerBlocks {
 		runnerBlocks[name] = &v
 	}
+	// Dependants are counted first: a fan-out of 100,000 gets its slice
+	// in one allocation.
+	dependants := make([]int32, len(g.Instances))
 	for i, inst := range g.Instances {
 		inst.index = i
 		if inst.Runner != "" {
 			inst.runnerBlock = runnerBlocks[inst.Runner]
 		}
 		for _, in := range inst.Inputs {
+			dependants[in.index]++
+		}
+	}
+	for _, inst := range g.Instances {
+		for _, in := range inst.Inputs {
+			if in.dependants == nil {
+				in.dependants = make([]*Instance, 0, dependants[in.index])
+			}
 			in.dependants = append(in.dependants, inst)
 		}
 	}
@@ -417,6 +428,12 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 		}
 	}
 	g.Instances = slices.Grow(g.Instances, len(each))
+	if len(each) > 2*len(e.instances) {
+		// Sized once for the sweep rather than grown through it.
+		m := make(map[string]*Instance, len(e.instances)+len(each))
+		maps.Copy(m, e.instances)
+		e.instances, g.byAddr = m, m
+	}
 	insts, ds := e.newInstances(n, each, runner, base, shared)
 	nv := &nodeValue{forEach: true, insts: make([]*Instance, 0, len(each)), keys: make([]string, 0, len(each))}
 	for k, inst := range insts {

@@ -186,7 +186,8 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 	for k := range c.slot {
 		c.slot[k] = -1
 	}
-	answered := 0
+	c.insts = make([]*Instance, 0, len(insts))
+	c.keys = make([]artifacts.Digest, 0, len(insts))
 	for _, i := range insts {
 		n, ok := w.snap.Nodes[i.Addr]
 		if !ok || n.Failed || n.Output.Digest == "" {
@@ -196,18 +197,9 @@ func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *ahe
 		if _, ok := i.Type().(nodes.Resolver); ok || w.x.Recompute[i.Addr] {
 			continue
 		}
-		c.slot[i.index] = 0 // answered ahead; its index is set below
-		answered++
-	}
-	c.insts = make([]*Instance, 0, answered)
-	c.keys = make([]artifacts.Digest, 0, answered)
-	for _, i := range insts {
-		if c.slot[i.index] != 0 {
-			continue
-		}
 		c.slot[i.index] = int32(len(c.keys))
 		c.insts = append(c.insts, i)
-		c.keys = append(c.keys, w.snap.Nodes[i.Addr].Key)
+		c.keys = append(c.keys, n.Key)
 	}
 	c.state = make([]atomic.Uint32, len(c.keys))
 	c.checker = w.x.Store.NewActionChecker(w.snap.Written)
