@@ -301,6 +301,17 @@ func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
 	return snap, snap.Generation == s.Generation()
 }
 
+// SnapshotSize is the size in bytes of the pipeline's snapshot file (0
+// when there is none): about a hundred bytes a node. A run that will
+// ask about most objects of a large snapshot reads cas/ while it loads it.
+func (s *Store) SnapshotSize(pipeline string) int64 {
+	st, err := os.Stat(s.snapshotPath(pipeline))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
 // readText reads a file into a string without a second copy (a 100,000
 // node snapshot is 10 MB), and returns its FileInfo.
 func readText(path string) (string, fs.FileInfo, error) {

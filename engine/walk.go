@@ -41,18 +41,19 @@ type walk struct {
 
 func (x *Executor) newWalk() *walk {
 	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}, objects: x.Store.NewObjectIndex()}
-	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
-	if w.snapValid && len(w.snap.Nodes) >= prefetchObjects {
-		// The walk asks about most shards at once: read them while it
-		// starts.
+	if x.Store.SnapshotSize(x.Pipeline) >= prefetchObjects {
+		// The walk will ask about most shards at once: read them while
+		// the snapshot loads.
 		go w.objects.Prefetch(1)
 	}
+	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
 	return w
 }
 
-// prefetchObjects is the snapshot size from which a walk reads every
-// cas/ shard up front: a few times the 256 shards.
-const prefetchObjects = 1024
+// prefetchObjects is the snapshot size (bytes) from which a walk reads
+// every cas/ shard up front: about a thousand nodes, a few times the 256
+// shards.
+const prefetchObjects = 100 << 10
 
 // emit sends e to the executor's Events, one call at a time.
 func (w *walk) emit(e Event) {
