@@ -192,7 +192,7 @@ func TestFsckRepairOfADamagedEntryIsSeenByPlanAndRun(t *testing.T) {
 }
 
 // TestDamagedEntryInALargeSweep: in a sweep large enough that the run
-// checks action entries ahead of its loop (intactChecks), a damaged entry
+// answers its instances ahead of its loop (aheadChecks), a damaged entry
 // and a removed one are still recomputed, and the rest stay cached.
 func TestDamagedEntryInALargeSweep(t *testing.T) {
 	const sweep = `
