@@ -119,12 +119,12 @@ func (e *evaluator) fanInOf(expr hcl.Expression) *nodeValue {
 	return nv
 }
 
-// sortParallel sorts s stably enough for distinct keys (cmp never 0
-// between two elements) on every CPU: halves sorted at once, then merged.
-func sortParallel[T any](s []T, cmp func(a, b T) int) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 || len(s) < 4096 {
-		slices.SortFunc(s, cmp)
+// sortParallel sorts s, whose elements compare distinct (compare never
+// 0 between two of them), on two goroutines: halves sorted at once, then
+// merged.
+func sortParallel[T any](s []T, compare func(a, b T) int) {
+	if runtime.GOMAXPROCS(0) < 2 || len(s) < 4096 {
+		slices.SortFunc(s, compare)
 		return
 	}
 	mid := len(s) / 2
@@ -132,14 +132,14 @@ func sortParallel[T any](s []T, cmp func(a, b T) int) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		slices.SortFunc(s[:mid], cmp)
+		slices.SortFunc(s[:mid], compare)
 	}()
-	slices.SortFunc(s[mid:], cmp)
+	slices.SortFunc(s[mid:], compare)
 	wg.Wait()
 	out := make([]T, 0, len(s))
 	a, b := s[:mid], s[mid:]
 	for len(a) > 0 && len(b) > 0 {
-		if cmp(b[0], a[0]) < 0 {
+		if compare(b[0], a[0]) < 0 {
 			out = append(out, b[0])
 			b = b[1:]
 		} else {
