@@ -55,8 +55,34 @@ type Instance struct {
 	Key  InstanceKey
 }
 
-// String is the address: node.TYPE.NAME or node.TYPE.NAME["KEY"].
-func (i Instance) String() string { return i.Node.String() + i.Key.String() }
+// String is the address: node.TYPE.NAME or node.TYPE.NAME["KEY"]. It
+// is made once per instance of a sweep (the engine keeps it), in one
+// allocation when the key needs no escaping.
+func (i Instance) String() string {
+	if !i.Key.set {
+		return i.Node.String()
+	}
+	if !plainKey(i.Key.key) {
+		return i.Node.String() + i.Key.String()
+	}
+	var b strings.Builder
+	b.Grow(len("node..[\"\"]") + len(i.Node.Type) + len(i.Node.Name) + len(i.Key.key))
+	for _, s := range [...]string{"node.", i.Node.Type, ".", i.Node.Name, `["`, i.Key.key, `"]`} {
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// plainKey reports whether strconv.Quote(k) is k between quotes: printable
+// ASCII without a quote or a backslash.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
 
 // Label is the address without its node. prefix, for graph drawings.
 func (i Instance) Label() string { return i.Node.Type + "." + i.Node.Name + i.Key.String() }

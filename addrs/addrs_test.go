@@ -73,3 +73,15 @@ func TestFileStemsNeverCollide(t *testing.T) {
 		}
 	}
 }
+
+// An instance's address is its node's and its key's, whether or not the
+// key needs escaping.
+func TestInstanceStringIsNodeThenKey(t *testing.T) {
+	n := Node{"sample", "s"}
+	for _, k := range []string{"", "0", "12345", "a b", "x]\"y[z", `a\b`, "tab\there", "del\x7f", "日本", "~!#$%&'()*+,-./:;<=>?@[]^_`{|}"} {
+		i := n.Instance(StringKey(k))
+		if got, want := i.String(), n.String()+i.Key.String(); got != want {
+			t.Errorf("key %q: %s, want %s", k, got, want)
+		}
+	}
+}

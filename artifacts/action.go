@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -217,8 +218,11 @@ func encodeSnapshot(snap *Snapshot) []byte {
 	return []byte(b.String())
 }
 
-func decodeSnapshot(data []byte) (*Snapshot, error) {
-	first, rest, _ := strings.Cut(strings.TrimSuffix(string(data), "\n"), "\n")
+// decodeSnapshot parses a snapshot file's text. The snapshot's digests
+// are substrings of text, which they keep alive: read the file into a
+// string (readText), not a []byte converted.
+func decodeSnapshot(text string) (*Snapshot, error) {
+	first, rest, _ := strings.Cut(strings.TrimSuffix(text, "\n"), "\n")
 	head := strings.Split(first, "\t")
 	if len(head) != 3 || head[0] != snapshotHeader {
 		return nil, errors.New("not a snapshot")
@@ -285,20 +289,47 @@ func splitTabs(line string, f []string) int {
 // be trusted (no deletion since it was written).
 func (s *Store) LoadSnapshot(pipeline string) (*Snapshot, bool) {
 	path := s.snapshotPath(pipeline)
-	st, err := os.Stat(path)
-	var data []byte
-	if err == nil {
-		data, err = os.ReadFile(path)
-	}
+	text, st, err := readText(path)
 	var snap *Snapshot
 	if err == nil {
-		snap, err = decodeSnapshot(data)
+		snap, err = decodeSnapshot(text)
 	}
 	if err != nil || snap.Pipeline != pipeline {
 		return &Snapshot{Pipeline: pipeline, Nodes: map[string]SnapshotNode{}}, false
 	}
 	snap.Written = st.ModTime()
 	return snap, snap.Generation == s.Generation()
+}
+
+// SnapshotSize is the size in bytes of the pipeline's snapshot file (0
+// when there is none): about a hundred bytes a node. A run that will
+// ask about most objects of a large snapshot reads cas/ while it loads it.
+func (s *Store) SnapshotSize(pipeline string) int64 {
+	st, err := os.Stat(s.snapshotPath(pipeline))
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// readText reads a file into a string without a second copy (a 100,000
+// node snapshot is 10 MB), and returns its FileInfo.
+func readText(path string) (string, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	var b strings.Builder
+	b.Grow(int(st.Size()) + 512) // room for growth since the stat: one read past it sees EOF
+	if _, err := io.Copy(&b, f); err != nil {
+		return "", nil, err
+	}
+	return b.String(), st, nil
 }
 
 // ActionIntact reports whether the action entry of key is in place and,

@@ -51,7 +51,7 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 		d := digestOf(uint64(i))
 		snap.Nodes[fmt.Sprintf("node.sample.s[%q]", fmt.Sprint(i))] = SnapshotNode{Key: d, Output: Object{Digest: d, FileSum: d, Size: 1115, Rows: 5, Writer: d}}
 	}
-	data := encodeSnapshot(snap)
+	data := string(encodeSnapshot(snap))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := decodeSnapshot(data); err != nil {

@@ -21,8 +21,8 @@ func (d Digest) Valid() bool {
 	if len(d) != 16 {
 		return false
 	}
-	for _, c := range d {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}
 	}

@@ -93,20 +93,18 @@ func (s *Store) Snapshots() ([]*Snapshot, error) {
 	}
 	var out []*Snapshot
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		text, st, err := readText(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			return nil, err
 		}
-		snap, err := decodeSnapshot(data)
+		snap, err := decodeSnapshot(text)
 		if err != nil || s.snapshotPath(snap.Pipeline) != p {
 			continue
 		}
-		if st, err := os.Stat(p); err == nil {
-			snap.Written = st.ModTime()
-		}
+		snap.Written = st.ModTime()
 		out = append(out, snap)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pipeline < out[j].Pipeline })

@@ -1,11 +1,10 @@
 package artifacts
 
 import (
-	"os"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -23,13 +22,15 @@ import (
 // ObjectIndex is safe for concurrent use.
 type ObjectIndex struct {
 	s      *Store
-	mu     sync.Mutex
-	shards map[string][]uint64 // shard -> digests present, as sorted numbers
+	shards [256]struct {
+		once sync.Once
+		set  []uint64 // digests present, as sorted numbers
+	}
 }
 
 // NewObjectIndex returns an empty index of s's objects.
 func (s *Store) NewObjectIndex() *ObjectIndex {
-	return &ObjectIndex{s: s, shards: map[string][]uint64{}}
+	return &ObjectIndex{s: s}
 }
 
 // Has reports whether object d was in cas/ when its shard was read. A
@@ -38,33 +39,56 @@ func (x *ObjectIndex) Has(d Digest) bool {
 	if !d.Valid() {
 		return false
 	}
-	shard := string(d[:2])
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	set, ok := x.shards[shard]
-	if !ok {
-		set = x.read(shard)
-		x.shards[shard] = set
-	}
+	set := x.shard(hexByte(d[0])<<4 | hexByte(d[1]))
 	n, _ := strconv.ParseUint(string(d), 16, 64)
-	_, ok = slices.BinarySearch(set, n)
+	_, ok := slices.BinarySearch(set, n)
 	return ok
 }
 
+// Prefetch reads every shard not read yet, on workers goroutines, and
+// returns when all are read: for a caller about to ask about most of the
+// store's objects, that wants the reads done at once.
+func (x *ObjectIndex) Prefetch(workers int) {
+	var wg sync.WaitGroup
+	for g := range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := g; k < len(x.shards); k += max(workers, 1) {
+				x.shard(k)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (x *ObjectIndex) shard(k int) []uint64 {
+	sh := &x.shards[k]
+	sh.once.Do(func() { sh.set = x.read(fmt.Sprintf("%02x", k)) })
+	return sh.set
+}
+
 func (x *ObjectIndex) read(shard string) []uint64 {
-	f, err := os.Open(filepath.Join(x.s.root, "cas", shard))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	set := make([]uint64, 0, len(names))
-	for _, name := range names {
-		if d, ok := strings.CutSuffix(name, ".parquet"); ok && Digest(d).Valid() {
-			n, _ := strconv.ParseUint(d, 16, 64)
-			set = append(set, n)
-		}
-	}
+	set := readObjectNames(filepath.Join(x.s.root, "cas", shard))
 	slices.Sort(set)
 	return set
+}
+
+// objectNumber is the digest named by a cas/ file name (DIGEST.parquet)
+// as a number; ok is false for any other name.
+func objectNumber(name []byte) (n uint64, ok bool) {
+	if len(name) != 16+len(".parquet") || string(name[16:]) != ".parquet" {
+		return 0, false
+	}
+	for _, c := range name[:16] {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }

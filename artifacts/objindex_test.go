@@ -12,7 +12,8 @@ func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
 	if err := os.Remove(s.ObjectPath(removed.Digest)); err != nil {
 		t.Fatal(err)
 	}
-	idx := s.NewObjectIndex()
+	idx, prefetched := s.NewObjectIndex(), s.NewObjectIndex()
+	prefetched.Prefetch(3)
 	for _, tc := range []struct {
 		name string
 		d    Digest
@@ -27,6 +28,9 @@ func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
 		if got := idx.Has(tc.d); got != tc.want {
 			t.Errorf("%s: Has(%q) = %v, want %v", tc.name, tc.d, got, tc.want)
 		}
+		if got := prefetched.Has(tc.d); got != tc.want {
+			t.Errorf("%s: Has(%q) after Prefetch = %v, want %v", tc.name, tc.d, got, tc.want)
+		}
 	}
 
 	// The index is a picture of each shard when first read: an object
@@ -39,5 +43,28 @@ func TestObjectIndexAnswersFromOneReadOfEachShard(t *testing.T) {
 	}
 	if !s.NewObjectIndex().Has(later.Digest) {
 		t.Errorf("a fresh index does not see %s", later.Digest)
+	}
+}
+
+// Only DIGEST.parquet names an object: what Digest.Valid accepts (16
+// lower-case hex digits), with that extension.
+func TestObjectNumberReadsOnlyObjectNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    uint64
+		ok   bool
+	}{
+		{"0123456789abcdef.parquet", 0x0123456789abcdef, true},
+		{"ffffffffffffffff.parquet", 0xffffffffffffffff, true},
+		{"0123456789ABCDEF.parquet", 0, false},
+		{"0123456789abcdef.writers", 0, false},
+		{"0123456789abcdef.parquet.tmp", 0, false},
+		{"0123456789abcde.parquet", 0, false},
+		{"0123456789abcdeg.parquet", 0, false},
+		{".parquet", 0, false},
+	} {
+		if n, ok := objectNumber([]byte(tc.name)); n != tc.n || ok != tc.ok {
+			t.Errorf("objectNumber(%q) = %x, %v; want %x, %v", tc.name, n, ok, tc.n, tc.ok)
+		}
 	}
 }

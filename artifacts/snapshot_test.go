@@ -11,7 +11,7 @@ func TestSnapshotRoundTripsAndRefusesMalformedLines(t *testing.T) {
 		`node.sample.s["a\tb"]`: {Key: "00000000000000aa", Output: Object{Digest: "00000000000000bb", FileSum: "00000000000000cc", Size: 12, Rows: 3, Writer: "00000000000000dd", Action: "00000000000000aa"}, Note: "kept 3\tof 5"},
 		"node.import.data":      {Key: "00000000000000ee", Failed: true, Output: Object{Action: "00000000000000ee"}},
 	}}
-	got, err := decodeSnapshot(encodeSnapshot(snap))
+	got, err := decodeSnapshot(string(encodeSnapshot(snap)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestSnapshotRoundTripsAndRefusesMalformedLines(t *testing.T) {
 		{"an empty line between nodes", good + "\n\n" + good + "\n", 0, false},
 		{"a size that is not a number", strings.Replace(good, "\t1\t2\t", "\tx\t2\t", 1) + "\n", 0, false},
 	} {
-		s, err := decodeSnapshot([]byte(snapshotHeader + "\t\"p\"\t1\n" + tc.body))
+		s, err := decodeSnapshot(snapshotHeader + "\t\"p\"\t1\n" + tc.body)
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

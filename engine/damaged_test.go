@@ -192,7 +192,7 @@ func TestFsckRepairOfADamagedEntryIsSeenByPlanAndRun(t *testing.T) {
 }
 
 // TestDamagedEntryInALargeSweep: in a sweep large enough that the run
-// checks action entries ahead of its loop (intactChecks), a damaged entry
+// answers its instances ahead of its loop (aheadChecks), a damaged entry
 // and a removed one are still recomputed, and the rest stay cached.
 func TestDamagedEntryInALargeSweep(t *testing.T) {
 	const sweep = `
@@ -226,5 +226,61 @@ node "rows" "s" {
 	}
 	if len(done) != 2 || !done[`node.rows.s["123"]`] || !done[`node.rows.s["321"]`] || cached != 398 {
 		t.Errorf("recomputed %v and %d cached; want node.rows.s[123] and [321] recomputed, 398 cached", done, cached)
+	}
+}
+
+// TestLargeSweepAnsweredAheadFollowsItsInputs: a sweep large enough that
+// the run answers its instances ahead of the loop, from the digests the
+// snapshot records for their inputs. When the input's rows change, every
+// instance and the fan-in recompute, though their keys computed from the
+// recorded digests match the snapshot; when the input is only recomputed
+// (its action entry removed) to the same rows, everything downstream
+// stays cached.
+func TestLargeSweepAnsweredAheadFollowsItsInputs(t *testing.T) {
+	sweep := func(values string) string {
+		return `
+node "rows" "a" { values = ` + values + ` }
+node "rows" "s" {
+  for_each = range(300)
+  inputs   = [node.rows.a]
+  add      = each.value
+}
+node "rows" "all" { inputs = values(node.rows.s) }
+`
+	}
+	h := newHarness(t)
+	states, res, err := h.run(sweep("[1, 2]"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(states map[string]string) map[string]int {
+		n := map[string]int{}
+		for _, s := range states {
+			n[s]++
+		}
+		return n
+	}
+	if n := count(states); n[string(StateDone)] != 302 {
+		t.Fatalf("first run: %v", n)
+	}
+
+	gone := keyOf(t, res, "node.rows.a")
+	if err := os.Remove(filepath.Join(h.store.Root(), "ac", string(gone[:2]), string(gone)+".json")); err != nil {
+		t.Fatal(err)
+	}
+	states, _, err = h.run(sweep("[1, 2]"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(states); states["node.rows.a"] != string(StateDone) || n[string(StateCached)] != 301 {
+		t.Errorf("input recomputed to the same rows: node.rows.a %s, %v; want it done and the rest cached", states["node.rows.a"], n)
+	}
+
+	states, _, err = h.run(sweep("[1, 2, 3]"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(states); n[string(StateDone)] != 302 {
+		t.Errorf("input's rows changed: %v; want all 302 done", n)
 	}
 }

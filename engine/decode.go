@@ -121,14 +121,21 @@ func exprRoots(t nodes.Type) map[string][]string {
 }
 
 // blockValues holds the values of a block's attributes that do not refer
-// to each: the same for every instance, so evaluated once per block.
+// to each: the same for every instance, so evaluated once per block; and
+// the attributes written values(node.TYPE.NAME) of a for_each block
+// (fanIn), assigned without evaluating them. Once newInstances runs its
+// workers, only vals is written, under the first instance alone.
 type blockValues struct {
 	vals    map[string]cty.Value
 	perInst map[string]bool // attributes that refer to each
+	fanIn   map[string]*fanIn
+	// goVals are the shared values of scalar fields as assigned (a copy):
+	// later instances copy them rather than convert the cty value again.
+	goVals map[string]reflect.Value
 }
 
 func newBlockValues(n *NodeDecl) *blockValues {
-	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}}
+	b := &blockValues{vals: map[string]cty.Value{}, perInst: map[string]bool{}, fanIn: map[string]*fanIn{}, goVals: map[string]reflect.Value{}}
 	for name, a := range n.Attrs {
 		b.perInst[name] = refersTo(a.Expr, "each")
 	}
@@ -136,13 +143,14 @@ func newBlockValues(n *NodeDecl) *blockValues {
 }
 
 // newInstance decodes one instance's config and resolves its inputs.
-// base is the block's evaluation context (see expandNode); shared (nil
-// without for_each) caches the values that do not depend on each.
+// base is the block's evaluation context (see expandNode); shared caches
+// the values that do not depend on each and holds the block's fan-ins.
 func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals, runner string, base *hcl.EvalContext, shared *blockValues) (*Instance, hcl.Diagnostics) {
 	fields, _ := configFields(n.Type)
 	cfg := n.Type.NewConfig()
 	rv := reflect.ValueOf(cfg).Elem()
-	var inputs []string // addresses referenced, with repeats
+	var inputs []string       // addresses referenced, with repeats
+	var fanInputs []*Instance // the fan-ins' instances, each fan-in sorted by address
 	var diags hcl.Diagnostics
 	var eachCtx *hcl.EvalContext // base with each, made when first needed
 	evalCtx := func() *hcl.EvalContext {
@@ -171,11 +179,21 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 			fv.Set(reflect.ValueOf(nodes.Expr{Expr: attr.Expr, Ctx: ectx, Text: exprText(e.cfg, attr.Expr)}))
 			continue
 		}
-		var v cty.Value
-		cached := false
-		if shared != nil {
-			v, cached = shared.vals[f.Name]
+		if fi := shared.fanIn[f.Name]; fi != nil {
+			fv.Set(reflect.ValueOf(slices.Clone(fi.refs)))
+			if len(fanInputs) == 0 {
+				fanInputs = fi.byAddr
+			} else {
+				fanInputs = append(slices.Clip(fanInputs), fi.byAddr...)
+			}
+			continue
 		}
+		if gv, ok := shared.goVals[f.Name]; ok {
+			setCopy(fv, gv)
+			continue
+		}
+		v, cached := shared.vals[f.Name]
+		first := !cached && !shared.perInst[f.Name] // this instance fills shared
 		if !cached {
 			if ev, ok := eachValue(attr.Expr, each); ok {
 				v = ev
@@ -186,7 +204,7 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				if d.HasErrors() {
 					continue
 				}
-				if shared != nil && !shared.perInst[f.Name] {
+				if !shared.perInst[f.Name] {
 					shared.vals[f.Name] = v
 				}
 			}
@@ -201,6 +219,10 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 				Detail:   fmt.Sprintf("Inappropriate value for attribute %q: %s.", f.Name, err),
 				Subject:  attr.Expr.Range().Ptr(),
 			})
+		} else if first && scalarType(fv.Type()) {
+			gv := reflect.New(fv.Type()).Elem()
+			setCopy(gv, fv)
+			shared.goVals[f.Name] = gv
 		}
 	}
 	if diags.HasErrors() {
@@ -215,13 +237,51 @@ func (e *evaluator) newInstance(n *NodeDecl, addr addrs.Instance, each *eachVals
 	inst := &Instance{Address: addr, Addr: addr.String(), Decl: n, Config: cfg, Runner: runner}
 	slices.Sort(inputs)
 	inputs = slices.Compact(inputs)
-	if len(inputs) > 0 {
-		inst.Inputs = make([]*Instance, 0, len(inputs))
+	if len(inputs)+len(fanInputs) > 0 {
+		inst.Inputs = make([]*Instance, 0, len(inputs)+len(fanInputs))
 	}
 	for _, a := range inputs {
 		inst.Inputs = append(inst.Inputs, e.instanceByAddr(a))
 	}
+	if len(fanInputs) > 0 {
+		inst.Inputs = append(inst.Inputs, fanInputs...)
+		if !slices.IsSortedFunc(inst.Inputs, byAddr) {
+			slices.SortFunc(inst.Inputs, byAddr)
+		}
+		inst.Inputs = slices.Compact(inst.Inputs)
+	}
 	return inst, diags
+}
+
+// scalarType reports whether a config field of type t holds a bool,
+// number or string, or a pointer to one: what setCopy copies without
+// sharing anything between instances.
+func scalarType(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// setCopy sets dst (settable, of a scalarType) to src's value; a pointer
+// gets a new target of its own.
+func setCopy(dst, src reflect.Value) {
+	if src.Kind() != reflect.Pointer {
+		dst.Set(src)
+		return
+	}
+	if src.IsNil() {
+		dst.SetZero()
+		return
+	}
+	p := reflect.New(src.Type().Elem())
+	p.Elem().Set(src.Elem())
+	dst.Set(p)
 }
 
 // eachValue evaluates an expression that is only a traversal of each
@@ -253,6 +313,9 @@ func eachValue(expr hcl.Expression, each *eachVals) (v cty.Value, ok bool) {
 }
 
 func (e *evaluator) instanceByAddr(addr string) *Instance { return e.instances[addr] }
+
+// byAddr orders instances by address (Instance.Inputs' order).
+func byAddr(a, b *Instance) int { return strings.Compare(a.Addr, b.Addr) }
 
 // refersTo reports whether expr refers to the root variable name.
 func refersTo(expr hcl.Expression, name string) bool {

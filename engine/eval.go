@@ -54,7 +54,7 @@ type evaluator struct {
 	vars     map[string]cty.Value
 	locals   map[string]cty.Value
 	blocks   map[string]cty.Value
-	nodeVals map[string]cty.Value
+	nodeVals map[string]*nodeValue // by node block address
 	// instances by address, for resolving references to inputs.
 	instances map[string]*Instance
 	// expanded counts the instances of the for_each blocks seen so far,
@@ -256,9 +256,9 @@ func (e *evaluator) ctxFor(traversals []hcl.Traversal, each *eachVals) (*hcl.Eva
 			if !ok1 || !ok2 {
 				continue
 			}
-			v, found := e.nodeVals["node."+typ+"."+name]
-			if !found {
-				v = cty.DynamicVal
+			v := cty.DynamicVal
+			if nv, found := e.nodeVals["node."+typ+"."+name]; found {
+				v = nv.value()
 			}
 			if nodeVals[typ] == nil {
 				nodeVals[typ] = map[string]cty.Value{}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/big"
 	"os"
 	"runtime"
@@ -34,7 +35,7 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		vars:     map[string]cty.Value{},
 		locals:   map[string]cty.Value{},
 		blocks:   map[string]cty.Value{},
-		nodeVals: map[string]cty.Value{},
+		nodeVals: map[string]*nodeValue{},
 
 		instances: map[string]*Instance{},
 	}
@@ -97,7 +98,9 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		return nil, diags
 	}
 
-	g := &Graph{Config: cfg, Runners: map[string]int{}, RunnerBlocks: map[string]cty.Value{}, byAddr: map[string]*Instance{}}
+	// byAddr is the evaluator's index: newInstance resolves references
+	// through it while the blocks expand.
+	g := &Graph{Config: cfg, Runners: map[string]int{}, RunnerBlocks: map[string]cty.Value{}, byAddr: e.instances}
 	failed := map[string]bool{}
 	for _, id := range sorted {
 		skip := false
@@ -140,12 +143,27 @@ func Expand(cfg *Config, opts Options) (*Graph, hcl.Diagnostics) {
 		g.Runners[b.Name] = limit
 		g.RunnerBlocks[b.Name] = e.blocks[id]
 	}
+	runnerBlocks := make(map[string]*cty.Value, len(g.RunnerBlocks))
+	for name, v := range g.RunnerBlocks {
+		runnerBlocks[name] = &v
+	}
+	// Dependants are counted first: a fan-out of 100,000 gets its slice
+	// in one allocation.
+	dependants := make([]int32, len(g.Instances))
 	for i, inst := range g.Instances {
 		inst.index = i
 		if inst.Runner != "" {
-			inst.runnerBlock = g.RunnerBlocks[inst.Runner]
+			inst.runnerBlock = runnerBlocks[inst.Runner]
 		}
 		for _, in := range inst.Inputs {
+			dependants[in.index]++
+		}
+	}
+	for _, inst := range g.Instances {
+		for _, in := range inst.Inputs {
+			if in.dependants == nil {
+				in.dependants = make([]*Instance, 0, dependants[in.index])
+			}
 			in.dependants = append(in.dependants, inst)
 		}
 	}
@@ -360,51 +378,71 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 	}
 	// One context for the whole block: every instance shares what its
 	// expressions reference except each, which a child context adds.
+	// Attributes written values(node.TYPE.NAME) into a []Ref field take
+	// their references from the instances (fanIn): the context leaves the
+	// sweep's map out.
+	shared := newBlockValues(n)
+	fields, _ := configFields(n.Type)
 	var trs []hcl.Traversal
-	for name, a := range n.Attrs {
-		trs = append(trs, exprTraversals(a.Expr, exprRoots(n.Type)[name])...)
+	for _, f := range fields {
+		a, ok := n.Attrs[f.Name]
+		if !ok {
+			continue
+		}
+		if f.Type == refsGoType && f.Removed == "" {
+			if nv := e.fanInOf(a.Expr); nv != nil {
+				shared.fanIn[f.Name] = nv.fanIn()
+				continue
+			}
+		}
+		trs = append(trs, exprTraversals(a.Expr, f.Roots)...)
 	}
 	base, diags := e.ctxFor(trs, nil)
 	if diags.HasErrors() {
 		return diags
 	}
 	if n.ForEach == nil {
-		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, nil)
+		inst, d := e.newInstance(n, n.Address().Instance(addrs.NoKey), nil, runner, base, shared)
 		if inst != nil {
 			g.add(inst)
-			e.instances[inst.Addr] = inst
-			e.nodeVals[n.Addr()] = refVal(inst.Addr)
+			e.nodeVals[n.Addr()] = &nodeValue{single: refVal(inst.Addr)}
 		}
 		return d
 	}
-	fe, d := e.evalForEach(n.ForEach)
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return diags
+	tooMany := func(count int) bool { e.expanded += count; return e.expanded > MaxInstances }
+	each, ok := e.eachOfRange(n.ForEach)
+	if ok && tooMany(len(each)) {
+		return append(diags, e.tooManyInstances(n))
 	}
-	if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() {
-		if e.expanded += fe.LengthInt(); e.expanded > MaxInstances {
-			return append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Too many instances",
-				Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
-				Subject:  n.ForEach.Range().Ptr(),
-			})
+	if !ok {
+		fe, d := e.evalForEach(n.ForEach)
+		diags = append(diags, d...)
+		if diags.HasErrors() {
+			return diags
+		}
+		if fe.IsKnown() && !fe.IsNull() && fe.CanIterateElements() && tooMany(fe.LengthInt()) {
+			return append(diags, e.tooManyInstances(n))
+		}
+		if each, d = eachOf(fe, n.ForEach.Range()); d.HasErrors() {
+			return append(diags, d...)
 		}
 	}
-	each, d := eachOf(fe, n.ForEach.Range())
-	if d.HasErrors() {
-		return append(diags, d...)
+	g.Instances = slices.Grow(g.Instances, len(each))
+	if len(each) > 2*len(e.instances) {
+		// Sized once for the sweep rather than grown through it.
+		m := make(map[string]*Instance, len(e.instances)+len(each))
+		maps.Copy(m, e.instances)
+		e.instances, g.byAddr = m, m
 	}
-	insts, ds := e.newInstances(n, each, runner, base)
-	vals := make(map[string]cty.Value, len(each))
+	insts, ds := e.newInstances(n, each, runner, base, shared)
+	nv := &nodeValue{forEach: true, insts: make([]*Instance, 0, len(each)), keys: make([]string, 0, len(each))}
 	for k, inst := range insts {
 		d := ds[k]
 		diags = append(diags, d...)
 		if inst != nil {
 			g.add(inst)
-			e.instances[inst.Addr] = inst
-			vals[each[k].key] = refVal(inst.Addr)
+			nv.insts = append(nv.insts, inst)
+			nv.keys = append(nv.keys, each[k].key)
 		}
 		if d.HasErrors() {
 			// Every instance shares the block's expressions: one
@@ -412,22 +450,71 @@ func (e *evaluator) expandNode(g *Graph, n *NodeDecl) hcl.Diagnostics {
 			return diags
 		}
 	}
-	if len(vals) == 0 {
-		e.nodeVals[n.Addr()] = cty.MapValEmpty(refType)
-	} else {
-		e.nodeVals[n.Addr()] = cty.MapVal(vals)
-	}
+	e.nodeVals[n.Addr()] = nv
 	return diags
+}
+
+func (e *evaluator) tooManyInstances(n *NodeDecl) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Too many instances",
+		Detail:   fmt.Sprintf("This for_each brings the pipeline to %d instances; a pipeline may have at most %d. Split the sweep into several pipelines, or sample it.", e.expanded, MaxInstances),
+		Subject:  n.ForEach.Range().Ptr(),
+	}
+}
+
+// eachOfRange is eachOf(range(...)) for for_each = range(ARGS) whose
+// values are whole numbers (the usual spelling of a numbered sweep),
+// without building the list and reading its numbers back: the values are
+// those rangeFunc makes (cty.NumberFloatVal of the same float64 steps),
+// their keys those eachKey gives a whole number, and no key repeats (the
+// sequence is monotonic). ok is false for anything else (other
+// expressions, arguments that are not known numbers, a range rangeFunc
+// refuses, empty, or with a fraction), which the caller evaluates as
+// usual, with its diagnostics.
+func (e *evaluator) eachOfRange(expr hcl.Expression) (each []eachVals, ok bool) {
+	call, isCall := expr.(*hclsyntax.FunctionCallExpr)
+	if !isCall || call.Name != "range" || call.ExpandFinal || len(call.Args) < 1 || len(call.Args) > 3 {
+		return nil, false
+	}
+	var nums [3]float64
+	for k, a := range call.Args {
+		v, diags := e.evalExpr(a, nil)
+		if diags.HasErrors() || v.Type() != cty.Number || !v.IsKnown() || v.IsNull() || v.IsMarked() {
+			return nil, false
+		}
+		nums[k], _ = v.AsBigFloat().Float64()
+	}
+	// As rangeFunc reads its arguments.
+	var start, end, step float64 = 0, 0, 1
+	switch len(call.Args) {
+	case 1:
+		end = nums[0]
+	case 2:
+		start, end = nums[0], nums[1]
+	case 3:
+		start, end, step = nums[0], nums[1], nums[2]
+	}
+	if step == 0 || (end-start)/step > maxRange {
+		return nil, false
+	}
+	each = make([]eachVals, 0, int(max(math.Ceil((end-start)/step), 0)))
+	for v := start; (step > 0 && v < end) || (step < 0 && v > end); v += step {
+		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+			return nil, false
+		}
+		each = append(each, eachVals{key: strconv.FormatInt(int64(v), 10), value: cty.NumberFloatVal(v)})
+	}
+	return each, len(each) > 0
 }
 
 // newInstances decodes the instances of a for_each block: the first alone
 // (it evaluates the attributes every instance shares), the rest on every
 // CPU, since they only read the evaluator from then on. Results are in
 // the order of each.
-func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext) ([]*Instance, []hcl.Diagnostics) {
+func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, base *hcl.EvalContext, shared *blockValues) ([]*Instance, []hcl.Diagnostics) {
 	insts := make([]*Instance, len(each))
 	ds := make([]hcl.Diagnostics, len(each))
-	shared := newBlockValues(n)
 	build := func(k int) {
 		insts[k], ds[k] = e.newInstance(n, n.Address().Instance(addrs.StringKey(each[k].key)), &each[k], runner, base, shared)
 	}
@@ -453,6 +540,8 @@ func (e *evaluator) newInstances(n *NodeDecl, each []eachVals, runner string, ba
 	return insts, ds
 }
 
+// add appends i to g's instances and indexes it by address (what
+// newInstance resolves references through).
 func (g *Graph) add(i *Instance) {
 	g.Instances = append(g.Instances, i)
 	g.byAddr[i.Addr] = i

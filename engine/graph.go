@@ -22,8 +22,9 @@ type Instance struct {
 	// Runner names the runner block limiting this instance ("" for none).
 	Runner string
 	// runnerBlock is that runner block's value (Graph.RunnerBlocks), what
-	// the instance's Resolve and Run read through nodes.RunnerEnv.
-	runnerBlock cty.Value
+	// the instance's Resolve and Run read through nodes.RunnerEnv; nil
+	// when there is none. One value per runner, shared by its instances.
+	runnerBlock *cty.Value
 	dependants  []*Instance
 	index       int
 }

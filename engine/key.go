@@ -33,15 +33,21 @@ const keyVersion = "lacuna-action-v2"
 // This is the only encoder of key material: the same value always gives
 // the same bytes, whichever field type holds it.
 func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) (json.RawMessage, error) {
+	return appendCanonicalConfig(make([]byte, 0, 256), inst, digest)
+}
+
+// appendCanonicalConfig appends inst's canonical config to buf.
+func appendCanonicalConfig(buf []byte, inst *Instance, digest func(addr string) artifacts.Digest) (json.RawMessage, error) {
 	fields, err := configFields(inst.Type())
 	if err != nil {
 		return nil, err
 	}
 	rv := reflect.ValueOf(inst.Config).Elem()
-	e := keyEncoder{buf: make([]byte, 0, 256), digest: digest}
+	e := keyEncoder{buf: buf, digest: digest}
 	e.buf = append(e.buf, '{')
 	n := 0
-	for _, f := range sortedFields(inst.Type().Name(), fields) {
+	sorted := sortedFields(inst.Type().Name(), fields)
+	for k, f := range sorted.fields {
 		if f.OmitNull && rv.Field(f.Index).IsNil() {
 			continue
 		}
@@ -49,8 +55,7 @@ func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) 
 			e.buf = append(e.buf, ',')
 		}
 		n++
-		e.string(f.Name)
-		e.buf = append(e.buf, ':')
+		e.buf = append(e.buf, sorted.names[k]...)
 		if err := e.value(rv.Field(f.Index)); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", inst.Addr, f.Name, err)
 		}
@@ -58,14 +63,26 @@ func canonicalConfig(inst *Instance, digest func(addr string) artifacts.Digest) 
 	return append(e.buf, '}'), nil
 }
 
-var sortedFieldsCache sync.Map // type name → []configField sorted by name
+// keyFields are a config's fields sorted by name, each with its name as
+// the canonical config writes it ("name":).
+type keyFields struct {
+	fields []configField
+	names  [][]byte
+}
 
-func sortedFields(typeName string, fields []configField) []configField {
+var sortedFieldsCache sync.Map // type name → *keyFields
+
+func sortedFields(typeName string, fields []configField) *keyFields {
 	if v, ok := sortedFieldsCache.Load(typeName); ok {
-		return v.([]configField)
+		return v.(*keyFields)
 	}
-	out := append([]configField(nil), fields...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := &keyFields{fields: append([]configField(nil), fields...)}
+	sort.Slice(out.fields, func(i, j int) bool { return out.fields[i].Name < out.fields[j].Name })
+	for _, f := range out.fields {
+		e := keyEncoder{}
+		e.string(f.Name)
+		out.names = append(out.names, append(e.buf, ':'))
+	}
 	sortedFieldsCache.Store(typeName, out)
 	return out
 }
@@ -80,7 +97,11 @@ type keyEncoder struct {
 func (e *keyEncoder) value(v reflect.Value) error {
 	switch v.Type() {
 	case refGoType:
-		e.ref(v.Interface().(nodes.Ref))
+		if v.CanAddr() {
+			e.ref(*v.Addr().Interface().(*nodes.Ref)) // no copy to the heap
+		} else {
+			e.ref(v.Interface().(nodes.Ref))
+		}
 		return nil
 	case refsGoType:
 		e.buf = append(e.buf, '[')
@@ -426,7 +447,10 @@ func (e *keyEncoder) ctyValue(v cty.Value) error {
 func actionKey(inst *Instance, config json.RawMessage, identity map[string]string) artifacts.Digest {
 	var h xxhash.Digest
 	h.Reset()
-	h.WriteString(keyVersion + "\x00" + inst.Decl.TypeName + "\x00" + inst.Type().Version() + "\x00")
+	for _, s := range [...]string{keyVersion, inst.Decl.TypeName, inst.Type().Version()} {
+		h.WriteString(s)
+		h.WriteString("\x00")
+	}
 	h.Write(config)
 	h.WriteString("\x00")
 	ks := make([]string, 0, len(identity))
@@ -438,6 +462,8 @@ func actionKey(inst *Instance, config json.RawMessage, identity map[string]strin
 		h.WriteString(k + "=" + identity[k] + "\x00")
 	}
 	var sum [8]byte
+	var text [16]byte
 	binary.BigEndian.PutUint64(sum[:], h.Sum64())
-	return artifacts.Digest(hex.EncodeToString(sum[:])) // %016x
+	hex.Encode(text[:], sum[:])
+	return artifacts.Digest(text[:]) // %016x
 }

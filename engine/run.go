@@ -188,7 +188,14 @@ func (x *Executor) Run(ctx context.Context, g *Graph, targets []string) (map[*In
 // Resolver's Resolve runs here, once: its identity enters the key and its
 // value is what Run receives (pinned), so the two cannot disagree.
 func (x *Executor) keyOf(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (artifacts.Digest, []byte, *nodes.Pinned, error) {
-	cfg, err := canonicalConfig(i, digest)
+	return x.keyOfIn(ctx, nil, i, digest)
+}
+
+// keyOfIn is keyOf with the canonical config appended to buf[:0]: a caller
+// that computes many keys and keeps few configs reuses one buffer (and
+// copies a config it keeps).
+func (x *Executor) keyOfIn(ctx context.Context, buf []byte, i *Instance, digest func(addr string) artifacts.Digest) (artifacts.Digest, []byte, *nodes.Pinned, error) {
+	cfg, err := appendCanonicalConfig(buf[:0], i, digest)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -289,11 +296,6 @@ func (x *Executor) actionBlobs(obj artifacts.Object, schema *parquet.Schema, wri
 	return slices.Compact(all), nil
 }
 
-// digestsIn looks input digests up in an instance's inputs map.
-func digestsIn(inputs map[string]artifacts.Object) func(addr string) artifacts.Digest {
-	return func(addr string) artifacts.Digest { return inputs[addr].Digest }
-}
-
 // keyed is an instance's key with what it was computed from.
 type keyed struct {
 	key    artifacts.Digest
@@ -305,12 +307,17 @@ type keyed struct {
 // loop itself, without a goroutine, when nothing forces it to run, the
 // snapshot names it, and its key is pure computation (its type resolves
 // nothing outside the pipeline): a no-op run of a large sweep is then one
-// loop over its instances. When the key was computed but the snapshot
-// does not answer, k carries it to runOne.
-func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr string) artifacts.Digest) (res Result, k *keyed, hit bool) {
+// loop over its instances, most of them answered ahead (aheadChecks).
+// digest gives the digests of i's inputs. When the key was computed but
+// the snapshot does not answer, k carries it to runOne.
+func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(in *Instance) artifacts.Digest) (res Result, k *keyed, hit bool) {
 	x := w.x
 	if x.Force || x.Recompute[i.Addr] || !w.snapValid {
 		return Result{}, nil, false
+	}
+	if key, ok := w.ahead.hit(i, digest); ok {
+		n := w.snap.Nodes[i.Addr]
+		return w.cachedFromSnapshot(i, key, n), nil, true
 	}
 	if _, ok := w.snap.Nodes[i.Addr]; !ok {
 		return Result{}, nil, false
@@ -318,29 +325,39 @@ func (w *walk) snapshotHit(ctx context.Context, i *Instance, digest func(addr st
 	if _, ok := i.Type().(nodes.Resolver); ok {
 		return Result{}, nil, false
 	}
-	key, cfg, pinned, err := x.keyOf(ctx, i, digest)
+	key, cfg, pinned, err := x.keyOfIn(ctx, w.keyBuf, i, inputDigests(i, digest))
+	w.keyBuf = cfg
 	if err != nil {
 		return Result{}, nil, false // runOne reports it
 	}
 	n, ok := w.fromSnapshot(i, key)
 	if !ok {
-		return Result{}, &keyed{key, cfg, pinned}, false
+		return Result{}, &keyed{key, slices.Clone(cfg), pinned}, false
 	}
+	return w.cachedFromSnapshot(i, key, n), nil, true
+}
+
+// cachedFromSnapshot says that i is cached at key with the snapshot's n.
+func (w *walk) cachedFromSnapshot(i *Instance, key artifacts.Digest, n artifacts.SnapshotNode) Result {
 	w.emit(Event{Event: EventCached, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Digest: n.Output.Digest, Rows: n.Output.Rows, Message: n.Note})
-	return Result{State: StateCached, Key: key, Output: n.Output}, nil, true
+	return Result{State: StateCached, Key: key, Output: n.Output}
 }
 
 // runOne computes one instance, or finds it cached. It runs on its own
 // goroutine; it touches the walk only through record and emit. k is the
 // instance's key when the loop computed it already, else nil.
-func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifacts.Object, k *keyed) Result {
+//
+// digest gives the digests of i's inputs; inputsOf builds the map of their
+// outputs that running i needs (a fan-in's is large: a cached instance
+// never builds it).
+func (w *walk) runOne(ctx context.Context, i *Instance, digest func(in *Instance) artifacts.Digest, inputsOf func() map[string]artifacts.Object, k *keyed) Result {
 	x, emit := w.x, w.emit
 	fail := func(key artifacts.Digest, err error) Result {
 		emit(Event{Event: EventFailed, Node: i.Addr, Type: i.Decl.TypeName, Key: key, Error: err.Error()})
 		return Result{State: StateFailed, Key: key, Err: err}
 	}
 	if k == nil {
-		key, cfg, pinned, err := x.keyOf(ctx, i, digestsIn(inputs))
+		key, cfg, pinned, err := x.keyOf(ctx, i, inputDigests(i, digest))
 		if err != nil {
 			return fail("", err)
 		}
@@ -402,6 +419,7 @@ func (w *walk) runOne(ctx context.Context, i *Instance, inputs map[string]artifa
 	}
 	emit(Event{Event: EventRunning, Node: i.Addr, Type: i.Decl.TypeName, Key: key})
 	started := time.Now()
+	inputs := inputsOf()
 	env := &runEnv{w: w, inst: i, key: key, inputs: inputs, pinned: pinned.Value}
 	err = located(i.Decl, env.call(ctx))
 	env.endProgress()

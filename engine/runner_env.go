@@ -21,10 +21,10 @@ func (i *Instance) runner() (nodes.Runner, error) {
 	if i.Runner == "" {
 		return nodes.Runner{}, nil
 	}
-	if i.runnerBlock.IsNull() || !i.runnerBlock.IsKnown() {
+	if i.runnerBlock == nil || i.runnerBlock.IsNull() || !i.runnerBlock.IsKnown() {
 		return nodes.Runner{}, fmt.Errorf("runner %s: its block has no value", i.Runner)
 	}
-	return nodes.DecodeRunner(i.Runner, i.runnerBlock)
+	return nodes.DecodeRunner(i.Runner, *i.runnerBlock)
 }
 
 // Runner is the instance's runner block (nodes.RunnerEnv).

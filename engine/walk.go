@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lacuna-dev/lacuna/artifacts"
+	"github.com/lacuna-dev/lacuna/nodes"
 )
 
 // walk is the state of one run or plan: the pipeline's snapshot as it was
@@ -24,21 +27,33 @@ type walk struct {
 	snap      *artifacts.Snapshot    // the pipeline's last results
 	snapValid bool                   // no deletion since snap was written
 	objects   *artifacts.ObjectIndex // which objects cas/ holds, read once per shard
-	intact    *intactChecks          // action entries checked ahead of the loop; nil outside a run's walk
+	ahead     *aheadChecks           // snapshot hits checked ahead of the loop; nil outside a run's walk
 
 	mu      sync.Mutex
 	updates map[string]artifacts.SnapshotNode // saved at the end of Run
 
 	remote remoteBatches // instances on Remotes, batched per node
 
+	keyBuf []byte // the scheduling loop's scratch for canonical configs
+
 	emitMu sync.Mutex
 }
 
 func (x *Executor) newWalk() *walk {
 	w := &walk{x: x, gen: x.Store.Generation(), updates: map[string]artifacts.SnapshotNode{}, objects: x.Store.NewObjectIndex()}
+	if x.Store.SnapshotSize(x.Pipeline) >= prefetchObjects {
+		// The walk will ask about most shards at once: read them while
+		// the snapshot loads.
+		go w.objects.Prefetch(1)
+	}
 	w.snap, w.snapValid = x.Store.LoadSnapshot(x.Pipeline)
 	return w
 }
+
+// prefetchObjects is the snapshot size (bytes) from which a walk reads
+// every cas/ shard up front: about a thousand nodes, a few times the 256
+// shards.
+const prefetchObjects = 100 << 10
 
 // emit sends e to the executor's Events, one call at a time.
 func (w *walk) emit(e Event) {
@@ -116,56 +131,92 @@ func (w *walk) fromSnapshot(i *Instance, key artifacts.Digest) (artifacts.Snapsh
 	if !w.objects.Has(n.Output.Digest) {
 		return artifacts.SnapshotNode{}, false
 	}
-	if !w.intact.check(w.x.Store, i, key, w.snap.Written) {
+	if !w.ahead.intact(w.x.Store, key, w.snap.Written) {
 		return artifacts.SnapshotNode{}, false // runOne and Plan say why
 	}
 	return n, true
 }
 
-// intactChecks runs the walk's ActionIntact stats ahead of the scheduling
-// loop, on other goroutines, in the order of the walk's instances: on a
+// aheadChecks answers snapshotHit for the walk's instances ahead of the
+// scheduling loop, on other goroutines, in the order of the walk: on a
 // no-op run of a large sweep the loop then finds most answers ready
-// instead of waiting for one stat an instance. The answers are the same
-// stats the loop would make (the snapshot's key for an address, checked
-// against the same time), so nothing is trusted that the loop would not
-// trust. Safe for concurrent use; stop ends the workers.
-type intactChecks struct {
-	slot  []int32            // Instance.index → index into keys and state, or -1
-	keys  []artifacts.Digest // the snapshot's key of each instance checked
-	state []atomic.Uint32    // 0 unknown, 1 intact, 2 not intact
-	stop  atomic.Bool
+// instead of computing a key, looking its object up and stat-ing its
+// action entry for one instance after another.
+//
+// A worker computes an instance's key from the output digests the
+// snapshot records for its inputs, then checks the snapshot's output at
+// that key as fromSnapshot does (object index, ActionChecker). The loop
+// takes a hit only when the digests its inputs actually have are those
+// the worker assumed: the key of a type that resolves nothing outside
+// the pipeline is a function of its config and its inputs' digests
+// alone, so the answer is then exactly the one the loop would compute.
+// Anything else (a miss, an answer not ready yet, inputs whose digests
+// changed) the loop computes itself, as without the checks. Safe for
+// concurrent use; end stops the workers.
+type aheadChecks struct {
+	w   *walk
+	ctx context.Context
+
+	slot       []int32            // Instance.index → index into insts, keys and state, or -1
+	snapDigest []artifacts.Digest // Instance.index → the output the snapshot records for it ("" none)
+	insts      []*Instance
+	keys       []artifacts.Digest // the snapshot's key of each: what a hit computes
+	state      []atomic.Uint32    // aheadUnknown, aheadClaimed, aheadHit or aheadMiss
+
+	checker *artifacts.ActionChecker
+	stop    atomic.Bool
+	workers sync.WaitGroup
 }
 
-// checkAhead starts checking the action entries the snapshot names for
-// insts, on GOMAXPROCS goroutines, and returns the checks (nil when the
-// snapshot cannot answer or the walk is small). Call stop when the walk
-// ends.
-func (w *walk) checkAhead(g *Graph, insts []*Instance) *intactChecks {
+const (
+	aheadUnknown = iota // no one has started on it
+	aheadClaimed        // a worker or the loop is computing it
+	aheadHit
+	aheadMiss
+)
+
+// checkAhead starts answering, on GOMAXPROCS goroutines, the instances of
+// insts that the snapshot answers and whose key is pure computation, and
+// returns the checks (nil when the snapshot cannot answer or the walk is
+// small). Call end when the walk ends.
+func (w *walk) checkAhead(ctx context.Context, g *Graph, insts []*Instance) *aheadChecks {
 	if !w.snapValid || len(insts) < 256 {
 		return nil
 	}
-	c := &intactChecks{slot: make([]int32, len(g.Instances)), keys: make([]artifacts.Digest, 0, len(insts))}
+	c := &aheadChecks{w: w, ctx: ctx, slot: make([]int32, len(g.Instances)), snapDigest: make([]artifacts.Digest, len(g.Instances))}
 	for k := range c.slot {
 		c.slot[k] = -1
 	}
+	c.insts = make([]*Instance, 0, len(insts))
+	c.keys = make([]artifacts.Digest, 0, len(insts))
 	for _, i := range insts {
 		n, ok := w.snap.Nodes[i.Addr]
 		if !ok || n.Failed || n.Output.Digest == "" {
 			continue
 		}
+		c.snapDigest[i.index] = n.Output.Digest
+		if _, ok := i.Type().(nodes.Resolver); ok || w.x.Recompute[i.Addr] {
+			continue
+		}
 		c.slot[i.index] = int32(len(c.keys))
+		c.insts = append(c.insts, i)
 		c.keys = append(c.keys, n.Key)
 	}
 	c.state = make([]atomic.Uint32, len(c.keys))
+	c.checker = w.x.Store.NewActionChecker(w.snap.Written)
 	workers := runtime.GOMAXPROCS(0)
-	store, since := w.x.Store, w.snap.Written
+	c.workers.Add(workers)
 	for g := range workers {
 		go func() {
+			defer c.workers.Done()
+			var buf []byte // canonical configs, computed for their keys alone
 			// Interleaved, so that every worker stays near the front the
 			// loop is at.
 			for k := g; k < len(c.keys) && !c.stop.Load(); k += workers {
-				if c.state[k].Load() == 0 {
-					c.set(k, store.ActionIntact(c.keys[k], since))
+				if c.state[k].CompareAndSwap(aheadUnknown, aheadClaimed) {
+					var answer uint32
+					answer, buf = c.answer(k, buf)
+					c.state[k].Store(answer)
 				}
 			}
 		}()
@@ -173,52 +224,81 @@ func (w *walk) checkAhead(g *Graph, insts []*Instance) *intactChecks {
 	return c
 }
 
-func (c *intactChecks) set(k int, ok bool) {
-	v := uint32(2)
-	if ok {
-		v = 1
+// answer is aheadHit when the snapshot answers c.insts[k] at the key its
+// inputs' recorded digests give, else aheadMiss; buf is scratch for the
+// canonical config, returned for the next answer.
+func (c *aheadChecks) answer(k int, buf []byte) (uint32, []byte) {
+	i := c.insts[k]
+	for _, in := range i.Inputs {
+		if c.snapDigest[in.index] == "" {
+			return aheadMiss, buf
+		}
 	}
-	c.state[k].Store(v)
+	key, cfg, _, err := c.w.x.keyOfIn(c.ctx, buf, i, inputDigests(i, func(in *Instance) artifacts.Digest { return c.snapDigest[in.index] }))
+	if cfg != nil {
+		buf = cfg
+	}
+	if err != nil || key != c.keys[k] || !c.w.objects.Has(c.snapDigest[i.index]) || !c.checker.Intact(key) {
+		return aheadMiss, buf
+	}
+	return aheadHit, buf
 }
 
-// check is Store.ActionIntact(key, since), answered from the checks made
-// ahead when they cover i at key. c may be nil.
-func (c *intactChecks) check(s *artifacts.Store, i *Instance, key artifacts.Digest, since time.Time) bool {
-	if c == nil || i.index >= len(c.slot) {
-		return s.ActionIntact(key, since)
+// hit is the snapshot's answer for i when a worker found it a hit with
+// the digests digest gives i's inputs; ok is false when the loop must
+// compute i itself (then no worker starts on it). c may be nil.
+func (c *aheadChecks) hit(i *Instance, digest func(in *Instance) artifacts.Digest) (artifacts.Digest, bool) {
+	if c == nil {
+		return "", false
 	}
 	k := c.slot[i.index]
-	if k < 0 || c.keys[k] != key {
-		return s.ActionIntact(key, since)
+	if k < 0 {
+		return "", false
 	}
-	switch c.state[k].Load() {
-	case 1:
-		return true
-	case 2:
-		return false
+	if c.state[k].Load() != aheadHit {
+		c.state[k].CompareAndSwap(aheadUnknown, aheadClaimed)
+		return "", false
 	}
-	intact := s.ActionIntact(key, since)
-	c.set(int(k), intact)
-	return intact
+	for _, in := range i.Inputs {
+		if digest(in) != c.snapDigest[in.index] {
+			return "", false
+		}
+	}
+	return c.keys[k], true
 }
 
-// end stops the workers of c (nil: nothing).
-func (c *intactChecks) end() {
+// intact is ActionIntact of key against the snapshot's time, through the
+// checks' ActionChecker when there are checks (c may be nil).
+func (c *aheadChecks) intact(s *artifacts.Store, key artifacts.Digest, since time.Time) bool {
+	if c == nil {
+		return s.ActionIntact(key, since)
+	}
+	return c.checker.Intact(key)
+}
+
+// end stops the workers of c, waits for them and closes its checker (nil:
+// nothing).
+func (c *aheadChecks) end() {
 	if c != nil {
 		c.stop.Store(true)
+		c.workers.Wait()
+		c.checker.Close()
 	}
 }
 
 // inputDigests looks up the digests of i's inputs by address, given the
 // digest of each input instance: a scan of i.Inputs for the few inputs
-// most instances have, a map for a fan-in.
+// most instances have, a binary search of them (sorted by address) for a
+// fan-in, which allocates nothing however many there are.
 func inputDigests(i *Instance, digest func(in *Instance) artifacts.Digest) func(addr string) artifacts.Digest {
-	if len(i.Inputs) > 8 {
-		m := make(map[string]artifacts.Digest, len(i.Inputs))
-		for _, in := range i.Inputs {
-			m[in.Addr] = digest(in)
+	if len(i.Inputs) > 8 && slices.IsSortedFunc(i.Inputs, byAddr) {
+		return func(addr string) artifacts.Digest {
+			k, found := slices.BinarySearchFunc(i.Inputs, addr, func(in *Instance, addr string) int { return strings.Compare(in.Addr, addr) })
+			if !found {
+				return ""
+			}
+			return digest(i.Inputs[k])
 		}
-		return func(addr string) artifacts.Digest { return m[addr] }
 	}
 	return func(addr string) artifacts.Digest {
 		for _, in := range i.Inputs {
@@ -270,8 +350,8 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 	}
 	w.emit(Event{Event: EventStart, Total: int64(len(insts))})
 	if !x.Force {
-		w.intact = w.checkAhead(g, insts)
-		defer w.intact.end()
+		w.ahead = w.checkAhead(ctx, g, insts)
+		defer w.ahead.end()
 	}
 
 	// Per-instance state in slices indexed by Instance.index (its
@@ -380,15 +460,11 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 			if !ok {
 				break
 			}
-			out, k, hit := w.snapshotHit(ctx, i, inputDigests(i, resultDigest))
+			out, k, hit := w.snapshotHit(ctx, i, resultDigest)
 			if hit {
 				pending--
 				finish(i, out)
 				continue
-			}
-			inputs := make(map[string]artifacts.Object, len(i.Inputs))
-			for _, in := range i.Inputs {
-				inputs[in.Addr] = res[in.index].Output
 			}
 			running++
 			perRunner[i.Runner]++
@@ -396,7 +472,16 @@ func (w *walk) walk(ctx context.Context, g *Graph, insts []*Instance) (map[*Inst
 				localRunning++
 			}
 			go func(i *Instance) {
-				doneCh <- finished{i, w.runOne(ctx, i, inputs, k)}
+				// The results of i's inputs are final: the loop no
+				// longer writes them.
+				inputs := func() map[string]artifacts.Object {
+					m := make(map[string]artifacts.Object, len(i.Inputs))
+					for _, in := range i.Inputs {
+						m[in.Addr] = res[in.index].Output
+					}
+					return m
+				}
+				doneCh <- finished{i, w.runOne(ctx, i, resultDigest, inputs, k)}
 			}(i)
 		}
 		if running == 0 {
