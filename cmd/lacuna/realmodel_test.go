@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,18 +97,26 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 
 	start := time.Now()
 	deadline := time.Now().Add(8 * time.Minute)
+	var liveAtKill []string
 	killMidRun(t, dir, nil, func(string) bool {
-		return cached() >= items/3 || time.Now().After(deadline)
+		stop := cached() >= items/3 || time.Now().After(deadline)
+		if stop {
+			liveAtKill = liveServers(t, store)
+		}
+		return stop
 	}, "run", "p.hcl", "--json")
 	killed := time.Since(start)
+	if len(liveAtKill) != 1 {
+		t.Errorf("servers running at the kill, by their leases: %v; want lacuna's one", liveAtKill)
+	}
 	before, asked := cached(), processed()
 	if before == 0 || before >= items {
 		t.Fatalf("killed with %d of %d calls cached: want mid-run", before, items)
 	}
 	// The server does not outlive lacuna (it dies with its parent).
 	time.Sleep(500 * time.Millisecond)
-	if out, _ := exec.Command("pgrep", "-f", gguf).Output(); len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("a model server survived lacuna's kill -9: pids %s", out)
+	if live := liveServers(t, store); len(live) > 0 {
+		t.Errorf("a model server survived lacuna's kill -9: %v", live)
 	}
 
 	r := lacuna(t, dir, "run", "p.hcl", "--json")
@@ -130,4 +140,40 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 	if n := processed(); n != total {
 		t.Errorf("the third run asked the model %d more times", n-total)
 	}
+}
+
+// liveServers returns the model servers that the leases under
+// STORE/servers name and that are still running (the same pid with the
+// same start time, not a zombie), as "PID ARGV0": this store's servers
+// only, never another test's serving the same weights.
+func liveServers(t *testing.T, store string) []string {
+	t.Helper()
+	leases, _ := filepath.Glob(filepath.Join(store, "servers", "serve-*.json"))
+	var live []string
+	for _, p := range leases {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var l struct {
+			PID       int      `json:"pid"`
+			StartTime uint64   `json:"start_time"`
+			Argv      []string `json:"argv"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("lease %s: %v", p, err)
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", l.PID))
+		if err != nil {
+			continue // gone
+		}
+		// Fields 3 (state) and 22 (starttime), counted after the command
+		// in parentheses. A zombie (Z) is dead: killed, not yet reaped by
+		// whoever adopted it.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 19 && f[0] != "Z" && f[0] != "X" && f[19] == strconv.FormatUint(l.StartTime, 10) {
+			live = append(live, fmt.Sprintf("%d %v", l.PID, l.Argv[:min(1, len(l.Argv))]))
+		}
+	}
+	return live
 }

@@ -77,8 +77,18 @@ func TestRealModelSliceResumesAfterKill9(t *testing.T) {
 
 	start := time.Now()
 	deadline := start.Add(12 * time.Minute)
-	if !killMidRun(t, dir, nil, func(string) bool { return cached() >= calls/2 || time.Now().After(deadline) }, run...) {
+	var liveAtKill []string
+	if !killMidRun(t, dir, nil, func(string) bool {
+		stop := cached() >= calls/2 || time.Now().After(deadline)
+		if stop {
+			liveAtKill = liveServers(t, store)
+		}
+		return stop
+	}, run...) {
 		t.Fatalf("the run ended before the kill, with %d of %d calls cached", cached(), calls)
+	}
+	if len(liveAtKill) != 1 {
+		t.Errorf("servers running at the kill, by their leases: %v; want lacuna's one", liveAtKill)
 	}
 	killed := time.Since(start)
 	before, asked := cached(), processed()
@@ -86,8 +96,8 @@ func TestRealModelSliceResumesAfterKill9(t *testing.T) {
 		t.Fatalf("killed after %v with %d of %d calls cached: want mid-generate", killed.Round(time.Second), before, calls)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if out, _ := exec.Command("pgrep", "-f", weights).Output(); len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("the model server survived lacuna's kill -9: pids %s", out)
+	if live := liveServers(t, store); len(live) > 0 {
+		t.Errorf("the model server survived lacuna's kill -9: %v", live)
 	}
 
 	r := lacuna(t, dir, run...)
