@@ -80,20 +80,8 @@ func TestRealModelServedByLacunaSurvivesKill9(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "mcq.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "p.hcl"), fmt.Appendf(nil, realModelPipeline, gguf, server), 0o644)
 	store := filepath.Join(dir, ".lacuna")
-	cached := func() int {
-		n := 0
-		filepath.Walk(filepath.Join(store, "calls"), func(_ string, info os.FileInfo, err error) error {
-			if err == nil && !info.IsDir() && !strings.HasPrefix(info.Name(), ".") {
-				n++
-			}
-			return nil
-		})
-		return n
-	}
-	processed := func() int {
-		b, _ := os.ReadFile(filepath.Join(store, "servers", "servers.log"))
-		return strings.Count(string(b), "processing task")
-	}
+	cached := func() int { return cachedCalls(store) }
+	processed := func() int { return serverRequests(store) }
 
 	start := time.Now()
 	deadline := time.Now().Add(8 * time.Minute)
@@ -176,4 +164,23 @@ func liveServers(t *testing.T, store string) []string {
 		}
 	}
 	return live
+}
+
+// cachedCalls is how many model calls the store's call cache holds.
+func cachedCalls(store string) int {
+	n := 0
+	filepath.Walk(filepath.Join(store, "calls"), func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && !strings.HasPrefix(info.Name(), ".") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// serverRequests is how many requests the model servers lacuna started
+// for the store processed, counted from their log.
+func serverRequests(store string) int {
+	b, _ := os.ReadFile(filepath.Join(store, "servers", "servers.log"))
+	return strings.Count(string(b), "processing task")
 }

@@ -60,20 +60,8 @@ func TestRealModelSliceResumesAfterKill9(t *testing.T) {
 	vars := []string{"--store", store, "--var", "gguf=" + weights, "--var", "llama_server=" + server, "--var", "model_id=" + modelID,
 		"--var", "max_tokens=128", "--var", "concurrency=1", "--var", `slice_libraries=["zerolog"]`, "--var", fmt.Sprintf("slice_tasks=%d", tasks)}
 	run := append(append([]string{"run"}, vars...), pipeline, "--target", target, "--json")
-	cached := func() int {
-		n := 0
-		filepath.Walk(filepath.Join(store, "calls"), func(_ string, info os.FileInfo, err error) error {
-			if err == nil && !info.IsDir() && !strings.HasPrefix(info.Name(), ".") {
-				n++
-			}
-			return nil
-		})
-		return n
-	}
-	processed := func() int {
-		b, _ := os.ReadFile(filepath.Join(store, "servers", "servers.log"))
-		return strings.Count(string(b), "processing task")
-	}
+	cached := func() int { return cachedCalls(store) }
+	processed := func() int { return serverRequests(store) }
 
 	start := time.Now()
 	deadline := start.Add(12 * time.Minute)
