@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -1081,7 +1082,10 @@ func parseAnswer(b []byte, api string) (*Response, error) {
 // and "top_probs" instead, llama.cpp's post_sampling_probs, is read as
 // their logarithms) or the completions form {tokens, token_logprobs,
 // top_logprobs: [{token: logprob}]} (OpenAI's completions API, vLLM's,
-// llama-cpp-python's).
+// llama-cpp-python's). Alternatives at vLLM's -9999.0 or below (its
+// JSON for −∞: under processed_logprobs, tokens the allowed_token_ids
+// mask forbade fill the list past the allowed ones) are dropped: they
+// were never candidates.
 func parseLogprobs(b []byte) ([]Token, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(b, &keys); err != nil {
@@ -1106,10 +1110,14 @@ func parseLogprobs(b []byte) ([]Token, error) {
 		}
 		if i < len(w.TopLogprobs) && len(w.TopLogprobs[i]) > 0 {
 			toks[i].Top = w.TopLogprobs[i]
+			maps.DeleteFunc(toks[i].Top, func(_ string, lp float64) bool { return lp <= maskedLogprob })
 		}
 	}
 	return toks, nil
 }
+
+// maskedLogprob is what vLLM writes for −∞ (a token masked out).
+const maskedLogprob = -9999.0
 
 // chatLogprob is one entry of the chat form.
 type chatLogprob struct {
@@ -1150,7 +1158,9 @@ func parseChatLogprobs(b []byte) ([]Token, error) {
 		if len(alts) > 0 {
 			toks[i].Top = make(map[string]float64, len(alts))
 			for _, a := range alts {
-				toks[i].Top[a.Token] = a.value()
+				if v := a.value(); v > maskedLogprob {
+					toks[i].Top[a.Token] = v
+				}
 			}
 		}
 	}

@@ -457,3 +457,29 @@ func TestKnownSlotsKeepTheTimeoutPlain(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskedAlternativesAreDropped: asked for more top log-probabilities
+// than allowed_token_ids allows, vLLM 0.32 under processed_logprobs fills
+// the list with masked tokens at -9999.0 (its JSON for −∞); the client
+// reads only the allowed ones, in either API's form.
+func TestMaskedAlternativesAreDropped(t *testing.T) {
+	next := func(llmtest.Request) []llmtest.Candidate {
+		return []llmtest.Candidate{{Token: "a", ID: 1, Logprob: -1.6}, {Token: "b", ID: 2, Logprob: -1.2}, {Token: "the", ID: 3, Logprob: -0.7}}
+	}
+	srv := llmtest.New(llmtest.Config{Script: []llmtest.Rule{{Next: next}}, LogprobsMode: llmtest.ProcessedLogprobs})
+	defer srv.Close()
+	cl := llm.New(llm.Endpoint{BaseURL: srv.URL(), ServedName: "test-model"})
+	for _, api := range []string{"chat", "completions"} {
+		rq := llm.Request{API: api, Prompt: "q", MaxTokens: 1, Logprobs: 3, Params: map[string]string{"allowed_token_ids": "[1,2]"}}
+		if api == "chat" {
+			rq.Messages = []llm.Message{{Role: "user", Content: "q"}}
+		}
+		resp, err := cl.Do(context.Background(), llm.Call{Request: rq})
+		if err != nil {
+			t.Fatalf("%s: %v", api, err)
+		}
+		if len(resp.Logprobs) != 1 || len(resp.Logprobs[0].Top) != 2 || resp.Logprobs[0].Top["the"] != 0 {
+			t.Errorf("%s: top %v, want the two allowed tokens only", api, resp.Logprobs)
+		}
+	}
+}

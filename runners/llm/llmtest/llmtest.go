@@ -113,7 +113,9 @@ type Config struct {
 	// log-probabilities are, as vLLM's --logprobs-mode: "" (the
 	// default) masked by allowed_token_ids and sent as Next gives them,
 	// which no vLLM mode does; ProcessedLogprobs masked and renormalised
-	// (log-softmax over the allowed candidates); RawLogprobs the whole
+	// (log-softmax over the allowed candidates), then filled up to the
+	// asked count with masked candidates at MaskedLogprob, as vLLM 0.32
+	// answers; RawLogprobs the whole
 	// distribution ranked before the mask, as vLLM's default does (the
 	// answer is still the best allowed candidate).
 	LogprobsMode string
@@ -225,6 +227,12 @@ const (
 	ProcessedLogprobs = "processed_logprobs"
 	RawLogprobs       = "raw_logprobs"
 )
+
+// MaskedLogprob is the log-probability vLLM writes for a token its
+// allowed_token_ids mask forbade (−∞, clamped for JSON): under
+// processed_logprobs such tokens fill top_logprobs past the allowed ones
+// when a request asks for more.
+const MaskedLogprob = -9999.0
 
 // Rule is one scripted answer. All of its set conditions must hold. When
 // and Reply are called from the server's handlers, concurrently.
@@ -697,6 +705,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			switch s.cfg.LogprobsMode {
 			case ProcessedLogprobs:
 				top = renormalize(top)
+				// Asked for more alternatives than the mask allows, vLLM
+				// fills the list with masked tokens at −∞, which its JSON
+				// writes as -9999.0.
+				for _, c := range allowed(all, nil) {
+					if len(top) >= q.Logprobs {
+						break
+					}
+					if !slices.ContainsFunc(top, func(t Candidate) bool { return t.ID == c.ID }) {
+						c.Logprob = MaskedLogprob
+						top = append(top, c)
+					}
+				}
 			case RawLogprobs:
 				top = allowed(all, nil)
 			}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -276,26 +277,32 @@ func TestNextMasksByAllowedTokenIDsAndCutsTopLogprobs(t *testing.T) {
 // TestLogprobsModesFollowVLLM: processed_logprobs renormalises the
 // allowed candidates (log-softmax over them); raw_logprobs ranks the
 // whole distribution before the mask, the answer still an allowed token.
+// Asked for more alternatives than are allowed, processed_logprobs fills
+// the list with masked tokens at MaskedLogprob, as vLLM 0.32 does.
 func TestLogprobsModesFollowVLLM(t *testing.T) {
 	next := func(Request) []Candidate {
 		return []Candidate{{"<<a>>", 1, math.Log(0.2)}, {"<<b>>", 2, math.Log(0.3)}, {"the", 3, math.Log(0.5)}}
 	}
-	const body = `{"model":"test-model","messages":[{"role":"user","content":"q"}],"max_tokens":1,"logprobs":true,"top_logprobs":2,"allowed_token_ids":[1,2]}`
+	body := func(n int) string {
+		return `{"model":"test-model","messages":[{"role":"user","content":"q"}],"max_tokens":1,"logprobs":true,"top_logprobs":` + strconv.Itoa(n) + `,"allowed_token_ids":[1,2]}`
+	}
 	type entry struct {
 		Token   string  `json:"token"`
 		Logprob float64 `json:"logprob"`
 	}
 	for _, tc := range []struct {
 		mode  string
+		n     int
 		token entry
 		top   []entry
 	}{
-		{"", entry{"<<b>>", math.Log(0.3)}, []entry{{"<<b>>", math.Log(0.3)}, {"<<a>>", math.Log(0.2)}}},
-		{ProcessedLogprobs, entry{"<<b>>", math.Log(0.6)}, []entry{{"<<b>>", math.Log(0.6)}, {"<<a>>", math.Log(0.4)}}},
-		{RawLogprobs, entry{"<<b>>", math.Log(0.3)}, []entry{{"the", math.Log(0.5)}, {"<<b>>", math.Log(0.3)}}},
+		{"", 2, entry{"<<b>>", math.Log(0.3)}, []entry{{"<<b>>", math.Log(0.3)}, {"<<a>>", math.Log(0.2)}}},
+		{ProcessedLogprobs, 2, entry{"<<b>>", math.Log(0.6)}, []entry{{"<<b>>", math.Log(0.6)}, {"<<a>>", math.Log(0.4)}}},
+		{ProcessedLogprobs, 3, entry{"<<b>>", math.Log(0.6)}, []entry{{"<<b>>", math.Log(0.6)}, {"<<a>>", math.Log(0.4)}, {"the", MaskedLogprob}}},
+		{RawLogprobs, 2, entry{"<<b>>", math.Log(0.3)}, []entry{{"the", math.Log(0.5)}, {"<<b>>", math.Log(0.3)}}},
 	} {
 		s := New(Config{Script: []Rule{{Next: next}}, LogprobsMode: tc.mode})
-		code, b, err := post(t, s.URL()+"/chat/completions", body)
+		code, b, err := post(t, s.URL()+"/chat/completions", body(tc.n))
 		s.Close()
 		if err != nil || code != 200 {
 			t.Fatalf("%q: %d %s %v", tc.mode, code, b, err)
