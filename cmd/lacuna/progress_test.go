@@ -77,15 +77,17 @@ func init() {
 }
 
 // TestPipedRunPrintsPeriodicProgressOfLongNodes runs a pipeline whose
-// node counts 60 samples over about three seconds, piped, with a
-// one-second --progress-interval: its progress lines carry its counts,
+// node counts 90 samples over about four and a half seconds, piped, with
+// a one-second --progress-interval (four ticks: on a loaded machine the
+// node starts late enough that the first may find it running under a
+// second, and so print nothing for it): its progress lines carry its counts,
 // share, rate and ETA and never go back, a node finishing at once prints
 // none, and the run log holds the node's progress up to its total.
 func TestPipedRunPrintsPeriodicProgressOfLongNodes(t *testing.T) {
 	dir := t.TempDir()
 	src := `
 node "test_slow_work" "long" {
-  items   = 60
+  items   = 90
   item_ms = 50
 }
 node "test_slow_work" "quick" {
@@ -104,7 +106,7 @@ node "test_slow_work" "quick" {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("lacuna run: %v\n%s%s", err, out.String(), errb.String())
 	}
-	line := regexp.MustCompile(`^\[[01]/2\] progress node\.test_slow_work\.long  (\d+)/60 samples \((\d+)%\)(, [\d.]+/s, ETA (\d+)s)?$`)
+	line := regexp.MustCompile(`^\[[01]/2\] progress node\.test_slow_work\.long  (\d+)/90 samples \((\d+)%\)(, [\d.]+/s, ETA (\d+)s)?$`)
 	var counts []int
 	withETA := 0
 	for _, l := range strings.Split(out.String(), "\n") {
@@ -120,8 +122,8 @@ node "test_slow_work" "quick" {
 			continue
 		}
 		n, _ := strconv.Atoi(m[1])
-		if pct, _ := strconv.Atoi(m[2]); pct != n*100/60 {
-			t.Errorf("%q: %d of 60 is not %d%%", l, n, pct)
+		if pct, _ := strconv.Atoi(m[2]); pct != n*100/90 {
+			t.Errorf("%q: %d of 90 is not %d%%", l, n, pct)
 		}
 		if len(counts) > 0 && n < counts[len(counts)-1] {
 			t.Errorf("progress went back: %q after %d", l, counts[len(counts)-1])
@@ -132,7 +134,7 @@ node "test_slow_work" "quick" {
 		}
 	}
 	if len(counts) < 2 || withETA == 0 {
-		t.Errorf("want a progress line a second, one at least with a rate and ETA, in a three-second run:\n%s", out.String())
+		t.Errorf("want a progress line a second, one at least with a rate and ETA, in a four-and-a-half-second run:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "done     node.test_slow_work.long  1 rows") {
 		t.Errorf("no done line:\n%s", out.String())
@@ -157,10 +159,10 @@ node "test_slow_work" "quick" {
 			logged = append(logged, e)
 		}
 	}
-	// About fifteen progress events in three seconds; the log keeps one
-	// every runLogProgressEvery, and the last.
-	if len(logged) == 0 || len(logged) > 3 || logged[len(logged)-1].Done != 60 || logged[0].Unit != "samples" {
-		t.Errorf("progress in the run log: %+v, want a few, in samples, the last at 60", logged)
+	// About twenty progress events in four and a half seconds; the log
+	// keeps one every runLogProgressEvery, and the last.
+	if len(logged) == 0 || len(logged) > 3 || logged[len(logged)-1].Done != 90 || logged[0].Unit != "samples" {
+		t.Errorf("progress in the run log: %+v, want a few, in samples, the last at 90", logged)
 	}
 }
 
