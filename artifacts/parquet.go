@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -381,6 +382,42 @@ func (r *Reader) Maps() ([]map[string]any, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// JSONSafe is v (a value Maps makes) with every NaN or infinite float,
+// also inside lists and maps, replaced by nil, which JSON writes as null
+// (it has neither). Lists and maps are copied, never changed: rows may be
+// shared.
+func JSONSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = JSONSafe(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = JSONSafe(e)
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = JSONSafe(x[i])
+		}
+		return out
+	}
+	return v
 }
 
 // Open reads and verifies an object: its rows, decoded and hashed, must

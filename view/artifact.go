@@ -181,7 +181,7 @@ func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, i := range idx[lo:hi] {
 		row := rs.Rows[i]
-		ar := artifactRow{Index: i, Row: jsonSafe(row).(map[string]any), Link: fmt.Sprintf("/row/%s/%d", d, i)}
+		ar := artifactRow{Index: i, Row: artifacts.JSONSafe(row).(map[string]any), Link: fmt.Sprintf("/row/%s/%d", d, i)}
 		for _, c := range rs.Columns {
 			ar.Cells = append(ar.Cells, viewCell(row[c]))
 		}
@@ -295,7 +295,7 @@ func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	row := rs.Rows[i]
-	data := rowData{Digest: d, Index: i, Row: jsonSafe(row).(map[string]any)}
+	data := rowData{Digest: d, Index: i, Row: artifacts.JSONSafe(row).(map[string]any)}
 	for _, c := range rs.Columns {
 		data.Fields = append(data.Fields, rowField{Name: c, Text: text(row[c]), Null: row[c] == nil})
 	}

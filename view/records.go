@@ -118,7 +118,7 @@ func text(v any) string {
 	case float32:
 		return strconv.FormatFloat(float64(v), 'g', -1, 32)
 	case map[string]any, []any:
-		b, _ := json.Marshal(jsonSafe(v))
+		b, _ := json.Marshal(artifacts.JSONSafe(v))
 		return string(b)
 	}
 	return fmt.Sprint(v)
@@ -218,38 +218,4 @@ func compare(a, b any) int {
 		}
 	}
 	return strings.Compare(text(a), text(b))
-}
-
-// jsonSafe is v with NaN and infinite floats replaced by nil (JSON has
-// none), lists and maps copied rather than changed (records are shared).
-func jsonSafe(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-	case float32:
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil
-		}
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = jsonSafe(x[i])
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonSafe(e)
-		}
-		return out
-	case []map[string]any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = jsonSafe(x[i])
-		}
-		return out
-	}
-	return v
 }

@@ -219,7 +219,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name, title stri
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonSafe(data)); err != nil {
+		if err := enc.Encode(artifacts.JSONSafe(data)); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 		return

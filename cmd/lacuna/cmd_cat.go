@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -226,7 +225,7 @@ func (p *catPrinter) print(node string, r *artifacts.Reader) error {
 					b.WriteByte(',')
 				}
 				k, _ := json.Marshal(c)
-				val, err := marshalJSON(jsonSafe(rec[c]))
+				val, err := marshalJSON(artifacts.JSONSafe(rec[c]))
 				if err != nil {
 					return err
 				}
@@ -380,28 +379,4 @@ func didYouMeanColumn(name string, have map[string]bool) string {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return " (columns: " + strings.Join(names, ", ") + ")"
-}
-
-// jsonSafe is v with every NaN or infinite float (also inside lists and
-// objects) replaced by nil, which JSON writes as null.
-func jsonSafe(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-	case float32:
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil
-		}
-	case []any:
-		for i := range x {
-			x[i] = jsonSafe(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = jsonSafe(x[k])
-		}
-	}
-	return v
 }

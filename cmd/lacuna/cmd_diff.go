@@ -182,15 +182,15 @@ func runDiff(ctx context.Context, cmd *Command, args []string) error {
 	if diffFlags.json {
 		// JSON has no NaN or infinity: the samples write them null.
 		for _, rows := range [][]map[string]any{res.Added, res.Removed} {
-			for _, r := range rows {
-				jsonSafe(r)
+			for i, r := range rows {
+				rows[i] = artifacts.JSONSafe(r).(map[string]any)
 			}
 		}
-		for _, ch := range res.Changed {
+		for i, ch := range res.Changed {
 			for c, v := range ch.Columns {
-				ch.Columns[c] = [2]any{jsonSafe(v[0]), jsonSafe(v[1])}
+				ch.Columns[c] = [2]any{artifacts.JSONSafe(v[0]), artifacts.JSONSafe(v[1])}
 			}
-			jsonSafe(ch.Key)
+			res.Changed[i].Key = artifacts.JSONSafe(ch.Key).(map[string]any)
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetEscapeHTML(false)
@@ -424,7 +424,7 @@ func columnSig(c nodes.Column) string {
 
 // encode is a value's canonical text, for comparing values and rows.
 func encode(v any) string {
-	b, err := marshalJSON(jsonSafe(v))
+	b, err := marshalJSON(artifacts.JSONSafe(v))
 	if err != nil {
 		return fmt.Sprint(v)
 	}
