@@ -477,7 +477,7 @@ func (e *evaluator) eachOfRange(expr hcl.Expression) (each []eachVals, ok bool) 
 	if !isCall || call.Name != "range" || call.ExpandFinal || len(call.Args) < 1 || len(call.Args) > 3 {
 		return nil, false
 	}
-	var nums [3]float64
+	nums := make([]float64, len(call.Args))
 	for k, a := range call.Args {
 		v, diags := e.evalExpr(a, nil)
 		if diags.HasErrors() || v.Type() != cty.Number || !v.IsKnown() || v.IsNull() || v.IsMarked() {
@@ -485,17 +485,8 @@ func (e *evaluator) eachOfRange(expr hcl.Expression) (each []eachVals, ok bool) 
 		}
 		nums[k], _ = v.AsBigFloat().Float64()
 	}
-	// As rangeFunc reads its arguments.
-	var start, end, step float64 = 0, 0, 1
-	switch len(call.Args) {
-	case 1:
-		end = nums[0]
-	case 2:
-		start, end = nums[0], nums[1]
-	case 3:
-		start, end, step = nums[0], nums[1], nums[2]
-	}
-	if step == 0 || (end-start)/step > maxRange {
+	start, end, step, err := rangeBounds(nums)
+	if err != nil {
 		return nil, false
 	}
 	each = make([]eachVals, 0, int(max(math.Ceil((end-start)/step), 0)))

@@ -162,32 +162,43 @@ func listsOfTuples(args []cty.Value) []cty.Value {
 	return out
 }
 
+// rangeBounds reads range's arguments as Terraform does: (end),
+// (start, end) or (start, end, step), start 0 and step 1 by default. A zero
+// step, or one that would make more than maxRange values, is an error.
+func rangeBounds(nums []float64) (start, end, step float64, err error) {
+	step = 1
+	switch len(nums) {
+	case 1:
+		end = nums[0]
+	case 2:
+		start, end = nums[0], nums[1]
+	case 3:
+		start, end, step = nums[0], nums[1], nums[2]
+	default:
+		return 0, 0, 0, fmt.Errorf("range takes one to three numbers, got %d", len(nums))
+	}
+	if step == 0 {
+		return 0, 0, 0, fmt.Errorf("range step must not be zero")
+	}
+	if (end-start)/step > maxRange {
+		return 0, 0, 0, fmt.Errorf("range would produce more than %d values", maxRange)
+	}
+	return start, end, step, nil
+}
+
 // rangeFunc is Terraform's range(end), range(start, end), range(start, end,
 // step), without cty's limit of 1,024 values.
 var rangeFunc = function.New(&function.Spec{
 	VarParam: &function.Parameter{Name: "params", Type: cty.Number},
 	Type:     function.StaticReturnType(cty.List(cty.Number)),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		var start, end, step float64 = 0, 0, 1
 		nums := make([]float64, len(args))
 		for i, a := range args {
 			nums[i], _ = a.AsBigFloat().Float64()
 		}
-		switch len(nums) {
-		case 1:
-			end = nums[0]
-		case 2:
-			start, end = nums[0], nums[1]
-		case 3:
-			start, end, step = nums[0], nums[1], nums[2]
-		default:
-			return cty.NilVal, fmt.Errorf("range takes one to three numbers, got %d", len(nums))
-		}
-		if step == 0 {
-			return cty.NilVal, fmt.Errorf("range step must not be zero")
-		}
-		if (end-start)/step > maxRange {
-			return cty.NilVal, fmt.Errorf("range would produce more than %d values", maxRange)
+		start, end, step, err := rangeBounds(nums)
+		if err != nil {
+			return cty.NilVal, err
 		}
 		var out []cty.Value
 		for v := start; (step > 0 && v < end) || (step < 0 && v > end); v += step {
