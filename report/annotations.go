@@ -134,19 +134,8 @@ func (b *builder) humanJudge(s *Section, judges []Node) error {
 		if len(names) > 1 && len(pooled.a) > 0 {
 			t.Rows = append(t.Rows, agreementRow(short(node), "all annotators", pooled))
 		}
-		for i, a := range names {
-			for _, c := range names[i+1:] {
-				p := &pairs{}
-				for _, item := range sortedKeys(by[a]) {
-					if l, ok := by[c][item]; ok {
-						p.add(by[a][item], l)
-					}
-				}
-				if len(p.a) > 0 {
-					inter.Rows = append(inter.Rows, []Cell{textCell(short(node)), textCell(a), textCell(c), intCell(len(p.a)), intCell(p.agree()), kappaCell(p)})
-					inter.Sources = uniq(inter.Sources, node)
-				}
-			}
+		if interAnnotator(inter, short(node), names, by) {
+			inter.Sources = uniq(inter.Sources, node)
 		}
 	}
 	s.para("People's labels of the judge's samples (lacuna's annotations, kind failure_class), joined with the judge rows by their item key (task, sample, model, cell).")
@@ -268,23 +257,34 @@ func (b *builder) rrbSection() error {
 			}
 			t.Rows = append(t.Rows, line)
 		}
-		for i, a := range names {
-			for _, c := range names[i+1:] {
-				p := &pairs{}
-				for _, item := range sortedKeys(by[a]) {
-					if l, ok := by[c][item]; ok {
-						p.add(by[a][item], l)
-					}
-				}
-				if len(p.a) > 0 {
-					inter.Rows = append(inter.Rows, []Cell{textCell(node), textCell(a), textCell(c), intCell(len(p.a)), intCell(p.agree()), kappaCell(p)})
-				}
-			}
-		}
+		interAnnotator(inter, node, names, by)
 	}
 	s.table(t)
 	if len(inter.Rows) > 0 {
 		s.table(inter)
 	}
 	return nil
+}
+
+// interAnnotator adds to inter a row for each pair of annotators who both
+// labelled some of the same items (by: annotator → item → label): the
+// items they share, how many they agree on and Cohen's κ. It says whether
+// it added any.
+func interAnnotator(inter *Table, node string, names []string, by map[string]map[string]string) bool {
+	added := false
+	for i, a := range names {
+		for _, c := range names[i+1:] {
+			p := &pairs{}
+			for _, item := range sortedKeys(by[a]) {
+				if l, ok := by[c][item]; ok {
+					p.add(by[a][item], l)
+				}
+			}
+			if len(p.a) > 0 {
+				inter.Rows = append(inter.Rows, []Cell{textCell(node), textCell(a), textCell(c), intCell(len(p.a)), intCell(p.agree()), kappaCell(p)})
+				added = true
+			}
+		}
+	}
+	return added
 }
