@@ -3,6 +3,8 @@ package artifacts
 import (
 	"fmt"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // BenchmarkOpenSmallObject is the read of one small artifact (a benchmark
@@ -57,5 +59,45 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 		if _, err := decodeSnapshot(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkWriteLongRow writes an artifact of three rows, the middle one
+// holding a 64 MiB string: "store" as the Writer does (a long row, written
+// from the value in place), "parquet-go" with parquet-go writing every
+// row itself, the row group flushed around the long row (the same bytes).
+func BenchmarkWriteLongRow(b *testing.B) {
+	s, _ := Open(b.TempDir())
+	schema := parquet.NewSchema("row", parquet.Group{"id": parquet.Int(64), "text": parquet.Optional(parquet.String())})
+	var rows []parquet.Row
+	for i, text := range []string{"short", longText(64 << 20), "short"} {
+		rows = append(rows, schema.Deconstruct(nil, map[string]any{"id": int64(i), "text": text}))
+	}
+	n := int64(0) // -count runs a sub-benchmark again on the same store
+	for _, peer := range []string{"store", "parquet-go"} {
+		b.Run(peer, func(b *testing.B) {
+			b.SetBytes(64 << 20)
+			for b.Loop() {
+				// A new first row each time: a new object, not a commit of
+				// an existing one (which reads it back).
+				n++
+				rows[0] = schema.Deconstruct(rows[0][:0], map[string]any{"id": n, "text": peer})
+				w, _ := s.NewWriter(schema, nil)
+				if peer == "parquet-go" {
+					w.long = nil
+				}
+				for _, r := range rows {
+					if peer == "parquet-go" {
+						w.w.Flush()
+					}
+					if err := w.WriteRows([]parquet.Row{r}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := w.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

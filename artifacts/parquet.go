@@ -131,6 +131,8 @@ type Writer struct {
 	w      *parquet.GenericWriter[any]
 	schema *parquet.Schema
 	hash   *ContentHasher
+	long   *longRows // nil: the schema has no long values (see longRows)
+	longs  int       // the long rows written, each a row group
 	buf    []parquet.Row
 	meta   map[string]string
 	done   bool
@@ -156,7 +158,7 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{s: s, f: f, sum: xxhash.New(), schema: schema, hash: NewContentHasher(schema), meta: meta}
+	w := &Writer{s: s, f: f, sum: xxhash.New(), schema: schema, hash: NewContentHasher(schema), long: newLongRows(s, schema), meta: meta}
 	opts := []parquet.WriterOption{
 		schema,
 		parquet.CreatedBy(createdBy, "", ""),
@@ -188,12 +190,63 @@ func (s *Store) NewWriter(schema *parquet.Schema, meta map[string]string) (*Writ
 // Schema is the artifact's schema.
 func (w *Writer) Schema() *parquet.Schema { return w.schema }
 
-// WriteRows appends rows, which must follow the writer's schema.
+// WriteRows appends rows, which must follow the writer's schema. A long
+// row (longRows) is written as a row group of its own.
 func (w *Writer) WriteRows(rows []parquet.Row) error {
 	for _, r := range rows {
 		w.hash.Add(r)
 	}
-	_, err := w.w.WriteRows(rows)
+	if w.long == nil {
+		_, err := w.w.WriteRows(rows)
+		return err
+	}
+	for len(rows) > 0 {
+		i := 0
+		for i < len(rows) && !w.long.isLong(rows[i]) {
+			i++
+		}
+		if i > 0 {
+			if _, err := w.w.WriteRows(rows[:i]); err != nil {
+				return err
+			}
+		}
+		if i == len(rows) {
+			break
+		}
+		if err := w.writeLong(rows[i]); err != nil {
+			return err
+		}
+		rows = rows[i+1:]
+		if w.longs++; w.longs == maxLongRows {
+			// Parquet's row groups are counted in 16 bits: the rest of
+			// the artifact's rows go through parquet-go, whatever their
+			// length.
+			if _, err := w.w.WriteRows(rows); err != nil {
+				return err
+			}
+			w.long = nil
+			break
+		}
+	}
+	return nil
+}
+
+// writeLong writes a long row through a file of its own (longRows), which
+// parquet-go copies into the artifact after flushing the rows before it.
+func (w *Writer) writeLong(row parquet.Row) error {
+	f, size, err := w.long.write(row)
+	if err != nil {
+		return fmt.Errorf("long row: %w", err)
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	pf, err := parquet.OpenFile(f, size, parquet.FileSchema(w.schema), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("long row: %w", err)
+	}
+	_, err = w.w.WriteRowGroup(pf.RowGroups()[0])
 	return err
 }
 

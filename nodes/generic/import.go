@@ -12,7 +12,6 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,13 +175,6 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 			}
 			row[col.name] = v
 		}
-		if longValue(row) {
-			// The value was read in chunks of textChunk bytes, now garbage
-			// about its size. The writer's buffers are single allocations
-			// the chunks' spans cannot hold, so the chunks go back to the
-			// system first rather than stay resident beside them.
-			debug.FreeOSMemory()
-		}
 		if err := w.Write(row); err != nil {
 			return fmt.Errorf("%s:%d: %w", c.Path, line, err)
 		}
@@ -197,23 +189,6 @@ func (t importType) Run(ctx context.Context, r nodes.Run) error {
 	}
 	r.Logf("imported %d records, %d columns from %s", records, len(cols), c.Path)
 	return nil
-}
-
-// longValue says whether row holds a value of textChunk bytes or more.
-func longValue(row map[string]any) bool {
-	for _, v := range row {
-		switch v := v.(type) {
-		case string:
-			if len(v) >= textChunk {
-				return true
-			}
-		case []byte:
-			if len(v) >= textChunk {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // declaredColumns are the columns of a columns attribute, by name.
