@@ -160,11 +160,13 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		// program with its own imports, helpers and main.
 		solverImports, code := goharness.SplitAnswer(s.Code)
 		prog, span, whole := spec.AsProgram(s.Code)
+		own := ""
 		if whole {
-			// The task's own program with the span written in is that
-			// span: its context keeps its calls and returns.
-			if sp, ims, ok := spec.AsSpan(prog, span); ok {
-				whole, code, solverImports = false, sp, ims
+			// The task's own program with the span written in (and
+			// helpers of its own, maybe) is that span: its context keeps
+			// its calls and returns.
+			if sp, decls, ims, ok := spec.AsSpan(prog, span); ok {
+				whole, code, own, solverImports = false, sp, decls, ims
 			}
 		}
 		if whole {
@@ -188,6 +190,9 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		if err == nil && whole {
 			err = goharness.CheckDecls(spec.Decls)
 		}
+		if err == nil && own != "" {
+			err = goharness.CheckDecls(own)
+		}
 		if err == nil {
 			err = spec.CheckSolverImports(solverImports, code)
 		}
@@ -197,7 +202,7 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 			out[i].FailedLayers = []string{"span"}
 			continue
 		}
-		u := goharness.UnitSpec{Task: spec, Solution: code, SolverImports: solverImports, SolverDecls: whole, Index: len(units),
+		u := goharness.UnitSpec{Task: spec, Solution: code, SolverImports: solverImports, SolverDecls: whole, OwnDecls: own, Index: len(units),
 			SpyAccess: access, SpyImport: t.ImportPath, Module: e.mod.Path, Runs: 1}
 		if observe {
 			u.Runs = observeRuns
@@ -210,10 +215,10 @@ func (e *moduleEnv) run(ctx context.Context, tasks []Row, specs []goharness.Task
 		}
 		unit := goharness.Harness(u)
 		unit.Group = fmt.Sprintf("%d", len(units)/unitsPerPackage)
-		if s.Imports != nil || whole || !goharness.KnownImports(spec, e.mod.Path, solverImports) {
+		if s.Imports != nil || whole || own != "" || !goharness.KnownImports(spec, e.mod.Path, solverImports) {
 			// An import problem fails a whole package (the go command
-			// reports one a round), and a whole program's declarations are
-			// its own: keep such units alone.
+			// reports one a round), and a whole program's declarations (or
+			// a program's own helpers) are its own: keep such units alone.
 			unit.Group = fmt.Sprintf("alone-%d", i)
 		}
 		if !observe {

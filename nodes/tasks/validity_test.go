@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,7 +177,8 @@ type validitySample struct {
 // by C1, in LACUNA_VALIDITY_DIR (a directory holding quickstart.hcl's
 // store, so the stages before solve are cached). The report goes to
 // LACUNA_VALIDITY_REPORT (default: the test log) and per-sample rows to
-// LACUNA_VALIDITY_ROWS when set.
+// LACUNA_VALIDITY_ROWS when set; LACUNA_VALIDITY_SAMPLES keeps only the
+// samples it names.
 func TestHarnessValidityBaseline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the harness over the suites")
@@ -237,6 +239,20 @@ func TestHarnessValidityBaseline(t *testing.T) {
 		}
 	default:
 		t.Fatalf("LACUNA_VALIDITY=%s: want fixture or real", mode)
+	}
+
+	// LACUNA_VALIDITY_SAMPLES (comma-separated sample ids or classes, as the
+	// report names them) keeps only those samples: one class measured on
+	// the real modules without the hours of the whole suite.
+	if only := os.Getenv("LACUNA_VALIDITY_SAMPLES"); only != "" {
+		keep := map[string]bool{}
+		for _, k := range strings.Split(only, ",") {
+			keep[strings.TrimSpace(k)] = true
+		}
+		samples = slices.DeleteFunc(samples, func(s validitySample) bool { return !keep[s.SampleID] && !keep[s.Class] })
+		if len(samples) == 0 {
+			t.Fatalf("LACUNA_VALIDITY_SAMPLES=%s keeps no sample", only)
+		}
 	}
 
 	// Solve nodes per library: every sample in one batch ("all", as a
@@ -391,7 +407,7 @@ func generate(task tasks.Row) []suiteRow {
 	// those the variant's code does not use left out (an unused import
 	// does not compile).
 	imports, mask := goharness.SplitAnswer(task.Mask)
-	add := func(kind, class, id, code string) {
+	withImports := func(code string) string {
 		head := ""
 		for _, im := range imports {
 			if name, _, _ := strings.Cut(im, " "); strings.Contains(code, name+".") {
@@ -401,14 +417,21 @@ func generate(task tasks.Row) []suiteRow {
 		if head != "" {
 			code = head + "\n" + code
 		}
-		out = append(out, suiteRow{TaskID: task.TaskID, SampleID: id, Kind: kind, Class: class, Solution: code})
+		return code
+	}
+	add := func(kind, class, id, code string) {
+		out = append(out, suiteRow{TaskID: task.TaskID, SampleID: id, Kind: kind, Class: class, Solution: withImports(code)})
 	}
 	add("correct", "reference", "g-ref", mask)
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program", Kind: "correct", Class: "whole-program", Solution: task.Reference})
-	// The same program with a helper of its own is not the task's program
-	// (Task.AsSpan): it runs as a whole program.
+	// The same program with a helper of its own runs as the span with
+	// that helper (Task.AsSpan); with a variable of its own (initialised
+	// before the harness) it is not the task's program: it runs as a whole
+	// program.
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program-own", Kind: "correct", Class: "whole-program",
 		Solution: task.Reference + "\n// programHelper is the program's own.\nfunc programHelper(n int) int { return n + 1 }\n"})
+	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program-var", Kind: "correct", Class: "whole-program",
+		Solution: task.Reference + "\n// programSeen is the program's own.\nvar programSeen = 1\n"})
 	add("correct", "extra-imports", "g-import", "_ = strings.TrimSpace(\" \")\n"+mask)
 	if r, ok := renameLocals(task); ok {
 		add("correct", "other-names", "g-rename", r)
@@ -491,6 +514,17 @@ func generate(task tasks.Row) []suiteRow {
 	expect := strings.ReplaceAll(task.Expect, "\n", "")
 	add("adversarial", "hardcoded-no-call", "g-hard", hard)
 	add("adversarial", "tamper-internals", "g-spy", hard+"\n"+bump)
+	// The same as whole programs that are the task's own with helpers of
+	// their own (run as spans: Task.AsSpan): the values hard-coded beside
+	// an unused helper, and a helper that bumps the spy's counters.
+	var spec goharness.Task
+	if json.Unmarshal([]byte(task.Spec), &spec) == nil {
+		own := "\n// helperOwn is the program's own.\nfunc helperOwn() int { return 1 }\n"
+		out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-own-hard", Kind: "adversarial", Class: "hardcoded-no-call",
+			Solution: spec.Program(withImports(hard)) + own})
+		out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-own-spy", Kind: "adversarial", Class: "tamper-internals",
+			Solution: spec.Program(withImports(hard+"\nbumpSpy()")) + "\nfunc bumpSpy() {\n" + bump + "\n}\n"})
+	}
 	// The span closes the scenario, declares init and reopens a function
 	// (named after the task: batches put many harnesses in one package)
 	// that declares the values again for the code after the span.

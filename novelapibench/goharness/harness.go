@@ -119,10 +119,14 @@ type UnitSpec struct {
 	// target's calls from them are the solver's too. Such a unit needs a
 	// package of its own.
 	SolverDecls bool
-	Index       int    // the unit's index in its batch
-	SpyAccess   string // the target's counters: pkg.LacunaSpy[i] (Spy.Access)
-	SpyImport   string // the target's package
-	Module      string // the target's module path
+	// OwnDecls are declarations of the solver's beside the task's (a
+	// program that is the task's own with helpers of its own: AsSpan).
+	// Such a unit needs a package of its own too.
+	OwnDecls  string
+	Index     int    // the unit's index in its batch
+	SpyAccess string // the target's counters: pkg.LacunaSpy[i] (Spy.Access)
+	SpyImport string // the target's package
+	Module    string // the target's module path
 	// Runs is how many times the scenario (and the perturbed scenario)
 	// runs: many to observe a reference (10 at least, more while within
 	// 2 s), one to check a solution.
@@ -172,8 +176,12 @@ func Harness(u UnitSpec) Unit {
 					decls = instrumentMethods(t.Decls)
 				}
 			}
+			own := ""
+			if u.OwnDecls != "" {
+				own = instrumentMethods(u.OwnDecls)
+			}
 			// What the unit's code refers to decides its imports.
-			code := decls + "\nfunc _() {\n" + t.Before + "\n" + u.Solution + "\n" + t.After + "\n" + u.Perturbed + "\n"
+			code := decls + "\n" + own + "\nfunc _() {\n" + t.Before + "\n" + u.Solution + "\n" + t.After + "\n" + u.Perturbed + "\n"
 			for _, p := range t.Probes {
 				code += "_ = " + p + "\n"
 			}
@@ -200,6 +208,10 @@ func Harness(u UnitSpec) Unit {
 				lines = append(lines, line()+1, line()+1+strings.Count(decls, "\n"))
 			}
 			b.WriteString("\n" + decls + "\n")
+			if own != "" {
+				lines = append(lines, line()+1, line()+1+strings.Count(own, "\n"))
+				b.WriteString("\n" + own + "\n")
+			}
 			scenario := func(name, before string) {
 				fmt.Fprintf(&b, "\nfunc %s(lacunaProbe func(string, any)) {%s\n", name, before)
 				lines = append(lines, line(), line()+strings.Count(u.Solution, "\n"))

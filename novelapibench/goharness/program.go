@@ -1,7 +1,6 @@
 package goharness
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/printer"
@@ -115,15 +114,20 @@ func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
 
 // AsSpan reads a whole program (prog and its main's body, as AsProgram
 // made them) that is the task's own program with the span written in:
-// the same helper declarations, and a main that begins with the task's
+// the task's helper declarations, and a main that begins with the task's
 // statements before the span and ends with those after it, statement for
 // statement (as gofmt prints them, comments aside). It returns the
-// statements in between as the span and the program's imports as the
-// solver's, so that the program is run and checked exactly as that span
-// answer would be: the task's context keeps its own calls and returns,
-// and only the span is the solver's. ok is false for any other program
-// (it then runs as a whole program: AsProgram, WithContext).
-func (t Task) AsSpan(prog Task, body string) (span string, imports []string, ok bool) {
+// statements in between as the span, the program's imports as the
+// solver's, and the declarations the program adds to the task's as own
+// (functions, types with their methods, constants: OwnDecls), so that
+// the program is run and checked exactly as that span answer would be:
+// the task's context keeps its own calls and returns, and only the span
+// and own are the solver's. ok is false for any other program (it then
+// runs as a whole program: AsProgram, WithContext), and for one that
+// changes or leaves out a task declaration, declares variables (their
+// initialisers would run before the harness) or methods on the task's
+// types (they would change the context's behaviour).
+func (t Task) AsSpan(prog Task, body string) (span, own string, imports []string, ok bool) {
 	const head = "package p\nfunc _() {"
 	parse := func(src string) (*token.FileSet, []ast.Stmt, bool) {
 		fset := token.NewFileSet()
@@ -134,24 +138,25 @@ func (t Task) AsSpan(prog Task, body string) (span string, imports []string, ok 
 		return fset, f.Decls[0].(*ast.FuncDecl).Body.List, true
 	}
 	show := func(_ *token.FileSet, n ast.Node) string { return layoutFree(n) }
-	if sameDecls(t.Decls, prog.Decls) != nil {
-		return "", nil, false
+	own, ok = OwnDecls(t.Decls, prog.Decls)
+	if !ok {
+		return "", "", nil, false
 	}
 	bset, before, ok1 := parse(t.Before)
 	aset, after, ok2 := parse(t.After)
 	sset, stmts, ok3 := parse(body)
 	if !ok1 || !ok2 || !ok3 || len(stmts) <= len(before)+len(after) {
-		return "", nil, false
+		return "", "", nil, false
 	}
 	for i, st := range before {
 		if show(bset, st) != show(sset, stmts[i]) {
-			return "", nil, false
+			return "", "", nil, false
 		}
 	}
 	rest := stmts[len(stmts)-len(after):]
 	for i, st := range after {
 		if show(aset, st) != show(sset, rest[i]) {
-			return "", nil, false
+			return "", "", nil, false
 		}
 	}
 	from := len(head)
@@ -159,7 +164,98 @@ func (t Task) AsSpan(prog Task, body string) (span string, imports []string, ok 
 		from = sset.Position(stmts[len(before)-1].End()).Offset
 	}
 	to := sset.Position(stmts[len(stmts)-len(after)-1].End()).Offset
-	return strings.TrimLeft(body[from-len(head):to-len(head)], "\r\n"), prog.OwnImports, true
+	return strings.TrimLeft(body[from-len(head):to-len(head)], "\r\n"), own, prog.OwnImports, true
+}
+
+// OwnDecls returns the declarations of a program's (progDecls) that are
+// not the task's (taskDecls), as written, comments included: ok when
+// every task declaration is among the program's unchanged and in order
+// (as gofmt prints them without their comments), and what the program
+// adds are functions, types, methods of those types and constants. A
+// variable's initialiser would run before the harness, and a method on a
+// task type would change how the task's own code behaves, so a program
+// declaring one is not the task's program.
+func OwnDecls(taskDecls, progDecls string) (own string, ok bool) {
+	// Compared without their comments (the printer prints a declaration's
+	// doc comment), written out with them.
+	parse := func(src string, mode parser.Mode) (*token.FileSet, *ast.File, bool) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "", "package p\n"+src, mode|parser.SkipObjectResolution)
+		return fset, f, err == nil
+	}
+	_, tf, ok1 := parse(taskDecls, 0)
+	_, pf, ok2 := parse(progDecls, 0)
+	pset, withDocs, ok3 := parse(progDecls, parser.ParseComments)
+	if !ok1 || !ok2 || !ok3 || len(withDocs.Decls) != len(pf.Decls) {
+		return "", false
+	}
+	want := make([]string, len(tf.Decls))
+	for i, d := range tf.Decls {
+		want[i] = layoutFree(d)
+	}
+	var extra []int
+	types := map[string]bool{}
+	for i, d := range pf.Decls {
+		if len(want) > 0 && layoutFree(d) == want[0] {
+			want = want[1:]
+			continue
+		}
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && d.Name.Name == "init" {
+				return "", false
+			}
+		case *ast.GenDecl:
+			switch d.Tok {
+			case token.TYPE:
+				for _, s := range d.Specs {
+					types[s.(*ast.TypeSpec).Name.Name] = true
+				}
+			case token.CONST:
+			default:
+				return "", false
+			}
+		}
+		extra = append(extra, i)
+	}
+	if len(want) > 0 {
+		return "", false
+	}
+	var b strings.Builder
+	src := "package p\n" + progDecls
+	for _, i := range extra {
+		d := withDocs.Decls[i]
+		if fd, isFunc := d.(*ast.FuncDecl); isFunc && fd.Recv != nil && !types[receiverType(fd)] {
+			return "", false
+		}
+		start := d.Pos()
+		if doc := declDoc(d); doc != nil {
+			start = doc.Pos()
+		}
+		b.WriteString(src[pset.Position(start).Offset:pset.Position(d.End()).Offset] + "\n\n")
+	}
+	return b.String(), true
+}
+
+// receiverType is the name of the type a method is declared on.
+func receiverType(fd *ast.FuncDecl) string {
+	t := fd.Recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+		case *ast.IndexExpr:
+			t = x.X
+		case *ast.IndexListExpr:
+			t = x.X
+		case *ast.ParenExpr:
+			t = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
 }
 
 // layoutFree prints n as gofmt would print it written on one line: the
@@ -169,35 +265,6 @@ func layoutFree(n ast.Node) string {
 	var b strings.Builder
 	printer.Fprint(&b, token.NewFileSet(), n)
 	return b.String()
-}
-
-// sameDecls is nil when two sets of declarations are the same, in order,
-// as gofmt prints them without their comments.
-func sameDecls(a, b string) error {
-	norm := func(src string) (string, error) {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, "", "package p\n"+src, parser.SkipObjectResolution)
-		if err != nil {
-			return "", err
-		}
-		var s strings.Builder
-		for _, d := range f.Decls {
-			s.WriteString(layoutFree(d) + "\n")
-		}
-		return s.String(), nil
-	}
-	x, err := norm(a)
-	if err != nil {
-		return err
-	}
-	y, err := norm(b)
-	if err != nil {
-		return err
-	}
-	if x != y {
-		return fmt.Errorf("the declarations differ")
-	}
-	return nil
 }
 
 // WithProbes is o with only the named probes: what a whole-program

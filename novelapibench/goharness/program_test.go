@@ -128,25 +128,32 @@ func TestAsSpan(t *testing.T) {
 		After:  "\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)",
 	}
 	const decls = "func double(n int) int {\n\treturn 2 * n\n}"
+	const program = "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n"
 	for _, tc := range []struct {
-		name, decls, body, span string
-		ok                      bool
+		name, decls, body, span, own string
+		ok                           bool
 	}{
-		{"the task's program", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "ys := shapes.Scale(xs, double(1))", true},
-		{"reformatted, two statements", "func double(n int) int { return 2*n }", "\nxs := []int{1,2,3}\nk := double(1)\nys := shapes.Scale(xs, k)\nif len(ys) == 0 { return }\nfmt.Println(ys)\n", "k := double(1)\nys := shapes.Scale(xs, k)", true},
-		{"other helper", "func double(n int) int { return n + n }", "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
-		{"an extra helper", decls + "\nfunc other() {}", "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
-		{"other data", decls, "\n\txs := []int{1, 2, 4}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
-		{"other ending", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tfmt.Println(ys)\n", "", false},
-		{"no span", decls, "\n\txs := []int{1, 2, 3}\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", false},
+		{"the task's program", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "ys := shapes.Scale(xs, double(1))", "", true},
+		{"reformatted, two statements", "func double(n int) int { return 2*n }", "\nxs := []int{1,2,3}\nk := double(1)\nys := shapes.Scale(xs, k)\nif len(ys) == 0 { return }\nfmt.Println(ys)\n", "k := double(1)\nys := shapes.Scale(xs, k)", "", true},
+		{"other helper", "func double(n int) int { return n + n }", "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", "", false},
+		{"a helper of its own", decls + "\nfunc other() {}", program, "ys := shapes.Scale(xs, double(1))", "func other() {}", true},
+		{"helpers of its own before and after, with comments", "// half halves.\nfunc half(n int) int { return n / 2 }\n" + decls + "\ntype pair struct{ a, b int }\n\nfunc (p pair) sum() int { return p.a + p.b }\n\nconst k = 3", program, "ys := shapes.Scale(xs, double(1))",
+			"// half halves.\nfunc half(n int) int { return n / 2 }\n\ntype pair struct{ a, b int }\n\nfunc (p pair) sum() int { return p.a + p.b }\n\nconst k = 3", true},
+		{"a variable of its own (initialised before the harness)", decls + "\nvar seen = double(4)", program, "", "", false},
+		{"an init of its own", decls + "\nfunc init() {}", program, "", "", false},
+		{"a method on a type it does not declare", decls + "\nfunc (s shape) String() string { return \"\" }", program, "", "", false},
+		{"the task's helper left out", "func other() {}", program, "", "", false},
+		{"other data", decls, "\n\txs := []int{1, 2, 4}\n\tys := shapes.Scale(xs, double(1))\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", "", false},
+		{"other ending", decls, "\n\txs := []int{1, 2, 3}\n\tys := shapes.Scale(xs, double(1))\n\tfmt.Println(ys)\n", "", "", false},
+		{"no span", decls, "\n\txs := []int{1, 2, 3}\n\tif len(ys) == 0 {\n\t\treturn\n\t}\n\tfmt.Println(ys)\n", "", "", false},
 	} {
-		span, ims, ok := task.AsSpan(Task{Decls: tc.decls, OwnImports: []string{`fmt "fmt"`}}, tc.body)
+		span, own, ims, ok := task.AsSpan(Task{Decls: tc.decls, OwnImports: []string{`fmt "fmt"`}}, tc.body)
 		if ok != tc.ok {
 			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
 			continue
 		}
-		if ok && (strings.TrimSpace(span) != tc.span || len(ims) != 1) {
-			t.Errorf("%s: span %q imports %q, want span %q", tc.name, span, ims, tc.span)
+		if ok && (strings.TrimSpace(span) != tc.span || strings.TrimSpace(own) != tc.own || len(ims) != 1) {
+			t.Errorf("%s: span %q own %q imports %q, want span %q own %q", tc.name, span, own, ims, tc.span, tc.own)
 		}
 	}
 }
