@@ -424,14 +424,14 @@ func generate(task tasks.Row) []suiteRow {
 	}
 	add("correct", "reference", "g-ref", mask)
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program", Kind: "correct", Class: "whole-program", Solution: task.Reference})
-	// The same program with a helper of its own runs as the span with
-	// that helper (Task.AsSpan); with a variable of its own (initialised
-	// before the harness) it is not the task's program: it runs as a whole
-	// program.
+	// The same program with a helper and a variable of its own runs as
+	// the span with them (Task.AsSpan); with a variable whose initialiser
+	// calls a function (run before the harness) it is not the task's
+	// program: it runs as a whole program.
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program-own", Kind: "correct", Class: "whole-program",
-		Solution: task.Reference + "\n// programHelper is the program's own.\nfunc programHelper(n int) int { return n + 1 }\n"})
+		Solution: task.Reference + "\n// programHelper is the program's own.\nfunc programHelper(n int) int { return n + 1 }\n\nvar programStep = 1\n"})
 	out = append(out, suiteRow{TaskID: task.TaskID, SampleID: "g-program-var", Kind: "correct", Class: "whole-program",
-		Solution: task.Reference + "\n// programSeen is the program's own.\nvar programSeen = 1\n"})
+		Solution: task.Reference + "\n// programSeen is the program's own.\nvar programSeen = len(\"seen\")\n"})
 	add("correct", "extra-imports", "g-import", "_ = strings.TrimSpace(\" \")\n"+mask)
 	if r, ok := renameLocals(task); ok {
 		add("correct", "other-names", "g-rename", r)

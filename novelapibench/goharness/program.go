@@ -119,14 +119,14 @@ func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
 // statement (as gofmt prints them, comments aside). It returns the
 // statements in between as the span, the program's imports as the
 // solver's, and the declarations the program adds to the task's as own
-// (functions, types with their methods, constants: OwnDecls), so that
-// the program is run and checked exactly as that span answer would be:
-// the task's context keeps its own calls and returns, and only the span
-// and own are the solver's. ok is false for any other program (it then
+// (functions, types with their methods, constants, variables: OwnDecls),
+// so that the program is run and checked exactly as that span answer
+// would be: the task's context keeps its own calls and returns, and only
+// the span and own are the solver's. ok is false for any other program (it then
 // runs as a whole program: AsProgram, WithContext), and for one that
-// changes or leaves out a task declaration, declares variables (their
-// initialisers would run before the harness) or methods on the task's
-// types (they would change the context's behaviour).
+// changes or leaves out a task declaration, declares a variable whose
+// initialiser calls a function (it would run before the harness) or a
+// method on a task type (it would change the context's behaviour).
 func (t Task) AsSpan(prog Task, body string) (span, own string, imports []string, ok bool) {
 	const head = "package p\nfunc _() {"
 	parse := func(src string) (*token.FileSet, []ast.Stmt, bool) {
@@ -171,10 +171,11 @@ func (t Task) AsSpan(prog Task, body string) (span, own string, imports []string
 // not the task's (taskDecls), as written, comments included: ok when
 // every task declaration is among the program's unchanged and in order
 // (as gofmt prints them without their comments), and what the program
-// adds are functions, types, methods of those types and constants. A
-// variable's initialiser would run before the harness, and a method on a
-// task type would change how the task's own code behaves, so a program
-// declaring one is not the task's program.
+// adds are functions, types, methods of those types, constants and
+// variables whose initialisers call nothing. An initialiser that calls a
+// function would run the solver's code before the harness, and a method
+// on a task type would change how the task's own code behaves, so a
+// program declaring one is not the task's program.
 func OwnDecls(taskDecls, progDecls string) (own string, ok bool) {
 	// Compared without their comments (the printer prints a declaration's
 	// doc comment), written out with them.
@@ -212,6 +213,21 @@ func OwnDecls(taskDecls, progDecls string) (own string, ok bool) {
 					types[s.(*ast.TypeSpec).Name.Name] = true
 				}
 			case token.CONST:
+			case token.VAR:
+				// An initialiser runs before the harness: only one that
+				// calls nothing (a literal, a composite of literals) runs
+				// no code of the solver's there.
+				calls := false
+				ast.Inspect(d, func(n ast.Node) bool {
+					switch n.(type) {
+					case *ast.CallExpr, *ast.FuncLit:
+						calls = true
+					}
+					return !calls
+				})
+				if calls {
+					return "", false
+				}
 			default:
 				return "", false
 			}
