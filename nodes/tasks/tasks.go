@@ -108,8 +108,9 @@ func (tasksType) Doc() string {
 		"span to write marked and a description that does not name the API; each is observed like a cut task, and one that is " +
 		"malformed, names the API or whose reference does not compile or run is dropped, the reason in missing and the report " +
 		"\"dropped\". A bundle with no valid example, or whose answer yields no medium and no hard task, is asked for three easy " +
-		"variants instead (the paper's fallback). A Go example or scenario that waits on the clock (time.Sleep, a timer, a ticker) " +
-		"makes no task: what it prints depends on how fast the machine runs it, so its harness would keep, pass or fail it by chance."
+		"variants instead (the paper's fallback). A Go example or scenario that waits on the clock (time.Sleep, a timer, a ticker), " +
+		"or a Python example that does (time.sleep, asyncio.sleep, threading.Timer, signal.alarm or setitimer), makes no task: " +
+		"what it prints depends on how fast the machine runs it, so its harness would keep, pass or fail it by chance."
 }
 
 func (tasksType) Validate(cfg any) error {

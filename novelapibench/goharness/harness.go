@@ -847,7 +847,7 @@ func lacunaHoldsAddress(v lacunareflect.Value, depth int) bool {
 // codegen is the version of the code NewSpy and Harness generate beyond
 // the templates Digest reads: bump it when that logic changes what a
 // harness computes.
-const codegen = "2"
+const codegen = "4"
 
 // Digest identifies what a harness computes: the runtime, the supervisor
 // and the spy's counters file as generated, and the version of the code

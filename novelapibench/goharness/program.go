@@ -241,8 +241,14 @@ func OwnDecls(taskDecls, progDecls string) (own string, ok bool) {
 	src := "package p\n" + progDecls
 	for _, i := range extra {
 		d := withDocs.Decls[i]
-		if fd, isFunc := d.(*ast.FuncDecl); isFunc && fd.Recv != nil && !types[receiverType(fd)] {
-			return "", false
+		if fd, isFunc := d.(*ast.FuncDecl); isFunc && fd.Recv != nil {
+			name := ""
+			if len(fd.Recv.List) == 1 {
+				name, _ = goapi.ReceiverName(fd.Recv.List[0].Type)
+			}
+			if !types[name] {
+				return "", false
+			}
 		}
 		start := d.Pos()
 		if doc := declDoc(d); doc != nil {
@@ -251,27 +257,6 @@ func OwnDecls(taskDecls, progDecls string) (own string, ok bool) {
 		b.WriteString(src[pset.Position(start).Offset:pset.Position(d.End()).Offset] + "\n\n")
 	}
 	return b.String(), true
-}
-
-// receiverType is the name of the type a method is declared on.
-func receiverType(fd *ast.FuncDecl) string {
-	t := fd.Recv.List[0].Type
-	for {
-		switch x := t.(type) {
-		case *ast.StarExpr:
-			t = x.X
-		case *ast.IndexExpr:
-			t = x.X
-		case *ast.IndexListExpr:
-			t = x.X
-		case *ast.ParenExpr:
-			t = x.X
-		case *ast.Ident:
-			return x.Name
-		default:
-			return ""
-		}
-	}
 }
 
 // layoutFree prints n as gofmt would print it written on one line: the

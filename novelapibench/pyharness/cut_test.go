@@ -262,6 +262,27 @@ var cutCases = []cutCase{
 		skipped: map[string]string{Medium: "no data", Hard: "nothing else"},
 	},
 	{
+		// What it shows depends on the machine's speed: no task.
+		name: "an example that sleeps",
+		api:  apiScale,
+		ex: doctest("docs/throttle.md", "", "import time", "", "from fixpkg import scale", "",
+			"time.sleep(0.01)", "", "scale([1, 2], 3)", "[3, 6]\n"),
+		skipped: map[string]string{"": "waits on the clock (time.sleep)"},
+	},
+	{
+		name: "an example that sleeps through a name it imports",
+		api:  apiScale,
+		ex: fenced("docs/throttle.md#fenced-1", "from asyncio import sleep as nap\nfrom fixpkg import scale", "",
+			"scale([1], 2)", "[2]", "nap(0)", ""),
+		skipped: map[string]string{"": "waits on the clock (asyncio.sleep)"},
+	},
+	{
+		name:    "a docstring's example that sleeps on its module's time, unimported",
+		api:     apiScale,
+		ex:      doctest("fixpkg._impl:scale", "fixpkg._impl", "t = threading.Timer(1, print)", "", "scale([1, 2], 3)", "[3, 6]\n"),
+		skipped: map[string]string{"": "waits on the clock (threading.Timer)"},
+	},
+	{
 		name:    "a loop that neither prints nor assigns",
 		api:     apiScale,
 		ex:      fenced("docs/loop.md#fenced-2", "from fixpkg import scale", "", "for k in (1, 2):\n    scale([1], k)", ""),
