@@ -189,14 +189,15 @@ func (l *longRows) write(row parquet.Row) (_ *os.File, _ int64, err error) {
 		frames.Close()
 		os.Remove(frames.Name())
 	}()
-	fw := &offsetWriter{w: bufio.NewWriterSize(frames, 64<<10)}
+	fbuf := bufio.NewWriterSize(frames, 64<<10)
+	fw := &offsetWriter{w: fbuf}
 	pages := make([]longPage, len(l.columns))
 	for i, col := range l.columns {
 		if err := col.encode(&pages[i], columns[i].Page(), row[i], fw); err != nil {
 			return nil, 0, fmt.Errorf("column %s: %w", col.path[0], err)
 		}
 	}
-	if err := fw.w.(*bufio.Writer).Flush(); err != nil {
+	if err := fbuf.Flush(); err != nil {
 		return nil, 0, err
 	}
 

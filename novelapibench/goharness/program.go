@@ -122,11 +122,11 @@ func (t Task) WithContext(prog Task, body string) (Task, string, bool) {
 // (functions, types with their methods, constants, variables: OwnDecls),
 // so that the program is run and checked exactly as that span answer
 // would be: the task's context keeps its own calls and returns, and only
-// the span and own are the solver's. ok is false for any other program (it then
-// runs as a whole program: AsProgram, WithContext), and for one that
-// changes or leaves out a task declaration, declares a variable whose
-// initialiser calls a function (it would run before the harness) or a
-// method on a task type (it would change the context's behaviour).
+// the span and own are the solver's. ok is false for any other program
+// (it then runs as a whole program: AsProgram, WithContext), and for one
+// that changes or leaves out a task declaration, declares a variable
+// whose initialiser calls a function (it would run before the harness)
+// or a method on a task type (it would change the context's behaviour).
 func (t Task) AsSpan(prog Task, body string) (span, own string, imports []string, ok bool) {
 	const head = "package p\nfunc _() {"
 	parse := func(src string) (*token.FileSet, []ast.Stmt, bool) {
