@@ -82,21 +82,7 @@ func BenchmarkWriteLongRow(b *testing.B) {
 				// an existing one (which reads it back).
 				n++
 				rows[0] = schema.Deconstruct(rows[0][:0], map[string]any{"id": n, "text": peer})
-				w, _ := s.NewWriter(schema, nil)
-				if peer == "parquet-go" {
-					w.long = nil
-				}
-				for _, r := range rows {
-					if peer == "parquet-go" {
-						w.w.Flush()
-					}
-					if err := w.WriteRows([]parquet.Row{r}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if _, err := w.Commit(); err != nil {
-					b.Fatal(err)
-				}
+				writeLongRows(b, s, schema, nil, rows, peer == "parquet-go")
 			}
 		})
 	}

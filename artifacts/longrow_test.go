@@ -129,53 +129,14 @@ func TestLongRowsAreWrittenAsParquetGoWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, err := ours.NewWriter(schema, meta)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w.long == nil {
-				t.Fatal("the schema takes no long rows")
-			}
-			for _, r := range rows {
-				if err := w.WriteRows([]parquet.Row{r}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := w.Commit()
-			if err != nil {
-				t.Fatal(err)
-			}
-
 			theirs, err := Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			pw, err := theirs.NewWriter(schema, meta)
-			if err != nil {
-				t.Fatal(err)
-			}
-			detect := pw.long
-			pw.long = nil
-			longRows := 0
-			for _, r := range rows {
-				isLong := detect.isLong(r)
-				if isLong {
-					longRows++
-					pw.w.Flush()
-				}
-				if err := pw.WriteRows([]parquet.Row{r}); err != nil {
-					t.Fatal(err)
-				}
-				if isLong {
-					pw.w.Flush()
-				}
-			}
-			if longRows == 0 {
+			got, long := writeLongRows(t, ours, schema, meta, rows, false)
+			want, _ := writeLongRows(t, theirs, schema, meta, rows, true)
+			if long == 0 {
 				t.Fatal("no row of the case is long")
-			}
-			want, err := pw.Commit()
-			if err != nil {
-				t.Fatal(err)
 			}
 
 			if got.Digest != want.Digest {
@@ -203,6 +164,51 @@ func TestLongRowsAreWrittenAsParquetGoWrites(t *testing.T) {
 	}
 }
 
+// writeLongRows writes rows to a new artifact in s, one WriteRows call
+// each, and returns it with the number of long rows among them.
+// byParquetGo has parquet-go write every row itself, the row group flushed
+// before and after each long row: the file the Writer's must equal.
+func writeLongRows(tb testing.TB, s *Store, schema *parquet.Schema, meta map[string]string, rows []parquet.Row, byParquetGo bool) (Object, int) {
+	tb.Helper()
+	w, err := s.NewWriter(schema, meta)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	detect := w.long
+	if detect == nil {
+		tb.Fatal("the schema takes no long rows")
+	}
+	if byParquetGo {
+		w.long = nil
+	}
+	flush := func() {
+		if err := w.w.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	long := 0
+	for _, r := range rows {
+		isLong := detect.isLong(r)
+		if isLong {
+			long++
+			if byParquetGo {
+				flush()
+			}
+		}
+		if err := w.WriteRows([]parquet.Row{r}); err != nil {
+			tb.Fatal(err)
+		}
+		if isLong && byParquetGo {
+			flush()
+		}
+	}
+	obj, err := w.Commit()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return obj, long
+}
+
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
@@ -214,9 +220,9 @@ func firstDiff(a, b []byte) int {
 
 // TestALongRowIsNeverCopiedWhole writes a row with a 32 MiB value and
 // counts the bytes the write allocates: a small part of the value (a few
-// MiB of buffers).
-// parquet-go writing the row itself (or re-encoding the long row's row
-// group instead of copying it) allocates several times the value.
+// MiB of buffers). parquet-go writing the row itself (or re-encoding the
+// long row's row group instead of copying it) allocates several times the
+// value.
 func TestALongRowIsNeverCopiedWhole(t *testing.T) {
 	const size = 32 << 20
 	schema := parquet.NewSchema("row", parquet.Group{"id": parquet.Int(64), "text": parquet.Optional(parquet.String())})
@@ -227,21 +233,9 @@ func TestALongRowIsNeverCopiedWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := s.NewWriter(schema, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ours {
-			w.long = nil
-		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if err := w.WriteRows([]parquet.Row{row}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		writeLongRows(t, s, schema, nil, []parquet.Row{row}, !ours)
 		runtime.ReadMemStats(&after)
 		allocated := float64(after.TotalAlloc-before.TotalAlloc) / size
 		t.Logf("long rows written by the store: %v; allocated %.2f× the value", ours, allocated)
